@@ -1,0 +1,589 @@
+//! Table and column-family descriptors, with HBase's options and defaults.
+//!
+//! Options can be set through typed builder methods or by HBase's option
+//! names (`set_option("BLOOMFILTER", "ROWCOL")`), which is what the shell and
+//! the gateways use; both paths share one validation.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Smallest and largest BLOCKSIZE accepted (HBase allows 1 KiB .. 16 MiB).
+pub const MIN_BLOCK_SIZE: u32 = 1024;
+/// See [`MIN_BLOCK_SIZE`].
+pub const MAX_BLOCK_SIZE: u32 = 16 * 1024 * 1024;
+
+macro_rules! option_enum {
+    ($(#[$meta:meta])* $name:ident, $option:literal { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $name {
+            /// Every accepted value, in HBase's spelling.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// HBase's spelling of the value.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                let upper = s.trim().to_ascii_uppercase();
+                $(if upper == $text { return Ok($name::$variant); })+
+                Err(Error::invalid(format!(
+                    "unknown {} value '{}'; expected one of {}",
+                    $option,
+                    s,
+                    [$($text),+].join(", ")
+                )))
+            }
+        }
+    };
+}
+
+option_enum!(
+    /// BLOOMFILTER: what the per-file bloom filter is keyed on.
+    BloomType, "BLOOMFILTER" {
+        /// No bloom filter.
+        None => "NONE",
+        /// Keyed on the row key (HBase's default).
+        #[default]
+        Row => "ROW",
+        /// Keyed on row + family + qualifier.
+        RowCol => "ROWCOL",
+    }
+);
+
+option_enum!(
+    /// COMPRESSION: block compression of store files.
+    Compression, "COMPRESSION" {
+        /// Uncompressed (default).
+        #[default]
+        None => "NONE",
+        /// Snappy.
+        Snappy => "SNAPPY",
+        /// LZ4.
+        Lz4 => "LZ4",
+        /// Zstandard.
+        Zstd => "ZSTD",
+        /// Gzip / deflate.
+        Gz => "GZ",
+    }
+);
+
+option_enum!(
+    /// DATA_BLOCK_ENCODING: key prefix compression inside data blocks.
+    DataBlockEncoding, "DATA_BLOCK_ENCODING" {
+        /// Keys stored whole (default).
+        #[default]
+        None => "NONE",
+        /// Shared key prefix with the previous key elided.
+        Prefix => "PREFIX",
+        /// Prefix plus timestamp/type deltas.
+        Diff => "DIFF",
+        /// Diff with cheaper decoding.
+        FastDiff => "FAST_DIFF",
+    }
+);
+
+option_enum!(
+    /// KEEP_DELETED_CELLS: keep deleted cells for time-travel reads.
+    KeepDeletedCells, "KEEP_DELETED_CELLS" {
+        /// Deleted cells are gone for every read (default).
+        #[default]
+        False => "FALSE",
+        /// Reads whose time range ends before a delete still see what it covers.
+        True => "TRUE",
+        /// Like TRUE, but deleted cells also expire by TTL.
+        Ttl => "TTL",
+    }
+);
+
+/// Options of one column family (a store, in HBase's terms).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnFamilyDescriptor {
+    name: String,
+    /// VERSIONS: versions kept per column.
+    pub max_versions: u32,
+    /// MIN_VERSIONS: versions kept even when expired by TTL.
+    pub min_versions: u32,
+    /// TTL in seconds; `None` is FOREVER.
+    pub ttl_seconds: Option<u64>,
+    /// KEEP_DELETED_CELLS.
+    pub keep_deleted_cells: KeepDeletedCells,
+    /// BLOOMFILTER.
+    pub bloom_filter: BloomType,
+    /// COMPRESSION.
+    pub compression: Compression,
+    /// BLOCKSIZE in bytes (uncompressed target size of a data block).
+    pub block_size: u32,
+    /// BLOCKCACHE: cache this family's data blocks.
+    pub block_cache: bool,
+    /// IN_MEMORY: priority in the block cache.
+    pub in_memory: bool,
+    /// DATA_BLOCK_ENCODING.
+    pub data_block_encoding: DataBlockEncoding,
+}
+
+/// The default VERSIONS: 3, as in Thrift1's `ColumnDescriptor`.
+pub const DEFAULT_MAX_VERSIONS: u32 = 3;
+/// HBase's default BLOCKSIZE.
+pub const DEFAULT_BLOCK_SIZE: u32 = 65536;
+
+impl ColumnFamilyDescriptor {
+    /// A family with every option at its default. The name is checked by
+    /// [`ColumnFamilyDescriptor::validate`] (and by table validation).
+    pub fn new(name: impl Into<String>) -> Self {
+        ColumnFamilyDescriptor {
+            name: name.into(),
+            max_versions: DEFAULT_MAX_VERSIONS,
+            min_versions: 0,
+            ttl_seconds: None,
+            keep_deleted_cells: KeepDeletedCells::False,
+            bloom_filter: BloomType::Row,
+            compression: Compression::None,
+            block_size: DEFAULT_BLOCK_SIZE,
+            block_cache: true,
+            in_memory: false,
+            data_block_encoding: DataBlockEncoding::None,
+        }
+    }
+
+    /// The family name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Builder: VERSIONS.
+    pub fn max_versions(mut self, versions: u32) -> Self {
+        self.max_versions = versions;
+        self
+    }
+
+    /// Builder: MIN_VERSIONS.
+    pub fn min_versions(mut self, versions: u32) -> Self {
+        self.min_versions = versions;
+        self
+    }
+
+    /// Builder: TTL in seconds.
+    pub fn ttl_seconds(mut self, seconds: u64) -> Self {
+        self.ttl_seconds = Some(seconds);
+        self
+    }
+
+    /// Builder: KEEP_DELETED_CELLS.
+    pub fn keep_deleted_cells(mut self, keep: KeepDeletedCells) -> Self {
+        self.keep_deleted_cells = keep;
+        self
+    }
+
+    /// Builder: BLOOMFILTER.
+    pub fn bloom_filter(mut self, bloom: BloomType) -> Self {
+        self.bloom_filter = bloom;
+        self
+    }
+
+    /// Builder: COMPRESSION.
+    pub fn compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// Builder: BLOCKSIZE.
+    pub fn block_size(mut self, bytes: u32) -> Self {
+        self.block_size = bytes;
+        self
+    }
+
+    /// Builder: BLOCKCACHE.
+    pub fn block_cache(mut self, enabled: bool) -> Self {
+        self.block_cache = enabled;
+        self
+    }
+
+    /// Builder: IN_MEMORY.
+    pub fn in_memory(mut self, enabled: bool) -> Self {
+        self.in_memory = enabled;
+        self
+    }
+
+    /// Builder: DATA_BLOCK_ENCODING.
+    pub fn data_block_encoding(mut self, encoding: DataBlockEncoding) -> Self {
+        self.data_block_encoding = encoding;
+        self
+    }
+
+    /// TTL in milliseconds, if any.
+    pub fn ttl_millis(&self) -> Option<i64> {
+        self.ttl_seconds
+            .map(|s| i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX))
+    }
+
+    /// Sets an option by its HBase name (case-insensitive), parsing the value
+    /// the way the HBase shell does. TTL accepts seconds or `FOREVER`.
+    pub fn set_option(&mut self, option: &str, value: &str) -> Result<()> {
+        let value = value.trim();
+        match option.trim().to_ascii_uppercase().as_str() {
+            "VERSIONS" | "MAX_VERSIONS" => self.max_versions = parse_number(option, value)?,
+            "MIN_VERSIONS" => self.min_versions = parse_number(option, value)?,
+            "TTL" => {
+                self.ttl_seconds = if value.eq_ignore_ascii_case("FOREVER") {
+                    None
+                } else {
+                    let seconds: u64 = parse_number(option, value)?;
+                    // HBase stores FOREVER as Integer.MAX_VALUE seconds.
+                    (seconds < i32::MAX as u64).then_some(seconds)
+                }
+            }
+            "KEEP_DELETED_CELLS" => self.keep_deleted_cells = value.parse()?,
+            "BLOOMFILTER" => self.bloom_filter = value.parse()?,
+            "COMPRESSION" => self.compression = value.parse()?,
+            "BLOCKSIZE" => self.block_size = parse_number(option, value)?,
+            "BLOCKCACHE" => self.block_cache = parse_bool(option, value)?,
+            "IN_MEMORY" => self.in_memory = parse_bool(option, value)?,
+            "DATA_BLOCK_ENCODING" => self.data_block_encoding = value.parse()?,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "unknown column family option '{option}'"
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// The options in HBase's order and spelling, as `describe` prints them.
+    pub fn options(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("BLOOMFILTER", self.bloom_filter.to_string()),
+            ("IN_MEMORY", self.in_memory.to_string()),
+            ("VERSIONS", self.max_versions.to_string()),
+            ("KEEP_DELETED_CELLS", self.keep_deleted_cells.to_string()),
+            ("DATA_BLOCK_ENCODING", self.data_block_encoding.to_string()),
+            (
+                "TTL",
+                self.ttl_seconds
+                    .map_or_else(|| "FOREVER".to_string(), |s| s.to_string()),
+            ),
+            ("COMPRESSION", self.compression.to_string()),
+            ("MIN_VERSIONS", self.min_versions.to_string()),
+            ("BLOCKCACHE", self.block_cache.to_string()),
+            ("BLOCKSIZE", self.block_size.to_string()),
+        ]
+    }
+
+    /// Checks the name and every option.
+    pub fn validate(&self) -> Result<()> {
+        validate_family_name(self.name.as_bytes())?;
+        if self.max_versions == 0 {
+            return Err(Error::invalid(format!(
+                "family '{}': VERSIONS must be at least 1",
+                self.name
+            )));
+        }
+        if self.min_versions > self.max_versions {
+            return Err(Error::invalid(format!(
+                "family '{}': MIN_VERSIONS ({}) must not exceed VERSIONS ({})",
+                self.name, self.min_versions, self.max_versions
+            )));
+        }
+        if self.ttl_seconds == Some(0) {
+            return Err(Error::invalid(format!(
+                "family '{}': TTL must be positive",
+                self.name
+            )));
+        }
+        if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&self.block_size) {
+            return Err(Error::invalid(format!(
+                "family '{}': BLOCKSIZE {} is outside {}..={}",
+                self.name, self.block_size, MIN_BLOCK_SIZE, MAX_BLOCK_SIZE
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Checks a column family name: non-empty, printable, no `:` (it separates
+/// family from qualifier in every text protocol), not starting with `.`.
+pub fn validate_family_name(name: &[u8]) -> Result<()> {
+    let shown = String::from_utf8_lossy(name);
+    if name.is_empty() {
+        return Err(Error::invalid("column family name must not be empty"));
+    }
+    if name[0] == b'.' {
+        return Err(Error::invalid(format!(
+            "column family name '{shown}' must not start with '.'"
+        )));
+    }
+    if let Some(&bad) = name
+        .iter()
+        .find(|&&b| !(0x20..0x7f).contains(&b) || b == b':' || b == b'\\' || b == b'/')
+    {
+        return Err(Error::invalid(format!(
+            "column family name '{shown}' contains an illegal character (byte 0x{bad:02x}); \
+             names must be printable and must not contain ':', '\\' or '/'"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a table name: `[namespace:]qualifier`, each part of letters,
+/// digits, `_`, `-` and `.`, not starting with `.` or `-`.
+pub fn validate_table_name(name: &str) -> Result<()> {
+    let parts: Vec<&str> = name.split(':').collect();
+    if parts.len() > 2 {
+        return Err(Error::invalid(format!(
+            "table name '{name}' has more than one ':'"
+        )));
+    }
+    for part in parts {
+        if part.is_empty() {
+            return Err(Error::invalid(format!(
+                "table name '{name}' has an empty part"
+            )));
+        }
+        if part.starts_with('.') || part.starts_with('-') {
+            return Err(Error::invalid(format!(
+                "table name '{name}' must not start with '.' or '-'"
+            )));
+        }
+        if let Some(bad) = part
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        {
+            return Err(Error::invalid(format!(
+                "illegal character '{bad}' in table name '{name}'; \
+                 use letters, digits, '_', '-' and '.'"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn parse_number<T: FromStr>(option: &str, value: &str) -> Result<T> {
+    value
+        .parse()
+        .map_err(|_| Error::invalid(format!("option {option}: '{value}' is not a valid number")))
+}
+
+fn parse_bool(option: &str, value: &str) -> Result<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(Error::invalid(format!(
+            "option {option}: '{value}' is not true or false"
+        ))),
+    }
+}
+
+/// A table: its name and its column families.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableDescriptor {
+    name: String,
+    families: Vec<ColumnFamilyDescriptor>,
+}
+
+impl TableDescriptor {
+    /// A table with no families yet (add them with [`TableDescriptor::family`]).
+    pub fn new(name: impl Into<String>) -> Self {
+        TableDescriptor {
+            name: name.into(),
+            families: Vec::new(),
+        }
+    }
+
+    /// Builder: adds a family.
+    pub fn family(mut self, family: ColumnFamilyDescriptor) -> Self {
+        self.families.push(family);
+        self
+    }
+
+    /// The table name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The families, sorted by name once validated.
+    pub fn families(&self) -> &[ColumnFamilyDescriptor] {
+        &self.families
+    }
+
+    /// Looks a family up by name.
+    pub fn get_family(&self, name: &[u8]) -> Option<&ColumnFamilyDescriptor> {
+        self.families.iter().find(|f| f.name.as_bytes() == name)
+    }
+
+    /// Adds or replaces a family (for `alter`).
+    pub fn upsert_family(&mut self, family: ColumnFamilyDescriptor) {
+        match self.families.iter_mut().find(|f| f.name == family.name) {
+            Some(existing) => *existing = family,
+            None => {
+                self.families.push(family);
+                self.families.sort_by(|a, b| a.name.cmp(&b.name));
+            }
+        }
+    }
+
+    /// Removes a family; false if there was none of that name.
+    pub fn remove_family(&mut self, name: &str) -> bool {
+        let before = self.families.len();
+        self.families.retain(|f| f.name != name);
+        self.families.len() != before
+    }
+
+    /// Checks the table name and every family, rejects duplicate families and
+    /// tables without any, and sorts the families by name.
+    pub fn validate(&mut self) -> Result<()> {
+        validate_table_name(&self.name)?;
+        if self.families.is_empty() {
+            return Err(Error::invalid(format!(
+                "table '{}' must have at least one column family",
+                self.name
+            )));
+        }
+        let mut seen = BTreeSet::new();
+        for family in &self.families {
+            family.validate()?;
+            if !seen.insert(family.name.as_str()) {
+                return Err(Error::invalid(format!(
+                    "duplicate column family '{}' in table '{}'",
+                    family.name, self.name
+                )));
+            }
+        }
+        self.families.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_semantics_table() {
+        let f = ColumnFamilyDescriptor::new("cf");
+        assert_eq!(f.max_versions, 3);
+        assert_eq!(f.min_versions, 0);
+        assert_eq!(f.ttl_seconds, None);
+        assert_eq!(f.bloom_filter, BloomType::Row);
+        assert_eq!(f.compression, Compression::None);
+        assert_eq!(f.block_size, 65536);
+        assert!(f.block_cache);
+        assert!(!f.in_memory);
+        assert_eq!(f.data_block_encoding, DataBlockEncoding::None);
+        assert_eq!(f.keep_deleted_cells, KeepDeletedCells::False);
+        f.validate().unwrap();
+    }
+
+    #[test]
+    fn options_set_by_hbase_name() {
+        let mut f = ColumnFamilyDescriptor::new("cf");
+        f.set_option("bloomfilter", "rowcol").unwrap();
+        f.set_option("VERSIONS", "5").unwrap();
+        f.set_option("TTL", "86400").unwrap();
+        f.set_option("MIN_VERSIONS", "1").unwrap();
+        f.set_option("COMPRESSION", "ZSTD").unwrap();
+        f.set_option("IN_MEMORY", "true").unwrap();
+        f.set_option("KEEP_DELETED_CELLS", "TTL").unwrap();
+        f.set_option("DATA_BLOCK_ENCODING", "FAST_DIFF").unwrap();
+        f.set_option("BLOCKSIZE", "4096").unwrap();
+        f.set_option("BLOCKCACHE", "false").unwrap();
+        assert_eq!(f.bloom_filter, BloomType::RowCol);
+        assert_eq!(f.max_versions, 5);
+        assert_eq!(f.ttl_seconds, Some(86400));
+        assert_eq!(f.compression, Compression::Zstd);
+        assert_eq!(f.data_block_encoding, DataBlockEncoding::FastDiff);
+        f.validate().unwrap();
+        f.set_option("TTL", "FOREVER").unwrap();
+        assert_eq!(f.ttl_seconds, None);
+    }
+
+    #[test]
+    fn unknown_option_values_are_clear_errors() {
+        let mut f = ColumnFamilyDescriptor::new("cf");
+        let err = f
+            .set_option("COMPRESSION", "BROTLI")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown COMPRESSION value 'BROTLI'"), "{err}");
+        assert!(err.contains("SNAPPY"), "{err}");
+        let err = f.set_option("VERSIONS", "many").unwrap_err().to_string();
+        assert!(err.contains("not a valid number"), "{err}");
+        let err = f.set_option("COLOUR", "red").unwrap_err().to_string();
+        assert!(err.contains("unknown column family option"), "{err}");
+        let err = f.set_option("IN_MEMORY", "yes").unwrap_err().to_string();
+        assert!(err.contains("not true or false"), "{err}");
+    }
+
+    #[test]
+    fn family_names_must_be_printable() {
+        assert!(validate_family_name(b"cf1").is_ok());
+        for bad in [&b""[..], b".meta", b"a:b", b"tab\t", b"\xff"] {
+            assert!(validate_family_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn table_validation_catches_shape_errors() {
+        let mut empty = TableDescriptor::new("t");
+        assert!(empty
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("at least one"));
+
+        let mut dup = TableDescriptor::new("t")
+            .family(ColumnFamilyDescriptor::new("a"))
+            .family(ColumnFamilyDescriptor::new("a"));
+        assert!(dup
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("duplicate"));
+
+        let mut bad_name =
+            TableDescriptor::new("no spaces").family(ColumnFamilyDescriptor::new("a"));
+        assert!(bad_name.validate().is_err());
+
+        let mut ok = TableDescriptor::new("ns:t-1.x")
+            .family(ColumnFamilyDescriptor::new("b"))
+            .family(ColumnFamilyDescriptor::new("a"));
+        ok.validate().unwrap();
+        assert_eq!(ok.families()[0].name(), "a");
+    }
+
+    #[test]
+    fn option_consistency_is_checked() {
+        assert!(ColumnFamilyDescriptor::new("a")
+            .max_versions(0)
+            .validate()
+            .is_err());
+        assert!(ColumnFamilyDescriptor::new("a")
+            .max_versions(1)
+            .min_versions(2)
+            .ttl_seconds(10)
+            .validate()
+            .is_err());
+        assert!(ColumnFamilyDescriptor::new("a")
+            .block_size(10)
+            .validate()
+            .is_err());
+    }
+}

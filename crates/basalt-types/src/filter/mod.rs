@@ -1,0 +1,291 @@
+//! Server-side filters.
+//!
+//! A [`Filter`] is the declarative description a client sends (built in code
+//! or parsed from HBase's filter language by [`Filter::parse`]). Reads turn it
+//! into a stateful [`CellFilter`] with [`Filter::build`] and drive it from
+//! inside the scan path, cell by cell, exactly where HBase calls its filters:
+//!
+//! ```text
+//! for each row:
+//!     if filter_all_remaining()          -> stop the scan
+//!     reset()
+//!     if filter_row_key(row)             -> skip the row
+//!     for each cell the version/delete/TTL logic lets through
+//!         (columns newest first, after the family's VERSIONS limit, before
+//!          the request's max versions):
+//!         code = filter_cell(cell)       -> include / skip / next column / next row / seek
+//!         included cells pass through transform_cell()
+//!     filter_row_cells(&mut cells)       (only if has_filter_row())
+//!     if cells are non-empty and filter_row() -> drop the row
+//! ```
+//!
+//! Comparison direction: a filter with operator `op` and comparator value `v`
+//! keeps a cell when `cell_value op v` holds (`ValueFilter(<, 'binary:5')`
+//! keeps values below "5"). Regex and substring comparators only support `=`
+//! and `!=`: "matches" and "does not match".
+
+mod comparator;
+mod filters;
+mod parse;
+
+use std::fmt;
+
+use bytes::Bytes;
+
+use crate::cell::Cell;
+use crate::error::Result;
+
+pub use comparator::Comparator;
+
+/// The six comparison operators of HBase's `CompareOperator`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompareOp {
+    /// `<`
+    Less,
+    /// `<=`
+    LessOrEqual,
+    /// `=`
+    Equal,
+    /// `!=`
+    NotEqual,
+    /// `>=`
+    GreaterOrEqual,
+    /// `>`
+    Greater,
+}
+
+impl CompareOp {
+    /// Does `ordering` (left compared with right) satisfy `left op right`?
+    pub fn holds(self, ordering: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            CompareOp::Less => ordering == Less,
+            CompareOp::LessOrEqual => ordering != Greater,
+            CompareOp::Equal => ordering == Equal,
+            CompareOp::NotEqual => ordering != Equal,
+            CompareOp::GreaterOrEqual => ordering != Less,
+            CompareOp::Greater => ordering == Greater,
+        }
+    }
+
+    /// The operator as written in the filter language.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CompareOp::Less => "<",
+            CompareOp::LessOrEqual => "<=",
+            CompareOp::Equal => "=",
+            CompareOp::NotEqual => "!=",
+            CompareOp::GreaterOrEqual => ">=",
+            CompareOp::Greater => ">",
+        }
+    }
+
+    /// HBase's enum name (`LESS`, `GREATER_OR_EQUAL`, ...).
+    pub fn hbase_name(self) -> &'static str {
+        match self {
+            CompareOp::Less => "LESS",
+            CompareOp::LessOrEqual => "LESS_OR_EQUAL",
+            CompareOp::Equal => "EQUAL",
+            CompareOp::NotEqual => "NOT_EQUAL",
+            CompareOp::GreaterOrEqual => "GREATER_OR_EQUAL",
+            CompareOp::Greater => "GREATER",
+        }
+    }
+}
+
+/// How a [`FilterList`](Filter::List) combines its members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListOperator {
+    /// Every member must pass (`AND`, HBase's MUST_PASS_ALL).
+    MustPassAll,
+    /// One member passing is enough (`OR`, HBase's MUST_PASS_ONE).
+    MustPassOne,
+}
+
+/// A filter as a client describes it. Cheap to clone; holds no scan state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    /// Strips values; with `length_as_value`, the value becomes the original
+    /// value's length as a 4-byte big-endian integer.
+    KeyOnly {
+        /// Return the value length instead of an empty value.
+        length_as_value: bool,
+    },
+    /// Only the first cell of each row.
+    FirstKeyOnly,
+    /// Rows starting with a prefix.
+    Prefix(Bytes),
+    /// Columns whose qualifier starts with a prefix.
+    ColumnPrefix(Bytes),
+    /// Columns whose qualifier starts with any of the prefixes.
+    MultipleColumnPrefix(Vec<Bytes>),
+    /// The first `n` columns of a row (and, as in HBase, the scan ends after
+    /// the first row that has more).
+    ColumnCountGet(u32),
+    /// At most `n` rows.
+    Page(u64),
+    /// `limit` columns per row starting at column number `offset`.
+    ColumnPagination {
+        /// Columns to return per row.
+        limit: u32,
+        /// Columns to skip first.
+        offset: u32,
+    },
+    /// Rows up to and including a stop row.
+    InclusiveStop(Bytes),
+    /// Only cells with one of these timestamps.
+    Timestamps(Vec<i64>),
+    /// Compares the row key.
+    Row(CompareOp, Comparator),
+    /// Compares the family name.
+    Family(CompareOp, Comparator),
+    /// Compares the qualifier.
+    Qualifier(CompareOp, Comparator),
+    /// Compares the value.
+    Value(CompareOp, Comparator),
+    /// Qualifiers within a range.
+    ColumnRange {
+        /// Lower bound; `None` is unbounded.
+        min: Option<Bytes>,
+        /// Whether `min` itself is included.
+        min_inclusive: bool,
+        /// Upper bound; `None` is unbounded.
+        max: Option<Bytes>,
+        /// Whether `max` itself is included.
+        max_inclusive: bool,
+    },
+    /// Keeps a row when one column's value passes a test.
+    SingleColumnValue(SingleColumnValue),
+    /// Like `SingleColumnValue`, and leaves the tested column out of results.
+    SingleColumnValueExclude(SingleColumnValue),
+    /// Keeps only cells whose timestamp matches one of a reference column's.
+    DependentColumn {
+        /// Reference column family.
+        family: Bytes,
+        /// Reference column qualifier.
+        qualifier: Bytes,
+        /// Leave the reference column out of results.
+        drop_dependent_column: bool,
+        /// Only reference cells whose value passes this test count.
+        value_test: Option<(CompareOp, Comparator)>,
+    },
+    /// Only the cells of one column whose value passes a test.
+    ColumnValue {
+        /// Column family.
+        family: Bytes,
+        /// Column qualifier.
+        qualifier: Bytes,
+        /// Operator.
+        op: CompareOp,
+        /// Comparator.
+        comparator: Comparator,
+    },
+    /// A list of filters combined with AND or OR.
+    List(ListOperator, Vec<Filter>),
+    /// Drops a whole row when the inner filter drops any cell of it.
+    Skip(Box<Filter>),
+    /// Ends the scan at the first cell or row the inner filter drops.
+    While(Box<Filter>),
+}
+
+/// Options of `SingleColumnValueFilter` and its Exclude variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SingleColumnValue {
+    /// Column family tested.
+    pub family: Bytes,
+    /// Column qualifier tested.
+    pub qualifier: Bytes,
+    /// Operator.
+    pub op: CompareOp,
+    /// Comparator.
+    pub comparator: Comparator,
+    /// Drop rows that do not have the column at all (default false: keep them).
+    pub filter_if_missing: bool,
+    /// Test only the column's newest version (default true).
+    pub latest_version_only: bool,
+}
+
+impl Filter {
+    /// Parses HBase's filter language, for example
+    /// `SingleColumnValueFilter('cf1', 'qual1', =, 'binary:val1') AND KeyOnlyFilter()`.
+    /// Errors name the byte position of the problem.
+    pub fn parse(text: &str) -> Result<Filter> {
+        parse::parse_filter(text)
+    }
+
+    /// Creates the stateful evaluator for one read. `reversed` tells
+    /// row-range filters (Prefix, InclusiveStop) which way the scan runs.
+    pub fn build(&self, reversed: bool) -> Box<dyn CellFilter> {
+        filters::build(self, reversed)
+    }
+}
+
+/// What a filter tells the scanner to do with a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReturnCode {
+    /// Include the cell.
+    Include,
+    /// Include the cell and skip the column's remaining versions.
+    IncludeAndNextCol,
+    /// Include the cell and skip the rest of the row.
+    IncludeAndSeekNextRow,
+    /// Leave the cell out.
+    Skip,
+    /// Leave the cell out and skip the column's remaining versions.
+    NextCol,
+    /// Leave the cell out and skip the rest of the row.
+    NextRow,
+    /// Leave the cell out and skip ahead to [`CellFilter::next_cell_hint`].
+    SeekNextUsingHint,
+}
+
+/// A filter's per-read state machine. See the module docs for the call order.
+///
+/// Every method has a pass-everything default so implementations only
+/// override what they use.
+pub trait CellFilter: Send + fmt::Debug {
+    /// Called before each row.
+    fn reset(&mut self) {}
+
+    /// True once no further row can pass: the scan stops.
+    fn filter_all_remaining(&mut self) -> bool {
+        false
+    }
+
+    /// True to drop the row from its key alone.
+    fn filter_row_key(&mut self, _row: &[u8]) -> bool {
+        false
+    }
+
+    /// Decides about one cell.
+    fn filter_cell(&mut self, _cell: &Cell) -> ReturnCode {
+        ReturnCode::Include
+    }
+
+    /// Rewrites an included cell (KeyOnlyFilter strips the value).
+    fn transform_cell(&mut self, cell: Cell) -> Cell {
+        cell
+    }
+
+    /// True when the filter needs [`filter_row_cells`](Self::filter_row_cells)
+    /// or [`filter_row`](Self::filter_row): whole-row decisions. Such filters
+    /// cannot be combined with a scan `batch`.
+    fn has_filter_row(&self) -> bool {
+        false
+    }
+
+    /// Edits the cells collected for a row before it is returned.
+    fn filter_row_cells(&mut self, _cells: &mut Vec<Cell>) {}
+
+    /// True to drop the (non-empty) row after all its cells were seen.
+    fn filter_row(&mut self) -> bool {
+        false
+    }
+
+    /// For [`ReturnCode::SeekNextUsingHint`]: a key (only row, family,
+    /// qualifier, timestamp and type matter) at or before the next cell that
+    /// could pass. Cells sorting before it are skipped.
+    fn next_cell_hint(&mut self, _cell: &Cell) -> Option<Cell> {
+        None
+    }
+}

@@ -1,0 +1,31 @@
+//! Basalt's data model, shared by the engine, the embedded API and the
+//! protocol gateways.
+//!
+//! The model is HBase's: a sparse, sorted map of
+//! `row -> family -> qualifier -> timestamp -> value`, all untyped bytes.
+//! The pieces live where an HBase user looks for them:
+//!
+//! - [`cell`]: cells, their type codes and the KeyValue sort order;
+//! - [`descriptor`]: table and column-family descriptors with validation;
+//! - [`mutation`]: puts, deletes, increments, appends, row mutations;
+//! - [`query`]: gets, scans, time ranges and results;
+//! - [`filter`]: server-side filters, comparators and the filter language.
+
+pub mod cell;
+pub mod descriptor;
+pub mod error;
+pub mod filter;
+pub mod mutation;
+pub mod query;
+
+pub use cell::{Cell, CellType, LATEST_TIMESTAMP};
+pub use descriptor::{
+    BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,
+    TableDescriptor,
+};
+pub use error::{Error, Result};
+pub use filter::{Comparator, CompareOp, Filter};
+pub use mutation::{
+    Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Put, RowMutations,
+};
+pub use query::{Get, RowResult, Scan, TimeRange};
