@@ -1,1 +1,16 @@
-//! engine
+//! Basalt's storage engine: the write-ahead log, memstores, MVCC, the read
+//! path and the region (a key range of a table with one store per family).
+//!
+//! See `ARCHITECTURE.md` at the repository root for how the pieces fit.
+
+pub mod clock;
+pub mod memstore;
+pub mod mvcc;
+pub mod region;
+pub mod row_lock;
+pub mod scan;
+pub mod source;
+pub mod wal;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use region::{FamilyState, Region, RegionConfig, RegionInfo, RegionLoad, Store};

@@ -1,1 +1,46 @@
-//! basalt
+//! Basalt: an HBase-compatible wide-column database, as an embeddable
+//! library.
+//!
+//! ```no_run
+//! use basalt::{ColumnFamilyDescriptor, Database, Get, Put, Scan, TableDescriptor};
+//!
+//! # fn main() -> basalt::Result<()> {
+//! let db = Database::open("basalt-data")?;
+//! db.create_table(
+//!     TableDescriptor::new("users").family(ColumnFamilyDescriptor::new("info").max_versions(3)),
+//! )?;
+//! let users = db.table("users")?;
+//! users.put(&Put::new("alice").add("info", "email", "alice@example.com"))?;
+//! let row = users.get(&Get::new("alice"))?;
+//! assert_eq!(row.value(b"info", b"email").map(|v| &v[..]), Some(&b"alice@example.com"[..]));
+//! for row in users.scan(&Scan::new().prefix("a"))? {
+//!     let row = row?;
+//!     println!("{:?}", row.row);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The data model, operations and their exact semantics follow HBase 2;
+//! see `ARCHITECTURE.md` for how the crates fit together.
+
+mod catalog;
+mod database;
+mod options;
+mod table;
+
+pub use database::{Database, FamilyChange, RecoveryReport, RegionSummary, TableInfo};
+pub use options::Options;
+pub use table::{Scanner, Table};
+
+pub use basalt_engine::{Clock, ManualClock, RegionInfo, RegionLoad, SystemClock};
+pub use basalt_types::descriptor::{
+    BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,
+    TableDescriptor,
+};
+pub use basalt_types::filter::{Comparator, CompareOp, Filter, ListOperator, SingleColumnValue};
+pub use basalt_types::mutation::{
+    Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Put, RowMutations,
+};
+pub use basalt_types::query::{Get, RowResult, Scan, TimeRange};
+pub use basalt_types::{Cell, CellType, Error, Result, LATEST_TIMESTAMP};

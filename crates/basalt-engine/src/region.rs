@@ -1,0 +1,894 @@
+//! A region: one key range of a table, with a store per column family.
+//!
+//! Writes follow one pipeline, whatever the operation:
+//!
+//! 1. lock the row(s);
+//! 2. resolve the mutation into cells: server timestamps for `LATEST`,
+//!    "latest version" deletes turned into exact ones, increments and
+//!    appends computed from the current values;
+//! 3. take a write number from MVCC (it is also the WAL sequence id);
+//! 4. append one WAL record per row mutation and wait for the durability
+//!    asked for (group commit shares the wait with other writers);
+//! 5. insert the cells into the family memstores;
+//! 6. complete the write number and wait until it is visible, then unlock.
+//!
+//! Readers never lock: they take the MVCC read point and see every write at
+//! or below it, in full (see `mvcc.rs`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use parking_lot::RwLock;
+
+use basalt_types::cell::escape_bytes;
+use basalt_types::filter::CellFilter;
+use basalt_types::mutation::{validate_row, validate_timestamp, Condition};
+use basalt_types::query::{prefix_successor, ColumnSelection};
+use basalt_types::{
+    Append, Cell, CellType, CheckAndMutate, ColumnFamilyDescriptor, Delete, Durability, Error, Get,
+    Increment, Mutation, Put, Result, RowMutations, RowResult, Scan, TimeRange, LATEST_TIMESTAMP,
+};
+
+use crate::clock::Clock;
+use crate::memstore::MemStore;
+use crate::mvcc::Mvcc;
+use crate::row_lock::RowLocks;
+use crate::scan::{ReadOptions, RegionScanner, RowRange, ScanShape, StoreScanner};
+use crate::source::MergedSource;
+use crate::wal::{Wal, WalEdit};
+
+/// Identity and key range of a region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// Unique id (HBase's region id: the creation time in milliseconds, made
+    /// unique by the catalog). WAL records carry it.
+    pub id: u64,
+    /// The table the region belongs to.
+    pub table: String,
+    /// First row (inclusive); empty is the start of the table.
+    pub start_key: Bytes,
+    /// End row (exclusive); empty is the end of the table.
+    pub end_key: Bytes,
+}
+
+impl RegionInfo {
+    /// True when `row` belongs to this region.
+    pub fn contains(&self, row: &[u8]) -> bool {
+        row >= &self.start_key[..] && (self.end_key.is_empty() || row < &self.end_key[..])
+    }
+}
+
+/// Limits and knobs of a region.
+#[derive(Debug, Clone)]
+pub struct RegionConfig {
+    /// Largest value accepted in one cell (HBase's `hbase.client.keyvalue.maxsize`).
+    pub max_value_bytes: usize,
+    /// Row lock stripes.
+    pub row_lock_stripes: usize,
+}
+
+impl Default for RegionConfig {
+    fn default() -> Self {
+        RegionConfig {
+            max_value_bytes: 10 * 1024 * 1024,
+            row_lock_stripes: 1024,
+        }
+    }
+}
+
+/// One column family's store within a region.
+#[derive(Debug)]
+pub struct Store {
+    descriptor: Arc<ColumnFamilyDescriptor>,
+    memstore: Arc<MemStore>,
+    /// WAL edits of this family below this sequence id belong to an earlier
+    /// family of the same name that was deleted: replay ignores them.
+    first_sequence: u64,
+}
+
+impl Store {
+    fn new(descriptor: ColumnFamilyDescriptor, first_sequence: u64) -> Self {
+        let name = Bytes::copy_from_slice(descriptor.name().as_bytes());
+        Store {
+            descriptor: Arc::new(descriptor),
+            memstore: Arc::new(MemStore::new(name)),
+            first_sequence,
+        }
+    }
+
+    /// The family's options.
+    pub fn descriptor(&self) -> &ColumnFamilyDescriptor {
+        &self.descriptor
+    }
+
+    /// Sequence id from which WAL edits belong to this family.
+    pub fn first_sequence(&self) -> u64 {
+        self.first_sequence
+    }
+
+    /// Bytes held in the memstore.
+    pub fn memstore_bytes(&self) -> usize {
+        self.memstore.heap_size()
+    }
+
+    /// Cells held in the memstore.
+    pub fn memstore_cells(&self) -> usize {
+        self.memstore.len()
+    }
+}
+
+/// Load counters of a region (totals since it opened).
+#[derive(Debug, Default)]
+struct LoadCounters {
+    read_requests: AtomicU64,
+    write_requests: AtomicU64,
+    rows_scanned: AtomicU64,
+    cells_scanned: AtomicU64,
+    bytes_written: AtomicU64,
+}
+
+/// A snapshot of a region's load counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RegionLoad {
+    /// Gets and scans served.
+    pub read_requests: u64,
+    /// Row mutations applied (each increment, append, put, delete counts one).
+    pub write_requests: u64,
+    /// Rows looked at by reads.
+    pub rows_scanned: u64,
+    /// Cells looked at by reads.
+    pub cells_scanned: u64,
+    /// Bytes of cells written.
+    pub bytes_written: u64,
+    /// Bytes held in memstores.
+    pub memstore_bytes: u64,
+}
+
+/// A region of a table.
+#[derive(Debug)]
+pub struct Region {
+    info: RegionInfo,
+    stores: RwLock<BTreeMap<Bytes, Arc<Store>>>,
+    mvcc: Mvcc,
+    row_locks: RowLocks,
+    /// Set once recovery is over: replay fills the memstores before the log
+    /// accepts new writes.
+    wal: OnceLock<Arc<Wal>>,
+    clock: Arc<dyn Clock>,
+    config: RegionConfig,
+    load: LoadCounters,
+}
+
+/// One family of a region being opened, and where its WAL edits start.
+#[derive(Debug, Clone)]
+pub struct FamilyState {
+    /// The family.
+    pub descriptor: ColumnFamilyDescriptor,
+    /// See [`Store::first_sequence`].
+    pub first_sequence: u64,
+}
+
+/// A row mutation resolved into cells, waiting for its turn in the pipeline.
+struct ResolvedWrite {
+    cells: Vec<Cell>,
+    durability: Durability,
+}
+
+impl Region {
+    /// Opens a region with empty memstores. Replay its WAL edits with
+    /// [`Region::replay`], call [`Region::finish_recovery`], and hand it the
+    /// log with [`Region::attach_wal`] before writing.
+    pub fn open(
+        info: RegionInfo,
+        families: Vec<FamilyState>,
+        clock: Arc<dyn Clock>,
+        config: RegionConfig,
+    ) -> Self {
+        let stores = families
+            .into_iter()
+            .map(|f| {
+                let name = Bytes::copy_from_slice(f.descriptor.name().as_bytes());
+                (name, Arc::new(Store::new(f.descriptor, f.first_sequence)))
+            })
+            .collect();
+        Region {
+            info,
+            stores: RwLock::new(stores),
+            mvcc: Mvcc::new(1),
+            row_locks: RowLocks::new(config.row_lock_stripes),
+            wal: OnceLock::new(),
+            clock,
+            config,
+            load: LoadCounters::default(),
+        }
+    }
+
+    /// Gives the region the log its writes go to (once; later calls are ignored).
+    pub fn attach_wal(&self, wal: Arc<Wal>) {
+        // A second attach would be a caller bug; the first log stays in use.
+        let _ = self.wal.set(wal);
+    }
+
+    fn wal(&self) -> Result<&Arc<Wal>> {
+        self.wal.get().ok_or_else(|| {
+            Error::Closed(format!(
+                "region {} has no write-ahead log yet",
+                self.info.id
+            ))
+        })
+    }
+
+    /// The region's identity.
+    pub fn info(&self) -> &RegionInfo {
+        &self.info
+    }
+
+    /// Applies one recovered WAL edit. Returns false when the edit was
+    /// ignored entirely (families deleted since).
+    pub fn replay(&self, edit: &WalEdit) -> bool {
+        let stores = self.stores.read();
+        let mut applied = false;
+        for cell in &edit.cells {
+            if let Some(store) = stores.get(&cell.family) {
+                if edit.sequence_id >= store.first_sequence {
+                    let mut cell = cell.clone();
+                    cell.sequence_id = edit.sequence_id;
+                    store.memstore.insert(&cell);
+                    applied = true;
+                }
+            }
+        }
+        applied
+    }
+
+    /// Ends recovery: new writes get sequence ids above `max_replayed` and
+    /// above every family's first sequence.
+    pub fn finish_recovery(&mut self, max_replayed: u64) {
+        let families_floor = self
+            .stores
+            .read()
+            .values()
+            .map(|s| s.first_sequence)
+            .max()
+            .unwrap_or(0);
+        self.mvcc = Mvcc::new(max_replayed.saturating_add(1).max(families_floor));
+    }
+
+    /// The next sequence id this region will use.
+    pub fn next_sequence(&self) -> u64 {
+        self.mvcc.next_write()
+    }
+
+    /// The stores, by family name.
+    pub fn stores(&self) -> Vec<Arc<Store>> {
+        self.stores.read().values().cloned().collect()
+    }
+
+    /// Adds a family (its WAL edits start at the current sequence id).
+    pub fn add_family(&self, descriptor: ColumnFamilyDescriptor) -> Result<u64> {
+        let mut stores = self.stores.write();
+        let name = Bytes::copy_from_slice(descriptor.name().as_bytes());
+        if stores.contains_key(&name) {
+            return Err(Error::invalid(format!(
+                "column family {} already exists in table {}",
+                descriptor.name(),
+                self.info.table
+            )));
+        }
+        let first = self.mvcc.next_write();
+        stores.insert(name, Arc::new(Store::new(descriptor, first)));
+        Ok(first)
+    }
+
+    /// Changes a family's options, keeping its data.
+    pub fn modify_family(&self, descriptor: ColumnFamilyDescriptor) -> Result<()> {
+        let mut stores = self.stores.write();
+        let name = Bytes::copy_from_slice(descriptor.name().as_bytes());
+        let Some(old) = stores.get(&name) else {
+            return Err(self.no_such_family(&name));
+        };
+        let replacement = Store {
+            descriptor: Arc::new(descriptor),
+            memstore: Arc::clone(&old.memstore),
+            first_sequence: old.first_sequence,
+        };
+        stores.insert(name, Arc::new(replacement));
+        Ok(())
+    }
+
+    /// Removes a family and its data.
+    pub fn remove_family(&self, name: &[u8]) -> Result<()> {
+        match self.stores.write().remove(name) {
+            Some(_) => Ok(()),
+            None => Err(self.no_such_family(name)),
+        }
+    }
+
+    fn no_such_family(&self, family: &[u8]) -> Error {
+        Error::NoSuchFamily {
+            table: self.info.table.clone(),
+            family: String::from_utf8_lossy(family).into_owned(),
+        }
+    }
+
+    fn check_row(&self, row: &[u8]) -> Result<()> {
+        validate_row(row)?;
+        if !self.info.contains(row) {
+            return Err(Error::invalid(format!(
+                "row '{}' is outside region [{}, {}) of table {}",
+                escape_bytes(row),
+                escape_bytes(&self.info.start_key),
+                escape_bytes(&self.info.end_key),
+                self.info.table
+            )));
+        }
+        Ok(())
+    }
+
+    /// Current load counters.
+    pub fn load(&self) -> RegionLoad {
+        RegionLoad {
+            read_requests: self.load.read_requests.load(Ordering::Relaxed),
+            write_requests: self.load.write_requests.load(Ordering::Relaxed),
+            rows_scanned: self.load.rows_scanned.load(Ordering::Relaxed),
+            cells_scanned: self.load.cells_scanned.load(Ordering::Relaxed),
+            bytes_written: self.load.bytes_written.load(Ordering::Relaxed),
+            memstore_bytes: self
+                .stores
+                .read()
+                .values()
+                .map(|s| s.memstore_bytes() as u64)
+                .sum(),
+        }
+    }
+
+    // ---------------------------------------------------------------- writes
+
+    /// Applies a put.
+    pub fn put(&self, put: &Put) -> Result<()> {
+        self.mutate(Mutation::Put(put.clone()))
+    }
+
+    /// Applies a delete.
+    pub fn delete(&self, delete: &Delete) -> Result<()> {
+        self.mutate(Mutation::Delete(delete.clone()))
+    }
+
+    fn mutate(&self, mutation: Mutation) -> Result<()> {
+        let row = mutation.row().clone();
+        self.check_row(&row)?;
+        let durability = mutation.durability();
+        let _lock = self.row_locks.lock(&row);
+        let cells = self.resolve(&row, std::slice::from_ref(&mutation))?;
+        self.write(vec![ResolvedWrite { cells, durability }])
+    }
+
+    /// Applies puts and deletes of one row atomically.
+    pub fn mutate_row(&self, mutations: &RowMutations) -> Result<()> {
+        let row = mutations.row();
+        self.check_row(row)?;
+        let _lock = self.row_locks.lock(row);
+        let cells = self.resolve(row, mutations.mutations())?;
+        self.write(vec![ResolvedWrite {
+            cells,
+            durability: mutations.durability(),
+        }])
+    }
+
+    /// Applies many mutations, each atomically on its row; the batch as a
+    /// whole is not atomic. They share one WAL sync.
+    pub fn batch(&self, mutations: &[Mutation]) -> Vec<Result<()>> {
+        let mut results: Vec<Result<()>> =
+            mutations.iter().map(|m| self.check_row(m.row())).collect();
+        let rows = mutations
+            .iter()
+            .zip(&results)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(m, _)| &m.row()[..]);
+        let _locks = self.row_locks.lock_all(rows);
+        let mut pending = Vec::new();
+        let mut pending_index = Vec::new();
+        for (i, mutation) in mutations.iter().enumerate() {
+            if results[i].is_err() {
+                continue;
+            }
+            match self.resolve(mutation.row(), std::slice::from_ref(mutation)) {
+                Ok(cells) => {
+                    pending.push(ResolvedWrite {
+                        cells,
+                        durability: mutation.durability(),
+                    });
+                    pending_index.push(i);
+                }
+                Err(e) => results[i] = Err(e),
+            }
+        }
+        if let Err(e) = self.write(pending) {
+            let message = e.to_string();
+            for i in pending_index {
+                results[i] = Err(Error::WalFailed(message.clone()));
+            }
+        }
+        results
+    }
+
+    /// Adds to 8-byte counters; returns the new values.
+    pub fn increment(&self, increment: &Increment) -> Result<RowResult> {
+        let row = increment.row();
+        self.check_row(row)?;
+        let _lock = self.row_locks.lock(row);
+        let now = self.clock.now_millis();
+        let mut cells = Vec::with_capacity(increment.columns().len());
+        for (family, qualifier, delta) in increment.columns() {
+            self.check_family(family)?;
+            let current = self.latest_cell(row, family, qualifier, TimeRange::all())?;
+            let (old, ts) = match &current {
+                Some(c) => {
+                    let bytes: [u8; 8] = c.value[..]
+                        .try_into()
+                        .map_err(|_| Error::NotALong { len: c.value.len() })?;
+                    (
+                        i64::from_be_bytes(bytes),
+                        c.timestamp.saturating_add(1).max(now),
+                    )
+                }
+                None => (0, now),
+            };
+            let new = old.wrapping_add(*delta);
+            cells.push(Cell {
+                row: row.clone(),
+                family: family.clone(),
+                qualifier: qualifier.clone(),
+                timestamp: ts,
+                cell_type: CellType::Put,
+                sequence_id: 0,
+                value: Bytes::copy_from_slice(&new.to_be_bytes()),
+            });
+        }
+        self.write(vec![ResolvedWrite {
+            cells: cells.clone(),
+            durability: increment.durability,
+        }])?;
+        Ok(result_of(row, cells))
+    }
+
+    /// Appends to the latest values; returns the new values.
+    pub fn append(&self, append: &Append) -> Result<RowResult> {
+        let row = append.row();
+        self.check_row(row)?;
+        let _lock = self.row_locks.lock(row);
+        let now = self.clock.now_millis();
+        let mut cells = Vec::with_capacity(append.columns().len());
+        for (family, qualifier, suffix) in append.columns() {
+            self.check_family(family)?;
+            let current = self.latest_cell(row, family, qualifier, TimeRange::all())?;
+            let (value, ts) = match &current {
+                Some(c) => {
+                    let mut v = Vec::with_capacity(c.value.len() + suffix.len());
+                    v.extend_from_slice(&c.value);
+                    v.extend_from_slice(suffix);
+                    (Bytes::from(v), c.timestamp.saturating_add(1).max(now))
+                }
+                None => (suffix.clone(), now),
+            };
+            self.check_value(&value)?;
+            cells.push(Cell {
+                row: row.clone(),
+                family: family.clone(),
+                qualifier: qualifier.clone(),
+                timestamp: ts,
+                cell_type: CellType::Put,
+                sequence_id: 0,
+                value,
+            });
+        }
+        self.write(vec![ResolvedWrite {
+            cells: cells.clone(),
+            durability: append.durability,
+        }])?;
+        Ok(result_of(row, cells))
+    }
+
+    /// Tests a column and applies the mutations if the test holds, atomically.
+    pub fn check_and_mutate(&self, check: &CheckAndMutate) -> Result<bool> {
+        let row = &check.row;
+        self.check_row(row)?;
+        if check.mutations.row() != row {
+            return Err(Error::invalid(
+                "check-and-mutate mutations must be on the checked row",
+            ));
+        }
+        self.check_family(&check.family)?;
+        let _lock = self.row_locks.lock(row);
+        let current = self.latest_cell(row, &check.family, &check.qualifier, check.time_range)?;
+        let holds = match (&check.condition, &current) {
+            (Condition::Absent, current) => current.is_none(),
+            (Condition::Compare { .. }, None) => false,
+            (Condition::Compare { op, comparator }, Some(cell)) => {
+                op.holds(comparator.compare_to(&cell.value))
+            }
+        };
+        if !holds {
+            return Ok(false);
+        }
+        if check.mutations.mutations().is_empty() {
+            return Ok(true);
+        }
+        let cells = self.resolve(row, check.mutations.mutations())?;
+        self.write(vec![ResolvedWrite {
+            cells,
+            durability: check.mutations.durability(),
+        }])?;
+        Ok(true)
+    }
+
+    fn check_family(&self, family: &[u8]) -> Result<()> {
+        if self.stores.read().contains_key(family) {
+            Ok(())
+        } else {
+            Err(self.no_such_family(family))
+        }
+    }
+
+    fn check_value(&self, value: &[u8]) -> Result<()> {
+        if value.len() > self.config.max_value_bytes {
+            return Err(Error::invalid(format!(
+                "value of {} bytes exceeds the maximum cell size of {} bytes",
+                value.len(),
+                self.config.max_value_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Turns mutations of one row into cells with final timestamps. The row
+    /// lock must be held (deletes of "the latest version" read the row).
+    fn resolve(&self, row: &Bytes, mutations: &[Mutation]) -> Result<Vec<Cell>> {
+        let now = self.clock.now_millis();
+        let mut cells = Vec::new();
+        // How many "latest version" deletes each column got so far: the k-th
+        // such marker on a column removes its k-th newest version.
+        let mut latest_deletes: BTreeMap<(Bytes, Bytes), u32> = BTreeMap::new();
+        for mutation in mutations {
+            match mutation {
+                Mutation::Put(put) => {
+                    if put.is_empty() {
+                        return Err(Error::invalid(format!(
+                            "put of row '{}' has no cells",
+                            escape_bytes(row)
+                        )));
+                    }
+                    for cell in put.cells() {
+                        self.check_family(&cell.family)?;
+                        self.check_value(&cell.value)?;
+                        let mut cell = cell.clone();
+                        cell.timestamp = self.resolve_ts(cell.timestamp, now)?;
+                        cells.push(cell);
+                    }
+                }
+                Mutation::Delete(delete) => {
+                    if delete.markers().is_empty() {
+                        let ts = self.resolve_ts(delete.timestamp(), now)?;
+                        for family in self.stores.read().keys() {
+                            cells.push(marker(
+                                row,
+                                family,
+                                &Bytes::new(),
+                                ts,
+                                CellType::DeleteFamily,
+                            ));
+                        }
+                        continue;
+                    }
+                    for m in delete.markers() {
+                        self.check_family(&m.family)?;
+                        let ts =
+                            if m.cell_type == CellType::Delete && m.timestamp == LATEST_TIMESTAMP {
+                                let k = latest_deletes
+                                    .entry((m.family.clone(), m.qualifier.clone()))
+                                    .or_insert(0);
+                                *k += 1;
+                                self.nth_latest_ts(row, &m.family, &m.qualifier, *k)?
+                                    .unwrap_or(now)
+                            } else {
+                                self.resolve_ts(m.timestamp, now)?
+                            };
+                        cells.push(marker(row, &m.family, &m.qualifier, ts, m.cell_type));
+                    }
+                }
+            }
+        }
+        Ok(cells)
+    }
+
+    fn resolve_ts(&self, ts: i64, now: i64) -> Result<i64> {
+        if ts == LATEST_TIMESTAMP {
+            Ok(now)
+        } else {
+            validate_timestamp(ts)?;
+            Ok(ts)
+        }
+    }
+
+    /// Runs resolved writes through the WAL, the memstores and MVCC.
+    fn write(&self, writes: Vec<ResolvedWrite>) -> Result<()> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let wal = self.wal()?;
+        let mut sequences = Vec::with_capacity(writes.len());
+        let mut last_lsn = None;
+        let mut strongest = Durability::SkipWal;
+        let mut prepared = Vec::with_capacity(writes.len());
+        for write in writes {
+            let sequence_id = self.mvcc.begin();
+            sequences.push(sequence_id);
+            let mut cells = write.cells;
+            for cell in &mut cells {
+                cell.sequence_id = sequence_id;
+            }
+            if write.durability != Durability::SkipWal {
+                let edit = WalEdit {
+                    region_id: self.info.id,
+                    sequence_id,
+                    cells,
+                };
+                match wal.append(&edit) {
+                    Ok(lsn) => last_lsn = Some(lsn),
+                    Err(e) => {
+                        sequences.iter().for_each(|&s| self.mvcc.complete(s));
+                        return Err(e);
+                    }
+                }
+                cells = edit.cells;
+                strongest = stronger(strongest, write.durability);
+            }
+            prepared.push(cells);
+        }
+        if let Some(lsn) = last_lsn {
+            if let Err(e) = wal.sync(lsn, strongest) {
+                sequences.iter().for_each(|&s| self.mvcc.complete(s));
+                return Err(e);
+            }
+        }
+        {
+            let stores = self.stores.read();
+            let mut bytes = 0u64;
+            for cells in &prepared {
+                for cell in cells {
+                    // A family dropped by a concurrent alter takes its cells with it.
+                    if let Some(store) = stores.get(&cell.family) {
+                        store.memstore.insert(cell);
+                    }
+                    bytes += cell.heap_size() as u64;
+                }
+            }
+            self.load.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+            self.load
+                .write_requests
+                .fetch_add(prepared.len() as u64, Ordering::Relaxed);
+        }
+        let last = sequences.iter().copied().max().unwrap_or(0);
+        for s in sequences {
+            self.mvcc.complete(s);
+        }
+        self.mvcc.wait_for(last);
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------- reads
+
+    /// Reads one row.
+    pub fn get(&self, get: &Get) -> Result<RowResult> {
+        self.check_row(&get.row)?;
+        if get.max_versions == 0 {
+            return Err(Error::invalid("max versions must be at least 1"));
+        }
+        let options = ReadOptions {
+            max_versions: get.max_versions,
+            time_range: get.time_range,
+            raw: false,
+            now: self.clock.now_millis(),
+        };
+        let stores = self.store_scanners(&get.columns, &options)?;
+        let filter = get.filter.as_ref().map(|f| f.build(false));
+        let mut scanner = RegionScanner::new(
+            stores,
+            filter,
+            ScanShape {
+                range: RowRange::single(get.row.clone()),
+                reversed: false,
+                max_versions: get.max_versions,
+                raw: false,
+                batch: None,
+                limit: Some(1),
+            },
+        )?;
+        let result = scanner.next_result()?;
+        self.record_read(&scanner);
+        Ok(result.unwrap_or_default())
+    }
+
+    /// Opens a scanner over this region's part of `scan`.
+    pub fn scanner(&self, scan: &Scan) -> Result<RegionScanner> {
+        let filter = scan.filter.as_ref().map(|f| f.build(scan.reversed));
+        self.scanner_within(scan, &RowRange::all(), filter, scan.limit)
+    }
+
+    /// Opens a scanner over the rows of `scan` that also lie in `clip`, with
+    /// a filter already built and a row limit of its own: the table layer
+    /// continues one scan (and one filter state) across regions this way.
+    pub fn scanner_within(
+        &self,
+        scan: &Scan,
+        clip: &RowRange,
+        filter: Option<Box<dyn CellFilter>>,
+        limit: Option<usize>,
+    ) -> Result<RegionScanner> {
+        scan.validate()?;
+        let options = ReadOptions {
+            max_versions: scan.max_versions,
+            time_range: scan.time_range,
+            raw: scan.raw,
+            now: self.clock.now_millis(),
+        };
+        let stores = self.store_scanners(&scan.columns, &options)?;
+        RegionScanner::new(
+            stores,
+            filter,
+            ScanShape {
+                range: scan_range(scan).intersect(clip),
+                reversed: scan.reversed,
+                max_versions: scan.max_versions,
+                raw: scan.raw,
+                batch: scan.batch,
+                limit,
+            },
+        )
+    }
+
+    /// Adds a finished (or abandoned) scanner's work to the load counters.
+    pub fn record_read(&self, scanner: &RegionScanner) {
+        let m = scanner.metrics();
+        self.load.read_requests.fetch_add(1, Ordering::Relaxed);
+        self.load
+            .rows_scanned
+            .fetch_add(m.rows_scanned, Ordering::Relaxed);
+        self.load
+            .cells_scanned
+            .fetch_add(m.cells_scanned, Ordering::Relaxed);
+    }
+
+    /// Adds scan progress to the load counters without counting a request.
+    pub fn record_scan_progress(&self, rows: u64, cells: u64) {
+        self.load.rows_scanned.fetch_add(rows, Ordering::Relaxed);
+        self.load.cells_scanned.fetch_add(cells, Ordering::Relaxed);
+    }
+
+    fn store_scanners(
+        &self,
+        columns: &ColumnSelection,
+        options: &ReadOptions,
+    ) -> Result<Vec<StoreScanner>> {
+        let read_point = self.mvcc.read_point();
+        let stores = self.stores.read();
+        for family in columns.families().keys() {
+            if !stores.contains_key(family) {
+                return Err(self.no_such_family(family));
+            }
+        }
+        Ok(stores
+            .iter()
+            .filter(|(name, _)| columns.includes_family(name))
+            .map(|(name, store)| {
+                let source = MergedSource::new(vec![Box::new(store.memstore.source(read_point))]);
+                StoreScanner::new(
+                    source,
+                    Arc::clone(&store.descriptor),
+                    columns.qualifiers(name).cloned(),
+                    options,
+                )
+            })
+            .collect())
+    }
+
+    /// The newest visible version of a column within `range`.
+    fn latest_cell(
+        &self,
+        row: &Bytes,
+        family: &Bytes,
+        qualifier: &Bytes,
+        range: TimeRange,
+    ) -> Result<Option<Cell>> {
+        let get = Get::new(row.clone())
+            .column(family.clone(), qualifier.clone())
+            .time_range(range);
+        Ok(self.get(&get)?.cells.into_iter().next())
+    }
+
+    /// Timestamp of the k-th newest visible version of a column.
+    fn nth_latest_ts(
+        &self,
+        row: &Bytes,
+        family: &Bytes,
+        qualifier: &Bytes,
+        k: u32,
+    ) -> Result<Option<i64>> {
+        let get = Get::new(row.clone())
+            .column(family.clone(), qualifier.clone())
+            .max_versions(k);
+        let result = self.get(&get)?;
+        Ok(result.cells.get(k as usize - 1).map(|c| c.timestamp))
+    }
+}
+
+fn marker(row: &Bytes, family: &Bytes, qualifier: &Bytes, ts: i64, t: CellType) -> Cell {
+    Cell {
+        row: row.clone(),
+        family: family.clone(),
+        qualifier: qualifier.clone(),
+        timestamp: ts,
+        cell_type: t,
+        sequence_id: 0,
+        value: Bytes::new(),
+    }
+}
+
+fn result_of(row: &Bytes, mut cells: Vec<Cell>) -> RowResult {
+    cells.sort_by(|a, b| a.compare_key(b));
+    RowResult {
+        row: row.clone(),
+        cells,
+    }
+}
+
+fn stronger(a: Durability, b: Durability) -> Durability {
+    let rank = |d: Durability| match d {
+        Durability::SkipWal => 0,
+        Durability::AsyncWal => 1,
+        Durability::SyncWal => 2,
+        Durability::FsyncWal => 3,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// The rows a scan covers, from its start/stop rows, prefix and direction.
+pub fn scan_range(scan: &Scan) -> RowRange {
+    use std::ops::Bound;
+    let non_empty = |b: &Bytes| (!b.is_empty()).then(|| b.clone());
+    let mut range = if scan.reversed {
+        RowRange {
+            lower: non_empty(&scan.stop_row).map_or(Bound::Unbounded, Bound::Excluded),
+            upper: non_empty(&scan.start_row).map_or(Bound::Unbounded, Bound::Included),
+        }
+    } else {
+        RowRange {
+            lower: non_empty(&scan.start_row).map_or(Bound::Unbounded, Bound::Included),
+            upper: non_empty(&scan.stop_row).map_or(Bound::Unbounded, Bound::Excluded),
+        }
+    };
+    if let Some(prefix) = scan.row_prefix.as_ref().filter(|p| !p.is_empty()) {
+        let end = prefix_successor(prefix);
+        let prefix_range = RowRange {
+            lower: Bound::Included(prefix.clone()),
+            upper: if end.is_empty() {
+                Bound::Unbounded
+            } else {
+                Bound::Excluded(end)
+            },
+        };
+        range = range.intersect(&prefix_range);
+    }
+    range
+}
+
+/// The distinct rows of a set of mutations, for callers that group work.
+pub fn distinct_rows(mutations: &[Mutation]) -> BTreeSet<Bytes> {
+    mutations.iter().map(|m| m.row().clone()).collect()
+}

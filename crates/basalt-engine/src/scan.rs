@@ -1,0 +1,837 @@
+//! The read path above the sources: what a get or scan returns.
+//!
+//! Two layers, as in HBase:
+//!
+//! - [`StoreScanner`] reads one family's merged sources row by row and
+//!   applies the storage rules: delete markers (including HBase's masking of
+//!   later-written puts with older timestamps), duplicate timestamps (the
+//!   later write wins), the family's VERSIONS, TTL and MIN_VERSIONS, then the
+//!   read's column selection and time range. What comes out is a column's
+//!   surviving versions, newest first: the *candidates*.
+//! - [`RegionScanner`] walks rows across the region's families (in family
+//!   order), feeds candidates to the read's filter, counts the read's max
+//!   versions over the cells the filter let through, and applies row bounds,
+//!   limit and batch, forwards or in reverse.
+//!
+//! Family VERSIONS and TTL are applied over all versions before the read's
+//! time range is looked at, so a read returns what it would return after a
+//! major compaction had dropped the surplus versions. (HBase counts versions
+//! only inside the time range and so answers differently before and after
+//! compaction; Basalt answers as HBase does after it.)
+
+use std::collections::{BTreeSet, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use basalt_types::descriptor::{ColumnFamilyDescriptor, KeepDeletedCells};
+use basalt_types::filter::{CellFilter, ReturnCode};
+use basalt_types::query::TimeRange;
+use basalt_types::{Cell, CellType, Error, Result, RowResult};
+
+use crate::source::{first_on_row, last_on_column, CellSource, MergedSource};
+
+/// What a read asks of every store it touches.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Versions per column to return.
+    pub max_versions: u32,
+    /// Only versions in this range.
+    pub time_range: TimeRange,
+    /// Return markers and deleted cells too.
+    pub raw: bool,
+    /// The read's "now", for TTL.
+    pub now: i64,
+}
+
+/// One family's part of a read: the storage rules over its merged sources.
+pub struct StoreScanner {
+    source: MergedSource,
+    family: Arc<ColumnFamilyDescriptor>,
+    /// `None` reads every qualifier.
+    qualifiers: Option<BTreeSet<Bytes>>,
+    time_range: TimeRange,
+    raw: bool,
+    /// Puts older than this are expired (`i64::MIN` without a TTL).
+    oldest_unexpired: i64,
+    /// The row whose state `row` and `column` hold.
+    current_row: Option<Bytes>,
+    row: RowDeletes,
+    column: ColumnState,
+}
+
+impl std::fmt::Debug for StoreScanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreScanner")
+            .field("family", &self.family.name())
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// Family-wide delete markers seen so far in the current row.
+#[derive(Debug, Default)]
+struct RowDeletes {
+    /// Highest DeleteFamily timestamp: hides every put at or below it.
+    family_deleted_up_to: Option<i64>,
+    /// DeleteFamilyVersion timestamps: hide puts at exactly these.
+    family_versions_deleted: Vec<i64>,
+}
+
+/// State of the column being read.
+#[derive(Debug, Default)]
+struct ColumnState {
+    qualifier: Option<Bytes>,
+    /// Highest DeleteColumn timestamp in this column.
+    deleted_up_to: Option<i64>,
+    /// Delete (one version) timestamps in this column.
+    versions_deleted: Vec<i64>,
+    /// Timestamp of the last put accepted as a version: an equal timestamp
+    /// after it is an older write of the same version.
+    last_version_ts: Option<i64>,
+    /// Versions counted against the family's VERSIONS.
+    versions: u32,
+    /// No more puts of this column can be candidates.
+    exhausted: bool,
+}
+
+impl StoreScanner {
+    /// A scanner over `source` (not yet positioned) for `family`.
+    pub fn new(
+        source: MergedSource,
+        family: Arc<ColumnFamilyDescriptor>,
+        qualifiers: Option<BTreeSet<Bytes>>,
+        options: &ReadOptions,
+    ) -> Self {
+        let oldest_unexpired = family
+            .ttl_millis()
+            .map_or(i64::MIN, |ttl| options.now.saturating_sub(ttl));
+        StoreScanner {
+            source,
+            family,
+            qualifiers,
+            time_range: options.time_range,
+            raw: options.raw,
+            oldest_unexpired,
+            current_row: None,
+            row: RowDeletes::default(),
+            column: ColumnState::default(),
+        }
+    }
+
+    /// The row the scanner is positioned in.
+    pub fn peek_row(&self) -> Option<&Bytes> {
+        self.source.peek().map(|c| &c.row)
+    }
+
+    /// Positions at the first cell at or after `key` and forgets row state.
+    pub fn seek(&mut self, key: &Cell) -> Result<()> {
+        self.reset_row();
+        self.source.seek(key)
+    }
+
+    /// Positions at the start of the greatest row below `row`.
+    pub fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
+        self.reset_row();
+        self.source.seek_before_row(row)
+    }
+
+    /// Moves past every remaining cell of `row`.
+    pub fn skip_row(&mut self, row: &[u8]) -> Result<()> {
+        if self.peek_row().is_some_and(|r| &r[..] == row) {
+            let mut next = Vec::with_capacity(row.len() + 1);
+            next.extend_from_slice(row);
+            next.push(0);
+            self.seek(&first_on_row(&next))?;
+        }
+        Ok(())
+    }
+
+    fn reset_row(&mut self) {
+        self.current_row = None;
+        self.row = RowDeletes::default();
+        self.column = ColumnState::default();
+    }
+
+    /// Stops returning versions of the column of `cell` (the filter or the
+    /// read's max versions are done with it).
+    pub fn skip_column(&mut self, cell: &Cell) -> Result<()> {
+        if self.column.qualifier.as_ref() != Some(&cell.qualifier) {
+            return Ok(());
+        }
+        self.column.exhausted = true;
+        // Family markers share the empty qualifier and must still be seen, so
+        // only non-empty columns are skipped by seeking.
+        if !cell.qualifier.is_empty() {
+            self.source
+                .seek(&last_on_column(&cell.row, &cell.family, &cell.qualifier))?;
+        }
+        Ok(())
+    }
+
+    /// The next candidate cell of `row`, or `None` when the row is done here.
+    pub fn next_candidate(&mut self, row: &[u8]) -> Result<Option<Cell>> {
+        if self.current_row.as_deref() != Some(row) {
+            self.reset_row();
+            self.current_row = Some(Bytes::copy_from_slice(row));
+        }
+        loop {
+            let Some(cell) = self.source.peek() else {
+                return Ok(None);
+            };
+            if &cell.row[..] != row {
+                return Ok(None);
+            }
+            let cell = cell.clone();
+            self.source.advance()?;
+            if self.column.qualifier.as_ref() != Some(&cell.qualifier) {
+                self.column = ColumnState {
+                    qualifier: Some(cell.qualifier.clone()),
+                    ..ColumnState::default()
+                };
+            }
+            if self.raw {
+                if self.raw_candidate(&cell) {
+                    return Ok(Some(cell));
+                }
+                continue;
+            }
+            if cell.cell_type.is_delete() {
+                self.track_marker(&cell);
+                continue;
+            }
+            if self.column.exhausted || !self.selected(&cell.qualifier) {
+                if !cell.qualifier.is_empty() {
+                    self.skip_column(&cell)?;
+                }
+                continue;
+            }
+            if self.is_deleted(cell.timestamp)
+                || self.column.last_version_ts == Some(cell.timestamp)
+            {
+                continue;
+            }
+            self.column.last_version_ts = Some(cell.timestamp);
+            self.column.versions += 1;
+            let beyond_versions = self.column.versions > self.family.max_versions;
+            let expired = self.column.versions > self.family.min_versions
+                && cell.timestamp < self.oldest_unexpired;
+            if beyond_versions || expired {
+                // Older versions are older still: beyond the limit or expired too.
+                self.skip_column(&cell)?;
+                continue;
+            }
+            if self.time_range.contains(cell.timestamp) {
+                return Ok(Some(cell));
+            }
+        }
+    }
+
+    fn selected(&self, qualifier: &Bytes) -> bool {
+        self.qualifiers
+            .as_ref()
+            .is_none_or(|set| set.contains(qualifier))
+    }
+
+    fn raw_candidate(&self, cell: &Cell) -> bool {
+        if !self.time_range.contains(cell.timestamp) {
+            return false;
+        }
+        cell.cell_type.is_family_delete() || self.selected(&cell.qualifier)
+    }
+
+    fn track_marker(&mut self, marker: &Cell) {
+        // With KEEP_DELETED_CELLS a read that looks at a time range ending
+        // before a delete still sees what the delete covers.
+        let keep_deleted = self.family.keep_deleted_cells != KeepDeletedCells::False;
+        if keep_deleted && !self.time_range.contains(marker.timestamp) {
+            return;
+        }
+        let ts = marker.timestamp;
+        match marker.cell_type {
+            CellType::DeleteFamily => {
+                self.row.family_deleted_up_to = self.row.family_deleted_up_to.max(Some(ts));
+            }
+            CellType::DeleteFamilyVersion => self.row.family_versions_deleted.push(ts),
+            CellType::DeleteColumn => {
+                self.column.deleted_up_to = self.column.deleted_up_to.max(Some(ts));
+            }
+            CellType::Delete => self.column.versions_deleted.push(ts),
+            CellType::Put => {}
+        }
+    }
+
+    fn is_deleted(&self, ts: i64) -> bool {
+        self.row.family_deleted_up_to.is_some_and(|d| ts <= d)
+            || self.column.deleted_up_to.is_some_and(|d| ts <= d)
+            || self.row.family_versions_deleted.contains(&ts)
+            || self.column.versions_deleted.contains(&ts)
+    }
+}
+
+/// Counters of the work one read did, for per-region load metrics.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ScanMetrics {
+    /// Rows looked at (including rows a filter dropped).
+    pub rows_scanned: u64,
+    /// Candidate cells looked at.
+    pub cells_scanned: u64,
+    /// Rows returned.
+    pub rows_returned: u64,
+}
+
+/// The rows a read covers: a lower and an upper bound on row keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowRange {
+    /// Lower bound.
+    pub lower: Bound<Bytes>,
+    /// Upper bound.
+    pub upper: Bound<Bytes>,
+}
+
+impl RowRange {
+    /// Every row.
+    pub fn all() -> Self {
+        RowRange {
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        }
+    }
+
+    /// Exactly one row.
+    pub fn single(row: Bytes) -> Self {
+        RowRange {
+            lower: Bound::Included(row.clone()),
+            upper: Bound::Included(row),
+        }
+    }
+
+    /// True when `row` is above the lower bound.
+    pub fn above_lower(&self, row: &[u8]) -> bool {
+        match &self.lower {
+            Bound::Unbounded => true,
+            Bound::Included(b) => row >= &b[..],
+            Bound::Excluded(b) => row > &b[..],
+        }
+    }
+
+    /// True when `row` is below the upper bound.
+    pub fn below_upper(&self, row: &[u8]) -> bool {
+        match &self.upper {
+            Bound::Unbounded => true,
+            Bound::Included(b) => row <= &b[..],
+            Bound::Excluded(b) => row < &b[..],
+        }
+    }
+
+    /// The intersection of two ranges.
+    pub fn intersect(&self, other: &RowRange) -> RowRange {
+        RowRange {
+            lower: tighter(&self.lower, &other.lower, true),
+            upper: tighter(&self.upper, &other.upper, false),
+        }
+    }
+}
+
+fn tighter(a: &Bound<Bytes>, b: &Bound<Bytes>, lower: bool) -> Bound<Bytes> {
+    use std::cmp::Ordering::*;
+    match (a, b) {
+        (Bound::Unbounded, x) | (x, Bound::Unbounded) => x.clone(),
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            match (x.cmp(y), lower) {
+                (Greater, true) | (Less, false) => a.clone(),
+                (Less, true) | (Greater, false) => b.clone(),
+                // Same key: exclusive is the tighter bound.
+                (Equal, _) => {
+                    if matches!(a, Bound::Excluded(_)) {
+                        a.clone()
+                    } else {
+                        b.clone()
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A read over one region's families: rows with the filter, versions,
+/// bounds, limit and batch applied.
+pub struct RegionScanner {
+    stores: Vec<StoreScanner>,
+    filter: Option<Box<dyn CellFilter>>,
+    range: RowRange,
+    reversed: bool,
+    max_versions: u32,
+    raw: bool,
+    batch: Option<usize>,
+    limit: Option<usize>,
+    started: bool,
+    done: bool,
+    /// Batches of a wide row not handed out yet.
+    pending: VecDeque<RowResult>,
+    metrics: ScanMetrics,
+}
+
+impl std::fmt::Debug for RegionScanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegionScanner")
+            .field("stores", &self.stores.len())
+            .field("range", &self.range)
+            .field("reversed", &self.reversed)
+            .field("metrics", &self.metrics)
+            .finish()
+    }
+}
+
+/// How a [`RegionScanner`] walks its rows.
+#[derive(Debug, Clone)]
+pub struct ScanShape {
+    /// Which rows.
+    pub range: RowRange,
+    /// Greatest row first.
+    pub reversed: bool,
+    /// Versions per column to return.
+    pub max_versions: u32,
+    /// Return markers and deleted cells.
+    pub raw: bool,
+    /// Cells per result.
+    pub batch: Option<usize>,
+    /// Rows in all.
+    pub limit: Option<usize>,
+}
+
+impl RegionScanner {
+    /// A scanner over `stores` (one per family read, sorted by family name).
+    pub fn new(
+        stores: Vec<StoreScanner>,
+        filter: Option<Box<dyn CellFilter>>,
+        shape: ScanShape,
+    ) -> Result<Self> {
+        if shape.batch.is_some() && filter.as_ref().is_some_and(|f| f.has_filter_row()) {
+            return Err(Error::invalid(
+                "cannot set batch on a scan using a filter that needs whole rows \
+                 (filter_row / filter_row_cells)",
+            ));
+        }
+        Ok(RegionScanner {
+            stores,
+            filter,
+            range: shape.range,
+            reversed: shape.reversed,
+            max_versions: shape.max_versions.max(1),
+            raw: shape.raw,
+            batch: shape.batch,
+            limit: shape.limit,
+            started: false,
+            done: false,
+            pending: VecDeque::new(),
+            metrics: ScanMetrics::default(),
+        })
+    }
+
+    /// What the read has done so far.
+    pub fn metrics(&self) -> ScanMetrics {
+        self.metrics
+    }
+
+    /// True once the scan has ended for a reason that also ends it in every
+    /// later region: the row limit or the filter's `filter_all_remaining`.
+    /// (Running out of rows in this region's range is not such a reason.)
+    pub fn ended_for_good(&mut self) -> bool {
+        self.limit
+            .is_some_and(|l| self.metrics.rows_returned >= l as u64)
+            || self
+                .filter
+                .as_mut()
+                .is_some_and(|f| f.filter_all_remaining())
+    }
+
+    /// Hands the filter (with its state) over to the next region's scanner.
+    pub fn take_filter(&mut self) -> Option<Box<dyn CellFilter>> {
+        self.filter.take()
+    }
+
+    fn position_first(&mut self) -> Result<()> {
+        if self.reversed {
+            let start: Option<Bytes> = match &self.range.upper {
+                Bound::Unbounded => None,
+                Bound::Excluded(b) => Some(b.clone()),
+                // The greatest row <= b is the greatest row < b + \0.
+                Bound::Included(b) => {
+                    let mut next = b.to_vec();
+                    next.push(0);
+                    Some(Bytes::from(next))
+                }
+            };
+            for store in &mut self.stores {
+                store.seek_before_row(start.as_deref())?;
+            }
+        } else {
+            let key = match &self.range.lower {
+                Bound::Unbounded => first_on_row(b""),
+                Bound::Included(b) | Bound::Excluded(b) => first_on_row(b),
+            };
+            for store in &mut self.stores {
+                store.seek(&key)?;
+            }
+            if let Bound::Excluded(b) = &self.range.lower {
+                let b = b.clone();
+                for store in &mut self.stores {
+                    store.skip_row(&b)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn next_row_key(&self) -> Option<Bytes> {
+        let rows = self.stores.iter().filter_map(|s| s.peek_row());
+        if self.reversed {
+            rows.max().cloned()
+        } else {
+            rows.min().cloned()
+        }
+    }
+
+    /// Moves the stores that hold `row` past it. Reading a row forwards
+    /// leaves a store in the *next* row, so in reverse every store that took
+    /// part must seek back before `row`.
+    fn move_past(&mut self, row: &Bytes, participants: &[bool]) -> Result<()> {
+        for (store, &took_part) in self.stores.iter_mut().zip(participants) {
+            if !took_part {
+                continue;
+            }
+            if self.reversed {
+                store.seek_before_row(Some(row))?;
+            } else {
+                store.skip_row(row)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next result: a row, or the next batch of a wide row. `None` when
+    /// the scan is over.
+    pub fn next_result(&mut self) -> Result<Option<RowResult>> {
+        if let Some(r) = self.pending.pop_front() {
+            return Ok(Some(r));
+        }
+        while !self.done {
+            if !self.started {
+                self.started = true;
+                self.position_first()?;
+            }
+            if self
+                .limit
+                .is_some_and(|l| self.metrics.rows_returned >= l as u64)
+            {
+                self.done = true;
+                break;
+            }
+            if self
+                .filter
+                .as_mut()
+                .is_some_and(|f| f.filter_all_remaining())
+            {
+                self.done = true;
+                break;
+            }
+            let Some(row) = self.next_row_key() else {
+                self.done = true;
+                break;
+            };
+            let in_range = if self.reversed {
+                self.range.above_lower(&row)
+            } else {
+                self.range.below_upper(&row)
+            };
+            if !in_range {
+                self.done = true;
+                break;
+            }
+            self.metrics.rows_scanned += 1;
+            let participants: Vec<bool> = self
+                .stores
+                .iter()
+                .map(|s| s.peek_row() == Some(&row))
+                .collect();
+            let cells = self.read_row(&row)?;
+            self.move_past(&row, &participants)?;
+            let Some(cells) = cells else { continue };
+            self.metrics.rows_returned += 1;
+            match self.batch {
+                Some(n) if cells.len() > n => {
+                    for chunk in cells.chunks(n) {
+                        self.pending.push_back(RowResult {
+                            row: row.clone(),
+                            cells: chunk.to_vec(),
+                        });
+                    }
+                    return Ok(self.pending.pop_front());
+                }
+                _ => return Ok(Some(RowResult { row, cells })),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reads one row through the filter; `None` when nothing of it is returned.
+    fn read_row(&mut self, row: &Bytes) -> Result<Option<Vec<Cell>>> {
+        if let Some(filter) = self.filter.as_mut() {
+            filter.reset();
+            if filter.filter_row_key(row) {
+                return Ok(None);
+            }
+        }
+        let mut cells = Vec::new();
+        let mut seek_hint: Option<Cell> = None;
+        let mut included_in_column = 0u32;
+        let mut column: Option<(Bytes, Bytes)> = None;
+        'stores: for store in &mut self.stores {
+            if store.peek_row() != Some(row) {
+                continue;
+            }
+            while let Some(cell) = store.next_candidate(row)? {
+                self.metrics.cells_scanned += 1;
+                if let Some(hint) = &seek_hint {
+                    if cell.compare_key(hint).is_lt() {
+                        continue;
+                    }
+                    seek_hint = None;
+                }
+                let same_column = column
+                    .as_ref()
+                    .is_some_and(|(f, q)| *f == cell.family && *q == cell.qualifier);
+                if !same_column {
+                    column = Some((cell.family.clone(), cell.qualifier.clone()));
+                    included_in_column = 0;
+                }
+                let counts_as_version = !(self.raw && cell.cell_type.is_delete());
+                if counts_as_version && included_in_column >= self.max_versions {
+                    store.skip_column(&cell)?;
+                    continue;
+                }
+                let code = match self.filter.as_mut() {
+                    Some(f) => f.filter_cell(&cell),
+                    None => ReturnCode::Include,
+                };
+                let include = matches!(
+                    code,
+                    ReturnCode::Include
+                        | ReturnCode::IncludeAndNextCol
+                        | ReturnCode::IncludeAndSeekNextRow
+                );
+                if include {
+                    if counts_as_version {
+                        included_in_column += 1;
+                    }
+                    let cell = match self.filter.as_mut() {
+                        Some(f) => f.transform_cell(cell.clone()),
+                        None => cell.clone(),
+                    };
+                    cells.push(cell);
+                }
+                match code {
+                    ReturnCode::Include | ReturnCode::Skip => {}
+                    ReturnCode::IncludeAndNextCol | ReturnCode::NextCol => {
+                        store.skip_column(&cell)?
+                    }
+                    ReturnCode::IncludeAndSeekNextRow | ReturnCode::NextRow => break 'stores,
+                    ReturnCode::SeekNextUsingHint => {
+                        let hint = self.filter.as_mut().and_then(|f| f.next_cell_hint(&cell));
+                        match hint {
+                            Some(h) if h.row != *row => {
+                                // Beyond this row: nothing more of it can pass.
+                                if (h.row > *row) != self.reversed {
+                                    break 'stores;
+                                }
+                            }
+                            Some(h) => seek_hint = Some(h),
+                            None => {}
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(filter) = self.filter.as_mut() {
+            if filter.has_filter_row() {
+                filter.filter_row_cells(&mut cells);
+            }
+            if cells.is_empty() || filter.filter_row() {
+                return Ok(None);
+            }
+        }
+        Ok((!cells.is_empty()).then_some(cells))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::tests::VecSource;
+
+    fn cell(q: &str, ts: i64, t: CellType, seq: u64, v: &str) -> Cell {
+        Cell {
+            row: Bytes::from_static(b"r"),
+            family: Bytes::from_static(b"f"),
+            qualifier: Bytes::copy_from_slice(q.as_bytes()),
+            timestamp: ts,
+            cell_type: t,
+            sequence_id: seq,
+            value: Bytes::copy_from_slice(v.as_bytes()),
+        }
+    }
+
+    fn read(
+        cells: Vec<Cell>,
+        family: ColumnFamilyDescriptor,
+        options: ReadOptions,
+    ) -> Vec<(String, i64, String)> {
+        let source = MergedSource::new(vec![Box::new(VecSource::new(cells))]);
+        let store = StoreScanner::new(source, Arc::new(family), None, &options);
+        let mut scanner = RegionScanner::new(
+            vec![store],
+            None,
+            ScanShape {
+                range: RowRange::all(),
+                reversed: false,
+                max_versions: options.max_versions,
+                raw: options.raw,
+                batch: None,
+                limit: None,
+            },
+        )
+        .unwrap();
+        let mut out = vec![];
+        while let Some(r) = scanner.next_result().unwrap() {
+            for c in r.cells {
+                out.push((
+                    String::from_utf8_lossy(&c.qualifier).into_owned(),
+                    c.timestamp,
+                    String::from_utf8_lossy(&c.value).into_owned(),
+                ));
+            }
+        }
+        out
+    }
+
+    fn opts(max_versions: u32) -> ReadOptions {
+        ReadOptions {
+            max_versions,
+            time_range: TimeRange::all(),
+            raw: false,
+            now: 1_000_000,
+        }
+    }
+
+    #[test]
+    fn delete_marker_masks_later_written_older_put() {
+        let cells = vec![
+            cell("q", 10, CellType::DeleteColumn, 1, ""),
+            cell("q", 5, CellType::Put, 2, "late"),
+            cell("q", 20, CellType::Put, 3, "new"),
+        ];
+        let got = read(cells, ColumnFamilyDescriptor::new("f"), opts(10));
+        assert_eq!(got, vec![("q".into(), 20, "new".into())]);
+    }
+
+    #[test]
+    fn same_timestamp_later_write_wins() {
+        let cells = vec![
+            cell("q", 5, CellType::Put, 1, "old"),
+            cell("q", 5, CellType::Put, 2, "new"),
+        ];
+        let got = read(cells, ColumnFamilyDescriptor::new("f"), opts(10));
+        assert_eq!(got, vec![("q".into(), 5, "new".into())]);
+    }
+
+    #[test]
+    fn family_versions_apply_before_time_range() {
+        let cells = vec![
+            cell("q", 1, CellType::Put, 1, "a"),
+            cell("q", 2, CellType::Put, 2, "b"),
+        ];
+        let family = ColumnFamilyDescriptor::new("f").max_versions(1);
+        let mut o = opts(1);
+        o.time_range = TimeRange::new(0, 2).unwrap();
+        assert!(
+            read(cells, family, o).is_empty(),
+            "ts=1 is beyond VERSIONS=1"
+        );
+    }
+
+    #[test]
+    fn ttl_hides_expired_but_min_versions_keeps_newest() {
+        let cells = vec![
+            cell("q", 100, CellType::Put, 1, "old"),
+            cell("q", 200, CellType::Put, 2, "newer"),
+        ];
+        let mut o = opts(5);
+        o.now = 1_000_000;
+        let ttl = ColumnFamilyDescriptor::new("f").ttl_seconds(10);
+        assert!(read(cells.clone(), ttl.clone(), o.clone()).is_empty());
+        let kept = read(cells, ttl.min_versions(1), o);
+        assert_eq!(kept, vec![("q".into(), 200, "newer".into())]);
+    }
+
+    #[test]
+    fn family_markers_hide_every_column() {
+        let cells = vec![
+            cell("", 10, CellType::DeleteFamily, 1, ""),
+            cell("a", 10, CellType::Put, 2, "gone"),
+            cell("b", 11, CellType::Put, 3, "kept"),
+            cell("", 20, CellType::DeleteFamilyVersion, 4, ""),
+            cell("c", 20, CellType::Put, 5, "gone too"),
+            cell("c", 19, CellType::Put, 6, "older kept"),
+        ];
+        let got = read(cells, ColumnFamilyDescriptor::new("f"), opts(10));
+        assert_eq!(
+            got,
+            vec![
+                ("b".into(), 11, "kept".into()),
+                ("c".into(), 19, "older kept".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn keep_deleted_cells_serves_time_travel() {
+        let cells = vec![
+            cell("q", 10, CellType::DeleteColumn, 2, ""),
+            cell("q", 5, CellType::Put, 1, "v"),
+        ];
+        let family = ColumnFamilyDescriptor::new("f").keep_deleted_cells(KeepDeletedCells::True);
+        assert!(read(cells.clone(), family.clone(), opts(1)).is_empty());
+        let mut before_delete = opts(1);
+        before_delete.time_range = TimeRange::new(0, 10).unwrap();
+        assert_eq!(read(cells, family, before_delete).len(), 1);
+    }
+
+    #[test]
+    fn raw_returns_markers_and_deleted_cells() {
+        let cells = vec![
+            cell("q", 10, CellType::Delete, 2, ""),
+            cell("q", 10, CellType::Put, 1, "v"),
+        ];
+        let mut o = opts(1);
+        o.raw = true;
+        let got = read(cells, ColumnFamilyDescriptor::new("f"), o);
+        assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn row_range_intersection_prefers_tighter_bounds() {
+        let a = RowRange {
+            lower: Bound::Included(Bytes::from_static(b"b")),
+            upper: Bound::Unbounded,
+        };
+        let b = RowRange {
+            lower: Bound::Excluded(Bytes::from_static(b"b")),
+            upper: Bound::Excluded(Bytes::from_static(b"x")),
+        };
+        let i = a.intersect(&b);
+        assert_eq!(i.lower, Bound::Excluded(Bytes::from_static(b"b")));
+        assert_eq!(i.upper, Bound::Excluded(Bytes::from_static(b"x")));
+    }
+}

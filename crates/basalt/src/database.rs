@@ -1,0 +1,565 @@
+//! The embedded database: a data directory, its catalog of tables, the
+//! shared write-ahead log, and the regions that serve each table.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+
+use basalt_engine::wal::{ReplayReport, Wal};
+use basalt_engine::{Clock, FamilyState, Region, RegionInfo, RegionLoad};
+use basalt_types::descriptor::validate_family_name;
+use basalt_types::{ColumnFamilyDescriptor, Error, Result, TableDescriptor};
+
+use crate::catalog::{Catalog, RegionEntry, TableEntry};
+use crate::options::Options;
+use crate::table::{Table, TableState};
+
+const LOCK_FILE: &str = "LOCK";
+const WAL_DIR: &str = "wal";
+
+/// An open Basalt database. Cheap to clone; all clones share the database.
+#[derive(Debug, Clone)]
+pub struct Database {
+    inner: Arc<DbInner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct DbInner {
+    dir: PathBuf,
+    options: Options,
+    /// Held for the life of the database: the OS releases the lock when the
+    /// process dies, so a crash never leaves the directory locked.
+    _lock: File,
+    wal: Arc<Wal>,
+    clock: Arc<dyn Clock>,
+    /// DDL is serialized through the catalog; the in-memory table map is
+    /// updated only after the catalog change is durable.
+    catalog: Mutex<Catalog>,
+    tables: RwLock<BTreeMap<String, Arc<TableState>>>,
+    closed: AtomicBool,
+    recovery: RecoveryReport,
+}
+
+/// What opening the database found in its write-ahead log.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryReport {
+    /// WAL segments read.
+    pub segments: usize,
+    /// Records replayed into regions.
+    pub edits_replayed: u64,
+    /// Records of regions that no longer exist (dropped or truncated tables).
+    pub edits_skipped: u64,
+    /// A record cut short by a crash and dropped: its file and offset.
+    pub torn_tail: Option<(PathBuf, u64)>,
+}
+
+/// A table's description: what `describe` shows.
+#[derive(Debug, Clone)]
+pub struct TableInfo {
+    /// Name and families.
+    pub descriptor: TableDescriptor,
+    /// Whether the table serves requests.
+    pub enabled: bool,
+    /// The table's regions.
+    pub regions: Vec<RegionSummary>,
+}
+
+/// One region of a table, with its load.
+#[derive(Debug, Clone)]
+pub struct RegionSummary {
+    /// Identity and key range.
+    pub info: RegionInfo,
+    /// Load counters and memstore size.
+    pub load: RegionLoad,
+}
+
+/// A change to one column family, for [`Database::alter_table`].
+#[derive(Debug, Clone)]
+pub enum FamilyChange {
+    /// Adds a family.
+    Add(ColumnFamilyDescriptor),
+    /// Replaces the options of an existing family, keeping its data.
+    Modify(ColumnFamilyDescriptor),
+    /// Deletes a family and all of its data.
+    Delete(String),
+}
+
+impl Database {
+    /// Opens (creating if needed) the database in `dir` with default options.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Database> {
+        Database::open_with(Options::new(dir))
+    }
+
+    /// Opens the database described by `options`: takes the directory lock,
+    /// loads the catalog and replays the write-ahead log.
+    pub fn open_with(options: Options) -> Result<Database> {
+        let dir = options.data_dir.clone();
+        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let lock = lock_directory(&dir)?;
+        let catalog = Catalog::load(&dir)?;
+        let clock = Arc::clone(&options.clock);
+
+        // Regions open first, empty, and the log replays into them; they get
+        // the log handle for new writes only once replay is over.
+        let mut regions: HashMap<u64, Region> = HashMap::new();
+        for (name, entry) in &catalog.tables {
+            for r in &entry.regions {
+                regions.insert(
+                    r.id,
+                    region_for(name, &entry.descriptor, r, &clock, &options),
+                );
+            }
+        }
+        let mut replayed_max: HashMap<u64, u64> = HashMap::new();
+        let mut skipped = 0u64;
+        let mut replayed = 0u64;
+        let (wal, report) = Wal::open(&dir.join(WAL_DIR), options.wal_options(), |edit| {
+            match regions.get(&edit.region_id) {
+                Some(region) => {
+                    region.replay(&edit);
+                    let max = replayed_max.entry(edit.region_id).or_insert(0);
+                    *max = (*max).max(edit.sequence_id);
+                    replayed += 1;
+                }
+                None => skipped += 1,
+            }
+            Ok(())
+        })?;
+        let mut pending: HashMap<u64, Region> = regions
+            .into_iter()
+            .map(|(id, mut region)| {
+                region.finish_recovery(replayed_max.get(&id).copied().unwrap_or(0));
+                region.attach_wal(Arc::clone(&wal));
+                (id, region)
+            })
+            .collect();
+
+        let mut tables = BTreeMap::new();
+        for (name, entry) in &catalog.tables {
+            let mut regions = Vec::with_capacity(entry.regions.len());
+            for r in &entry.regions {
+                if let Some(region) = pending.remove(&r.id) {
+                    regions.push(Arc::new(region));
+                }
+            }
+            tables.insert(
+                name.clone(),
+                Arc::new(TableState::new(
+                    entry.descriptor.clone(),
+                    entry.enabled,
+                    regions,
+                )),
+            );
+        }
+        let recovery = recovery_report(&report, replayed, skipped);
+        if recovery.edits_replayed > 0 || recovery.torn_tail.is_some() {
+            tracing::info!(
+                dir = %dir.display(),
+                replayed = recovery.edits_replayed,
+                skipped = recovery.edits_skipped,
+                torn_tail = ?recovery.torn_tail,
+                "recovered from the write-ahead log"
+            );
+        }
+        Ok(Database {
+            inner: Arc::new(DbInner {
+                dir,
+                options,
+                _lock: lock,
+                wal,
+                clock,
+                catalog: Mutex::new(catalog),
+                tables: RwLock::new(tables),
+                closed: AtomicBool::new(false),
+                recovery,
+            }),
+        })
+    }
+
+    /// The data directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// What opening found in the write-ahead log.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.inner.recovery
+    }
+
+    /// Creates a table.
+    pub fn create_table(&self, mut descriptor: TableDescriptor) -> Result<()> {
+        self.check_open()?;
+        descriptor.validate()?;
+        let name = descriptor.name().to_string();
+        let mut catalog = self.inner.catalog.lock();
+        if catalog.tables.contains_key(&name) {
+            return Err(Error::TableExists(name));
+        }
+        let region_entry = new_region_entry(
+            &mut catalog,
+            &descriptor,
+            Bytes::new(),
+            Bytes::new(),
+            self.inner.clock.now_millis(),
+        );
+        let mut updated = catalog.clone();
+        updated.tables.insert(
+            name.clone(),
+            TableEntry {
+                descriptor: descriptor.clone(),
+                enabled: true,
+                regions: vec![region_entry.clone()],
+            },
+        );
+        updated.store(&self.inner.dir)?;
+        *catalog = updated;
+        let region = self.open_region(&name, &descriptor, &region_entry);
+        self.inner.tables.write().insert(
+            name,
+            Arc::new(TableState::new(descriptor, true, vec![Arc::new(region)])),
+        );
+        Ok(())
+    }
+
+    /// Names of all tables, sorted.
+    pub fn list_tables(&self) -> Vec<String> {
+        self.inner.tables.read().keys().cloned().collect()
+    }
+
+    /// True when the table exists.
+    pub fn table_exists(&self, name: &str) -> bool {
+        self.inner.tables.read().contains_key(name)
+    }
+
+    /// A handle for reads and writes on a table.
+    pub fn table(&self, name: &str) -> Result<Table> {
+        self.check_open()?;
+        let state = self.state(name)?;
+        Ok(Table::new(state))
+    }
+
+    /// The table's descriptor, state and regions.
+    pub fn describe_table(&self, name: &str) -> Result<TableInfo> {
+        let state = self.state(name)?;
+        Ok(TableInfo {
+            descriptor: state.descriptor(),
+            enabled: state.is_enabled(),
+            regions: state
+                .regions()
+                .iter()
+                .map(|r| RegionSummary {
+                    info: r.info().clone(),
+                    load: r.load(),
+                })
+                .collect(),
+        })
+    }
+
+    /// True when the table serves requests.
+    pub fn is_table_enabled(&self, name: &str) -> Result<bool> {
+        Ok(self.state(name)?.is_enabled())
+    }
+
+    /// Lets a disabled table serve requests again.
+    pub fn enable_table(&self, name: &str) -> Result<()> {
+        self.set_enabled(name, true)
+    }
+
+    /// Stops a table from serving requests (needed before drop or truncate).
+    pub fn disable_table(&self, name: &str) -> Result<()> {
+        self.set_enabled(name, false)
+    }
+
+    fn set_enabled(&self, name: &str, enabled: bool) -> Result<()> {
+        self.check_open()?;
+        let state = self.state(name)?;
+        let mut catalog = self.inner.catalog.lock();
+        let mut updated = catalog.clone();
+        let entry = updated
+            .tables
+            .get_mut(name)
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
+        if entry.enabled == enabled {
+            // HBase answers TableNotDisabled / TableNotEnabled here.
+            return Err(if enabled {
+                Error::TableEnabled(name.to_string())
+            } else {
+                Error::TableDisabled(name.to_string())
+            });
+        }
+        entry.enabled = enabled;
+        updated.store(&self.inner.dir)?;
+        *catalog = updated;
+        state.set_enabled(enabled);
+        Ok(())
+    }
+
+    /// Deletes a disabled table and its data.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.check_open()?;
+        let state = self.state(name)?;
+        if state.is_enabled() {
+            return Err(Error::TableEnabled(name.to_string()));
+        }
+        let mut catalog = self.inner.catalog.lock();
+        let mut updated = catalog.clone();
+        updated.tables.remove(name);
+        updated.store(&self.inner.dir)?;
+        *catalog = updated;
+        self.inner.tables.write().remove(name);
+        state.mark_dropped();
+        Ok(())
+    }
+
+    /// Empties a disabled table, keeping its descriptor and region
+    /// boundaries; the table stays disabled (as HBase's Admin does).
+    pub fn truncate_table(&self, name: &str) -> Result<()> {
+        self.check_open()?;
+        let state = self.state(name)?;
+        if state.is_enabled() {
+            return Err(Error::TableEnabled(name.to_string()));
+        }
+        let descriptor = state.descriptor();
+        let mut catalog = self.inner.catalog.lock();
+        let now = self.inner.clock.now_millis();
+        let mut updated = catalog.clone();
+        let old_regions = updated
+            .tables
+            .get(name)
+            .map(|e| e.regions.clone())
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
+        let new_entries: Vec<RegionEntry> = old_regions
+            .iter()
+            .map(|r| {
+                new_region_entry(
+                    &mut updated,
+                    &descriptor,
+                    r.start_key.clone(),
+                    r.end_key.clone(),
+                    now,
+                )
+            })
+            .collect();
+        if let Some(entry) = updated.tables.get_mut(name) {
+            entry.regions = new_entries.clone();
+        }
+        // Fresh region ids: the old regions' WAL edits no longer match any
+        // region and are skipped on replay.
+        updated.store(&self.inner.dir)?;
+        *catalog = updated;
+        let regions = new_entries
+            .iter()
+            .map(|e| Arc::new(self.open_region(name, &descriptor, e)))
+            .collect();
+        state.replace_regions(regions);
+        Ok(())
+    }
+
+    /// Adds, modifies or deletes column families; works on enabled tables.
+    pub fn alter_table(&self, name: &str, changes: &[FamilyChange]) -> Result<()> {
+        self.check_open()?;
+        let state = self.state(name)?;
+        let mut catalog = self.inner.catalog.lock();
+        let mut descriptor = state.descriptor();
+        for change in changes {
+            match change {
+                FamilyChange::Add(f) => {
+                    if descriptor.get_family(f.name().as_bytes()).is_some() {
+                        return Err(Error::invalid(format!(
+                            "column family {} already exists in table {name}",
+                            f.name()
+                        )));
+                    }
+                    descriptor.upsert_family(f.clone());
+                }
+                FamilyChange::Modify(f) => {
+                    if descriptor.get_family(f.name().as_bytes()).is_none() {
+                        return Err(no_such_family(name, f.name()));
+                    }
+                    descriptor.upsert_family(f.clone());
+                }
+                FamilyChange::Delete(f) => {
+                    validate_family_name(f.as_bytes())?;
+                    if !descriptor.remove_family(f) {
+                        return Err(no_such_family(name, f));
+                    }
+                }
+            }
+        }
+        descriptor.validate()?;
+        // Apply to the live regions first: adding a family fixes the sequence
+        // id from which its WAL edits count, which the catalog must record.
+        let regions = state.regions();
+        for region in &regions {
+            for change in changes {
+                match change {
+                    FamilyChange::Add(f) => {
+                        region.add_family(f.clone())?;
+                    }
+                    FamilyChange::Modify(f) => region.modify_family(f.clone())?,
+                    FamilyChange::Delete(f) => region.remove_family(f.as_bytes())?,
+                }
+            }
+        }
+        let mut updated = catalog.clone();
+        if let Some(entry) = updated.tables.get_mut(name) {
+            entry.descriptor = descriptor.clone();
+            for (entry_region, region) in entry.regions.iter_mut().zip(&regions) {
+                entry_region.family_first_sequence = region
+                    .stores()
+                    .iter()
+                    .map(|s| (s.descriptor().name().to_string(), s.first_sequence()))
+                    .collect();
+            }
+        }
+        updated.store(&self.inner.dir)?;
+        *catalog = updated;
+        state.set_descriptor(descriptor);
+        Ok(())
+    }
+
+    /// Writes out everything buffered in the log and closes it. Later calls
+    /// on this database or its tables fail with [`Error::Closed`]. Dropping
+    /// the last handle without closing is safe too: acknowledged writes are
+    /// already in the log.
+    pub fn close(&self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        for state in self.inner.tables.read().values() {
+            state.mark_closed();
+        }
+        self.inner.wal.close()
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(Error::Closed(format!(
+                "database {}",
+                self.inner.dir.display()
+            )));
+        }
+        Ok(())
+    }
+
+    fn state(&self, name: &str) -> Result<Arc<TableState>> {
+        self.inner
+            .tables
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))
+    }
+
+    fn open_region(
+        &self,
+        table: &str,
+        descriptor: &TableDescriptor,
+        entry: &RegionEntry,
+    ) -> Region {
+        let mut region = region_for(
+            table,
+            descriptor,
+            entry,
+            &self.inner.clock,
+            &self.inner.options,
+        );
+        region.finish_recovery(0);
+        region.attach_wal(Arc::clone(&self.inner.wal));
+        region
+    }
+}
+
+impl Drop for DbInner {
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::SeqCst) {
+            if let Err(e) = self.wal.close() {
+                tracing::warn!(error = %e, "closing the write-ahead log failed");
+            }
+        }
+    }
+}
+
+fn no_such_family(table: &str, family: &str) -> Error {
+    Error::NoSuchFamily {
+        table: table.to_string(),
+        family: family.to_string(),
+    }
+}
+
+fn lock_directory(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(Error::Locked { path }),
+        Err(fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
+    }
+}
+
+fn new_region_entry(
+    catalog: &mut Catalog,
+    descriptor: &TableDescriptor,
+    start_key: Bytes,
+    end_key: Bytes,
+    now: i64,
+) -> RegionEntry {
+    RegionEntry {
+        id: catalog.next_region_id(now),
+        start_key,
+        end_key,
+        family_first_sequence: descriptor
+            .families()
+            .iter()
+            .map(|f| (f.name().to_string(), 1))
+            .collect(),
+    }
+}
+
+fn region_for(
+    table: &str,
+    descriptor: &TableDescriptor,
+    entry: &RegionEntry,
+    clock: &Arc<dyn Clock>,
+    options: &Options,
+) -> Region {
+    let info = RegionInfo {
+        id: entry.id,
+        table: table.to_string(),
+        start_key: entry.start_key.clone(),
+        end_key: entry.end_key.clone(),
+    };
+    let families = descriptor
+        .families()
+        .iter()
+        .map(|f| FamilyState {
+            descriptor: f.clone(),
+            first_sequence: entry
+                .family_first_sequence
+                .get(f.name())
+                .copied()
+                .unwrap_or(1),
+        })
+        .collect();
+    Region::open(info, families, Arc::clone(clock), options.region_config())
+}
+
+fn recovery_report(report: &ReplayReport, replayed: u64, skipped: u64) -> RecoveryReport {
+    RecoveryReport {
+        segments: report.segments,
+        edits_replayed: replayed,
+        edits_skipped: skipped,
+        torn_tail: None,
+    }
+}
