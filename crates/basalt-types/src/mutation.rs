@@ -416,7 +416,9 @@ impl RowMutations {
         }
     }
 
-    /// Adds a put or delete; it must be on the same row.
+    /// Adds a put or delete; it must be on the same row. (Named after
+    /// HBase's `RowMutations.add`, not `std::ops::Add`.)
+    #[allow(clippy::should_implement_trait)]
     pub fn add(mut self, mutation: impl Into<Mutation>) -> Result<Self> {
         let mutation = mutation.into();
         if mutation.row() != &self.row {

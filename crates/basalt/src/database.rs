@@ -560,6 +560,9 @@ fn recovery_report(report: &ReplayReport, replayed: u64, skipped: u64) -> Recove
         segments: report.segments,
         edits_replayed: replayed,
         edits_skipped: skipped,
-        torn_tail: None,
+        torn_tail: report
+            .torn_tail
+            .as_ref()
+            .map(|t| (t.path.clone(), t.offset)),
     }
 }

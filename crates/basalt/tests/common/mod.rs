@@ -1,0 +1,64 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use basalt::{ColumnFamilyDescriptor, Database, ManualClock, Options, RowResult, TableDescriptor};
+
+/// A database in a temporary directory with a manual clock at t = 1_000_000.
+pub struct TestDb {
+    pub dir: tempfile::TempDir,
+    pub clock: ManualClock,
+    pub db: Database,
+}
+
+impl TestDb {
+    pub fn new() -> TestDb {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(1_000_000);
+        let db =
+            Database::open_with(Options::new(dir.path()).clock(Arc::new(clock.clone()))).unwrap();
+        TestDb { dir, clock, db }
+    }
+
+    /// Closes and reopens the database from its directory (WAL replay).
+    pub fn reopen(&mut self) {
+        self.db.close().unwrap();
+        let options = Options::new(self.dir.path()).clock(Arc::new(self.clock.clone()));
+        self.db = Database::open_with(options).unwrap();
+    }
+
+    /// Creates table `name` with the given families.
+    pub fn table(&self, name: &str, families: Vec<ColumnFamilyDescriptor>) -> basalt::Table {
+        let mut desc = TableDescriptor::new(name);
+        for f in families {
+            desc = desc.family(f);
+        }
+        self.db.create_table(desc).unwrap();
+        self.db.table(name).unwrap()
+    }
+}
+
+/// `family:qualifier=value@ts` strings of a result, for compact assertions.
+pub fn cells(result: &RowResult) -> Vec<String> {
+    result
+        .cells
+        .iter()
+        .map(|c| {
+            format!(
+                "{}:{}={}@{}",
+                String::from_utf8_lossy(&c.family),
+                String::from_utf8_lossy(&c.qualifier),
+                String::from_utf8_lossy(&c.value),
+                c.timestamp
+            )
+        })
+        .collect()
+}
+
+/// Row keys of a scan, as strings.
+pub fn rows(scanner: basalt::Scanner) -> Vec<String> {
+    scanner
+        .map(|r| String::from_utf8_lossy(&r.unwrap().row).into_owned())
+        .collect()
+}
