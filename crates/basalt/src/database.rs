@@ -32,9 +32,9 @@ pub struct Database {
 pub(crate) struct DbInner {
     dir: PathBuf,
     options: Options,
-    /// Held for the life of the database: the OS releases the lock when the
+    /// Held until `close` (or drop): the OS releases the lock when the
     /// process dies, so a crash never leaves the directory locked.
-    _lock: File,
+    lock: Mutex<Option<File>>,
     wal: Arc<Wal>,
     clock: Arc<dyn Clock>,
     /// DDL is serialized through the catalog; the in-memory table map is
@@ -170,7 +170,7 @@ impl Database {
             inner: Arc::new(DbInner {
                 dir,
                 options,
-                _lock: lock,
+                lock: Mutex::new(Some(lock)),
                 wal,
                 clock,
                 catalog: Mutex::new(catalog),
@@ -434,7 +434,10 @@ impl Database {
         for state in self.inner.tables.read().values() {
             state.mark_closed();
         }
-        self.inner.wal.close()
+        let closed = self.inner.wal.close();
+        // Only now may another process (or handle) open the directory.
+        self.inner.lock.lock().take();
+        closed
     }
 
     fn check_open(&self) -> Result<()> {
