@@ -641,13 +641,11 @@ impl RegionScanner {
                     ReturnCode::SeekNextUsingHint => {
                         let hint = self.filter.as_mut().and_then(|f| f.next_cell_hint(&cell));
                         match hint {
-                            Some(h) if h.row != *row => {
-                                // Beyond this row: nothing more of it can pass.
-                                if (h.row > *row) != self.reversed {
-                                    break 'stores;
-                                }
-                            }
+                            // Hints follow forward cell order: one outside this
+                            // row means nothing more of the row can pass.
+                            Some(h) if h.row != *row => break 'stores,
                             Some(h) => seek_hint = Some(h),
+                            // No hint: the cell is simply skipped.
                             None => {}
                         }
                     }

@@ -12,19 +12,59 @@ use common::{cells, TestDb};
 #[test]
 fn logged_writes_survive_reopen_with_their_exact_cells() {
     let mut t = TestDb::new();
-    let table = t.table("t", vec![ColumnFamilyDescriptor::new("f").max_versions(3), ColumnFamilyDescriptor::new("g")]);
-    for (i, durability) in [Durability::SyncWal, Durability::FsyncWal, Durability::AsyncWal].into_iter().enumerate() {
+    let table = t.table(
+        "t",
+        vec![
+            ColumnFamilyDescriptor::new("f").max_versions(3),
+            ColumnFamilyDescriptor::new("g"),
+        ],
+    );
+    for (i, durability) in [
+        Durability::SyncWal,
+        Durability::FsyncWal,
+        Durability::AsyncWal,
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let row = format!("r{i}");
-        table.put(&Put::new(row.clone()).add_at("f", "q", 1, "old").durability(durability)).unwrap();
-        table.put(&Put::new(row.clone()).add_at("f", "q", 2, "new").add("g", "x", "y").durability(durability)).unwrap();
-        table.delete(&Delete::new(row).columns_at("g", "x", 0).durability(durability)).unwrap();
+        table
+            .put(
+                &Put::new(row.clone())
+                    .add_at("f", "q", 1, "old")
+                    .durability(durability),
+            )
+            .unwrap();
+        table
+            .put(
+                &Put::new(row.clone())
+                    .add_at("f", "q", 2, "new")
+                    .add("g", "x", "y")
+                    .durability(durability),
+            )
+            .unwrap();
+        table
+            .delete(
+                &Delete::new(row)
+                    .columns_at("g", "x", 0)
+                    .durability(durability),
+            )
+            .unwrap();
     }
     table.increment_column("counter", "f", "n", 41).unwrap();
     table.increment_column("counter", "f", "n", 1).unwrap();
-    let before: Vec<Vec<String>> = table.scan(&Scan::new().max_versions(5).raw(true)).unwrap().map(|r| cells(&r.unwrap())).collect();
+    let before: Vec<Vec<String>> = table
+        .scan(&Scan::new().max_versions(5).raw(true))
+        .unwrap()
+        .map(|r| cells(&r.unwrap()))
+        .collect();
     t.reopen();
     let table = t.db.table("t").unwrap();
-    let after: Vec<Vec<String>> = table.scan(&Scan::new().max_versions(5).raw(true)).unwrap().map(|r| cells(&r.unwrap())).collect();
+    let after: Vec<Vec<String>> = table
+        .scan(&Scan::new().max_versions(5).raw(true))
+        .unwrap()
+        .map(|r| cells(&r.unwrap()))
+        .collect();
     assert_eq!(before, after);
     assert_eq!(table.increment_column("counter", "f", "n", 0).unwrap(), 42);
 }
@@ -35,13 +75,20 @@ fn later_writes_keep_winning_after_reopen() {
     // restart still beats one before it at the same timestamp.
     let mut t = TestDb::new();
     let table = t.table("t", vec![ColumnFamilyDescriptor::new("f")]);
-    table.put(&Put::new("r").add_at("f", "q", 5, "before")).unwrap();
+    table
+        .put(&Put::new("r").add_at("f", "q", 5, "before"))
+        .unwrap();
     t.reopen();
     let table = t.db.table("t").unwrap();
-    table.put(&Put::new("r").add_at("f", "q", 5, "after")).unwrap();
+    table
+        .put(&Put::new("r").add_at("f", "q", 5, "after"))
+        .unwrap();
     assert_eq!(cells(&table.get(&Get::new("r")).unwrap()), ["f:q=after@5"]);
     t.reopen();
-    assert_eq!(cells(&t.db.table("t").unwrap().get(&Get::new("r")).unwrap()), ["f:q=after@5"]);
+    assert_eq!(
+        cells(&t.db.table("t").unwrap().get(&Get::new("r")).unwrap()),
+        ["f:q=after@5"]
+    );
 }
 
 #[test]
@@ -49,12 +96,21 @@ fn skip_wal_writes_are_not_logged() {
     let mut t = TestDb::new();
     let table = t.table("t", vec![ColumnFamilyDescriptor::new("f")]);
     table.put(&Put::new("logged").add("f", "q", "v")).unwrap();
-    table.put(&Put::new("unlogged").add("f", "q", "v").durability(Durability::SkipWal)).unwrap();
+    table
+        .put(
+            &Put::new("unlogged")
+                .add("f", "q", "v")
+                .durability(Durability::SkipWal),
+        )
+        .unwrap();
     assert!(!table.get(&Get::new("unlogged")).unwrap().is_empty());
     t.reopen();
     let table = t.db.table("t").unwrap();
     assert!(!table.get(&Get::new("logged")).unwrap().is_empty());
-    assert!(table.get(&Get::new("unlogged")).unwrap().is_empty(), "SKIP_WAL is lost without a flush");
+    assert!(
+        table.get(&Get::new("unlogged")).unwrap().is_empty(),
+        "SKIP_WAL is lost without a flush"
+    );
 }
 
 fn wal_segments(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
@@ -72,19 +128,31 @@ fn torn_tail_is_dropped_and_reported() {
     let mut t = TestDb::new();
     let table = t.table("t", vec![ColumnFamilyDescriptor::new("f")]);
     for i in 0..10 {
-        table.put(&Put::new(format!("r{i}")).add("f", "q", "v")).unwrap();
+        table
+            .put(&Put::new(format!("r{i}")).add("f", "q", "v"))
+            .unwrap();
     }
     t.db.close().unwrap();
     let last = wal_segments(t.dir.path()).pop().unwrap();
     let len = fs::metadata(&last).unwrap().len();
-    fs::OpenOptions::new().write(true).open(&last).unwrap().set_len(len - 3).unwrap();
-    t.db = Database::open_with(Options::new(t.dir.path()).clock(std::sync::Arc::new(t.clock.clone()))).unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&last)
+        .unwrap()
+        .set_len(len - 3)
+        .unwrap();
+    t.db =
+        Database::open_with(Options::new(t.dir.path()).clock(std::sync::Arc::new(t.clock.clone())))
+            .unwrap();
     let report = t.db.recovery_report().clone();
     assert!(report.torn_tail.is_some(), "{report:?}");
     let rows = t.db.table("t").unwrap().scan(&Scan::new()).unwrap().count();
     assert_eq!(rows, 9, "only the cut record is lost");
     t.reopen();
-    assert!(t.db.recovery_report().torn_tail.is_none(), "the tail was truncated away");
+    assert!(
+        t.db.recovery_report().torn_tail.is_none(),
+        "the tail was truncated away"
+    );
 }
 
 #[test]
@@ -92,7 +160,9 @@ fn corruption_in_the_middle_is_an_error_naming_file_and_offset() {
     let t = TestDb::new();
     let table = t.table("t", vec![ColumnFamilyDescriptor::new("f")]);
     for i in 0..10 {
-        table.put(&Put::new(format!("r{i}")).add("f", "q", "some value")).unwrap();
+        table
+            .put(&Put::new(format!("r{i}")).add("f", "q", "some value"))
+            .unwrap();
     }
     t.db.close().unwrap();
     drop(t.db);

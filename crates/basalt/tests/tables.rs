@@ -14,13 +14,23 @@ fn cf(name: &str) -> ColumnFamilyDescriptor {
 #[test]
 fn create_list_describe() {
     let t = TestDb::new();
-    t.db.create_table(TableDescriptor::new("b").family(cf("x"))).unwrap();
-    t.db.create_table(TableDescriptor::new("a").family(cf("z").max_versions(7)).family(cf("y")))
+    t.db.create_table(TableDescriptor::new("b").family(cf("x")))
         .unwrap();
+    t.db.create_table(
+        TableDescriptor::new("a")
+            .family(cf("z").max_versions(7))
+            .family(cf("y")),
+    )
+    .unwrap();
     assert_eq!(t.db.list_tables(), ["a", "b"]);
     assert!(t.db.table_exists("a") && !t.db.table_exists("c"));
     let info = t.db.describe_table("a").unwrap();
-    let names: Vec<&str> = info.descriptor.families().iter().map(|f| f.name()).collect();
+    let names: Vec<&str> = info
+        .descriptor
+        .families()
+        .iter()
+        .map(|f| f.name())
+        .collect();
     assert_eq!(names, ["y", "z"], "families sorted by name");
     assert_eq!(info.descriptor.get_family(b"z").unwrap().max_versions, 7);
     assert!(info.enabled);
@@ -31,21 +41,39 @@ fn create_list_describe() {
 #[test]
 fn creation_errors_are_clear() {
     let t = TestDb::new();
-    t.db.create_table(TableDescriptor::new("t").family(cf("f"))).unwrap();
-    let exists = t.db.create_table(TableDescriptor::new("t").family(cf("f"))).unwrap_err();
+    t.db.create_table(TableDescriptor::new("t").family(cf("f")))
+        .unwrap();
+    let exists =
+        t.db.create_table(TableDescriptor::new("t").family(cf("f")))
+            .unwrap_err();
     assert!(matches!(exists, Error::TableExists(_)), "{exists}");
     let cases = [
         (TableDescriptor::new("empty"), "at least one column family"),
-        (TableDescriptor::new("dup").family(cf("f")).family(cf("f")), "duplicate column family"),
-        (TableDescriptor::new("bad name!").family(cf("f")), "illegal character"),
-        (TableDescriptor::new("t2").family(cf("a:b")), "must be printable"),
-        (TableDescriptor::new("t3").family(cf("f").max_versions(0)), "VERSIONS must be at least 1"),
+        (
+            TableDescriptor::new("dup").family(cf("f")).family(cf("f")),
+            "duplicate column family",
+        ),
+        (
+            TableDescriptor::new("bad name!").family(cf("f")),
+            "illegal character",
+        ),
+        (
+            TableDescriptor::new("t2").family(cf("a:b")),
+            "must be printable",
+        ),
+        (
+            TableDescriptor::new("t3").family(cf("f").max_versions(0)),
+            "VERSIONS must be at least 1",
+        ),
     ];
     for (desc, expected) in cases {
         let err = t.db.create_table(desc).unwrap_err().to_string();
         assert!(err.contains(expected), "{err} should mention {expected}");
     }
-    assert!(matches!(t.db.table("missing").unwrap_err(), Error::TableNotFound(_)));
+    assert!(matches!(
+        t.db.table("missing").unwrap_err(),
+        Error::TableNotFound(_)
+    ));
 }
 
 #[test]
@@ -54,22 +82,37 @@ fn disable_enable_drop_truncate() {
     let table = t.table("t", vec![cf("f")]);
     table.put(&Put::new("r").add("f", "q", "v")).unwrap();
 
-    assert!(matches!(t.db.drop_table("t").unwrap_err(), Error::TableEnabled(_)), "drop needs disable");
+    assert!(
+        matches!(t.db.drop_table("t").unwrap_err(), Error::TableEnabled(_)),
+        "drop needs disable"
+    );
     t.db.disable_table("t").unwrap();
     assert!(!t.db.is_table_enabled("t").unwrap());
-    assert!(matches!(table.get(&Get::new("r")).unwrap_err(), Error::TableDisabled(_)));
-    assert!(matches!(table.put(&Put::new("r").add("f", "q", "v")).unwrap_err(), Error::TableDisabled(_)));
+    assert!(matches!(
+        table.get(&Get::new("r")).unwrap_err(),
+        Error::TableDisabled(_)
+    ));
+    assert!(matches!(
+        table.put(&Put::new("r").add("f", "q", "v")).unwrap_err(),
+        Error::TableDisabled(_)
+    ));
     assert!(t.db.disable_table("t").is_err(), "already disabled");
 
     t.db.truncate_table("t").unwrap();
     t.db.enable_table("t").unwrap();
-    assert!(table.get(&Get::new("r")).unwrap().is_empty(), "truncate empties the table");
+    assert!(
+        table.get(&Get::new("r")).unwrap().is_empty(),
+        "truncate empties the table"
+    );
     table.put(&Put::new("r2").add("f", "q", "after")).unwrap();
 
     t.db.disable_table("t").unwrap();
     t.db.drop_table("t").unwrap();
     assert!(!t.db.table_exists("t"));
-    assert!(matches!(table.get(&Get::new("r2")).unwrap_err(), Error::TableNotFound(_)));
+    assert!(matches!(
+        table.get(&Get::new("r2")).unwrap_err(),
+        Error::TableNotFound(_)
+    ));
     // The name is free again, and nothing of the old table comes back.
     let again = t.table("t", vec![cf("f")]);
     assert!(again.get(&Get::new("r2")).unwrap().is_empty());
@@ -89,14 +132,34 @@ fn truncated_and_dropped_data_stays_gone_after_reopen() {
     t.db.disable_table("emptied").unwrap();
     t.db.truncate_table("emptied").unwrap();
     t.db.enable_table("emptied").unwrap();
-    t.db.create_table(TableDescriptor::new("gone").family(cf("f"))).unwrap();
+    t.db.create_table(TableDescriptor::new("gone").family(cf("f")))
+        .unwrap();
 
     t.reopen();
     assert_eq!(t.db.list_tables(), ["emptied", "gone", "keep"]);
-    assert_eq!(cells(&t.db.table("keep").unwrap().get(&Get::new("r")).unwrap()), ["f:q=kept@1000000"]);
-    assert!(t.db.table("gone").unwrap().get(&Get::new("r")).unwrap().is_empty());
-    assert!(t.db.table("emptied").unwrap().get(&Get::new("r")).unwrap().is_empty());
-    assert!(t.db.recovery_report().edits_skipped >= 2, "{:?}", t.db.recovery_report());
+    assert_eq!(
+        cells(&t.db.table("keep").unwrap().get(&Get::new("r")).unwrap()),
+        ["f:q=kept@1000000"]
+    );
+    assert!(t
+        .db
+        .table("gone")
+        .unwrap()
+        .get(&Get::new("r"))
+        .unwrap()
+        .is_empty());
+    assert!(t
+        .db
+        .table("emptied")
+        .unwrap()
+        .get(&Get::new("r"))
+        .unwrap()
+        .is_empty());
+    assert!(
+        t.db.recovery_report().edits_skipped >= 2,
+        "{:?}",
+        t.db.recovery_report()
+    );
 }
 
 #[test]
@@ -104,31 +167,62 @@ fn alter_adds_modifies_and_deletes_families_online() {
     let mut t = TestDb::new();
     let table = t.table("t", vec![cf("f").max_versions(1)]);
     for ts in 1..=3 {
-        table.put(&Put::new("r").add_at("f", "q", ts, format!("v{ts}"))).unwrap();
+        table
+            .put(&Put::new("r").add_at("f", "q", ts, format!("v{ts}")))
+            .unwrap();
     }
-    t.db.alter_table("t", &[FamilyChange::Add(cf("g")), FamilyChange::Modify(cf("f").max_versions(5))])
-        .unwrap();
+    t.db.alter_table(
+        "t",
+        &[
+            FamilyChange::Add(cf("g")),
+            FamilyChange::Modify(cf("f").max_versions(5)),
+        ],
+    )
+    .unwrap();
     table.put(&Put::new("r").add_at("g", "q", 1, "g1")).unwrap();
     let r = table.get(&Get::new("r").max_versions(5)).unwrap();
-    assert_eq!(cells(&r), ["f:q=v3@3", "f:q=v2@2", "f:q=v1@1", "g:q=g1@1"], "more versions become visible");
+    assert_eq!(
+        cells(&r),
+        ["f:q=v3@3", "f:q=v2@2", "f:q=v1@1", "g:q=g1@1"],
+        "more versions become visible"
+    );
 
-    t.db.alter_table("t", &[FamilyChange::Delete("g".into())]).unwrap();
+    t.db.alter_table("t", &[FamilyChange::Delete("g".into())])
+        .unwrap();
     assert!(table.put(&Put::new("r").add("g", "q", "x")).is_err());
     // Re-adding the family must not resurrect the deleted family's data,
     // not even after a restart replays the log.
-    t.db.alter_table("t", &[FamilyChange::Add(cf("g"))]).unwrap();
+    t.db.alter_table("t", &[FamilyChange::Add(cf("g"))])
+        .unwrap();
     assert!(table.get(&Get::new("r").family("g")).unwrap().is_empty());
     t.reopen();
     let table = t.db.table("t").unwrap();
     assert!(table.get(&Get::new("r").family("g")).unwrap().is_empty());
-    assert_eq!(t.db.describe_table("t").unwrap().descriptor.get_family(b"f").unwrap().max_versions, 5);
+    assert_eq!(
+        t.db.describe_table("t")
+            .unwrap()
+            .descriptor
+            .get_family(b"f")
+            .unwrap()
+            .max_versions,
+        5
+    );
 
     let errors = [
-        t.db.alter_table("t", &[FamilyChange::Add(cf("f"))]).unwrap_err(),
-        t.db.alter_table("t", &[FamilyChange::Modify(cf("nope"))]).unwrap_err(),
-        t.db.alter_table("t", &[FamilyChange::Delete("nope".into())]).unwrap_err(),
-        t.db.alter_table("t", &[FamilyChange::Delete("f".into()), FamilyChange::Delete("g".into())])
+        t.db.alter_table("t", &[FamilyChange::Add(cf("f"))])
             .unwrap_err(),
+        t.db.alter_table("t", &[FamilyChange::Modify(cf("nope"))])
+            .unwrap_err(),
+        t.db.alter_table("t", &[FamilyChange::Delete("nope".into())])
+            .unwrap_err(),
+        t.db.alter_table(
+            "t",
+            &[
+                FamilyChange::Delete("f".into()),
+                FamilyChange::Delete("g".into()),
+            ],
+        )
+        .unwrap_err(),
     ];
     assert!(errors[0].to_string().contains("already exists"));
     assert!(matches!(errors[1], Error::NoSuchFamily { .. }));
@@ -153,6 +247,9 @@ fn closed_database_refuses_work() {
     let t = TestDb::new();
     let table = t.table("t", vec![cf("f")]);
     t.db.close().unwrap();
-    assert!(matches!(table.put(&Put::new("r").add("f", "q", "v")).unwrap_err(), Error::Closed(_)));
+    assert!(matches!(
+        table.put(&Put::new("r").add("f", "q", "v")).unwrap_err(),
+        Error::Closed(_)
+    ));
     assert!(matches!(t.db.table("t").unwrap_err(), Error::Closed(_)));
 }
