@@ -423,6 +423,16 @@ impl Database {
         Ok(())
     }
 
+    /// Asks for a (major) compaction of every store of the table. Until store
+    /// files exist (data lives in memstores and the log), there is nothing
+    /// to merge and this only checks that the table exists.
+    pub fn compact_table(&self, name: &str, major: bool) -> Result<()> {
+        self.check_open()?;
+        let _state = self.state(name)?;
+        tracing::debug!(table = name, major, "compaction requested; no store files yet");
+        Ok(())
+    }
+
     /// Writes out everything buffered in the log and closes it. Later calls
     /// on this database or its tables fail with [`Error::Closed`]. Dropping
     /// the last handle without closing is safe too: acknowledged writes are

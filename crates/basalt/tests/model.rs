@@ -1,3 +1,2617 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Model-based property test: random operation sequences run against the real
+//! database and against a small in-memory reference of the HBase rules
+//! (`Model` below), comparing every read and every returned value.
+//!
+//! The reference is deliberately naive: it keeps every cell ever written (puts
+//! and delete markers, with a write number) in a flat list and recomputes each
+//! answer from scratch with the rules of `/work/shared/hbase-semantics.md` and
+//! Basalt's documented choices:
+//!
+//! - a column's visible versions are its puts, one per timestamp (the later
+//!   write wins), minus those hidden by a delete marker (whatever the write
+//!   order); with KEEP_DELETED_CELLS only markers inside the read's time
+//!   range count;
+//! - the family's VERSIONS, TTL and MIN_VERSIONS cut that list (newest first)
+//!   before the read's time range is looked at; then the filter sees the
+//!   survivors and the read's max versions counts what the filter let through;
+//! - "latest version" deletes, increments and appends read the row as it was
+//!   before the mutation (a batch: before the whole batch).
+//!
+//! Raw scans are modelled for the families without a TTL only, with HBase's
+//! column tracker rule: delete markers do not count as versions, and the first
+//! put beyond the scan's max versions ends the column (markers after it are
+//! not returned).
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use basalt::{
+    Append, CellType, CheckAndMutate, Clock, ColumnFamilyDescriptor, Comparator, CompareOp,
+    Database, Delete, Durability, Error, Filter, Get, Increment, KeepDeletedCells, ListOperator,
+    ManualClock, Mutation, Options, Put, RowMutations, RowResult, Scan, Table, TableDescriptor,
+    TimeRange,
+};
+use bytes::Bytes;
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::strategy::Union;
+use proptest::test_runner::TestCaseError;
+
+/// Reads with filters take part in the random sequences. Switch off while
+/// `Filter::build` is a pass-all placeholder.
+const FILTERS_IN_MODEL: bool = true;
+
+/// Known engine bug (see `raw_scan_ends_the_empty_qualifier_column_at_the_version_limit`):
+/// raw scans keep returning the empty-qualifier column's delete markers after
+/// a put beyond max versions. While true, the model expects that behaviour so
+/// the random test keeps looking for other problems; set to false once the
+/// engine is fixed (the ignored test then passes).
+const RAW_EMPTY_QUALIFIER_BUG: bool = true;
+
+/// Random cases when `PROPTEST_CASES` is not set.
+const DEFAULT_CASES: u32 = 256;
+
+const TABLE: &str = "model";
+/// The manual clock's start.
+const START_MS: i64 = 100_000;
+
+// ------------------------------------------------------------------ coverage counters
+
+/// How often interesting situations came up, over the whole run; printed
+/// after each case with `MODEL_STATS=1` (to check the generator, not the engine).
+static STATS: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
+
+fn stat(key: &'static str) {
+    *STATS.lock().unwrap().entry(key).or_insert(0) += 1;
+}
+
+// ------------------------------------------------------------------ schema
+
+struct FamSpec {
+    name: &'static str,
+    versions: usize,
+    min_versions: usize,
+    ttl_ms: Option<i64>,
+    keep_deleted: bool,
+}
+
+/// The table's families, in name order (the order reads return them in).
+static FAMS: [FamSpec; 4] = [
+    FamSpec {
+        name: "f1",
+        versions: 1,
+        min_versions: 0,
+        ttl_ms: None,
+        keep_deleted: false,
+    },
+    FamSpec {
+        name: "f2",
+        versions: 3,
+        min_versions: 0,
+        ttl_ms: None,
+        keep_deleted: false,
+    },
+    FamSpec {
+        name: "f3",
+        versions: 2,
+        min_versions: 1,
+        ttl_ms: Some(3_000),
+        keep_deleted: false,
+    },
+    FamSpec {
+        name: "f4",
+        versions: 3,
+        min_versions: 0,
+        ttl_ms: None,
+        keep_deleted: true,
+    },
+];
+
+/// Families raw scans may read (no TTL).
+const RAW_FAMS: [Fam; 3] = [Fam(0), Fam(1), Fam(3)];
+
+fn descriptor(f: &FamSpec) -> ColumnFamilyDescriptor {
+    let mut d = ColumnFamilyDescriptor::new(f.name)
+        .max_versions(f.versions as u32)
+        .min_versions(f.min_versions as u32);
+    if let Some(ttl) = f.ttl_ms {
+        d = d.ttl_seconds((ttl / 1000) as u64);
+    }
+    if f.keep_deleted {
+        d = d.keep_deleted_cells(KeepDeletedCells::True);
+    }
+    d
+}
+
+/// Rows: a shared prefix ("r1"), a NUL byte inside a key and a 0xff lead byte.
+const ROWS: [&[u8]; 8] = [
+    b"r0",
+    b"r1",
+    b"r1\x00",
+    b"r10",
+    b"r11",
+    b"r2",
+    b"s",
+    b"\xff\x01",
+];
+const QUALS: [&[u8]; 3] = [b"", b"a", b"b"];
+const VALUES: [&[u8]; 6] = [b"", b"0", b"5", b"a", b"zz", b"\x00\xff"];
+/// Scan start/stop keys: row keys and keys between them ("" is open).
+const SCAN_KEYS: [&[u8]; 10] = [
+    b"",
+    b"r",
+    b"r1",
+    b"r1\x00",
+    b"r10",
+    b"r2",
+    b"s",
+    b"\xff",
+    b"\xff\x01",
+    b"t",
+];
+const ROW_PREFIXES: [&[u8]; 6] = [b"r", b"r1", b"r1\x00", b"s", b"\xff", b"x"];
+const QUAL_PREFIXES: [&[u8]; 4] = [b"a", b"b", b"ab", b"z"];
+const SUFFIXES: [&[u8]; 3] = [b"", b"x", b"yz"];
+/// Values ValueFilter compares with.
+const FILTER_VALUES: [&[u8]; 5] = [b"", b"0", b"5", b"a", b"zz"];
+/// BinaryPrefix comparator values of check-and-mutate.
+const PREFIX_VALUES: [&[u8]; 4] = [b"", b"a", b"5", b"\x00"];
+
+// ------------------------------------------------------------------ op specs
+
+/// A family, by index into [`FAMS`].
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Fam(usize);
+
+impl Fam {
+    fn name(self) -> Bytes {
+        Bytes::from_static(FAMS[self.0].name.as_bytes())
+    }
+}
+
+impl fmt::Debug for Fam {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(FAMS[self.0].name)
+    }
+}
+
+/// An explicit timestamp: absolute, or relative to the clock when the op runs.
+#[derive(Clone, Copy)]
+enum Ts {
+    Abs(i64),
+    Rel(i64),
+}
+
+impl Ts {
+    fn at(self, now: i64) -> i64 {
+        match self {
+            Ts::Abs(t) => t,
+            Ts::Rel(o) => (now + o).max(0),
+        }
+    }
+}
+
+impl fmt::Debug for Ts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ts::Abs(t) => write!(f, "{t}"),
+            Ts::Rel(o) => write!(f, "now{o:+}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct PutSpec {
+    row: Bytes,
+    /// The put's default timestamp (`Put::with_timestamp`).
+    ts: Option<Ts>,
+    /// family, qualifier, own timestamp (`add_at`), value.
+    cells: Vec<(Fam, Bytes, Option<Ts>, Bytes)>,
+    durability: Durability,
+}
+
+#[derive(Clone, Debug)]
+enum DelEntry {
+    Family(Fam),
+    FamilyAt(Fam, Ts),
+    FamilyVersion(Fam, Ts),
+    Columns(Fam, Bytes),
+    ColumnsAt(Fam, Bytes, Ts),
+    /// The latest version.
+    Column(Fam, Bytes),
+    ColumnAt(Fam, Bytes, Ts),
+}
+
+#[derive(Clone, Debug)]
+struct DeleteSpec {
+    row: Bytes,
+    /// `Delete::with_timestamp`.
+    ts: Option<Ts>,
+    /// Empty: the whole row.
+    entries: Vec<DelEntry>,
+    durability: Durability,
+}
+
+#[derive(Clone, Debug)]
+enum MutSpec {
+    Put(PutSpec),
+    Delete(DeleteSpec),
+}
+
+impl MutSpec {
+    fn set_row(&mut self, row: &Bytes) {
+        match self {
+            MutSpec::Put(p) => p.row = row.clone(),
+            MutSpec::Delete(d) => d.row = row.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum CmpSpec {
+    Binary(Bytes),
+    BinaryPrefix(Bytes),
+}
+
+#[derive(Clone, Debug)]
+enum CondSpec {
+    Absent,
+    Compare(CompareOp, CmpSpec),
+}
+
+#[derive(Clone, Copy, Debug)]
+enum TrSpec {
+    All,
+    /// `[ts, ts + span)`.
+    Range(Ts, i64),
+    At(Ts),
+    Before(Ts),
+}
+
+#[derive(Clone, Debug)]
+enum SelItem {
+    Family(Fam),
+    Column(Fam, Bytes),
+}
+
+#[derive(Clone, Debug)]
+enum FilterSpec {
+    Value(CompareOp, Bytes),
+    Prefix(Bytes),
+    ColumnPrefix(Bytes),
+    KeyOnly,
+    Page(u64),
+    Timestamps(Vec<Ts>),
+    FirstKeyOnly,
+    List(ListOperator, Vec<FilterSpec>),
+}
+
+#[derive(Clone, Debug)]
+struct GetSpec {
+    row: Bytes,
+    sel: Vec<SelItem>,
+    max_versions: u32,
+    tr: TrSpec,
+    filter: Option<FilterSpec>,
+}
+
+#[derive(Clone, Debug)]
+struct ScanSpec {
+    start: Bytes,
+    stop: Bytes,
+    prefix: Option<Bytes>,
+    reversed: bool,
+    sel: Vec<SelItem>,
+    max_versions: u32,
+    tr: TrSpec,
+    filter: Option<FilterSpec>,
+    batch: Option<usize>,
+    limit: Option<usize>,
+}
+
+#[derive(Clone, Debug)]
+struct RawScanSpec {
+    start: Bytes,
+    stop: Bytes,
+    reversed: bool,
+    /// Non-empty, families without TTL.
+    fams: Vec<Fam>,
+    max_versions: u32,
+    tr: TrSpec,
+    batch: Option<usize>,
+    limit: Option<usize>,
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put(PutSpec),
+    Delete(DeleteSpec),
+    Increment {
+        row: Bytes,
+        cols: Vec<(Fam, Bytes, i64)>,
+        durability: Durability,
+    },
+    Append {
+        row: Bytes,
+        cols: Vec<(Fam, Bytes, Bytes)>,
+        durability: Durability,
+    },
+    CheckAndMutate {
+        row: Bytes,
+        fam: Fam,
+        qual: Bytes,
+        cond: CondSpec,
+        tr: TrSpec,
+        muts: Vec<MutSpec>,
+    },
+    RowMutations {
+        row: Bytes,
+        muts: Vec<MutSpec>,
+    },
+    Batch(Vec<MutSpec>),
+    Get(GetSpec),
+    Scan(Box<ScanSpec>),
+    RawScan(Box<RawScanSpec>),
+    /// Drop the database (after `close()` when `close`) and open it again.
+    Reopen {
+        close: bool,
+    },
+}
+
+/// One step: move the clock forward, then run the op.
+#[derive(Clone)]
+struct Step {
+    advance: i64,
+    op: Op,
+}
+
+impl fmt::Debug for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "+{}ms {:?}", self.advance, self.op)
+    }
+}
+
+// ------------------------------------------------------------------ shared helpers
+
+/// A half-open time range, the model's own.
+#[derive(Clone, Copy, Debug)]
+struct Range {
+    min: i64,
+    max: i64,
+}
+
+impl Range {
+    const ALL: Range = Range {
+        min: 0,
+        max: i64::MAX,
+    };
+
+    fn contains(self, ts: i64) -> bool {
+        self.min <= ts && ts < self.max
+    }
+}
+
+fn model_range(tr: TrSpec, now: i64) -> Range {
+    match tr {
+        TrSpec::All => Range::ALL,
+        TrSpec::Range(t, span) => {
+            let min = t.at(now);
+            Range {
+                min,
+                max: min + span,
+            }
+        }
+        TrSpec::At(t) => {
+            let min = t.at(now);
+            Range { min, max: min + 1 }
+        }
+        TrSpec::Before(t) => Range {
+            min: 0,
+            max: t.at(now),
+        },
+    }
+}
+
+fn engine_range(tr: TrSpec, now: i64) -> TimeRange {
+    match tr {
+        TrSpec::All => TimeRange::all(),
+        TrSpec::Range(t, span) => {
+            let min = t.at(now);
+            TimeRange::new(min, min + span).unwrap()
+        }
+        TrSpec::At(t) => TimeRange::at(t.at(now)).unwrap(),
+        TrSpec::Before(t) => TimeRange::before(t.at(now)).unwrap(),
+    }
+}
+
+/// A filter with its timestamps resolved.
+#[derive(Clone, Debug)]
+enum RFilter {
+    Value(CompareOp, Bytes),
+    Prefix(Bytes),
+    ColumnPrefix(Bytes),
+    KeyOnly,
+    Page(u64),
+    Timestamps(Vec<i64>),
+    FirstKeyOnly,
+    List(ListOperator, Vec<RFilter>),
+}
+
+fn resolve_filter(f: &FilterSpec, now: i64) -> RFilter {
+    match f {
+        FilterSpec::Value(op, v) => RFilter::Value(*op, v.clone()),
+        FilterSpec::Prefix(p) => RFilter::Prefix(p.clone()),
+        FilterSpec::ColumnPrefix(p) => RFilter::ColumnPrefix(p.clone()),
+        FilterSpec::KeyOnly => RFilter::KeyOnly,
+        FilterSpec::Page(n) => RFilter::Page(*n),
+        FilterSpec::Timestamps(ts) => RFilter::Timestamps(ts.iter().map(|t| t.at(now)).collect()),
+        FilterSpec::FirstKeyOnly => RFilter::FirstKeyOnly,
+        FilterSpec::List(op, fs) => {
+            RFilter::List(*op, fs.iter().map(|f| resolve_filter(f, now)).collect())
+        }
+    }
+}
+
+fn engine_filter(f: &RFilter) -> Filter {
+    match f {
+        RFilter::Value(op, v) => Filter::Value(*op, Comparator::binary(v.clone())),
+        RFilter::Prefix(p) => Filter::Prefix(p.clone()),
+        RFilter::ColumnPrefix(p) => Filter::ColumnPrefix(p.clone()),
+        RFilter::KeyOnly => Filter::KeyOnly {
+            length_as_value: false,
+        },
+        RFilter::Page(n) => Filter::Page(*n),
+        RFilter::Timestamps(ts) => Filter::Timestamps(ts.clone()),
+        RFilter::FirstKeyOnly => Filter::FirstKeyOnly,
+        RFilter::List(op, fs) => Filter::List(*op, fs.iter().map(engine_filter).collect()),
+    }
+}
+
+/// `left op right`, from the ordering of left against right.
+fn op_holds(op: CompareOp, ord: Ordering) -> bool {
+    match op {
+        CompareOp::Less => ord == Ordering::Less,
+        CompareOp::LessOrEqual => ord != Ordering::Greater,
+        CompareOp::Equal => ord == Ordering::Equal,
+        CompareOp::NotEqual => ord != Ordering::Equal,
+        CompareOp::GreaterOrEqual => ord != Ordering::Less,
+        CompareOp::Greater => ord == Ordering::Greater,
+    }
+}
+
+fn escape(bytes: &[u8]) -> String {
+    let mut s = String::new();
+    for &b in bytes {
+        if (0x20..0x7f).contains(&b) && b != b'\\' {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    s
+}
+
+/// What the comparison looks at in a cell: everything but the sequence id.
+#[derive(Clone, PartialEq, Eq)]
+struct View {
+    row: Bytes,
+    family: Bytes,
+    qualifier: Bytes,
+    ts: i64,
+    kind: CellType,
+    value: Bytes,
+}
+
+impl fmt::Debug for View {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}:{}/{}/{}={}",
+            escape(&self.row),
+            escape(&self.family),
+            escape(&self.qualifier),
+            self.ts,
+            self.kind,
+            escape(&self.value)
+        )
+    }
+}
+
+/// A returned row (or batch of one): its key and cells.
+#[derive(Clone, PartialEq, Eq)]
+struct RowView {
+    row: Bytes,
+    cells: Vec<View>,
+}
+
+impl fmt::Debug for RowView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ", escape(&self.row))?;
+        f.debug_list().entries(&self.cells).finish()
+    }
+}
+
+fn engine_view(r: &RowResult) -> RowView {
+    RowView {
+        row: r.row.clone(),
+        cells: r
+            .cells
+            .iter()
+            .map(|c| View {
+                row: c.row.clone(),
+                family: c.family.clone(),
+                qualifier: c.qualifier.clone(),
+                ts: c.timestamp,
+                kind: c.cell_type,
+                value: c.value.clone(),
+            })
+            .collect(),
+    }
+}
+
+// ------------------------------------------------------------------ the reference
+
+/// A cell as the model stores it.
+#[derive(Clone, Debug)]
+struct MCell {
+    row: Bytes,
+    fam: usize,
+    qual: Bytes,
+    ts: i64,
+    kind: CellType,
+    /// Write number: orders writes (the later one wins at equal coordinates).
+    seq: u64,
+    value: Bytes,
+}
+
+impl MCell {
+    fn view(&self) -> View {
+        View {
+            row: self.row.clone(),
+            family: Fam(self.fam).name(),
+            qualifier: self.qual.clone(),
+            ts: self.ts,
+            kind: self.kind,
+            value: self.value.clone(),
+        }
+    }
+
+    fn put(row: &Bytes, fam: usize, qual: &Bytes, ts: i64, value: Bytes) -> MCell {
+        MCell {
+            row: row.clone(),
+            fam,
+            qual: qual.clone(),
+            ts,
+            kind: CellType::Put,
+            seq: 0,
+            value,
+        }
+    }
+
+    fn marker(row: &Bytes, fam: usize, qual: &Bytes, ts: i64, kind: CellType) -> MCell {
+        MCell {
+            row: row.clone(),
+            fam,
+            qual: qual.clone(),
+            ts,
+            kind,
+            seq: 0,
+            value: Bytes::new(),
+        }
+    }
+}
+
+/// Column selection: family -> `None` (all qualifiers) or a set; empty = all.
+type Sel = BTreeMap<usize, Option<BTreeSet<Bytes>>>;
+
+fn model_sel(items: &[SelItem]) -> Sel {
+    let mut sel = Sel::new();
+    for item in items {
+        match item {
+            SelItem::Family(f) => {
+                sel.insert(f.0, None);
+            }
+            SelItem::Column(f, q) => {
+                let entry = sel.entry(f.0).or_insert(None);
+                match entry {
+                    Some(set) => {
+                        set.insert(q.clone());
+                    }
+                    None => *entry = Some(BTreeSet::from([q.clone()])),
+                }
+            }
+        }
+    }
+    sel
+}
+
+fn sel_family(sel: &Sel, fam: usize) -> bool {
+    sel.is_empty() || sel.contains_key(&fam)
+}
+
+fn sel_column(sel: &Sel, fam: usize, qual: &Bytes) -> bool {
+    if sel.is_empty() {
+        return true;
+    }
+    match sel.get(&fam) {
+        None => false,
+        Some(None) => true,
+        Some(Some(set)) => set.contains(qual),
+    }
+}
+
+/// Row bounds of a scan, the model's own reading of start/stop/prefix/reversed.
+struct RowBounds {
+    start: Bytes,
+    stop: Bytes,
+    prefix: Option<Bytes>,
+    reversed: bool,
+}
+
+impl RowBounds {
+    fn contains(&self, row: &[u8]) -> bool {
+        let (low, low_inclusive, high, high_inclusive) = if self.reversed {
+            (&self.stop, false, &self.start, true)
+        } else {
+            (&self.start, true, &self.stop, false)
+        };
+        let above = low.is_empty()
+            || if low_inclusive {
+                row >= &low[..]
+            } else {
+                row > &low[..]
+            };
+        let below = high.is_empty()
+            || if high_inclusive {
+                row <= &high[..]
+            } else {
+                row < &high[..]
+            };
+        let prefixed = self.prefix.as_ref().is_none_or(|p| row.starts_with(p));
+        above && below && prefixed
+    }
+}
+
+/// What a (non-raw) read asks for.
+struct ReadReq {
+    sel: Sel,
+    max_versions: usize,
+    tr: Range,
+    filter: Option<RFilter>,
+    limit: Option<usize>,
+    batch: Option<usize>,
+}
+
+fn filter_drops_row_key(f: &RFilter, row: &[u8]) -> bool {
+    match f {
+        RFilter::Prefix(p) => !row.starts_with(p),
+        RFilter::List(ListOperator::MustPassAll, fs) => {
+            fs.iter().any(|f| filter_drops_row_key(f, row))
+        }
+        RFilter::List(ListOperator::MustPassOne, fs) => {
+            fs.iter().all(|f| filter_drops_row_key(f, row))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a stateless filter keeps a cell (FirstKeyOnly and Page keep state
+/// and are handled by the read loop).
+fn filter_keeps_cell(f: &RFilter, c: &MCell) -> bool {
+    match f {
+        RFilter::Value(op, v) => op_holds(*op, c.value[..].cmp(&v[..])),
+        RFilter::Prefix(p) => c.row.starts_with(p),
+        RFilter::ColumnPrefix(p) => c.qual.starts_with(p),
+        RFilter::KeyOnly | RFilter::Page(_) | RFilter::FirstKeyOnly => true,
+        RFilter::Timestamps(ts) => ts.contains(&c.ts),
+        RFilter::List(ListOperator::MustPassAll, fs) => fs.iter().all(|f| filter_keeps_cell(f, c)),
+        RFilter::List(ListOperator::MustPassOne, fs) => fs.iter().any(|f| filter_keeps_cell(f, c)),
+    }
+}
+
+fn filter_transform(f: &RFilter, mut c: MCell) -> MCell {
+    match f {
+        RFilter::KeyOnly => {
+            c.value = Bytes::new();
+            c
+        }
+        RFilter::List(_, fs) => fs.iter().fold(c, |c, f| filter_transform(f, c)),
+        _ => c,
+    }
+}
+
+fn split_batches(rows: Vec<(Bytes, Vec<MCell>)>, batch: Option<usize>) -> Vec<RowView> {
+    let mut out = Vec::new();
+    for (row, cells) in rows {
+        let views: Vec<View> = cells.iter().map(MCell::view).collect();
+        match batch {
+            Some(n) => {
+                for chunk in views.chunks(n) {
+                    out.push(RowView {
+                        row: row.clone(),
+                        cells: chunk.to_vec(),
+                    });
+                }
+            }
+            None => out.push(RowView { row, cells: views }),
+        }
+    }
+    out
+}
+
+#[derive(Default)]
+struct Model {
+    cells: Vec<MCell>,
+    seq: u64,
+}
+
+impl Model {
+    /// Applies one write (one write number for all its cells). Identical
+    /// coordinates within the write: the last one wins.
+    fn apply(&mut self, cells: Vec<MCell>) {
+        self.seq += 1;
+        let seq = self.seq;
+        for mut c in cells {
+            c.seq = seq;
+            self.cells.retain(|o| {
+                !(o.seq == seq
+                    && o.row == c.row
+                    && o.fam == c.fam
+                    && o.qual == c.qual
+                    && o.ts == c.ts
+                    && o.kind == c.kind)
+            });
+            self.cells.push(c);
+        }
+    }
+
+    /// The versions of a column that survive deletes, duplicate timestamps,
+    /// VERSIONS and TTL/MIN_VERSIONS, newest first, before the read's time
+    /// range selects among them. `tr` matters only for KEEP_DELETED_CELLS.
+    fn versions(&self, row: &[u8], fam: usize, qual: &[u8], tr: Range, now: i64) -> Vec<&MCell> {
+        let spec = &FAMS[fam];
+        let markers: Vec<&MCell> = self
+            .cells
+            .iter()
+            .filter(|c| c.row == row && c.fam == fam && c.kind != CellType::Put)
+            .filter(|c| {
+                matches!(
+                    c.kind,
+                    CellType::DeleteFamily | CellType::DeleteFamilyVersion
+                ) || c.qual == qual
+            })
+            .filter(|c| !spec.keep_deleted || tr.contains(c.ts))
+            .collect();
+        let hides = |m: &MCell, ts: i64| match m.kind {
+            CellType::DeleteFamily | CellType::DeleteColumn => ts <= m.ts,
+            CellType::DeleteFamilyVersion | CellType::Delete => ts == m.ts,
+            CellType::Put => false,
+        };
+        let deleted = |ts: i64| markers.iter().any(|m| hides(m, ts));
+        let mut puts: Vec<&MCell> = self
+            .cells
+            .iter()
+            .filter(|c| c.row == row && c.fam == fam && c.qual == qual && c.kind == CellType::Put)
+            .collect();
+        // Newest timestamp first; at one timestamp the latest write first.
+        puts.sort_by(|a, b| b.ts.cmp(&a.ts).then(b.seq.cmp(&a.seq)));
+        let before_dedup = puts.len();
+        puts.dedup_by_key(|c| c.ts);
+        if puts.len() < before_dedup {
+            stat("read: same-timestamp puts collapsed");
+        }
+        if puts
+            .iter()
+            .any(|p| markers.iter().any(|m| m.seq < p.seq && hides(m, p.ts)))
+        {
+            stat("read: put hidden by an earlier-written marker");
+        }
+        let mut kept = Vec::new();
+        for (i, c) in puts.into_iter().filter(|c| !deleted(c.ts)).enumerate() {
+            let k = i + 1;
+            if k > spec.versions {
+                stat("read: versions beyond VERSIONS dropped");
+                break;
+            }
+            let expired = spec.ttl_ms.is_some_and(|ttl| c.ts < now - ttl);
+            if expired && k <= spec.min_versions {
+                stat("read: expired version kept by MIN_VERSIONS");
+            }
+            if k > spec.min_versions && expired {
+                stat("read: expired versions dropped");
+                break;
+            }
+            kept.push(c);
+        }
+        kept
+    }
+
+    /// The newest visible value of a column within `tr`.
+    fn latest(&self, row: &[u8], fam: usize, qual: &[u8], tr: Range, now: i64) -> Option<&MCell> {
+        self.versions(row, fam, qual, tr, now)
+            .into_iter()
+            .find(|c| tr.contains(c.ts))
+    }
+
+    fn rows(&self) -> BTreeSet<Bytes> {
+        self.cells.iter().map(|c| c.row.clone()).collect()
+    }
+
+    /// Turns a put or delete into cells, reading the state as it is now
+    /// (before the mutation). `latest_counts` numbers the "latest version"
+    /// deletes of each column within one resolution.
+    fn resolve(
+        &self,
+        m: &MutSpec,
+        now: i64,
+        latest_counts: &mut BTreeMap<(usize, Bytes), usize>,
+    ) -> Vec<MCell> {
+        match m {
+            MutSpec::Put(p) => p
+                .cells
+                .iter()
+                .map(|(f, q, ts, v)| {
+                    let ts = ts.or(p.ts).map_or(now, |t| t.at(now));
+                    MCell::put(&p.row, f.0, q, ts, v.clone())
+                })
+                .collect(),
+            MutSpec::Delete(d) => {
+                let row = &d.row;
+                let dts = d.ts.map_or(now, |t| t.at(now));
+                let empty = Bytes::new();
+                if d.entries.is_empty() {
+                    return (0..FAMS.len())
+                        .map(|f| MCell::marker(row, f, &empty, dts, CellType::DeleteFamily))
+                        .collect();
+                }
+                d.entries
+                    .iter()
+                    .map(|e| match e {
+                        DelEntry::Family(f) => {
+                            MCell::marker(row, f.0, &empty, dts, CellType::DeleteFamily)
+                        }
+                        DelEntry::FamilyAt(f, t) => {
+                            MCell::marker(row, f.0, &empty, t.at(now), CellType::DeleteFamily)
+                        }
+                        DelEntry::FamilyVersion(f, t) => MCell::marker(
+                            row,
+                            f.0,
+                            &empty,
+                            t.at(now),
+                            CellType::DeleteFamilyVersion,
+                        ),
+                        DelEntry::Columns(f, q) => {
+                            MCell::marker(row, f.0, q, dts, CellType::DeleteColumn)
+                        }
+                        DelEntry::ColumnsAt(f, q, t) => {
+                            MCell::marker(row, f.0, q, t.at(now), CellType::DeleteColumn)
+                        }
+                        DelEntry::Column(f, q) => {
+                            let k = latest_counts.entry((f.0, q.clone())).or_insert(0);
+                            *k += 1;
+                            let ts = match self.versions(row, f.0, q, Range::ALL, now).get(*k - 1) {
+                                Some(c) => {
+                                    stat("delete: latest version resolved to a version");
+                                    c.ts
+                                }
+                                None => {
+                                    stat("delete: latest version with none, marker at now");
+                                    now
+                                }
+                            };
+                            MCell::marker(row, f.0, q, ts, CellType::Delete)
+                        }
+                        DelEntry::ColumnAt(f, q, t) => {
+                            MCell::marker(row, f.0, q, t.at(now), CellType::Delete)
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Applies mutations of one row as one atomic write.
+    fn apply_row_mutations(&mut self, muts: &[MutSpec], now: i64) {
+        let mut counts = BTreeMap::new();
+        let cells: Vec<MCell> = muts
+            .iter()
+            .flat_map(|m| self.resolve(m, now, &mut counts))
+            .collect();
+        self.apply(cells);
+    }
+
+    /// A batch: every mutation is resolved against the state before the
+    /// batch, then each is written in order.
+    fn apply_batch(&mut self, muts: &[MutSpec], now: i64) {
+        let resolved: Vec<Vec<MCell>> = muts
+            .iter()
+            .map(|m| self.resolve(m, now, &mut BTreeMap::new()))
+            .collect();
+        for cells in resolved {
+            self.apply(cells);
+        }
+    }
+
+    /// Increment: `Err(len)` for a latest value that is not 8 bytes.
+    fn increment(
+        &mut self,
+        row: &Bytes,
+        cols: &[(Fam, Bytes, i64)],
+        now: i64,
+    ) -> Result<Vec<View>, usize> {
+        let mut cells = Vec::new();
+        for (f, q, delta) in cols {
+            let (old, ts) = match self.latest(row, f.0, q, Range::ALL, now) {
+                Some(c) => {
+                    let bytes: [u8; 8] = c.value[..].try_into().map_err(|_| c.value.len())?;
+                    (i64::from_be_bytes(bytes), now.max(c.ts + 1))
+                }
+                None => (0, now),
+            };
+            let value = Bytes::copy_from_slice(&old.wrapping_add(*delta).to_be_bytes());
+            cells.push(MCell::put(row, f.0, q, ts, value));
+        }
+        Ok(self.apply_returning(cells))
+    }
+
+    fn append(&mut self, row: &Bytes, cols: &[(Fam, Bytes, Bytes)], now: i64) -> Vec<View> {
+        let mut cells = Vec::new();
+        for (f, q, suffix) in cols {
+            let (value, ts) = match self.latest(row, f.0, q, Range::ALL, now) {
+                Some(c) => {
+                    let mut v = c.value.to_vec();
+                    v.extend_from_slice(suffix);
+                    (Bytes::from(v), now.max(c.ts + 1))
+                }
+                None => (suffix.clone(), now),
+            };
+            cells.push(MCell::put(row, f.0, q, ts, value));
+        }
+        self.apply_returning(cells)
+    }
+
+    /// Applies the cells and returns them in column order (what increment
+    /// and append answer).
+    fn apply_returning(&mut self, cells: Vec<MCell>) -> Vec<View> {
+        let mut views: Vec<View> = cells.iter().map(MCell::view).collect();
+        views.sort_by(|a, b| (&a.family, &a.qualifier).cmp(&(&b.family, &b.qualifier)));
+        self.apply(cells);
+        views
+    }
+
+    fn check(
+        &self,
+        row: &Bytes,
+        fam: Fam,
+        qual: &Bytes,
+        cond: &CondSpec,
+        tr: Range,
+        now: i64,
+    ) -> bool {
+        let current = self.latest(row, fam.0, qual, tr, now);
+        match (cond, current) {
+            (CondSpec::Absent, current) => current.is_none(),
+            (CondSpec::Compare(..), None) => false,
+            (CondSpec::Compare(op, cmp), Some(c)) => {
+                let ord = match cmp {
+                    CmpSpec::Binary(v) => v[..].cmp(&c.value[..]),
+                    CmpSpec::BinaryPrefix(v) => {
+                        let n = v.len().min(c.value.len());
+                        v[..].cmp(&c.value[..n])
+                    }
+                };
+                op_holds(*op, ord)
+            }
+        }
+    }
+
+    /// The cells a read returns for one row, through the filter. `first_key`
+    /// is FirstKeyOnly's "already took a cell in this row".
+    fn read_row(&self, row: &Bytes, req: &ReadReq, now: i64) -> Vec<MCell> {
+        let mut out = Vec::new();
+        let mut first_key_taken = false;
+        for fam in 0..FAMS.len() {
+            if !sel_family(&req.sel, fam) {
+                continue;
+            }
+            let quals: BTreeSet<Bytes> = self
+                .cells
+                .iter()
+                .filter(|c| c.row == row && c.fam == fam && c.kind == CellType::Put)
+                .filter(|c| sel_column(&req.sel, fam, &c.qual))
+                .map(|c| c.qual.clone())
+                .collect();
+            for qual in quals {
+                let mut included = 0;
+                for c in self.versions(row, fam, &qual, req.tr, now) {
+                    if !req.tr.contains(c.ts) {
+                        continue;
+                    }
+                    if included >= req.max_versions {
+                        break;
+                    }
+                    let keep = match &req.filter {
+                        None => true,
+                        Some(RFilter::FirstKeyOnly) => {
+                            !std::mem::replace(&mut first_key_taken, true)
+                        }
+                        Some(f) => filter_keeps_cell(f, c),
+                    };
+                    if keep {
+                        included += 1;
+                        let c = c.clone();
+                        out.push(match &req.filter {
+                            Some(f) => filter_transform(f, c),
+                            None => c,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn read(&self, bounds: &RowBounds, req: &ReadReq, now: i64) -> Vec<RowView> {
+        let mut rows: Vec<Bytes> = self
+            .rows()
+            .into_iter()
+            .filter(|r| bounds.contains(r))
+            .collect();
+        if bounds.reversed {
+            rows.reverse();
+        }
+        let page = match &req.filter {
+            Some(RFilter::Page(n)) => Some(*n),
+            _ => None,
+        };
+        let mut results = Vec::new();
+        for row in rows {
+            if req.limit.is_some_and(|l| results.len() >= l) {
+                break;
+            }
+            if page.is_some_and(|n| results.len() as u64 >= n) {
+                break;
+            }
+            if req
+                .filter
+                .as_ref()
+                .is_some_and(|f| filter_drops_row_key(f, &row))
+            {
+                continue;
+            }
+            let cells = self.read_row(&row, req, now);
+            if !cells.is_empty() {
+                results.push((row, cells));
+            }
+        }
+        split_batches(results, req.batch)
+    }
+
+    fn get(&self, row: &Bytes, req: &ReadReq, now: i64) -> RowView {
+        let mut stop = row.to_vec();
+        stop.push(0);
+        let bounds = RowBounds {
+            start: row.clone(),
+            stop: Bytes::from(stop),
+            prefix: None,
+            reversed: false,
+        };
+        self.read(&bounds, req, now)
+            .into_iter()
+            .next()
+            .unwrap_or(RowView {
+                row: Bytes::new(),
+                cells: Vec::new(),
+            })
+    }
+
+    /// Raw scan over families without TTL: every put and marker in the time
+    /// range; per column the first put beyond `max_versions` ends it.
+    fn raw_scan(
+        &self,
+        bounds: &RowBounds,
+        fams: &BTreeSet<usize>,
+        max_versions: usize,
+        tr: Range,
+        limit: Option<usize>,
+        batch: Option<usize>,
+    ) -> Vec<RowView> {
+        let mut rows: Vec<Bytes> = self
+            .rows()
+            .into_iter()
+            .filter(|r| bounds.contains(r))
+            .collect();
+        if bounds.reversed {
+            rows.reverse();
+        }
+        let mut results = Vec::new();
+        for row in rows {
+            if limit.is_some_and(|l| results.len() >= l) {
+                break;
+            }
+            let mut out = Vec::new();
+            for &fam in fams {
+                let mut in_family: Vec<&MCell> = self
+                    .cells
+                    .iter()
+                    .filter(|c| c.row == row && c.fam == fam && tr.contains(c.ts))
+                    .collect();
+                in_family.sort_by(|a, b| {
+                    a.qual
+                        .cmp(&b.qual)
+                        .then(b.ts.cmp(&a.ts))
+                        .then(b.kind.code().cmp(&a.kind.code()))
+                        .then(b.seq.cmp(&a.seq))
+                });
+                let mut column: Option<&Bytes> = None;
+                let mut puts = 0;
+                let mut column_done = false;
+                for c in in_family {
+                    if column != Some(&c.qual) {
+                        column = Some(&c.qual);
+                        puts = 0;
+                        column_done = false;
+                    }
+                    if column_done {
+                        if RAW_EMPTY_QUALIFIER_BUG && c.qual.is_empty() && c.kind != CellType::Put {
+                            out.push(c.clone());
+                        }
+                        continue;
+                    }
+                    if c.kind == CellType::Put {
+                        puts += 1;
+                        if puts > max_versions {
+                            column_done = true;
+                            continue;
+                        }
+                    }
+                    out.push(c.clone());
+                }
+            }
+            if !out.is_empty() {
+                results.push((row, out));
+            }
+        }
+        split_batches(results, batch)
+    }
+
+    fn dump(&self) -> String {
+        let mut cells: Vec<&MCell> = self.cells.iter().collect();
+        cells.sort_by(|a, b| {
+            (&a.row, a.fam, &a.qual)
+                .cmp(&(&b.row, b.fam, &b.qual))
+                .then(b.ts.cmp(&a.ts))
+                .then(b.kind.code().cmp(&a.kind.code()))
+                .then(b.seq.cmp(&a.seq))
+        });
+        cells
+            .iter()
+            .map(|c| format!("  {:?} seq={}\n", c.view(), c.seq))
+            .collect()
+    }
+}
+
+// ------------------------------------------------------------------ the engine side
+
+fn build_put(p: &PutSpec, now: i64) -> Put {
+    let mut put = match p.ts {
+        Some(t) => Put::with_timestamp(p.row.clone(), t.at(now)),
+        None => Put::new(p.row.clone()),
+    };
+    for (f, q, ts, v) in &p.cells {
+        put = match ts {
+            Some(t) => put.add_at(f.name(), q.clone(), t.at(now), v.clone()),
+            None => put.add(f.name(), q.clone(), v.clone()),
+        };
+    }
+    put.durability(p.durability)
+}
+
+fn build_delete(d: &DeleteSpec, now: i64) -> Delete {
+    let mut del = match d.ts {
+        Some(t) => Delete::with_timestamp(d.row.clone(), t.at(now)),
+        None => Delete::new(d.row.clone()),
+    };
+    for e in &d.entries {
+        del = match e {
+            DelEntry::Family(f) => del.family(f.name()),
+            DelEntry::FamilyAt(f, t) => del.family_at(f.name(), t.at(now)),
+            DelEntry::FamilyVersion(f, t) => del.family_version(f.name(), t.at(now)),
+            DelEntry::Columns(f, q) => del.columns(f.name(), q.clone()),
+            DelEntry::ColumnsAt(f, q, t) => del.columns_at(f.name(), q.clone(), t.at(now)),
+            DelEntry::Column(f, q) => del.column(f.name(), q.clone()),
+            DelEntry::ColumnAt(f, q, t) => del.column_at(f.name(), q.clone(), t.at(now)),
+        };
+    }
+    del.durability(d.durability)
+}
+
+fn build_mutation(m: &MutSpec, now: i64) -> Mutation {
+    match m {
+        MutSpec::Put(p) => Mutation::Put(build_put(p, now)),
+        MutSpec::Delete(d) => Mutation::Delete(build_delete(d, now)),
+    }
+}
+
+fn build_row_mutations(row: &Bytes, muts: &[MutSpec], now: i64) -> RowMutations {
+    muts.iter().fold(RowMutations::new(row.clone()), |rm, m| {
+        rm.add(build_mutation(m, now)).unwrap()
+    })
+}
+
+fn active_filter(f: &Option<FilterSpec>, now: i64) -> Option<RFilter> {
+    f.as_ref()
+        .filter(|_| FILTERS_IN_MODEL)
+        .map(|f| resolve_filter(f, now))
+}
+
+fn compare<T: PartialEq + fmt::Debug>(what: &str, engine: &T, model: &T) -> Result<(), String> {
+    if engine == model {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: engine and model differ\n engine: {engine:#?}\n  model: {model:#?}"
+        ))
+    }
+}
+
+fn err_kind<T>(r: &basalt::Result<T>) -> String {
+    match r {
+        Ok(_) => "ok".to_string(),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+/// The database under test, the reference, and the clock both use.
+struct Harness {
+    dir: tempfile::TempDir,
+    clock: ManualClock,
+    db: Option<Database>,
+    table: Option<Table>,
+    model: Model,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(START_MS);
+        let db =
+            Database::open_with(Options::new(dir.path()).clock(Arc::new(clock.clone()))).unwrap();
+        let desc = FAMS
+            .iter()
+            .fold(TableDescriptor::new(TABLE), |d, f| d.family(descriptor(f)));
+        db.create_table(desc).unwrap();
+        let table = db.table(TABLE).unwrap();
+        Harness {
+            dir,
+            clock,
+            db: Some(db),
+            table: Some(table),
+            model: Model::default(),
+        }
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now_millis()
+    }
+
+    fn table(&self) -> &Table {
+        self.table.as_ref().unwrap()
+    }
+
+    fn reopen(&mut self, close: bool) -> Result<(), String> {
+        self.table = None;
+        if let Some(db) = self.db.take() {
+            if close {
+                db.close().map_err(|e| format!("close failed: {e}"))?;
+            }
+            drop(db);
+        }
+        let options = Options::new(self.dir.path()).clock(Arc::new(self.clock.clone()));
+        let db = Database::open_with(options).map_err(|e| format!("reopen failed: {e}"))?;
+        self.table = Some(
+            db.table(TABLE)
+                .map_err(|e| format!("table after reopen: {e}"))?,
+        );
+        self.db = Some(db);
+        Ok(())
+    }
+
+    fn get(&self, spec: &GetSpec) -> Result<RowView, String> {
+        let now = self.now();
+        let filter = active_filter(&spec.filter, now);
+        let mut get = Get::new(spec.row.clone())
+            .max_versions(spec.max_versions)
+            .time_range(engine_range(spec.tr, now));
+        for item in &spec.sel {
+            get = match item {
+                SelItem::Family(f) => get.family(f.name()),
+                SelItem::Column(f, q) => get.column(f.name(), q.clone()),
+            };
+        }
+        if let Some(f) = &filter {
+            get = get.filter(engine_filter(f));
+        }
+        let engine = self
+            .table()
+            .get(&get)
+            .map(|r| engine_view(&r))
+            .map_err(|e| format!("get failed: {e}"))?;
+        let req = ReadReq {
+            sel: model_sel(&spec.sel),
+            max_versions: spec.max_versions as usize,
+            tr: model_range(spec.tr, now),
+            filter,
+            limit: None,
+            batch: None,
+        };
+        let model = self.model.get(&spec.row, &req, now);
+        compare("get", &engine, &model)?;
+        stat(if engine.cells.is_empty() {
+            "get: empty"
+        } else {
+            "get: non-empty"
+        });
+        if req.filter.is_some() {
+            let unfiltered = ReadReq {
+                filter: None,
+                ..req
+            };
+            stat(if self.model.get(&spec.row, &unfiltered, now) == model {
+                "get: with filter, same as without"
+            } else {
+                "get: with filter, changed by it"
+            });
+        }
+        Ok(engine)
+    }
+
+    fn scan(&self, spec: &ScanSpec) -> Result<Vec<RowView>, String> {
+        let now = self.now();
+        let filter = active_filter(&spec.filter, now);
+        let mut scan = Scan::new()
+            .start_row(spec.start.clone())
+            .stop_row(spec.stop.clone())
+            .reversed(spec.reversed)
+            .max_versions(spec.max_versions)
+            .time_range(engine_range(spec.tr, now));
+        if let Some(p) = &spec.prefix {
+            scan = scan.prefix(p.clone());
+        }
+        for item in &spec.sel {
+            scan = match item {
+                SelItem::Family(f) => scan.family(f.name()),
+                SelItem::Column(f, q) => scan.column(f.name(), q.clone()),
+            };
+        }
+        if let Some(f) = &filter {
+            scan = scan.filter(engine_filter(f));
+        }
+        if let Some(b) = spec.batch {
+            scan = scan.batch(b);
+        }
+        if let Some(l) = spec.limit {
+            scan = scan.limit(l);
+        }
+        let engine = self.collect_scan(&scan)?;
+        let bounds = RowBounds {
+            start: spec.start.clone(),
+            stop: spec.stop.clone(),
+            prefix: spec.prefix.clone(),
+            reversed: spec.reversed,
+        };
+        let req = ReadReq {
+            sel: model_sel(&spec.sel),
+            max_versions: spec.max_versions as usize,
+            tr: model_range(spec.tr, now),
+            filter,
+            limit: spec.limit,
+            batch: spec.batch,
+        };
+        let model = self.model.read(&bounds, &req, now);
+        compare("scan", &engine, &model)?;
+        stat(if engine.is_empty() {
+            "scan: empty"
+        } else {
+            "scan: non-empty"
+        });
+        if req.filter.is_some() {
+            let unfiltered = ReadReq {
+                filter: None,
+                ..req
+            };
+            stat(if self.model.read(&bounds, &unfiltered, now) == model {
+                "scan: with filter, same as without"
+            } else {
+                "scan: with filter, changed by it"
+            });
+        }
+        Ok(engine)
+    }
+
+    fn raw_scan(&self, spec: &RawScanSpec) -> Result<Vec<RowView>, String> {
+        let now = self.now();
+        let mut scan = Scan::new()
+            .raw(true)
+            .start_row(spec.start.clone())
+            .stop_row(spec.stop.clone())
+            .reversed(spec.reversed)
+            .max_versions(spec.max_versions)
+            .time_range(engine_range(spec.tr, now));
+        for f in &spec.fams {
+            scan = scan.family(f.name());
+        }
+        if let Some(b) = spec.batch {
+            scan = scan.batch(b);
+        }
+        if let Some(l) = spec.limit {
+            scan = scan.limit(l);
+        }
+        let engine = self.collect_scan(&scan)?;
+        let bounds = RowBounds {
+            start: spec.start.clone(),
+            stop: spec.stop.clone(),
+            prefix: None,
+            reversed: spec.reversed,
+        };
+        let fams: BTreeSet<usize> = spec.fams.iter().map(|f| f.0).collect();
+        let model = self.model.raw_scan(
+            &bounds,
+            &fams,
+            spec.max_versions as usize,
+            model_range(spec.tr, now),
+            spec.limit,
+            spec.batch,
+        );
+        compare("raw scan", &engine, &model)?;
+        if engine
+            .iter()
+            .any(|r| r.cells.iter().any(|c| c.kind != CellType::Put))
+        {
+            stat("raw scan: returned markers");
+        }
+        Ok(engine)
+    }
+
+    fn collect_scan(&self, scan: &Scan) -> Result<Vec<RowView>, String> {
+        let scanner = self
+            .table()
+            .scan(scan)
+            .map_err(|e| format!("scan failed: {e}"))?;
+        scanner
+            .map(|r| r.map(|r| engine_view(&r)))
+            .collect::<basalt::Result<Vec<_>>>()
+            .map_err(|e| format!("scan failed: {e}"))
+    }
+
+    /// Everything: all versions of all families, and the raw contents of the
+    /// families raw scans are modelled for.
+    fn check_everything(&self) -> Result<(), String> {
+        self.scan(&ScanSpec {
+            start: Bytes::new(),
+            stop: Bytes::new(),
+            prefix: None,
+            reversed: false,
+            sel: Vec::new(),
+            max_versions: 100,
+            tr: TrSpec::All,
+            filter: None,
+            batch: None,
+            limit: None,
+        })?;
+        self.raw_scan(&RawScanSpec {
+            start: Bytes::new(),
+            stop: Bytes::new(),
+            reversed: false,
+            fams: RAW_FAMS.to_vec(),
+            max_versions: 1000,
+            tr: TrSpec::All,
+            batch: None,
+            limit: None,
+        })?;
+        Ok(())
+    }
+
+    fn step(&mut self, step: &Step) -> Result<(), String> {
+        self.clock.advance(step.advance);
+        let now = self.now();
+        match &step.op {
+            Op::Put(p) => {
+                let r = self.table().put(&build_put(p, now));
+                compare("put result", &err_kind(&r), &"ok".to_string())?;
+                self.model
+                    .apply_row_mutations(&[MutSpec::Put(p.clone())], now);
+            }
+            Op::Delete(d) => {
+                let r = self.table().delete(&build_delete(d, now));
+                compare("delete result", &err_kind(&r), &"ok".to_string())?;
+                self.model
+                    .apply_row_mutations(&[MutSpec::Delete(d.clone())], now);
+            }
+            Op::Increment {
+                row,
+                cols,
+                durability,
+            } => {
+                let inc = cols
+                    .iter()
+                    .fold(Increment::new(row.clone()), |i, (f, q, d)| {
+                        i.add(f.name(), q.clone(), *d)
+                    })
+                    .durability(*durability);
+                let engine = match self.table().increment(&inc) {
+                    Ok(r) => Ok(engine_view(&r).cells),
+                    Err(Error::NotALong { len }) => Err(len),
+                    Err(e) => return Err(format!("increment failed: {e}")),
+                };
+                let model = self.model.increment(row, cols, now);
+                compare("increment result", &engine, &model)?;
+                stat(if engine.is_ok() {
+                    "increment: ok"
+                } else {
+                    "increment: NotALong"
+                });
+            }
+            Op::Append {
+                row,
+                cols,
+                durability,
+            } => {
+                let app = cols
+                    .iter()
+                    .fold(Append::new(row.clone()), |a, (f, q, s)| {
+                        a.add(f.name(), q.clone(), s.clone())
+                    })
+                    .durability(*durability);
+                let engine = self
+                    .table()
+                    .append(&app)
+                    .map(|r| engine_view(&r).cells)
+                    .map_err(|e| format!("append failed: {e}"))?;
+                let model = self.model.append(row, cols, now);
+                compare("append result", &engine, &model)?;
+            }
+            Op::CheckAndMutate {
+                row,
+                fam,
+                qual,
+                cond,
+                tr,
+                muts,
+            } => {
+                let mut cam = CheckAndMutate::new(row.clone(), fam.name(), qual.clone())
+                    .time_range(engine_range(*tr, now));
+                cam = match cond {
+                    CondSpec::Absent => cam.if_absent(),
+                    CondSpec::Compare(op, CmpSpec::Binary(v)) => {
+                        cam.if_matches(*op, Comparator::Binary(v.clone()))
+                    }
+                    CondSpec::Compare(op, CmpSpec::BinaryPrefix(v)) => {
+                        cam.if_matches(*op, Comparator::BinaryPrefix(v.clone()))
+                    }
+                };
+                for m in muts {
+                    cam = cam.then(build_mutation(m, now)).unwrap();
+                }
+                let engine = self
+                    .table()
+                    .check_and_mutate(&cam)
+                    .map_err(|e| format!("check_and_mutate failed: {e}"))?;
+                let holds = self
+                    .model
+                    .check(row, *fam, qual, cond, model_range(*tr, now), now);
+                if holds {
+                    self.model.apply_row_mutations(muts, now);
+                }
+                compare("check_and_mutate result", &engine, &holds)?;
+                stat(if holds {
+                    "check_and_mutate: applied"
+                } else {
+                    "check_and_mutate: not applied"
+                });
+            }
+            Op::RowMutations { row, muts } => {
+                self.table()
+                    .mutate_row(&build_row_mutations(row, muts, now))
+                    .map_err(|e| format!("mutate_row failed: {e}"))?;
+                self.model.apply_row_mutations(muts, now);
+            }
+            Op::Batch(muts) => {
+                let built: Vec<Mutation> = muts.iter().map(|m| build_mutation(m, now)).collect();
+                let results: Vec<String> =
+                    self.table().batch(&built).iter().map(err_kind).collect();
+                compare(
+                    "batch results",
+                    &results,
+                    &vec!["ok".to_string(); muts.len()],
+                )?;
+                self.model.apply_batch(muts, now);
+            }
+            Op::Get(g) => {
+                self.get(g)?;
+            }
+            Op::Scan(s) => {
+                self.scan(s)?;
+            }
+            Op::RawScan(s) => {
+                self.raw_scan(s)?;
+            }
+            Op::Reopen { close } => {
+                stat("reopen");
+                self.reopen(*close)?;
+                self.check_everything()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs the steps, comparing engine and model at each; the error names the
+/// failing step and shows the model's cells.
+fn run_steps(steps: &[Step]) -> Result<Harness, String> {
+    let mut h = Harness::new();
+    for (i, step) in steps.iter().enumerate() {
+        h.step(step).map_err(|e| {
+            format!(
+                "step {i} (now={}) {step:?}\n{e}\nmodel cells:\n{}",
+                h.now(),
+                h.model.dump()
+            )
+        })?;
+    }
+    h.check_everything().map_err(|e| {
+        format!(
+            "final check (now={}):\n{e}\nmodel cells:\n{}",
+            h.now(),
+            h.model.dump()
+        )
+    })?;
+    Ok(h)
+}
+
+// ------------------------------------------------------------------ strategies
+
+fn bytes_of(set: &'static [&'static [u8]]) -> impl Strategy<Value = Bytes> + Clone {
+    prop::sample::select(set.to_vec()).prop_map(Bytes::from_static)
+}
+
+/// Rows written and read most: denser data, more collisions.
+const HOT_ROWS: [&[u8]; 3] = [b"r1", b"r1\x00", b"r10"];
+
+fn row() -> impl Strategy<Value = Bytes> + Clone {
+    prop_oneof![2 => bytes_of(&HOT_ROWS), 1 => bytes_of(&ROWS)]
+}
+
+fn fam() -> impl Strategy<Value = Fam> + Clone {
+    (0..FAMS.len()).prop_map(Fam)
+}
+
+fn qual() -> impl Strategy<Value = Bytes> + Clone {
+    bytes_of(&QUALS)
+}
+
+fn value() -> impl Strategy<Value = Bytes> + Clone {
+    prop_oneof![
+        3 => bytes_of(&VALUES),
+        1 => (-3i64..=3).prop_map(|n| Bytes::copy_from_slice(&n.to_be_bytes())),
+    ]
+}
+
+fn ts() -> impl Strategy<Value = Ts> + Clone {
+    prop_oneof![
+        (START_MS - 5..=START_MS + 5).prop_map(Ts::Abs),
+        (-4i64..=2).prop_map(Ts::Rel),
+    ]
+}
+
+fn opt_ts() -> impl Strategy<Value = Option<Ts>> + Clone {
+    prop_oneof![2 => Just(None), 1 => ts().prop_map(Some)]
+}
+
+fn durability() -> impl Strategy<Value = Durability> + Clone {
+    prop_oneof![
+        6 => Just(Durability::SyncWal),
+        1 => Just(Durability::FsyncWal),
+        2 => Just(Durability::AsyncWal),
+    ]
+}
+
+fn put_spec() -> impl Strategy<Value = PutSpec> + Clone {
+    (
+        row(),
+        opt_ts(),
+        vec((fam(), qual(), opt_ts(), value()), 1..=3),
+        durability(),
+    )
+        .prop_map(|(row, ts, cells, durability)| PutSpec {
+            row,
+            ts,
+            cells,
+            durability,
+        })
+}
+
+fn del_entry() -> impl Strategy<Value = DelEntry> + Clone {
+    prop_oneof![
+        1 => fam().prop_map(DelEntry::Family),
+        1 => (fam(), ts()).prop_map(|(f, t)| DelEntry::FamilyAt(f, t)),
+        1 => (fam(), ts()).prop_map(|(f, t)| DelEntry::FamilyVersion(f, t)),
+        1 => (fam(), qual()).prop_map(|(f, q)| DelEntry::Columns(f, q)),
+        1 => (fam(), qual(), ts()).prop_map(|(f, q, t)| DelEntry::ColumnsAt(f, q, t)),
+        2 => (fam(), qual()).prop_map(|(f, q)| DelEntry::Column(f, q)),
+        1 => (fam(), qual(), ts()).prop_map(|(f, q, t)| DelEntry::ColumnAt(f, q, t)),
+    ]
+}
+
+fn delete_spec() -> impl Strategy<Value = DeleteSpec> + Clone {
+    let entries = prop_oneof![
+        1 => Just(Vec::new()),
+        6 => vec(del_entry(), 1..=3),
+        // Two "latest version" deletes of one column: the newest two versions.
+        1 => (fam(), qual()).prop_map(|(f, q)| vec![DelEntry::Column(f, q.clone()), DelEntry::Column(f, q)]),
+    ];
+    (row(), opt_ts(), entries, durability()).prop_map(|(row, ts, entries, durability)| DeleteSpec {
+        row,
+        ts,
+        entries,
+        durability,
+    })
+}
+
+fn mut_spec() -> impl Strategy<Value = MutSpec> + Clone {
+    prop_oneof![
+        3 => put_spec().prop_map(MutSpec::Put),
+        2 => delete_spec().prop_map(MutSpec::Delete),
+    ]
+}
+
+/// Mutations of one row with at most one delete (several deletes in one
+/// RowMutations would make "the k-th latest-version delete" ambiguous).
+fn row_muts() -> impl Strategy<Value = (Bytes, Vec<MutSpec>)> {
+    let put = || put_spec().prop_map(MutSpec::Put);
+    let del = || delete_spec().prop_map(MutSpec::Delete);
+    let muts = prop_oneof![
+        put().prop_map(|p| vec![p]),
+        del().prop_map(|d| vec![d]),
+        (put(), del()).prop_map(|(p, d)| vec![p, d]),
+        (del(), put()).prop_map(|(d, p)| vec![d, p]),
+        (put(), put()).prop_map(|(a, b)| vec![a, b]),
+    ];
+    (row(), muts).prop_map(|(row, mut muts)| {
+        muts.iter_mut().for_each(|m| m.set_row(&row));
+        (row, muts)
+    })
+}
+
+fn cmp_op() -> impl Strategy<Value = CompareOp> + Clone {
+    prop::sample::select(vec![
+        CompareOp::Less,
+        CompareOp::LessOrEqual,
+        CompareOp::Equal,
+        CompareOp::NotEqual,
+        CompareOp::GreaterOrEqual,
+        CompareOp::Greater,
+    ])
+}
+
+fn tr_spec() -> impl Strategy<Value = TrSpec> + Clone {
+    prop_oneof![
+        5 => Just(TrSpec::All),
+        1 => (ts(), 0i64..=6).prop_map(|(t, s)| TrSpec::Range(t, s)),
+        1 => ts().prop_map(TrSpec::At),
+        1 => ts().prop_map(TrSpec::Before),
+    ]
+}
+
+fn sel() -> impl Strategy<Value = Vec<SelItem>> + Clone {
+    let item = prop_oneof![
+        fam().prop_map(SelItem::Family),
+        (fam(), qual()).prop_map(|(f, q)| SelItem::Column(f, q)),
+    ];
+    prop_oneof![2 => Just(Vec::new()), 1 => vec(item, 1..=3)]
+}
+
+fn max_versions() -> impl Strategy<Value = u32> + Clone {
+    prop_oneof![3 => Just(1u32), 2 => 2u32..=4]
+}
+
+fn simple_filter(key_only: bool) -> BoxedStrategy<FilterSpec> {
+    let base = prop_oneof![
+        (cmp_op(), bytes_of(&FILTER_VALUES)).prop_map(|(op, v)| FilterSpec::Value(op, v)),
+        bytes_of(&ROW_PREFIXES).prop_map(FilterSpec::Prefix),
+        bytes_of(&QUAL_PREFIXES).prop_map(FilterSpec::ColumnPrefix),
+        vec(ts(), 1..=3).prop_map(FilterSpec::Timestamps),
+    ];
+    if key_only {
+        prop_oneof![4 => base, 1 => Just(FilterSpec::KeyOnly)].boxed()
+    } else {
+        base.boxed()
+    }
+}
+
+fn filter() -> impl Strategy<Value = FilterSpec> + Clone {
+    prop_oneof![
+        5 => simple_filter(true),
+        1 => (0u64..=3).prop_map(FilterSpec::Page),
+        1 => Just(FilterSpec::FirstKeyOnly),
+        1 => (simple_filter(true), simple_filter(true))
+            .prop_map(|(a, b)| FilterSpec::List(ListOperator::MustPassAll, vec![a, b])),
+        // No KeyOnly under OR: which members transform a cell is murky there.
+        1 => (simple_filter(false), simple_filter(false))
+            .prop_map(|(a, b)| FilterSpec::List(ListOperator::MustPassOne, vec![a, b])),
+    ]
+}
+
+fn opt_filter() -> impl Strategy<Value = Option<FilterSpec>> + Clone {
+    prop_oneof![2 => Just(None), 1 => filter().prop_map(Some)]
+}
+
+fn scan_key() -> impl Strategy<Value = Bytes> + Clone {
+    prop_oneof![2 => Just(Bytes::new()), 3 => bytes_of(&SCAN_KEYS)]
+}
+
+fn small() -> impl Strategy<Value = Option<usize>> + Clone {
+    prop_oneof![3 => Just(None), 1 => (1usize..=3).prop_map(Some)]
+}
+
+fn get_spec() -> impl Strategy<Value = GetSpec> {
+    (row(), sel(), max_versions(), tr_spec(), opt_filter()).prop_map(
+        |(row, sel, max_versions, tr, filter)| GetSpec {
+            row,
+            sel,
+            max_versions,
+            tr,
+            filter,
+        },
+    )
+}
+
+fn scan_spec() -> impl Strategy<Value = ScanSpec> {
+    (
+        (
+            scan_key(),
+            scan_key(),
+            prop::option::weighted(0.2, bytes_of(&ROW_PREFIXES)),
+        ),
+        any::<bool>(),
+        sel(),
+        max_versions(),
+        tr_spec(),
+        opt_filter(),
+        small(),
+        small(),
+    )
+        .prop_map(
+            |((start, stop, prefix), reversed, sel, max_versions, tr, filter, batch, limit)| {
+                // Page needs whole rows: it cannot be combined with batch.
+                let batch = match filter {
+                    Some(FilterSpec::Page(_)) => None,
+                    _ => batch,
+                };
+                ScanSpec {
+                    start,
+                    stop,
+                    prefix,
+                    reversed,
+                    sel,
+                    max_versions,
+                    tr,
+                    filter,
+                    batch,
+                    limit,
+                }
+            },
+        )
+}
+
+fn raw_scan_spec() -> impl Strategy<Value = RawScanSpec> {
+    (
+        scan_key(),
+        scan_key(),
+        any::<bool>(),
+        prop::sample::subsequence(RAW_FAMS.to_vec(), 1..=RAW_FAMS.len()),
+        max_versions(),
+        tr_spec(),
+        small(),
+        small(),
+    )
+        .prop_map(
+            |(start, stop, reversed, fams, max_versions, tr, batch, limit)| RawScanSpec {
+                start,
+                stop,
+                reversed,
+                fams,
+                max_versions,
+                tr,
+                batch,
+                limit,
+            },
+        )
+}
+
+/// Distinct columns only: one increment/append of a column per operation.
+fn distinct_columns<T>(cols: Vec<(Fam, Bytes, T)>) -> Vec<(Fam, Bytes, T)> {
+    let mut seen = BTreeSet::new();
+    cols.into_iter()
+        .filter(|(f, q, _)| seen.insert((*f, q.clone())))
+        .collect()
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let weighted: Vec<(u32, BoxedStrategy<Op>)> = vec![
+        (20, put_spec().prop_map(Op::Put).boxed()),
+        (10, delete_spec().prop_map(Op::Delete).boxed()),
+        (
+            4,
+            (row(), vec((fam(), qual(), -5i64..=5), 1..=2), durability())
+                .prop_map(|(row, cols, durability)| Op::Increment {
+                    row,
+                    cols: distinct_columns(cols),
+                    durability,
+                })
+                .boxed(),
+        ),
+        (
+            3,
+            (
+                row(),
+                vec((fam(), qual(), bytes_of(&SUFFIXES)), 1..=2),
+                durability(),
+            )
+                .prop_map(|(row, cols, durability)| Op::Append {
+                    row,
+                    cols: distinct_columns(cols),
+                    durability,
+                })
+                .boxed(),
+        ),
+        (
+            5,
+            (
+                row_muts(),
+                fam(),
+                qual(),
+                prop_oneof![
+                    1 => Just(CondSpec::Absent),
+                    3 => (cmp_op(), prop_oneof![
+                        3 => value().prop_map(CmpSpec::Binary),
+                        1 => bytes_of(&PREFIX_VALUES).prop_map(CmpSpec::BinaryPrefix),
+                    ]).prop_map(|(op, c)| CondSpec::Compare(op, c)),
+                ],
+                prop_oneof![4 => Just(TrSpec::All), 1 => tr_spec()],
+            )
+                .prop_map(|((row, muts), fam, qual, cond, tr)| Op::CheckAndMutate {
+                    row,
+                    fam,
+                    qual,
+                    cond,
+                    tr,
+                    muts,
+                })
+                .boxed(),
+        ),
+        (
+            3,
+            row_muts()
+                .prop_map(|(row, muts)| Op::RowMutations { row, muts })
+                .boxed(),
+        ),
+        (3, vec(mut_spec(), 1..=4).prop_map(Op::Batch).boxed()),
+        (14, get_spec().prop_map(Op::Get).boxed()),
+        (10, scan_spec().prop_map(|s| Op::Scan(Box::new(s))).boxed()),
+        (
+            3,
+            raw_scan_spec()
+                .prop_map(|s| Op::RawScan(Box::new(s)))
+                .boxed(),
+        ),
+        (
+            1,
+            any::<bool>().prop_map(|close| Op::Reopen { close }).boxed(),
+        ),
+    ];
+    Union::new_weighted(weighted)
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let advance = prop_oneof![
+        5 => Just(0i64),
+        4 => 1i64..=2,
+        1 => 3i64..=30,
+        1 => 1_000i64..=3_500,
+    ];
+    (advance, op()).prop_map(|(advance, op)| Step { advance, op })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: DEFAULT_CASES,
+        failure_persistence: None,
+        max_shrink_iters: 4096,
+        ..ProptestConfig::default()
+    })]
+
+    /// Random sequences: the engine answers every read like the reference.
+    #[test]
+    fn engine_matches_reference_model(steps in vec(step(), 200..400)) {
+        run_steps(&steps).map_err(TestCaseError::fail)?;
+        if std::env::var_os("MODEL_STATS").is_some() {
+            eprintln!("{:#?}", STATS.lock().unwrap());
+        }
+    }
+}
+
+// ------------------------------------------------------------------ deterministic cases
+
+fn b(s: &'static [u8]) -> Bytes {
+    Bytes::from_static(s)
+}
+
+fn put_at(row: &'static [u8], f: usize, q: &'static [u8], ts: Option<i64>, v: &'static [u8]) -> Op {
+    Op::Put(PutSpec {
+        row: b(row),
+        ts: None,
+        cells: vec![(Fam(f), b(q), ts.map(Ts::Abs), b(v))],
+        durability: Durability::SyncWal,
+    })
+}
+
+fn delete(row: &'static [u8], ts: Option<i64>, entries: Vec<DelEntry>) -> Op {
+    Op::Delete(DeleteSpec {
+        row: b(row),
+        ts: ts.map(Ts::Abs),
+        entries,
+        durability: Durability::SyncWal,
+    })
+}
+
+fn at(op: Op) -> Step {
+    Step { advance: 0, op }
+}
+
+fn after(advance: i64, op: Op) -> Step {
+    Step { advance, op }
+}
+
+fn get_all(row: &'static [u8], fams: &[usize], max_versions: u32, tr: TrSpec) -> GetSpec {
+    GetSpec {
+        row: b(row),
+        sel: fams.iter().map(|&f| SelItem::Family(Fam(f))).collect(),
+        max_versions,
+        tr,
+        filter: None,
+    }
+}
+
+/// (qualifier, timestamp, value) of the cells a get returns.
+fn cells_of(h: &Harness, spec: &GetSpec) -> Vec<(String, i64, String)> {
+    h.get(spec)
+        .unwrap()
+        .cells
+        .iter()
+        .map(|c| (escape(&c.qualifier), c.ts, escape(&c.value)))
+        .collect()
+}
+
+fn run(steps: Vec<Step>) -> Harness {
+    match run_steps(&steps) {
+        Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn t(q: &str, ts: i64, v: &str) -> (String, i64, String) {
+    (q.to_string(), ts, v.to_string())
+}
+
+const T: i64 = START_MS;
+
 #[test]
-fn placeholder() {}
+fn later_written_older_put_is_masked() {
+    let h = run(vec![
+        at(delete(
+            b"r",
+            None,
+            vec![DelEntry::ColumnsAt(Fam(1), b(b"a"), Ts::Abs(T - 10))],
+        )),
+        at(put_at(b"r", 1, b"a", Some(T - 20), b"late")),
+        at(put_at(b"r", 1, b"a", Some(T - 10), b"late-equal")),
+        at(put_at(b"r", 1, b"a", Some(T - 5), b"new")),
+        // Family and version markers mask later writes too.
+        at(delete(
+            b"r",
+            None,
+            vec![DelEntry::FamilyAt(Fam(0), Ts::Abs(T - 10))],
+        )),
+        at(put_at(b"r", 0, b"b", Some(T - 11), b"gone")),
+        at(delete(
+            b"r",
+            None,
+            vec![DelEntry::ColumnAt(Fam(1), b(b"b"), Ts::Abs(T - 3))],
+        )),
+        at(put_at(b"r", 1, b"b", Some(T - 3), b"gone")),
+        at(put_at(b"r", 1, b"b", Some(T - 4), b"kept")),
+    ]);
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[0, 1], 5, TrSpec::All)),
+        vec![t("a", T - 5, "new"), t("b", T - 4, "kept")]
+    );
+}
+
+#[test]
+fn delete_family_version_hides_one_timestamp_in_every_column() {
+    let h = run(vec![
+        at(put_at(b"r", 1, b"a", Some(100), b"a100")),
+        at(put_at(b"r", 1, b"a", Some(101), b"a101")),
+        at(put_at(b"r", 1, b"b", Some(100), b"b100")),
+        at(put_at(b"r", 1, b"b", Some(99), b"b99")),
+        at(put_at(b"r", 1, b"", Some(100), b"e100")),
+        at(delete(
+            b"r",
+            None,
+            vec![DelEntry::FamilyVersion(Fam(1), Ts::Abs(100))],
+        )),
+        // Written after the marker, still hidden.
+        at(put_at(b"r", 1, b"c", Some(100), b"c100")),
+    ]);
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)),
+        vec![t("a", 101, "a101"), t("b", 99, "b99")]
+    );
+}
+
+#[test]
+fn min_versions_keeps_the_newest_expired_version() {
+    // f3: VERSIONS 2, TTL 3 s, MIN_VERSIONS 1.
+    let h = run(vec![
+        at(put_at(b"r", 2, b"a", Some(T - 5_000), b"old")),
+        at(put_at(b"r", 2, b"a", Some(T - 4_000), b"newer")),
+    ]);
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[2], 5, TrSpec::All)),
+        vec![t("a", T - 4_000, "newer")],
+        "both expired; MIN_VERSIONS keeps the newest"
+    );
+    let mut h = h;
+    h.step(&at(put_at(b"r", 2, b"a", None, b"fresh"))).unwrap();
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[2], 5, TrSpec::All)),
+        vec![t("a", T, "fresh")],
+        "the second version is expired and beyond MIN_VERSIONS"
+    );
+    // An expired version cut off by TTL stays cut even inside a time range.
+    assert_eq!(
+        cells_of(
+            &h,
+            &get_all(b"r", &[2], 5, TrSpec::Range(Ts::Abs(T - 4_000), 10))
+        ),
+        vec![]
+    );
+    h.step(&after(10_000, Op::Reopen { close: true })).unwrap();
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[2], 5, TrSpec::All)),
+        vec![t("a", T, "fresh")],
+        "expired, but the newest is kept by MIN_VERSIONS"
+    );
+}
+
+#[test]
+fn family_versions_apply_before_the_time_range() {
+    let h = run(vec![
+        at(put_at(b"r", 0, b"a", Some(100), b"old")),
+        at(put_at(b"r", 0, b"a", Some(200), b"new")),
+        at(put_at(b"r", 1, b"a", Some(1), b"v1")),
+        at(put_at(b"r", 1, b"a", Some(2), b"v2")),
+        at(put_at(b"r", 1, b"a", Some(3), b"v3")),
+        at(put_at(b"r", 1, b"a", Some(4), b"v4")),
+    ]);
+    // f1 keeps one version: ts=100 is gone even for a range that excludes 200.
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[0], 1, TrSpec::Range(Ts::Abs(0), 150))),
+        vec![]
+    );
+    // f2 keeps three: ts=1 is the fourth newest.
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::Range(Ts::Abs(0), 2))),
+        vec![]
+    );
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::Range(Ts::Abs(0), 3))),
+        vec![t("a", 2, "v2")]
+    );
+    // A deleted newest version does not count against VERSIONS.
+    let mut h = h;
+    h.step(&at(delete(
+        b"r",
+        None,
+        vec![DelEntry::ColumnAt(Fam(1), b(b"a"), Ts::Abs(4))],
+    )))
+    .unwrap();
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)),
+        vec![t("a", 3, "v3"), t("a", 2, "v2"), t("a", 1, "v1")]
+    );
+}
+
+#[test]
+fn latest_version_delete_resolves_when_it_runs() {
+    let mut h = run(vec![
+        at(put_at(b"r", 1, b"a", Some(T - 3), b"v1")),
+        at(put_at(b"r", 1, b"a", Some(T - 2), b"v2")),
+        at(put_at(b"r", 1, b"a", Some(T - 1), b"v3")),
+        at(delete(b"r", None, vec![DelEntry::Column(Fam(1), b(b"a"))])),
+    ]);
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)),
+        vec![t("a", T - 2, "v2"), t("a", T - 3, "v1")]
+    );
+    // Two in one delete: the two newest.
+    h.step(&at(put_at(b"r", 1, b"a", Some(T - 1), b"v3 again")))
+        .unwrap();
+    let still_hidden = cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All));
+    assert_eq!(still_hidden, vec![t("a", T - 2, "v2"), t("a", T - 3, "v1")]);
+    h.step(&at(delete(
+        b"r",
+        None,
+        vec![
+            DelEntry::Column(Fam(1), b(b"a")),
+            DelEntry::Column(Fam(1), b(b"a")),
+        ],
+    )))
+    .unwrap();
+    assert_eq!(cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)), vec![]);
+    // Nothing to delete: a marker at "now" hides a put in the same millisecond.
+    h.step(&at(delete(
+        b"r",
+        None,
+        vec![DelEntry::Column(Fam(1), b(b"b"))],
+    )))
+    .unwrap();
+    h.step(&at(put_at(b"r", 1, b"b", None, b"same ms")))
+        .unwrap();
+    assert_eq!(cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)), vec![]);
+    h.step(&after(1, put_at(b"r", 1, b"b", None, b"next ms")))
+        .unwrap();
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)),
+        vec![t("b", T + 1, "next ms")]
+    );
+    h.step(&at(Op::Reopen { close: false })).unwrap();
+}
+
+#[test]
+fn increment_timestamps_and_not_a_long() {
+    let long = |n: i64| Bytes::copy_from_slice(&n.to_be_bytes());
+    let mut h = run(vec![at(Op::Put(PutSpec {
+        row: b(b"r"),
+        ts: None,
+        cells: vec![
+            (Fam(1), b(b"c"), Some(Ts::Abs(T + 10)), long(5)),
+            (Fam(1), b(b"s"), None, b(b"abc")),
+        ],
+        durability: Durability::SyncWal,
+    }))]);
+    // The latest value is in the future: the new cell goes one ms above it.
+    h.step(&at(Op::Increment {
+        row: b(b"r"),
+        cols: vec![(Fam(1), b(b"c"), 1), (Fam(1), b(b"new"), 7)],
+        durability: Durability::SyncWal,
+    }))
+    .unwrap();
+    let got = cells_of(&h, &get_all(b"r", &[1], 1, TrSpec::All));
+    assert_eq!(got[0].1, T + 11);
+    assert_eq!(
+        got[1],
+        t("new", T, "\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x07")
+    );
+    // A non-8-byte latest value fails the whole increment: nothing written.
+    h.step(&after(
+        5,
+        Op::Increment {
+            row: b(b"r"),
+            cols: vec![(Fam(1), b(b"new"), 1), (Fam(1), b(b"s"), 1)],
+            durability: Durability::SyncWal,
+        },
+    ))
+    .unwrap();
+    let new_versions: Vec<_> = cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All))
+        .into_iter()
+        .filter(|c| c.0 == "new")
+        .collect();
+    assert_eq!(
+        new_versions,
+        vec![t("new", T, "\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x07")]
+    );
+    // Append: same timestamp rule.
+    h.step(&at(Op::Append {
+        row: b(b"r"),
+        cols: vec![(Fam(1), b(b"s"), b(b"def"))],
+        durability: Durability::SyncWal,
+    }))
+    .unwrap();
+    h.step(&at(Op::Reopen { close: true })).unwrap();
+    assert!(cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)).contains(&t("s", T + 5, "abcdef")));
+}
+
+#[test]
+fn same_timestamp_later_write_wins_and_raw_shows_both() {
+    let mut h = run(vec![
+        at(put_at(b"r", 1, b"a", Some(50), b"first")),
+        at(put_at(b"r", 1, b"a", Some(50), b"second")),
+        at(delete(
+            b"r",
+            None,
+            vec![DelEntry::ColumnAt(Fam(1), b(b"a"), Ts::Abs(40))],
+        )),
+        at(put_at(b"r", 1, b"a", Some(40), b"masked")),
+    ]);
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)),
+        vec![t("a", 50, "second")]
+    );
+    let raw = h
+        .raw_scan(&RawScanSpec {
+            start: Bytes::new(),
+            stop: Bytes::new(),
+            reversed: false,
+            fams: vec![Fam(1)],
+            max_versions: 10,
+            tr: TrSpec::All,
+            batch: None,
+            limit: None,
+        })
+        .unwrap();
+    let kinds: Vec<(i64, CellType, String)> = raw[0]
+        .cells
+        .iter()
+        .map(|c| (c.ts, c.kind, escape(&c.value)))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (50, CellType::Put, "second".to_string()),
+            (50, CellType::Put, "first".to_string()),
+            (40, CellType::Delete, String::new()),
+            (40, CellType::Put, "masked".to_string()),
+        ]
+    );
+    h.step(&at(Op::Reopen { close: false })).unwrap();
+}
+
+#[test]
+fn keep_deleted_cells_time_travel() {
+    // f4 keeps deleted cells: a read ending before the delete sees them.
+    let h = run(vec![
+        at(put_at(b"r", 3, b"a", Some(100), b"v")),
+        at(delete(
+            b"r",
+            None,
+            vec![DelEntry::ColumnsAt(Fam(3), b(b"a"), Ts::Abs(150))],
+        )),
+        at(put_at(b"r", 1, b"a", Some(100), b"v")),
+        at(delete(
+            b"r",
+            None,
+            vec![DelEntry::ColumnsAt(Fam(1), b(b"a"), Ts::Abs(150))],
+        )),
+    ]);
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1, 3], 1, TrSpec::All)),
+        vec![]
+    );
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1, 3], 1, TrSpec::Before(Ts::Abs(150)))),
+        vec![t("a", 100, "v")],
+        "only f4 (KEEP_DELETED_CELLS) time-travels"
+    );
+}
+
+#[test]
+fn check_and_mutate_compares_given_value_on_the_left() {
+    let mut h = run(vec![at(put_at(b"r", 1, b"a", None, b"5"))]);
+    let cam = |op, v: &'static [u8]| Op::CheckAndMutate {
+        row: b(b"r"),
+        fam: Fam(1),
+        qual: b(b"a"),
+        cond: CondSpec::Compare(op, CmpSpec::Binary(b(v))),
+        tr: TrSpec::All,
+        muts: vec![MutSpec::Put(PutSpec {
+            row: b(b"r"),
+            ts: None,
+            cells: vec![(Fam(1), b(b"hit"), None, b(v))],
+            durability: Durability::SyncWal,
+        })],
+    };
+    // 4 < 5 holds, 6 < 5 does not.
+    h.step(&after(1, cam(CompareOp::Less, b"4"))).unwrap();
+    h.step(&after(1, cam(CompareOp::Less, b"6"))).unwrap();
+    h.step(&after(1, cam(CompareOp::Greater, b"6"))).unwrap();
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1], 1, TrSpec::All)),
+        vec![t("a", T, "5"), t("hit", T + 3, "6")]
+    );
+}
+
+#[test]
+fn scans_cover_bounds_prefix_reverse_limit_and_batch() {
+    let mut steps = Vec::new();
+    for r in ROWS {
+        steps.push(at(Op::Put(PutSpec {
+            row: Bytes::from_static(r),
+            ts: None,
+            cells: vec![
+                (Fam(0), b(b"a"), None, b(b"1")),
+                (Fam(1), b(b""), None, b(b"2")),
+                (Fam(1), b(b"b"), None, b(b"3")),
+            ],
+            durability: Durability::AsyncWal,
+        })));
+    }
+    let h = run(steps);
+    let scan =
+        |start: &'static [u8], stop: &'static [u8], prefix: Option<&'static [u8]>, reversed| {
+            let rows: Vec<String> = h
+                .scan(&ScanSpec {
+                    start: b(start),
+                    stop: b(stop),
+                    prefix: prefix.map(b),
+                    reversed,
+                    sel: Vec::new(),
+                    max_versions: 1,
+                    tr: TrSpec::All,
+                    filter: None,
+                    batch: Some(2),
+                    limit: Some(3),
+                })
+                .unwrap()
+                .iter()
+                .map(|r| escape(&r.row))
+                .collect();
+            rows
+        };
+    assert_eq!(
+        scan(b"r1", b"r2", None, false),
+        ["r1", "r1", "r1\\x00", "r1\\x00", "r10", "r10"]
+    );
+    assert_eq!(
+        scan(b"r2", b"r1", None, true),
+        ["r2", "r2", "r11", "r11", "r10", "r10"]
+    );
+    assert_eq!(
+        scan(b"", b"", Some(b"r1"), true),
+        ["r11", "r11", "r10", "r10", "r1\\x00", "r1\\x00"]
+    );
+    assert_eq!(
+        scan(b"\xff", b"", None, false),
+        ["\\xFF\\x01", "\\xFF\\x01"]
+    );
+}
+
+fn filtered_scan(h: &Harness, filter: FilterSpec, max_versions: u32) -> Vec<String> {
+    h.scan(&ScanSpec {
+        start: Bytes::new(),
+        stop: Bytes::new(),
+        prefix: None,
+        reversed: false,
+        sel: Vec::new(),
+        max_versions,
+        tr: TrSpec::All,
+        filter: Some(filter),
+        batch: None,
+        limit: None,
+    })
+    .unwrap()
+    .iter()
+    .flat_map(|r| r.cells.iter())
+    .map(|c| format!("{c:?}"))
+    .collect()
+}
+
+#[test]
+fn filters_see_versions_before_the_read_max_versions() {
+    if !FILTERS_IN_MODEL {
+        return;
+    }
+    let h = run(vec![
+        at(put_at(b"r1", 1, b"a", Some(1), b"5")),
+        at(put_at(b"r1", 1, b"a", Some(2), b"9")),
+        at(put_at(b"r1", 0, b"b", Some(3), b"5")),
+        at(put_at(b"r2", 1, b"a", Some(4), b"0")),
+        at(put_at(b"s", 1, b"b", Some(5), b"zz")),
+    ]);
+    // The newest f2:a of r1 fails `value <= 5`: the older one shows instead.
+    assert_eq!(
+        filtered_scan(&h, FilterSpec::Value(CompareOp::LessOrEqual, b(b"5")), 1),
+        ["r1/f1:b/3/Put=5", "r1/f2:a/1/Put=5", "r2/f2:a/4/Put=0"]
+    );
+    // Qualifier prefix `a` in f2 even though f1's `b` sorts after it.
+    assert_eq!(
+        filtered_scan(&h, FilterSpec::ColumnPrefix(b(b"a")), 1),
+        ["r1/f2:a/2/Put=9", "r2/f2:a/4/Put=0"]
+    );
+    assert_eq!(
+        filtered_scan(&h, FilterSpec::FirstKeyOnly, 3),
+        ["r1/f1:b/3/Put=5", "r2/f2:a/4/Put=0", "s/f2:b/5/Put=zz"]
+    );
+    // Page counts rows that have cells.
+    assert_eq!(
+        filtered_scan(&h, FilterSpec::Page(2), 1),
+        ["r1/f1:b/3/Put=5", "r1/f2:a/2/Put=9", "r2/f2:a/4/Put=0"]
+    );
+    assert_eq!(
+        filtered_scan(
+            &h,
+            FilterSpec::List(
+                ListOperator::MustPassAll,
+                vec![
+                    FilterSpec::Timestamps(vec![Ts::Abs(1), Ts::Abs(5)]),
+                    FilterSpec::KeyOnly
+                ]
+            ),
+            2
+        ),
+        ["r1/f2:a/1/Put=", "s/f2:b/5/Put="]
+    );
+    // OR: every cell of rows starting with `r1`, elsewhere values equal to 0.
+    assert_eq!(
+        filtered_scan(
+            &h,
+            FilterSpec::List(
+                ListOperator::MustPassOne,
+                vec![
+                    FilterSpec::Prefix(b(b"r1")),
+                    FilterSpec::Value(CompareOp::Equal, b(b"0"))
+                ]
+            ),
+            1
+        ),
+        ["r1/f1:b/3/Put=5", "r1/f2:a/2/Put=9", "r2/f2:a/4/Put=0"]
+    );
+}
+
+// ------------------------------------------------------------------ engine bugs found
+
+/// Raw scan of `f2` with max versions 1 over the same shape of data in the
+/// empty-qualifier column and in column `a`.
+fn raw_scan_of_two_puts_and_a_marker(qualifier: &'static [u8], marker: Delete) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f2")))
+        .unwrap();
+    let table = db.table("t").unwrap();
+    table
+        .put(&Put::new("r").add_at("f2", qualifier, 10, "new"))
+        .unwrap();
+    table
+        .put(&Put::new("r").add_at("f2", qualifier, 9, "old"))
+        .unwrap();
+    table.delete(&marker).unwrap();
+    let scan = Scan::new().raw(true).max_versions(1);
+    table
+        .scan(&scan)
+        .unwrap()
+        .flat_map(|r| r.unwrap().cells)
+        .map(|c| format!("{}@{}", c.cell_type, c.timestamp))
+        .collect()
+}
+
+#[test]
+#[ignore = "engine bug: a raw scan keeps returning the empty-qualifier column's delete markers \
+            after a put beyond max versions (HBase, and Basalt for other qualifiers, end the column)"]
+fn raw_scan_ends_the_empty_qualifier_column_at_the_version_limit() {
+    // Column `a`: the put at 9 is beyond max versions 1, so the column ends
+    // and the older marker is not returned (HBase's ScanWildcardColumnTracker:
+    // markers are not counted, but the first surplus put seeks to the next column).
+    assert_eq!(
+        raw_scan_of_two_puts_and_a_marker(b"a", Delete::new("r").columns_at("f2", "a", 8)),
+        ["Put@10"]
+    );
+    // The empty qualifier must behave the same (family markers live there).
+    assert_eq!(
+        raw_scan_of_two_puts_and_a_marker(b"", Delete::new("r").family_at("f2", 8)),
+        ["Put@10"]
+    );
+}
