@@ -192,7 +192,9 @@ impl StoreScanner {
                 };
             }
             if self.raw {
-                if self.raw_candidate(&cell) {
+                // Raw reads track no deletes, so a column the read is done
+                // with ends for markers too (the empty qualifier included).
+                if !self.column.exhausted && self.raw_candidate(&cell) {
                     return Ok(Some(cell));
                 }
                 continue;
