@@ -3,14 +3,21 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for how the pieces fit.
 
+pub mod block_cache;
 pub mod clock;
+pub mod compaction;
+pub mod fs;
+pub mod manifest;
 pub mod memstore;
 pub mod mvcc;
 pub mod region;
 pub mod row_lock;
 pub mod scan;
 pub mod source;
+pub mod store;
+pub mod storefile;
 pub mod wal;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use region::{FamilyState, Region, RegionConfig, RegionInfo, RegionLoad, Store};
+pub use region::{FamilyState, FlushRequester, Region, RegionConfig, RegionInfo, RegionLoad};
+pub use store::{Store, StoreContext, StoreStats};

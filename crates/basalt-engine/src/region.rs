@@ -16,11 +16,12 @@
 //! or below it, in full (see `mvcc.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use parking_lot::RwLock;
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use basalt_types::cell::escape_bytes;
 use basalt_types::filter::CellFilter;
@@ -32,11 +33,10 @@ use basalt_types::{
 };
 
 use crate::clock::Clock;
-use crate::memstore::MemStore;
 use crate::mvcc::Mvcc;
 use crate::row_lock::RowLocks;
 use crate::scan::{ReadOptions, RegionScanner, RowRange, ScanShape, StoreScanner};
-use crate::source::MergedSource;
+use crate::store::{Store, StoreContext, StoreStats};
 use crate::wal::{Wal, WalEdit};
 
 /// Identity and key range of a region.
@@ -67,6 +67,11 @@ pub struct RegionConfig {
     pub max_value_bytes: usize,
     /// Row lock stripes.
     pub row_lock_stripes: usize,
+    /// Flush the region's memstores when together they pass this size.
+    pub memstore_flush_bytes: usize,
+    /// Writers wait (they are slowed, never failed) while the memstores
+    /// hold more than this: flushes are falling behind.
+    pub memstore_block_bytes: usize,
 }
 
 impl Default for RegionConfig {
@@ -74,48 +79,9 @@ impl Default for RegionConfig {
         RegionConfig {
             max_value_bytes: 10 * 1024 * 1024,
             row_lock_stripes: 1024,
+            memstore_flush_bytes: 128 * 1024 * 1024,
+            memstore_block_bytes: 512 * 1024 * 1024,
         }
-    }
-}
-
-/// One column family's store within a region.
-#[derive(Debug)]
-pub struct Store {
-    descriptor: Arc<ColumnFamilyDescriptor>,
-    memstore: Arc<MemStore>,
-    /// WAL edits of this family below this sequence id belong to an earlier
-    /// family of the same name that was deleted: replay ignores them.
-    first_sequence: u64,
-}
-
-impl Store {
-    fn new(descriptor: ColumnFamilyDescriptor, first_sequence: u64) -> Self {
-        let name = Bytes::copy_from_slice(descriptor.name().as_bytes());
-        Store {
-            descriptor: Arc::new(descriptor),
-            memstore: Arc::new(MemStore::new(name)),
-            first_sequence,
-        }
-    }
-
-    /// The family's options.
-    pub fn descriptor(&self) -> &ColumnFamilyDescriptor {
-        &self.descriptor
-    }
-
-    /// Sequence id from which WAL edits belong to this family.
-    pub fn first_sequence(&self) -> u64 {
-        self.first_sequence
-    }
-
-    /// Bytes held in the memstore.
-    pub fn memstore_bytes(&self) -> usize {
-        self.memstore.heap_size()
-    }
-
-    /// Cells held in the memstore.
-    pub fn memstore_cells(&self) -> usize {
-        self.memstore.len()
     }
 }
 
@@ -159,6 +125,29 @@ pub struct Region {
     clock: Arc<dyn Clock>,
     config: RegionConfig,
     load: LoadCounters,
+    dir: PathBuf,
+    context: StoreContext,
+    /// Writers hold it shared from taking a write number until the write is
+    /// complete; a flush takes it exclusively for the instant it needs to
+    /// freeze the memstores, so no write straddles the snapshot.
+    updates: RwLock<()>,
+    /// One flush of this region at a time.
+    flush_lock: Mutex<()>,
+    /// Signalled after each flush, for writers held back by a full memstore.
+    flushed: Condvar,
+    flushed_mutex: Mutex<()>,
+    /// Asks for a background flush; `None` flushes in the writer's thread.
+    flush_requester: OnceLock<FlushRequester>,
+}
+
+/// Called with a region id when that region wants a background flush.
+#[derive(Clone)]
+pub struct FlushRequester(pub Arc<dyn Fn(u64) + Send + Sync>);
+
+impl std::fmt::Debug for FlushRequester {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FlushRequester")
+    }
 }
 
 /// One family of a region being opened, and where its WAL edits start.
@@ -177,23 +166,26 @@ struct ResolvedWrite {
 }
 
 impl Region {
-    /// Opens a region with empty memstores. Replay its WAL edits with
-    /// [`Region::replay`], call [`Region::finish_recovery`], and hand it the
-    /// log with [`Region::attach_wal`] before writing.
+    /// Opens a region: each family's store from its directory under `dir`
+    /// (manifest and store files), with empty memstores. Replay its WAL
+    /// edits with [`Region::replay`], call [`Region::finish_recovery`], and
+    /// hand it the log with [`Region::attach_wal`] before writing.
     pub fn open(
         info: RegionInfo,
         families: Vec<FamilyState>,
+        dir: PathBuf,
+        context: StoreContext,
         clock: Arc<dyn Clock>,
         config: RegionConfig,
-    ) -> Self {
-        let stores = families
-            .into_iter()
-            .map(|f| {
-                let name = Bytes::copy_from_slice(f.descriptor.name().as_bytes());
-                (name, Arc::new(Store::new(f.descriptor, f.first_sequence)))
-            })
-            .collect();
-        Region {
+    ) -> Result<Self> {
+        let mut stores = BTreeMap::new();
+        for f in families {
+            let name = Bytes::copy_from_slice(f.descriptor.name().as_bytes());
+            let store_dir = dir.join(f.descriptor.name());
+            let store = Store::open(f.descriptor, f.first_sequence, store_dir, context.clone())?;
+            stores.insert(name, Arc::new(store));
+        }
+        Ok(Region {
             info,
             stores: RwLock::new(stores),
             mvcc: Mvcc::new(1),
@@ -202,7 +194,25 @@ impl Region {
             clock,
             config,
             load: LoadCounters::default(),
-        }
+            dir,
+            context,
+            updates: RwLock::new(()),
+            flush_lock: Mutex::new(()),
+            flushed: Condvar::new(),
+            flushed_mutex: Mutex::new(()),
+            flush_requester: OnceLock::new(),
+        })
+    }
+
+    /// Routes flush requests to a background scheduler (once).
+    pub fn set_flush_requester(&self, requester: FlushRequester) {
+        // A second call would be a caller bug; the first requester stays.
+        let _ = self.flush_requester.set(requester);
+    }
+
+    /// The region's directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
     }
 
     /// Gives the region the log its writes go to (once; later calls are ignored).
@@ -232,10 +242,10 @@ impl Region {
         let mut applied = false;
         for cell in &edit.cells {
             if let Some(store) = stores.get(&cell.family) {
-                if edit.sequence_id >= store.first_sequence {
+                if store.needs_replay(edit.sequence_id) {
                     let mut cell = cell.clone();
                     cell.sequence_id = edit.sequence_id;
-                    store.memstore.insert(&cell);
+                    store.insert(&cell);
                     applied = true;
                 }
             }
@@ -246,14 +256,24 @@ impl Region {
     /// Ends recovery: new writes get sequence ids above `max_replayed` and
     /// above every family's first sequence.
     pub fn finish_recovery(&mut self, max_replayed: u64) {
-        let families_floor = self
-            .stores
-            .read()
+        let stores = self.stores.read();
+        let families_floor = stores
             .values()
-            .map(|s| s.first_sequence)
+            .map(|s| s.first_sequence())
             .max()
             .unwrap_or(0);
-        self.mvcc = Mvcc::new(max_replayed.saturating_add(1).max(families_floor));
+        // Edits already in store files may no longer be in the log at all.
+        let flushed = stores
+            .values()
+            .map(|s| s.flushed_through())
+            .max()
+            .unwrap_or(0);
+        let next = max_replayed
+            .max(flushed)
+            .saturating_add(1)
+            .max(families_floor);
+        drop(stores);
+        self.mvcc = Mvcc::new(next);
     }
 
     /// The next sequence id this region will use.
@@ -278,30 +298,33 @@ impl Region {
             )));
         }
         let first = self.mvcc.next_write();
-        stores.insert(name, Arc::new(Store::new(descriptor, first)));
+        let store_dir = self.dir.join(descriptor.name());
+        // A family of the same name deleted earlier may have left files if
+        // its deletion was interrupted: they are not this family's.
+        for path in self.context.files.list(&store_dir)? {
+            self.context.files.delete(&path)?;
+        }
+        let store = Store::open(descriptor, first, store_dir, self.context.clone())?;
+        stores.insert(name, Arc::new(store));
         Ok(first)
     }
 
     /// Changes a family's options, keeping its data.
     pub fn modify_family(&self, descriptor: ColumnFamilyDescriptor) -> Result<()> {
-        let mut stores = self.stores.write();
+        let stores = self.stores.read();
         let name = Bytes::copy_from_slice(descriptor.name().as_bytes());
-        let Some(old) = stores.get(&name) else {
+        let Some(store) = stores.get(&name) else {
             return Err(self.no_such_family(&name));
         };
-        let replacement = Store {
-            descriptor: Arc::new(descriptor),
-            memstore: Arc::clone(&old.memstore),
-            first_sequence: old.first_sequence,
-        };
-        stores.insert(name, Arc::new(replacement));
+        store.set_descriptor(descriptor);
         Ok(())
     }
 
-    /// Removes a family and its data.
+    /// Removes a family and deletes its data.
     pub fn remove_family(&self, name: &[u8]) -> Result<()> {
-        match self.stores.write().remove(name) {
-            Some(_) => Ok(()),
+        let removed = self.stores.write().remove(name);
+        match removed {
+            Some(store) => store.destroy(),
             None => Err(self.no_such_family(name)),
         }
     }
@@ -335,12 +358,7 @@ impl Region {
             rows_scanned: self.load.rows_scanned.load(Ordering::Relaxed),
             cells_scanned: self.load.cells_scanned.load(Ordering::Relaxed),
             bytes_written: self.load.bytes_written.load(Ordering::Relaxed),
-            memstore_bytes: self
-                .stores
-                .read()
-                .values()
-                .map(|s| s.memstore_bytes() as u64)
-                .sum(),
+            memstore_bytes: self.memstore_bytes() as u64,
         }
     }
 
@@ -618,6 +636,8 @@ impl Region {
             return Ok(());
         }
         let wal = self.wal()?;
+        self.wait_for_memstore_room();
+        let updates = self.updates.read();
         let mut sequences = Vec::with_capacity(writes.len());
         let mut last_lsn = None;
         let mut strongest = Durability::SkipWal;
@@ -660,7 +680,7 @@ impl Region {
                 for cell in cells {
                     // A family dropped by a concurrent alter takes its cells with it.
                     if let Some(store) = stores.get(&cell.family) {
-                        store.memstore.insert(cell);
+                        store.insert(cell);
                     }
                     bytes += cell.heap_size() as u64;
                 }
@@ -674,8 +694,119 @@ impl Region {
         for s in sequences {
             self.mvcc.complete(s);
         }
+        drop(updates);
         self.mvcc.wait_for(last);
+        self.maybe_flush();
         Ok(())
+    }
+
+    /// Bytes held in this region's memstores.
+    pub fn memstore_bytes(&self) -> usize {
+        self.stores
+            .read()
+            .values()
+            .map(|s| s.memstore_bytes())
+            .sum()
+    }
+
+    /// Requests (or, without a scheduler, runs) a flush once the memstores
+    /// pass the flush size.
+    fn maybe_flush(&self) {
+        if self.memstore_bytes() < self.config.memstore_flush_bytes {
+            return;
+        }
+        match self.flush_requester.get() {
+            Some(request) => (request.0)(self.info.id),
+            None => {
+                if let Err(e) = self.flush() {
+                    // The data is safe in the WAL; the next write retries.
+                    tracing::warn!(region = self.info.id, error = %e, "flush failed");
+                }
+            }
+        }
+    }
+
+    /// Holds a writer back while the memstores are over the blocking size,
+    /// waiting for flushes to catch up.
+    fn wait_for_memstore_room(&self) {
+        while self.memstore_bytes() >= self.config.memstore_block_bytes {
+            match self.flush_requester.get() {
+                Some(request) => {
+                    (request.0)(self.info.id);
+                    let mut guard = self.flushed_mutex.lock();
+                    // Bounded wait: re-check even if a signal was missed.
+                    self.flushed
+                        .wait_for(&mut guard, std::time::Duration::from_millis(50));
+                }
+                None => {
+                    if let Err(e) = self.flush() {
+                        tracing::warn!(region = self.info.id, error = %e, "flush failed");
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes every memstore out to store files. Returns the sequence id
+    /// through which the region's data is now in files.
+    pub fn flush(&self) -> Result<u64> {
+        let _one_at_a_time = self.flush_lock.lock();
+        let stores = self.stores();
+        let through = {
+            let _no_writes = self.updates.write();
+            for store in &stores {
+                store.prepare_flush();
+            }
+            // No write is in flight: everything begun is complete and in
+            // the snapshots.
+            self.mvcc.read_point()
+        };
+        let mut result = Ok(through);
+        for store in &stores {
+            if let Err(e) = store.flush(through) {
+                result = Err(e);
+            }
+        }
+        let _guard = self.flushed_mutex.lock();
+        self.flushed.notify_all();
+        result
+    }
+
+    /// Every edit of this region at or below this sequence id is in store
+    /// files; WAL segments holding only such edits of it can go.
+    pub fn flushed_through(&self) -> u64 {
+        self.stores
+            .read()
+            .values()
+            .map(|s| s.flushed_through())
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Compacts every store (see [`Store::compact`]). Returns true when any
+    /// store was compacted.
+    pub fn compact(&self, major: bool) -> Result<bool> {
+        let now = self.clock.now_millis();
+        let mut any = false;
+        for store in self.stores() {
+            any |= store.compact(major, now)?;
+        }
+        Ok(any)
+    }
+
+    /// True when a store has enough files for a minor compaction.
+    pub fn needs_compaction(&self) -> bool {
+        self.stores().iter().any(|s| s.needs_compaction())
+    }
+
+    /// Per-family store sizes.
+    pub fn store_stats(&self) -> Vec<(String, StoreStats)> {
+        self.stores
+            .read()
+            .iter()
+            .map(|(name, s)| (String::from_utf8_lossy(name).into_owned(), s.stats()))
+            .collect()
     }
 
     // ----------------------------------------------------------------- reads
@@ -692,7 +823,7 @@ impl Region {
             raw: false,
             now: self.clock.now_millis(),
         };
-        let stores = self.store_scanners(&get.columns, &options)?;
+        let stores = self.store_scanners(&get.columns, &options, Some(&get.row))?;
         let filter = get.filter.as_ref().map(|f| f.build(false));
         let mut scanner = RegionScanner::new(
             stores,
@@ -734,7 +865,7 @@ impl Region {
             raw: scan.raw,
             now: self.clock.now_millis(),
         };
-        let stores = self.store_scanners(&scan.columns, &options)?;
+        let stores = self.store_scanners(&scan.columns, &options, None)?;
         RegionScanner::new(
             stores,
             filter,
@@ -767,10 +898,13 @@ impl Region {
         self.load.cells_scanned.fetch_add(cells, Ordering::Relaxed);
     }
 
+    /// One scanner per family read. `row` narrows a point read so store
+    /// files that cannot hold the row are skipped.
     fn store_scanners(
         &self,
         columns: &ColumnSelection,
         options: &ReadOptions,
+        row: Option<&[u8]>,
     ) -> Result<Vec<StoreScanner>> {
         let read_point = self.mvcc.read_point();
         let stores = self.stores.read();
@@ -783,13 +917,7 @@ impl Region {
             .iter()
             .filter(|(name, _)| columns.includes_family(name))
             .map(|(name, store)| {
-                let source = MergedSource::new(vec![Box::new(store.memstore.source(read_point))]);
-                StoreScanner::new(
-                    source,
-                    Arc::clone(&store.descriptor),
-                    columns.qualifiers(name).cloned(),
-                    options,
-                )
+                store.scanner(read_point, row, columns.qualifiers(name).cloned(), options)
             })
             .collect())
     }

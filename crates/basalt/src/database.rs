@@ -10,17 +10,21 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 
+use basalt_engine::block_cache::BlockCache;
+use basalt_engine::fs::LocalFileStore;
 use basalt_engine::wal::{ReplayReport, Wal};
-use basalt_engine::{Clock, FamilyState, Region, RegionInfo, RegionLoad};
+use basalt_engine::{Clock, FamilyState, Region, RegionInfo, RegionLoad, StoreContext, StoreStats};
 use basalt_types::descriptor::validate_family_name;
 use basalt_types::{ColumnFamilyDescriptor, Error, Result, TableDescriptor};
 
 use crate::catalog::{Catalog, RegionEntry, TableEntry};
+use crate::maintenance::Maintenance;
 use crate::options::Options;
 use crate::table::{Table, TableState};
 
 const LOCK_FILE: &str = "LOCK";
 const WAL_DIR: &str = "wal";
+const DATA_DIR: &str = "data";
 
 /// An open Basalt database. Cheap to clone; all clones share the database.
 #[derive(Debug, Clone)]
@@ -37,6 +41,8 @@ pub(crate) struct DbInner {
     lock: Mutex<Option<File>>,
     wal: Arc<Wal>,
     clock: Arc<dyn Clock>,
+    context: StoreContext,
+    maintenance: Arc<Maintenance>,
     /// DDL is serialized through the catalog; the in-memory table map is
     /// updated only after the catalog change is durable.
     catalog: Mutex<Catalog>,
@@ -76,6 +82,8 @@ pub struct RegionSummary {
     pub info: RegionInfo,
     /// Load counters and memstore size.
     pub load: RegionLoad,
+    /// Per family: store files, their bytes, memstore bytes.
+    pub stores: Vec<(String, StoreStats)>,
 }
 
 /// A change to one column family, for [`Database::alter_table`].
@@ -103,16 +111,21 @@ impl Database {
         let lock = lock_directory(&dir)?;
         let catalog = Catalog::load(&dir)?;
         let clock = Arc::clone(&options.clock);
+        let context = StoreContext {
+            files: Arc::new(LocalFileStore),
+            cache: Some(Arc::new(BlockCache::new(options.block_cache_bytes))),
+            policy: options.compaction_policy(),
+        };
+        remove_orphaned_regions(&dir, &catalog)?;
 
         // Regions open first, empty, and the log replays into them; they get
         // the log handle for new writes only once replay is over.
         let mut regions: HashMap<u64, Region> = HashMap::new();
         for (name, entry) in &catalog.tables {
             for r in &entry.regions {
-                regions.insert(
-                    r.id,
-                    region_for(name, &entry.descriptor, r, &clock, &options),
-                );
+                let region =
+                    region_for(&dir, name, &entry.descriptor, r, &context, &clock, &options)?;
+                regions.insert(r.id, region);
             }
         }
         let mut replayed_max: HashMap<u64, u64> = HashMap::new();
@@ -139,12 +152,15 @@ impl Database {
             })
             .collect();
 
+        let maintenance = Maintenance::start(Arc::clone(&wal), options.background_threads);
         let mut tables = BTreeMap::new();
         for (name, entry) in &catalog.tables {
             let mut regions = Vec::with_capacity(entry.regions.len());
             for r in &entry.regions {
                 if let Some(region) = pending.remove(&r.id) {
-                    regions.push(Arc::new(region));
+                    let region = Arc::new(region);
+                    maintenance.register(&region);
+                    regions.push(region);
                 }
             }
             tables.insert(
@@ -173,6 +189,8 @@ impl Database {
                 lock: Mutex::new(Some(lock)),
                 wal,
                 clock,
+                context,
+                maintenance,
                 catalog: Mutex::new(catalog),
                 tables: RwLock::new(tables),
                 closed: AtomicBool::new(false),
@@ -218,10 +236,10 @@ impl Database {
         );
         updated.store(&self.inner.dir)?;
         *catalog = updated;
-        let region = self.open_region(&name, &descriptor, &region_entry);
+        let region = self.open_region(&name, &descriptor, &region_entry)?;
         self.inner.tables.write().insert(
             name,
-            Arc::new(TableState::new(descriptor, true, vec![Arc::new(region)])),
+            Arc::new(TableState::new(descriptor, true, vec![region])),
         );
         Ok(())
     }
@@ -255,6 +273,7 @@ impl Database {
                 .map(|r| RegionSummary {
                     info: r.info().clone(),
                     load: r.load(),
+                    stores: r.store_stats(),
                 })
                 .collect(),
         })
@@ -313,6 +332,7 @@ impl Database {
         *catalog = updated;
         self.inner.tables.write().remove(name);
         state.mark_dropped();
+        self.discard_regions(&state.regions());
         Ok(())
     }
 
@@ -354,9 +374,11 @@ impl Database {
         *catalog = updated;
         let regions = new_entries
             .iter()
-            .map(|e| Arc::new(self.open_region(name, &descriptor, e)))
-            .collect();
+            .map(|e| self.open_region(name, &descriptor, e))
+            .collect::<Result<Vec<_>>>()?;
+        let old = state.regions();
         state.replace_regions(regions);
+        self.discard_regions(&old);
         Ok(())
     }
 
@@ -423,13 +445,24 @@ impl Database {
         Ok(())
     }
 
-    /// Asks for a (major) compaction of every store of the table. Until store
-    /// files exist (data lives in memstores and the log), there is nothing
-    /// to merge and this only checks that the table exists.
+    /// Flushes every memstore of the table to store files, now.
+    pub fn flush_table(&self, name: &str) -> Result<()> {
+        self.check_open()?;
+        for region in self.state(name)?.regions() {
+            self.inner.maintenance.flush_region(region.info().id)?;
+        }
+        Ok(())
+    }
+
+    /// Compacts every store of the table, now: a major compaction rewrites
+    /// all files of each store and drops deleted cells, delete markers,
+    /// surplus versions and expired cells; a minor one merges the files the
+    /// compaction policy picks.
     pub fn compact_table(&self, name: &str, major: bool) -> Result<()> {
         self.check_open()?;
-        let _state = self.state(name)?;
-        tracing::debug!(table = name, major, "compaction requested; no store files yet");
+        for region in self.state(name)?.regions() {
+            region.compact(major)?;
+        }
         Ok(())
     }
 
@@ -441,8 +474,18 @@ impl Database {
         if self.inner.closed.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
+        self.inner.maintenance.shutdown();
         for state in self.inner.tables.read().values() {
             state.mark_closed();
+            // As HBase does when closing a region: the next open replays less.
+            for region in state.regions() {
+                if let Err(e) = region.flush() {
+                    tracing::warn!(region = region.info().id, error = %e, "flush at close failed; the WAL keeps the data");
+                }
+            }
+        }
+        if let Err(e) = self.inner.maintenance.retire_wal() {
+            tracing::warn!(error = %e, "could not retire WAL segments at close");
         }
         let closed = self.inner.wal.close();
         // Only now may another process (or handle) open the directory.
@@ -474,17 +517,35 @@ impl Database {
         table: &str,
         descriptor: &TableDescriptor,
         entry: &RegionEntry,
-    ) -> Region {
+    ) -> Result<Arc<Region>> {
+        let inner = &self.inner;
         let mut region = region_for(
+            &inner.dir,
             table,
             descriptor,
             entry,
-            &self.inner.clock,
-            &self.inner.options,
-        );
+            &inner.context,
+            &inner.clock,
+            &inner.options,
+        )?;
         region.finish_recovery(0);
-        region.attach_wal(Arc::clone(&self.inner.wal));
-        region
+        region.attach_wal(Arc::clone(&inner.wal));
+        let region = Arc::new(region);
+        inner.maintenance.register(&region);
+        Ok(region)
+    }
+
+    /// Forgets regions that left the catalog and deletes their files.
+    fn discard_regions(&self, regions: &[Arc<Region>]) {
+        for region in regions {
+            self.inner.maintenance.unregister(region.info().id);
+            if let Err(e) = fs::remove_dir_all(region.dir()) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    // The next open removes it as an orphan.
+                    tracing::warn!(dir = %region.dir().display(), error = %e, "could not delete the files of a region");
+                }
+            }
+        }
     }
 }
 
@@ -540,13 +601,55 @@ fn new_region_entry(
     }
 }
 
+/// Where a region keeps its stores: `data/<namespace>/<table>/<region id>`.
+fn region_dir(dir: &Path, table: &str, id: u64) -> PathBuf {
+    let (namespace, qualifier) = table.split_once(':').unwrap_or(("default", table));
+    dir.join(DATA_DIR)
+        .join(namespace)
+        .join(qualifier)
+        .join(id.to_string())
+}
+
+/// Deletes region directories whose region is not in the catalog: left by a
+/// crash between a drop or truncate and the deletion of the files.
+fn remove_orphaned_regions(dir: &Path, catalog: &Catalog) -> Result<()> {
+    let mut live = std::collections::HashSet::new();
+    for (name, entry) in &catalog.tables {
+        for r in &entry.regions {
+            live.insert(region_dir(dir, name, r.id));
+        }
+    }
+    let read = |d: &Path| -> Result<Vec<PathBuf>> {
+        match fs::read_dir(d) {
+            Ok(entries) => entries
+                .map(|e| e.map(|e| e.path()).map_err(|err| Error::io(d, err)))
+                .collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(Error::io(d, e)),
+        }
+    };
+    for namespace in read(&dir.join(DATA_DIR))? {
+        for table in read(&namespace)? {
+            for region in read(&table)? {
+                if region.is_dir() && !live.contains(&region) {
+                    tracing::info!(dir = %region.display(), "removing the files of a region no longer in the catalog");
+                    fs::remove_dir_all(&region).map_err(|e| Error::io(&region, e))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn region_for(
+    dir: &Path,
     table: &str,
     descriptor: &TableDescriptor,
     entry: &RegionEntry,
+    context: &StoreContext,
     clock: &Arc<dyn Clock>,
     options: &Options,
-) -> Region {
+) -> Result<Region> {
     let info = RegionInfo {
         id: entry.id,
         table: table.to_string(),
@@ -565,7 +668,14 @@ fn region_for(
                 .unwrap_or(1),
         })
         .collect();
-    Region::open(info, families, Arc::clone(clock), options.region_config())
+    Region::open(
+        info,
+        families,
+        region_dir(dir, table, entry.id),
+        context.clone(),
+        Arc::clone(clock),
+        options.region_config(),
+    )
 }
 
 fn recovery_report(report: &ReplayReport, replayed: u64, skipped: u64) -> RecoveryReport {

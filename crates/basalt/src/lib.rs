@@ -26,6 +26,7 @@
 
 mod catalog;
 mod database;
+mod maintenance;
 mod options;
 mod table;
 
@@ -33,7 +34,7 @@ pub use database::{Database, FamilyChange, RecoveryReport, RegionSummary, TableI
 pub use options::Options;
 pub use table::{Scanner, Table};
 
-pub use basalt_engine::{Clock, ManualClock, RegionInfo, RegionLoad, SystemClock};
+pub use basalt_engine::{Clock, ManualClock, RegionInfo, RegionLoad, StoreStats, SystemClock};
 pub use basalt_types::descriptor::{
     BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,
     TableDescriptor,

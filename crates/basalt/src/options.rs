@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use basalt_engine::compaction::CompactionPolicy;
 use basalt_engine::wal::WalOptions;
 use basalt_engine::{Clock, RegionConfig, SystemClock};
 
@@ -23,6 +24,24 @@ pub struct Options {
     /// Largest value accepted in one cell, in bytes. Default 10 MiB (HBase's
     /// `hbase.client.keyvalue.maxsize`).
     pub max_value_bytes: usize,
+    /// Flush a region's memstores to store files when together they pass
+    /// this size. Default 128 MiB (HBase's `hbase.hregion.memstore.flush.size`).
+    pub memstore_flush_bytes: usize,
+    /// Writers of a region wait while its memstores hold this many times the
+    /// flush size (flushes are behind). Default 4 (HBase's block multiplier).
+    pub memstore_block_multiplier: usize,
+    /// Size of the block cache shared by all stores. Default: a fifth of the
+    /// machine's memory (256 MiB where that cannot be read).
+    pub block_cache_bytes: usize,
+    /// Fewest store files a minor compaction merges. Default 3.
+    pub compaction_min_files: usize,
+    /// Most store files a minor compaction merges. Default 10.
+    pub compaction_max_files: usize,
+    /// Size ratio of the compaction policy. Default 1.2.
+    pub compaction_ratio: f64,
+    /// Threads for background flushes and compactions. With 0 they run in
+    /// the writing thread, which makes tests deterministic. Default 2.
+    pub background_threads: usize,
     /// Where "now" comes from (server timestamps, TTL). Tests substitute a
     /// [`ManualClock`](basalt_engine::ManualClock).
     #[serde(skip, default = "system_clock")]
@@ -40,6 +59,13 @@ impl Default for Options {
             wal_segment_bytes: 64 * 1024 * 1024,
             wal_async_flush_ms: 100,
             max_value_bytes: RegionConfig::default().max_value_bytes,
+            memstore_flush_bytes: 128 * 1024 * 1024,
+            memstore_block_multiplier: 4,
+            block_cache_bytes: default_block_cache_bytes(),
+            compaction_min_files: 3,
+            compaction_max_files: 10,
+            compaction_ratio: 1.2,
+            background_threads: 2,
             clock: system_clock(),
         }
     }
@@ -70,7 +96,35 @@ impl Options {
     pub(crate) fn region_config(&self) -> RegionConfig {
         RegionConfig {
             max_value_bytes: self.max_value_bytes,
+            memstore_flush_bytes: self.memstore_flush_bytes.max(1),
+            memstore_block_bytes: self
+                .memstore_flush_bytes
+                .max(1)
+                .saturating_mul(self.memstore_block_multiplier.max(1)),
             ..RegionConfig::default()
         }
     }
+
+    pub(crate) fn compaction_policy(&self) -> CompactionPolicy {
+        CompactionPolicy {
+            min_files: self.compaction_min_files.max(2),
+            max_files: self
+                .compaction_max_files
+                .max(self.compaction_min_files.max(2)),
+            ratio: self.compaction_ratio,
+            ..CompactionPolicy::default()
+        }
+    }
+}
+
+/// A fifth of the machine's memory, read from /proc/meminfo.
+fn default_block_cache_bytes() -> usize {
+    let total_kib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        });
+    total_kib.map_or(256 * 1024 * 1024, |kib| kib.saturating_mul(1024) / 5)
 }

@@ -92,9 +92,22 @@ fn later_writes_keep_winning_after_reopen() {
 }
 
 #[test]
-fn skip_wal_writes_are_not_logged() {
+fn skip_wal_writes_survive_a_clean_close_but_not_a_crash() {
     let mut t = TestDb::new();
     let table = t.table("t", vec![ColumnFamilyDescriptor::new("f")]);
+    table
+        .put(
+            &Put::new("closed")
+                .add("f", "q", "v")
+                .durability(Durability::SkipWal),
+        )
+        .unwrap();
+    t.reopen();
+    let table = t.db.table("t").unwrap();
+    assert!(
+        !table.get(&Get::new("closed")).unwrap().is_empty(),
+        "close flushes memstores"
+    );
     table.put(&Put::new("logged").add("f", "q", "v")).unwrap();
     table
         .put(
@@ -104,12 +117,13 @@ fn skip_wal_writes_are_not_logged() {
         )
         .unwrap();
     assert!(!table.get(&Get::new("unlogged")).unwrap().is_empty());
-    t.reopen();
+    let (dir, clock) = t.crash();
+    let t = TestDb::open_at(dir, clock);
     let table = t.db.table("t").unwrap();
     assert!(!table.get(&Get::new("logged")).unwrap().is_empty());
     assert!(
         table.get(&Get::new("unlogged")).unwrap().is_empty(),
-        "SKIP_WAL is lost without a flush"
+        "SKIP_WAL is lost in a crash before a flush"
     );
 }
 
@@ -125,15 +139,15 @@ fn wal_segments(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn torn_tail_is_dropped_and_reported() {
-    let mut t = TestDb::new();
+    let t = TestDb::new();
     let table = t.table("t", vec![ColumnFamilyDescriptor::new("f")]);
     for i in 0..10 {
         table
             .put(&Put::new(format!("r{i}")).add("f", "q", "v"))
             .unwrap();
     }
-    t.db.close().unwrap();
-    let last = wal_segments(t.dir.path()).pop().unwrap();
+    let (dir, clock) = t.crash();
+    let last = wal_segments(dir.path()).pop().unwrap();
     let len = fs::metadata(&last).unwrap().len();
     fs::OpenOptions::new()
         .write(true)
@@ -141,9 +155,7 @@ fn torn_tail_is_dropped_and_reported() {
         .unwrap()
         .set_len(len - 3)
         .unwrap();
-    t.db =
-        Database::open_with(Options::new(t.dir.path()).clock(std::sync::Arc::new(t.clock.clone())))
-            .unwrap();
+    let mut t = TestDb::open_at(dir, clock);
     let report = t.db.recovery_report().clone();
     assert!(report.torn_tail.is_some(), "{report:?}");
     let rows = t.db.table("t").unwrap().scan(&Scan::new()).unwrap().count();
@@ -164,14 +176,13 @@ fn corruption_in_the_middle_is_an_error_naming_file_and_offset() {
             .put(&Put::new(format!("r{i}")).add("f", "q", "some value"))
             .unwrap();
     }
-    t.db.close().unwrap();
-    drop(t.db);
-    let last = wal_segments(t.dir.path()).pop().unwrap();
+    let (dir, _clock) = t.crash();
+    let last = wal_segments(dir.path()).pop().unwrap();
     let mut bytes = fs::read(&last).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x5a;
     fs::write(&last, bytes).unwrap();
-    let err = Database::open(t.dir.path()).unwrap_err();
+    let err = Database::open(dir.path()).unwrap_err();
     match &err {
         Error::Corruption { path, offset, .. } => {
             assert_eq!(path, &last);

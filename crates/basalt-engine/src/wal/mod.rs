@@ -413,6 +413,32 @@ impl Wal {
         self.inner.segments.lock().clone()
     }
 
+    /// Deletes the complete (non-active) segments for which `flushed` says
+    /// every region with records in them has flushed past those records.
+    /// Returns how many segments were deleted. Replay never needs a deleted
+    /// segment: each of its edits is in a store file (or its region is gone).
+    pub fn retire_segments(&self, flushed: impl Fn(&SegmentInfo) -> bool) -> Result<usize> {
+        let mut segments = self.inner.segments.lock();
+        let mut retired = 0;
+        let mut index = 0;
+        while index < segments.len() {
+            let segment = &segments[index];
+            if segment.active || !flushed(segment) {
+                index += 1;
+                continue;
+            }
+            match std::fs::remove_file(&segment.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&segment.path, e)),
+            }
+            tracing::debug!(segment = segment.id, "retired a flushed WAL segment");
+            segments.remove(index);
+            retired += 1;
+        }
+        Ok(retired)
+    }
+
     /// Counters of the work done since open.
     pub fn stats(&self) -> WalStats {
         let c = &self.inner.stats;

@@ -21,6 +21,20 @@ impl TestDb {
         TestDb { dir, clock, db }
     }
 
+    /// Opens the database in an existing directory.
+    pub fn open_at(dir: tempfile::TempDir, clock: ManualClock) -> TestDb {
+        let db =
+            Database::open_with(Options::new(dir.path()).clock(Arc::new(clock.clone()))).unwrap();
+        TestDb { dir, clock, db }
+    }
+
+    /// Drops the database without `close()`: memstores are not flushed, as
+    /// after a crash (the WAL's own buffers still reach the OS).
+    pub fn crash(self) -> (tempfile::TempDir, ManualClock) {
+        drop(self.db);
+        (self.dir, self.clock)
+    }
+
     /// Closes and reopens the database from its directory (WAL replay).
     pub fn reopen(&mut self) {
         self.db.close().unwrap();

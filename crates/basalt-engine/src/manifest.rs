@@ -1,0 +1,360 @@
+//! A store's manifest: which store files make up the store, and up to which
+//! sequence id the store's data is in them.
+//!
+//! The manifest is never rewritten in place. Every change writes a complete
+//! new version, `MANIFEST-<version>`, as a new file (create-if-absent, the
+//! one primitive object stores offer too), and only once that file is
+//! durable are older versions deleted. Opening picks the newest version that
+//! passes its checksum; a newest version that fails it was cut short by a
+//! crash before it was committed (its commit never returned), so the version
+//! before it is still there and still the truth. See
+//! `docs/manifest-format.md`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use basalt_types::{Error, Result};
+
+use crate::fs::FileStore;
+
+/// Layout version of manifest files.
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+const PREFIX: &str = "MANIFEST-";
+const MAGIC: &str = "BASALT-STORE-MANIFEST";
+
+/// One store file as the manifest records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestFile {
+    /// File id, unique within the store; the file is `<id>.sst`.
+    pub id: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Highest sequence id of any cell in the file.
+    pub max_sequence: u64,
+    /// Cells in the file.
+    pub cells: u64,
+    /// Written by a major compaction (holds no delete markers unless the
+    /// family keeps deleted cells).
+    pub major: bool,
+}
+
+impl ManifestFile {
+    /// The file's name within the store directory.
+    pub fn file_name(&self) -> String {
+        store_file_name(self.id)
+    }
+}
+
+/// The name of store file `id`.
+pub fn store_file_name(id: u64) -> String {
+    format!("{id:020}.sst")
+}
+
+/// The store's durable state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreManifest {
+    /// Version of this manifest (0: nothing committed yet).
+    pub version: u64,
+    /// Every edit of this store with a sequence id at or below this is in
+    /// the files: WAL replay skips it.
+    pub flushed_sequence: u64,
+    /// The id the next store file gets.
+    pub next_file_id: u64,
+    /// The live store files.
+    pub files: Vec<ManifestFile>,
+}
+
+/// Reads and commits the manifest versions of one store directory.
+#[derive(Debug, Clone)]
+pub struct ManifestLog {
+    fs: Arc<dyn FileStore>,
+    dir: PathBuf,
+}
+
+/// What loading found besides the manifest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ManifestLoad {
+    /// Newer versions that failed their checksum (cut short by a crash) and
+    /// were removed.
+    pub discarded_versions: Vec<u64>,
+}
+
+impl ManifestLog {
+    /// The manifest log of store directory `dir`.
+    pub fn new(fs: Arc<dyn FileStore>, dir: impl Into<PathBuf>) -> Self {
+        ManifestLog {
+            fs,
+            dir: dir.into(),
+        }
+    }
+
+    fn path(&self, version: u64) -> PathBuf {
+        self.dir.join(format!("{PREFIX}{version:020}"))
+    }
+
+    /// Versions present in the directory, newest first.
+    fn versions(&self) -> Result<Vec<u64>> {
+        let mut versions: Vec<u64> = self
+            .fs
+            .list(&self.dir)?
+            .iter()
+            .filter_map(|p| p.file_name()?.to_str()?.strip_prefix(PREFIX)?.parse().ok())
+            .collect();
+        versions.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(versions)
+    }
+
+    /// Loads the newest committed manifest (an empty one for a new store)
+    /// and removes versions that are not it.
+    pub fn load(&self) -> Result<(StoreManifest, ManifestLoad)> {
+        let versions = self.versions()?;
+        let mut report = ManifestLoad::default();
+        let mut chosen: Option<StoreManifest> = None;
+        let mut first_error: Option<Error> = None;
+        for &version in &versions {
+            if chosen.is_some() {
+                // Superseded: a crash came between committing the newer
+                // version and deleting this one.
+                self.fs.delete(&self.path(version))?;
+                continue;
+            }
+            match self.read_version(version) {
+                Ok(manifest) => chosen = Some(manifest),
+                Err(e) => {
+                    tracing::warn!(path = %self.path(version).display(), error = %e,
+                        "discarding a manifest version that was never committed");
+                    report.discarded_versions.push(version);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match chosen {
+            Some(manifest) => {
+                for &version in &report.discarded_versions {
+                    self.fs.delete(&self.path(version))?;
+                }
+                Ok((manifest, report))
+            }
+            // Only version 1 can be torn with nothing before it: the store's
+            // first commit never completed, so the store holds no files yet
+            // (its data is still in the WAL). Anything else lost its last
+            // committed version: refuse to guess.
+            None if versions.is_empty() || versions == [1] => {
+                if let Some(&v) = versions.first() {
+                    self.fs.delete(&self.path(v))?;
+                }
+                Ok((StoreManifest::default(), report))
+            }
+            None => Err(first_error.unwrap_or_else(|| Error::Corruption {
+                path: self.dir.clone(),
+                offset: 0,
+                message: "no readable manifest version".into(),
+            })),
+        }
+    }
+
+    fn read_version(&self, version: u64) -> Result<StoreManifest> {
+        let path = self.path(version);
+        let size = self.fs.size(&path)?;
+        let corrupt = |message: String| Error::Corruption {
+            path: path.clone(),
+            offset: 0,
+            message,
+        };
+        if size > 64 * 1024 * 1024 {
+            return Err(corrupt(format!(
+                "manifest of {size} bytes is implausibly large"
+            )));
+        }
+        let bytes = self.fs.read_range(&path, 0, size as usize)?;
+        let newline = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| corrupt("missing header line".into()))?;
+        let header = std::str::from_utf8(&bytes[..newline])
+            .map_err(|_| corrupt("header is not text".into()))?;
+        let fields: Vec<&str> = header.split(' ').collect();
+        let [magic, format, crc, len] = fields[..] else {
+            return Err(corrupt(format!("malformed header '{header}'")));
+        };
+        if magic != MAGIC {
+            return Err(corrupt(format!("bad magic '{magic}'")));
+        }
+        if format != MANIFEST_FORMAT_VERSION.to_string() {
+            return Err(corrupt(format!("unsupported manifest format {format}")));
+        }
+        let body = &bytes[newline + 1..];
+        if len.parse::<usize>().ok() != Some(body.len()) {
+            return Err(corrupt(format!(
+                "body is {} bytes, header says {len}",
+                body.len()
+            )));
+        }
+        if u32::from_str_radix(crc, 16).ok() != Some(crc32c::crc32c(body)) {
+            return Err(corrupt("checksum mismatch".into()));
+        }
+        let manifest: StoreManifest = serde_json::from_slice(body)
+            .map_err(|e| corrupt(format!("body does not parse: {e}")))?;
+        if manifest.version != version {
+            return Err(corrupt(format!(
+                "file is named version {version} but holds version {}",
+                manifest.version
+            )));
+        }
+        Ok(manifest)
+    }
+
+    /// Commits `manifest` as the next version after `previous` and removes
+    /// the older version. On return the new version is durable.
+    pub fn commit(
+        &self,
+        previous: &StoreManifest,
+        mut manifest: StoreManifest,
+    ) -> Result<StoreManifest> {
+        // Never reuse a number, not even one a discarded torn version had.
+        let newest_on_disk = self.versions()?.first().copied().unwrap_or(0);
+        manifest.version = previous.version.max(newest_on_disk) + 1;
+        let body = serde_json::to_vec_pretty(&manifest)
+            .map_err(|e| Error::invalid(format!("manifest does not serialize: {e}")))?;
+        let header = format!(
+            "{MAGIC} {MANIFEST_FORMAT_VERSION} {:08x} {}\n",
+            crc32c::crc32c(&body),
+            body.len()
+        );
+        let path = self.path(manifest.version);
+        let mut writer = self.fs.create(&path)?;
+        writer.write_all(header.as_bytes())?;
+        writer.write_all(&body)?;
+        writer.finish()?;
+        for version in self.versions()? {
+            if version < manifest.version {
+                self.fs.delete(&self.path(version))?;
+            }
+        }
+        Ok(manifest)
+    }
+
+    /// The store directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::LocalFileStore;
+
+    fn log(dir: &Path) -> ManifestLog {
+        ManifestLog::new(Arc::new(LocalFileStore), dir)
+    }
+
+    fn file(id: u64) -> ManifestFile {
+        ManifestFile {
+            id,
+            size: 100,
+            max_sequence: id * 10,
+            cells: 5,
+            major: false,
+        }
+    }
+
+    #[test]
+    fn new_store_has_an_empty_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let (m, report) = log(dir.path()).load().unwrap();
+        assert_eq!(m, StoreManifest::default());
+        assert!(report.discarded_versions.is_empty());
+    }
+
+    #[test]
+    fn commits_replace_older_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = log(dir.path());
+        let (m0, _) = log.load().unwrap();
+        let m1 = log
+            .commit(
+                &m0,
+                StoreManifest {
+                    flushed_sequence: 7,
+                    next_file_id: 2,
+                    files: vec![file(1)],
+                    ..m0.clone()
+                },
+            )
+            .unwrap();
+        let m2 = log
+            .commit(
+                &m1,
+                StoreManifest {
+                    flushed_sequence: 9,
+                    next_file_id: 3,
+                    files: vec![file(1), file(2)],
+                    ..m1.clone()
+                },
+            )
+            .unwrap();
+        assert_eq!(m2.version, 2);
+        let (loaded, _) = log.load().unwrap();
+        assert_eq!(loaded, m2);
+        assert_eq!(
+            log.versions().unwrap(),
+            vec![2],
+            "older versions are removed"
+        );
+    }
+
+    #[test]
+    fn a_torn_newest_version_falls_back_to_the_previous() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = log(dir.path());
+        let (m0, _) = log.load().unwrap();
+        let m1 = log
+            .commit(
+                &m0,
+                StoreManifest {
+                    files: vec![file(1)],
+                    next_file_id: 2,
+                    ..m0.clone()
+                },
+            )
+            .unwrap();
+        // A crash while writing version 2: a partial file with the final name.
+        std::fs::write(log.path(2), b"BASALT-STORE-MANIFEST 1 0000").unwrap();
+        let (loaded, report) = log.load().unwrap();
+        assert_eq!(loaded, m1);
+        assert_eq!(report.discarded_versions, vec![2]);
+        // The next commit does not reuse the torn number.
+        let m3 = log.commit(&loaded, loaded.clone()).unwrap();
+        assert_eq!(m3.version, 2);
+        assert_eq!(log.load().unwrap().0.version, 2);
+    }
+
+    #[test]
+    fn a_torn_first_version_means_no_files_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = log(dir.path());
+        std::fs::write(log.path(1), b"BASALT-STORE").unwrap();
+        let (loaded, _) = log.load().unwrap();
+        assert_eq!(loaded, StoreManifest::default());
+    }
+
+    #[test]
+    fn a_damaged_only_version_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = log(dir.path());
+        let (m0, _) = log.load().unwrap();
+        let m1 = log.commit(&m0, m0.clone()).unwrap();
+        let m2 = log.commit(&m1, m1.clone()).unwrap();
+        let path = log.path(m2.version);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 2;
+        bytes[last] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+        let err = log.load().unwrap_err();
+        assert!(matches!(err, Error::Corruption { .. }), "{err}");
+        assert!(err.to_string().contains("MANIFEST-"), "{err}");
+    }
+}

@@ -1,0 +1,516 @@
+//! A store: one column family of one region. An active memstore takes
+//! writes; a snapshot of it may be on its way to disk; the store files hold
+//! everything flushed before.
+//!
+//! ```text
+//!            writes                      reads (merged)
+//!              |                     /        |        \
+//!              v                    v         v         v
+//!         [ active memstore ]  [snapshot]  [file 7] [file 9] ...
+//!              |  flush: swap       |  write, commit manifest, drop snapshot
+//!              +------------------->+----------------> new store file
+//!                                          compaction: files -> one file
+//! ```
+//!
+//! Invariants:
+//! - The view (active, snapshot, files) is replaced as a whole under a
+//!   write lock, so a reader's copy of it holds every cell at or below its
+//!   read point exactly once: a flush swaps the snapshot for its new file,
+//!   and a compaction its inputs for its output, in one step.
+//! - A file joins the view only after the manifest that lists it is
+//!   durable, and a compacted-away file is deleted only after the manifest
+//!   without it is durable and the last reader of it is gone.
+//! - `flushed_through`: every edit of this store with a sequence id at or
+//!   below it is in the files (or was dropped by the rules).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+
+use basalt_types::descriptor::{ColumnFamilyDescriptor, KeepDeletedCells};
+use basalt_types::{Cell, Result};
+
+use crate::block_cache::BlockCache;
+use crate::compaction::{self, CompactionPolicy};
+use crate::fs::FileStore;
+use crate::manifest::{store_file_name, ManifestFile, ManifestLog, StoreManifest};
+use crate::memstore::MemStore;
+use crate::scan::{ReadOptions, StoreScanner};
+use crate::source::{first_on_row, CellSource, MergedSource};
+use crate::storefile::{StoreFileReader, StoreFileSource, StoreFileWriter, WriterOptions};
+
+/// What every store of a database shares.
+#[derive(Debug, Clone)]
+pub struct StoreContext {
+    /// Where store files and manifests live.
+    pub files: Arc<dyn FileStore>,
+    /// The block cache shared by all stores (none in some tests).
+    pub cache: Option<Arc<BlockCache>>,
+    /// When to compact.
+    pub policy: CompactionPolicy,
+}
+
+/// A store file in use, with its manifest entry.
+#[derive(Debug)]
+pub struct StoreFile {
+    entry: ManifestFile,
+    reader: Arc<StoreFileReader>,
+    path: PathBuf,
+    files: Arc<dyn FileStore>,
+    /// Set when a compaction replaced the file: the last holder deletes it.
+    obsolete: AtomicBool,
+}
+
+impl StoreFile {
+    /// The file's manifest entry.
+    pub fn entry(&self) -> &ManifestFile {
+        &self.entry
+    }
+
+    /// The reader.
+    pub fn reader(&self) -> &Arc<StoreFileReader> {
+        &self.reader
+    }
+}
+
+impl Drop for StoreFile {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            if let Err(e) = self.files.delete(&self.path) {
+                // Left behind, it is an orphan the next open removes.
+                tracing::warn!(path = %self.path.display(), error = %e, "could not delete a compacted store file");
+            }
+        }
+    }
+}
+
+/// A file's cells, keeping the file alive (and undeleted) while read.
+struct FileSource {
+    _file: Arc<StoreFile>,
+    inner: StoreFileSource,
+}
+
+impl CellSource for FileSource {
+    fn peek(&self) -> Option<&Cell> {
+        self.inner.peek()
+    }
+    fn advance(&mut self) -> Result<()> {
+        self.inner.advance()
+    }
+    fn seek(&mut self, key: &Cell) -> Result<()> {
+        self.inner.seek(key)
+    }
+    fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
+        self.inner.seek_before_row(row)
+    }
+}
+
+/// What a read sees of a store at one moment.
+#[derive(Debug, Clone)]
+struct StoreView {
+    active: Arc<MemStore>,
+    snapshot: Option<Arc<MemStore>>,
+    /// Oldest first.
+    files: Vec<Arc<StoreFile>>,
+}
+
+/// One column family's store within a region.
+#[derive(Debug)]
+pub struct Store {
+    family: Bytes,
+    descriptor: RwLock<Arc<ColumnFamilyDescriptor>>,
+    /// WAL edits of this family below this sequence id belong to an earlier
+    /// family of the same name that was deleted: replay ignores them.
+    first_sequence: u64,
+    dir: PathBuf,
+    context: StoreContext,
+    view: RwLock<Arc<StoreView>>,
+    /// The committed manifest; its lock also serializes commits.
+    manifest: Mutex<StoreManifest>,
+    manifest_log: ManifestLog,
+    flushed_through: AtomicU64,
+    compacting: AtomicBool,
+}
+
+/// Sizes and counts of a store, for descriptions and load reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Store files.
+    pub files: usize,
+    /// Bytes in store files.
+    pub file_bytes: u64,
+    /// Bytes in the memstore (active and snapshot).
+    pub memstore_bytes: u64,
+}
+
+impl Store {
+    /// Opens the store in `dir`: loads its manifest, opens its files, and
+    /// removes files the manifest does not list (left by a crash during a
+    /// flush or compaction).
+    pub fn open(
+        descriptor: ColumnFamilyDescriptor,
+        first_sequence: u64,
+        dir: PathBuf,
+        context: StoreContext,
+    ) -> Result<Store> {
+        let family = Bytes::copy_from_slice(descriptor.name().as_bytes());
+        let manifest_log = ManifestLog::new(Arc::clone(&context.files), &dir);
+        let (manifest, _) = manifest_log.load()?;
+        let listed: Vec<String> = manifest.files.iter().map(ManifestFile::file_name).collect();
+        for path in context.files.list(&dir)? {
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let is_data = name.ends_with(".sst") || name.ends_with(".tmp");
+            if is_data && !listed.iter().any(|l| l == name) {
+                tracing::info!(path = %path.display(), "removing an orphaned store file");
+                context.files.delete(&path)?;
+            }
+        }
+        let mut files = Vec::with_capacity(manifest.files.len());
+        for entry in &manifest.files {
+            files.push(Arc::new(open_file(&context, &dir, entry, &family)?));
+        }
+        Ok(Store {
+            view: RwLock::new(Arc::new(StoreView {
+                active: Arc::new(MemStore::new(family.clone())),
+                snapshot: None,
+                files,
+            })),
+            flushed_through: AtomicU64::new(manifest.flushed_sequence),
+            manifest: Mutex::new(manifest),
+            manifest_log,
+            family,
+            descriptor: RwLock::new(Arc::new(descriptor)),
+            first_sequence,
+            dir,
+            context,
+            compacting: AtomicBool::new(false),
+        })
+    }
+
+    /// The family's options.
+    pub fn descriptor(&self) -> Arc<ColumnFamilyDescriptor> {
+        Arc::clone(&self.descriptor.read())
+    }
+
+    /// Replaces the family's options (alter), keeping the data.
+    pub fn set_descriptor(&self, descriptor: ColumnFamilyDescriptor) {
+        *self.descriptor.write() = Arc::new(descriptor);
+    }
+
+    /// The family name.
+    pub fn family(&self) -> &Bytes {
+        &self.family
+    }
+
+    /// Sequence id from which WAL edits belong to this family.
+    pub fn first_sequence(&self) -> u64 {
+        self.first_sequence
+    }
+
+    /// Every edit at or below this sequence id is in the store files.
+    pub fn flushed_through(&self) -> u64 {
+        self.flushed_through.load(Ordering::Acquire)
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// True when a recovered WAL edit with this sequence id still needs
+    /// replaying into this store.
+    pub fn needs_replay(&self, sequence_id: u64) -> bool {
+        sequence_id >= self.first_sequence && sequence_id > self.flushed_through()
+    }
+
+    /// Adds a cell to the active memstore.
+    pub fn insert(&self, cell: &Cell) {
+        self.view.read().active.insert(cell);
+    }
+
+    /// Sizes and counts.
+    pub fn stats(&self) -> StoreStats {
+        let view = Arc::clone(&self.view.read());
+        StoreStats {
+            files: view.files.len(),
+            file_bytes: view.files.iter().map(|f| f.entry.size).sum(),
+            memstore_bytes: (view.active.heap_size()
+                + view.snapshot.as_ref().map_or(0, |s| s.heap_size()))
+                as u64,
+        }
+    }
+
+    /// Bytes held in memory (active memstore and any snapshot).
+    pub fn memstore_bytes(&self) -> usize {
+        let view = self.view.read();
+        view.active.heap_size() + view.snapshot.as_ref().map_or(0, |s| s.heap_size())
+    }
+
+    /// The merged sources a read at `read_point` sees. With `row`, files that
+    /// cannot hold the row (key range, bloom filter) are left out.
+    pub fn source(&self, read_point: u64, row: Option<&[u8]>) -> MergedSource {
+        let view = Arc::clone(&self.view.read());
+        let mut sources: Vec<Box<dyn CellSource>> = Vec::with_capacity(view.files.len() + 2);
+        sources.push(Box::new(view.active.source(read_point)));
+        if let Some(snapshot) = &view.snapshot {
+            sources.push(Box::new(snapshot.source(read_point)));
+        }
+        for file in &view.files {
+            if let Some(row) = row {
+                let meta = file.reader.meta();
+                if row < &meta.first_row[..]
+                    || row > &meta.last_row[..]
+                    || !file.reader.may_contain_row(row)
+                {
+                    continue;
+                }
+            }
+            sources.push(Box::new(FileSource {
+                inner: file.reader.source(),
+                _file: Arc::clone(file),
+            }));
+        }
+        MergedSource::new(sources)
+    }
+
+    /// A scanner of this store for a read.
+    pub fn scanner(
+        &self,
+        read_point: u64,
+        row: Option<&[u8]>,
+        qualifiers: Option<std::collections::BTreeSet<Bytes>>,
+        options: &ReadOptions,
+    ) -> StoreScanner {
+        StoreScanner::new(
+            self.source(read_point, row),
+            self.descriptor(),
+            qualifiers,
+            options,
+        )
+    }
+
+    /// Freezes the active memstore as the snapshot to flush and starts a new
+    /// one. The caller must hold off writers (the region's update lock) so
+    /// no write is half in. Returns false when there is nothing to flush. A
+    /// snapshot left by a failed flush is kept and flushed again instead.
+    pub fn prepare_flush(&self) -> bool {
+        let mut view = self.view.write();
+        if view.snapshot.is_some() {
+            return true;
+        }
+        if view.active.is_empty() {
+            return false;
+        }
+        let mut next = (**view).clone();
+        next.snapshot = Some(Arc::clone(&next.active));
+        next.active = Arc::new(MemStore::new(self.family.clone()));
+        *view = Arc::new(next);
+        true
+    }
+
+    /// Writes the snapshot to a new store file and commits it. `through` is
+    /// the sequence id every snapshotted edit is at or below.
+    pub fn flush(&self, through: u64) -> Result<()> {
+        let snapshot = self.view.read().snapshot.clone();
+        let Some(snapshot) = snapshot else {
+            // Nothing was in memory: everything up to `through` is already in files.
+            self.flushed_through.fetch_max(through, Ordering::AcqRel);
+            return Ok(());
+        };
+        let mut manifest = self.manifest.lock();
+        let id = manifest.next_file_id.max(1);
+        let mut source = snapshot.source(u64::MAX);
+        source.seek(&first_on_row(b""))?;
+        let new_file = self.write_file(id, &mut source, false)?;
+        let mut next = manifest.clone();
+        next.next_file_id = id + 1;
+        next.flushed_sequence = next.flushed_sequence.max(through);
+        if let Some((entry, _)) = &new_file {
+            next.files.push(entry.clone());
+        }
+        *manifest = self.manifest_log.commit(&manifest, next)?;
+        {
+            let mut view = self.view.write();
+            let mut next_view = (**view).clone();
+            next_view.snapshot = None;
+            if let Some((_, file)) = new_file {
+                next_view.files.push(file);
+            }
+            *view = Arc::new(next_view);
+        }
+        self.flushed_through.fetch_max(through, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Writes the cells `source` yields (those `keep` accepts) into store
+    /// file `id`; `None` when no cell was kept (no file is left behind).
+    fn write_file(
+        &self,
+        id: u64,
+        cells: &mut dyn compaction::CellStream,
+        major: bool,
+    ) -> Result<Option<(ManifestFile, Arc<StoreFile>)>> {
+        let descriptor = self.descriptor();
+        let path = self.dir.join(store_file_name(id));
+        let mut writer = StoreFileWriter::new(
+            Arc::clone(&self.context.files),
+            &path,
+            WriterOptions {
+                block_size: descriptor.block_size,
+                compression: descriptor.compression,
+                encoding: descriptor.data_block_encoding,
+                bloom: descriptor.bloom_filter,
+                family: self.family.clone(),
+                expected_cells: 0,
+            },
+        )?;
+        let mut written = 0u64;
+        while let Some(cell) = cells.next_cell()? {
+            writer.add(&cell)?;
+            written += 1;
+        }
+        let meta = writer.finish()?;
+        if written == 0 {
+            self.context.files.delete(&path)?;
+            return Ok(None);
+        }
+        let entry = ManifestFile {
+            id,
+            size: meta.file_size,
+            max_sequence: meta.max_sequence,
+            cells: meta.cell_count,
+            major,
+        };
+        let file = open_file(&self.context, &self.dir, &entry, &self.family)?;
+        Ok(Some((entry, Arc::new(file))))
+    }
+
+    /// Compacts the store: a major compaction rewrites every file and drops
+    /// what no read can return any more; a minor one merges the files the
+    /// policy picks and drops nothing. Returns false when there was nothing
+    /// to do (or another compaction of this store is running).
+    pub fn compact(&self, major: bool, now: i64) -> Result<bool> {
+        if self.compacting.swap(true, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        let result = self.compact_inner(major, now);
+        self.compacting.store(false, Ordering::Release);
+        result
+    }
+
+    fn compact_inner(&self, major: bool, now: i64) -> Result<bool> {
+        let files = self.view.read().files.clone();
+        let selected: Vec<Arc<StoreFile>> = if major {
+            if files.is_empty() || (files.len() == 1 && files[0].entry.major) {
+                return Ok(false);
+            }
+            files
+        } else {
+            let sizes: Vec<u64> = files.iter().map(|f| f.entry.size).collect();
+            match self.context.policy.select(&sizes) {
+                Some(range) => files[range].to_vec(),
+                None => return Ok(false),
+            }
+        };
+        let id = {
+            let mut manifest = self.manifest.lock();
+            let id = manifest.next_file_id.max(1);
+            // Reserve the id so a concurrent flush does not take it.
+            manifest.next_file_id = id + 1;
+            id
+        };
+        let sources: Vec<Box<dyn CellSource>> = selected
+            .iter()
+            .map(|f| {
+                Box::new(FileSource {
+                    inner: f.reader.source(),
+                    _file: Arc::clone(f),
+                }) as Box<dyn CellSource>
+            })
+            .collect();
+        let mut merged = MergedSource::new(sources);
+        merged.seek(&first_on_row(b""))?;
+        let descriptor = self.descriptor();
+        let output = if major && descriptor.keep_deleted_cells == KeepDeletedCells::False {
+            let mut rules = compaction::Collecting::new(merged, Arc::clone(&descriptor), now);
+            self.write_file(id, &mut rules, true)?
+        } else if major {
+            let mut retain = compaction::Retaining::new(merged, &descriptor, now);
+            self.write_file(id, &mut retain, true)?
+        } else {
+            self.write_file(id, &mut merged, false)?
+        };
+        let selected_ids: Vec<u64> = selected.iter().map(|f| f.entry.id).collect();
+        {
+            let mut manifest = self.manifest.lock();
+            let mut next = manifest.clone();
+            next.files.retain(|f| !selected_ids.contains(&f.id));
+            if let Some((entry, _)) = &output {
+                next.files.push(entry.clone());
+            }
+            next.next_file_id = next.next_file_id.max(id + 1);
+            *manifest = self.manifest_log.commit(&manifest, next)?;
+            let mut view = self.view.write();
+            let mut next_view = (**view).clone();
+            next_view
+                .files
+                .retain(|f| !selected_ids.contains(&f.entry.id));
+            if let Some((_, file)) = output {
+                next_view.files.push(file);
+            }
+            *view = Arc::new(next_view);
+        }
+        for file in selected {
+            file.obsolete.store(true, Ordering::Release);
+        }
+        Ok(true)
+    }
+
+    /// True when the policy would pick files for a minor compaction.
+    pub fn needs_compaction(&self) -> bool {
+        let sizes: Vec<u64> = self
+            .view
+            .read()
+            .files
+            .iter()
+            .map(|f| f.entry.size)
+            .collect();
+        self.context.policy.select(&sizes).is_some()
+    }
+
+    /// Deletes every file of the store (the family was dropped).
+    pub fn destroy(&self) -> Result<()> {
+        for path in self.context.files.list(&self.dir)? {
+            self.context.files.delete(&path)?;
+        }
+        Ok(())
+    }
+}
+
+fn open_file(
+    context: &StoreContext,
+    dir: &Path,
+    entry: &ManifestFile,
+    family: &Bytes,
+) -> Result<StoreFile> {
+    let path = dir.join(entry.file_name());
+    let reader = StoreFileReader::open(
+        Arc::clone(&context.files),
+        &path,
+        entry.id,
+        context.cache.clone(),
+        family.clone(),
+    )?;
+    Ok(StoreFile {
+        entry: entry.clone(),
+        reader,
+        path,
+        files: Arc::clone(&context.files),
+        obsolete: AtomicBool::new(false),
+    })
+}
