@@ -3,7 +3,10 @@
 //! kill the database must open cleanly and hold every acknowledged row.
 //!
 //! The child is this same test binary, re-run with `BASALT_CRASH_CHILD_DIR`
-//! set so that its `crash_child_writer` test becomes the writer.
+//! set so that its `crash_child_writer` test becomes the writer. In the
+//! "storage" mode the child also flushes every few KiB and compacts all the
+//! time, so kills land in the middle of flushes and compactions too; after
+//! each kill no file may be left that the manifests do not list.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -37,7 +40,8 @@ fn crash_child_writer() {
         .unwrap()
         .parse()
         .unwrap();
-    let db = Database::open(&dir).unwrap();
+    let storage_mode = std::env::var("BASALT_CRASH_MODE").as_deref() == Ok("storage");
+    let db = Database::open_with(child_options(&dir, storage_mode)).unwrap();
     if !db.table_exists("crash") {
         db.create_table(
             TableDescriptor::new("crash")
@@ -50,6 +54,15 @@ fn crash_child_writer() {
     let stdout = std::sync::Mutex::new(std::io::stdout());
     println!("{READY_MARKER}");
     std::thread::scope(|s| {
+        if storage_mode {
+            let db = &db;
+            s.spawn(move || loop {
+                // Major and minor compactions back to back, all the time.
+                db.compact_table("crash", true).unwrap();
+                db.compact_table("crash", false).unwrap();
+                std::thread::sleep(Duration::from_millis(3));
+            });
+        }
         for thread in 0..WRITER_THREADS {
             let table = table.clone();
             let stdout = &stdout;
@@ -86,8 +99,47 @@ impl Drop for KillOnDrop {
     }
 }
 
+fn child_options(dir: &str, storage_mode: bool) -> Options {
+    let mut options = Options::new(dir);
+    if storage_mode {
+        options.memstore_flush_bytes = 32 * 1024;
+        options.compaction_min_files = 2;
+        options.background_threads = 1;
+    }
+    options
+}
+
 #[test]
 fn acknowledged_writes_survive_sigkill() {
+    run_crash_rounds("plain");
+}
+
+#[test]
+fn acknowledged_writes_survive_sigkill_during_flushes_and_compactions() {
+    run_crash_rounds("storage");
+}
+
+/// Store files on disk under the data directory.
+fn store_files_on_disk(dir: &std::path::Path) -> usize {
+    fn walk(dir: &std::path::Path, count: &mut usize) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, count);
+            } else if path.extension().is_some_and(|e| e == "sst") {
+                *count += 1;
+            }
+        }
+    }
+    let mut count = 0;
+    walk(&dir.join("data"), &mut count);
+    count
+}
+
+fn run_crash_rounds(mode: &str) {
     if std::env::var(CHILD_ENV).is_ok() {
         return;
     }
@@ -112,6 +164,7 @@ fn acknowledged_writes_survive_sigkill() {
                 ])
                 .env(CHILD_ENV, dir.path())
                 .env("BASALT_CRASH_ROUND", round.to_string())
+                .env("BASALT_CRASH_MODE", mode)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
                 .spawn()
@@ -167,6 +220,20 @@ fn acknowledged_writes_survive_sigkill() {
                 );
             }
         }
+        // A crash mid-flush or mid-compaction leaves no file the manifests
+        // do not list: opening removed the orphans.
+        let listed: usize = db
+            .describe_table("crash")
+            .unwrap()
+            .regions
+            .iter()
+            .flat_map(|r| r.stores.iter().map(|(_, s)| s.files))
+            .sum();
+        assert_eq!(
+            store_files_on_disk(dir.path()),
+            listed,
+            "round {round}: orphaned store files"
+        );
         // Rows written but not acknowledged may or may not be there, but never half.
         for result in table.scan(&Scan::new()).unwrap() {
             let result = result.unwrap();
@@ -177,7 +244,7 @@ fn acknowledged_writes_survive_sigkill() {
             );
         }
         println!(
-            "round {round}: {acked_this_round} rows acknowledged, {} in all",
+            "{mode} round {round}: {acked_this_round} rows acknowledged, {} in all, {listed} store files",
             acknowledged.len()
         );
         db.close().unwrap();
@@ -187,7 +254,7 @@ fn acknowledged_writes_survive_sigkill() {
         "the child barely wrote anything"
     );
     println!(
-        "{} acknowledged rows verified over {ROUNDS} kills; {torn_tails} torn tails recovered",
+        "{mode}: {} acknowledged rows verified over {ROUNDS} kills; {torn_tails} torn tails recovered",
         acknowledged.len()
     );
 }
