@@ -3,13 +3,16 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for how the pieces fit.
 
+pub mod block_cache;
 pub mod clock;
+pub mod fs;
 pub mod memstore;
 pub mod mvcc;
 pub mod region;
 pub mod row_lock;
 pub mod scan;
 pub mod source;
+pub mod storefile;
 pub mod wal;
 
 pub use clock::{Clock, ManualClock, SystemClock};
