@@ -17,7 +17,7 @@ use bytes::Bytes;
 use basalt_types::query::TimeRange;
 use basalt_types::{BloomType, Cell, ColumnFamilyDescriptor, Error, Result};
 
-use super::block::BlockCursor;
+use super::block::{BlockCursor, RESTART_INTERVAL};
 use super::bloom::{bloom_hash, bloom_key, BloomChunk};
 use super::format::{
     check_handle, compare_target, decode_block, decode_key, BlockHandle, BlockKind, DecodeResult,
@@ -625,7 +625,38 @@ impl StoreFileSource {
         }
     }
 
+    /// Short forward seeks (the next column, the next row) usually land a
+    /// few cells ahead in the current block: step there instead of going
+    /// through the index. True when it found the target's cell.
+    fn seek_forward_in_block(&mut self, target: &Cell) -> Result<bool> {
+        let (Some(current), Some((_, handle, cursor))) = (&self.current, &mut self.block) else {
+            return Ok(false);
+        };
+        if !current.compare_key(target).is_lt() {
+            return Ok(false);
+        }
+        let family = &self.reader.meta.family;
+        for _ in 0..RESTART_INTERVAL {
+            if !cursor
+                .step()
+                .map_err(|m| self.reader.corruption(handle.offset, m))?
+            {
+                return Ok(false);
+            }
+            if let Some(k) = cursor.key_ref() {
+                if compare_target(target, family, &k) != CmpOrdering::Greater {
+                    self.current = cursor.cell(family, Some(current));
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
     fn seek_inner(&mut self, target: &Cell) -> Result<()> {
+        if self.seek_forward_in_block(target)? {
+            return Ok(());
+        }
         self.current = None;
         let reader = Arc::clone(&self.reader);
         let family = reader.meta.family.clone();
