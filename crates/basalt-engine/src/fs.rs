@@ -350,8 +350,24 @@ impl FileWriter for LocalFileWriter {
             drop(file);
             // A hard link fails with AlreadyExists when the name is taken:
             // that is the create-if-absent publication.
-            fs::hard_link(&self.temp, &self.path).map_err(|e| Error::io(&self.path, e))?;
-            Ok(())
+            match fs::hard_link(&self.temp, &self.path) {
+                Ok(()) => Ok(()),
+                // File systems without hard links: check, then rename. Not
+                // atomic against a concurrent writer of the same name, but
+                // still never exposes a partial file.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Unsupported | io::ErrorKind::PermissionDenied
+                    ) =>
+                {
+                    if self.path.exists() {
+                        return Err(already_exists(&self.path));
+                    }
+                    fs::rename(&self.temp, &self.path).map_err(|e| Error::io(&self.path, e))
+                }
+                Err(e) => Err(Error::io(&self.path, e)),
+            }
         })();
         // The temporary name goes in every case; a failure here only leaves
         // a hidden file that `remove_temp_files` deletes later.

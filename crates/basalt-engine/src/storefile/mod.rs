@@ -43,9 +43,9 @@ pub const DEFAULT_INDEX_BLOCK_SIZE: usize = 64 * 1024;
 pub struct WriterOptions {
     /// The column family of every cell (not stored per cell).
     pub family: Bytes,
-    /// BLOCKSIZE: a data block is closed once its uncompressed size reaches
-    /// this (a block never splits a cell, so one big cell makes one big
-    /// block).
+    /// BLOCKSIZE: a data block is closed at the first row boundary after
+    /// its uncompressed size reaches this, or mid-row at twice this (a
+    /// block never splits a cell, so one big cell makes one big block).
     pub block_size: usize,
     /// COMPRESSION of data blocks.
     pub compression: Compression,

@@ -579,6 +579,66 @@ fn writer_rejects_out_of_order_and_foreign_cells() {
 }
 
 #[test]
+fn blocks_end_at_row_boundaries_unless_a_row_is_wide() {
+    let store: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    // Narrow rows: every block ends where a row ends.
+    let narrow = many_rows(3000, 3);
+    let path = Path::new("/t/narrow");
+    let meta = write(
+        &store,
+        path,
+        &narrow,
+        options(
+            Compression::None,
+            DataBlockEncoding::None,
+            BloomType::None,
+            1024,
+        ),
+    );
+    let reader = open(&store, path);
+    let mut s = reader.source();
+    s.seek(&first_on_row(b"")).unwrap();
+    let mut prev: Option<Cell> = None;
+    while let Some(c) = s.peek().cloned() {
+        let loaded = s.blocks_read();
+        s.advance().unwrap();
+        if s.blocks_read() != loaded {
+            assert_ne!(s.peek().unwrap().row, c.row, "row {:?} spans blocks", c.row);
+        }
+        prev = Some(c);
+    }
+    assert!(prev.is_some() && meta.data_block_count > 100);
+    // One wide row: cut mid-row, each block at most about twice BLOCKSIZE.
+    let wide: Vec<Cell> = (0..2000u32)
+        .map(|i| {
+            cell(
+                b"wide",
+                format!("q{i:06}").as_bytes(),
+                1,
+                CellType::Put,
+                1,
+                value_of(100, 1),
+            )
+        })
+        .collect();
+    let path = Path::new("/t/wide");
+    let meta = write(
+        &store,
+        path,
+        &wide,
+        options(
+            Compression::None,
+            DataBlockEncoding::None,
+            BloomType::Row,
+            4096,
+        ),
+    );
+    assert!(meta.data_block_count >= 20, "{}", meta.data_block_count);
+    assert!(meta.uncompressed_data_bytes / meta.data_block_count <= 2 * 4096 + 200);
+    check_against_model(&open(&store, path), &wide, 3);
+}
+
+#[test]
 fn two_level_index_with_tiny_blocks() {
     let mut rng = Rng(7);
     let cells = random_cells(&mut rng, 20_000);
@@ -1133,27 +1193,6 @@ fn a_point_lookup_reads_one_data_block() {
     assert!(meta.data_block_count > 100);
     // A cold reader (no cache): every block a lookup touches is read from the file.
     let reader = StoreFileReader::open(Arc::clone(&store), path, next_file_id(), None).unwrap();
-    // Rows whose cells straddle a block boundary: the last cell of each
-    // block that is not the last cell of its row.
-    let mut straddling = std::collections::HashSet::new();
-    {
-        let mut s = reader.source();
-        s.seek(&first_on_row(b"")).unwrap();
-        let mut blocks = s.blocks_read();
-        let mut prev: Option<Cell> = None;
-        while let Some(c) = s.peek().cloned() {
-            if s.blocks_read() != blocks {
-                if let Some(p) = &prev {
-                    if p.row == c.row {
-                        straddling.insert(c.row.clone());
-                    }
-                }
-                blocks = s.blocks_read();
-            }
-            prev = Some(c);
-            s.advance().unwrap();
-        }
-    }
     let before = reader.stats();
     let mut one_block = 0;
     let mut total_with_terminator = 0;
@@ -1169,13 +1208,9 @@ fn a_point_lookup_reads_one_data_block() {
                 s.advance().unwrap();
             }
         }
-        let bytes_row = Bytes::from(row.clone());
-        if straddling.contains(&bytes_row) {
-            assert_eq!(s.blocks_read(), 2, "{row} straddles two blocks");
-        } else {
-            assert_eq!(s.blocks_read(), 1, "{row}");
-            one_block += 1;
-        }
+        // Blocks end at row boundaries, so the row is in one block.
+        assert_eq!(s.blocks_read(), 1, "{row}");
+        one_block += 1;
         // A scanner also peeks past the row to see it ended.
         s.advance().unwrap();
         total_with_terminator += s.blocks_read();
@@ -1187,13 +1222,12 @@ fn a_point_lookup_reads_one_data_block() {
         total_with_terminator
     );
     eprintln!(
-        "point lookups: {lookups} over {} blocks; {one_block} read exactly one data block, \
-         {} straddled two; {:.3} blocks per lookup including the peek past the row",
+        "point lookups: {lookups} over {} blocks; {one_block} read exactly one data block; \
+         {:.3} blocks per lookup including the peek past the row",
         meta.data_block_count,
-        lookups - one_block,
         total_with_terminator as f64 / lookups as f64
     );
-    assert!(one_block as f64 >= 0.9 * lookups as f64);
+    assert_eq!(one_block, lookups);
     // An absent row is answered by the bloom without touching data blocks
     // (up to its false positives).
     let mut data_reads = 0;

@@ -147,10 +147,20 @@ impl StoreFileWriter {
     }
 
     fn add_unchecked(&mut self, cell: &Cell, entry_len: usize) -> Result<()> {
-        // A block never splits a cell; it is closed early only if the next
-        // cell would push it past the hard limit.
-        if !self.block.is_empty() && self.block.size() + entry_len > MAX_BLOCK_LEN {
-            self.flush_data_block()?;
+        // A block never splits a cell. Once it reaches BLOCKSIZE it is
+        // closed at the next row boundary, so that a row smaller than a
+        // block lies in one block and a point lookup reads one block; a
+        // wide row is cut mid-row at twice BLOCKSIZE; and no block passes
+        // the hard limit.
+        if !self.block.is_empty() {
+            let size = self.block.size();
+            let new_row = self.prev.as_ref().is_some_and(|p| p.row != cell.row);
+            if size + entry_len > MAX_BLOCK_LEN
+                || (size >= self.opts.block_size
+                    && (new_row || size >= self.opts.block_size.saturating_mul(2)))
+            {
+                self.flush_data_block()?;
+            }
         }
         if self.opts.bloom != BloomType::None {
             self.add_to_bloom(cell)?;
@@ -171,9 +181,6 @@ impl StoreFileWriter {
             m.first_key = Some(key.clone());
         }
         self.prev = Some(key);
-        if self.block.size() >= self.opts.block_size {
-            self.flush_data_block()?;
-        }
         Ok(())
     }
 
