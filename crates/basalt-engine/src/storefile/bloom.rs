@@ -85,6 +85,14 @@ pub(crate) struct BloomChunkBuilder {
 }
 
 impl BloomChunkBuilder {
+    /// A builder expecting about `keys` keys in all (capped at a chunk).
+    pub(crate) fn with_expected(keys: u64) -> Self {
+        let keys = usize::try_from(keys).unwrap_or(MAX_CHUNK_KEYS);
+        BloomChunkBuilder {
+            hashes: Vec::with_capacity(keys.min(MAX_CHUNK_KEYS)),
+        }
+    }
+
     pub(crate) fn add(&mut self, hash: u64) {
         self.hashes.push(hash);
     }

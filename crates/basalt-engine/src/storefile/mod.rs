@@ -55,7 +55,8 @@ pub struct WriterOptions {
     /// BLOOMFILTER.
     pub bloom: BloomType,
     /// Roughly how many cells will be written (0 if unknown). Only a
-    /// hint: bloom chunks are sized from the keys actually written.
+    /// hint for preallocating the bloom chunk: chunks are sized from the
+    /// keys actually written, so a wrong guess costs nothing else.
     pub expected_cells: u64,
     /// An index block is closed once it reaches this size; when a file
     /// needs more than one, the index gets two levels.

@@ -59,6 +59,11 @@ impl StoreFileWriter {
         if options.family.is_empty() {
             return Err(Error::invalid("a store file needs a family name"));
         }
+        let bloom_chunk = if options.bloom == BloomType::None {
+            BloomChunkBuilder::default()
+        } else {
+            BloomChunkBuilder::with_expected(options.expected_cells)
+        };
         let out = store.create(path)?;
         let mut meta = StoreFileMeta::empty(options.family.clone());
         meta.bloom = options.bloom;
@@ -76,7 +81,7 @@ impl StoreFileWriter {
             leaf: IndexBlockBuilder::default(),
             root: IndexBlockBuilder::default(),
             leaves_written: 0,
-            bloom_chunk: BloomChunkBuilder::default(),
+            bloom_chunk,
             bloom_index: IndexBlockBuilder::default(),
             bloom_first: (0, Vec::new()),
             prev: None,
