@@ -170,7 +170,10 @@ impl StoreFileReader {
                 bytes_read += u64::from(h.size);
                 store.read_range(path, h.offset, h.size as usize)?
             };
-            decode_block(&raw, h, kind).map_err(|m| corrupt(h.offset, m))
+            let payload = decode_block(&raw, h, kind).map_err(|m| corrupt(h.offset, m))?;
+            // An uncompressed payload is a view of the 64 KiB tail: copy it
+            // so an open reader keeps only its root and bloom index alive.
+            Ok(Bytes::copy_from_slice(&payload))
         };
         let meta_payload = fetch(trailer.meta, BlockKind::Meta)?;
         let mut meta = meta::decode(&meta_payload).map_err(|m| corrupt(trailer.meta.offset, m))?;
