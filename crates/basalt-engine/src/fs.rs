@@ -1,84 +1,829 @@
-//! TEMPORARY stand-in for the narrow file interface being written on the
-//! `sst` branch; replaced at merge.
-#![allow(missing_docs)]
+//! The narrow file interface that store files (and later manifests) sit on.
+//!
+//! Everything above this module sees files the way an object store does:
+//! a file is **created whole and published once** ([`FileStore::create`],
+//! [`FileWriter::finish`]), then only **read by byte range**, **listed** and
+//! **deleted**. Nothing is appended to or modified after publication, and
+//! there is no rename: object stores have no atomic one. A local-disk store
+//! ([`LocalFileStore`]) and an in-memory one ([`MemFileStore`]) implement
+//! the interface today; an `object_store`-backed one can stand beside them.
+//!
+//! [`FaultyFileStore`] wraps any store and makes chosen calls fail, for
+//! crash and error-path tests.
+//!
+//! # Publication semantics (every implementation)
+//!
+//! - `create(path)` fails if `path` already exists. Until `finish` returns,
+//!   nothing is visible at `path`: `size`, `read_range`, `exists` and `list`
+//!   behave as if the file did not exist.
+//! - `finish` publishes the file atomically and **create-if-absent**: if
+//!   another writer published the same path first, `finish` fails with an
+//!   `AlreadyExists` I/O error and the first file stays. So a manifest can
+//!   be versioned by creating `manifest.N+1`: two writers cannot both win.
+//! - After `finish` returns `Ok`, the file's bytes and its name are durable
+//!   (for the local store: the file is fsynced, linked into place and the
+//!   directory fsynced).
+//! - A writer dropped without `finish` (an error, an abandoned compaction)
+//!   publishes nothing. A process crash before `finish` may leave a hidden
+//!   temporary file behind in the local store; [`FileStore::list`] never
+//!   shows those, and [`LocalFileStore::remove_temp_files`] deletes them.
+//! - `delete` of a missing file succeeds (object stores delete
+//!   idempotently; it also makes retried cleanups harmless).
+//! - Names are never reused: a path that was deleted must not be created
+//!   again while any reader may still hold it open (the local store caches
+//!   open file handles by path).
+
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
 
 use basalt_types::{Error, Result};
-use bytes::Bytes;
 
+/// Where immutable files live: local disk, memory, later object storage.
 pub trait FileStore: Send + Sync + Debug {
+    /// Starts a new file at `path` (missing parent directories are implied).
+    /// Fails if `path` already exists. Nothing is visible until
+    /// [`FileWriter::finish`].
     fn create(&self, path: &Path) -> Result<Box<dyn FileWriter>>;
+
+    /// Reads exactly `len` bytes at `offset`. Reading past the end of the
+    /// file is an error.
     fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes>;
+
+    /// The size of a published file.
     fn size(&self, path: &Path) -> Result<u64>;
+
+    /// True when a file is published at `path`.
+    fn exists(&self, path: &Path) -> Result<bool>;
+
+    /// The published files directly inside `dir` (not in subdirectories),
+    /// sorted by path. A missing directory lists as empty: object stores
+    /// have no directories, only name prefixes.
     fn list(&self, dir: &Path) -> Result<Vec<PathBuf>>;
+
+    /// Deletes a file; deleting a missing file succeeds.
     fn delete(&self, path: &Path) -> Result<()>;
+
+    /// Removes what writers that never finished (a crash mid-write) left in
+    /// `dir`; returns how many. Only call it while no writer is active in
+    /// `dir`. Stores without such leftovers keep the default.
+    fn remove_unfinished(&self, _dir: &Path) -> Result<usize> {
+        Ok(0)
+    }
+
+    /// Reads a whole (small) file, e.g. a manifest.
+    fn read_all(&self, path: &Path) -> Result<Bytes> {
+        let size = self.size(path)?;
+        let len = usize::try_from(size).map_err(|_| {
+            Error::io(
+                path,
+                io::Error::new(io::ErrorKind::InvalidData, "file too large for memory"),
+            )
+        })?;
+        self.read_range(path, 0, len)
+    }
 }
-pub trait FileWriter: Send {
+
+/// A file being written. Dropping it without [`FileWriter::finish`]
+/// discards it.
+pub trait FileWriter: Send + Debug {
+    /// Appends `buf`.
     fn write_all(&mut self, buf: &[u8]) -> Result<()>;
+
+    /// Bytes written so far.
+    fn bytes_written(&self) -> u64;
+
+    /// Makes the file durable and publishes it at its path (create-if-absent,
+    /// see the module docs); returns its size.
     fn finish(self: Box<Self>) -> Result<u64>;
 }
+
+fn already_exists(path: &Path) -> Error {
+    Error::io(
+        path,
+        io::Error::new(io::ErrorKind::AlreadyExists, "file already exists"),
+    )
+}
+
+fn not_found(path: &Path) -> Error {
+    Error::io(
+        path,
+        io::Error::new(io::ErrorKind::NotFound, "no such file"),
+    )
+}
+
+fn past_end(path: &Path, offset: u64, len: usize, size: u64) -> Error {
+    Error::io(
+        path,
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("read of {len} bytes at offset {offset} past the end of a {size}-byte file"),
+        ),
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Local disk
+// ---------------------------------------------------------------------------
+
+/// Open file handles kept for positional reads; past this many the cache is
+/// simply emptied (files are reopened on demand).
+const MAX_CACHED_HANDLES: usize = 4096;
+
+/// Prefix and suffix of the hidden file a local writer fills before
+/// publishing; [`FileStore::list`] skips such names.
+const TEMP_PREFIX: &str = ".";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// Files on the local file system.
+///
+/// Reads are positional (`pread`) on cached handles, so concurrent readers
+/// of one file never contend on a file offset. A writer fills a hidden
+/// temporary file beside the target, fsyncs it, hard-links it to the target
+/// name (which fails if the name exists: create-if-absent), removes the
+/// temporary name and fsyncs the directory.
 #[derive(Debug, Default)]
-pub struct LocalFileStore;
-struct LocalWriter {
-    file: File,
-    path: PathBuf,
-    len: u64,
+pub struct LocalFileStore {
+    handles: Mutex<HashMap<PathBuf, Arc<File>>>,
+    temp_counter: AtomicU64,
 }
-impl FileWriter for LocalWriter {
-    fn write_all(&mut self, buf: &[u8]) -> Result<()> {
-        self.file
-            .write_all(buf)
-            .map_err(|e| Error::io(&self.path, e))?;
-        self.len += buf.len() as u64;
-        Ok(())
+
+impl LocalFileStore {
+    /// A store over the local file system (paths are used as given).
+    pub fn new() -> Self {
+        LocalFileStore::default()
     }
-    fn finish(self: Box<Self>) -> Result<u64> {
-        self.file.sync_all().map_err(|e| Error::io(&self.path, e))?;
-        Ok(self.len)
-    }
-}
-impl FileStore for LocalFileStore {
-    fn create(&self, path: &Path) -> Result<Box<dyn FileWriter>> {
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+
+    fn handle(&self, path: &Path) -> Result<Arc<File>> {
+        if let Some(f) = self.handles.lock().get(path) {
+            return Ok(Arc::clone(f));
         }
+        let file = Arc::new(File::open(path).map_err(|e| Error::io(path, e))?);
+        let mut handles = self.handles.lock();
+        if handles.len() >= MAX_CACHED_HANDLES {
+            handles.clear();
+        }
+        handles.insert(path.to_path_buf(), Arc::clone(&file));
+        Ok(file)
+    }
+
+    fn forget(&self, path: &Path) {
+        self.handles.lock().remove(path);
+    }
+
+    /// Deletes leftover temporary files of writers that never finished
+    /// (a crash mid-write) in `dir`; returns how many. Only call it when no
+    /// writer is active in `dir` (e.g. when a region opens).
+    pub fn remove_temp_files(&self, dir: &Path) -> Result<usize> {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(Error::io(dir, e)),
+        };
+        let mut removed = 0;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(dir, e))?;
+            if is_temp_name(&entry.file_name().to_string_lossy()) {
+                fs::remove_file(entry.path()).map_err(|e| Error::io(entry.path(), e))?;
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            sync_dir(dir)?;
+        }
+        Ok(removed)
+    }
+}
+
+fn is_temp_name(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+fn parent_of(path: &Path) -> Result<&Path> {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => Ok(p),
+        Some(_) => Ok(Path::new(".")),
+        None => Err(Error::invalid(format!(
+            "{} is not a file path",
+            path.display()
+        ))),
+    }
+}
+
+impl FileStore for LocalFileStore {
+    fn remove_unfinished(&self, dir: &Path) -> Result<usize> {
+        self.remove_temp_files(dir)
+    }
+
+    fn create(&self, path: &Path) -> Result<Box<dyn FileWriter>> {
+        let name = path
+            .file_name()
+            .ok_or_else(|| Error::invalid(format!("{} is not a file path", path.display())))?
+            .to_string_lossy()
+            .into_owned();
+        if is_temp_name(&name) {
+            return Err(Error::invalid(format!(
+                "{}: names starting with '{TEMP_PREFIX}' and ending with '{TEMP_SUFFIX}' are reserved",
+                path.display()
+            )));
+        }
+        let dir = parent_of(path)?;
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        // Fail fast; `finish` re-checks atomically with the hard link.
+        if path.exists() {
+            return Err(already_exists(path));
+        }
+        let n = self.temp_counter.fetch_add(1, Ordering::Relaxed);
+        let temp = dir.join(format!(
+            "{TEMP_PREFIX}{name}.{}.{n}{TEMP_SUFFIX}",
+            std::process::id()
+        ));
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        Ok(Box::new(LocalWriter {
-            file,
+            .open(&temp)
+            .map_err(|e| Error::io(&temp, e))?;
+        Ok(Box::new(LocalFileWriter {
             path: path.to_path_buf(),
-            len: 0,
+            temp,
+            out: Some(io::BufWriter::with_capacity(256 * 1024, file)),
+            written: 0,
         }))
     }
+
     fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        let file = self.handle(path)?;
         let mut buf = vec![0u8; len];
-        file.read_exact_at(&mut buf, offset)
-            .map_err(|e| Error::io(path, e))?;
-        Ok(Bytes::from(buf))
+        match file.read_exact_at(&mut buf, offset) {
+            Ok(()) => Ok(Bytes::from(buf)),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+                Err(past_end(path, offset, len, size))
+            }
+            Err(e) => Err(Error::io(path, e)),
+        }
     }
+
     fn size(&self, path: &Path) -> Result<u64> {
         fs::metadata(path)
             .map(|m| m.len())
             .map_err(|e| Error::io(path, e))
     }
-    fn list(&self, dir: &Path) -> Result<Vec<PathBuf>> {
-        match fs::read_dir(dir) {
-            Ok(entries) => entries
-                .map(|e| e.map(|e| e.path()).map_err(|err| Error::io(dir, err)))
-                .collect(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(Error::io(dir, e)),
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        match fs::metadata(path) {
+            Ok(m) => Ok(m.is_file()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::io(path, e)),
         }
     }
+
+    fn list(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(dir, e))?;
+            let file_type = entry.file_type().map_err(|e| Error::io(entry.path(), e))?;
+            if file_type.is_file() && !is_temp_name(&entry.file_name().to_string_lossy()) {
+                out.push(entry.path());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
     fn delete(&self, path: &Path) -> Result<()> {
-        fs::remove_file(path).map_err(|e| Error::io(path, e))
+        self.forget(path);
+        match fs::remove_file(path) {
+            Ok(()) => sync_dir(parent_of(path)?),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+}
+
+/// A local file being written under a temporary name.
+#[derive(Debug)]
+struct LocalFileWriter {
+    path: PathBuf,
+    temp: PathBuf,
+    /// `None` once finished (so `Drop` knows not to clean up).
+    out: Option<io::BufWriter<File>>,
+    written: u64,
+}
+
+impl FileWriter for LocalFileWriter {
+    fn write_all(&mut self, buf: &[u8]) -> Result<()> {
+        let out = self
+            .out
+            .as_mut()
+            .ok_or_else(|| Error::invalid("write after finish"))?;
+        out.write_all(buf).map_err(|e| Error::io(&self.temp, e))?;
+        self.written += buf.len() as u64;
+        Ok(())
+    }
+
+    fn bytes_written(&self) -> u64 {
+        self.written
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<u64> {
+        let out = self
+            .out
+            .take()
+            .ok_or_else(|| Error::invalid("finish called twice"))?;
+        let result = (|| {
+            let file = out
+                .into_inner()
+                .map_err(|e| Error::io(&self.temp, e.into_error()))?;
+            file.sync_all().map_err(|e| Error::io(&self.temp, e))?;
+            drop(file);
+            // A hard link fails with AlreadyExists when the name is taken:
+            // that is the create-if-absent publication.
+            match fs::hard_link(&self.temp, &self.path) {
+                Ok(()) => Ok(()),
+                // File systems without hard links: check, then rename. Not
+                // atomic against a concurrent writer of the same name, but
+                // still never exposes a partial file.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Unsupported | io::ErrorKind::PermissionDenied
+                    ) =>
+                {
+                    if self.path.exists() {
+                        return Err(already_exists(&self.path));
+                    }
+                    fs::rename(&self.temp, &self.path).map_err(|e| Error::io(&self.path, e))
+                }
+                Err(e) => Err(Error::io(&self.path, e)),
+            }
+        })();
+        // The temporary name goes in every case; a failure here only leaves
+        // a hidden file that `remove_temp_files` deletes later.
+        let _ = fs::remove_file(&self.temp);
+        result?;
+        sync_dir(parent_of(&self.path)?)?;
+        Ok(self.written)
+    }
+}
+
+impl Drop for LocalFileWriter {
+    fn drop(&mut self) {
+        if self.out.take().is_some() {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Memory
+// ---------------------------------------------------------------------------
+
+/// Files in memory: fast tests, and the behaviour of an object store
+/// (nothing visible before `finish`, no directories).
+#[derive(Debug, Default, Clone)]
+pub struct MemFileStore {
+    files: Arc<Mutex<BTreeMap<PathBuf, Bytes>>>,
+}
+
+impl MemFileStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemFileStore::default()
+    }
+
+    /// Replaces a published file's bytes. Files are otherwise immutable:
+    /// this exists so tests can simulate damage (a flipped bit, a
+    /// truncation).
+    pub fn set_contents(&self, path: &Path, contents: Bytes) {
+        self.files.lock().insert(path.to_path_buf(), contents);
+    }
+
+    fn get(&self, path: &Path) -> Result<Bytes> {
+        self.files
+            .lock()
+            .get(path)
+            .cloned()
+            .ok_or_else(|| not_found(path))
+    }
+}
+
+impl FileStore for MemFileStore {
+    fn create(&self, path: &Path) -> Result<Box<dyn FileWriter>> {
+        if self.files.lock().contains_key(path) {
+            return Err(already_exists(path));
+        }
+        Ok(Box::new(MemFileWriter {
+            files: Arc::clone(&self.files),
+            path: path.to_path_buf(),
+            buf: Vec::new(),
+        }))
+    }
+
+    fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {
+        let data = self.get(path)?;
+        let size = data.len() as u64;
+        let start = usize::try_from(offset)
+            .ok()
+            .filter(|&s| s.checked_add(len).is_some_and(|end| end <= data.len()))
+            .ok_or_else(|| past_end(path, offset, len, size))?;
+        Ok(data.slice(start..start + len))
+    }
+
+    fn size(&self, path: &Path) -> Result<u64> {
+        Ok(self.get(path)?.len() as u64)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        Ok(self.files.lock().contains_key(path))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        Ok(self
+            .files
+            .lock()
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .cloned()
+            .collect())
+    }
+
+    fn delete(&self, path: &Path) -> Result<()> {
+        self.files.lock().remove(path);
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct MemFileWriter {
+    files: Arc<Mutex<BTreeMap<PathBuf, Bytes>>>,
+    path: PathBuf,
+    buf: Vec<u8>,
+}
+
+impl FileWriter for MemFileWriter {
+    fn write_all(&mut self, buf: &[u8]) -> Result<()> {
+        self.buf.extend_from_slice(buf);
+        Ok(())
+    }
+
+    fn bytes_written(&self) -> u64 {
+        self.buf.len() as u64
+    }
+
+    fn finish(self: Box<Self>) -> Result<u64> {
+        let mut files = self.files.lock();
+        if files.contains_key(&self.path) {
+            return Err(already_exists(&self.path));
+        }
+        let size = self.buf.len() as u64;
+        files.insert(self.path, Bytes::from(self.buf));
+        Ok(size)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fault injection
+// ---------------------------------------------------------------------------
+
+/// The calls a [`FaultyFileStore`] can make fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FaultOp {
+    /// [`FileStore::create`].
+    Create,
+    /// [`FileWriter::write_all`], counted across all writers of the store.
+    Write,
+    /// [`FileWriter::finish`]: the file is not published.
+    Finish,
+    /// [`FileStore::read_range`] (and so `read_all`).
+    Read,
+    /// [`FileStore::size`].
+    Size,
+    /// [`FileStore::list`].
+    List,
+    /// [`FileStore::delete`]: the file is not deleted.
+    Delete,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Trigger {
+    /// Exactly the call with this (1-based, absolute) number.
+    At(u64),
+    /// Every call from this number on.
+    From(u64),
+}
+
+#[derive(Debug, Default)]
+struct FaultState {
+    calls: HashMap<FaultOp, u64>,
+    rules: Vec<(FaultOp, Trigger)>,
+    partial_writes: bool,
+    injected: u64,
+}
+
+impl FaultState {
+    /// Counts a call of `op` and says whether it must fail.
+    fn hit(&mut self, op: FaultOp) -> bool {
+        let n = self.calls.entry(op).or_insert(0);
+        *n += 1;
+        let n = *n;
+        let fail = self.rules.iter().any(|&(o, t)| {
+            o == op
+                && match t {
+                    Trigger::At(k) => k == n,
+                    Trigger::From(k) => n >= k,
+                }
+        });
+        if fail {
+            self.injected += 1;
+        }
+        fail
+    }
+}
+
+fn injected(op: FaultOp, path: &Path) -> Error {
+    Error::io(path, io::Error::other(format!("injected {op:?} fault")))
+}
+
+/// Wraps a [`FileStore`] and makes chosen calls fail with an I/O error.
+///
+/// Calls are counted per [`FaultOp`] from the store's creation; the rules
+/// say which call numbers fail. Clones share counters and rules.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use basalt_engine::fs::{FaultOp, FaultyFileStore, MemFileStore};
+/// let store = FaultyFileStore::new(Arc::new(MemFileStore::new()));
+/// store.fail_nth(FaultOp::Write, 3); // the third write from now fails
+/// store.fail_from(FaultOp::Finish, 1); // and every finish ("disk full")
+/// ```
+#[derive(Debug, Clone)]
+pub struct FaultyFileStore {
+    inner: Arc<dyn FileStore>,
+    state: Arc<Mutex<FaultState>>,
+}
+
+impl FaultyFileStore {
+    /// Wraps `inner`; no call fails until a rule is added.
+    pub fn new(inner: Arc<dyn FileStore>) -> Self {
+        FaultyFileStore {
+            inner,
+            state: Arc::new(Mutex::new(FaultState::default())),
+        }
+    }
+
+    /// Makes the `n`-th call of `op` from now fail (1 = the next one).
+    pub fn fail_nth(&self, op: FaultOp, n: u64) {
+        let mut s = self.state.lock();
+        let base = s.calls.get(&op).copied().unwrap_or(0);
+        s.rules.push((op, Trigger::At(base + n.max(1))));
+    }
+
+    /// Makes every call of `op` fail from the `n`-th from now on.
+    pub fn fail_from(&self, op: FaultOp, n: u64) {
+        let mut s = self.state.lock();
+        let base = s.calls.get(&op).copied().unwrap_or(0);
+        s.rules.push((op, Trigger::From(base + n.max(1))));
+    }
+
+    /// When a write fails, first pass half of its buffer to the inner
+    /// writer (a torn write) instead of nothing.
+    pub fn set_partial_writes(&self, partial: bool) {
+        self.state.lock().partial_writes = partial;
+    }
+
+    /// Removes every rule (counters keep counting).
+    pub fn clear(&self) {
+        self.state.lock().rules.clear();
+    }
+
+    /// Calls of `op` seen so far, failed ones included.
+    pub fn calls(&self, op: FaultOp) -> u64 {
+        self.state.lock().calls.get(&op).copied().unwrap_or(0)
+    }
+
+    /// Faults injected so far.
+    pub fn injected(&self) -> u64 {
+        self.state.lock().injected
+    }
+
+    fn check(&self, op: FaultOp, path: &Path) -> Result<()> {
+        if self.state.lock().hit(op) {
+            Err(injected(op, path))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl FileStore for FaultyFileStore {
+    fn create(&self, path: &Path) -> Result<Box<dyn FileWriter>> {
+        self.check(FaultOp::Create, path)?;
+        Ok(Box::new(FaultyWriter {
+            inner: self.inner.create(path)?,
+            state: Arc::clone(&self.state),
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {
+        self.check(FaultOp::Read, path)?;
+        self.inner.read_range(path, offset, len)
+    }
+
+    fn size(&self, path: &Path) -> Result<u64> {
+        self.check(FaultOp::Size, path)?;
+        self.inner.size(path)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        self.inner.exists(path)
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        self.check(FaultOp::List, dir)?;
+        self.inner.list(dir)
+    }
+
+    fn delete(&self, path: &Path) -> Result<()> {
+        self.check(FaultOp::Delete, path)?;
+        self.inner.delete(path)
+    }
+}
+
+#[derive(Debug)]
+struct FaultyWriter {
+    inner: Box<dyn FileWriter>,
+    state: Arc<Mutex<FaultState>>,
+    path: PathBuf,
+}
+
+impl FileWriter for FaultyWriter {
+    fn write_all(&mut self, buf: &[u8]) -> Result<()> {
+        let (fail, partial) = {
+            let mut s = self.state.lock();
+            (s.hit(FaultOp::Write), s.partial_writes)
+        };
+        if fail {
+            if partial {
+                self.inner.write_all(&buf[..buf.len() / 2])?;
+            }
+            return Err(injected(FaultOp::Write, &self.path));
+        }
+        self.inner.write_all(buf)
+    }
+
+    fn bytes_written(&self) -> u64 {
+        self.inner.bytes_written()
+    }
+
+    fn finish(self: Box<Self>) -> Result<u64> {
+        if self.state.lock().hit(FaultOp::Finish) {
+            return Err(injected(FaultOp::Finish, &self.path));
+        }
+        self.inner.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(store: &dyn FileStore, path: &Path, data: &[u8]) -> Result<u64> {
+        let mut w = store.create(path)?;
+        w.write_all(data)?;
+        w.finish()
+    }
+
+    fn exercise(store: &dyn FileStore, dir: &Path) {
+        let a = dir.join("sub/a");
+        assert!(store.list(&dir.join("sub")).unwrap().is_empty());
+        let mut w = store.create(&a).unwrap();
+        w.write_all(b"hello ").unwrap();
+        w.write_all(b"world").unwrap();
+        assert_eq!(w.bytes_written(), 11);
+        // Invisible until finished.
+        assert!(!store.exists(&a).unwrap());
+        assert!(store.list(&dir.join("sub")).unwrap().is_empty());
+        assert_eq!(w.finish().unwrap(), 11);
+        assert!(store.exists(&a).unwrap());
+        assert_eq!(store.size(&a).unwrap(), 11);
+        assert_eq!(&store.read_range(&a, 6, 5).unwrap()[..], b"world");
+        assert_eq!(&store.read_all(&a).unwrap()[..], b"hello world");
+        assert!(store.read_range(&a, 8, 5).is_err());
+        assert!(store.create(&a).is_err(), "create of an existing file");
+
+        // Create-if-absent: of two writers of one name, the second finish loses.
+        let b = dir.join("sub/b");
+        let mut w1 = store.create(&b).unwrap();
+        let mut w2 = store.create(&b).unwrap();
+        w1.write_all(b"one").unwrap();
+        w2.write_all(b"two").unwrap();
+        w1.finish().unwrap();
+        assert!(w2.finish().is_err());
+        assert_eq!(&store.read_all(&b).unwrap()[..], b"one");
+
+        // Abandoned writers publish nothing.
+        let c = dir.join("sub/c");
+        let mut w = store.create(&c).unwrap();
+        w.write_all(b"x").unwrap();
+        drop(w);
+        assert!(!store.exists(&c).unwrap());
+        assert_eq!(store.list(&dir.join("sub")).unwrap(), vec![a.clone(), b]);
+
+        store.delete(&a).unwrap();
+        store.delete(&a).unwrap();
+        assert!(!store.exists(&a).unwrap());
+        assert!(store.read_range(&a, 0, 1).is_err());
+    }
+
+    #[test]
+    fn local_store_semantics() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalFileStore::new();
+        exercise(&store, dir.path());
+        // No temporary file is left behind by the abandoned writer.
+        let names: Vec<_> = fs::read_dir(dir.path().join("sub"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn local_store_cleans_leftover_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalFileStore::new();
+        fs::write(dir.path().join(".x.1.2.tmp"), b"partial").unwrap();
+        fs::write(dir.path().join("real"), b"data").unwrap();
+        assert_eq!(
+            store.list(dir.path()).unwrap(),
+            vec![dir.path().join("real")]
+        );
+        assert_eq!(store.remove_temp_files(dir.path()).unwrap(), 1);
+        assert!(store.create(&dir.path().join(".y.tmp")).is_err());
+    }
+
+    #[test]
+    fn mem_store_semantics() {
+        exercise(&MemFileStore::new(), Path::new("/m"));
+    }
+
+    #[test]
+    fn faulty_store_fails_the_chosen_calls() {
+        let mem = MemFileStore::new();
+        let store = FaultyFileStore::new(Arc::new(mem.clone()));
+        let p = Path::new("/d/f");
+        store.fail_nth(FaultOp::Write, 2);
+        let mut w = store.create(p).unwrap();
+        w.write_all(b"ok").unwrap();
+        assert!(w.write_all(b"fails").is_err());
+        w.write_all(b"ok again").unwrap();
+        drop(w);
+        assert_eq!(store.calls(FaultOp::Write), 3);
+        assert_eq!(store.injected(), 1);
+
+        store.fail_nth(FaultOp::Finish, 1);
+        assert!(write(&store, p, b"x").is_err());
+        assert!(
+            !store.exists(p).unwrap(),
+            "a failed finish publishes nothing"
+        );
+        write(&store, p, b"x").unwrap();
+
+        store.fail_from(FaultOp::Read, 1);
+        assert!(store.read_range(p, 0, 1).is_err());
+        assert!(store.read_range(p, 0, 1).is_err());
+        store.clear();
+        assert_eq!(&store.read_range(p, 0, 1).unwrap()[..], b"x");
+
+        store.set_partial_writes(true);
+        store.fail_nth(FaultOp::Write, 1);
+        let q = Path::new("/d/g");
+        let mut w = store.create(q).unwrap();
+        assert!(w.write_all(b"abcd").is_err());
+        assert_eq!(w.bytes_written(), 2, "half of the failed write got through");
     }
 }

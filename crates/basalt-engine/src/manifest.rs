@@ -248,7 +248,7 @@ mod tests {
     use crate::fs::LocalFileStore;
 
     fn log(dir: &Path) -> ManifestLog {
-        ManifestLog::new(Arc::new(LocalFileStore), dir)
+        ManifestLog::new(Arc::new(LocalFileStore::new()), dir)
     }
 
     fn file(id: u64) -> ManifestFile {

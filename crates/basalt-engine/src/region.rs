@@ -762,9 +762,10 @@ impl Region {
             // the snapshots.
             self.mvcc.read_point()
         };
+        let now = self.clock.now_millis();
         let mut result = Ok(through);
         for store in &stores {
-            if let Err(e) = store.flush(through) {
+            if let Err(e) = store.flush(through, now) {
                 result = Err(e);
             }
         }
@@ -919,7 +920,7 @@ impl Region {
             .map(|(name, store)| {
                 store.scanner(read_point, row, columns.qualifiers(name).cloned(), options)
             })
-            .collect())
+            .collect::<Result<Vec<_>>>()?)
     }
 
     /// The newest visible version of a column within `range`.

@@ -33,14 +33,16 @@ use parking_lot::{Mutex, RwLock};
 use basalt_types::descriptor::{ColumnFamilyDescriptor, KeepDeletedCells};
 use basalt_types::{Cell, Result};
 
-use crate::block_cache::BlockCache;
+use crate::block_cache::{next_file_id, BlockCache};
 use crate::compaction::{self, CompactionPolicy};
 use crate::fs::FileStore;
 use crate::manifest::{store_file_name, ManifestFile, ManifestLog, StoreManifest};
 use crate::memstore::MemStore;
 use crate::scan::{ReadOptions, StoreScanner};
 use crate::source::{first_on_row, CellSource, MergedSource};
-use crate::storefile::{StoreFileReader, StoreFileSource, StoreFileWriter, WriterOptions};
+use crate::storefile::{
+    ReaderOptions, StoreFileReader, StoreFileSource, StoreFileWriter, WriterOptions,
+};
 
 /// What every store of a database shares.
 #[derive(Debug, Clone)]
@@ -79,6 +81,7 @@ impl StoreFile {
 impl Drop for StoreFile {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::Acquire) {
+            self.reader.evict_cached_blocks();
             if let Err(e) = self.files.delete(&self.path) {
                 // Left behind, it is an orphan the next open removes.
                 tracing::warn!(path = %self.path.display(), error = %e, "could not delete a compacted store file");
@@ -160,19 +163,19 @@ impl Store {
         let manifest_log = ManifestLog::new(Arc::clone(&context.files), &dir);
         let (manifest, _) = manifest_log.load()?;
         let listed: Vec<String> = manifest.files.iter().map(ManifestFile::file_name).collect();
+        context.files.remove_unfinished(&dir)?;
         for path in context.files.list(&dir)? {
             let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
                 continue;
             };
-            let is_data = name.ends_with(".sst") || name.ends_with(".tmp");
-            if is_data && !listed.iter().any(|l| l == name) {
+            if name.ends_with(".sst") && !listed.iter().any(|l| l == name) {
                 tracing::info!(path = %path.display(), "removing an orphaned store file");
                 context.files.delete(&path)?;
             }
         }
         let mut files = Vec::with_capacity(manifest.files.len());
         for entry in &manifest.files {
-            files.push(Arc::new(open_file(&context, &dir, entry, &family)?));
+            files.push(Arc::new(open_file(&context, &dir, entry, &descriptor)?));
         }
         Ok(Store {
             view: RwLock::new(Arc::new(StoreView {
@@ -197,8 +200,13 @@ impl Store {
         Arc::clone(&self.descriptor.read())
     }
 
-    /// Replaces the family's options (alter), keeping the data.
+    /// Replaces the family's options (alter), keeping the data. Files
+    /// already written keep their format options; caching follows at once.
     pub fn set_descriptor(&self, descriptor: ColumnFamilyDescriptor) {
+        for file in &self.view.read().files {
+            file.reader
+                .set_cache_options(ReaderOptions::for_family(&descriptor));
+        }
         *self.descriptor.write() = Arc::new(descriptor);
     }
 
@@ -253,7 +261,7 @@ impl Store {
 
     /// The merged sources a read at `read_point` sees. With `row`, files that
     /// cannot hold the row (key range, bloom filter) are left out.
-    pub fn source(&self, read_point: u64, row: Option<&[u8]>) -> MergedSource {
+    pub fn source(&self, read_point: u64, row: Option<&[u8]>) -> Result<MergedSource> {
         let view = Arc::clone(&self.view.read());
         let mut sources: Vec<Box<dyn CellSource>> = Vec::with_capacity(view.files.len() + 2);
         sources.push(Box::new(view.active.source(read_point)));
@@ -262,11 +270,11 @@ impl Store {
         }
         for file in &view.files {
             if let Some(row) = row {
-                let meta = file.reader.meta();
-                if row < &meta.first_row[..]
-                    || row > &meta.last_row[..]
-                    || !file.reader.may_contain_row(row)
-                {
+                let in_range = file
+                    .reader
+                    .key_range()
+                    .is_some_and(|(first, last)| row >= &first.row[..] && row <= &last.row[..]);
+                if !in_range || !file.reader.may_contain_row(row)? {
                     continue;
                 }
             }
@@ -275,7 +283,7 @@ impl Store {
                 _file: Arc::clone(file),
             }));
         }
-        MergedSource::new(sources)
+        Ok(MergedSource::new(sources))
     }
 
     /// A scanner of this store for a read.
@@ -285,13 +293,14 @@ impl Store {
         row: Option<&[u8]>,
         qualifiers: Option<std::collections::BTreeSet<Bytes>>,
         options: &ReadOptions,
-    ) -> StoreScanner {
-        StoreScanner::new(
-            self.source(read_point, row),
+    ) -> Result<StoreScanner> {
+        let source = self.source(read_point, row)?;
+        Ok(StoreScanner::new(
+            source,
             self.descriptor(),
             qualifiers,
             options,
-        )
+        ))
     }
 
     /// Freezes the active memstore as the snapshot to flush and starts a new
@@ -315,7 +324,8 @@ impl Store {
 
     /// Writes the snapshot to a new store file and commits it. `through` is
     /// the sequence id every snapshotted edit is at or below.
-    pub fn flush(&self, through: u64) -> Result<()> {
+    /// `now` stamps the file's creation time.
+    pub fn flush(&self, through: u64, now: i64) -> Result<()> {
         let snapshot = self.view.read().snapshot.clone();
         let Some(snapshot) = snapshot else {
             // Nothing was in memory: everything up to `through` is already in files.
@@ -326,7 +336,7 @@ impl Store {
         let id = manifest.next_file_id.max(1);
         let mut source = snapshot.source(u64::MAX);
         source.seek(&first_on_row(b""))?;
-        let new_file = self.write_file(id, &mut source, false)?;
+        let new_file = self.write_file(id, &mut source, false, now)?;
         let mut next = manifest.clone();
         next.next_file_id = id + 1;
         next.flushed_sequence = next.flushed_sequence.max(through);
@@ -354,39 +364,33 @@ impl Store {
         id: u64,
         cells: &mut dyn compaction::CellStream,
         major: bool,
+        now: i64,
     ) -> Result<Option<(ManifestFile, Arc<StoreFile>)>> {
         let descriptor = self.descriptor();
         let path = self.dir.join(store_file_name(id));
         let mut writer = StoreFileWriter::new(
             Arc::clone(&self.context.files),
             &path,
-            WriterOptions {
-                block_size: descriptor.block_size,
-                compression: descriptor.compression,
-                encoding: descriptor.data_block_encoding,
-                bloom: descriptor.bloom_filter,
-                family: self.family.clone(),
-                expected_cells: 0,
-            },
+            WriterOptions::for_family(&descriptor, now),
         )?;
         let mut written = 0u64;
         while let Some(cell) = cells.next_cell()? {
             writer.add(&cell)?;
             written += 1;
         }
-        let meta = writer.finish()?;
         if written == 0 {
-            self.context.files.delete(&path)?;
+            // Dropping an unfinished writer publishes nothing.
             return Ok(None);
         }
+        let meta = writer.finish()?;
         let entry = ManifestFile {
             id,
             size: meta.file_size,
-            max_sequence: meta.max_sequence,
+            max_sequence: meta.max_sequence_id,
             cells: meta.cell_count,
             major,
         };
-        let file = open_file(&self.context, &self.dir, &entry, &self.family)?;
+        let file = open_file(&self.context, &self.dir, &entry, &descriptor)?;
         Ok(Some((entry, Arc::new(file))))
     }
 
@@ -438,12 +442,12 @@ impl Store {
         let descriptor = self.descriptor();
         let output = if major && descriptor.keep_deleted_cells == KeepDeletedCells::False {
             let mut rules = compaction::Collecting::new(merged, Arc::clone(&descriptor), now);
-            self.write_file(id, &mut rules, true)?
+            self.write_file(id, &mut rules, true, now)?
         } else if major {
             let mut retain = compaction::Retaining::new(merged, &descriptor, now);
-            self.write_file(id, &mut retain, true)?
+            self.write_file(id, &mut retain, true, now)?
         } else {
-            self.write_file(id, &mut merged, false)?
+            self.write_file(id, &mut merged, false, now)?
         };
         let selected_ids: Vec<u64> = selected.iter().map(|f| f.entry.id).collect();
         {
@@ -496,15 +500,17 @@ fn open_file(
     context: &StoreContext,
     dir: &Path,
     entry: &ManifestFile,
-    family: &Bytes,
+    family: &ColumnFamilyDescriptor,
 ) -> Result<StoreFile> {
     let path = dir.join(entry.file_name());
-    let reader = StoreFileReader::open(
+    // A fresh cache id for every open: blocks cached under an earlier open
+    // of a file with the same name can never be served for this one.
+    let reader = StoreFileReader::open_with(
         Arc::clone(&context.files),
         &path,
-        entry.id,
+        next_file_id(),
         context.cache.clone(),
-        family.clone(),
+        ReaderOptions::for_family(family),
     )?;
     Ok(StoreFile {
         entry: entry.clone(),

@@ -112,7 +112,7 @@ impl Database {
         let catalog = Catalog::load(&dir)?;
         let clock = Arc::clone(&options.clock);
         let context = StoreContext {
-            files: Arc::new(LocalFileStore),
+            files: Arc::new(LocalFileStore::new()),
             cache: Some(Arc::new(BlockCache::new(options.block_cache_bytes))),
             policy: options.compaction_policy(),
         };
