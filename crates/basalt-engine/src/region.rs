@@ -914,13 +914,13 @@ impl Region {
                 return Err(self.no_such_family(family));
             }
         }
-        Ok(stores
+        stores
             .iter()
             .filter(|(name, _)| columns.includes_family(name))
             .map(|(name, store)| {
                 store.scanner(read_point, row, columns.qualifiers(name).cloned(), options)
             })
-            .collect::<Result<Vec<_>>>()?)
+            .collect::<Result<Vec<_>>>()
     }
 
     /// The newest visible version of a column within `range`.

@@ -136,6 +136,10 @@ pub struct Store {
     manifest_log: ManifestLog,
     flushed_through: AtomicU64,
     compacting: AtomicBool,
+    /// Point reads: files consulted (key range and bloom allowed the row)
+    /// and files skipped without reading a block.
+    point_read_files: AtomicU64,
+    point_read_skips: AtomicU64,
 }
 
 /// Sizes and counts of a store, for descriptions and load reports.
@@ -147,6 +151,16 @@ pub struct StoreStats {
     pub file_bytes: u64,
     /// Bytes in the memstore (active and snapshot).
     pub memstore_bytes: u64,
+    /// Data blocks read from the live files (from cache or disk) since
+    /// they were opened.
+    pub data_blocks_read: u64,
+    /// Of those, blocks that had to come from disk.
+    pub data_blocks_from_disk: u64,
+    /// Files point reads consulted: their key range and bloom filter could
+    /// not rule the row out.
+    pub point_read_files: u64,
+    /// Files point reads skipped by key range or bloom filter.
+    pub point_read_skips: u64,
 }
 
 impl Store {
@@ -192,6 +206,8 @@ impl Store {
             dir,
             context,
             compacting: AtomicBool::new(false),
+            point_read_files: AtomicU64::new(0),
+            point_read_skips: AtomicU64::new(0),
         })
     }
 
@@ -250,6 +266,18 @@ impl Store {
             memstore_bytes: (view.active.heap_size()
                 + view.snapshot.as_ref().map_or(0, |s| s.heap_size()))
                 as u64,
+            data_blocks_read: view
+                .files
+                .iter()
+                .map(|f| f.reader.stats().data_blocks_read)
+                .sum(),
+            data_blocks_from_disk: view
+                .files
+                .iter()
+                .map(|f| f.reader.stats().data_blocks_from_file)
+                .sum(),
+            point_read_files: self.point_read_files.load(Ordering::Relaxed),
+            point_read_skips: self.point_read_skips.load(Ordering::Relaxed),
         }
     }
 
@@ -275,11 +303,17 @@ impl Store {
                     .key_range()
                     .is_some_and(|(first, last)| row >= &first.row[..] && row <= &last.row[..]);
                 if !in_range || !file.reader.may_contain_row(row)? {
+                    self.point_read_skips.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
+                self.point_read_files.fetch_add(1, Ordering::Relaxed);
             }
+            let mut inner = file.reader.source();
+            // A point read needs nothing past its row: reading the row's
+            // last cell then never loads the next block.
+            inner.set_stop_row(row.map(Bytes::copy_from_slice));
             sources.push(Box::new(FileSource {
-                inner: file.reader.source(),
+                inner,
                 _file: Arc::clone(file),
             }));
         }

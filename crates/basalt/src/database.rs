@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 
-use basalt_engine::block_cache::BlockCache;
+use basalt_engine::block_cache::{BlockCache, BlockCacheStats};
 use basalt_engine::fs::LocalFileStore;
 use basalt_engine::wal::{ReplayReport, Wal};
 use basalt_engine::{Clock, FamilyState, Region, RegionInfo, RegionLoad, StoreContext, StoreStats};
@@ -464,6 +464,16 @@ impl Database {
             region.compact(major)?;
         }
         Ok(())
+    }
+
+    /// Hits, misses and size of the block cache shared by all stores.
+    pub fn block_cache_stats(&self) -> BlockCacheStats {
+        self.inner
+            .context
+            .cache
+            .as_ref()
+            .map(|c| c.stats())
+            .unwrap_or_default()
     }
 
     /// Writes out everything buffered in the log and closes it. Later calls

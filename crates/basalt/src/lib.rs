@@ -34,6 +34,7 @@ pub use database::{Database, FamilyChange, RecoveryReport, RegionSummary, TableI
 pub use options::Options;
 pub use table::{Scanner, Table};
 
+pub use basalt_engine::block_cache::BlockCacheStats;
 pub use basalt_engine::{Clock, ManualClock, RegionInfo, RegionLoad, StoreStats, SystemClock};
 pub use basalt_types::descriptor::{
     BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,

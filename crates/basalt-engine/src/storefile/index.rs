@@ -4,8 +4,13 @@
 //! ```text
 //! entry*  entry offset (u32 LE)*  entry count (u32 LE)
 //!
-//! entry: row_len varint | key_len varint | key bytes | offset varint | size varint
+//! entry: row_len varint | key_len varint | key bytes | offset varint | size varint | flags varint
 //! ```
+//!
+//! `flags` bit 0 (data index leaf entries only): the next data block
+//! continues the row this block ends with (the row was cut mid-row). When
+//! it is clear, a read that wants nothing past this block's last row can
+//! stop without loading the next block.
 //!
 //! The same layout serves the data index (root and leaf levels; the key is
 //! the encoded key of the **last** cell of the block the entry points to)
@@ -41,12 +46,24 @@ impl IndexBlockBuilder {
     }
 
     pub(crate) fn add(&mut self, row_len: usize, key: &[u8], handle: BlockHandle) {
+        self.add_flagged(row_len, key, handle, 0);
+    }
+
+    /// Adds an entry with flags (see the module docs).
+    pub(crate) fn add_flagged(
+        &mut self,
+        row_len: usize,
+        key: &[u8],
+        handle: BlockHandle,
+        flags: u64,
+    ) {
         self.offsets.push(self.buf.len() as u32);
         put_varint(&mut self.buf, row_len as u64);
         put_varint(&mut self.buf, key.len() as u64);
         self.buf.extend_from_slice(key);
         put_varint(&mut self.buf, handle.offset);
         put_varint(&mut self.buf, u64::from(handle.size));
+        put_varint(&mut self.buf, flags);
         self.last_key.clear();
         self.last_key.extend_from_slice(key);
         self.last_row_len = row_len;
@@ -70,7 +87,11 @@ pub(crate) struct IndexEntry<'a> {
     pub row_len: usize,
     pub key: &'a [u8],
     pub handle: BlockHandle,
+    pub flags: u64,
 }
+
+/// Index entry flag: the next data block continues this block's last row.
+pub(crate) const FLAG_ROW_CONTINUES: u64 = 1;
 
 /// A read-only view of an index block payload. Entries decode lazily and
 /// every decode is bounds checked.
@@ -132,10 +153,12 @@ impl IndexBlock {
         let offset = d.varint()?;
         let size = u32::try_from(d.varint()?)
             .map_err(|_| format!("index entry {i}: block size does not fit 32 bits"))?;
+        let flags = d.varint()?;
         Ok(IndexEntry {
             row_len,
             key,
             handle: BlockHandle { offset, size },
+            flags,
         })
     }
 

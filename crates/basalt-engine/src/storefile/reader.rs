@@ -23,7 +23,7 @@ use super::format::{
     check_handle, compare_target, decode_block, decode_key, BlockHandle, BlockKind, DecodeResult,
     Trailer, TRAILER_LEN,
 };
-use super::index::{IndexBlock, IndexEntry};
+use super::index::{IndexBlock, IndexEntry, FLAG_ROW_CONTINUES};
 use super::meta::{self, StoreFileMeta};
 use crate::block_cache::{BlockCache, BlockPriority};
 use crate::fs::FileStore;
@@ -371,6 +371,7 @@ impl StoreFileReader {
             block: None,
             current: None,
             blocks_read: 0,
+            stop_row: None,
         }
     }
 
@@ -524,6 +525,14 @@ impl StoreFileReader {
         Ok((row, e.handle))
     }
 
+    /// True when the block after `pos` continues the row `pos` ends with.
+    fn row_continues_after(&self, pos: BlockPos, memo: &mut LeafMemo) -> Result<bool> {
+        let leaf = self.leaf(pos.leaf, memo)?;
+        let at = self.index_offset(Some(pos.leaf));
+        let e = leaf.entry(pos.entry).map_err(|m| self.corruption(at, m))?;
+        Ok(e.flags & FLAG_ROW_CONTINUES != 0)
+    }
+
     fn next_pos(&self, pos: BlockPos, memo: &mut LeafMemo) -> Result<Option<BlockPos>> {
         let leaf = self.leaf(pos.leaf, memo)?;
         if pos.entry + 1 < leaf.len() {
@@ -580,6 +589,9 @@ pub struct StoreFileSource {
     block: Option<(BlockPos, BlockHandle, BlockCursor)>,
     current: Option<Cell>,
     blocks_read: u64,
+    /// Nothing past this row is wanted (a point read): the source ends
+    /// instead of loading a block that can only hold later rows.
+    stop_row: Option<Bytes>,
 }
 
 impl std::fmt::Debug for StoreFileSource {
@@ -593,6 +605,12 @@ impl std::fmt::Debug for StoreFileSource {
 }
 
 impl StoreFileSource {
+    /// Ends the source after `row` (a point read of that row), so that
+    /// reading the row's last cell never loads the next block.
+    pub fn set_stop_row(&mut self, row: Option<Bytes>) {
+        self.stop_row = row;
+    }
+
     /// Data blocks this source has loaded (from the cache or the file).
     pub fn blocks_read(&self) -> u64 {
         self.blocks_read
@@ -670,6 +688,19 @@ impl StoreFileSource {
         let Some((pos, handle)) = reader.locate(&mut self.memo, &after)? else {
             return Ok(());
         };
+        if let Some(stop) = &self.stop_row {
+            // The block found starts after the previous block's last row
+            // (unless that row was cut): if that row already reaches the
+            // last row wanted, the block can only hold rows past it.
+            if let Some(prev) = reader.prev_pos(pos, &mut self.memo)? {
+                let (prev_last_row, _) = reader.entry_at(prev, &mut self.memo)?;
+                if prev_last_row[..] >= stop[..]
+                    && !reader.row_continues_after(prev, &mut self.memo)?
+                {
+                    return Ok(());
+                }
+            }
+        }
         let cursor = self.load(pos, handle)?;
         let found = cursor
             .seek(target, &family)
@@ -701,6 +732,12 @@ impl StoreFileSource {
             return Ok(());
         }
         let pos = *pos;
+        if let Some(stop) = &self.stop_row {
+            if prev.row[..] >= stop[..] && !reader.row_continues_after(pos, &mut self.memo)? {
+                // Every later block starts past the last row wanted.
+                return Ok(());
+            }
+        }
         let Some(next) = reader.next_pos(pos, &mut self.memo)? else {
             return Ok(());
         };

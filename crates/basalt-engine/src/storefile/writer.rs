@@ -15,7 +15,7 @@ use basalt_types::{BloomType, Cell, Compression, Error, Result};
 use super::block::DataBlockBuilder;
 use super::bloom::{bloom_hash, bloom_key, BloomChunkBuilder, MAX_CHUNK_KEYS};
 use super::format::{encode_block, BlockHandle, BlockKind, Trailer, MAX_BLOCK_LEN};
-use super::index::IndexBlockBuilder;
+use super::index::{IndexBlockBuilder, FLAG_ROW_CONTINUES};
 use super::meta::{self, StoreFileMeta};
 use super::WriterOptions;
 use crate::fs::{FileStore, FileWriter};
@@ -164,7 +164,7 @@ impl StoreFileWriter {
                 || (size >= self.opts.block_size
                     && (new_row || size >= self.opts.block_size.saturating_mul(2)))
             {
-                self.flush_data_block()?;
+                self.flush_data_block(!new_row)?;
             }
         }
         if self.opts.bloom != BloomType::None {
@@ -241,7 +241,9 @@ impl StoreFileWriter {
         Ok(handle)
     }
 
-    fn flush_data_block(&mut self) -> Result<()> {
+    /// `row_continues`: the next cell is in the same row as this block's
+    /// last one (a wide row cut mid-row), recorded in the index entry.
+    fn flush_data_block(&mut self, row_continues: bool) -> Result<()> {
         let Some(prev) = &self.prev else {
             return Ok(());
         };
@@ -251,7 +253,8 @@ impl StoreFileWriter {
         self.meta.uncompressed_data_bytes += payload.len() as u64;
         let handle = self.write_block(BlockKind::Data, self.opts.compression, &payload)?;
         self.meta.data_block_count += 1;
-        self.leaf.add(row_len, &last_key, handle);
+        let flags = if row_continues { FLAG_ROW_CONTINUES } else { 0 };
+        self.leaf.add_flagged(row_len, &last_key, handle, flags);
         if self.leaf.size() >= self.opts.index_block_size {
             self.flush_leaf()?;
         }
@@ -288,7 +291,7 @@ impl StoreFileWriter {
             )));
         }
         if !self.block.is_empty() {
-            self.flush_data_block()?;
+            self.flush_data_block(false)?;
         }
         if !self.bloom_chunk.is_empty() {
             self.flush_bloom_chunk()?;
