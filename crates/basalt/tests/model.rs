@@ -26,13 +26,35 @@
 //! Sequences mix puts, every kind of delete, increments (also on values that
 //! are not 8 bytes), appends, check-and-mutate, row mutations, batches, gets
 //! and scans (bounds, prefix, reverse, limit, batch, max versions, time
-//! ranges, column selections, filters), raw scans, and reopening the database
-//! (WAL replay), with a manual clock moved between steps. Not modelled:
-//! SKIP_WAL, concurrency, region splits, alter, and several latest-version
-//! deletes of one column in different deletes of one row mutation.
+//! ranges, column selections, filters), raw scans, flushes, minor and major
+//! compactions, and reopening the database (after `close()`, which flushes,
+//! or by dropping it: WAL replay), with a manual clock moved between steps.
+//! Not modelled: SKIP_WAL, concurrency, region splits, alter, and several
+//! latest-version deletes of one column in different deletes of one row
+//! mutation.
 //!
-//! `PROPTEST_CASES` sets the number of random cases (default 256, a few
-//! seconds); `MODEL_STATS=1` prints how often interesting situations came up.
+//! Store files (the module docs of `basalt-engine`'s `store.rs` and
+//! `compaction.rs`): every case picks small thresholds (a memstore flush
+//! size of a few hundred bytes to a few KiB, a small block cache, 2-3 files
+//! for a minor compaction, no background threads so the flushes and the
+//! compactions they trigger run inside the writes, deterministically) and,
+//! per family, a compression, bloom filter, data block encoding and a small
+//! block size. Flushes and minor compactions must not change anything a
+//! read returns, raw reads included: the reference does nothing for them,
+//! and the harness also compares the engine's own full reads (raw ones of
+//! every family, TTL included) before and after. A major compaction op is a
+//! flush then a major compaction, so every cell is in the files it rewrites;
+//! the reference then does what Basalt documents: without
+//! KEEP_DELETED_CELLS it keeps exactly the cells a read of all versions at
+//! that moment returns (markers, deleted, surplus, expired and overwritten
+//! puts go; so markers stop masking later-written older puts, and a later
+//! delete can no longer reveal a version dropped as surplus); with
+//! KEEP_DELETED_CELLS it drops only puts overwritten at the same timestamp
+//! (and, with a TTL and no MIN_VERSIONS, expired puts).
+//!
+//! `PROPTEST_CASES` sets the number of random cases (default
+//! [`DEFAULT_CASES`]); `MODEL_STATS=1` prints how often interesting
+//! situations came up.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -40,10 +62,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use basalt::{
-    Append, CellType, CheckAndMutate, Clock, ColumnFamilyDescriptor, Comparator, CompareOp,
-    Database, Delete, Durability, Error, Filter, Get, Increment, KeepDeletedCells, ListOperator,
-    ManualClock, Mutation, Options, Put, RowMutations, RowResult, Scan, Table, TableDescriptor,
-    TimeRange,
+    Append, BloomType, CellType, CheckAndMutate, Clock, ColumnFamilyDescriptor, Comparator,
+    CompareOp, Compression, DataBlockEncoding, Database, Delete, Durability, Error, Filter, Get,
+    Increment, KeepDeletedCells, ListOperator, ManualClock, Mutation, Options, Put, RowMutations,
+    RowResult, Scan, Table, TableDescriptor, TimeRange,
 };
 use bytes::Bytes;
 use proptest::collection::vec;
@@ -117,10 +139,84 @@ static FAMS: [FamSpec; 4] = [
 /// Families raw scans may read (no TTL).
 const RAW_FAMS: [Fam; 3] = [Fam(0), Fam(1), Fam(3)];
 
-fn descriptor(f: &FamSpec) -> ColumnFamilyDescriptor {
+/// A family's store-file options, chosen per case. They must never change
+/// what a read returns.
+#[derive(Clone, Debug)]
+struct FamFormat {
+    compression: Compression,
+    bloom: BloomType,
+    encoding: DataBlockEncoding,
+    block_size: u32,
+    block_cache: bool,
+    in_memory: bool,
+}
+
+impl Default for FamFormat {
+    fn default() -> Self {
+        FamFormat {
+            compression: Compression::None,
+            bloom: BloomType::Row,
+            encoding: DataBlockEncoding::None,
+            block_size: 1024,
+            block_cache: true,
+            in_memory: false,
+        }
+    }
+}
+
+/// The database options of one case: small thresholds, so that every case
+/// flushes and compacts often and files have several blocks.
+#[derive(Clone, Debug)]
+struct Config {
+    /// `Options::memstore_flush_bytes` (a cell of the model weighs ~50-500 bytes).
+    flush_bytes: usize,
+    cache_bytes: usize,
+    min_files: usize,
+    max_files: usize,
+    ratio: f64,
+    /// One per family of [`FAMS`].
+    formats: Vec<FamFormat>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            flush_bytes: 1024,
+            cache_bytes: 16 * 1024,
+            min_files: 2,
+            max_files: 4,
+            ratio: 1.2,
+            formats: vec![FamFormat::default(); FAMS.len()],
+        }
+    }
+}
+
+impl Config {
+    fn options(&self, dir: &std::path::Path, clock: &ManualClock) -> Options {
+        let mut o = Options::new(dir).clock(Arc::new(clock.clone()));
+        o.memstore_flush_bytes = self.flush_bytes;
+        o.memstore_block_multiplier = 4;
+        o.block_cache_bytes = self.cache_bytes;
+        o.compaction_min_files = self.min_files;
+        o.compaction_max_files = self.max_files;
+        o.compaction_ratio = self.ratio;
+        // Flushes and the compactions they trigger run in the writing
+        // thread: deterministic.
+        o.background_threads = 0;
+        o
+    }
+}
+
+fn descriptor(f: &FamSpec, format: &FamFormat) -> ColumnFamilyDescriptor {
     let mut d = ColumnFamilyDescriptor::new(f.name)
         .max_versions(f.versions as u32)
-        .min_versions(f.min_versions as u32);
+        .min_versions(f.min_versions as u32)
+        .compression(format.compression)
+        .bloom_filter(format.bloom)
+        .data_block_encoding(format.encoding)
+        .block_size(format.block_size)
+        .block_cache(format.block_cache)
+        .in_memory(format.in_memory);
     if let Some(ttl) = f.ttl_ms {
         d = d.ttl_seconds((ttl / 1000) as u64);
     }
@@ -142,7 +238,21 @@ const ROWS: [&[u8]; 8] = [
     b"\xff\x01",
 ];
 const QUALS: [&[u8]; 3] = [b"", b"a", b"b"];
-const VALUES: [&[u8]; 6] = [b"", b"0", b"5", b"a", b"zz", b"\x00\xff"];
+/// A value big enough that a few of them fill a block and a memstore.
+const LONG_VALUE: [u8; 400] = long_value();
+
+const fn long_value() -> [u8; 400] {
+    let mut v = [0u8; 400];
+    let mut i = 0;
+    while i < v.len() {
+        // Compressible, but not one repeated byte.
+        v[i] = b'a' + ((i * 7) % 13) as u8;
+        i += 1;
+    }
+    v
+}
+
+const VALUES: [&[u8]; 7] = [b"", b"0", b"5", b"a", b"zz", b"\x00\xff", &LONG_VALUE];
 /// Scan start/stop keys: row keys and keys between them ("" is open).
 const SCAN_KEYS: [&[u8]; 10] = [
     b"",
@@ -363,6 +473,13 @@ enum Op {
     Reopen {
         close: bool,
     },
+    /// `flush_table`: nothing a read returns changes.
+    Flush,
+    /// `compact_table(minor)`: nothing a read returns changes.
+    MinorCompact,
+    /// `flush_table` then `compact_table(major)`: the reference drops what
+    /// the major compaction drops.
+    MajorCompact,
 }
 
 /// One step: move the clock forward, then run the op.
@@ -488,6 +605,16 @@ fn op_holds(op: CompareOp, ord: Ordering) -> bool {
 
 fn escape(bytes: &[u8]) -> String {
     let mut s = String::new();
+    if bytes.len() > 40 {
+        // Long values (the model's grow only by appends at the end): the
+        // ends and the length tell them apart.
+        let n = bytes.len();
+        return format!(
+            "{}..{}({n} bytes)",
+            escape(&bytes[..12]),
+            escape(&bytes[n - 12..])
+        );
+    }
     for &b in bytes {
         if (0x20..0x7f).contains(&b) && b != b'\\' {
             s.push(b as char);
@@ -746,10 +873,34 @@ fn split_batches(rows: Vec<(Bytes, Vec<MCell>)>, batch: Option<usize>) -> Vec<Ro
     out
 }
 
+/// Whether delete marker `m` hides a put at `ts` of its family (whatever
+/// the put's column: the caller checks that).
+fn marker_hides(m: &MCell, ts: i64) -> bool {
+    match m.kind {
+        CellType::DeleteFamily | CellType::DeleteColumn => ts <= m.ts,
+        CellType::DeleteFamilyVersion | CellType::Delete => ts == m.ts,
+        CellType::Put => false,
+    }
+}
+
+/// Whether marker `m` is about column `qual` of `row`/`fam`.
+fn marker_covers(m: &MCell, row: &[u8], fam: usize, qual: &[u8]) -> bool {
+    m.row == row
+        && m.fam == fam
+        && m.kind != CellType::Put
+        && (matches!(
+            m.kind,
+            CellType::DeleteFamily | CellType::DeleteFamilyVersion
+        ) || m.qual == qual)
+}
+
 #[derive(Default)]
 struct Model {
     cells: Vec<MCell>,
     seq: u64,
+    /// Markers major compactions dropped (only to count, in [`STATS`], the
+    /// puts they would have masked).
+    dropped_markers: Vec<MCell>,
 }
 
 impl Model {
@@ -760,6 +911,14 @@ impl Model {
         let seq = self.seq;
         for mut c in cells {
             c.seq = seq;
+            if c.kind == CellType::Put
+                && self
+                    .dropped_markers
+                    .iter()
+                    .any(|m| marker_covers(m, &c.row, c.fam, &c.qual) && marker_hides(m, c.ts))
+            {
+                stat("write: put a major-compacted marker would have masked");
+            }
             self.cells.retain(|o| {
                 !(o.seq == seq
                     && o.row == c.row
@@ -789,11 +948,7 @@ impl Model {
             })
             .filter(|c| !spec.keep_deleted || tr.contains(c.ts))
             .collect();
-        let hides = |m: &MCell, ts: i64| match m.kind {
-            CellType::DeleteFamily | CellType::DeleteColumn => ts <= m.ts,
-            CellType::DeleteFamilyVersion | CellType::Delete => ts == m.ts,
-            CellType::Put => false,
-        };
+        let hides = marker_hides;
         let deleted = |ts: i64| markers.iter().any(|m| hides(m, ts));
         let mut puts: Vec<&MCell> = self
             .cells
@@ -831,6 +986,73 @@ impl Model {
             kept.push(c);
         }
         kept
+    }
+
+    /// A major compaction of every store at `now`, all cells being in the
+    /// files it rewrites (see the module docs).
+    fn major_compact(&mut self, now: i64) {
+        let mut kept: Vec<MCell> = Vec::new();
+        let columns: BTreeSet<(Bytes, usize, Bytes)> = self
+            .cells
+            .iter()
+            .filter(|c| c.kind == CellType::Put)
+            .map(|c| (c.row.clone(), c.fam, c.qual.clone()))
+            .collect();
+        for (fam, spec) in FAMS.iter().enumerate() {
+            if spec.keep_deleted {
+                let expired_before = match (spec.ttl_ms, spec.min_versions) {
+                    (Some(ttl), 0) => Some(now - ttl),
+                    _ => None,
+                };
+                for c in self.cells.iter().filter(|c| c.fam == fam) {
+                    if c.kind != CellType::Put {
+                        kept.push(c.clone());
+                        continue;
+                    }
+                    let overwritten = self.cells.iter().any(|o| {
+                        o.kind == CellType::Put
+                            && o.row == c.row
+                            && o.fam == fam
+                            && o.qual == c.qual
+                            && o.ts == c.ts
+                            && o.seq > c.seq
+                    });
+                    let expired = expired_before.is_some_and(|t| c.ts < t);
+                    if overwritten {
+                        stat("major compaction: KDC overwritten put dropped");
+                    }
+                    if !overwritten && !expired {
+                        kept.push(c.clone());
+                    }
+                }
+            } else {
+                for (row, _, qual) in columns.iter().filter(|(_, f, _)| *f == fam) {
+                    kept.extend(
+                        self.versions(row, fam, qual, Range::ALL, now)
+                            .into_iter()
+                            .cloned(),
+                    );
+                }
+                let markers = self
+                    .cells
+                    .iter()
+                    .filter(|c| c.fam == fam && c.kind != CellType::Put);
+                for m in markers {
+                    stat("major compaction: marker dropped");
+                    self.dropped_markers.push(m.clone());
+                }
+            }
+        }
+        let puts_before = self
+            .cells
+            .iter()
+            .filter(|c| c.kind == CellType::Put)
+            .count();
+        let puts_after = kept.iter().filter(|c| c.kind == CellType::Put).count();
+        if puts_after < puts_before {
+            stat("major compaction: puts dropped");
+        }
+        self.cells = kept;
     }
 
     /// The newest visible value of a column within `tr`.
@@ -1270,29 +1492,99 @@ fn err_kind<T>(r: &basalt::Result<T>) -> String {
 struct Harness {
     dir: tempfile::TempDir,
     clock: ManualClock,
+    config: Config,
     db: Option<Database>,
     table: Option<Table>,
     model: Model,
 }
 
+/// Per store (family order): store files and memstore bytes.
+type StoreState = Vec<(usize, u64)>;
+
 impl Harness {
-    fn new() -> Harness {
+    fn new(config: Config) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new(START_MS);
-        let db =
-            Database::open_with(Options::new(dir.path()).clock(Arc::new(clock.clone()))).unwrap();
+        let db = Database::open_with(config.options(dir.path(), &clock)).unwrap();
         let desc = FAMS
             .iter()
-            .fold(TableDescriptor::new(TABLE), |d, f| d.family(descriptor(f)));
+            .zip(&config.formats)
+            .fold(TableDescriptor::new(TABLE), |d, (f, format)| {
+                d.family(descriptor(f, format))
+            });
         db.create_table(desc).unwrap();
         let table = db.table(TABLE).unwrap();
         Harness {
             dir,
             clock,
+            config,
             db: Some(db),
             table: Some(table),
             model: Model::default(),
         }
+    }
+
+    fn db(&self) -> &Database {
+        self.db.as_ref().unwrap()
+    }
+
+    /// Files and memstore bytes of each store, in family order.
+    fn stores(&self) -> Result<StoreState, String> {
+        let info = self
+            .db()
+            .describe_table(TABLE)
+            .map_err(|e| format!("describe_table failed: {e}"))?;
+        let mut out = vec![(0usize, 0u64); FAMS.len()];
+        for region in &info.regions {
+            for (name, stats) in &region.stores {
+                let i = FAMS
+                    .iter()
+                    .position(|f| f.name == name)
+                    .ok_or_else(|| format!("unknown store {name}"))?;
+                out[i].0 += stats.files;
+                out[i].1 += stats.memstore_bytes;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Counts automatic flushes and compactions a write caused.
+    fn note_maintenance(before: &StoreState, after: &StoreState) {
+        let mut flushed = false;
+        let mut compacted = false;
+        for ((files0, mem0), (files1, mem1)) in before.iter().zip(after) {
+            let store_flushed = mem1 < mem0;
+            flushed |= store_flushed;
+            if *files1 < files0 + usize::from(store_flushed) {
+                compacted = true;
+            }
+        }
+        if flushed {
+            stat("write: automatic flush");
+        }
+        if compacted {
+            stat("write: automatic minor compaction");
+        }
+        if after.iter().any(|(files, _)| *files >= 3) {
+            stat("step: a store has 3+ files");
+        }
+    }
+
+    /// What the engine returns for full reads: every version of every
+    /// family, the same up to a second ago (KEEP_DELETED_CELLS time travel),
+    /// and raw, every family (TTL ones too, which the model does not cover).
+    /// Flushes and minor compactions must not change any of it.
+    fn engine_snapshot(&self) -> Result<Vec<Vec<RowView>>, String> {
+        let now = self.now();
+        let mut out = Vec::new();
+        for tr in [
+            TimeRange::all(),
+            TimeRange::before((now - 1).max(1)).unwrap(),
+        ] {
+            out.push(self.collect_scan(&Scan::new().max_versions(1000).time_range(tr))?);
+        }
+        out.push(self.collect_scan(&Scan::new().raw(true).max_versions(1000))?);
+        Ok(out)
     }
 
     fn now(&self) -> i64 {
@@ -1311,7 +1603,7 @@ impl Harness {
             }
             drop(db);
         }
-        let options = Options::new(self.dir.path()).clock(Arc::new(self.clock.clone()));
+        let options = self.config.options(self.dir.path(), &self.clock);
         let db = Database::open_with(options).map_err(|e| format!("reopen failed: {e}"))?;
         self.table = Some(
             db.table(TABLE)
@@ -1519,7 +1811,37 @@ impl Harness {
     fn step(&mut self, step: &Step) -> Result<(), String> {
         self.clock.advance(step.advance);
         let now = self.now();
-        match &step.op {
+        let writes = matches!(
+            step.op,
+            Op::Put(_)
+                | Op::Delete(_)
+                | Op::Increment { .. }
+                | Op::Append { .. }
+                | Op::CheckAndMutate { .. }
+                | Op::RowMutations { .. }
+                | Op::Batch(_)
+        );
+        let stores_before = if writes { Some(self.stores()?) } else { None };
+        self.run_op(&step.op, now)?;
+        if let Some(before) = stores_before {
+            Self::note_maintenance(&before, &self.stores()?);
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), String> {
+        self.db()
+            .flush_table(TABLE)
+            .map_err(|e| format!("flush_table failed: {e}"))?;
+        let stores = self.stores()?;
+        if stores.iter().any(|(_, mem)| *mem > 0) {
+            return Err(format!("memstores not empty after a flush: {stores:?}"));
+        }
+        Ok(())
+    }
+
+    fn run_op(&mut self, op: &Op, now: i64) -> Result<(), String> {
+        match op {
             Op::Put(p) => {
                 let r = self.table().put(&build_put(p, now));
                 compare("put result", &err_kind(&r), &"ok".to_string())?;
@@ -1642,7 +1964,59 @@ impl Harness {
             }
             Op::Reopen { close } => {
                 stat("reopen");
+                let before = self.engine_snapshot()?;
                 self.reopen(*close)?;
+                if *close && self.stores()?.iter().any(|(_, mem)| *mem > 0) {
+                    return Err("memstores not empty after close and reopen".to_string());
+                }
+                compare(
+                    "engine's full reads after reopening, against before",
+                    &self.engine_snapshot()?,
+                    &before,
+                )?;
+                self.check_everything()?;
+            }
+            Op::Flush => {
+                stat("flush");
+                let before = self.engine_snapshot()?;
+                self.flush()?;
+                compare(
+                    "engine's full reads after a flush, against before",
+                    &self.engine_snapshot()?,
+                    &before,
+                )?;
+            }
+            Op::MinorCompact => {
+                let before = self.engine_snapshot()?;
+                let files_before: usize = self.stores()?.iter().map(|s| s.0).sum();
+                self.db()
+                    .compact_table(TABLE, false)
+                    .map_err(|e| format!("minor compact_table failed: {e}"))?;
+                let files_after: usize = self.stores()?.iter().map(|s| s.0).sum();
+                stat(if files_after < files_before {
+                    "minor compaction: merged files"
+                } else {
+                    "minor compaction: nothing to do"
+                });
+                compare(
+                    "engine's full reads after a minor compaction, against before",
+                    &self.engine_snapshot()?,
+                    &before,
+                )?;
+            }
+            Op::MajorCompact => {
+                stat("major compaction");
+                self.flush()?;
+                self.db()
+                    .compact_table(TABLE, true)
+                    .map_err(|e| format!("major compact_table failed: {e}"))?;
+                let stores = self.stores()?;
+                if stores.iter().any(|(files, _)| *files > 1) {
+                    return Err(format!(
+                        "a store has several files after a major compaction: {stores:?}"
+                    ));
+                }
+                self.model.major_compact(now);
                 self.check_everything()?;
             }
         }
@@ -1652,8 +2026,8 @@ impl Harness {
 
 /// Runs the steps, comparing engine and model at each; the error names the
 /// failing step and shows the model's cells.
-fn run_steps(steps: &[Step]) -> Result<Harness, String> {
-    let mut h = Harness::new();
+fn run_steps(config: &Config, steps: &[Step]) -> Result<Harness, String> {
+    let mut h = Harness::new(config.clone());
     for (i, step) in steps.iter().enumerate() {
         h.step(step).map_err(|e| {
             format!(
@@ -2013,8 +2387,55 @@ fn op() -> impl Strategy<Value = Op> {
             1,
             any::<bool>().prop_map(|close| Op::Reopen { close }).boxed(),
         ),
+        // With ~80 ops per case: about four flushes and two compactions of
+        // each kind, besides the automatic ones.
+        (4, Just(Op::Flush).boxed()),
+        (2, Just(Op::MinorCompact).boxed()),
+        (2, Just(Op::MajorCompact).boxed()),
     ];
     Union::new_weighted(weighted)
+}
+
+fn fam_format() -> impl Strategy<Value = FamFormat> {
+    (
+        prop::sample::select(Compression::ALL),
+        prop::sample::select(BloomType::ALL),
+        prop::sample::select(DataBlockEncoding::ALL),
+        prop_oneof![1 => Just(1024u32), 2 => 1024u32..=4096],
+        prop::bool::weighted(0.8),
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(
+            |(compression, bloom, encoding, block_size, block_cache, in_memory)| FamFormat {
+                compression,
+                bloom,
+                encoding,
+                block_size,
+                block_cache,
+                in_memory,
+            },
+        )
+}
+
+fn config() -> impl Strategy<Value = Config> {
+    (
+        prop_oneof![1 => 200usize..=1000, 2 => 1000usize..=4096],
+        prop_oneof![Just(4 * 1024), Just(16 * 1024), Just(64 * 1024)],
+        2usize..=3,
+        0usize..=3,
+        prop::sample::select(vec![0.5, 1.2, 3.0]),
+        vec(fam_format(), FAMS.len()),
+    )
+        .prop_map(
+            |(flush_bytes, cache_bytes, min_files, extra_files, ratio, formats)| Config {
+                flush_bytes,
+                cache_bytes,
+                min_files,
+                max_files: min_files + extra_files,
+                ratio,
+                formats,
+            },
+        )
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -2037,8 +2458,8 @@ proptest! {
 
     /// Random sequences: the engine answers every read like the reference.
     #[test]
-    fn engine_matches_reference_model(steps in vec(step(), 20..120)) {
-        run_steps(&steps).map_err(TestCaseError::fail)?;
+    fn engine_matches_reference_model(config in config(), steps in vec(step(), 20..120)) {
+        run_steps(&config, &steps).map_err(TestCaseError::fail)?;
         if std::env::var_os("MODEL_STATS").is_some() {
             eprintln!("{:#?}", STATS.lock().unwrap());
         }
@@ -2098,7 +2519,7 @@ fn cells_of(h: &Harness, spec: &GetSpec) -> Vec<(String, i64, String)> {
 }
 
 fn run(steps: Vec<Step>) -> Harness {
-    match run_steps(&steps) {
+    match run_steps(&Config::default(), &steps) {
         Ok(h) => h,
         Err(e) => panic!("{e}"),
     }
@@ -2571,6 +2992,372 @@ fn filters_see_versions_before_the_read_max_versions() {
         ),
         ["r1/f1:b/3/Put=5", "r1/f2:a/2/Put=9", "r2/f2:a/4/Put=0"]
     );
+}
+
+// ------------------------------------------------------------------ store files, flushes, compactions
+
+#[test]
+fn major_compaction_ends_the_masking_quirk() {
+    let masked = |h: &Harness| cells_of(h, &get_all(b"r", &[0, 1, 3], 5, TrSpec::All));
+    let mut h = run(vec![
+        at(delete(
+            b"r",
+            None,
+            vec![
+                DelEntry::ColumnsAt(Fam(1), b(b"a"), Ts::Abs(100)),
+                DelEntry::FamilyAt(Fam(0), Ts::Abs(100)),
+                DelEntry::FamilyVersion(Fam(1), Ts::Abs(70)),
+                // f4 keeps deleted cells: its marker survives compactions.
+                DelEntry::ColumnsAt(Fam(3), b(b"a"), Ts::Abs(100)),
+            ],
+        )),
+        at(put_at(b"r", 1, b"a", Some(50), b"masked")),
+        at(put_at(b"r", 0, b"b", Some(60), b"masked")),
+        at(put_at(b"r", 1, b"c", Some(70), b"masked")),
+        at(put_at(b"r", 3, b"a", Some(50), b"masked")),
+    ]);
+    assert_eq!(masked(&h), vec![]);
+    h.step(&at(Op::MajorCompact)).unwrap();
+    assert_eq!(masked(&h), vec![], "the compaction dropped the masked puts");
+    for (f, q, ts) in [(1, b"a", 50), (0, b"b", 60), (1, b"c", 70), (3, b"a", 50)] {
+        h.step(&at(put_at(b"r", f, q, Some(ts), b"after"))).unwrap();
+    }
+    let expected = vec![
+        t("b", 60, "after"),
+        t("a", 50, "after"),
+        t("c", 70, "after"),
+    ];
+    assert_eq!(masked(&h), expected, "markers gone, except f4's");
+    h.step(&at(Op::Reopen { close: false })).unwrap();
+    assert_eq!(masked(&h), expected);
+    h.step(&at(Op::Reopen { close: true })).unwrap();
+    assert_eq!(masked(&h), expected);
+    h.step(&at(Op::MajorCompact)).unwrap();
+    assert_eq!(masked(&h), expected);
+}
+
+#[test]
+fn major_compaction_drops_surplus_and_expired_versions_for_good() {
+    let steps = vec![
+        // f2 keeps three versions: ts 1 is the surplus one.
+        at(put_at(b"r", 1, b"a", Some(1), b"v1")),
+        at(put_at(b"r", 1, b"a", Some(2), b"v2")),
+        at(put_at(b"r", 1, b"a", Some(3), b"v3")),
+        at(put_at(b"r", 1, b"a", Some(4), b"v4")),
+        // f3: both expired, MIN_VERSIONS keeps the newer one.
+        at(put_at(b"r", 2, b"a", Some(T - 5_000), b"old")),
+        at(put_at(b"r", 2, b"a", Some(T - 4_000), b"newer")),
+    ];
+    let delete_newest = at(delete(
+        b"r",
+        None,
+        vec![
+            DelEntry::ColumnAt(Fam(1), b(b"a"), Ts::Abs(4)),
+            DelEntry::ColumnAt(Fam(2), b(b"a"), Ts::Abs(T - 4_000)),
+        ],
+    ));
+    let read = |h: &Harness| cells_of(h, &get_all(b"r", &[1, 2], 5, TrSpec::All));
+
+    let mut plain = run(steps.clone());
+    plain.step(&delete_newest).unwrap();
+    assert_eq!(
+        read(&plain),
+        vec![
+            t("a", 3, "v3"),
+            t("a", 2, "v2"),
+            t("a", 1, "v1"),
+            t("a", T - 5_000, "old")
+        ],
+        "without a compaction, deleting the newest reveals the next one"
+    );
+
+    let mut compacted = run(steps);
+    compacted.step(&at(Op::MajorCompact)).unwrap();
+    compacted.step(&delete_newest).unwrap();
+    assert_eq!(
+        read(&compacted),
+        vec![t("a", 3, "v3"), t("a", 2, "v2")],
+        "the compaction dropped them: nothing to reveal"
+    );
+    compacted.step(&at(Op::Reopen { close: false })).unwrap();
+}
+
+/// A data set with several versions, every kind of marker, masked puts,
+/// same-timestamp overwrites, long values, a TTL family with MIN_VERSIONS
+/// and a KEEP_DELETED_CELLS family, in three parts (flushed after each of
+/// the first two, so stores hold several files; the last stays in memory).
+fn mixed_data_parts() -> [Vec<Step>; 3] {
+    let mut one = Vec::new();
+    for row in [&b"r1"[..], b"r2", b"s"] {
+        let row: &'static [u8] = row;
+        one.extend([
+            at(put_at(row, 0, b"a", Some(T - 10), b"1a")),
+            at(put_at(row, 0, b"b", Some(T - 10), b"1b")),
+            at(put_at(row, 1, b"a", Some(T - 10), b"v10")),
+            at(put_at(row, 1, b"a", Some(T - 9), b"v9")),
+            at(put_at(row, 1, b"a", Some(T - 8), b"v8")),
+            at(put_at(row, 1, b"a", Some(T - 7), b"v7")),
+            at(put_at(row, 2, b"a", Some(T - 5_000), b"old")),
+            at(put_at(row, 2, b"a", Some(T - 4_000), b"newer")),
+            at(put_at(row, 2, b"b", None, b"live")),
+            at(put_at(row, 3, b"a", Some(T - 10), b"k10")),
+            at(put_at(row, 3, b"a", Some(T - 9), b"k9")),
+        ]);
+    }
+    let long = |row: &'static [u8], ts: i64| {
+        at(Op::Put(PutSpec {
+            row: b(row),
+            ts: Some(Ts::Abs(ts)),
+            cells: vec![
+                (Fam(1), b(b"c"), None, Bytes::from_static(&LONG_VALUE)),
+                (Fam(3), b(b"c"), None, Bytes::from_static(&LONG_VALUE)),
+            ],
+            durability: Durability::SyncWal,
+        }))
+    };
+    one.extend([long(b"r3", T - 3), long(b"r3", T - 2), long(b"r3", T - 1)]);
+    let two = vec![
+        after(
+            1,
+            delete(
+                b"r1",
+                None,
+                vec![DelEntry::ColumnsAt(Fam(1), b(b"a"), Ts::Abs(T - 9))],
+            ),
+        ),
+        at(put_at(b"r1", 1, b"a", Some(T - 10), b"masked")),
+        at(delete(b"r2", None, vec![DelEntry::Family(Fam(0))])),
+        at(delete(
+            b"r2",
+            None,
+            vec![DelEntry::FamilyVersion(Fam(1), Ts::Abs(T - 8))],
+        )),
+        at(delete(b"r1", None, vec![DelEntry::Column(Fam(3), b(b"a"))])),
+        at(delete(
+            b"r1",
+            None,
+            vec![DelEntry::ColumnsAt(Fam(3), b(b"b"), Ts::Abs(T - 5))],
+        )),
+        at(put_at(b"r1", 3, b"b", Some(T - 6), b"kdc masked")),
+        at(delete(b"s", None, vec![])),
+        at(put_at(b"r1", 1, b"b", Some(T - 3), b"first")),
+        at(put_at(b"r1", 1, b"b", Some(T - 3), b"second")),
+        at(put_at(b"r1", 3, b"b", Some(T - 3), b"dup1")),
+        at(put_at(b"r1", 3, b"b", Some(T - 3), b"dup2")),
+        at(delete(
+            b"r2",
+            None,
+            vec![DelEntry::ColumnAt(Fam(2), b(b"a"), Ts::Abs(T - 4_000))],
+        )),
+        long(b"r3", T - 4),
+    ];
+    let three = vec![
+        after(2, put_at(b"r1", 2, b"a", None, b"fresh")),
+        at(put_at(b"r2", 0, b"a", Some(T - 20), b"masked by family")),
+        at(Op::Increment {
+            row: b(b"r1"),
+            cols: vec![(Fam(1), b(b"n"), 5), (Fam(3), b(b"n"), 7)],
+            durability: Durability::SyncWal,
+        }),
+        at(Op::Append {
+            row: b(b"r1"),
+            cols: vec![(Fam(1), b(b"b"), b(b"x")), (Fam(3), b(b"b"), b(b"y"))],
+            durability: Durability::AsyncWal,
+        }),
+        at(put_at(b"s", 0, b"a", None, b"after the row delete")),
+        long(b"r3", T),
+    ];
+    [one, two, three]
+}
+
+/// Reads of every kind (each compared with the model by the harness), and
+/// the engine's own full reads: (normal reads, raw reads).
+fn read_battery(h: &Harness) -> (Vec<Vec<RowView>>, Vec<Vec<RowView>>) {
+    let mut normal = Vec::new();
+    let trs = [
+        TrSpec::All,
+        TrSpec::Before(Ts::Abs(T - 8)),
+        TrSpec::Range(Ts::Abs(T - 10), 5),
+        TrSpec::At(Ts::Abs(T - 9)),
+        TrSpec::Before(Ts::Abs(T - 2)),
+    ];
+    for max_versions in [1, 2, 10] {
+        for tr in trs {
+            for (reversed, filter) in [
+                (false, None),
+                (true, None),
+                (false, Some(FilterSpec::Value(CompareOp::Less, b(b"v9")))),
+            ] {
+                normal.push(
+                    h.scan(&ScanSpec {
+                        start: Bytes::new(),
+                        stop: Bytes::new(),
+                        prefix: None,
+                        reversed,
+                        sel: Vec::new(),
+                        max_versions,
+                        tr,
+                        filter,
+                        batch: None,
+                        limit: None,
+                    })
+                    .unwrap(),
+                );
+            }
+        }
+    }
+    for row in [&b"r1"[..], b"r2", b"r3", b"s", b"missing"] {
+        for sel in [
+            vec![],
+            vec![SelItem::Column(Fam(1), b(b"a"))],
+            vec![SelItem::Family(Fam(3))],
+        ] {
+            normal.push(vec![h
+                .get(&GetSpec {
+                    row: Bytes::copy_from_slice(row),
+                    sel,
+                    max_versions: 10,
+                    tr: TrSpec::All,
+                    filter: None,
+                })
+                .unwrap()]);
+        }
+    }
+    let mut raw = Vec::new();
+    for max_versions in [1, 10] {
+        raw.push(
+            h.raw_scan(&RawScanSpec {
+                start: Bytes::new(),
+                stop: Bytes::new(),
+                reversed: false,
+                fams: RAW_FAMS.to_vec(),
+                max_versions,
+                tr: TrSpec::All,
+                batch: None,
+                limit: None,
+            })
+            .unwrap(),
+        );
+    }
+    let mut engine = h.engine_snapshot().unwrap();
+    raw.push(engine.pop().unwrap());
+    normal.extend(engine);
+    (normal, raw)
+}
+
+fn total_files(h: &Harness) -> Vec<usize> {
+    h.stores().unwrap().iter().map(|s| s.0).collect()
+}
+
+/// Every compression, bloom type and block encoding, each on every family
+/// in one of the rounds.
+fn format_rounds() -> Vec<Vec<FamFormat>> {
+    let rounds = Compression::ALL
+        .len()
+        .max(BloomType::ALL.len())
+        .max(DataBlockEncoding::ALL.len());
+    (0..rounds)
+        .map(|i| {
+            (0..FAMS.len())
+                .map(|k| FamFormat {
+                    compression: Compression::ALL[(i + k) % Compression::ALL.len()],
+                    bloom: BloomType::ALL[(i + k) % BloomType::ALL.len()],
+                    encoding: DataBlockEncoding::ALL[(i + k) % DataBlockEncoding::ALL.len()],
+                    block_size: 1024,
+                    block_cache: (i + k) % 4 != 3,
+                    in_memory: (i + k) % 3 == 1,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn reads_are_the_same_through_flush_minor_and_major_compaction() {
+    for formats in format_rounds() {
+        // No automatic compactions while writing: files pile up.
+        let config = Config {
+            flush_bytes: 1500,
+            min_files: 10,
+            max_files: 10,
+            formats: formats.clone(),
+            ..Config::default()
+        };
+        let [one, two, three] = mixed_data_parts();
+        let mut h = run_steps(&config, &one).unwrap();
+        h.step(&at(Op::Flush)).unwrap();
+        for s in two.iter().chain([&at(Op::Flush)]).chain(&three) {
+            h.step(s).unwrap();
+        }
+        let files = total_files(&h);
+        assert!(
+            files.iter().all(|&n| n >= 2) && h.stores().unwrap().iter().any(|s| s.1 > 0),
+            "several files and a memstore in every store: {:?} ({formats:?})",
+            h.stores().unwrap()
+        );
+        let (normal, raw) = read_battery(&h);
+        assert!(normal.iter().flatten().count() > 100);
+
+        h.step(&at(Op::Flush)).unwrap();
+        assert_eq!(read_battery(&h), (normal.clone(), raw.clone()), "flush");
+
+        // Reopen with a policy that merges the files.
+        h.config.min_files = 2;
+        h.config.ratio = 3.0;
+        h.step(&at(Op::Reopen { close: true })).unwrap();
+        assert_eq!(read_battery(&h), (normal.clone(), raw.clone()), "reopen");
+        let before = total_files(&h);
+        h.step(&at(Op::MinorCompact)).unwrap();
+        let merged = total_files(&h);
+        assert!(
+            merged.iter().sum::<usize>() < before.iter().sum::<usize>(),
+            "the minor compaction merged files: {before:?} -> {merged:?}"
+        );
+        assert_eq!(read_battery(&h), (normal.clone(), raw.clone()), "minor");
+
+        h.step(&at(Op::MajorCompact)).unwrap();
+        assert!(total_files(&h).iter().all(|&n| n == 1));
+        let (normal_after, raw_after) = read_battery(&h);
+        assert_eq!(normal_after, normal, "major: normal reads");
+        assert_ne!(raw_after, raw, "major: raw reads lose markers");
+        h.step(&at(Op::Reopen { close: false })).unwrap();
+        assert_eq!(read_battery(&h), (normal_after, raw_after), "crash reopen");
+
+        // Later: f3's remaining versions expire; compactions keep agreeing.
+        h.step(&after(5_000, Op::MajorCompact)).unwrap();
+        read_battery(&h);
+        h.step(&at(put_at(b"r1", 2, b"a", Some(T - 4_500), b"late")))
+            .unwrap();
+        h.step(&at(Op::MajorCompact)).unwrap();
+        read_battery(&h);
+    }
+}
+
+/// Found while extending the model to compactions: `Store::compact_inner`
+/// skips a major compaction when the store's only file is itself the output
+/// of one. Cells that expired (TTL) since then stay in the file, although
+/// the major compaction was asked for at a time when a read of all versions
+/// no longer returns them; a later delete of the version MIN_VERSIONS kept
+/// then reveals the expired one, which a real compaction would have dropped.
+#[test]
+#[ignore = "engine bug: a major compaction of a store with one major-compacted file is skipped, so versions that expired since are not dropped"]
+fn major_compaction_of_a_major_compacted_file_drops_newly_expired_versions() {
+    // f3: VERSIONS 2, MIN_VERSIONS 1, TTL 3 s.
+    let mut h = run(vec![
+        at(put_at(b"r", 2, b"a", Some(T - 100), b"older")),
+        at(put_at(b"r", 2, b"a", Some(T - 50), b"newer")),
+        // Both alive: the compaction keeps both.
+        at(Op::MajorCompact),
+        // Both expired: MIN_VERSIONS keeps "newer", "older" must go.
+        after(5_000, Op::MajorCompact),
+        at(delete(
+            b"r",
+            None,
+            vec![DelEntry::ColumnAt(Fam(2), b(b"a"), Ts::Abs(T - 50))],
+        )),
+    ]);
+    assert_eq!(cells_of(&h, &get_all(b"r", &[2], 5, TrSpec::All)), vec![]);
+    h.step(&at(Op::Reopen { close: true })).unwrap();
 }
 
 // ------------------------------------------------------------------ regressions: engine bugs found here
