@@ -243,15 +243,7 @@ mod tests {
     }
 
     fn cell(q: &str, ts: i64, t: CellType, seq: u64) -> Cell {
-        Cell {
-            row: Bytes::from_static(b"r"),
-            family: Bytes::from_static(b"f"),
-            qualifier: Bytes::copy_from_slice(q.as_bytes()),
-            timestamp: ts,
-            cell_type: t,
-            sequence_id: seq,
-            value: Bytes::from_static(b"v"),
-        }
+        crate::source::tests::cell(q, ts, t, seq, "v")
     }
 
     fn drain(stream: &mut dyn CellStream) -> Vec<(String, i64, CellType)> {

@@ -669,19 +669,7 @@ impl RegionScanner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::tests::VecSource;
-
-    fn cell(q: &str, ts: i64, t: CellType, seq: u64, v: &str) -> Cell {
-        Cell {
-            row: Bytes::from_static(b"r"),
-            family: Bytes::from_static(b"f"),
-            qualifier: Bytes::copy_from_slice(q.as_bytes()),
-            timestamp: ts,
-            cell_type: t,
-            sequence_id: seq,
-            value: Bytes::copy_from_slice(v.as_bytes()),
-        }
-    }
+    use crate::source::tests::{cell, VecSource};
 
     fn read(
         cells: Vec<Cell>,

@@ -174,6 +174,19 @@ impl CellSource for MergedSource {
 pub(crate) mod tests {
     use super::*;
 
+    /// A cell of row `r`, family `f`, for tests of the layers above sources.
+    pub(crate) fn cell(q: &str, ts: i64, t: CellType, seq: u64, v: &str) -> Cell {
+        Cell {
+            row: Bytes::from_static(b"r"),
+            family: Bytes::from_static(b"f"),
+            qualifier: Bytes::copy_from_slice(q.as_bytes()),
+            timestamp: ts,
+            cell_type: t,
+            sequence_id: seq,
+            value: Bytes::copy_from_slice(v.as_bytes()),
+        }
+    }
+
     /// A source over a sorted vector, for tests of everything above sources.
     pub(crate) struct VecSource {
         cells: Vec<Cell>,
