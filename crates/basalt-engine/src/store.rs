@@ -444,7 +444,11 @@ impl Store {
     fn compact_inner(&self, major: bool, now: i64) -> Result<bool> {
         let files = self.view.read().files.clone();
         let selected: Vec<Arc<StoreFile>> = if major {
-            if files.is_empty() || (files.len() == 1 && files[0].entry.major) {
+            // A lone major-compacted file only needs rewriting when time can
+            // have expired more of it since (a TTL).
+            let nothing_new =
+                files.len() == 1 && files[0].entry.major && self.descriptor().ttl_seconds.is_none();
+            if files.is_empty() || nothing_new {
                 return Ok(false);
             }
             files
