@@ -9,7 +9,9 @@ use basalt::{
 };
 
 fn main() -> Result<()> {
-    let dir = std::env::args().nth(1).unwrap_or_else(|| "basalt-data".to_string());
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "basalt-data".to_string());
     let db = Database::open(&dir)?;
     println!("opened {dir} ({} tables)", db.list_tables().len());
     if !db.table_exists("users") {

@@ -429,7 +429,11 @@ impl Database {
     pub fn compact_table(&self, name: &str, major: bool) -> Result<()> {
         self.check_open()?;
         let _state = self.state(name)?;
-        tracing::debug!(table = name, major, "compaction requested; no store files yet");
+        tracing::debug!(
+            table = name,
+            major,
+            "compaction requested; no store files yet"
+        );
         Ok(())
     }
 

@@ -10,26 +10,49 @@ use common::{cells, rows, TestDb};
 fn setup(t: &TestDb) -> Table {
     let table = t.table(
         "people",
-        vec![ColumnFamilyDescriptor::new("info").max_versions(3), ColumnFamilyDescriptor::new("stats")],
+        vec![
+            ColumnFamilyDescriptor::new("info").max_versions(3),
+            ColumnFamilyDescriptor::new("stats"),
+        ],
     );
-    let people = [("alice", "paris", "31"), ("bob", "oslo", "45"), ("carol", "paris", "27"), ("dave", "rome", "38")];
+    let people = [
+        ("alice", "paris", "31"),
+        ("bob", "oslo", "45"),
+        ("carol", "paris", "27"),
+        ("dave", "rome", "38"),
+    ];
     for (name, city, age) in people {
         table
-            .put(&Put::new(name).add_at("info", "city", 1, city).add_at("info", "age", 1, age).add_at("stats", "visits", 1, "7"))
+            .put(
+                &Put::new(name)
+                    .add_at("info", "city", 1, city)
+                    .add_at("info", "age", 1, age)
+                    .add_at("stats", "visits", 1, "7"),
+            )
             .unwrap();
     }
     table
 }
 
 fn scan_rows(table: &Table, filter: &str) -> Vec<String> {
-    rows(table.scan(&Scan::new().filter(Filter::parse(filter).unwrap())).unwrap())
+    rows(
+        table
+            .scan(&Scan::new().filter(Filter::parse(filter).unwrap()))
+            .unwrap(),
+    )
 }
 
 #[test]
 fn single_column_value_filter_selects_whole_rows() {
     let t = TestDb::new();
     let table = setup(&t);
-    assert_eq!(scan_rows(&table, "SingleColumnValueFilter('info', 'city', =, 'binary:paris')"), ["alice", "carol"]);
+    assert_eq!(
+        scan_rows(
+            &table,
+            "SingleColumnValueFilter('info', 'city', =, 'binary:paris')"
+        ),
+        ["alice", "carol"]
+    );
     let keys_only = table
         .scan(&Scan::new().filter(
             Filter::parse("SingleColumnValueFilter ('info', 'city', =, 'binary:paris') AND KeyOnlyFilter()").unwrap(),
@@ -38,27 +61,62 @@ fn single_column_value_filter_selects_whole_rows() {
         .next()
         .unwrap()
         .unwrap();
-    assert_eq!(keys_only.cells.len(), 3, "every column of the row, across families");
+    assert_eq!(
+        keys_only.cells.len(),
+        3,
+        "every column of the row, across families"
+    );
     assert!(keys_only.cells.iter().all(|c| c.value.is_empty()));
     // Rows without the column pass unless filterIfMissing.
-    table.put(&Put::new("eve").add("stats", "visits", "1")).unwrap();
-    assert!(scan_rows(&table, "SingleColumnValueFilter('info', 'city', =, 'binary:paris')").contains(&"eve".to_string()));
-    assert!(!scan_rows(&table, "SingleColumnValueFilter('info', 'city', =, 'binary:paris', true, true)")
-        .contains(&"eve".to_string()));
+    table
+        .put(&Put::new("eve").add("stats", "visits", "1"))
+        .unwrap();
+    assert!(scan_rows(
+        &table,
+        "SingleColumnValueFilter('info', 'city', =, 'binary:paris')"
+    )
+    .contains(&"eve".to_string()));
+    assert!(!scan_rows(
+        &table,
+        "SingleColumnValueFilter('info', 'city', =, 'binary:paris', true, true)"
+    )
+    .contains(&"eve".to_string()));
 }
 
 #[test]
 fn row_family_qualifier_value_filters() {
     let t = TestDb::new();
     let table = setup(&t);
-    assert_eq!(scan_rows(&table, "RowFilter(>=, 'binary:c')"), ["carol", "dave"]);
-    assert_eq!(scan_rows(&table, "RowFilter(=, 'regexstring:^[ab]')"), ["alice", "bob"]);
-    assert_eq!(scan_rows(&table, "ValueFilter(=, 'substring:ROM')"), ["dave"]);
-    let stats_only = table.get(&Get::new("bob").filter(Filter::parse("FamilyFilter(=, 'binary:stats')").unwrap())).unwrap();
+    assert_eq!(
+        scan_rows(&table, "RowFilter(>=, 'binary:c')"),
+        ["carol", "dave"]
+    );
+    assert_eq!(
+        scan_rows(&table, "RowFilter(=, 'regexstring:^[ab]')"),
+        ["alice", "bob"]
+    );
+    assert_eq!(
+        scan_rows(&table, "ValueFilter(=, 'substring:ROM')"),
+        ["dave"]
+    );
+    let stats_only = table
+        .get(&Get::new("bob").filter(Filter::parse("FamilyFilter(=, 'binary:stats')").unwrap()))
+        .unwrap();
     assert_eq!(cells(&stats_only), ["stats:visits=7@1"]);
-    let ages = table.get(&Get::new("bob").filter(Filter::parse("QualifierFilter(=, 'binaryprefix:ag')").unwrap())).unwrap();
+    let ages = table
+        .get(
+            &Get::new("bob")
+                .filter(Filter::parse("QualifierFilter(=, 'binaryprefix:ag')").unwrap()),
+        )
+        .unwrap();
     assert_eq!(cells(&ages), ["info:age=45@1"]);
-    assert_eq!(scan_rows(&table, "ValueFilter(>, 'binary:40') AND QualifierFilter(=, 'binary:age')"), ["bob"]);
+    assert_eq!(
+        scan_rows(
+            &table,
+            "ValueFilter(>, 'binary:40') AND QualifierFilter(=, 'binary:age')"
+        ),
+        ["bob"]
+    );
     assert_eq!(
         scan_rows(&table, "PrefixFilter('a') OR PrefixFilter('d')"),
         ["alice", "dave"]
@@ -69,9 +127,17 @@ fn row_family_qualifier_value_filters() {
 fn value_filter_returns_an_older_version_when_the_newest_fails() {
     let t = TestDb::new();
     let table = setup(&t);
-    table.put(&Put::new("alice").add_at("info", "city", 2, "lyon")).unwrap();
-    let get = Get::new("alice").column("info", "city").filter(Filter::parse("ValueFilter(=, 'binary:paris')").unwrap());
-    assert_eq!(cells(&table.get(&get).unwrap()), ["info:city=paris@1"], "HBase's filter-before-versions rule");
+    table
+        .put(&Put::new("alice").add_at("info", "city", 2, "lyon"))
+        .unwrap();
+    let get = Get::new("alice")
+        .column("info", "city")
+        .filter(Filter::parse("ValueFilter(=, 'binary:paris')").unwrap());
+    assert_eq!(
+        cells(&table.get(&get).unwrap()),
+        ["info:city=paris@1"],
+        "HBase's filter-before-versions rule"
+    );
 }
 
 #[test]
@@ -79,18 +145,37 @@ fn paging_and_stopping_filters() {
     let t = TestDb::new();
     let table = setup(&t);
     assert_eq!(scan_rows(&table, "PageFilter(2)"), ["alice", "bob"]);
-    assert_eq!(scan_rows(&table, "InclusiveStopFilter('carol')"), ["alice", "bob", "carol"]);
-    assert_eq!(scan_rows(&table, "WHILE RowFilter(<, 'binary:c')"), ["alice", "bob"]);
-    assert_eq!(scan_rows(&table, "SKIP ValueFilter(!=, 'binary:oslo')"), ["alice", "carol", "dave"]);
-    let first = table.scan(&Scan::new().filter(Filter::parse("FirstKeyOnlyFilter()").unwrap())).unwrap();
+    assert_eq!(
+        scan_rows(&table, "InclusiveStopFilter('carol')"),
+        ["alice", "bob", "carol"]
+    );
+    assert_eq!(
+        scan_rows(&table, "WHILE RowFilter(<, 'binary:c')"),
+        ["alice", "bob"]
+    );
+    assert_eq!(
+        scan_rows(&table, "SKIP ValueFilter(!=, 'binary:oslo')"),
+        ["alice", "carol", "dave"]
+    );
+    let first = table
+        .scan(&Scan::new().filter(Filter::parse("FirstKeyOnlyFilter()").unwrap()))
+        .unwrap();
     assert!(first.map(|r| r.unwrap().cells.len()).all(|n| n == 1));
     let page = table
         .get(&Get::new("alice").filter(Filter::parse("ColumnPaginationFilter(1, 1)").unwrap()))
         .unwrap();
-    assert_eq!(cells(&page), ["info:city=paris@1"], "second column of the row");
+    assert_eq!(
+        cells(&page),
+        ["info:city=paris@1"],
+        "second column of the row"
+    );
     let reversed: Vec<String> = rows(
         table
-            .scan(&Scan::new().reversed(true).filter(Filter::parse("PrefixFilter('c')").unwrap()))
+            .scan(
+                &Scan::new()
+                    .reversed(true)
+                    .filter(Filter::parse("PrefixFilter('c')").unwrap()),
+            )
             .unwrap(),
     );
     assert_eq!(reversed, ["carol"]);
@@ -100,22 +185,45 @@ fn paging_and_stopping_filters() {
 fn column_filters() {
     let t = TestDb::new();
     let table = setup(&t);
-    let get = |f: &str| cells(&table.get(&Get::new("dave").filter(Filter::parse(f).unwrap())).unwrap());
+    let get = |f: &str| {
+        cells(
+            &table
+                .get(&Get::new("dave").filter(Filter::parse(f).unwrap()))
+                .unwrap(),
+        )
+    };
     assert_eq!(get("ColumnPrefixFilter('ci')"), ["info:city=rome@1"]);
-    assert_eq!(get("MultipleColumnPrefixFilter('ag', 'vi')"), ["info:age=38@1", "stats:visits=7@1"]);
-    assert_eq!(get("ColumnRangeFilter('b', true, 'd', false)"), ["info:city=rome@1"]);
-    assert_eq!(get("ColumnCountGetFilter(2)"), ["info:age=38@1", "info:city=rome@1"]);
+    assert_eq!(
+        get("MultipleColumnPrefixFilter('ag', 'vi')"),
+        ["info:age=38@1", "stats:visits=7@1"]
+    );
+    assert_eq!(
+        get("ColumnRangeFilter('b', true, 'd', false)"),
+        ["info:city=rome@1"]
+    );
+    assert_eq!(
+        get("ColumnCountGetFilter(2)"),
+        ["info:age=38@1", "info:city=rome@1"]
+    );
     assert_eq!(get("TimestampsFilter(1)").len(), 3);
     assert!(get("TimestampsFilter(2, 3)").is_empty());
-    assert_eq!(get("ColumnValueFilter('info', 'age', >, 'binary:30')"), ["info:age=38@1"]);
-    assert_eq!(get("DependentColumnFilter('info', 'age', true)"), ["info:city=rome@1", "stats:visits=7@1"]);
+    assert_eq!(
+        get("ColumnValueFilter('info', 'age', >, 'binary:30')"),
+        ["info:age=38@1"]
+    );
+    assert_eq!(
+        get("DependentColumnFilter('info', 'age', true)"),
+        ["info:city=rome@1", "stats:visits=7@1"]
+    );
 }
 
 #[test]
 fn whole_row_filters_cannot_be_batched() {
     let t = TestDb::new();
     let table = setup(&t);
-    let scan = Scan::new().batch(1).filter(Filter::parse("SingleColumnValueFilter('info', 'city', =, 'binary:x')").unwrap());
+    let scan = Scan::new()
+        .batch(1)
+        .filter(Filter::parse("SingleColumnValueFilter('info', 'city', =, 'binary:x')").unwrap());
     let err = table.scan(&scan).unwrap().next().unwrap().unwrap_err();
     assert!(err.to_string().contains("cannot set batch"), "{err}");
 }
