@@ -149,7 +149,9 @@ impl Client {
         Ok(())
     }
 
-    fn read_reply(&mut self) -> ClientResult<(MessageHeader, Value)> {
+    /// Reads the next message the server sends (tests use it after writing
+    /// raw bytes through [`Client::stream`]).
+    pub fn read_reply(&mut self) -> ClientResult<(MessageHeader, Value)> {
         if self.framed {
             while self.buf.len() < 4 {
                 self.fill()?;
