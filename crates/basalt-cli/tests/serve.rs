@@ -24,6 +24,9 @@ struct Running {
 }
 
 /// Starts `basalt serve` with `args` and waits for its "listening" line.
+// The child is waited for by `Running` (terminate, kill_9 or drop); the lint
+// cannot follow it there.
+#[allow(clippy::zombie_processes)]
 fn start(args: &[&str], cwd: &Path) -> Running {
     let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
         .arg("serve")
@@ -62,6 +65,14 @@ fn start(args: &[&str], cwd: &Path) -> Running {
                 log: rx,
             };
         }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A test that failed half-way must not leave a server behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
