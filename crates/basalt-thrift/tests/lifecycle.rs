@@ -99,3 +99,43 @@ fn shutdown_closes_idle_connections_and_the_database() {
     assert_eq!(rows, 100);
     db.close().unwrap();
 }
+
+#[test]
+fn a_client_gone_mid_call_releases_its_scanners() {
+    use std::io::Write;
+
+    use basalt_thrift::protocol::{encode_message, MessageHeader, MessageType};
+    use basalt_thrift::types::{args, Thrift};
+
+    let server = TestServer::start();
+    fill(&server);
+    for (framed, protocol) in WIRES {
+        let mut c = server.client(framed, protocol);
+        let id = c.scanner_open(b"t", b"", &[]).unwrap();
+        // Send scannerGetList and vanish without reading the answer.
+        let call = args::ScannerGetList {
+            id: Some(id),
+            nb_rows: Some(1000),
+        };
+        let header = MessageHeader {
+            name: "scannerGetList".into(),
+            kind: MessageType::Call,
+            seqid: 1,
+        };
+        let mut out = bytes::BytesMut::new();
+        encode_message(protocol, &header, &call.to_value(), &mut out);
+        if framed {
+            c.stream()
+                .write_all(&(out.len() as u32).to_be_bytes())
+                .unwrap();
+        }
+        c.stream().write_all(&out).unwrap();
+        drop(c);
+        eventually("the scanner of the vanished client to go", || {
+            server.server().open_scanners() == 0
+        });
+    }
+    eventually("every connection to close", || {
+        server.server().open_connections() == 0
+    });
+}
