@@ -56,6 +56,7 @@ struct ServeArgs {
 /// scanner_lease_ms = 60000
 /// worker_threads = 2
 /// max_blocking_threads = 32
+/// max_scanners_per_connection = 1000
 ///
 /// [database]          # engine options (see basalt::Options)
 /// wal_segment_bytes = 67108864

@@ -663,7 +663,11 @@ impl Service {
     fn open(&self, conn: u64, table: Option<Bytes>, scan: Scan, sorted: bool) -> CallResult {
         let table = self.table(table)?;
         let scanner = table.scan(&scan).map_err(db_error)?;
-        let id = self.scanners.insert(conn, scanner, sorted);
+        let id = self.scanners.insert(conn, scanner, sorted).ok_or_else(|| {
+            CallError::Io(
+                "too many open scanners on this connection; close some (scannerClose)".into(),
+            )
+        })?;
         Ok(Some(Value::I32(id)))
     }
 

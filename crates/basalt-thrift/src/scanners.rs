@@ -29,6 +29,9 @@ pub(crate) struct OpenScanner {
 #[derive(Debug)]
 pub(crate) struct Scanners {
     lease: Duration,
+    /// Most scanners one connection may hold open: each holds engine state,
+    /// so a client must not be able to open them without limit.
+    per_connection: usize,
     inner: Mutex<Inner>,
 }
 
@@ -36,18 +39,49 @@ pub(crate) struct Scanners {
 struct Inner {
     next_id: i32,
     open: HashMap<i32, Arc<OpenScanner>>,
+    /// Open scanners per owning connection.
+    owned: HashMap<u64, usize>,
+}
+
+impl Inner {
+    fn forget(&mut self, owner: u64) {
+        if let Some(n) = self.owned.get_mut(&owner) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.owned.remove(&owner);
+            }
+        }
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&OpenScanner) -> bool) -> usize {
+        let before = self.open.len();
+        let mut dropped = Vec::new();
+        self.open.retain(|_, s| {
+            let kept = keep(s);
+            if !kept {
+                dropped.push(s.owner);
+            }
+            kept
+        });
+        for owner in dropped {
+            self.forget(owner);
+        }
+        before - self.open.len()
+    }
 }
 
 impl Scanners {
-    pub(crate) fn new(lease: Duration) -> Self {
+    pub(crate) fn new(lease: Duration, per_connection: usize) -> Self {
         Scanners {
             lease,
+            per_connection,
             inner: Mutex::new(Inner::default()),
         }
     }
 
-    /// Registers a scanner and returns its id.
-    pub(crate) fn insert(&self, owner: u64, scanner: basalt::Scanner, sorted: bool) -> i32 {
+    /// Registers a scanner and returns its id; `None` when the connection
+    /// already holds as many as it may.
+    pub(crate) fn insert(&self, owner: u64, scanner: basalt::Scanner, sorted: bool) -> Option<i32> {
         let entry = Arc::new(OpenScanner {
             owner,
             sorted,
@@ -55,6 +89,11 @@ impl Scanners {
             last_used: Mutex::new(Instant::now()),
         });
         let mut inner = self.inner.lock();
+        let owned = inner.owned.entry(owner).or_insert(0);
+        if *owned >= self.per_connection {
+            return None;
+        }
+        *owned += 1;
         // Ids wrap around after 2^31 scanners; skip any still open.
         let mut id = inner.next_id;
         while inner.open.contains_key(&id) {
@@ -62,7 +101,7 @@ impl Scanners {
         }
         inner.next_id = id.checked_add(1).unwrap_or(0);
         inner.open.insert(id, entry);
-        id
+        Some(id)
     }
 
     /// The scanner with this id, its lease renewed.
@@ -74,28 +113,29 @@ impl Scanners {
 
     /// Closes a scanner; false when the id is unknown.
     pub(crate) fn remove(&self, id: i32) -> bool {
-        self.inner.lock().open.remove(&id).is_some()
+        let mut inner = self.inner.lock();
+        match inner.open.remove(&id) {
+            Some(s) => {
+                inner.forget(s.owner);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Closes every scanner a connection opened; returns how many.
     pub(crate) fn remove_owned_by(&self, owner: u64) -> usize {
-        let mut inner = self.inner.lock();
-        let before = inner.open.len();
-        inner.open.retain(|_, s| s.owner != owner);
-        before - inner.open.len()
+        self.inner.lock().retain(|s| s.owner != owner)
     }
 
     /// Closes the scanners unused for longer than the lease (and not in use
     /// right now); returns how many.
     pub(crate) fn expire(&self, now: Instant) -> usize {
-        let mut inner = self.inner.lock();
-        let before = inner.open.len();
         let lease = self.lease;
-        inner.open.retain(|_, s| {
+        self.inner.lock().retain(|s| {
             let idle = now.saturating_duration_since(*s.last_used.lock());
             idle < lease || s.state.try_lock().is_none()
-        });
-        before - inner.open.len()
+        })
     }
 
     /// How many scanners are open.
@@ -105,6 +145,8 @@ impl Scanners {
 
     /// Closes everything (server shutdown).
     pub(crate) fn clear(&self) {
-        self.inner.lock().open.clear();
+        let mut inner = self.inner.lock();
+        inner.open.clear();
+        inner.owned.clear();
     }
 }

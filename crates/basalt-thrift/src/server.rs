@@ -47,6 +47,8 @@ pub struct ServerConfig {
     pub worker_threads: usize,
     /// Most threads running engine calls at once. Default 32.
     pub max_blocking_threads: usize,
+    /// Most scanners one connection may hold open. Default 1000.
+    pub max_scanners_per_connection: usize,
 }
 
 impl Default for ServerConfig {
@@ -58,6 +60,7 @@ impl Default for ServerConfig {
             scanner_lease_ms: 60_000,
             worker_threads: 2,
             max_blocking_threads: 32,
+            max_scanners_per_connection: 1000,
         }
     }
 }
@@ -98,7 +101,10 @@ impl Server {
         let listener = runtime.block_on(TcpListener::bind((config.bind.as_str(), config.port)))?;
         let local_addr = listener.local_addr()?;
         let lease = Duration::from_millis(config.scanner_lease_ms.max(1));
-        let scanners = Arc::new(Scanners::new(lease));
+        let scanners = Arc::new(Scanners::new(
+            lease,
+            config.max_scanners_per_connection.max(1),
+        ));
         let advertised = Advertised {
             host: if local_addr.ip().is_unspecified() {
                 "localhost".to_string()

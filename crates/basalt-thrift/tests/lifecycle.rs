@@ -139,3 +139,27 @@ fn a_client_gone_mid_call_releases_its_scanners() {
         server.server().open_connections() == 0
     });
 }
+
+#[test]
+fn scanners_per_connection_are_capped() {
+    let server = TestServer::with_config(ServerConfig {
+        port: 0,
+        max_scanners_per_connection: 3,
+        ..ServerConfig::default()
+    });
+    fill(&server);
+    let mut c = server.default_client();
+    let ids: Vec<i32> = (0..3)
+        .map(|_| c.scanner_open(b"t", b"", &[]).unwrap())
+        .collect();
+    assert!(matches!(
+        c.scanner_open(b"t", b"", &[]),
+        Err(ClientError::Io(m)) if m.contains("too many open scanners")
+    ));
+    // Another connection has its own allowance; closing one frees a slot.
+    let mut other = server.default_client();
+    other.scanner_open(b"t", b"", &[]).unwrap();
+    c.scanner_close(ids[0]).unwrap();
+    c.scanner_open(b"t", b"", &[]).unwrap();
+    assert_eq!(server.server().open_scanners(), 4);
+}
