@@ -1,0 +1,147 @@
+//! `basalt`: the command-line entry point. `basalt serve` runs the HBase
+//! Thrift1 gateway on an embedded database; `shell` and `bench` come later.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde::Deserialize;
+
+use basalt::{Database, Options};
+use basalt_thrift::{Server, ServerConfig};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "basalt",
+    version,
+    about = "Basalt: an HBase-compatible wide-column database"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the HBase Thrift1 API (happybase and other Thrift clients).
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// TOML configuration file; flags given here override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Data directory (default ./basalt-data).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Thrift port (default 9090; 0 picks a free one).
+    #[arg(long, value_name = "PORT")]
+    thrift_port: Option<u16>,
+    /// Address to listen on (default 127.0.0.1).
+    #[arg(long, value_name = "ADDR")]
+    bind: Option<String>,
+}
+
+/// The configuration file: every option has a default, so an empty (or
+/// missing) file is a valid configuration.
+///
+/// ```toml
+/// data_dir = "basalt-data"
+///
+/// [thrift]
+/// bind = "127.0.0.1"
+/// port = 9090
+/// max_frame_bytes = 16777216
+/// scanner_lease_ms = 60000
+/// worker_threads = 2
+/// max_blocking_threads = 32
+/// max_scanners_per_connection = 1000
+///
+/// [database]          # engine options (see basalt::Options)
+/// wal_segment_bytes = 67108864
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Config {
+    /// The data directory (overrides `database.data_dir`).
+    data_dir: Option<PathBuf>,
+    /// The Thrift server.
+    thrift: ServerConfig,
+    /// The embedded database.
+    database: Options,
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("basalt: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+fn load_config(args: &ServeArgs) -> Result<(Options, ServerConfig), String> {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+            toml::from_str::<Config>(&text)
+                .map_err(|e| format!("config file {}: {e}", path.display()))?
+        }
+        None => Config::default(),
+    };
+    if let Some(dir) = config.data_dir.take() {
+        config.database.data_dir = dir;
+    }
+    if let Some(dir) = &args.data_dir {
+        config.database.data_dir = dir.clone();
+    }
+    if let Some(port) = args.thrift_port {
+        config.thrift.port = port;
+    }
+    if let Some(bind) = &args.bind {
+        config.thrift.bind = bind.clone();
+    }
+    Ok((config.database, config.thrift))
+}
+
+fn serve(args: ServeArgs) -> Result<(), String> {
+    let (options, thrift) = load_config(&args)?;
+    let dir = options.data_dir.clone();
+    let db = Database::open_with(options)
+        .map_err(|e| format!("cannot open data directory {}: {e}", dir.display()))?;
+    let report = db.recovery_report();
+    tracing::info!(
+        data_dir = %dir.display(),
+        tables = db.list_tables().len(),
+        replayed = report.edits_replayed,
+        "database open"
+    );
+    let server = Server::start(db.clone(), &thrift).map_err(|e| {
+        // The database is closed before reporting, so its log is synced.
+        let _ = db.close();
+        format!("cannot listen on {}:{}: {e}", thrift.bind, thrift.port)
+    })?;
+    let waited = server.wait_for_signal();
+    let closed = server.shutdown();
+    waited.map_err(|e| format!("waiting for signals failed: {e}"))?;
+    closed.map_err(|e| format!("closing the database failed: {e}"))
+}

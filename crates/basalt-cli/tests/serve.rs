@@ -1,0 +1,205 @@
+//! `basalt serve` as a process: it starts with no configuration, data
+//! written through Thrift survives `kill -9` and clean restarts, SIGTERM
+//! exits 0, and a config file is read with flags overriding it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use basalt_thrift::client::{family, put};
+use basalt_thrift::types::BatchMutation;
+use basalt_thrift::{Client, Protocol};
+use bytes::Bytes;
+
+/// Hang guard only.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+struct Running {
+    child: Child,
+    port: u16,
+    log: mpsc::Receiver<String>,
+}
+
+/// Starts `basalt serve` with `args` and waits for its "listening" line.
+// The child is waited for by `Running` (terminate, kill_9 or drop); the lint
+// cannot follow it there.
+#[allow(clippy::zombie_processes)]
+fn start(args: &[&str], cwd: &Path) -> Running {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .arg("serve")
+        .args(args)
+        .current_dir(cwd)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            eprintln!("[basalt] {line}");
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        let line = rx
+            .recv_timeout(TIMEOUT)
+            .expect("the server never said where it listens");
+        if line.contains("listening") {
+            let address = line
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("address="))
+                .unwrap();
+            let port = address.rsplit(':').next().unwrap().parse().unwrap();
+            return Running {
+                child,
+                port,
+                log: rx,
+            };
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A test that failed half-way must not leave a server behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Running {
+    fn client(&self, framed: bool, protocol: Protocol) -> Client {
+        let c = Client::connect(("127.0.0.1", self.port), framed, protocol).unwrap();
+        c.set_timeout(Some(TIMEOUT)).unwrap();
+        c
+    }
+
+    fn terminate(mut self) -> ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let status = self.child.wait().unwrap();
+        // Drain what it logged on the way out.
+        while self.log.recv_timeout(Duration::from_millis(50)).is_ok() {}
+        status
+    }
+
+    fn kill_9(mut self) {
+        self.child.kill().unwrap(); // SIGKILL on Unix
+        self.child.wait().unwrap();
+    }
+}
+
+fn write_rows(c: &mut Client, from: usize, to: usize) {
+    let batches = (from..to)
+        .map(|i| BatchMutation {
+            row: Some(Bytes::from(format!("row{i:05}"))),
+            mutations: Some(vec![put(b"cf:q", format!("value{i}").as_bytes())]),
+        })
+        .collect();
+    c.mutate_rows(b"t", batches).unwrap();
+}
+
+fn count_rows(c: &mut Client) -> usize {
+    let id = c.scanner_open(b"t", b"", &[]).unwrap();
+    c.scan_all(id, 1000).unwrap().len()
+}
+
+#[test]
+fn data_survives_kill_9_and_clean_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_arg = data.to_str().unwrap();
+    let args = ["--data-dir", data_arg, "--thrift-port", "0"];
+
+    let server = start(&args, dir.path());
+    let mut c = server.client(false, Protocol::Binary { strict: true });
+    c.create_table(b"t", vec![family("cf")]).unwrap();
+    write_rows(&mut c, 0, 500);
+    for _ in 0..7 {
+        c.atomic_increment(b"t", b"counter", b"cf:n", 3).unwrap();
+    }
+    let mut framed = server.client(true, Protocol::Compact);
+    write_rows(&mut framed, 500, 600);
+    server.kill_9();
+
+    // Every acknowledged write is back after kill -9 (SYNC_WAL default).
+    let server = start(&args, dir.path());
+    let mut c = server.client(false, Protocol::Compact);
+    assert_eq!(count_rows(&mut c), 601);
+    assert_eq!(
+        c.atomic_increment(b"t", b"counter", b"cf:n", 0).unwrap(),
+        21
+    );
+    let cell = c.get(b"t", b"row00123", b"cf:q").unwrap();
+    assert_eq!(cell[0].value.as_deref(), Some(&b"value123"[..]));
+    write_rows(&mut c, 600, 700);
+    drop(c);
+
+    // SIGTERM: a clean stop with exit status 0, and everything is still there.
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}");
+    let server = start(&args, dir.path());
+    let mut c = server.client(true, Protocol::Binary { strict: true });
+    assert_eq!(count_rows(&mut c), 701);
+    drop(c);
+    assert!(server.terminate().success());
+}
+
+#[test]
+fn defaults_config_file_and_flag_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    // No configuration at all: ./basalt-data. (Port 0 only because the
+    // default 9090 may be taken on a shared machine.)
+    let server = start(&["--thrift-port", "0"], dir.path());
+    let mut c = server.client(false, Protocol::Binary { strict: true });
+    assert!(c.get_table_names().unwrap().is_empty());
+    drop(c);
+    assert!(server.terminate().success());
+    assert!(dir.path().join("basalt-data").join("LOCK").exists());
+
+    // A config file; --data-dir overrides its data_dir.
+    let config = dir.path().join("basalt.toml");
+    std::fs::write(
+        &config,
+        "data_dir = \"from-config\"\n\n[thrift]\nport = 0\nscanner_lease_ms = 1000\n\n\
+         [database]\nwal_segment_bytes = 1048576\n",
+    )
+    .unwrap();
+    let config_arg = config.to_str().unwrap();
+    let server = start(&["--config", config_arg], dir.path());
+    server
+        .client(false, Protocol::Compact)
+        .create_table(b"x", vec![family("f")])
+        .unwrap();
+    assert!(server.terminate().success());
+    assert!(dir.path().join("from-config").join("LOCK").exists());
+    let server = start(
+        &["--config", config_arg, "--data-dir", "from-flag"],
+        dir.path(),
+    );
+    assert!(server.terminate().success());
+    assert!(dir.path().join("from-flag").join("LOCK").exists());
+
+    // A bad config file is an error (exit status 1), not a silent default.
+    std::fs::write(&config, "[thrift]\nno_such_option = 1\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .args(["serve", "--config", config_arg])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_option"));
+}

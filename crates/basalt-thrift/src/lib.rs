@@ -1,0 +1,25 @@
+//! Basalt's HBase Thrift1 gateway: what `basalt serve` runs so that
+//! happybase and other HBase Thrift clients work unchanged.
+//!
+//! - [`protocol`]: the binary (strict and non-strict) and compact protocols
+//!   over a dynamic value tree, with transport detection;
+//! - [`types`]: the structs of HBase's `Hbase` service and the argument
+//!   struct of each method, by wire field id;
+//! - [`server`]: the async server (tokio), one port for buffered and framed
+//!   transports and both protocols;
+//! - [`client`]: a blocking client for every method, in every transport and
+//!   protocol.
+//!
+//! The service itself (each method on the embedded database) is private to
+//! the server.
+
+pub mod client;
+mod handler;
+pub mod protocol;
+mod scanners;
+pub mod server;
+pub mod types;
+
+pub use client::{Client, ClientError};
+pub use protocol::Protocol;
+pub use server::{Server, ServerConfig};

@@ -1,0 +1,152 @@
+//! Open scanners: ids handed to clients, who owns them, and their leases.
+//!
+//! Scanner ids are global (as in HBase, any connection may use an id it
+//! learned), but each scanner remembers the connection that opened it so a
+//! connection that goes away releases its scanners at once. Scanners nobody
+//! closes expire after the lease (HBase: 60 s) without being used.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+/// One open scanner.
+#[derive(Debug)]
+pub(crate) struct OpenScanner {
+    /// The connection that opened it.
+    pub owner: u64,
+    /// Results carry `sortedColumns` instead of the column map.
+    pub sorted: bool,
+    /// The engine's scanner; `None` once it has run out of rows. Held
+    /// locked for the duration of one fetch, which also keeps the lease
+    /// sweeper away from a scanner in use.
+    pub state: Mutex<Option<basalt::Scanner>>,
+    last_used: Mutex<Instant>,
+}
+
+/// Every open scanner of a server.
+#[derive(Debug)]
+pub(crate) struct Scanners {
+    lease: Duration,
+    /// Most scanners one connection may hold open: each holds engine state,
+    /// so a client must not be able to open them without limit.
+    per_connection: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    next_id: i32,
+    open: HashMap<i32, Arc<OpenScanner>>,
+    /// Open scanners per owning connection.
+    owned: HashMap<u64, usize>,
+}
+
+impl Inner {
+    fn forget(&mut self, owner: u64) {
+        if let Some(n) = self.owned.get_mut(&owner) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.owned.remove(&owner);
+            }
+        }
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&OpenScanner) -> bool) -> usize {
+        let before = self.open.len();
+        let mut dropped = Vec::new();
+        self.open.retain(|_, s| {
+            let kept = keep(s);
+            if !kept {
+                dropped.push(s.owner);
+            }
+            kept
+        });
+        for owner in dropped {
+            self.forget(owner);
+        }
+        before - self.open.len()
+    }
+}
+
+impl Scanners {
+    pub(crate) fn new(lease: Duration, per_connection: usize) -> Self {
+        Scanners {
+            lease,
+            per_connection,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// Registers a scanner and returns its id; `None` when the connection
+    /// already holds as many as it may.
+    pub(crate) fn insert(&self, owner: u64, scanner: basalt::Scanner, sorted: bool) -> Option<i32> {
+        let entry = Arc::new(OpenScanner {
+            owner,
+            sorted,
+            state: Mutex::new(Some(scanner)),
+            last_used: Mutex::new(Instant::now()),
+        });
+        let mut inner = self.inner.lock();
+        let owned = inner.owned.entry(owner).or_insert(0);
+        if *owned >= self.per_connection {
+            return None;
+        }
+        *owned += 1;
+        // Ids wrap around after 2^31 scanners; skip any still open.
+        let mut id = inner.next_id;
+        while inner.open.contains_key(&id) {
+            id = id.checked_add(1).unwrap_or(0);
+        }
+        inner.next_id = id.checked_add(1).unwrap_or(0);
+        inner.open.insert(id, entry);
+        Some(id)
+    }
+
+    /// The scanner with this id, its lease renewed.
+    pub(crate) fn get(&self, id: i32) -> Option<Arc<OpenScanner>> {
+        let entry = self.inner.lock().open.get(&id).cloned()?;
+        *entry.last_used.lock() = Instant::now();
+        Some(entry)
+    }
+
+    /// Closes a scanner; false when the id is unknown.
+    pub(crate) fn remove(&self, id: i32) -> bool {
+        let mut inner = self.inner.lock();
+        match inner.open.remove(&id) {
+            Some(s) => {
+                inner.forget(s.owner);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Closes every scanner a connection opened; returns how many.
+    pub(crate) fn remove_owned_by(&self, owner: u64) -> usize {
+        self.inner.lock().retain(|s| s.owner != owner)
+    }
+
+    /// Closes the scanners unused for longer than the lease (and not in use
+    /// right now); returns how many.
+    pub(crate) fn expire(&self, now: Instant) -> usize {
+        let lease = self.lease;
+        self.inner.lock().retain(|s| {
+            let idle = now.saturating_duration_since(*s.last_used.lock());
+            idle < lease || s.state.try_lock().is_none()
+        })
+    }
+
+    /// How many scanners are open.
+    pub(crate) fn len(&self) -> usize {
+        self.inner.lock().open.len()
+    }
+
+    /// Closes everything (server shutdown).
+    pub(crate) fn clear(&self) {
+        let mut inner = self.inner.lock();
+        inner.open.clear();
+        inner.owned.clear();
+    }
+}
