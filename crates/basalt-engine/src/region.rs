@@ -434,69 +434,81 @@ impl Region {
 
     /// Adds to 8-byte counters; returns the new values.
     pub fn increment(&self, increment: &Increment) -> Result<RowResult> {
-        let row = increment.row();
-        self.check_row(row)?;
-        let _lock = self.row_locks.lock(row);
-        let now = self.clock.now_millis();
-        let mut cells = Vec::with_capacity(increment.columns().len());
-        for (family, qualifier, delta) in increment.columns() {
-            self.check_family(family)?;
-            let current = self.latest_cell(row, family, qualifier, TimeRange::all())?;
-            let (old, ts) = match &current {
-                Some(c) => {
-                    let bytes: [u8; 8] = c.value[..]
-                        .try_into()
-                        .map_err(|_| Error::NotALong { len: c.value.len() })?;
-                    (
-                        i64::from_be_bytes(bytes),
-                        c.timestamp.saturating_add(1).max(now),
-                    )
-                }
-                None => (0, now),
-            };
-            let new = old.wrapping_add(*delta);
-            cells.push(Cell {
-                row: row.clone(),
-                family: family.clone(),
-                qualifier: qualifier.clone(),
-                timestamp: ts,
-                cell_type: CellType::Put,
-                sequence_id: 0,
-                value: Bytes::copy_from_slice(&new.to_be_bytes()),
-            });
-        }
-        self.write(vec![ResolvedWrite {
-            cells: cells.clone(),
-            durability: increment.durability,
-        }])?;
-        Ok(result_of(row, cells))
+        let columns = increment
+            .columns()
+            .iter()
+            .map(|(f, q, delta)| (f, q, *delta));
+        self.read_modify_write(
+            increment.row(),
+            columns,
+            increment.durability,
+            |current, delta| {
+                let old = match current {
+                    Some(c) => {
+                        let bytes: [u8; 8] = c.value[..]
+                            .try_into()
+                            .map_err(|_| Error::NotALong { len: c.value.len() })?;
+                        i64::from_be_bytes(bytes)
+                    }
+                    None => 0,
+                };
+                Ok(Bytes::copy_from_slice(
+                    &old.wrapping_add(delta).to_be_bytes(),
+                ))
+            },
+        )
     }
 
     /// Appends to the latest values; returns the new values.
     pub fn append(&self, append: &Append) -> Result<RowResult> {
-        let row = append.row();
+        let columns = append.columns().iter().map(|(f, q, suffix)| (f, q, suffix));
+        self.read_modify_write(
+            append.row(),
+            columns,
+            append.durability,
+            |current, suffix| {
+                Ok(match current {
+                    Some(c) => {
+                        let mut v = Vec::with_capacity(c.value.len() + suffix.len());
+                        v.extend_from_slice(&c.value);
+                        v.extend_from_slice(suffix);
+                        Bytes::from(v)
+                    }
+                    None => suffix.clone(),
+                })
+            },
+        )
+    }
+
+    /// Increment and append: under the row lock, computes each column's new
+    /// value from its latest visible cell and writes all of them as one
+    /// atomic row mutation. The new cell's timestamp is HBase's
+    /// `max(now, latest + 1)`, so it is never hidden behind the value it
+    /// replaces.
+    fn read_modify_write<'a, T>(
+        &self,
+        row: &Bytes,
+        columns: impl Iterator<Item = (&'a Bytes, &'a Bytes, T)>,
+        durability: Durability,
+        mut new_value: impl FnMut(Option<&Cell>, T) -> Result<Bytes>,
+    ) -> Result<RowResult> {
         self.check_row(row)?;
         let _lock = self.row_locks.lock(row);
         let now = self.clock.now_millis();
-        let mut cells = Vec::with_capacity(append.columns().len());
-        for (family, qualifier, suffix) in append.columns() {
+        let mut cells = Vec::new();
+        for (family, qualifier, operand) in columns {
             self.check_family(family)?;
             let current = self.latest_cell(row, family, qualifier, TimeRange::all())?;
-            let (value, ts) = match &current {
-                Some(c) => {
-                    let mut v = Vec::with_capacity(c.value.len() + suffix.len());
-                    v.extend_from_slice(&c.value);
-                    v.extend_from_slice(suffix);
-                    (Bytes::from(v), c.timestamp.saturating_add(1).max(now))
-                }
-                None => (suffix.clone(), now),
-            };
+            let value = new_value(current.as_ref(), operand)?;
             self.check_value(&value)?;
+            let timestamp = current
+                .as_ref()
+                .map_or(now, |c| c.timestamp.saturating_add(1).max(now));
             cells.push(Cell {
                 row: row.clone(),
                 family: family.clone(),
                 qualifier: qualifier.clone(),
-                timestamp: ts,
+                timestamp,
                 cell_type: CellType::Put,
                 sequence_id: 0,
                 value,
@@ -504,7 +516,7 @@ impl Region {
         }
         self.write(vec![ResolvedWrite {
             cells: cells.clone(),
-            durability: append.durability,
+            durability,
         }])?;
         Ok(result_of(row, cells))
     }
