@@ -289,7 +289,18 @@ impl Store {
 
     /// The merged sources a read at `read_point` sees. With `row`, files that
     /// cannot hold the row (key range, bloom filter) are left out.
-    pub fn source(&self, read_point: u64, row: Option<&[u8]>) -> Result<MergedSource> {
+    ///
+    /// Files whose newest cell is older than `oldest_wanted` are left out
+    /// too: their puts are outside the read's time range, and their delete
+    /// markers only cover puts older still. (A file of only *newer* cells
+    /// cannot be skipped: its versions count towards the family's VERSIONS
+    /// and its markers hide older puts.)
+    pub fn source(
+        &self,
+        read_point: u64,
+        row: Option<&[u8]>,
+        oldest_wanted: i64,
+    ) -> Result<MergedSource> {
         let view = Arc::clone(&self.view.read());
         let mut sources: Vec<Box<dyn CellSource>> = Vec::with_capacity(view.files.len() + 2);
         sources.push(Box::new(view.active.source(read_point)));
@@ -297,6 +308,13 @@ impl Store {
             sources.push(Box::new(snapshot.source(read_point)));
         }
         for file in &view.files {
+            if file
+                .reader
+                .time_range()
+                .is_some_and(|(_, newest)| newest < oldest_wanted)
+            {
+                continue;
+            }
             if let Some(row) = row {
                 let in_range = file
                     .reader
@@ -328,7 +346,7 @@ impl Store {
         qualifiers: Option<std::collections::BTreeSet<Bytes>>,
         options: &ReadOptions,
     ) -> Result<StoreScanner> {
-        let source = self.source(read_point, row)?;
+        let source = self.source(read_point, row, options.time_range.min)?;
         Ok(StoreScanner::new(
             source,
             self.descriptor(),
