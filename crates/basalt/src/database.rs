@@ -20,6 +20,7 @@ use basalt_types::{ColumnFamilyDescriptor, Error, Result, TableDescriptor};
 use crate::catalog::{Catalog, RegionEntry, TableEntry};
 use crate::maintenance::Maintenance;
 use crate::options::Options;
+use crate::split::{validate_split_keys, SplitAlgorithm};
 use crate::table::{Table, TableState};
 
 const LOCK_FILE: &str = "LOCK";
@@ -210,38 +211,67 @@ impl Database {
     }
 
     /// Creates a table.
-    pub fn create_table(&self, mut descriptor: TableDescriptor) -> Result<()> {
+    pub fn create_table(&self, descriptor: TableDescriptor) -> Result<()> {
+        self.create_table_with_splits(descriptor, &[])
+    }
+
+    /// Creates a table pre-split at `split_keys`: `n` keys make `n + 1`
+    /// regions, `[-inf, k1), [k1, k2), ..., [kn, +inf)`. The keys must be
+    /// non-empty, sorted and distinct.
+    pub fn create_table_with_splits(
+        &self,
+        mut descriptor: TableDescriptor,
+        split_keys: &[Bytes],
+    ) -> Result<()> {
         self.check_open()?;
         descriptor.validate()?;
+        validate_split_keys(split_keys)?;
         let name = descriptor.name().to_string();
         let mut catalog = self.inner.catalog.lock();
         if catalog.tables.contains_key(&name) {
             return Err(Error::TableExists(name));
         }
-        let region_entry = new_region_entry(
-            &mut catalog,
-            &descriptor,
-            Bytes::new(),
-            Bytes::new(),
-            self.inner.clock.now_millis(),
-        );
         let mut updated = catalog.clone();
+        let now = self.inner.clock.now_millis();
+        let starts = std::iter::once(Bytes::new()).chain(split_keys.iter().cloned());
+        let ends = split_keys
+            .iter()
+            .cloned()
+            .chain(std::iter::once(Bytes::new()));
+        let entries: Vec<RegionEntry> = starts
+            .zip(ends)
+            .map(|(start, end)| new_region_entry(&mut updated, &descriptor, start, end, now))
+            .collect();
         updated.tables.insert(
             name.clone(),
             TableEntry {
                 descriptor: descriptor.clone(),
                 enabled: true,
-                regions: vec![region_entry.clone()],
+                regions: entries.clone(),
             },
         );
         updated.store(&self.inner.dir)?;
         *catalog = updated;
-        let region = self.open_region(&name, &descriptor, &region_entry)?;
-        self.inner.tables.write().insert(
-            name,
-            Arc::new(TableState::new(descriptor, true, vec![region])),
-        );
+        let regions = entries
+            .iter()
+            .map(|e| self.open_region(&name, &descriptor, e))
+            .collect::<Result<Vec<_>>>()?;
+        self.inner
+            .tables
+            .write()
+            .insert(name, Arc::new(TableState::new(descriptor, true, regions)));
         Ok(())
+    }
+
+    /// Creates a table pre-split into `regions` regions by a split
+    /// algorithm (HBase's `NUMREGIONS` and `SPLITALGO`).
+    pub fn create_table_presplit(
+        &self,
+        descriptor: TableDescriptor,
+        regions: usize,
+        algorithm: SplitAlgorithm,
+    ) -> Result<()> {
+        self.create_table_with_splits(descriptor, &algorithm.split_keys(regions)?)
     }
 
     /// Names of all tables, sorted.

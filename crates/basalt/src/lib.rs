@@ -28,10 +28,12 @@ mod catalog;
 mod database;
 mod maintenance;
 mod options;
+mod split;
 mod table;
 
 pub use database::{Database, FamilyChange, RecoveryReport, RegionSummary, TableInfo};
 pub use options::Options;
+pub use split::{validate_split_keys, SplitAlgorithm};
 pub use table::{Scanner, Table};
 
 pub use basalt_engine::block_cache::BlockCacheStats;
