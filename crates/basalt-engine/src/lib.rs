@@ -16,6 +16,7 @@ pub mod scan;
 pub mod source;
 pub mod store;
 pub mod storefile;
+mod varint;
 pub mod wal;
 
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -15,7 +15,7 @@
 //! Readers never lock: they take the MVCC read point and see every write at
 //! or below it, in full (see `mvcc.rs`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -274,11 +274,6 @@ impl Region {
             .max(families_floor);
         drop(stores);
         self.mvcc = Mvcc::new(next);
-    }
-
-    /// The next sequence id this region will use.
-    pub fn next_sequence(&self) -> u64 {
-        self.mvcc.next_write()
     }
 
     /// The stores, by family name.
@@ -675,7 +670,7 @@ impl Region {
                     }
                 }
                 cells = edit.cells;
-                strongest = stronger(strongest, write.durability);
+                strongest = strongest.max(write.durability);
             }
             prepared.push(cells);
         }
@@ -857,6 +852,7 @@ impl Region {
 
     /// Opens a scanner over this region's part of `scan`.
     pub fn scanner(&self, scan: &Scan) -> Result<RegionScanner> {
+        scan.validate()?;
         let filter = scan.filter.as_ref().map(|f| f.build(scan.reversed));
         self.scanner_within(scan, &RowRange::all(), filter, scan.limit)
     }
@@ -871,7 +867,6 @@ impl Region {
         filter: Option<Box<dyn CellFilter>>,
         limit: Option<usize>,
     ) -> Result<RegionScanner> {
-        scan.validate()?;
         let options = ReadOptions {
             max_versions: scan.max_versions,
             time_range: scan.time_range,
@@ -903,12 +898,6 @@ impl Region {
         self.load
             .cells_scanned
             .fetch_add(m.cells_scanned, Ordering::Relaxed);
-    }
-
-    /// Adds scan progress to the load counters without counting a request.
-    pub fn record_scan_progress(&self, rows: u64, cells: u64) {
-        self.load.rows_scanned.fetch_add(rows, Ordering::Relaxed);
-        self.load.cells_scanned.fetch_add(cells, Ordering::Relaxed);
     }
 
     /// One scanner per family read. `row` narrows a point read so store
@@ -985,20 +974,6 @@ fn result_of(row: &Bytes, mut cells: Vec<Cell>) -> RowResult {
     }
 }
 
-fn stronger(a: Durability, b: Durability) -> Durability {
-    let rank = |d: Durability| match d {
-        Durability::SkipWal => 0,
-        Durability::AsyncWal => 1,
-        Durability::SyncWal => 2,
-        Durability::FsyncWal => 3,
-    };
-    if rank(b) > rank(a) {
-        b
-    } else {
-        a
-    }
-}
-
 /// The rows a scan covers, from its start/stop rows, prefix and direction.
 pub fn scan_range(scan: &Scan) -> RowRange {
     use std::ops::Bound;
@@ -1027,9 +1002,4 @@ pub fn scan_range(scan: &Scan) -> RowRange {
         range = range.intersect(&prefix_range);
     }
     range
-}
-
-/// The distinct rows of a set of mutations, for callers that group work.
-pub fn distinct_rows(mutations: &[Mutation]) -> BTreeSet<Bytes> {
-    mutations.iter().map(|m| m.row().clone()).collect()
 }

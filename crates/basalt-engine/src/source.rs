@@ -43,18 +43,6 @@ pub fn first_on_row(row: &[u8]) -> Cell {
     )
 }
 
-/// A key that sorts before every cell of one column.
-pub fn first_on_column(row: &Bytes, family: &Bytes, qualifier: &Bytes) -> Cell {
-    key(
-        row.clone(),
-        family.clone(),
-        qualifier.clone(),
-        i64::MAX,
-        CellType::DeleteFamily,
-        u64::MAX,
-    )
-}
-
 /// A key that sorts after every cell of one column and before the next
 /// column (no real cell has a negative timestamp).
 pub fn last_on_column(row: &Bytes, family: &Bytes, qualifier: &Bytes) -> Cell {

@@ -13,7 +13,9 @@ use crate::filter::{Comparator, CompareOp};
 use crate::query::TimeRange;
 
 /// How a mutation reaches the write-ahead log before it is acknowledged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// Ordered from weakest to strongest, so `max` picks what a group of
+/// mutations must wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 pub enum Durability {
     /// Not logged: lost on a crash until the memstore is flushed.
     SkipWal,
@@ -447,12 +449,7 @@ impl RowMutations {
         self.mutations
             .iter()
             .map(Mutation::durability)
-            .max_by_key(|d| match d {
-                Durability::SkipWal => 0,
-                Durability::AsyncWal => 1,
-                Durability::SyncWal => 2,
-                Durability::FsyncWal => 3,
-            })
+            .max()
             .unwrap_or_default()
     }
 }

@@ -74,12 +74,8 @@ pub(crate) struct BlockHandle {
 // ---------------------------------------------------------------------------
 
 /// Appends `v` as unsigned LEB128.
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+pub(crate) fn put_varint(out: &mut Vec<u8>, v: u64) {
+    crate::varint::put(out, v);
 }
 
 /// Reads fields out of a byte slice; every read checks what is left.
@@ -114,23 +110,7 @@ impl<'a> Decoder<'a> {
     }
 
     pub(crate) fn varint(&mut self) -> DecodeResult<u64> {
-        let mut v: u64 = 0;
-        for i in 0..10 {
-            let b = *self
-                .buf
-                .get(self.pos)
-                .ok_or_else(|| "varint runs past the end".to_string())?;
-            self.pos += 1;
-            let bits = u64::from(b & 0x7f);
-            if i == 9 && b > 1 {
-                return Err("varint overflows 64 bits".to_string());
-            }
-            v |= bits << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err("varint longer than 10 bytes".to_string())
+        crate::varint::get(self.buf, &mut self.pos).map_err(str::to_string)
     }
 
     /// A varint that must fit in `usize` and be at most `max`.

@@ -207,12 +207,8 @@ pub(crate) fn decode_payload(payload: Bytes) -> std::result::Result<WalEdit, Str
     })
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+fn put_varint(out: &mut Vec<u8>, v: u64) {
+    crate::varint::put(out, v);
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
@@ -265,21 +261,7 @@ impl Decoder {
     }
 
     fn varint(&mut self, what: &str) -> std::result::Result<u64, String> {
-        let mut v: u64 = 0;
-        // A u64 needs at most ten 7-bit groups, and the tenth may only
-        // carry the top bit.
-        for i in 0..10u32 {
-            let b = self.u8(what)?;
-            let group = u64::from(b & 0x7f);
-            if i == 9 && group > 1 {
-                return Err(format!("{what}: varint overflows 64 bits"));
-            }
-            v |= group << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(format!("{what}: varint longer than 10 bytes"))
+        crate::varint::get(&self.buf, &mut self.pos).map_err(|m| format!("{what}: {m}"))
     }
 
     fn bytes(&mut self, what: &str) -> std::result::Result<Bytes, String> {
