@@ -58,6 +58,34 @@ impl RegionInfo {
     pub fn contains(&self, row: &[u8]) -> bool {
         row >= &self.start_key[..] && (self.end_key.is_empty() || row < &self.end_key[..])
     }
+
+    /// HBase's region name: `<table>,<start key>,<region id>.<encoded name>.`
+    /// (the start key is raw bytes, so the name is bytes too).
+    pub fn region_name(&self) -> Bytes {
+        let mut name = self.name_base();
+        name.push(b'.');
+        name.extend_from_slice(self.encoded_name().as_bytes());
+        name.push(b'.');
+        Bytes::from(name)
+    }
+
+    /// HBase's encoded region name: the MD5 hex of `<table>,<start key>,<id>`.
+    /// Short and printable, it is what `merge_region` and the logs use.
+    pub fn encoded_name(&self) -> String {
+        use md5::{Digest, Md5};
+        let digest = Md5::digest(self.name_base());
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn name_base(&self) -> Vec<u8> {
+        let mut base = Vec::with_capacity(self.table.len() + self.start_key.len() + 24);
+        base.extend_from_slice(self.table.as_bytes());
+        base.push(b',');
+        base.extend_from_slice(&self.start_key);
+        base.push(b',');
+        base.extend_from_slice(self.id.to_string().as_bytes());
+        base
+    }
 }
 
 /// Limits and knobs of a region.

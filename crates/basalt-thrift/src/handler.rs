@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use md5::{Digest, Md5};
 
 use basalt::{
     Append, CheckAndMutate, ColumnFamilyDescriptor, Database, Delete, Durability, Error, Get,
@@ -255,7 +254,7 @@ impl Service {
             start_key: Some(info.start_key.clone()),
             end_key: Some(info.end_key.clone()),
             id: Some(i64::try_from(info.id).unwrap_or(i64::MAX)),
-            name: Some(region_name(info)),
+            name: Some(info.region_name()),
             version: Some(1),
             server_name: Some(Bytes::from(self.advertised.host.clone())),
             port: Some(i32::from(self.advertised.port)),
@@ -1157,23 +1156,6 @@ fn family_from_thrift(c: &ColumnDescriptor) -> Result<ColumnFamilyDescriptor, Ca
         ttl => Some(ttl as u64),
     };
     Ok(d)
-}
-
-/// HBase's region name: `<table>,<start key>,<region id>.<md5 of the
-/// rest>.`.
-fn region_name(info: &basalt::RegionInfo) -> Bytes {
-    let mut base = Vec::new();
-    base.extend_from_slice(info.table.as_bytes());
-    base.push(b',');
-    base.extend_from_slice(&info.start_key);
-    base.push(b',');
-    base.extend_from_slice(info.id.to_string().as_bytes());
-    let digest = Md5::digest(&base);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    base.push(b'.');
-    base.extend_from_slice(hex.as_bytes());
-    base.push(b'.');
-    Bytes::from(base)
 }
 
 /// Maps an engine error onto HBase's exception, worded like HBase's

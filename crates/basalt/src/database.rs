@@ -309,6 +309,34 @@ impl Database {
         })
     }
 
+    /// The table's regions in key order, with their load (HBase's
+    /// `list_regions`).
+    pub fn list_regions(&self, name: &str) -> Result<Vec<RegionSummary>> {
+        Ok(self.describe_table(name)?.regions)
+    }
+
+    /// Splits regions of a table by hand (HBase's `split 'table'[, 'key']`):
+    /// with a key, the region holding it splits there; without one, every
+    /// region with data splits at its midpoint.
+    pub fn split_table(&self, name: &str, split_key: Option<&[u8]>) -> Result<()> {
+        let _ = (name, split_key);
+        Err(Error::invalid("region split is not available yet"))
+    }
+
+    /// Splits one region, named by its full or encoded name, at `split_key`
+    /// or, without one, at a row near the middle of its data.
+    pub fn split_region(&self, region_name: &[u8], split_key: Option<&[u8]>) -> Result<()> {
+        let _ = (region_name, split_key);
+        Err(Error::invalid("region split is not available yet"))
+    }
+
+    /// Merges two adjacent regions of a table, named by full or encoded
+    /// names, into one (HBase's `merge_region`).
+    pub fn merge_regions(&self, region_a: &[u8], region_b: &[u8]) -> Result<()> {
+        let _ = (region_a, region_b);
+        Err(Error::invalid("region merge is not available yet"))
+    }
+
     /// True when the table serves requests.
     pub fn is_table_enabled(&self, name: &str) -> Result<bool> {
         Ok(self.state(name)?.is_enabled())
