@@ -153,7 +153,12 @@ fn run_crash_rounds(mode: &str) {
     let mut acknowledged: BTreeMap<String, usize> = BTreeMap::new();
     let mut torn_tails = 0;
 
+    // The child's stderr goes to a file outside the data directory, so a
+    // child that dies on its own explains why.
+    let logs = tempfile::tempdir().unwrap();
     for round in 0..ROUNDS {
+        let stderr_path = logs.path().join(format!("child-{round}.stderr"));
+        let stderr = std::fs::File::create(&stderr_path).unwrap();
         let mut child = KillOnDrop(
             Command::new(std::env::current_exe().unwrap())
                 .args([
@@ -166,7 +171,7 @@ fn run_crash_rounds(mode: &str) {
                 .env("BASALT_CRASH_ROUND", round.to_string())
                 .env("BASALT_CRASH_MODE", mode)
                 .stdout(Stdio::piped())
-                .stderr(Stdio::null())
+                .stderr(Stdio::from(stderr))
                 .spawn()
                 .unwrap(),
         );
@@ -182,9 +187,12 @@ fn run_crash_rounds(mode: &str) {
         });
         // Wait until the child is writing, then kill it at a random moment.
         loop {
-            let line = lines_rx
-                .recv_timeout(Duration::from_secs(60))
-                .expect("child never became ready");
+            let Ok(line) = lines_rx.recv_timeout(Duration::from_secs(60)) else {
+                panic!(
+                    "round {round}: the child never became ready; its stderr:\n{}",
+                    std::fs::read_to_string(&stderr_path).unwrap_or_default()
+                );
+            };
             if line.contains(READY_MARKER) {
                 break;
             }
