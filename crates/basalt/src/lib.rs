@@ -32,7 +32,7 @@ mod split;
 mod table;
 
 pub use database::{Database, FamilyChange, RecoveryReport, RegionSummary, TableInfo};
-pub use options::Options;
+pub use options::{Options, RegionSplitPolicy};
 pub use split::{validate_split_keys, SplitAlgorithm};
 pub use table::{Scanner, Table};
 

@@ -43,6 +43,11 @@ pub struct Options {
     /// Default 10 GiB (HBase's `hbase.hregion.max.filesize`); 0 turns
     /// automatic splits off.
     pub region_split_bytes: u64,
+    /// When a region splits by itself. Default `stepping`, HBase 2's
+    /// default: the only region of a table splits early, at twice the
+    /// memstore flush size (so a new table spreads soon), every other at
+    /// `region_split_bytes`. `constant_size` always uses `region_split_bytes`.
+    pub region_split_policy: RegionSplitPolicy,
     /// Threads for background flushes and compactions. With 0 they run in
     /// the writing thread, which makes tests deterministic. Default 2.
     pub background_threads: usize,
@@ -50,6 +55,33 @@ pub struct Options {
     /// [`ManualClock`](basalt_engine::ManualClock).
     #[serde(skip, default = "system_clock")]
     pub clock: Arc<dyn Clock>,
+}
+
+/// How the split size of a region is chosen (HBase's region split policies).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegionSplitPolicy {
+    /// `2 x memstore_flush_bytes` for a table's only region, else
+    /// `region_split_bytes` (HBase's `SteppingSplitPolicy`).
+    #[default]
+    Stepping,
+    /// Always `region_split_bytes` (HBase's `ConstantSizeRegionSplitPolicy`).
+    ConstantSize,
+}
+
+impl Options {
+    /// The size past which a region of a table with `table_regions`
+    /// regions splits; `None` when automatic splits are off.
+    pub fn split_size(&self, table_regions: usize) -> Option<u64> {
+        if self.region_split_bytes == 0 {
+            return None;
+        }
+        let early = (self.memstore_flush_bytes as u64).saturating_mul(2);
+        Some(match self.region_split_policy {
+            RegionSplitPolicy::Stepping if table_regions == 1 => early.min(self.region_split_bytes),
+            _ => self.region_split_bytes,
+        })
+    }
 }
 
 fn system_clock() -> Arc<dyn Clock> {
@@ -70,6 +102,7 @@ impl Default for Options {
             compaction_max_files: 10,
             compaction_ratio: 1.2,
             region_split_bytes: 10 * 1024 * 1024 * 1024,
+            region_split_policy: RegionSplitPolicy::Stepping,
             background_threads: 2,
             clock: system_clock(),
         }
@@ -132,4 +165,28 @@ fn default_block_cache_bytes() -> usize {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
         });
     total_kib.map_or(256 * 1024 * 1024, |kib| kib.saturating_mul(1024) / 5)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stepping_splits_a_lone_region_early() {
+        let mut o = Options::new("d");
+        o.memstore_flush_bytes = 128 << 20;
+        assert_eq!(o.split_size(1), Some(256 << 20));
+        assert_eq!(o.split_size(2), Some(10 << 30));
+        o.region_split_bytes = 100 << 20;
+        assert_eq!(
+            o.split_size(1),
+            Some(100 << 20),
+            "never above the split size"
+        );
+        o.region_split_policy = RegionSplitPolicy::ConstantSize;
+        assert_eq!(o.split_size(1), Some(100 << 20));
+        o.region_split_bytes = 0;
+        assert_eq!(o.split_size(1), None);
+        assert_eq!(o.split_size(5), None);
+    }
 }

@@ -141,6 +141,10 @@ fn child_options(dir: &str, mode: &str) -> Options {
     }
     if mode == "regions" {
         options.region_split_bytes = 64 * 1024;
+    } else {
+        // The other modes keep one region (the stepping policy would split
+        // it at twice the tiny flush size).
+        options.region_split_policy = RegionSplitPolicy::ConstantSize;
     }
     options
 }

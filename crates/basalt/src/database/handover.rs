@@ -379,16 +379,20 @@ impl Database {
     /// reads no parent's files (as HBase, a region with references waits
     /// for its compaction first).
     fn maybe_split(&self, region: &Arc<Region>) {
-        let limit = self.inner.options.region_split_bytes;
-        if limit == 0
-            || !region.is_serving()
+        let table = region.info().table.clone();
+        let Ok(state) = self.state(&table) else {
+            return;
+        };
+        let Some(limit) = self.inner.options.split_size(state.regions().len()) else {
+            return;
+        };
+        if !region.is_serving()
             || region.has_links()
             || region.largest_store_bytes() < limit
             || self.check_open().is_err()
         {
             return;
         }
-        let table = region.info().table.clone();
         match self.split(&table, region.info().id, None) {
             Ok(_) => {}
             // Split or merged meanwhile, or the table was disabled: fine.
