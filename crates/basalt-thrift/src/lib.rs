@@ -13,6 +13,7 @@
 //! The service itself (each method on the embedded database) is private to
 //! the server.
 
+pub mod admin;
 pub mod client;
 mod handler;
 pub mod protocol;
