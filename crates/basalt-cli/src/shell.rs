@@ -1,0 +1,90 @@
+//! `basalt shell`: the HBase shell, against a running server or a data
+//! directory no server holds.
+
+use std::cell::RefCell;
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use basalt_shell::{interactive, EmbeddedBackend, RemoteBackend, SharedBackend, Shell};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ShellArgs {
+    /// Server to connect to.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Its Thrift port.
+    #[arg(long, default_value_t = 9090)]
+    port: u16,
+    /// Open this data directory directly instead of connecting to a server
+    /// (only when no server holds it).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["host", "port"])]
+    data_dir: Option<PathBuf>,
+    /// Run these commands (separated by ';' or newlines) and exit.
+    #[arg(short = 'e', long = "execute", value_name = "COMMANDS")]
+    execute: Option<String>,
+    /// Without -e or a script, commands are read from standard input when
+    /// it is not a terminal. In scripts, go on after an error (the exit
+    /// status still reports it).
+    #[arg(long)]
+    keep_going: bool,
+    /// A script file of commands to run, then exit.
+    #[arg(value_name = "SCRIPT")]
+    script: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: ShellArgs) -> ExitCode {
+    let backend: SharedBackend = match &args.data_dir {
+        Some(dir) => match EmbeddedBackend::open(dir) {
+            Ok(b) => Rc::new(RefCell::new(b)),
+            Err(e) => return fail(&format!("cannot open {}: {e}", dir.display())),
+        },
+        None => match RemoteBackend::connect(&args.host, args.port) {
+            Ok(b) => Rc::new(RefCell::new(b)),
+            Err(e) => return fail(&e.to_string()),
+        },
+    };
+    let location = backend.borrow().describe_location();
+    let mut shell = Shell::new(backend, Box::new(std::io::stdout()));
+    let script = if let Some(commands) = args.execute {
+        Some(commands)
+    } else if let Some(path) = &args.script {
+        match std::fs::read_to_string(path) {
+            Ok(s) => Some(s),
+            Err(e) => return fail(&format!("cannot read {}: {e}", path.display())),
+        }
+    } else if !std::io::stdin().is_terminal() {
+        let mut input = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut input) {
+            return fail(&format!("cannot read standard input: {e}"));
+        }
+        Some(input)
+    } else {
+        None
+    };
+    match script {
+        Some(script) => {
+            if shell.run_script(&script, args.keep_going) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        None => {
+            let banner = format!(
+                "Basalt shell {} on {location}",
+                env!("CARGO_PKG_VERSION")
+            );
+            match interactive::run(&mut shell, &banner) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(&format!("terminal error: {e}")),
+            }
+        }
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("basalt shell: {message}");
+    ExitCode::FAILURE
+}

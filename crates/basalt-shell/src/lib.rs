@@ -1,0 +1,182 @@
+//! `basalt shell`: HBase's shell for Basalt, with HBase's commands, Ruby-hash
+//! argument syntax and output.
+//!
+//! - [`parse`]: the Ruby-literal input language;
+//! - [`format`]: HBase's output look;
+//! - [`backend`]: a server over Thrift1 plus Basalt's admin extension, or a
+//!   data directory opened in-process;
+//! - [`Shell`]: runs lines of input against a backend;
+//! - [`interactive`]: line editing, history and completion.
+
+pub mod backend;
+mod commands;
+pub mod format;
+pub mod interactive;
+pub mod parse;
+
+use std::cell::RefCell;
+use std::io::Write;
+use std::rc::Rc;
+use std::time::Instant;
+
+use basalt_thrift::admin::{Op, Reply};
+
+pub use backend::{Backend, EmbeddedBackend, RemoteBackend, ShellError, ShellResult};
+
+/// A backend shared by the shell and its completer.
+pub type SharedBackend = Rc<RefCell<dyn Backend>>;
+
+/// What running one line came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineOutcome {
+    /// Every command succeeded.
+    Ok,
+    /// A command (or the line's syntax) failed; the error was printed.
+    Failed,
+    /// `exit` or `quit`.
+    Exit,
+}
+
+/// Runs commands against a backend, printing to `out`.
+pub struct Shell {
+    backend: SharedBackend,
+    out: Box<dyn Write>,
+}
+
+impl std::fmt::Debug for Shell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shell").finish_non_exhaustive()
+    }
+}
+
+/// The names of every command, for completion and help.
+pub fn command_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = commands::COMMANDS.iter().map(|c| c.name).collect();
+    names.push("quit");
+    names.sort_unstable();
+    names
+}
+
+impl Shell {
+    /// A shell over `backend`, printing to `out`.
+    pub fn new(backend: SharedBackend, out: Box<dyn Write>) -> Self {
+        Shell { backend, out }
+    }
+
+    /// The backend (the completer reads table and family names from it).
+    pub fn backend(&self) -> SharedBackend {
+        Rc::clone(&self.backend)
+    }
+
+    fn print(&mut self, text: &str) {
+        // Output that cannot be written (a closed pipe) has nowhere to go.
+        let _ = writeln!(self.out, "{text}");
+    }
+
+    /// Parses and runs one line of input. Errors are printed as
+    /// `ERROR: ...`; the caller decides whether to go on.
+    pub fn run_line(&mut self, line: &str) -> LineOutcome {
+        let commands = match parse::parse_line(line) {
+            Ok(c) => c,
+            Err(e) => {
+                self.print(&format!("ERROR: {e}"));
+                self.print(&format!("  {line}"));
+                self.print(&format!("  {}^", " ".repeat(e.column.saturating_sub(1))));
+                let _ = self.out.flush();
+                return LineOutcome::Failed;
+            }
+        };
+        for command in commands {
+            let outcome = self.run_command(&command);
+            let _ = self.out.flush();
+            if outcome != LineOutcome::Ok {
+                return outcome;
+            }
+        }
+        LineOutcome::Ok
+    }
+
+    fn run_command(&mut self, command: &parse::Command) -> LineOutcome {
+        if command.name == "exit" || command.name == "quit" {
+            return LineOutcome::Exit;
+        }
+        let Some(spec) = commands::find(&command.name) else {
+            self.print(&format!(
+                "ERROR: Unknown command '{}'. Type 'help' for the list of commands.",
+                command.name
+            ));
+            return LineOutcome::Failed;
+        };
+        let started = Instant::now();
+        let result = {
+            let mut backend = self.backend.borrow_mut();
+            let mut ctx = commands::Ctx {
+                backend: &mut *backend,
+                out: &mut *self.out,
+            };
+            (spec.run)(&mut ctx, &command.args)
+        };
+        match result {
+            Ok(returned) => {
+                self.print(&format::took(started.elapsed()));
+                if let Some(r) = returned {
+                    self.print(&format!("=> {r}"));
+                }
+                LineOutcome::Ok
+            }
+            Err(e) => {
+                let message = self.error_message(&e, command);
+                self.print(&format!("ERROR: {message}"));
+                self.print("");
+                self.print("Here is some help for this command:");
+                self.print(spec.usage);
+                self.print("");
+                LineOutcome::Failed
+            }
+        }
+    }
+
+    fn error_message(&mut self, e: &ShellError, command: &parse::Command) -> String {
+        let ShellError::UnknownFamily { table, .. } = e else {
+            return e.to_string();
+        };
+        // HBase lists the table's families so the user sees the right names.
+        let table = table.clone().or_else(|| match command.args.first() {
+            Some(parse::Arg::Str(t)) => Some(String::from_utf8_lossy(t).into_owned()),
+            _ => None,
+        });
+        let families = table.and_then(|t| match self.backend.borrow_mut().admin(Op::Describe { table: t }) {
+            Ok(Reply::Table(t)) => Some(t.families),
+            _ => None,
+        });
+        match families {
+            Some(f) => {
+                let names: Vec<String> = f.iter().map(|f| format!("{}:*", f.name)).collect();
+                format!(
+                    "Unknown column family! Valid column names: {}",
+                    names.join(", ")
+                )
+            }
+            None => e.to_string(),
+        }
+    }
+
+    /// Runs a whole script, line by line. Without `keep_going` it stops at
+    /// the first failing line. Returns true when every line succeeded.
+    pub fn run_script(&mut self, script: &str, keep_going: bool) -> bool {
+        let mut ok = true;
+        for line in script.lines() {
+            match self.run_line(line) {
+                LineOutcome::Ok => {}
+                LineOutcome::Exit => break,
+                LineOutcome::Failed => {
+                    ok = false;
+                    if !keep_going {
+                        break;
+                    }
+                }
+            }
+        }
+        ok
+    }
+}
