@@ -29,6 +29,9 @@ pub(crate) struct ShellArgs {
     /// status still reports it).
     #[arg(long)]
     keep_going: bool,
+    /// In scripts, print each input line as `> line` before its output.
+    #[arg(long)]
+    echo: bool,
     /// A script file of commands to run, then exit.
     #[arg(value_name = "SCRIPT")]
     script: Option<PathBuf>,
@@ -47,6 +50,7 @@ pub(crate) fn run(args: ShellArgs) -> ExitCode {
     };
     let location = backend.borrow().describe_location();
     let mut shell = Shell::new(backend, Box::new(std::io::stdout()));
+    shell.set_echo(args.echo);
     let script = if let Some(commands) = args.execute {
         Some(commands)
     } else if let Some(path) = &args.script {

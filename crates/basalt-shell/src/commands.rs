@@ -684,7 +684,12 @@ fn list(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
             let text = text_of(a, "the regular expression")?;
             Some(
                 regex::Regex::new(&format!("^(?:{text})$"))
-                    .map_err(|e| usage(format!("bad regular expression '{text}': {e}")))?,
+                    .map_err(|e| {
+                        // The regex crate's message spans lines; its last says what is wrong.
+                        let message = e.to_string();
+                        let reason = message.lines().last().unwrap_or_default().to_string();
+                        usage(format!("bad regular expression '{text}': {reason}"))
+                    })?,
             )
         }
         None => None,
@@ -873,11 +878,19 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
             }
         }
     }
-    ctx.line(format::header("ROW", "COLUMN+CELL"))?;
+    // The header waits for the first row so that a failing scan prints
+    // only its error.
+    let header = format::header("ROW", "COLUMN+CELL");
     let mut rows = 0u64;
     let mut failed = None;
     let out = &mut *ctx.out;
     ctx.backend.read(&table, &spec, cache, &mut |r: RowReply| {
+        if rows == 0 {
+            if let Err(e) = writeln!(out, "{header}") {
+                failed = Some(e);
+                return false;
+            }
+        }
         rows += 1;
         let key = format::binary(&r.row);
         for c in &r.cells {
@@ -890,6 +903,9 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     })?;
     if let Some(e) = failed {
         return Err(ShellError::Other(format!("cannot write output: {e}")));
+    }
+    if rows == 0 {
+        ctx.line(header)?;
     }
     ctx.line(format::rows(rows))?;
     Ok(None)

@@ -41,6 +41,7 @@ pub enum LineOutcome {
 pub struct Shell {
     backend: SharedBackend,
     out: Box<dyn Write>,
+    echo: bool,
 }
 
 impl std::fmt::Debug for Shell {
@@ -60,7 +61,17 @@ pub fn command_names() -> Vec<&'static str> {
 impl Shell {
     /// A shell over `backend`, printing to `out`.
     pub fn new(backend: SharedBackend, out: Box<dyn Write>) -> Self {
-        Shell { backend, out }
+        Shell {
+            backend,
+            out,
+            echo: false,
+        }
+    }
+
+    /// In scripts, print each line as `> line` before its output (a
+    /// transcript of the session).
+    pub fn set_echo(&mut self, echo: bool) {
+        self.echo = echo;
     }
 
     /// The backend (the completer reads table and family names from it).
@@ -166,6 +177,9 @@ impl Shell {
     pub fn run_script(&mut self, script: &str, keep_going: bool) -> bool {
         let mut ok = true;
         for line in script.lines() {
+            if self.echo {
+                self.print(&format!("> {line}"));
+            }
             match self.run_line(line) {
                 LineOutcome::Ok => {}
                 LineOutcome::Exit => break,

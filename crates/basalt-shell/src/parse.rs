@@ -179,6 +179,9 @@ impl Parser {
         }
         if !self.at_end_of_command() {
             let c = self.peek().unwrap_or(' ');
+            if c == '\'' || c == '"' || c.is_ascii_alphanumeric() || c == '{' || c == '[' {
+                return self.error(format!("expected ',' between arguments, found '{c}'"));
+            }
             return self.error(format!("unexpected '{c}' after the arguments"));
         }
         Ok(Command { name, args })
