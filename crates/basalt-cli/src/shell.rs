@@ -76,10 +76,7 @@ pub(crate) fn run(args: ShellArgs) -> ExitCode {
             }
         }
         None => {
-            let banner = format!(
-                "Basalt shell {} on {location}",
-                env!("CARGO_PKG_VERSION")
-            );
+            let banner = format!("Basalt shell {} on {location}", env!("CARGO_PKG_VERSION"));
             match interactive::run(&mut shell, &banner) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail(&format!("terminal error: {e}")),

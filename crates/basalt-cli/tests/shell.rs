@@ -217,7 +217,10 @@ fn execute_flag_stops_at_the_first_error() {
     assert!(!out.status.success());
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(stdout.contains("Created table t"), "{stdout}");
-    assert!(stdout.contains("ERROR: Unknown command 'bogus'"), "{stdout}");
+    assert!(
+        stdout.contains("ERROR: Unknown command 'bogus'"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("Created table u"), "{stdout}");
 
     // The same from a script file, which also stops at its first error.
@@ -235,7 +238,12 @@ fn execute_flag_stops_at_the_first_error() {
 
     // A clean script exits 0; `exit` ends it early.
     let out = shell(
-        &["--data-dir", data, "-e", "exists 't'; exit; create 'w', 'f'"],
+        &[
+            "--data-dir",
+            data,
+            "-e",
+            "exists 't'; exit; create 'w', 'f'",
+        ],
         "",
     );
     assert!(out.status.success());
@@ -297,7 +305,9 @@ fn split_then_merge(args: &[&str]) {
     let mut splits: Vec<&str> = args.to_vec();
     splits.extend(["-e", "get_splits 's'"]);
     let out = shell(&splits, "");
-    assert!(String::from_utf8(out.stdout).unwrap().contains("=> [\"m\"]"));
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("=> [\"m\"]"));
 
     let merge = format!("merge_region '{}', '{}'", regions[0], regions[1]);
     let mut m: Vec<&str> = args.to_vec();
@@ -308,7 +318,11 @@ fn split_then_merge(args: &[&str]) {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    assert_eq!(encoded_regions(args, "s").len(), 1, "merge makes one region");
+    assert_eq!(
+        encoded_regions(args, "s").len(),
+        1,
+        "merge makes one region"
+    );
     let mut count: Vec<&str> = args.to_vec();
     count.extend(["-e", "count 's'"]);
     let out = shell(&count, "");

@@ -110,12 +110,12 @@ impl From<ClientError> for ShellError {
                 let (class, rest) = split_exception(&m);
                 match class {
                     "TableNotFoundException" => ShellError::UnknownTable(rest.to_string()),
-                    "TableNotEnabledException" => ShellError::TableDisabled(
-                        rest.trim_end_matches(" is disabled").to_string(),
-                    ),
-                    "TableNotDisabledException" => ShellError::TableEnabled(
-                        rest.trim_end_matches(" is enabled").to_string(),
-                    ),
+                    "TableNotEnabledException" => {
+                        ShellError::TableDisabled(rest.trim_end_matches(" is disabled").to_string())
+                    }
+                    "TableNotDisabledException" => {
+                        ShellError::TableEnabled(rest.trim_end_matches(" is enabled").to_string())
+                    }
                     "TableExistsException" => ShellError::TableExists(
                         rest.trim_start_matches("table name already in use: ")
                             .to_string(),
@@ -199,13 +199,8 @@ pub trait Backend {
     /// Deletes a whole row, up to `ts` when given.
     fn delete_row(&mut self, table: &str, row: &[u8], ts: Option<i64>) -> ShellResult<()>;
     /// Adds `delta` to a counter and returns the new value.
-    fn increment(
-        &mut self,
-        table: &str,
-        row: &[u8],
-        column: &[u8],
-        delta: i64,
-    ) -> ShellResult<i64>;
+    fn increment(&mut self, table: &str, row: &[u8], column: &[u8], delta: i64)
+        -> ShellResult<i64>;
     /// Appends to a cell and returns the new value.
     fn append(
         &mut self,
@@ -428,9 +423,12 @@ impl RemoteBackend {
     /// Connects to `host:port`.
     pub fn connect(host: &str, port: u16) -> ShellResult<Self> {
         let address = format!("{host}:{port}");
-        let client = Client::connect(address.as_str(), false, Protocol::Binary { strict: true }).map_err(|e| {
-            ShellError::Other(format!("cannot connect to a Basalt server at {address}: {e}"))
-        })?;
+        let client = Client::connect(address.as_str(), false, Protocol::Binary { strict: true })
+            .map_err(|e| {
+                ShellError::Other(format!(
+                    "cannot connect to a Basalt server at {address}: {e}"
+                ))
+            })?;
         Ok(RemoteBackend { client, address })
     }
 

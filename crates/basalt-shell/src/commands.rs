@@ -446,7 +446,10 @@ pub(crate) fn help_text() -> Vec<String> {
         out.push(format!("  Commands: {}", names.join(", ")));
         out.push(String::new());
     }
-    out.push("Arguments are Ruby literals: 'strings' or \"strings\" (with \\xNN escapes), numbers,".into());
+    out.push(
+        "Arguments are Ruby literals: 'strings' or \"strings\" (with \\xNN escapes), numbers,"
+            .into(),
+    );
     out.push("true/false, [arrays] and {KEY => value} hashes; separate commands with ';'.".into());
     out
 }
@@ -682,15 +685,12 @@ fn list(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     let pattern = match args.first() {
         Some(a) => {
             let text = text_of(a, "the regular expression")?;
-            Some(
-                regex::Regex::new(&format!("^(?:{text})$"))
-                    .map_err(|e| {
-                        // The regex crate's message spans lines; its last says what is wrong.
-                        let message = e.to_string();
-                        let reason = message.lines().last().unwrap_or_default().to_string();
-                        usage(format!("bad regular expression '{text}': {reason}"))
-                    })?,
-            )
+            Some(regex::Regex::new(&format!("^(?:{text})$")).map_err(|e| {
+                // The regex crate's message spans lines; its last says what is wrong.
+                let message = e.to_string();
+                let reason = message.lines().last().unwrap_or_default().to_string();
+                usage(format!("bad regular expression '{text}': {reason}"))
+            })?)
         }
         None => None,
     };
@@ -727,7 +727,14 @@ fn list_regions(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
             ]
         })
         .collect();
-    let headers = ["REGION_NAME", "START_KEY", "END_KEY", "SIZE", "REQ", "FILES"];
+    let headers = [
+        "REGION_NAME",
+        "START_KEY",
+        "END_KEY",
+        "SIZE",
+        "REQ",
+        "FILES",
+    ];
     for l in format::grid(&headers, &rows) {
         ctx.line(l)?;
     }
@@ -756,7 +763,10 @@ fn put(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     let row = bytes_of(&args[1], "the row")?;
     let column = bytes_of(&args[2], "the column")?;
     let value = value_of(&args[3], "the value")?;
-    let ts = args.get(4).map(|a| int_of(a, "the timestamp")).transpose()?;
+    let ts = args
+        .get(4)
+        .map(|a| int_of(a, "the timestamp"))
+        .transpose()?;
     ctx.backend.put(&table, &row, &column, &value, ts)?;
     Ok(None)
 }
@@ -787,9 +797,8 @@ fn get(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
                         "TIMESTAMP" => spec.time_range = Some(exact_timestamp(&v)?),
                         "TIMERANGE" => spec.time_range = Some(time_range_of(&v)?),
                         "VERSIONS" => {
-                            spec.versions = Some(
-                                u32::try_from(count_of(&v, "VERSIONS")?).unwrap_or(u32::MAX),
-                            )
+                            spec.versions =
+                                Some(u32::try_from(count_of(&v, "VERSIONS")?).unwrap_or(u32::MAX))
                         }
                         "FILTER" => spec.filter = Some(text_of(&v, "FILTER")?),
                         other => {
@@ -936,7 +945,7 @@ fn count(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     let out = &mut *ctx.out;
     ctx.backend.read(&table, &spec, cache, &mut |r: RowReply| {
         rows += 1;
-        if rows % interval == 0 {
+        if rows.is_multiple_of(interval) {
             if let Err(e) = writeln!(
                 out,
                 "Current count: {rows}, row: {}",
@@ -960,7 +969,10 @@ fn delete(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     let table = table_of(args)?;
     let row = bytes_of(&args[1], "the row")?;
     let column = bytes_of(&args[2], "the column")?;
-    let ts = args.get(3).map(|a| int_of(a, "the timestamp")).transpose()?;
+    let ts = args
+        .get(3)
+        .map(|a| int_of(a, "the timestamp"))
+        .transpose()?;
     ctx.backend.delete_column(&table, &row, &column, ts)?;
     Ok(None)
 }
@@ -969,7 +981,10 @@ fn deleteall(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     arity(args, 2, 4)?;
     let table = table_of(args)?;
     let row = bytes_of(&args[1], "the row")?;
-    let ts = args.get(3).map(|a| int_of(a, "the timestamp")).transpose()?;
+    let ts = args
+        .get(3)
+        .map(|a| int_of(a, "the timestamp"))
+        .transpose()?;
     match args.get(2) {
         None => ctx.backend.delete_row(&table, &row, ts)?,
         Some(c) => {
@@ -985,7 +1000,10 @@ fn incr(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     let table = table_of(args)?;
     let row = bytes_of(&args[1], "the row")?;
     let column = bytes_of(&args[2], "the column")?;
-    let delta = args.get(3).map(|a| int_of(a, "the increment")).transpose()?;
+    let delta = args
+        .get(3)
+        .map(|a| int_of(a, "the increment"))
+        .transpose()?;
     let value = ctx
         .backend
         .increment(&table, &row, &column, delta.unwrap_or(1))?;
@@ -1079,7 +1097,10 @@ fn major_compact(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
 fn split(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     arity(args, 1, 2)?;
     let target = bytes_of(&args[0], "the table or region name")?;
-    let key = args.get(1).map(|a| bytes_of(a, "the split key")).transpose()?;
+    let key = args
+        .get(1)
+        .map(|a| bytes_of(a, "the split key"))
+        .transpose()?;
     ctx.backend.admin(Op::Split { target, key })?;
     Ok(None)
 }

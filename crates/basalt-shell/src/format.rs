@@ -99,7 +99,12 @@ fn ttl(value: &str) -> String {
     };
     let mut rest = seconds;
     let mut parts = Vec::new();
-    for (unit, size) in [("DAY", 86_400), ("HOUR", 3_600), ("MINUTE", 60), ("SECOND", 1)] {
+    for (unit, size) in [
+        ("DAY", 86_400),
+        ("HOUR", 3_600),
+        ("MINUTE", 60),
+        ("SECOND", 1),
+    ] {
         let n = rest / size;
         rest %= size;
         if n > 0 {
@@ -146,14 +151,20 @@ mod tests {
     #[test]
     fn ttl_is_spelled_out() {
         assert_eq!(ttl("86400"), "86400 SECONDS (1 DAY)");
-        assert_eq!(ttl("90061"), "90061 SECONDS (1 DAY 1 HOUR 1 MINUTE 1 SECOND)");
+        assert_eq!(
+            ttl("90061"),
+            "90061 SECONDS (1 DAY 1 HOUR 1 MINUTE 1 SECOND)"
+        );
         assert_eq!(ttl("FOREVER"), "FOREVER");
     }
 
     #[test]
     fn columns_line_up() {
         assert_eq!(two_columns("r1", "x").find('x'), Some(FIRST_COLUMN + 1));
-        assert_eq!(header("ROW", "COLUMN+CELL").find('C'), Some(FIRST_COLUMN + 1));
+        assert_eq!(
+            header("ROW", "COLUMN+CELL").find('C'),
+            Some(FIRST_COLUMN + 1)
+        );
         let long = "r".repeat(40);
         assert_eq!(two_columns(&long, "x"), format!(" {long} x"));
     }

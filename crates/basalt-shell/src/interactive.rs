@@ -14,7 +14,7 @@ use rustyline::{Context, Editor, Helper};
 
 use basalt_thrift::admin::{Op, Reply};
 
-use crate::{command_names, LineOutcome, Shell, SharedBackend};
+use crate::{command_names, LineOutcome, SharedBackend, Shell};
 
 /// Commands whose later arguments are columns (`family:qualifier`).
 const COLUMN_COMMANDS: &[&str] = &[
@@ -166,7 +166,13 @@ impl ShellHelper {
                     let column = COLUMN_COMMANDS.contains(&command.as_str());
                     self.families(&table)
                         .into_iter()
-                        .map(|f| if column { format!("{f}:") } else { format!("{f}{quote}") })
+                        .map(|f| {
+                            if column {
+                                format!("{f}:")
+                            } else {
+                                format!("{f}{quote}")
+                            }
+                        })
                         .filter(|f| f.starts_with(typed))
                         .collect()
                 } else {

@@ -156,10 +156,13 @@ impl Shell {
             Some(parse::Arg::Str(t)) => Some(String::from_utf8_lossy(t).into_owned()),
             _ => None,
         });
-        let families = table.and_then(|t| match self.backend.borrow_mut().admin(Op::Describe { table: t }) {
-            Ok(Reply::Table(t)) => Some(t.families),
-            _ => None,
-        });
+        let families =
+            table.and_then(
+                |t| match self.backend.borrow_mut().admin(Op::Describe { table: t }) {
+                    Ok(Reply::Table(t)) => Some(t.families),
+                    _ => None,
+                },
+            );
         match families {
             Some(f) => {
                 let names: Vec<String> = f.iter().map(|f| format!("{}:*", f.name)).collect();

@@ -99,7 +99,11 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "syntax error at column {}: {}", self.column, self.message)
+        write!(
+            f,
+            "syntax error at column {}: {}",
+            self.column, self.message
+        )
     }
 }
 
@@ -142,7 +146,10 @@ impl Parser {
     }
 
     fn skip_space(&mut self) {
-        while self.peek().is_some_and(|c| c == ' ' || c == '\t' || c == '\r') {
+        while self
+            .peek()
+            .is_some_and(|c| c == ' ' || c == '\t' || c == '\r')
+        {
             self.pos += 1;
         }
     }
@@ -259,7 +266,9 @@ impl Parser {
                 c if c == close && close.is_some() => return Ok(pairs),
                 _ if close.is_none() => return Ok(pairs),
                 None => return self.error("unterminated hash: expected '}'"),
-                Some(c) => return self.error(format!("expected ',' or '}}' in a hash, found '{c}'")),
+                Some(c) => {
+                    return self.error(format!("expected ',' or '}}' in a hash, found '{c}'"))
+                }
             }
         }
     }
@@ -290,9 +299,8 @@ impl Parser {
                         Some(']') => {}
                         None => return self.error("unterminated array: expected ']'"),
                         Some(c) => {
-                            return self.error(format!(
-                                "expected ',' or ']' in an array, found '{c}'"
-                            ))
+                            return self
+                                .error(format!("expected ',' or ']' in an array, found '{c}'"))
                         }
                     }
                 }
@@ -353,7 +361,10 @@ impl Parser {
             self.pos = start;
             return self.error("expected a number after '-'");
         }
-        if self.peek().is_some_and(|c| c == '.' || c.is_ascii_alphabetic()) {
+        if self
+            .peek()
+            .is_some_and(|c| c == '.' || c.is_ascii_alphabetic())
+        {
             return self.error("only whole numbers are understood");
         }
         let text: String = self.chars[start..self.pos]
@@ -384,9 +395,7 @@ impl Parser {
                     return Ok(Arg::Str(Bytes::from(s.into_bytes())));
                 }
                 // In Ruby's single quotes only \' and \\ are escapes.
-                Some('\\')
-                    if matches!(self.chars.get(self.pos + 1), Some('\'') | Some('\\')) =>
-                {
+                Some('\\') if matches!(self.chars.get(self.pos + 1), Some('\'') | Some('\\')) => {
                     s.push(self.chars[self.pos + 1]);
                     self.pos += 2;
                 }
@@ -469,8 +478,8 @@ mod tests {
 
     #[test]
     fn seed_examples_parse() {
-        let c = parse_line("create 'mytable', {NAME => 'colfam1', BLOOMFILTER => 'ROWCOL'}")
-            .unwrap();
+        let c =
+            parse_line("create 'mytable', {NAME => 'colfam1', BLOOMFILTER => 'ROWCOL'}").unwrap();
         assert_eq!(
             c,
             vec![Command {

@@ -525,15 +525,12 @@ pub fn handle(db: &Database, op: Op) -> Result<Reply, AdminError> {
             let mut out = Vec::with_capacity(changes.len());
             for change in &changes {
                 out.push(match change {
-                    Change::Set { family } => {
-                        match current.get_family(family.name.as_bytes()) {
-                            Some(existing) => FamilyChange::Modify(family_descriptor(
-                                Some(existing.clone()),
-                                family,
-                            )?),
-                            None => FamilyChange::Add(family_descriptor(None, family)?),
+                    Change::Set { family } => match current.get_family(family.name.as_bytes()) {
+                        Some(existing) => {
+                            FamilyChange::Modify(family_descriptor(Some(existing.clone()), family)?)
                         }
-                    }
+                        None => FamilyChange::Add(family_descriptor(None, family)?),
+                    },
                     Change::Delete { name } => FamilyChange::Delete(name.clone()),
                 });
             }
@@ -708,12 +705,12 @@ fn decode_request(request: &[u8]) -> Result<Op, AdminError> {
     })?;
     match doc.get("version").and_then(serde_json::Value::as_u64) {
         Some(v) if v == u64::from(VERSION) => {}
-        Some(v) => {
-            return Err(AdminError::new(
-                ErrorKind::UnsupportedVersion,
-                format!("admin protocol version {v} is not supported; this server speaks version {VERSION}"),
-            ))
-        }
+        Some(v) => return Err(AdminError::new(
+            ErrorKind::UnsupportedVersion,
+            format!(
+                "admin protocol version {v} is not supported; this server speaks version {VERSION}"
+            ),
+        )),
         None => {
             return Err(AdminError::new(
                 ErrorKind::BadRequest,
@@ -721,9 +718,8 @@ fn decode_request(request: &[u8]) -> Result<Op, AdminError> {
             ))
         }
     }
-    let request: Request = serde_json::from_value(doc).map_err(|e| {
-        AdminError::new(ErrorKind::BadRequest, format!("bad admin request: {e}"))
-    })?;
+    let request: Request = serde_json::from_value(doc)
+        .map_err(|e| AdminError::new(ErrorKind::BadRequest, format!("bad admin request: {e}")))?;
     Ok(request.op)
 }
 

@@ -1,0 +1,158 @@
+//! The interactive shell in a real terminal (tmux): tab completion of
+//! command, table and family names, history saved in `$HOME`, and bad
+//! input that prints an error while the shell goes on.
+//!
+//! Needs `tmux` (Debian package `tmux`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// Hang guard only: how long to wait for the screen to show something.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A tmux server of our own (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+    session: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> Output {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux is needed for this test: apt-get install -y tmux");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    fn start(home: &Path, command: &str) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("basalt-shell-test-{}", std::process::id()),
+            session: "shell".into(),
+        };
+        let shell_command = format!("env HOME={} USER=tester {command}", home.display());
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            &tmux.session,
+            "-x",
+            "160",
+            "-y",
+            "50",
+            &shell_command,
+        ]);
+        tmux
+    }
+
+    /// Types keys: literal text, or tmux key names such as `Tab`, `Enter`.
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.session];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    fn screen(&self) -> String {
+        let out = self.run(&["capture-pane", "-p", "-t", &self.session]);
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Waits until the screen shows `text`; returns the screen.
+    fn wait_for(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < TIMEOUT,
+                "the screen never showed {text:?}:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+#[test]
+fn interactive_shell_completes_and_goes_on_after_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let data = dir.path().join("data");
+    let command = format!(
+        "{} shell --data-dir {}",
+        env!("CARGO_BIN_EXE_basalt"),
+        data.display()
+    );
+    let tmux = Tmux::start(&home, &command);
+    tmux.wait_for("basalt:001:0>");
+
+    tmux.keys(&["create 'mytable', 'colfam1'", "Enter"]);
+    tmux.wait_for("=> Hbase::Table - mytable");
+
+    // A command name: `li<TAB>` becomes `list `.
+    tmux.keys(&["li", "Tab"]);
+    // (tmux trims the trailing space from the screen.)
+    tmux.wait_for("basalt:002:0> list");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("=> [\"mytable\"]");
+
+    // A table name inside quotes, after a completed command name.
+    tmux.keys(&["descr", "Tab", "'my", "Tab"]);
+    tmux.wait_for("basalt:003:0> describe 'mytable'");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("Table mytable is ENABLED");
+
+    // A family name in a column argument.
+    tmux.keys(&["put 'mytable', 'r1', 'co", "Tab"]);
+    tmux.wait_for("basalt:004:0> put 'mytable', 'r1', 'colfam1:");
+    tmux.keys(&["q', \"v\\x01\"", "Enter"]);
+
+    // Bad input: an error, and the shell goes on.
+    tmux.keys(&["get 'mytable', 'r1", "Enter"]);
+    tmux.wait_for("ERROR: syntax error at column 16: unterminated string");
+    tmux.keys(&["nosuchcommand", "Enter"]);
+    tmux.wait_for("ERROR: Unknown command 'nosuchcommand'");
+    tmux.keys(&["get 'mytable', 7", "Enter"]);
+    tmux.wait_for("ERROR: the row must be a string, not integer (7)");
+
+    tmux.keys(&["scan 'mytable'", "Enter"]);
+    let screen = tmux.wait_for("1 row(s)");
+    assert!(
+        screen.contains("column=colfam1:q, timestamp="),
+        "scan output:\n{screen}"
+    );
+    assert!(screen.contains("value=v\\x01"), "scan output:\n{screen}");
+
+    tmux.keys(&["exit", "Enter"]);
+    // History survives in $HOME/.basalt_history.
+    let history = home.join(".basalt_history");
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&history).unwrap_or_default();
+        if text.contains("exit") {
+            assert!(text.contains("describe 'mytable'"), "{text}");
+            assert!(text.contains("put 'mytable', 'r1', 'colfam1:q'"), "{text}");
+            break;
+        }
+        assert!(start.elapsed() < TIMEOUT, "history never written: {text}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
