@@ -705,12 +705,14 @@ fn decode_request(request: &[u8]) -> Result<Op, AdminError> {
     })?;
     match doc.get("version").and_then(serde_json::Value::as_u64) {
         Some(v) if v == u64::from(VERSION) => {}
-        Some(v) => return Err(AdminError::new(
-            ErrorKind::UnsupportedVersion,
-            format!(
+        Some(v) => {
+            return Err(AdminError::new(
+                ErrorKind::UnsupportedVersion,
+                format!(
                 "admin protocol version {v} is not supported; this server speaks version {VERSION}"
             ),
-        )),
+            ))
+        }
         None => {
             return Err(AdminError::new(
                 ErrorKind::BadRequest,
