@@ -327,6 +327,17 @@ fn split_then_merge(args: &[&str]) {
     count.extend(["-e", "count 's'"]);
     let out = shell(&count, "");
     assert!(String::from_utf8(out.stdout).unwrap().contains("=> 3"));
+
+    // Splitting a table that does not exist or merging unknown regions
+    // prints an error and fails the script.
+    for bad in ["split 'nope'", "merge_region 'aaaa', 'bbbb'"] {
+        let mut b: Vec<&str> = args.to_vec();
+        b.extend(["-e", bad]);
+        let out = shell(&b, "");
+        assert!(!out.status.success(), "{bad} succeeded");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(stdout.starts_with("ERROR: "), "{bad}: {stdout}");
+    }
 }
 
 #[test]

@@ -129,7 +129,10 @@ impl Shell {
         };
         match result {
             Ok(returned) => {
-                self.print(&format::took(started.elapsed()));
+                // As in HBase, help is not timed.
+                if spec.name != "help" {
+                    self.print(&format::took(started.elapsed()));
+                }
                 if let Some(r) = returned {
                     self.print(&format!("=> {r}"));
                 }
