@@ -33,6 +33,10 @@ pub const METHOD: &str = "basaltAdmin";
 pub const VERSION: u32 = 1;
 /// Rows one `read` answers at most; the caller asks again with `after_row`.
 pub const MAX_PAGE_ROWS: usize = 1000;
+/// Key and value bytes after which a `read` page ends early: JSON spells a
+/// byte in up to four characters, and the reply must stay well under the
+/// server's frame limit.
+pub const MAX_PAGE_BYTES: usize = 2 * 1024 * 1024;
 
 /// One admin request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -609,6 +613,7 @@ pub fn read_page(
     }
     let t = db.table(table)?;
     let mut rows = Vec::new();
+    let mut bytes = 0usize;
     for row in t.scan(&scan)? {
         let row = row?;
         if read.after_row.as_ref() == Some(&row.row) {
@@ -621,9 +626,14 @@ pub fn read_page(
             }
             continue;
         }
-        if rows.len() == page {
+        if rows.len() == page || bytes >= MAX_PAGE_BYTES {
             return Ok((rows, true));
         }
+        bytes += row
+            .cells
+            .iter()
+            .map(|c| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len())
+            .sum::<usize>();
         rows.push(RowReply {
             row: row.row.clone(),
             cells: row.cells.iter().map(cell_reply).collect(),

@@ -256,6 +256,39 @@ fn reads_page_through_large_tables() {
         }
         assert_eq!(seen, expected, "reversed={reversed}");
     }
+
+    // Large values end a page before its row count does.
+    let big = vec![7u8; 512 * 1024];
+    for i in 0..10 {
+        c.mutate_row(b"t", format!("big{i}").as_bytes(), vec![put(b"f:q", &big)])
+            .unwrap();
+    }
+    let mut read = ReadSpec {
+        prefix: Some(b("big")),
+        ..ReadSpec::default()
+    };
+    let mut pages = 0;
+    let mut seen = 0;
+    loop {
+        let Reply::Rows { rows, more } = c
+            .admin(Op::Read {
+                table: "t".into(),
+                read: read.clone(),
+            })
+            .unwrap()
+        else {
+            panic!("read answers rows")
+        };
+        pages += 1;
+        seen += rows.len();
+        assert!(rows.iter().all(|r| r.cells[0].value.len() == big.len()));
+        if !more {
+            break;
+        }
+        read.after_row = rows.last().map(|r| r.row.clone());
+    }
+    assert_eq!(seen, 10);
+    assert!(pages >= 2, "10 rows of 512 KiB came in {pages} page(s)");
 }
 
 #[test]
