@@ -24,15 +24,15 @@ pub(crate) struct ShellArgs {
     /// Run these commands (separated by ';' or newlines) and exit.
     #[arg(short = 'e', long = "execute", value_name = "COMMANDS")]
     execute: Option<String>,
-    /// Without -e or a script, commands are read from standard input when
-    /// it is not a terminal. In scripts, go on after an error (the exit
-    /// status still reports it).
+    /// In scripts, go on after an error (the exit status still reports it).
     #[arg(long)]
     keep_going: bool,
     /// In scripts, print each input line as `> line` before its output.
     #[arg(long)]
     echo: bool,
-    /// A script file of commands to run, then exit.
+    /// A script file of commands to run, then exit. Without -e or a script,
+    /// commands come from standard input when it is not a terminal, and the
+    /// shell is interactive when it is.
     #[arg(value_name = "SCRIPT")]
     script: Option<PathBuf>,
 }

@@ -609,7 +609,7 @@ impl Backend for RemoteBackend {
         let (mut start, mut stop) = (spec.start_row.clone(), spec.stop_row.clone());
         if let Some(prefix) = &spec.prefix {
             start = prefix.clone();
-            stop = basalt_types_prefix_successor(prefix);
+            stop = prefix_successor(prefix);
         }
         let scan = TScan {
             start_row: Some(start),
@@ -678,7 +678,7 @@ impl Backend for RemoteBackend {
 }
 
 /// The smallest key after every key starting with `prefix` (empty: none).
-fn basalt_types_prefix_successor(prefix: &[u8]) -> Bytes {
+fn prefix_successor(prefix: &[u8]) -> Bytes {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last != 0xff {
@@ -687,4 +687,98 @@ fn basalt_types_prefix_successor(prefix: &[u8]) -> Bytes {
         }
     }
     Bytes::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gateway_exceptions_map_to_shell_errors() {
+        let io = |m: &str| ShellError::from(ClientError::Io(m.to_string()));
+        assert_eq!(
+            io("org.apache.hadoop.hbase.TableNotFoundException: t1"),
+            ShellError::UnknownTable("t1".into())
+        );
+        assert_eq!(
+            io("org.apache.hadoop.hbase.TableNotEnabledException: t1 is disabled"),
+            ShellError::TableDisabled("t1".into())
+        );
+        assert_eq!(
+            io("org.apache.hadoop.hbase.TableNotDisabledException: t1 is enabled"),
+            ShellError::TableEnabled("t1".into())
+        );
+        assert_eq!(
+            io(
+                "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: \
+                Column family x does not exist in table t1"
+            ),
+            ShellError::UnknownFamily {
+                table: Some("t1".into()),
+                family: "x".into()
+            }
+        );
+        assert_eq!(
+            io("java.lang.IllegalArgumentException: bad: thing"),
+            ShellError::Other("bad: thing".into())
+        );
+        assert_eq!(
+            io("no class here: just text"),
+            ShellError::Other("no class here: just text".into())
+        );
+        assert_eq!(
+            ShellError::from(ClientError::AlreadyExists(
+                "table name already in use: t1".into()
+            )),
+            ShellError::TableExists("t1".into())
+        );
+    }
+
+    #[test]
+    fn engine_errors_map_like_gateway_errors() {
+        assert_eq!(
+            ShellError::from(Error::TableNotFound("t".into())),
+            ShellError::UnknownTable("t".into())
+        );
+        assert_eq!(
+            ShellError::from(Error::invalid("x")),
+            ShellError::Other("x".into())
+        );
+    }
+
+    #[test]
+    fn only_plain_reads_go_through_thrift1() {
+        assert!(RemoteBackend::thrift_can_read(&ReadSpec::default()));
+        let before = ReadSpec {
+            time_range: Some((0, 10)),
+            ..ReadSpec::default()
+        };
+        assert!(RemoteBackend::thrift_can_read(&before));
+        for spec in [
+            ReadSpec {
+                versions: Some(2),
+                ..ReadSpec::default()
+            },
+            ReadSpec {
+                time_range: Some((5, 10)),
+                ..ReadSpec::default()
+            },
+            ReadSpec {
+                raw: true,
+                ..ReadSpec::default()
+            },
+            ReadSpec {
+                reversed: true,
+                prefix: Some(Bytes::from_static(b"p")),
+                ..ReadSpec::default()
+            },
+        ] {
+            assert!(!RemoteBackend::thrift_can_read(&spec), "{spec:?}");
+        }
+        assert_eq!(
+            prefix_successor(b"a\xff"),
+            Bytes::from_static(b"b")
+        );
+        assert!(prefix_successor(b"\xff\xff").is_empty());
+    }
 }
