@@ -274,6 +274,51 @@ fn data_directory_held_by_a_server_is_refused() {
     );
 }
 
+/// Reads longer than one admin page (1000 rows) and Thrift scanner pages
+/// print the same over Thrift as from the data directory.
+#[test]
+fn paged_reads_print_the_same_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut load = String::from("create 't', 'f', SPLITS => ['k01000', 'k02000']\n");
+    for i in 0..2500 {
+        load.push_str(&format!("put 't', 'k{i:05}', 'f:q', 'v{i}', 10\n"));
+    }
+    let queries = [
+        "scan 't', {VERSIONS => 2, ROWPREFIXFILTER => 'k01'}",
+        "scan 't', {VERSIONS => 2, ROWPREFIXFILTER => 'k01', REVERSED => true}",
+        "scan 't', {VERSIONS => 2, REVERSED => true, LIMIT => 1500}",
+        "scan 't', {RAW => true, STARTROW => 'k00500', STOPROW => 'k02100'}",
+        "scan 't', {CACHE => 7, STARTROW => 'k00990'}",
+        "count 't', INTERVAL => 1000, CACHE => 300",
+    ];
+    let script = queries.join("\n");
+    let server = serve(&data);
+    let args = remote_args(&server);
+    let mut remote: Vec<&str> = args.iter().map(String::as_str).collect();
+    remote.push("--echo");
+    let out = shell(&remote, &load);
+    assert!(out.status.success());
+    let over_thrift = shell(&remote, &script);
+    assert!(over_thrift.status.success());
+    drop(server);
+    let embedded = shell(&["--data-dir", data.to_str().unwrap(), "--echo"], &script);
+    assert!(embedded.status.success());
+    let over_thrift = mask(&String::from_utf8(over_thrift.stdout).unwrap());
+    let embedded = mask(&String::from_utf8(embedded.stdout).unwrap());
+    assert_eq!(over_thrift, embedded);
+    for (rows, what) in [
+        ("1000 row(s)", "the k01 prefix"),
+        ("1500 row(s)", "the reversed limit"),
+        ("1600 row(s)", "the raw range"),
+        ("1510 row(s)", "the scan from k00990"),
+        ("2500 row(s)", "the count"),
+    ] {
+        assert!(embedded.contains(rows), "{what}: no {rows:?}");
+    }
+    assert!(embedded.contains("Current count: 2000, row: k01999"));
+}
+
 /// Encoded region names of a table, in key order, from `list_regions`.
 fn encoded_regions(args: &[&str], table: &str) -> Vec<String> {
     let mut full: Vec<&str> = args.to_vec();

@@ -600,7 +600,7 @@ impl Backend for RemoteBackend {
                 match (more, last) {
                     (true, Some(last)) => {
                         page.after_row = Some(last);
-                        page.limit = Some(remaining).filter(|&r| r != usize::MAX);
+                        page.limit = spec.limit.map(|_| remaining);
                     }
                     _ => return Ok(()),
                 }
