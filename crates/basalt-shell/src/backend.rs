@@ -775,10 +775,7 @@ mod tests {
         ] {
             assert!(!RemoteBackend::thrift_can_read(&spec), "{spec:?}");
         }
-        assert_eq!(
-            prefix_successor(b"a\xff"),
-            Bytes::from_static(b"b")
-        );
+        assert_eq!(prefix_successor(b"a\xff"), Bytes::from_static(b"b"));
         assert!(prefix_successor(b"\xff\xff").is_empty());
     }
 }
