@@ -573,11 +573,15 @@ pub fn handle(db: &Database, op: Op) -> Result<Reply, AdminError> {
             Ok(Reply::Done)
         }
         Op::Split { target, key } => {
-            // A region name always holds a comma; a table name never does.
-            if target.contains(&b',') || !is_table_name(db, &target) {
+            // A full region name holds a comma (a table name never does) and
+            // an encoded one is 32 hex digits; anything else names a table.
+            if target.contains(&b',') || (is_encoded_name(&target) && !is_table_name(db, &target)) {
                 db.split_region(&target, key.as_deref())?;
             } else {
                 let name = String::from_utf8_lossy(&target).into_owned();
+                if !db.table_exists(&name) {
+                    return Err(Error::TableNotFound(name).into());
+                }
                 db.split_table(&name, key.as_deref())?;
             }
             Ok(Reply::Done)
@@ -591,6 +595,10 @@ pub fn handle(db: &Database, op: Op) -> Result<Reply, AdminError> {
             Ok(Reply::Rows { rows, more })
         }
     }
+}
+
+fn is_encoded_name(name: &[u8]) -> bool {
+    name.len() == 32 && name.iter().all(|b| b.is_ascii_hexdigit())
 }
 
 fn is_table_name(db: &Database, name: &[u8]) -> bool {

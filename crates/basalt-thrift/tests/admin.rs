@@ -329,6 +329,13 @@ fn failures_carry_their_kind() {
     }));
     assert_eq!(e.kind, ErrorKind::NoSuchFamily);
 
+    // split of a name that is neither a table nor a region.
+    let e = admin_error(c.admin(Op::Split {
+        target: b("nope"),
+        key: None,
+    }));
+    assert_eq!(e.kind, ErrorKind::TableNotFound);
+
     let e = admin_error(c.admin(Op::Read {
         table: "t".into(),
         read: ReadSpec {
