@@ -9,65 +9,15 @@
 //! the diff).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{Command, Output, Stdio};
 
 use regex::Regex;
 
-/// Hang guard only.
-const TIMEOUT: Duration = Duration::from_secs(120);
-
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `basalt serve` on a free port over `dir`.
-#[allow(clippy::zombie_processes)]
-fn serve(dir: &Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
-        .args(["serve", "--thrift-port", "0", "--data-dir"])
-        .arg(dir)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    loop {
-        let line = rx
-            .recv_timeout(TIMEOUT)
-            .expect("the server never said where it listens");
-        if line.contains("listening") {
-            let address = line
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix("address="))
-                .unwrap();
-            let port = address.rsplit(':').next().unwrap().parse().unwrap();
-            return Server { child, port };
-        }
-    }
-}
+use common::{serve, Server};
 
 /// Runs `basalt shell ARGS` with `input` on standard input.
 fn shell(args: &[&str], input: &str) -> Output {

@@ -5,9 +5,15 @@
 //! Needs `tmux` (Debian package `tmux`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+/// Tells apart the tmux servers of tests running at once.
+static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// Hang guard only: how long to wait for the screen to show something.
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -35,7 +41,11 @@ impl Tmux {
 
     fn start(home: &Path, command: &str) -> Tmux {
         let tmux = Tmux {
-            socket: format!("basalt-shell-test-{}", std::process::id()),
+            socket: format!(
+                "basalt-shell-test-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::SeqCst)
+            ),
             session: "shell".into(),
         };
         let shell_command = format!("env HOME={} USER=tester {command}", home.display());
@@ -91,17 +101,33 @@ impl Drop for Tmux {
 }
 
 #[test]
-fn interactive_shell_completes_and_goes_on_after_errors() {
+fn interactive_shell_on_a_data_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir(&home).unwrap();
     let data = dir.path().join("data");
     let command = format!(
         "{} shell --data-dir {}",
         env!("CARGO_BIN_EXE_basalt"),
         data.display()
     );
-    let tmux = Tmux::start(&home, &command);
+    completes_and_goes_on_after_errors(dir.path(), &command);
+}
+
+#[test]
+fn interactive_shell_on_a_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::serve(&dir.path().join("data"));
+    let command = format!(
+        "{} shell --port {}",
+        env!("CARGO_BIN_EXE_basalt"),
+        server.port
+    );
+    completes_and_goes_on_after_errors(dir.path(), &command);
+}
+
+fn completes_and_goes_on_after_errors(dir: &Path, command: &str) {
+    let home = dir.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let tmux = Tmux::start(&home, command);
     tmux.wait_for("basalt:001:0>");
 
     tmux.keys(&["create 'mytable', 'colfam1'", "Enter"]);
