@@ -35,30 +35,31 @@ pub(crate) struct Spec {
     pub name: &'static str,
     pub group: &'static str,
     pub usage: &'static str,
-    pub run: Handler,
+    /// `None` for `exit`, which the shell itself carries out.
+    pub run: Option<Handler>,
 }
 
 /// The command groups in the order `help` lists them.
 pub(crate) const GROUPS: &[&str] = &["general", "ddl", "dml", "tools"];
 
-/// Every command. `exit` is handled by the shell itself.
+/// Every command.
 pub(crate) static COMMANDS: &[Spec] = &[
-    Spec { name: "status", group: "general", run: status, usage: "status ['summary' | 'simple']
+    Spec { name: "status", group: "general", run: Some(status), usage: "status ['summary' | 'simple']
   How many tables and regions this server serves, and its request counts.
     status
     status 'simple'" },
-    Spec { name: "version", group: "general", run: version, usage: "version
+    Spec { name: "version", group: "general", run: Some(version), usage: "version
   The Basalt version behind this shell." },
-    Spec { name: "whoami", group: "general", run: whoami, usage: "whoami
+    Spec { name: "whoami", group: "general", run: Some(whoami), usage: "whoami
   The current user and groups." },
-    Spec { name: "help", group: "general", run: help_command, usage: "help ['COMMAND' | 'GROUP']
+    Spec { name: "help", group: "general", run: Some(help_command), usage: "help ['COMMAND' | 'GROUP']
   Lists the commands, or shows help for one command or group.
     help
     help 'get'
     help 'ddl'" },
-    Spec { name: "exit", group: "general", run: exit_placeholder, usage: "exit
+    Spec { name: "exit", group: "general", run: None, usage: "exit
   Leaves the shell (also: quit, Ctrl-D)." },
-    Spec { name: "create", group: "ddl", run: create, usage: "create 'TABLE', 'FAMILY' | {NAME => 'FAMILY', OPTION => value, ...}, ... [, {SPLITS => ['k1', ...]} | {NUMREGIONS => n, SPLITALGO => 'HexStringSplit'}]
+    Spec { name: "create", group: "ddl", run: Some(create), usage: "create 'TABLE', 'FAMILY' | {NAME => 'FAMILY', OPTION => value, ...}, ... [, {SPLITS => ['k1', ...]} | {NUMREGIONS => n, SPLITALGO => 'HexStringSplit'}]
   Creates a table. Family options: VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS,
   BLOOMFILTER, COMPRESSION, BLOCKSIZE, BLOCKCACHE, IN_MEMORY, DATA_BLOCK_ENCODING.
   SPLITALGO is HexStringSplit, DecimalStringSplit or UniformSplit.
@@ -67,106 +68,106 @@ pub(crate) static COMMANDS: &[Spec] = &[
     create 't1', {NAME => 'f1', VERSIONS => 5, TTL => 86400}
     create 't1', 'f1', SPLITS => ['10', '20', '30']
     create 't1', 'f1', {NUMREGIONS => 4, SPLITALGO => 'HexStringSplit'}" },
-    Spec { name: "alter", group: "ddl", run: alter, usage: "alter 'TABLE', 'FAMILY' | {NAME => 'FAMILY', OPTION => value, ...} | {NAME => 'FAMILY', METHOD => 'delete'} | 'delete' => 'FAMILY', ...
+    Spec { name: "alter", group: "ddl", run: Some(alter), usage: "alter 'TABLE', 'FAMILY' | {NAME => 'FAMILY', OPTION => value, ...} | {NAME => 'FAMILY', METHOD => 'delete'} | 'delete' => 'FAMILY', ...
   Adds a family, changes the given options of an existing one, or deletes one.
     alter 't1', NAME => 'f1', VERSIONS => 5
     alter 't1', 'f3'
     alter 't1', NAME => 'f2', METHOD => 'delete'
     alter 't1', 'delete' => 'f2'" },
-    Spec { name: "describe", group: "ddl", run: describe, usage: "describe 'TABLE'   (also: desc)
+    Spec { name: "describe", group: "ddl", run: Some(describe), usage: "describe 'TABLE'   (also: desc)
   The table's state and its families with every option.
     describe 't1'" },
-    Spec { name: "desc", group: "ddl", run: describe, usage: "desc 'TABLE'
+    Spec { name: "desc", group: "ddl", run: Some(describe), usage: "desc 'TABLE'
   Same as describe.
     desc 't1'" },
-    Spec { name: "disable", group: "ddl", run: disable, usage: "disable 'TABLE'
+    Spec { name: "disable", group: "ddl", run: Some(disable), usage: "disable 'TABLE'
   Stops the table from serving reads and writes (needed before drop).
     disable 't1'" },
-    Spec { name: "enable", group: "ddl", run: enable, usage: "enable 'TABLE'
+    Spec { name: "enable", group: "ddl", run: Some(enable), usage: "enable 'TABLE'
   Lets a disabled table serve again.
     enable 't1'" },
-    Spec { name: "is_enabled", group: "ddl", run: is_enabled, usage: "is_enabled 'TABLE'
+    Spec { name: "is_enabled", group: "ddl", run: Some(is_enabled), usage: "is_enabled 'TABLE'
   true when the table is enabled.
     is_enabled 't1'" },
-    Spec { name: "is_disabled", group: "ddl", run: is_disabled, usage: "is_disabled 'TABLE'
+    Spec { name: "is_disabled", group: "ddl", run: Some(is_disabled), usage: "is_disabled 'TABLE'
   true when the table is disabled.
     is_disabled 't1'" },
-    Spec { name: "drop", group: "ddl", run: drop, usage: "drop 'TABLE'
+    Spec { name: "drop", group: "ddl", run: Some(drop), usage: "drop 'TABLE'
   Deletes a disabled table and its data.
     drop 't1'" },
-    Spec { name: "exists", group: "ddl", run: exists, usage: "exists 'TABLE'
+    Spec { name: "exists", group: "ddl", run: Some(exists), usage: "exists 'TABLE'
   Whether the table exists.
     exists 't1'" },
-    Spec { name: "list", group: "ddl", run: list, usage: "list ['REGEX']
+    Spec { name: "list", group: "ddl", run: Some(list), usage: "list ['REGEX']
   The tables, all or those whose whole name matches the regular expression.
     list
     list 'abc.*'" },
-    Spec { name: "list_regions", group: "ddl", run: list_regions, usage: "list_regions 'TABLE'
+    Spec { name: "list_regions", group: "ddl", run: Some(list_regions), usage: "list_regions 'TABLE'
   The table's regions with their key ranges, store file size (MB) and requests.
     list_regions 't1'" },
-    Spec { name: "get_splits", group: "ddl", run: get_splits, usage: "get_splits 'TABLE'
+    Spec { name: "get_splits", group: "ddl", run: Some(get_splits), usage: "get_splits 'TABLE'
   The table's split keys (the start keys of its regions but the first).
     get_splits 't1'" },
-    Spec { name: "put", group: "dml", run: put, usage: "put 'TABLE', 'ROW', 'FAMILY:QUALIFIER', 'VALUE' [, TIMESTAMP]
+    Spec { name: "put", group: "dml", run: Some(put), usage: "put 'TABLE', 'ROW', 'FAMILY:QUALIFIER', 'VALUE' [, TIMESTAMP]
   Writes one cell, at TIMESTAMP or now.
     put 't1', 'r1', 'c1:a', 'value'
     put 't1', \"r\\x00\\x01\", 'c1:a', 'value', 1700000000000" },
-    Spec { name: "get", group: "dml", run: get, usage: "get 'TABLE', 'ROW' [, 'COLUMN', ...] [, {COLUMN(S) => 'c' | ['c', ...], TIMESTAMP => ts, TIMERANGE => [min, max], VERSIONS => n, FILTER => \"...\"}]
+    Spec { name: "get", group: "dml", run: Some(get), usage: "get 'TABLE', 'ROW' [, 'COLUMN', ...] [, {COLUMN(S) => 'c' | ['c', ...], TIMESTAMP => ts, TIMERANGE => [min, max], VERSIONS => n, FILTER => \"...\"}]
   Reads one row: every column's newest version unless told otherwise.
     get 't1', 'r1'
     get 't1', 'r1', 'c1:a', 'c2'
     get 't1', 'r1', {COLUMN => 'c1', VERSIONS => 3}
     get 't1', 'r1', {TIMERANGE => [1000, 2000]}
     get 't1', 'r1', {FILTER => \"ValueFilter(=, 'binary:v')\"}" },
-    Spec { name: "scan", group: "dml", run: scan, usage: "scan 'TABLE' [, {COLUMNS => ['c', ...], STARTROW => 'r', STOPROW => 'r', ROWPREFIXFILTER => 'p', LIMIT => n, FILTER => \"...\", TIMERANGE => [min, max], TIMESTAMP => ts, VERSIONS => n, REVERSED => true, RAW => true, CACHE => n}]
+    Spec { name: "scan", group: "dml", run: Some(scan), usage: "scan 'TABLE' [, {COLUMNS => ['c', ...], STARTROW => 'r', STOPROW => 'r', ROWPREFIXFILTER => 'p', LIMIT => n, FILTER => \"...\", TIMERANGE => [min, max], TIMESTAMP => ts, VERSIONS => n, REVERSED => true, RAW => true, CACHE => n}]
   Reads rows in key order (or reversed).
     scan 't1'
     scan 'table1', {STARTROW => 'host1', STOPROW => 'host2'}
     scan 't1', {COLUMNS => ['c1:a', 'c2'], LIMIT => 10}
     scan 't1', {ROWPREFIXFILTER => 'user', REVERSED => true}
     scan 't1', {RAW => true, VERSIONS => 10}" },
-    Spec { name: "count", group: "dml", run: count, usage: "count 'TABLE' [, {INTERVAL => n, CACHE => n, FILTER => \"...\"}]
+    Spec { name: "count", group: "dml", run: Some(count), usage: "count 'TABLE' [, {INTERVAL => n, CACHE => n, FILTER => \"...\"}]
   Counts the rows, printing the count every INTERVAL rows (default 1000).
     count 't1'
     count 't1', INTERVAL => 100000, CACHE => 1000" },
-    Spec { name: "delete", group: "dml", run: delete, usage: "delete 'TABLE', 'ROW', 'COLUMN' [, TIMESTAMP]
+    Spec { name: "delete", group: "dml", run: Some(delete), usage: "delete 'TABLE', 'ROW', 'COLUMN' [, TIMESTAMP]
   Deletes every version of a cell (up to TIMESTAMP when given).
     delete 't1', 'r1', 'c1:a'
     delete 't1', 'r1', 'c1:a', 1700000000000" },
-    Spec { name: "deleteall", group: "dml", run: deleteall, usage: "deleteall 'TABLE', 'ROW' [, 'COLUMN' [, TIMESTAMP]]
+    Spec { name: "deleteall", group: "dml", run: Some(deleteall), usage: "deleteall 'TABLE', 'ROW' [, 'COLUMN' [, TIMESTAMP]]
   Deletes a whole row, or every version of a column or family.
     deleteall 't1', 'r1'
     deleteall 't1', 'r1', 'c1'
     deleteall 't1', 'r1', 'c1:a', 1700000000000" },
-    Spec { name: "incr", group: "dml", run: incr, usage: "incr 'TABLE', 'ROW', 'COLUMN' [, INCREMENT]
+    Spec { name: "incr", group: "dml", run: Some(incr), usage: "incr 'TABLE', 'ROW', 'COLUMN' [, INCREMENT]
   Adds INCREMENT (default 1) to a counter (an 8-byte big-endian long).
     incr 't1', 'r1', 'c1:hits'
     incr 't1', 'r1', 'c1:hits', 10" },
-    Spec { name: "get_counter", group: "dml", run: get_counter, usage: "get_counter 'TABLE', 'ROW', 'COLUMN'
+    Spec { name: "get_counter", group: "dml", run: Some(get_counter), usage: "get_counter 'TABLE', 'ROW', 'COLUMN'
   Reads a counter.
     get_counter 't1', 'r1', 'c1:hits'" },
-    Spec { name: "append", group: "dml", run: append, usage: "append 'TABLE', 'ROW', 'COLUMN', 'VALUE'
+    Spec { name: "append", group: "dml", run: Some(append), usage: "append 'TABLE', 'ROW', 'COLUMN', 'VALUE'
   Appends VALUE to the cell's current value.
     append 't1', 'r1', 'c1:log', 'more'" },
-    Spec { name: "truncate", group: "dml", run: truncate, usage: "truncate 'TABLE'
+    Spec { name: "truncate", group: "dml", run: Some(truncate), usage: "truncate 'TABLE'
   Empties the table, keeping its families and region boundaries.
     truncate 't1'" },
-    Spec { name: "flush", group: "tools", run: flush, usage: "flush 'TABLE'
+    Spec { name: "flush", group: "tools", run: Some(flush), usage: "flush 'TABLE'
   Writes the table's memstores to store files.
     flush 't1'" },
-    Spec { name: "compact", group: "tools", run: compact, usage: "compact 'TABLE'
+    Spec { name: "compact", group: "tools", run: Some(compact), usage: "compact 'TABLE'
   Minor compaction: merges the store files the policy picks.
     compact 't1'" },
-    Spec { name: "major_compact", group: "tools", run: major_compact, usage: "major_compact 'TABLE'
+    Spec { name: "major_compact", group: "tools", run: Some(major_compact), usage: "major_compact 'TABLE'
   Rewrites every store into one file, dropping deleted and expired cells.
     major_compact 't1'" },
-    Spec { name: "split", group: "tools", run: split, usage: "split 'TABLE' | 'REGION' [, 'SPLIT_KEY']
+    Spec { name: "split", group: "tools", run: Some(split), usage: "split 'TABLE' | 'REGION' [, 'SPLIT_KEY']
   Splits the table's regions (or one region, by full or encoded name), at
   SPLIT_KEY or near the middle of the data.
     split 't1'
     split 't1', 'm'
     split 'ENCODED_REGION_NAME'" },
-    Spec { name: "merge_region", group: "tools", run: merge_region, usage: "merge_region 'REGION_A', 'REGION_B'
+    Spec { name: "merge_region", group: "tools", run: Some(merge_region), usage: "merge_region 'REGION_A', 'REGION_B'
   Merges two adjacent regions (full or encoded names).
     merge_region 'ENCODED_A', 'ENCODED_B'" },
 ];
@@ -418,11 +419,6 @@ fn whoami(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         .unwrap_or_else(|_| "unknown".into());
     ctx.line(format!("{user} (auth:SIMPLE)"))?;
     ctx.line(format!("    groups: {user}"))?;
-    Ok(None)
-}
-
-fn exit_placeholder(_ctx: &mut Ctx<'_>, _args: &[Arg]) -> ShellResult<Returned> {
-    // The shell intercepts `exit` before dispatch; reaching here is harmless.
     Ok(None)
 }
 

@@ -108,15 +108,20 @@ impl Shell {
     }
 
     fn run_command(&mut self, command: &parse::Command) -> LineOutcome {
-        if command.name == "exit" || command.name == "quit" {
-            return LineOutcome::Exit;
-        }
-        let Some(spec) = commands::find(&command.name) else {
+        let name = if command.name == "quit" {
+            "exit"
+        } else {
+            command.name.as_str()
+        };
+        let Some(spec) = commands::find(name) else {
             self.print(&format!(
                 "ERROR: Unknown command '{}'. Type 'help' for the list of commands.",
                 command.name
             ));
             return LineOutcome::Failed;
+        };
+        let Some(run) = spec.run else {
+            return LineOutcome::Exit;
         };
         let started = Instant::now();
         let result = {
@@ -125,7 +130,7 @@ impl Shell {
                 backend: &mut *backend,
                 out: &mut *self.out,
             };
-            (spec.run)(&mut ctx, &command.args)
+            run(&mut ctx, &command.args)
         };
         match result {
             Ok(returned) => {
