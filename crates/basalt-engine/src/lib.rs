@@ -7,6 +7,7 @@ pub mod block_cache;
 pub mod clock;
 pub mod compaction;
 pub mod fs;
+pub mod load;
 pub mod manifest;
 pub mod memstore;
 pub mod mvcc;
@@ -20,5 +21,6 @@ mod varint;
 pub mod wal;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use region::{FamilyState, FlushRequester, Region, RegionConfig, RegionInfo, RegionLoad};
+pub use load::RegionLoad;
+pub use region::{FamilyState, FlushRequester, Region, RegionConfig, RegionInfo};
 pub use store::{Store, StoreContext, StoreStats};

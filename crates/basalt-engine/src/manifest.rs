@@ -19,8 +19,10 @@ use basalt_types::{Error, Result};
 
 use crate::fs::FileStore;
 
-/// Layout version of manifest files.
-pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+/// Layout version of manifest files. Version 2 added file links; version 1
+/// manifests (no links) are still read.
+pub const MANIFEST_FORMAT_VERSION: u32 = 2;
+const READABLE_FORMAT_VERSIONS: [&str; 2] = ["1", "2"];
 const PREFIX: &str = "MANIFEST-";
 const MAGIC: &str = "BASALT-STORE-MANIFEST";
 
@@ -38,12 +40,60 @@ pub struct ManifestFile {
     /// Written by a major compaction (holds no delete markers unless the
     /// family keeps deleted cells).
     pub major: bool,
+    /// Set when the entry is a reference to a file of another region of
+    /// the same table (a split daughter or merged region reading its
+    /// parent's file until a compaction rewrites it). Such a file is never
+    /// deleted by this store: it belongs to the region that wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<FileLink>,
+}
+
+/// A reference to a store file written by another region of the table,
+/// limited to the rows this region owns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileLink {
+    /// The region that wrote (and owns) the file.
+    pub region_id: u64,
+    /// The file's id in that region's store of the same family.
+    pub file_id: u64,
+    /// First row visible through the link (inclusive; empty: unbounded).
+    pub lower: bytes::Bytes,
+    /// Row where the link stops (exclusive; empty: unbounded).
+    pub upper: bytes::Bytes,
+}
+
+impl FileLink {
+    /// The linked file's path, given the linking store's directory
+    /// (`<table dir>/<region id>/<family>`): regions of a table are siblings.
+    pub fn path(&self, store_dir: &Path) -> Result<PathBuf> {
+        let family = store_dir.file_name();
+        let table_dir = store_dir.parent().and_then(Path::parent);
+        match (table_dir, family) {
+            (Some(table_dir), Some(family)) => Ok(table_dir
+                .join(self.region_id.to_string())
+                .join(family)
+                .join(store_file_name(self.file_id))),
+            _ => Err(Error::invalid(format!(
+                "store directory {} is not inside a table directory",
+                store_dir.display()
+            ))),
+        }
+    }
 }
 
 impl ManifestFile {
     /// The file's name within the store directory.
     pub fn file_name(&self) -> String {
         store_file_name(self.id)
+    }
+
+    /// The file's path: in `store_dir` for the store's own files, in the
+    /// owning region's store for links.
+    pub fn path(&self, store_dir: &Path) -> Result<PathBuf> {
+        match &self.link {
+            Some(link) => link.path(store_dir),
+            None => Ok(store_dir.join(self.file_name())),
+        }
     }
 }
 
@@ -182,7 +232,7 @@ impl ManifestLog {
         if magic != MAGIC {
             return Err(corrupt(format!("bad magic '{magic}'")));
         }
-        if format != MANIFEST_FORMAT_VERSION.to_string() {
+        if !READABLE_FORMAT_VERSIONS.contains(&format) {
             return Err(corrupt(format!("unsupported manifest format {format}")));
         }
         let body = &bytes[newline + 1..];
@@ -258,6 +308,7 @@ mod tests {
             max_sequence: id * 10,
             cells: 5,
             major: false,
+            link: None,
         }
     }
 

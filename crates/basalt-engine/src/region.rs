@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -33,6 +33,8 @@ use basalt_types::{
 };
 
 use crate::clock::Clock;
+use crate::load::{LoadCounters, RegionLoad};
+use crate::manifest::ManifestFile;
 use crate::mvcc::Mvcc;
 use crate::row_lock::RowLocks;
 use crate::scan::{ReadOptions, RegionScanner, RowRange, ScanShape, StoreScanner};
@@ -113,33 +115,6 @@ impl Default for RegionConfig {
     }
 }
 
-/// Load counters of a region (totals since it opened).
-#[derive(Debug, Default)]
-struct LoadCounters {
-    read_requests: AtomicU64,
-    write_requests: AtomicU64,
-    rows_scanned: AtomicU64,
-    cells_scanned: AtomicU64,
-    bytes_written: AtomicU64,
-}
-
-/// A snapshot of a region's load counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RegionLoad {
-    /// Gets and scans served.
-    pub read_requests: u64,
-    /// Row mutations applied (each increment, append, put, delete counts one).
-    pub write_requests: u64,
-    /// Rows looked at by reads.
-    pub rows_scanned: u64,
-    /// Cells looked at by reads.
-    pub cells_scanned: u64,
-    /// Bytes of cells written.
-    pub bytes_written: u64,
-    /// Bytes held in memstores.
-    pub memstore_bytes: u64,
-}
-
 /// A region of a table.
 #[derive(Debug)]
 pub struct Region {
@@ -166,6 +141,14 @@ pub struct Region {
     flushed_mutex: Mutex<()>,
     /// Asks for a background flush; `None` flushes in the writer's thread.
     flush_requester: OnceLock<FlushRequester>,
+    /// Set once the region hands its rows over (split or merge): writes
+    /// are refused with `NotServingRegion` from then on, checked under
+    /// `updates` so none is half applied. Reads go on: the data is frozen.
+    closed: AtomicBool,
+    /// Held by a compaction while it runs, and by the hand-over while it
+    /// closes the region: new regions link to the files the region has
+    /// then, so no compaction may replace them afterwards.
+    compaction_gate: Mutex<()>,
 }
 
 /// Called with a region id when that region wants a background flush.
@@ -229,6 +212,8 @@ impl Region {
             flushed: Condvar::new(),
             flushed_mutex: Mutex::new(()),
             flush_requester: OnceLock::new(),
+            closed: AtomicBool::new(false),
+            compaction_gate: Mutex::new(()),
         })
     }
 
@@ -373,15 +358,11 @@ impl Region {
         Ok(())
     }
 
-    /// Current load counters.
+    /// Current load: totals since the region opened and recent rates.
     pub fn load(&self) -> RegionLoad {
         RegionLoad {
-            read_requests: self.load.read_requests.load(Ordering::Relaxed),
-            write_requests: self.load.write_requests.load(Ordering::Relaxed),
-            rows_scanned: self.load.rows_scanned.load(Ordering::Relaxed),
-            cells_scanned: self.load.cells_scanned.load(Ordering::Relaxed),
-            bytes_written: self.load.bytes_written.load(Ordering::Relaxed),
             memstore_bytes: self.memstore_bytes() as u64,
+            ..self.load.snapshot(self.clock.as_ref())
         }
     }
 
@@ -673,6 +654,9 @@ impl Region {
         let wal = self.wal()?;
         self.wait_for_memstore_room();
         let updates = self.updates.read();
+        if self.closed.load(Ordering::Acquire) {
+            return Err(self.not_serving());
+        }
         let mut sequences = Vec::with_capacity(writes.len());
         let mut last_lsn = None;
         let mut strongest = Durability::SkipWal;
@@ -720,10 +704,8 @@ impl Region {
                     bytes += cell.heap_size() as u64;
                 }
             }
-            self.load.bytes_written.fetch_add(bytes, Ordering::Relaxed);
             self.load
-                .write_requests
-                .fetch_add(prepared.len() as u64, Ordering::Relaxed);
+                .record_write(prepared.len() as u64, bytes, self.clock.as_ref());
         }
         let last = sequences.iter().copied().max().unwrap_or(0);
         for s in sequences {
@@ -823,6 +805,11 @@ impl Region {
     /// Compacts every store (see [`Store::compact`]). Returns true when any
     /// store was compacted.
     pub fn compact(&self, major: bool) -> Result<bool> {
+        let _gate = self.compaction_gate.lock();
+        if self.closed.load(Ordering::Acquire) {
+            // Its files are what the regions that took over link to.
+            return Ok(false);
+        }
         let now = self.clock.now_millis();
         let mut any = false;
         for store in self.stores() {
@@ -834,6 +821,109 @@ impl Region {
     /// True when a store has enough files for a minor compaction.
     pub fn needs_compaction(&self) -> bool {
         self.stores().iter().any(|s| s.needs_compaction())
+    }
+
+    // ------------------------------------------------------ split and merge
+
+    fn not_serving(&self) -> Error {
+        Error::NotServingRegion(format!(
+            "{} ({} is split or merged)",
+            String::from_utf8_lossy(&self.info.region_name()),
+            self.info.encoded_name()
+        ))
+    }
+
+    /// False once the region has handed its rows over (or is doing so).
+    pub fn is_serving(&self) -> bool {
+        !self.closed.load(Ordering::Acquire)
+    }
+
+    /// Stops the region taking writes and compactions, and flushes it, so
+    /// that its files hold all its data and stay as they are: the first
+    /// step of a split or merge. Writers are refused with
+    /// `NotServingRegion` (the table routes them again); readers go on.
+    /// Returns the sequence id the data is flushed through. On error the
+    /// region is serving again.
+    pub fn close_for_handover(&self) -> Result<u64> {
+        {
+            // Waits for a running compaction; none starts after this.
+            let _gate = self.compaction_gate.lock();
+            // Waits for writes in flight; none starts after this.
+            let _no_writes = self.updates.write();
+            if self.closed.swap(true, Ordering::AcqRel) {
+                return Err(self.not_serving());
+            }
+        }
+        match self.flush() {
+            Ok(through) => Ok(through),
+            Err(e) => {
+                self.reopen_after_failed_handover();
+                Err(e)
+            }
+        }
+    }
+
+    /// Serves writes again after a split or merge that did not happen.
+    pub fn reopen_after_failed_handover(&self) {
+        self.closed.store(false, Ordering::Release);
+    }
+
+    /// Per family, links to this region's files for the rows in
+    /// `[lower, upper)`: what a region taking those rows over starts with.
+    /// Only meaningful once [`Region::close_for_handover`] returned.
+    pub fn links_for(&self, lower: &Bytes, upper: &Bytes) -> Vec<(String, Vec<ManifestFile>)> {
+        self.stores
+            .read()
+            .iter()
+            .map(|(name, store)| {
+                (
+                    String::from_utf8_lossy(name).into_owned(),
+                    store.links_for(self.info.id, lower, upper),
+                )
+            })
+            .collect()
+    }
+
+    /// True while some store still reads a parent region's files.
+    pub fn has_links(&self) -> bool {
+        self.stores.read().values().any(|s| s.has_links())
+    }
+
+    /// Ids of the regions whose files this region's stores link to.
+    pub fn linked_regions(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self
+            .stores
+            .read()
+            .values()
+            .flat_map(|s| s.linked_regions())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Bytes in the store files of the region's largest store: what the
+    /// split policy compares with the split size (as HBase does).
+    pub fn largest_store_bytes(&self) -> u64 {
+        self.stores
+            .read()
+            .values()
+            .map(|s| s.stats().file_bytes)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// A row near the middle of the region's data to split at: the middle
+    /// of the candidates the largest store's largest file offers, strictly
+    /// inside the region (so both daughters are non-empty ranges). `None`
+    /// when the data has no such row (empty, or a single row).
+    pub fn split_point(&self) -> Result<Option<Bytes>> {
+        let stores = self.stores();
+        let Some(largest) = stores.iter().max_by_key(|s| s.stats().file_bytes) else {
+            return Ok(None);
+        };
+        let rows = largest.split_candidates(&self.info.start_key, &self.info.end_key)?;
+        Ok(rows.get(rows.len() / 2).cloned())
     }
 
     /// Per-family store sizes.
@@ -919,13 +1009,8 @@ impl Region {
     /// Adds a finished (or abandoned) scanner's work to the load counters.
     pub fn record_read(&self, scanner: &RegionScanner) {
         let m = scanner.metrics();
-        self.load.read_requests.fetch_add(1, Ordering::Relaxed);
         self.load
-            .rows_scanned
-            .fetch_add(m.rows_scanned, Ordering::Relaxed);
-        self.load
-            .cells_scanned
-            .fetch_add(m.cells_scanned, Ordering::Relaxed);
+            .record_read(m.rows_scanned, m.cells_scanned, self.clock.as_ref());
     }
 
     /// One scanner per family read. `row` narrows a point read so store

@@ -22,6 +22,10 @@
 //!   without it is durable and the last reader of it is gone.
 //! - `flushed_through`: every edit of this store with a sequence id at or
 //!   below it is in the files (or was dropped by the rules).
+//! - A linked file (a split daughter's or merged region's view of a file
+//!   its parent wrote) is read only within the link's rows and is never
+//!   deleted by this store; any compaction of a store with links rewrites
+//!   all its files, so links disappear with the first compaction.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,7 +40,7 @@ use basalt_types::{Cell, Result};
 use crate::block_cache::{next_file_id, BlockCache};
 use crate::compaction::{self, CompactionPolicy};
 use crate::fs::FileStore;
-use crate::manifest::{store_file_name, ManifestFile, ManifestLog, StoreManifest};
+use crate::manifest::{store_file_name, FileLink, ManifestFile, ManifestLog, StoreManifest};
 use crate::memstore::MemStore;
 use crate::scan::{ReadOptions, StoreScanner};
 use crate::source::{first_on_row, CellSource, MergedSource};
@@ -62,7 +66,8 @@ pub struct StoreFile {
     reader: Arc<StoreFileReader>,
     path: PathBuf,
     files: Arc<dyn FileStore>,
-    /// Set when a compaction replaced the file: the last holder deletes it.
+    /// Set when a compaction replaced the file: the last holder deletes it
+    /// (unless it is a link: the owning region's files are not ours).
     obsolete: AtomicBool,
 }
 
@@ -76,11 +81,31 @@ impl StoreFile {
     pub fn reader(&self) -> &Arc<StoreFileReader> {
         &self.reader
     }
+
+    /// A source over the file's cells (a link's rows only), keeping the
+    /// file alive while it is read. `stop_row` ends a point read early.
+    fn source(self: &Arc<Self>, stop_row: Option<Bytes>) -> FileSource {
+        let mut inner = self.reader.source();
+        inner.set_stop_row(stop_row);
+        let (lower, upper) = match &self.entry.link {
+            Some(link) => (
+                (!link.lower.is_empty()).then(|| link.lower.clone()),
+                (!link.upper.is_empty()).then(|| link.upper.clone()),
+            ),
+            None => (None, None),
+        };
+        FileSource {
+            inner,
+            lower,
+            upper,
+            _file: Arc::clone(self),
+        }
+    }
 }
 
 impl Drop for StoreFile {
     fn drop(&mut self) {
-        if self.obsolete.load(Ordering::Acquire) {
+        if self.obsolete.load(Ordering::Acquire) && self.entry.link.is_none() {
             self.reader.evict_cached_blocks();
             if let Err(e) = self.files.delete(&self.path) {
                 // Left behind, it is an orphan the next open removes.
@@ -90,23 +115,38 @@ impl Drop for StoreFile {
     }
 }
 
-/// A file's cells, keeping the file alive (and undeleted) while read.
+/// A file's cells, keeping the file alive (and undeleted) while read. A
+/// linked file shows only the rows in `[lower, upper)`: outside them it
+/// behaves as if the cells were not there.
 struct FileSource {
     _file: Arc<StoreFile>,
     inner: StoreFileSource,
+    lower: Option<Bytes>,
+    upper: Option<Bytes>,
 }
 
 impl CellSource for FileSource {
     fn peek(&self) -> Option<&Cell> {
-        self.inner.peek()
+        let cell = self.inner.peek()?;
+        let below = self.lower.as_ref().is_some_and(|l| cell.row < *l);
+        let above = self.upper.as_ref().is_some_and(|u| cell.row >= *u);
+        (!below && !above).then_some(cell)
     }
     fn advance(&mut self) -> Result<()> {
         self.inner.advance()
     }
     fn seek(&mut self, key: &Cell) -> Result<()> {
-        self.inner.seek(key)
+        match &self.lower {
+            Some(lower) if key.row < *lower => self.inner.seek(&first_on_row(lower)),
+            _ => self.inner.seek(key),
+        }
     }
     fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
+        let row = match (row, self.upper.as_deref()) {
+            (Some(r), Some(u)) => Some(r.min(u)),
+            (None, Some(u)) => Some(u),
+            (r, None) => r,
+        };
         self.inner.seek_before_row(row)
     }
 }
@@ -147,8 +187,11 @@ pub struct Store {
 pub struct StoreStats {
     /// Store files.
     pub files: usize,
-    /// Bytes in store files.
+    /// Bytes in store files (a linked file counts whole).
     pub file_bytes: u64,
+    /// Of the files, links to files of a parent region (left by a split or
+    /// merge until a compaction rewrites them).
+    pub linked_files: usize,
     /// Bytes in the memstore (active and snapshot).
     pub memstore_bytes: u64,
     /// Data blocks read from the live files (from cache or disk) since
@@ -176,7 +219,12 @@ impl Store {
         let family = Bytes::copy_from_slice(descriptor.name().as_bytes());
         let manifest_log = ManifestLog::new(Arc::clone(&context.files), &dir);
         let (manifest, _) = manifest_log.load()?;
-        let listed: Vec<String> = manifest.files.iter().map(ManifestFile::file_name).collect();
+        let listed: Vec<String> = manifest
+            .files
+            .iter()
+            .filter(|f| f.link.is_none())
+            .map(ManifestFile::file_name)
+            .collect();
         context.files.remove_unfinished(&dir)?;
         for path in context.files.list(&dir)? {
             let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
@@ -263,6 +311,7 @@ impl Store {
         StoreStats {
             files: view.files.len(),
             file_bytes: view.files.iter().map(|f| f.entry.size).sum(),
+            linked_files: view.files.iter().filter(|f| f.entry.link.is_some()).count(),
             memstore_bytes: (view.active.heap_size()
                 + view.snapshot.as_ref().map_or(0, |s| s.heap_size()))
                 as u64,
@@ -326,14 +375,9 @@ impl Store {
                 }
                 self.point_read_files.fetch_add(1, Ordering::Relaxed);
             }
-            let mut inner = file.reader.source();
             // A point read needs nothing past its row: reading the row's
             // last cell then never loads the next block.
-            inner.set_stop_row(row.map(Bytes::copy_from_slice));
-            sources.push(Box::new(FileSource {
-                inner,
-                _file: Arc::clone(file),
-            }));
+            sources.push(Box::new(file.source(row.map(Bytes::copy_from_slice))));
         }
         Ok(MergedSource::new(sources))
     }
@@ -441,6 +485,7 @@ impl Store {
             max_sequence: meta.max_sequence_id,
             cells: meta.cell_count,
             major,
+            link: None,
         };
         let file = open_file(&self.context, &self.dir, &entry, &descriptor)?;
         Ok(Some((entry, Arc::new(file))))
@@ -461,7 +506,8 @@ impl Store {
 
     fn compact_inner(&self, major: bool, now: i64) -> Result<bool> {
         let files = self.view.read().files.clone();
-        let selected: Vec<Arc<StoreFile>> = if major {
+        let has_links = files.iter().any(|f| f.entry.link.is_some());
+        let selected: Vec<Arc<StoreFile>> = if major || has_links {
             // A lone major-compacted file only needs rewriting when time can
             // have expired more of it since (a TTL).
             let nothing_new =
@@ -469,6 +515,8 @@ impl Store {
             if files.is_empty() || nothing_new {
                 return Ok(false);
             }
+            // A compaction that rewrites links must take every file: the
+            // links go, so the parent's files can be deleted.
             files
         } else {
             let sizes: Vec<u64> = files.iter().map(|f| f.entry.size).collect();
@@ -486,12 +534,7 @@ impl Store {
         };
         let sources: Vec<Box<dyn CellSource>> = selected
             .iter()
-            .map(|f| {
-                Box::new(FileSource {
-                    inner: f.reader.source(),
-                    _file: Arc::clone(f),
-                }) as Box<dyn CellSource>
-            })
+            .map(|f| Box::new(f.source(None)) as Box<dyn CellSource>)
             .collect();
         let mut merged = MergedSource::new(sources);
         merged.seek(&first_on_row(b""))?;
@@ -531,16 +574,124 @@ impl Store {
         Ok(true)
     }
 
-    /// True when the policy would pick files for a minor compaction.
+    /// True when the policy would pick files for a minor compaction, or
+    /// links wait to be rewritten.
     pub fn needs_compaction(&self) -> bool {
-        let sizes: Vec<u64> = self
-            .view
+        let view = Arc::clone(&self.view.read());
+        if view.files.iter().any(|f| f.entry.link.is_some()) {
+            return true;
+        }
+        let sizes: Vec<u64> = view.files.iter().map(|f| f.entry.size).collect();
+        self.context.policy.select(&sizes).is_some()
+    }
+
+    /// True while the store reads files of another region through links.
+    pub fn has_links(&self) -> bool {
+        self.view
             .read()
             .files
             .iter()
-            .map(|f| f.entry.size)
+            .any(|f| f.entry.link.is_some())
+    }
+
+    /// Ids of the regions whose files this store links to.
+    pub fn linked_regions(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self
+            .manifest
+            .lock()
+            .files
+            .iter()
+            .filter_map(|f| f.link.as_ref().map(|l| l.region_id))
             .collect();
-        self.context.policy.select(&sizes).is_some()
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Links to this store's committed files, restricted to the rows in
+    /// `[lower, upper)` (empty: unbounded), for a region taking over those
+    /// rows (split daughter or merged region). A file that is itself a link
+    /// is linked at its owner, with the narrower range, so links never
+    /// chain. `region_id` is this store's region. Call it only once the
+    /// region takes no more writes and is flushed.
+    pub fn links_for(&self, region_id: u64, lower: &Bytes, upper: &Bytes) -> Vec<ManifestFile> {
+        self.manifest
+            .lock()
+            .files
+            .iter()
+            .filter_map(|f| {
+                let (owner, file_id, l, u) = match &f.link {
+                    Some(link) => (link.region_id, link.file_id, &link.lower, &link.upper),
+                    None => (region_id, f.id, lower, upper),
+                };
+                let link_lower = std::cmp::max(l, lower).clone();
+                let link_upper = match (u.is_empty(), upper.is_empty()) {
+                    (true, _) => upper.clone(),
+                    (false, true) => u.clone(),
+                    (false, false) => std::cmp::min(u, upper).clone(),
+                };
+                let empty = !link_upper.is_empty() && link_upper <= link_lower;
+                (!empty).then(|| ManifestFile {
+                    id: 0,
+                    size: f.size,
+                    max_sequence: f.max_sequence,
+                    cells: f.cells,
+                    major: false,
+                    link: Some(FileLink {
+                        region_id: owner,
+                        file_id,
+                        lower: link_lower,
+                        upper: link_upper,
+                    }),
+                })
+            })
+            .collect()
+    }
+
+    /// Writes the first manifest of a new region's store in `dir`: the
+    /// given links (numbered here) and the sequence id its data is flushed
+    /// through.
+    pub fn seed(
+        files: &Arc<dyn FileStore>,
+        dir: &Path,
+        mut links: Vec<ManifestFile>,
+        flushed_sequence: u64,
+    ) -> Result<()> {
+        for (i, link) in links.iter_mut().enumerate() {
+            link.id = i as u64 + 1;
+        }
+        let manifest = StoreManifest {
+            version: 0,
+            flushed_sequence,
+            next_file_id: links.len() as u64 + 1,
+            files: links,
+        };
+        ManifestLog::new(Arc::clone(files), dir).commit(&StoreManifest::default(), manifest)?;
+        Ok(())
+    }
+
+    /// Rows near which the store's data can be cut, in order: the rows its
+    /// largest file's index names, limited to `(lower, upper)`. A file of
+    /// one or two data blocks is read whole for its distinct rows.
+    pub fn split_candidates(&self, lower: &[u8], upper: &[u8]) -> Result<Vec<Bytes>> {
+        let files = self.view.read().files.clone();
+        let Some(largest) = files.iter().max_by_key(|f| f.entry.size) else {
+            return Ok(Vec::new());
+        };
+        let mut rows = largest.reader.index_rows()?;
+        if rows.len() < 3 && largest.reader.index_levels() == 1 {
+            rows.clear();
+            let mut source = largest.source(None);
+            source.seek(&first_on_row(lower))?;
+            while let Some(cell) = source.peek() {
+                if rows.last() != Some(&cell.row) {
+                    rows.push(cell.row.clone());
+                }
+                source.advance()?;
+            }
+        }
+        rows.retain(|r| &r[..] > lower && (upper.is_empty() || &r[..] < upper));
+        Ok(rows)
     }
 
     /// Deletes every file of the store (the family was dropped).
@@ -558,7 +709,7 @@ fn open_file(
     entry: &ManifestFile,
     family: &ColumnFamilyDescriptor,
 ) -> Result<StoreFile> {
-    let path = dir.join(entry.file_name());
+    let path = entry.path(dir)?;
     // A fresh cache id for every open: blocks cached under an earlier open
     // of a file with the same name can never be served for this one.
     let reader = StoreFileReader::open_with(

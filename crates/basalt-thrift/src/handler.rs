@@ -1192,6 +1192,9 @@ fn db_error(e: Error) -> CallError {
         Error::NotALong { .. } => CallError::Io(format!(
             "org.apache.hadoop.hbase.DoNotRetryIOException: {e}"
         )),
+        Error::NotServingRegion(m) => CallError::Io(format!(
+            "org.apache.hadoop.hbase.NotServingRegionException: {m}"
+        )),
         other => CallError::Io(format!("java.io.IOException: {other}")),
     }
 }

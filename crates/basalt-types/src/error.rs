@@ -96,6 +96,12 @@ pub enum Error {
     /// The database or region has been closed.
     #[error("closed: {0}")]
     Closed(String),
+
+    /// The region no longer takes writes: it is being split or merged, or
+    /// has been (HBase's `NotServingRegionException`). The table layer
+    /// routes the request again to the regions that replaced it.
+    #[error("region is not serving: {0}")]
+    NotServingRegion(String),
 }
 
 impl Error {

@@ -1,10 +1,17 @@
 //! The catalog: every table's descriptor, state and regions, kept in
 //! `catalog.json` in the data directory.
 //!
+//! Like HBase's `hbase:meta`, it records every region of every table with
+//! its state: the serving (`OPEN`) regions, which cover the table's key
+//! space without gap or overlap, and the regions retired by a split or a
+//! merge (`SPLIT`, `MERGED`), kept until no serving region links to their
+//! files any more. A split or merge commits by writing the catalog, so a
+//! crash leaves either the old regions serving or the new ones, never both
+//! and never neither.
+//!
 //! Updates write a complete new file beside the old one, fsync it, rename it
 //! over the old one and fsync the directory, so a crash leaves either the old
-//! or the new catalog, never a mix. (The region-aware `hbase:meta`-style
-//! catalog replaces this file when tables are split into many regions.)
+//! or the new catalog, never a mix. See `docs/catalog-format.md`.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -16,8 +23,9 @@ use serde::{Deserialize, Serialize};
 
 use basalt_types::{Error, Result, TableDescriptor};
 
-/// Version of the catalog file layout.
-pub const CATALOG_FORMAT_VERSION: u32 = 1;
+/// Version of the catalog file layout. Version 2 added region states and
+/// retired regions; version 1 catalogs are read (and rewritten as 2).
+pub const CATALOG_FORMAT_VERSION: u32 = 2;
 const CATALOG_FILE: &str = "catalog.json";
 
 /// The persistent catalog.
@@ -39,8 +47,25 @@ pub struct TableEntry {
     pub descriptor: TableDescriptor,
     /// Enabled tables serve reads and writes.
     pub enabled: bool,
-    /// Regions in key order, covering the whole key space.
+    /// Serving regions in key order, covering the whole key space.
     pub regions: Vec<RegionEntry>,
+    /// Regions replaced by a split or merge whose files serving regions
+    /// still link to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retired: Vec<RegionEntry>,
+}
+
+/// A region's state, as `hbase:meta` records it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RegionState {
+    /// Serving its key range.
+    #[default]
+    Open,
+    /// Replaced by two daughters.
+    Split,
+    /// Merged with its neighbour into a new region.
+    Merged,
 }
 
 /// One region in the catalog.
@@ -54,6 +79,12 @@ pub struct RegionEntry {
     pub end_key: Bytes,
     /// Per family, the sequence id from which WAL edits belong to it.
     pub family_first_sequence: BTreeMap<String, u64>,
+    /// Serving or retired.
+    #[serde(default)]
+    pub state: RegionState,
+    /// For a retired region: the regions that took its rows over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub successors: Vec<u64>,
 }
 
 impl Default for Catalog {
@@ -84,7 +115,7 @@ impl Catalog {
             offset: 0,
             message: format!("catalog does not parse: {e}"),
         })?;
-        if catalog.format_version != CATALOG_FORMAT_VERSION {
+        if !(1..=CATALOG_FORMAT_VERSION).contains(&catalog.format_version) {
             return Err(Error::Corruption {
                 path,
                 offset: 0,
@@ -94,7 +125,10 @@ impl Catalog {
                 ),
             });
         }
-        Ok(catalog)
+        Ok(Catalog {
+            format_version: CATALOG_FORMAT_VERSION,
+            ..catalog
+        })
     }
 
     /// Replaces the catalog of `dir` with this one, atomically and durably.
@@ -149,6 +183,16 @@ mod tests {
                     start_key: Bytes::new(),
                     end_key: Bytes::from_static(b"\x00\xff"),
                     family_first_sequence: BTreeMap::from([("f".into(), 1)]),
+                    state: RegionState::Open,
+                    successors: Vec::new(),
+                }],
+                retired: vec![RegionEntry {
+                    id: id + 1,
+                    start_key: Bytes::new(),
+                    end_key: Bytes::new(),
+                    family_first_sequence: BTreeMap::new(),
+                    state: RegionState::Split,
+                    successors: vec![id],
                 }],
             },
         );
@@ -159,6 +203,22 @@ mod tests {
             Bytes::from_static(b"\x00\xff")
         );
         assert_eq!(back.last_region_id, 1000);
+        assert_eq!(back.tables["t"].retired[0].state, RegionState::Split);
+        assert_eq!(back.tables["t"].retired[0].successors, vec![id]);
+    }
+
+    #[test]
+    fn reads_version_one_catalogs() {
+        let dir = tempfile::tempdir().unwrap();
+        let v1 = r#"{"format_version": 1, "last_region_id": 5, "tables": {"t": {
+            "descriptor": {"name": "t", "families": []}, "enabled": true,
+            "regions": [{"id": 5, "start_key": [], "end_key": [],
+                         "family_first_sequence": {}}]}}}"#;
+        std::fs::write(dir.path().join("catalog.json"), v1).unwrap();
+        let c = Catalog::load(dir.path()).unwrap();
+        assert_eq!(c.format_version, CATALOG_FORMAT_VERSION);
+        assert_eq!(c.tables["t"].regions[0].state, RegionState::Open);
+        assert!(c.tables["t"].retired.is_empty());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
@@ -13,15 +13,21 @@ use parking_lot::{Mutex, RwLock};
 use basalt_engine::block_cache::{BlockCache, BlockCacheStats};
 use basalt_engine::fs::LocalFileStore;
 use basalt_engine::wal::{ReplayReport, Wal};
-use basalt_engine::{Clock, FamilyState, Region, RegionInfo, RegionLoad, StoreContext, StoreStats};
+use basalt_engine::{
+    Clock, FamilyState, Region, RegionInfo, RegionLoad, Store, StoreContext, StoreStats,
+};
 use basalt_types::descriptor::validate_family_name;
 use basalt_types::{ColumnFamilyDescriptor, Error, Result, TableDescriptor};
 
-use crate::catalog::{Catalog, RegionEntry, TableEntry};
-use crate::maintenance::Maintenance;
+use crate::catalog::{Catalog, RegionEntry, RegionState, TableEntry};
+use crate::maintenance::{Maintenance, MaintenanceHooks};
 use crate::options::Options;
 use crate::split::{validate_split_keys, SplitAlgorithm};
 use crate::table::{Table, TableState};
+
+mod handover;
+
+use handover::RegionHooks;
 
 const LOCK_FILE: &str = "LOCK";
 const WAL_DIR: &str = "wal";
@@ -81,10 +87,22 @@ pub struct TableInfo {
 pub struct RegionSummary {
     /// Identity and key range.
     pub info: RegionInfo,
-    /// Load counters and memstore size.
+    /// Load counters, recent rates and memstore size.
     pub load: RegionLoad,
     /// Per family: store files, their bytes, memstore bytes.
     pub stores: Vec<(String, StoreStats)>,
+}
+
+impl RegionSummary {
+    /// Store files over all families.
+    pub fn store_files(&self) -> usize {
+        self.stores.iter().map(|(_, s)| s.files).sum()
+    }
+
+    /// Bytes in store files over all families.
+    pub fn store_file_bytes(&self) -> u64 {
+        self.stores.iter().map(|(_, s)| s.file_bytes).sum()
+    }
 }
 
 /// A change to one column family, for [`Database::alter_table`].
@@ -183,7 +201,7 @@ impl Database {
                 "recovered from the write-ahead log"
             );
         }
-        Ok(Database {
+        let db = Database {
             inner: Arc::new(DbInner {
                 dir,
                 options,
@@ -197,7 +215,21 @@ impl Database {
                 closed: AtomicBool::new(false),
                 recovery,
             }),
-        })
+        };
+        db.inner.maintenance.set_hooks(Arc::new(RegionHooks {
+            db: Arc::downgrade(&db.inner),
+        }));
+        // Regions that opened with links go on rewriting them; parents
+        // nobody links to any more (a crash came before the janitor) go.
+        for state in db.inner.tables.read().values() {
+            for region in state.regions() {
+                if region.has_links() {
+                    db.inner.maintenance.request_compaction(region.info().id);
+                }
+            }
+        }
+        db.collect_retired_regions()?;
+        Ok(db)
     }
 
     /// The data directory.
@@ -248,6 +280,7 @@ impl Database {
                 descriptor: descriptor.clone(),
                 enabled: true,
                 regions: entries.clone(),
+                retired: Vec::new(),
             },
         );
         updated.store(&self.inner.dir)?;
@@ -315,28 +348,6 @@ impl Database {
         Ok(self.describe_table(name)?.regions)
     }
 
-    /// Splits regions of a table by hand (HBase's `split 'table'[, 'key']`):
-    /// with a key, the region holding it splits there; without one, every
-    /// region with data splits at its midpoint.
-    pub fn split_table(&self, name: &str, split_key: Option<&[u8]>) -> Result<()> {
-        let _ = (name, split_key);
-        Err(Error::invalid("region split is not available yet"))
-    }
-
-    /// Splits one region, named by its full or encoded name, at `split_key`
-    /// or, without one, at a row near the middle of its data.
-    pub fn split_region(&self, region_name: &[u8], split_key: Option<&[u8]>) -> Result<()> {
-        let _ = (region_name, split_key);
-        Err(Error::invalid("region split is not available yet"))
-    }
-
-    /// Merges two adjacent regions of a table, named by full or encoded
-    /// names, into one (HBase's `merge_region`).
-    pub fn merge_regions(&self, region_a: &[u8], region_b: &[u8]) -> Result<()> {
-        let _ = (region_a, region_b);
-        Err(Error::invalid("region merge is not available yet"))
-    }
-
     /// True when the table serves requests.
     pub fn is_table_enabled(&self, name: &str) -> Result<bool> {
         Ok(self.state(name)?.is_enabled())
@@ -385,12 +396,17 @@ impl Database {
         }
         let mut catalog = self.inner.catalog.lock();
         let mut updated = catalog.clone();
-        updated.tables.remove(name);
+        let retired = updated
+            .tables
+            .remove(name)
+            .map(|e| e.retired)
+            .unwrap_or_default();
         updated.store(&self.inner.dir)?;
         *catalog = updated;
         self.inner.tables.write().remove(name);
         state.mark_dropped();
         self.discard_regions(&state.regions());
+        self.discard_retired(name, &retired);
         Ok(())
     }
 
@@ -423,9 +439,13 @@ impl Database {
                 )
             })
             .collect();
-        if let Some(entry) = updated.tables.get_mut(name) {
-            entry.regions = new_entries.clone();
-        }
+        let retired = match updated.tables.get_mut(name) {
+            Some(entry) => {
+                entry.regions = new_entries.clone();
+                std::mem::take(&mut entry.retired)
+            }
+            None => Vec::new(),
+        };
         // Fresh region ids: the old regions' WAL edits no longer match any
         // region and are skipped on replay.
         updated.store(&self.inner.dir)?;
@@ -437,6 +457,7 @@ impl Database {
         let old = state.regions();
         state.replace_regions(regions);
         self.discard_regions(&old);
+        self.discard_retired(name, &retired);
         Ok(())
     }
 
@@ -521,7 +542,7 @@ impl Database {
         for region in self.state(name)?.regions() {
             region.compact(major)?;
         }
-        Ok(())
+        self.collect_retired_regions()
     }
 
     /// Hits, misses and size of the block cache shared by all stores.
@@ -603,16 +624,19 @@ impl Database {
         Ok(region)
     }
 
+    /// Deletes the files of retired regions (their table was dropped or
+    /// truncated).
+    fn discard_retired(&self, table: &str, retired: &[RegionEntry]) {
+        for r in retired {
+            remove_region_dir(&region_dir(&self.inner.dir, table, r.id));
+        }
+    }
+
     /// Forgets regions that left the catalog and deletes their files.
     fn discard_regions(&self, regions: &[Arc<Region>]) {
         for region in regions {
             self.inner.maintenance.unregister(region.info().id);
-            if let Err(e) = fs::remove_dir_all(region.dir()) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    // The next open removes it as an orphan.
-                    tracing::warn!(dir = %region.dir().display(), error = %e, "could not delete the files of a region");
-                }
-            }
+            remove_region_dir(region.dir());
         }
     }
 }
@@ -666,6 +690,17 @@ fn new_region_entry(
             .iter()
             .map(|f| (f.name().to_string(), 1))
             .collect(),
+        state: RegionState::Open,
+        successors: Vec::new(),
+    }
+}
+
+fn remove_region_dir(dir: &Path) {
+    if let Err(e) = fs::remove_dir_all(dir) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            // The next open removes it as an orphan.
+            tracing::warn!(dir = %dir.display(), error = %e, "could not delete the files of a region");
+        }
     }
 }
 
@@ -683,7 +718,8 @@ fn region_dir(dir: &Path, table: &str, id: u64) -> PathBuf {
 fn remove_orphaned_regions(dir: &Path, catalog: &Catalog) -> Result<()> {
     let mut live = std::collections::HashSet::new();
     for (name, entry) in &catalog.tables {
-        for r in &entry.regions {
+        // Retired regions stay while serving ones link to their files.
+        for r in entry.regions.iter().chain(&entry.retired) {
             live.insert(region_dir(dir, name, r.id));
         }
     }

@@ -1,5 +1,7 @@
-//! Background work: flushes, the compactions they trigger, and retiring WAL
-//! segments that every region has flushed past.
+//! Background work: flushes, the compactions they trigger, retiring WAL
+//! segments that every region has flushed past, and the region work that
+//! follows them (the split check after a flush, the catalog janitor after a
+//! compaction), which the database supplies as [`MaintenanceHooks`].
 //!
 //! All of it runs through one scheduler. With `background_threads = 0` the
 //! work runs in the thread that asked for it, so tests are deterministic;
@@ -8,7 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::mpsc;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 
 use parking_lot::{Mutex, RwLock};
@@ -19,7 +21,16 @@ use basalt_types::Result;
 
 enum Task {
     Flush(u64),
+    Compact(u64),
     Stop,
+}
+
+/// What the database does after maintenance work on a region.
+pub(crate) trait MaintenanceHooks: Send + Sync + std::fmt::Debug {
+    /// After a flush: split the region if it has grown past the split size.
+    fn after_flush(&self, region: &Arc<Region>);
+    /// After a compaction rewrote files: parents nobody links to can go.
+    fn after_compaction(&self, region: &Arc<Region>);
 }
 
 /// The scheduler and the registry of open regions it serves.
@@ -30,12 +41,14 @@ pub(crate) struct Maintenance {
     queue: Mutex<Option<mpsc::Sender<Task>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     queued: Mutex<HashSet<u64>>,
+    hooks: OnceLock<Arc<dyn MaintenanceHooks>>,
 }
 
 impl std::fmt::Debug for Task {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Task::Flush(id) => write!(f, "Flush({id})"),
+            Task::Compact(id) => write!(f, "Compact({id})"),
             Task::Stop => f.write_str("Stop"),
         }
     }
@@ -50,6 +63,7 @@ impl Maintenance {
             queue: Mutex::new(None),
             workers: Mutex::new(Vec::new()),
             queued: Mutex::new(HashSet::new()),
+            hooks: OnceLock::new(),
         });
         if threads > 0 {
             let (tx, rx) = mpsc::channel::<Task>();
@@ -71,6 +85,12 @@ impl Maintenance {
             }
         }
         maintenance
+    }
+
+    /// Installs the database's hooks (once).
+    pub(crate) fn set_hooks(&self, hooks: Arc<dyn MaintenanceHooks>) {
+        // A second call would be a caller bug; the first hooks stay.
+        let _ = self.hooks.set(hooks);
     }
 
     /// Makes `region` known to the scheduler and routes its flush requests here.
@@ -114,17 +134,56 @@ impl Maintenance {
     }
 
     /// Flushes region `id` now, retires the WAL segments that no longer hold
-    /// unflushed edits, and runs a minor compaction if the region needs one.
+    /// unflushed edits, runs a minor compaction if the region needs one, and
+    /// lets the database split it if it grew too large.
     pub(crate) fn flush_region(&self, id: u64) -> Result<()> {
         let Some(region) = self.region(id) else {
             return Ok(());
         };
         region.flush()?;
         self.retire_wal()?;
-        if region.needs_compaction() {
-            region.compact(false)?;
+        if region.needs_compaction() && region.compact(false)? {
+            self.after_compaction(&region);
+        }
+        if let Some(hooks) = self.hooks.get() {
+            hooks.after_flush(&region);
         }
         Ok(())
+    }
+
+    /// Asks for a minor compaction of region `id` (in the background if
+    /// there are workers): after a split or merge, it rewrites the links to
+    /// the parent's files.
+    pub(crate) fn request_compaction(&self, id: u64) {
+        let queue = self.queue.lock().clone();
+        match queue {
+            Some(tx) => {
+                if tx.send(Task::Compact(id)).is_err() {
+                    tracing::warn!(region = id, "compaction not queued: maintenance stopped");
+                }
+            }
+            None => {
+                if let Err(e) = self.compact_region(id) {
+                    tracing::warn!(region = id, error = %e, "compaction failed");
+                }
+            }
+        }
+    }
+
+    fn compact_region(&self, id: u64) -> Result<()> {
+        let Some(region) = self.region(id) else {
+            return Ok(());
+        };
+        if region.needs_compaction() && region.compact(false)? {
+            self.after_compaction(&region);
+        }
+        Ok(())
+    }
+
+    fn after_compaction(&self, region: &Arc<Region>) {
+        if let Some(hooks) = self.hooks.get() {
+            hooks.after_compaction(region);
+        }
     }
 
     /// Deletes the WAL segments all of whose edits are in store files (or
@@ -164,13 +223,22 @@ fn worker(maintenance: &Weak<Maintenance>, rx: &Mutex<mpsc::Receiver<Task>>) {
             Ok(task) => task,
             Err(_) => return,
         };
-        let Task::Flush(id) = task else { return };
         let Some(m) = maintenance.upgrade() else {
             return;
         };
-        m.queued.lock().remove(&id);
-        if let Err(e) = m.flush_region(id) {
-            tracing::warn!(region = id, error = %e, "background flush failed; the data stays in the WAL");
+        match task {
+            Task::Flush(id) => {
+                m.queued.lock().remove(&id);
+                if let Err(e) = m.flush_region(id) {
+                    tracing::warn!(region = id, error = %e, "background flush failed; the data stays in the WAL");
+                }
+            }
+            Task::Compact(id) => {
+                if let Err(e) = m.compact_region(id) {
+                    tracing::warn!(region = id, error = %e, "background compaction failed");
+                }
+            }
+            Task::Stop => return,
         }
     }
 }

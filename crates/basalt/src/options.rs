@@ -39,6 +39,10 @@ pub struct Options {
     pub compaction_max_files: usize,
     /// Size ratio of the compaction policy. Default 1.2.
     pub compaction_ratio: f64,
+    /// Split a region when its largest store's files pass this size.
+    /// Default 10 GiB (HBase's `hbase.hregion.max.filesize`); 0 turns
+    /// automatic splits off.
+    pub region_split_bytes: u64,
     /// Threads for background flushes and compactions. With 0 they run in
     /// the writing thread, which makes tests deterministic. Default 2.
     pub background_threads: usize,
@@ -65,6 +69,7 @@ impl Default for Options {
             compaction_min_files: 3,
             compaction_max_files: 10,
             compaction_ratio: 1.2,
+            region_split_bytes: 10 * 1024 * 1024 * 1024,
             background_threads: 2,
             clock: system_clock(),
         }

@@ -3,9 +3,10 @@
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use parking_lot::RwLock;
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use basalt_engine::region::scan_range;
 use basalt_engine::scan::{RegionScanner, RowRange};
@@ -21,6 +22,10 @@ const DISABLED: u8 = 1;
 const DROPPED: u8 = 2;
 const CLOSED: u8 = 3;
 
+/// How long a request waits for a split or merge to finish before it gives
+/// up with the `NotServingRegion` error (HBase's client retries similarly).
+const HANDOVER_WAIT: Duration = Duration::from_secs(60);
+
 /// The live state of one table, shared by every handle to it.
 #[derive(Debug)]
 pub(crate) struct TableState {
@@ -29,6 +34,10 @@ pub(crate) struct TableState {
     status: AtomicU8,
     /// Sorted by start key; they cover the key space without gaps.
     regions: RwLock<Vec<Arc<Region>>>,
+    /// Bumped whenever the regions change (or a hand-over is abandoned):
+    /// requests refused by a closing region wait on it.
+    region_epoch: Mutex<u64>,
+    regions_changed: Condvar,
 }
 
 impl TableState {
@@ -42,6 +51,8 @@ impl TableState {
             descriptor: RwLock::new(descriptor),
             status: AtomicU8::new(if enabled { ENABLED } else { DISABLED }),
             regions: RwLock::new(regions),
+            region_epoch: Mutex::new(0),
+            regions_changed: Condvar::new(),
         }
     }
 
@@ -76,6 +87,63 @@ impl TableState {
 
     pub(crate) fn replace_regions(&self, regions: Vec<Arc<Region>>) {
         *self.regions.write() = regions;
+        self.announce_region_change();
+    }
+
+    /// Puts `replacements` in the place of the regions with ids `old`
+    /// (adjacent ones), keeping the key order.
+    pub(crate) fn swap_regions(&self, old: &[u64], replacements: Vec<Arc<Region>>) {
+        {
+            let mut regions = self.regions.write();
+            let Some(at) = regions.iter().position(|r| old.contains(&r.info().id)) else {
+                return;
+            };
+            regions.retain(|r| !old.contains(&r.info().id));
+            let tail = regions.split_off(at);
+            regions.extend(replacements);
+            regions.extend(tail);
+        }
+        self.announce_region_change();
+    }
+
+    /// Wakes requests waiting for a split or merge to end.
+    pub(crate) fn announce_region_change(&self) {
+        *self.region_epoch.lock() += 1;
+        self.regions_changed.notify_all();
+    }
+
+    /// Runs `op` on the region owning `row`, routing it again while a
+    /// region refuses it because it is handing its rows over.
+    fn on_region<T>(&self, row: &[u8], op: impl Fn(&Region) -> Result<T>) -> Result<T> {
+        let deadline = Instant::now() + HANDOVER_WAIT;
+        loop {
+            let epoch = *self.region_epoch.lock();
+            let region = self.region_for(row)?;
+            match op(&region) {
+                Err(Error::NotServingRegion(m)) => {
+                    self.wait_for_region_change(epoch, deadline, m)?
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn wait_for_region_change(&self, epoch: u64, deadline: Instant, message: String) -> Result<()> {
+        let mut current = self.region_epoch.lock();
+        while *current == epoch {
+            if Instant::now() >= deadline {
+                return Err(Error::NotServingRegion(message));
+            }
+            // Bounded: a missed wake-up costs at most this.
+            self.regions_changed
+                .wait_for(&mut current, Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// The serving region holding `row`.
+    pub(crate) fn region_holding(&self, row: &[u8]) -> Result<Arc<Region>> {
+        self.region_for(row)
     }
 
     fn check_serving(&self) -> Result<()> {
@@ -128,6 +196,7 @@ impl Table {
 
     /// Reads one row. A missing row gives an empty result, not an error.
     pub fn get(&self, get: &Get) -> Result<RowResult> {
+        // Reads are never refused: a closing region's data is frozen.
         self.state.region_for(&get.row)?.get(get)
     }
 
@@ -138,24 +207,24 @@ impl Table {
 
     /// Writes cells to one row atomically.
     pub fn put(&self, put: &Put) -> Result<()> {
-        self.state.region_for(put.row())?.put(put)
+        self.state.on_region(put.row(), |r| r.put(put))
     }
 
     /// Deletes a row, families, columns or versions.
     pub fn delete(&self, delete: &Delete) -> Result<()> {
-        self.state.region_for(delete.row())?.delete(delete)
+        self.state.on_region(delete.row(), |r| r.delete(delete))
     }
 
     /// Applies puts and deletes of one row atomically.
     pub fn mutate_row(&self, mutations: &RowMutations) -> Result<()> {
         self.state
-            .region_for(mutations.row())?
-            .mutate_row(mutations)
+            .on_region(mutations.row(), |r| r.mutate_row(mutations))
     }
 
     /// Adds to 8-byte big-endian counters; returns the new values.
     pub fn increment(&self, increment: &Increment) -> Result<RowResult> {
-        self.state.region_for(increment.row())?.increment(increment)
+        self.state
+            .on_region(increment.row(), |r| r.increment(increment))
     }
 
     /// Adds `delta` to one counter and returns its new value.
@@ -180,34 +249,60 @@ impl Table {
 
     /// Appends to values; returns the new values.
     pub fn append(&self, append: &Append) -> Result<RowResult> {
-        self.state.region_for(append.row())?.append(append)
+        self.state.on_region(append.row(), |r| r.append(append))
     }
 
     /// Applies the mutations if the check holds, atomically; returns whether
     /// they were applied.
     pub fn check_and_mutate(&self, check: &CheckAndMutate) -> Result<bool> {
-        self.state.region_for(&check.row)?.check_and_mutate(check)
+        self.state
+            .on_region(&check.row, |r| r.check_and_mutate(check))
     }
 
     /// Applies many mutations: each is atomic on its row, the batch is not.
     /// Mutations going to the same region share one log sync.
     pub fn batch(&self, mutations: &[Mutation]) -> Vec<Result<()>> {
         let mut results: Vec<Option<Result<()>>> = (0..mutations.len()).map(|_| None).collect();
-        let mut by_region: Vec<(Arc<Region>, Vec<usize>)> = Vec::new();
-        for (i, m) in mutations.iter().enumerate() {
-            match self.state.region_for(m.row()) {
-                Ok(region) => match by_region.iter_mut().find(|(r, _)| Arc::ptr_eq(r, &region)) {
-                    Some((_, indices)) => indices.push(i),
-                    None => by_region.push((region, vec![i])),
-                },
-                Err(e) => results[i] = Some(Err(e)),
+        let mut pending: Vec<usize> = (0..mutations.len()).collect();
+        let deadline = Instant::now() + HANDOVER_WAIT;
+        // Mutations refused by a region handing its rows over go round
+        // again once the regions have changed.
+        while !pending.is_empty() {
+            let epoch = *self.state.region_epoch.lock();
+            let mut by_region: Vec<(Arc<Region>, Vec<usize>)> = Vec::new();
+            for &i in &pending {
+                match self.state.region_for(mutations[i].row()) {
+                    Ok(region) => match by_region.iter_mut().find(|(r, _)| Arc::ptr_eq(r, &region))
+                    {
+                        Some((_, indices)) => indices.push(i),
+                        None => by_region.push((region, vec![i])),
+                    },
+                    Err(e) => results[i] = Some(Err(e)),
+                }
             }
-        }
-        for (region, indices) in by_region {
-            let group: Vec<Mutation> = indices.iter().map(|&i| mutations[i].clone()).collect();
-            for (i, result) in indices.into_iter().zip(region.batch(&group)) {
-                results[i] = Some(result);
+            let mut refused = Vec::new();
+            let mut refusal = String::new();
+            for (region, indices) in by_region {
+                let group: Vec<Mutation> = indices.iter().map(|&i| mutations[i].clone()).collect();
+                for (i, result) in indices.into_iter().zip(region.batch(&group)) {
+                    match result {
+                        Err(Error::NotServingRegion(m)) => {
+                            refused.push(i);
+                            refusal = m;
+                        }
+                        other => results[i] = Some(other),
+                    }
+                }
             }
+            if !refused.is_empty() {
+                if let Err(e) = self.state.wait_for_region_change(epoch, deadline, refusal) {
+                    for &i in &refused {
+                        results[i] = Some(Err(Error::NotServingRegion(e.to_string())));
+                    }
+                    break;
+                }
+            }
+            pending = refused;
         }
         results
             .into_iter()
@@ -325,11 +420,14 @@ impl Scanner {
     }
 
     fn open_next_region(&mut self) -> Result<bool> {
+        // Where the scan stands: rows on the other side were returned
+        // already, even if a merge since made one region span both sides.
+        let resume = self.cursor.clone();
         let Some(region) = self.next_region() else {
             return Ok(false);
         };
         let info = region.info();
-        let clip = RowRange {
+        let mut clip = RowRange {
             lower: if info.start_key.is_empty() {
                 Bound::Unbounded
             } else {
@@ -341,6 +439,21 @@ impl Scanner {
                 Bound::Excluded(info.end_key.clone())
             },
         };
+        match resume {
+            Cursor::From(k) => {
+                clip = clip.intersect(&RowRange {
+                    lower: Bound::Included(k),
+                    upper: Bound::Unbounded,
+                })
+            }
+            Cursor::Below(k) => {
+                clip = clip.intersect(&RowRange {
+                    lower: Bound::Unbounded,
+                    upper: Bound::Excluded(k),
+                })
+            }
+            Cursor::Start | Cursor::Done => {}
+        }
         let remaining = self
             .scan
             .limit

@@ -6,7 +6,13 @@
 //! set so that its `crash_child_writer` test becomes the writer. In the
 //! "storage" mode the child also flushes every few KiB and compacts all the
 //! time, so kills land in the middle of flushes and compactions too; after
-//! each kill no file may be left that the manifests do not list.
+//! each kill no file may be left that the manifests do not list. In the
+//! "regions" mode the table also splits by itself at a tiny split size while
+//! a thread splits and merges regions by hand without pause, so kills land
+//! in the middle of splits and merges: after each kill the serving regions
+//! must cover the key space with no gap or overlap (the parent or the
+//! daughters serve, never both, never neither), every acknowledged row must
+//! be there, and only serving and retired regions may have files.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -40,8 +46,10 @@ fn crash_child_writer() {
         .unwrap()
         .parse()
         .unwrap();
-    let storage_mode = std::env::var("BASALT_CRASH_MODE").as_deref() == Ok("storage");
-    let db = Database::open_with(child_options(&dir, storage_mode)).unwrap();
+    let mode = std::env::var("BASALT_CRASH_MODE").unwrap_or_default();
+    let storage_mode = mode == "storage" || mode == "regions";
+    let regions_mode = mode == "regions";
+    let db = Database::open_with(child_options(&dir, &mode)).unwrap();
     if !db.table_exists("crash") {
         db.create_table(
             TableDescriptor::new("crash")
@@ -54,6 +62,28 @@ fn crash_child_writer() {
     let stdout = std::sync::Mutex::new(std::io::stdout());
     println!("{READY_MARKER}");
     std::thread::scope(|s| {
+        if regions_mode {
+            let db = &db;
+            s.spawn(move || {
+                for pass in 0usize.. {
+                    let regions = db.list_regions("crash").unwrap();
+                    let outcome = if regions.len() < 8 {
+                        db.split_table("crash", None)
+                    } else {
+                        let i = pass % (regions.len() - 1);
+                        db.merge_regions(
+                            regions[i].info.encoded_name().as_bytes(),
+                            regions[i + 1].info.encoded_name().as_bytes(),
+                        )
+                    };
+                    // An automatic split may retire a region between the
+                    // listing and the merge: that is not a failure.
+                    if let Err(e) = outcome {
+                        eprintln!("hand-over refused: {e}");
+                    }
+                }
+            });
+        }
         if storage_mode {
             let db = &db;
             s.spawn(move || loop {
@@ -68,7 +98,10 @@ fn crash_child_writer() {
             let stdout = &stdout;
             s.spawn(move || {
                 for i in 0u64.. {
-                    let row = format!("round{round:02}-t{thread}-{i:08}");
+                    // A leading bucket spreads the rows over the key space,
+                    // so every region, old or new, takes writes.
+                    let bucket = (i * 7919 + thread as u64 * 131) % 256;
+                    let row = format!("{bucket:02x}-round{round:02}-t{thread}-{i:08}");
                     // A multi-family row mutation, so a torn record would show
                     // up as half a row.
                     let put = Put::new(row.clone())
@@ -99,12 +132,15 @@ impl Drop for KillOnDrop {
     }
 }
 
-fn child_options(dir: &str, storage_mode: bool) -> Options {
+fn child_options(dir: &str, mode: &str) -> Options {
     let mut options = Options::new(dir);
-    if storage_mode {
+    if mode == "storage" || mode == "regions" {
         options.memstore_flush_bytes = 32 * 1024;
         options.compaction_min_files = 2;
         options.background_threads = 1;
+    }
+    if mode == "regions" {
+        options.region_split_bytes = 64 * 1024;
     }
     options
 }
@@ -119,8 +155,14 @@ fn acknowledged_writes_survive_sigkill_during_flushes_and_compactions() {
     run_crash_rounds("storage");
 }
 
-/// Store files on disk under the data directory.
-fn store_files_on_disk(dir: &std::path::Path) -> usize {
+#[test]
+fn acknowledged_writes_survive_sigkill_during_splits_and_merges() {
+    run_crash_rounds("regions");
+}
+
+/// Store files on disk in the directories of the table's regions, by
+/// region id.
+fn store_files_on_disk(dir: &std::path::Path) -> BTreeMap<u64, usize> {
     fn walk(dir: &std::path::Path, count: &mut usize) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
@@ -134,9 +176,63 @@ fn store_files_on_disk(dir: &std::path::Path) -> usize {
             }
         }
     }
-    let mut count = 0;
-    walk(&dir.join("data"), &mut count);
-    count
+    let mut by_region = BTreeMap::new();
+    let table_dir = dir.join("data").join("default").join("crash");
+    for entry in std::fs::read_dir(table_dir).into_iter().flatten().flatten() {
+        let id: u64 = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("unexpected entry {:?}", entry.path()));
+        let mut count = 0;
+        walk(&entry.path(), &mut count);
+        by_region.insert(id, count);
+    }
+    by_region
+}
+
+/// Ids of the regions the catalog keeps as retired (split or merged, with
+/// files serving regions still link to).
+fn retired_regions(dir: &std::path::Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(dir.join("catalog.json")).unwrap();
+    let catalog: serde_json::Value = serde_json::from_str(&text).unwrap();
+    catalog["tables"]["crash"]["retired"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["id"].as_u64()).collect())
+        .unwrap_or_default()
+}
+
+/// Ids of every region the catalog names, serving or retired.
+fn catalog_region_ids(dir: &std::path::Path) -> Vec<u64> {
+    let text = std::fs::read_to_string(dir.join("catalog.json")).unwrap_or_default();
+    let Ok(catalog) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    let table = &catalog["tables"]["crash"];
+    ["regions", "retired"]
+        .iter()
+        .filter_map(|k| table[k].as_array())
+        .flatten()
+        .filter_map(|r| r["id"].as_u64())
+        .collect()
+}
+
+/// The serving regions cover the key space with no gap and no overlap.
+fn assert_regions_cover_key_space(db: &Database, round: usize) {
+    let regions = db.list_regions("crash").unwrap();
+    let bounds: Vec<(&[u8], &[u8])> = regions
+        .iter()
+        .map(|r| (&r.info.start_key[..], &r.info.end_key[..]))
+        .collect();
+    let ok = bounds.first().is_some_and(|(s, _)| s.is_empty())
+        && bounds.last().is_some_and(|(_, e)| e.is_empty())
+        && bounds
+            .windows(2)
+            .all(|w| w[0].1 == w[1].0 && w[0].0 < w[0].1);
+    assert!(
+        ok,
+        "round {round}: regions do not cover the key space: {bounds:?}"
+    );
 }
 
 fn run_crash_rounds(mode: &str) {
@@ -152,8 +248,15 @@ fn run_crash_rounds(mode: &str) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut acknowledged: BTreeMap<String, usize> = BTreeMap::new();
     let mut torn_tails = 0;
+    let mut interrupted_handovers = 0;
+    let mut parents_awaiting_janitor = 0;
 
+    // The child's stderr goes to a file outside the data directory, so a
+    // child that dies on its own explains why.
+    let logs = tempfile::tempdir().unwrap();
     for round in 0..ROUNDS {
+        let stderr_path = logs.path().join(format!("child-{round}.stderr"));
+        let stderr = std::fs::File::create(&stderr_path).unwrap();
         let mut child = KillOnDrop(
             Command::new(std::env::current_exe().unwrap())
                 .args([
@@ -166,7 +269,7 @@ fn run_crash_rounds(mode: &str) {
                 .env("BASALT_CRASH_ROUND", round.to_string())
                 .env("BASALT_CRASH_MODE", mode)
                 .stdout(Stdio::piped())
-                .stderr(Stdio::null())
+                .stderr(Stdio::from(stderr))
                 .spawn()
                 .unwrap(),
         );
@@ -182,9 +285,12 @@ fn run_crash_rounds(mode: &str) {
         });
         // Wait until the child is writing, then kill it at a random moment.
         loop {
-            let line = lines_rx
-                .recv_timeout(Duration::from_secs(60))
-                .expect("child never became ready");
+            let Ok(line) = lines_rx.recv_timeout(Duration::from_secs(60)) else {
+                panic!(
+                    "round {round}: the child never became ready; its stderr:\n{}",
+                    std::fs::read_to_string(&stderr_path).unwrap_or_default()
+                );
+            };
             if line.contains(READY_MARKER) {
                 break;
             }
@@ -203,7 +309,23 @@ fn run_crash_rounds(mode: &str) {
         }
 
         // The store must open cleanly and hold every acknowledged row, whole.
-        let db = Database::open(dir.path())
+        // What the kill interrupted: daughters or merged regions seeded but
+        // not committed (directories the catalog does not name), and
+        // committed hand-overs whose parents still wait for the janitor.
+        let named = catalog_region_ids(dir.path());
+        let uncommitted = store_files_on_disk(dir.path())
+            .keys()
+            .filter(|id| !named.contains(id))
+            .count();
+        let awaiting_janitor = retired_regions(dir.path()).len();
+        interrupted_handovers += uncommitted;
+        parents_awaiting_janitor += awaiting_janitor;
+        // Maintenance inline: the compactions opening starts (of regions
+        // still linking to a parent's files) are over when it returns, so
+        // the files on disk can be counted.
+        let mut options = Options::new(dir.path());
+        options.background_threads = 0;
+        let db = Database::open_with(options)
             .unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
         if db.recovery_report().torn_tail.is_some() {
             torn_tails += 1;
@@ -220,20 +342,39 @@ fn run_crash_rounds(mode: &str) {
                 );
             }
         }
-        // A crash mid-flush or mid-compaction leaves no file the manifests
-        // do not list: opening removed the orphans.
-        let listed: usize = db
-            .describe_table("crash")
-            .unwrap()
-            .regions
-            .iter()
-            .flat_map(|r| r.stores.iter().map(|(_, s)| s.files))
-            .sum();
-        assert_eq!(
-            store_files_on_disk(dir.path()),
-            listed,
-            "round {round}: orphaned store files"
-        );
+        // A crash mid-flush, mid-compaction, mid-split or mid-merge leaves
+        // no file the manifests do not list, and no region directory the
+        // catalog does not name: opening removed the orphans.
+        assert_regions_cover_key_space(&db, round);
+        let regions = db.list_regions("crash").unwrap();
+        let retired = retired_regions(dir.path());
+        let on_disk = store_files_on_disk(dir.path());
+        let mut listed = 0;
+        for region in &regions {
+            assert!(
+                !retired.contains(&region.info.id),
+                "round {round}: region {} both serving and retired",
+                region.info.id
+            );
+            let own: usize = region
+                .stores
+                .iter()
+                .map(|(_, s)| s.files - s.linked_files)
+                .sum();
+            assert_eq!(
+                on_disk.get(&region.info.id).copied().unwrap_or(0),
+                own,
+                "round {round}: orphaned store files in region {}",
+                region.info.id
+            );
+            listed += own;
+        }
+        for id in on_disk.keys() {
+            assert!(
+                regions.iter().any(|r| r.info.id == *id) || retired.contains(id),
+                "round {round}: directory of region {id}, which the catalog does not name"
+            );
+        }
         // Rows written but not acknowledged may or may not be there, but never half.
         for result in table.scan(&Scan::new()).unwrap() {
             let result = result.unwrap();
@@ -244,8 +385,10 @@ fn run_crash_rounds(mode: &str) {
             );
         }
         println!(
-            "{mode} round {round}: {acked_this_round} rows acknowledged, {} in all, {listed} store files",
-            acknowledged.len()
+            "{mode} round {round}: {acked_this_round} rows acknowledged, {} in all, {listed} store files, {} regions ({} retired)",
+            acknowledged.len(),
+            regions.len(),
+            retired.len()
         );
         db.close().unwrap();
     }
@@ -254,7 +397,9 @@ fn run_crash_rounds(mode: &str) {
         "the child barely wrote anything"
     );
     println!(
-        "{mode}: {} acknowledged rows verified over {ROUNDS} kills; {torn_tails} torn tails recovered",
+        "{mode}: {} acknowledged rows verified over {ROUNDS} kills; {torn_tails} torn tails recovered; \
+         kills found {interrupted_handovers} uncommitted split/merge regions and \
+         {parents_awaiting_janitor} retired parents awaiting the janitor",
         acknowledged.len()
     );
 }

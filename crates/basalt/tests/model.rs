@@ -52,6 +52,13 @@
 //! KEEP_DELETED_CELLS it drops only puts overwritten at the same timestamp
 //! (and, with a TTL and no MIN_VERSIONS, expired puts).
 //!
+//! A second property runs the same operations on a table with a tiny split
+//! size, so regions split automatically again and again, with manual splits
+//! (at a key or at the midpoint) and merges of neighbours mixed in: every
+//! read must still match the reference (reverse scans cross the region
+//! boundaries), and after every step the regions must cover the key space
+//! with no gap and no overlap.
+//!
 //! `PROPTEST_CASES` sets the number of random cases (default
 //! [`DEFAULT_CASES`]); `MODEL_STATS=1` prints how often interesting
 //! situations came up.
@@ -81,6 +88,10 @@ const FILTERS_IN_MODEL: bool = true;
 /// on a 2-core machine, mostly the fsyncs of its flushes and compactions
 /// (store files and manifests): the whole file stays around 20-30 s.
 const DEFAULT_CASES: u32 = 160;
+/// Random cases of the region property: each splits and merges a few
+/// dozen times (every hand-over writes manifests and the catalog, with
+/// fsyncs), so a case takes several times longer.
+const REGION_CASES: u32 = 48;
 
 const TABLE: &str = "model";
 /// The manual clock's start.
@@ -178,6 +189,8 @@ struct Config {
     ratio: f64,
     /// One per family of [`FAMS`].
     formats: Vec<FamFormat>,
+    /// `Options::region_split_bytes` (0: no automatic splits).
+    split_bytes: u64,
 }
 
 impl Default for Config {
@@ -189,6 +202,7 @@ impl Default for Config {
             max_files: 4,
             ratio: 1.2,
             formats: vec![FamFormat::default(); FAMS.len()],
+            split_bytes: 0,
         }
     }
 }
@@ -202,6 +216,7 @@ impl Config {
         o.compaction_min_files = self.min_files;
         o.compaction_max_files = self.max_files;
         o.compaction_ratio = self.ratio;
+        o.region_split_bytes = self.split_bytes;
         // Flushes and the compactions they trigger run in the writing
         // thread: deterministic.
         o.background_threads = 0;
@@ -482,6 +497,15 @@ enum Op {
     /// `flush_table` then `compact_table(major)`: the reference drops what
     /// the major compaction drops.
     MajorCompact,
+    /// `split_table` at a key (an error exactly when the key is empty or
+    /// already a region boundary) or, without one, every region at its
+    /// midpoint: nothing a read returns changes.
+    Split(Option<Bytes>),
+    /// `split_region` of the `n % regions`-th region at its midpoint, by
+    /// encoded name.
+    SplitRegion(usize),
+    /// `merge_regions` of the `n % (regions - 1)`-th region and the next.
+    Merge(usize),
 }
 
 /// One step: move the clock forward, then run the op.
@@ -1824,11 +1848,58 @@ impl Harness {
                 | Op::Batch(_)
         );
         let stores_before = if writes { Some(self.stores()?) } else { None };
+        let regions_before = self.region_bounds()?.len();
         self.run_op(&step.op, now)?;
         if let Some(before) = stores_before {
             Self::note_maintenance(&before, &self.stores()?);
         }
+        let regions_after = self.region_bounds()?.len();
+        if writes && regions_after > regions_before {
+            stat("write: automatic split");
+        }
+        if regions_after >= 4 {
+            stat("step: 4+ regions");
+        }
         Ok(())
+    }
+
+    /// The regions' (start, end) keys, checked to cover the key space with
+    /// no gap and no overlap.
+    fn region_bounds(&self) -> Result<Vec<(Bytes, Bytes)>, String> {
+        let regions = self
+            .db()
+            .list_regions(TABLE)
+            .map_err(|e| format!("list_regions failed: {e}"))?;
+        let bounds: Vec<(Bytes, Bytes)> = regions
+            .iter()
+            .map(|r| (r.info.start_key.clone(), r.info.end_key.clone()))
+            .collect();
+        let shown = || {
+            bounds
+                .iter()
+                .map(|(s, e)| format!("[{}, {})", escape(s), escape(e)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let first_open = bounds.first().is_some_and(|(s, _)| s.is_empty());
+        let last_open = bounds.last().is_some_and(|(_, e)| e.is_empty());
+        let chained = bounds.windows(2).all(|w| w[0].1 == w[1].0);
+        let nonempty = bounds.iter().all(|(s, e)| e.is_empty() || s < e);
+        if !(first_open && last_open && chained && nonempty) {
+            return Err(format!("regions do not cover the key space: {}", shown()));
+        }
+        Ok(bounds)
+    }
+
+    fn encoded_region_name(&self, pick: usize) -> Result<Option<(String, usize)>, String> {
+        let regions = self
+            .db()
+            .list_regions(TABLE)
+            .map_err(|e| format!("list_regions failed: {e}"))?;
+        Ok((!regions.is_empty()).then(|| {
+            let i = pick % regions.len();
+            (regions[i].info.encoded_name(), regions.len())
+        }))
     }
 
     fn flush(&self) -> Result<(), String> {
@@ -2006,17 +2077,99 @@ impl Harness {
                     &before,
                 )?;
             }
+            Op::Split(key) => {
+                let before = self.region_bounds()?;
+                let expect_error = key
+                    .as_ref()
+                    .is_some_and(|k| k.is_empty() || before.iter().any(|(s, _)| s == k));
+                let r = self.db().split_table(TABLE, key.as_deref());
+                let after = self.region_bounds()?;
+                match (r, expect_error) {
+                    (Ok(()), false) => {
+                        if key.is_some() && after.len() != before.len() + 1 {
+                            return Err(format!(
+                                "split at a key made {} regions of {}",
+                                after.len(),
+                                before.len()
+                            ));
+                        }
+                        stat(if after.len() > before.len() {
+                            "split: regions split"
+                        } else {
+                            "split: nothing to split"
+                        });
+                    }
+                    (Err(Error::InvalidArgument(_)), true) => stat("split: bad key refused"),
+                    (r, expected) => {
+                        return Err(format!(
+                            "split_table({key:?}) gave {:?}, expected an error: {expected}",
+                            r.map_err(|e| e.to_string())
+                        ))
+                    }
+                }
+                self.check_everything()?;
+            }
+            Op::SplitRegion(pick) => {
+                let Some((name, count)) = self.encoded_region_name(*pick)? else {
+                    return Err("a table without regions".into());
+                };
+                match self.db().split_region(name.as_bytes(), None) {
+                    Ok(()) => {
+                        stat("split region: split");
+                        if self.region_bounds()?.len() != count + 1 {
+                            return Err("split_region did not add a region".into());
+                        }
+                    }
+                    // A region of one row (or none) has nowhere to split.
+                    Err(Error::InvalidArgument(m)) if m.contains("no row to split at") => {
+                        stat("split region: no split point")
+                    }
+                    Err(e) => return Err(format!("split_region failed: {e}")),
+                }
+                self.check_everything()?;
+            }
+            Op::Merge(pick) => {
+                let regions = self
+                    .db()
+                    .list_regions(TABLE)
+                    .map_err(|e| format!("list_regions failed: {e}"))?;
+                if regions.len() < 2 {
+                    stat("merge: single region");
+                    return Ok(());
+                }
+                let i = pick % (regions.len() - 1);
+                let (a, b) = (
+                    regions[i].info.encoded_name(),
+                    regions[i + 1].info.encoded_name(),
+                );
+                // Either order names the same pair.
+                let (first, second) = if pick % 2 == 0 { (a, b) } else { (b, a) };
+                self.db()
+                    .merge_regions(first.as_bytes(), second.as_bytes())
+                    .map_err(|e| format!("merge_regions failed: {e}"))?;
+                stat("merge: merged");
+                if self.region_bounds()?.len() != regions.len() - 1 {
+                    return Err("merge did not remove a region".into());
+                }
+                self.check_everything()?;
+            }
             Op::MajorCompact => {
                 stat("major compaction");
                 self.flush()?;
                 self.db()
                     .compact_table(TABLE, true)
                     .map_err(|e| format!("major compact_table failed: {e}"))?;
-                let stores = self.stores()?;
-                if stores.iter().any(|(files, _)| *files > 1) {
-                    return Err(format!(
-                        "a store has several files after a major compaction: {stores:?}"
-                    ));
+                let info = self
+                    .db()
+                    .describe_table(TABLE)
+                    .map_err(|e| format!("describe_table failed: {e}"))?;
+                for region in &info.regions {
+                    if region.stores.iter().any(|(_, s)| s.files > 1) {
+                        return Err(format!(
+                            "a store has several files after a major compaction: {:?}",
+                            region.stores
+                        ));
+                    }
                 }
                 self.model.major_compact(now);
                 self.check_everything()?;
@@ -2436,18 +2589,50 @@ fn config() -> impl Strategy<Value = Config> {
                 max_files: min_files + extra_files,
                 ratio,
                 formats,
+                split_bytes: 0,
             },
         )
 }
 
-fn step() -> impl Strategy<Value = Step> {
-    let advance = prop_oneof![
+fn advance() -> impl Strategy<Value = i64> {
+    prop_oneof![
         5 => Just(0i64),
         4 => 1i64..=2,
         1 => 3i64..=30,
         1 => 1_000i64..=3_500,
-    ];
-    (advance, op()).prop_map(|(advance, op)| Step { advance, op })
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    (advance(), op()).prop_map(|(advance, op)| Step { advance, op })
+}
+
+/// Split sizes of a few store files' worth, so regions split every few
+/// flushes.
+fn region_config() -> impl Strategy<Value = Config> {
+    (
+        config(),
+        prop::sample::select(vec![512u64, 1024, 2048, 4096]),
+    )
+        .prop_map(|(config, split_bytes)| Config {
+            split_bytes,
+            ..config
+        })
+}
+
+fn region_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => Just(Op::Split(None)),
+        3 => row().prop_map(|k| Op::Split(Some(k))),
+        1 => Just(Op::Split(Some(Bytes::new()))),
+        3 => any::<usize>().prop_map(Op::SplitRegion),
+        5 => any::<usize>().prop_map(Op::Merge),
+    ]
+}
+
+fn region_step() -> impl Strategy<Value = Step> {
+    let op = prop_oneof![6 => op(), 1 => region_op()];
+    (advance(), op).prop_map(|(advance, op)| Step { advance, op })
 }
 
 proptest! {
@@ -2461,6 +2646,28 @@ proptest! {
     /// Random sequences: the engine answers every read like the reference.
     #[test]
     fn engine_matches_reference_model(config in config(), steps in vec(step(), 20..120)) {
+        run_steps(&config, &steps).map_err(TestCaseError::fail)?;
+        if std::env::var_os("MODEL_STATS").is_some() {
+            eprintln!("{:#?}", STATS.lock().unwrap());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: REGION_CASES,
+        failure_persistence: None,
+        max_shrink_iters: 4096,
+        ..ProptestConfig::default()
+    })]
+
+    /// The same with regions splitting (automatically, at a tiny split
+    /// size, and by hand) and merging all along.
+    #[test]
+    fn regions_split_and_merge_without_changing_reads(
+        config in region_config(),
+        steps in vec(region_step(), 20..120),
+    ) {
         run_steps(&config, &steps).map_err(TestCaseError::fail)?;
         if std::env::var_os("MODEL_STATS").is_some() {
             eprintln!("{:#?}", STATS.lock().unwrap());

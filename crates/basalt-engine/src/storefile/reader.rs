@@ -251,6 +251,25 @@ impl StoreFileReader {
         }
     }
 
+    /// The rows the root index names (the last row of each data block, or
+    /// of each leaf index block's span), in order: evenly spread over the
+    /// file's data, they are where a region can be cut near its middle.
+    pub fn index_rows(&self) -> Result<Vec<Bytes>> {
+        let mut rows = Vec::with_capacity(self.root.len());
+        for i in 0..self.root.len() {
+            let entry = self
+                .root
+                .entry(i)
+                .map_err(|m| self.corruption(self.trailer.root_index.offset, m))?;
+            let key = decode_key(entry.key, entry.row_len)
+                .map_err(|m| self.corruption(self.trailer.root_index.offset, m))?;
+            if rows.last().map(|r: &Bytes| &r[..]) != Some(key.row) {
+                rows.push(Bytes::copy_from_slice(key.row));
+            }
+        }
+        Ok(rows)
+    }
+
     /// Smallest and largest timestamps (inclusive); `None` when empty.
     pub fn time_range(&self) -> Option<(i64, i64)> {
         (self.meta.cell_count > 0).then_some((self.meta.min_timestamp, self.meta.max_timestamp))

@@ -1,0 +1,466 @@
+//! Split and merge: regions handing their rows over to new regions.
+//!
+//! Both follow the same steps, each safe to crash after:
+//!
+//! 1. Under the catalog lock, the old region(s) close for writes (writers
+//!    are refused with `NotServingRegion` and wait in the table layer for
+//!    the new regions; readers go on, the data is frozen) and flush, so
+//!    their files hold everything.
+//! 2. The new regions' stores are seeded with manifests that *link* to the
+//!    old regions' files, limited to each new region's rows. Nothing is
+//!    copied, so this takes a moment whatever the region's size. A crash
+//!    here leaves directories the catalog does not name: the next open
+//!    deletes them, and the old regions serve, with their WAL edits.
+//! 3. The catalog is written: the new regions `OPEN`, the old ones retired
+//!    (`SPLIT` or `MERGED`). This single atomic write is the commit point:
+//!    before it the old regions serve, after it the new ones, never both,
+//!    never neither. The old regions' WAL edits are all flushed, so
+//!    replay has nothing to give them.
+//! 4. The new regions open and take the old ones' place in the table.
+//! 5. Compactions rewrite the links into the new regions' own files; the
+//!    janitor then drops retired regions no serving region links to from
+//!    the catalog, and deletes their files.
+
+use std::collections::HashSet;
+
+use bytes::Bytes;
+
+use basalt_types::cell::escape_bytes;
+
+use super::*;
+
+/// Why [`Database::split_region`] found nothing to do.
+fn no_split_point(info: &RegionInfo) -> Error {
+    Error::invalid(format!(
+        "region {} has no row to split at (empty, or a single row)",
+        info.encoded_name()
+    ))
+}
+
+impl Database {
+    /// Splits regions of a table by hand (HBase's `split 'table'[, 'key']`):
+    /// with a key, the region holding it splits there (the key becomes the
+    /// second daughter's first row); without one, every region with at
+    /// least two rows of data splits near its middle.
+    pub fn split_table(&self, name: &str, split_key: Option<&[u8]>) -> Result<()> {
+        self.check_open()?;
+        let state = self.state(name)?;
+        match split_key {
+            Some(key) => {
+                let region = state.region_holding(key)?;
+                self.split(name, region.info().id, Some(key))?;
+            }
+            None => {
+                for region in state.regions() {
+                    self.split(name, region.info().id, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits one region, named by its full or encoded name, at
+    /// `split_key` or, without one, at a row near the middle of its data.
+    pub fn split_region(&self, region_name: &[u8], split_key: Option<&[u8]>) -> Result<()> {
+        self.check_open()?;
+        let (table, info) = self.find_region(region_name)?;
+        match self.split(&table, info.id, split_key)? {
+            true => Ok(()),
+            false => Err(no_split_point(&info)),
+        }
+    }
+
+    /// Merges two adjacent regions of a table, named by full or encoded
+    /// names, into one (HBase's `merge_region`).
+    pub fn merge_regions(&self, region_a: &[u8], region_b: &[u8]) -> Result<()> {
+        self.check_open()?;
+        let (table_a, a) = self.find_region(region_a)?;
+        let (table_b, b) = self.find_region(region_b)?;
+        if table_a != table_b {
+            return Err(Error::invalid(format!(
+                "cannot merge regions of different tables ({table_a} and {table_b})"
+            )));
+        }
+        if a.id == b.id {
+            return Err(Error::invalid(format!(
+                "cannot merge region {} with itself",
+                a.encoded_name()
+            )));
+        }
+        let (left, right) = if a.start_key < b.start_key {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        self.merge(&table_a, left.id, right.id)
+    }
+
+    /// The serving region with this full or encoded name, and its table.
+    fn find_region(&self, name: &[u8]) -> Result<(String, RegionInfo)> {
+        let tables = self.inner.tables.read();
+        for (table, state) in tables.iter() {
+            for region in state.regions() {
+                let info = region.info();
+                if &info.region_name()[..] == name || info.encoded_name().as_bytes() == name {
+                    return Ok((table.clone(), info.clone()));
+                }
+            }
+        }
+        Err(Error::invalid(format!(
+            "unknown region {}",
+            String::from_utf8_lossy(name)
+        )))
+    }
+
+    /// Splits region `id` of `table` at `split_key` or its midpoint.
+    /// Returns false when, without a key, the region has no row to split
+    /// at.
+    pub(crate) fn split(&self, table: &str, id: u64, split_key: Option<&[u8]>) -> Result<bool> {
+        let mut catalog = self.inner.catalog.lock();
+        let state = self.state(table)?;
+        if !state.is_enabled() {
+            return Err(Error::TableDisabled(table.to_string()));
+        }
+        let Some(parent) = state.regions().into_iter().find(|r| r.info().id == id) else {
+            return Err(Error::NotServingRegion(format!(
+                "region {id} of table {table} was split or merged meanwhile"
+            )));
+        };
+        let info = parent.info().clone();
+        let key = match split_key {
+            Some(key) => {
+                let inside = key > &info.start_key[..]
+                    && (info.end_key.is_empty() || key < &info.end_key[..]);
+                if !inside {
+                    return Err(Error::invalid(format!(
+                        "split key '{}' is not inside region {} [{}, {})",
+                        escape_bytes(key),
+                        info.encoded_name(),
+                        escape_bytes(&info.start_key),
+                        escape_bytes(&info.end_key)
+                    )));
+                }
+                Bytes::copy_from_slice(key)
+            }
+            None => match parent.split_point()? {
+                Some(key) => key,
+                None => return Ok(false),
+            },
+        };
+        let through = parent.close_for_handover()?;
+        let descriptor = state.descriptor();
+        let now = self.inner.clock.now_millis();
+        let mut updated = catalog.clone();
+        let daughters = [
+            new_region_entry(
+                &mut updated,
+                &descriptor,
+                info.start_key.clone(),
+                key.clone(),
+                now,
+            ),
+            new_region_entry(&mut updated, &descriptor, key, info.end_key.clone(), now),
+        ];
+        let committed = self
+            .seed_successors(table, &daughters, &[&parent], through)
+            .and_then(|()| {
+                retire(&mut updated, table, &[id], &daughters, RegionState::Split)?;
+                updated.store(&self.inner.dir)
+            });
+        if let Err(e) = committed {
+            self.abandon_handover(table, &daughters, &[&parent], &state);
+            return Err(e);
+        }
+        *catalog = updated;
+        self.install_successors(table, &descriptor, &daughters, &[id], &state)?;
+        drop(catalog);
+        tracing::info!(
+            table,
+            parent = %info.encoded_name(),
+            split_key = %escape_bytes(&daughters[1].start_key),
+            "region split"
+        );
+        for daughter in &daughters {
+            self.inner.maintenance.request_compaction(daughter.id);
+        }
+        Ok(true)
+    }
+
+    /// Merges the adjacent regions `left` and `right` of `table`.
+    fn merge(&self, table: &str, left: u64, right: u64) -> Result<()> {
+        let mut catalog = self.inner.catalog.lock();
+        let state = self.state(table)?;
+        if !state.is_enabled() {
+            return Err(Error::TableDisabled(table.to_string()));
+        }
+        let regions = state.regions();
+        let find = |id: u64| {
+            regions
+                .iter()
+                .find(|r| r.info().id == id)
+                .cloned()
+                .ok_or_else(|| {
+                    Error::NotServingRegion(format!(
+                        "region {id} of table {table} was split or merged meanwhile"
+                    ))
+                })
+        };
+        let (l, r) = (find(left)?, find(right)?);
+        if l.info().end_key != r.info().start_key || l.info().end_key.is_empty() {
+            return Err(Error::invalid(format!(
+                "regions {} and {} are not adjacent",
+                l.info().encoded_name(),
+                r.info().encoded_name()
+            )));
+        }
+        let through_left = l.close_for_handover()?;
+        let through_right = match r.close_for_handover() {
+            Ok(t) => t,
+            Err(e) => {
+                l.reopen_after_failed_handover();
+                state.announce_region_change();
+                return Err(e);
+            }
+        };
+        let descriptor = state.descriptor();
+        let now = self.inner.clock.now_millis();
+        let mut updated = catalog.clone();
+        let merged = [new_region_entry(
+            &mut updated,
+            &descriptor,
+            l.info().start_key.clone(),
+            r.info().end_key.clone(),
+            now,
+        )];
+        let through = through_left.max(through_right);
+        let committed = self
+            .seed_successors(table, &merged, &[&l, &r], through)
+            .and_then(|()| {
+                retire(
+                    &mut updated,
+                    table,
+                    &[left, right],
+                    &merged,
+                    RegionState::Merged,
+                )?;
+                updated.store(&self.inner.dir)
+            });
+        if let Err(e) = committed {
+            self.abandon_handover(table, &merged, &[&l, &r], &state);
+            return Err(e);
+        }
+        *catalog = updated;
+        self.install_successors(table, &descriptor, &merged, &[left, right], &state)?;
+        drop(catalog);
+        tracing::info!(
+            table,
+            left = %l.info().encoded_name(),
+            right = %r.info().encoded_name(),
+            "regions merged"
+        );
+        self.inner.maintenance.request_compaction(merged[0].id);
+        Ok(())
+    }
+
+    /// Writes each successor's store manifests: links to the files of the
+    /// (closed, flushed) predecessors within the successor's rows.
+    fn seed_successors(
+        &self,
+        table: &str,
+        successors: &[RegionEntry],
+        predecessors: &[&Arc<Region>],
+        through: u64,
+    ) -> Result<()> {
+        for successor in successors {
+            let dir = region_dir(&self.inner.dir, table, successor.id);
+            let mut families: BTreeMap<String, Vec<_>> = BTreeMap::new();
+            for predecessor in predecessors {
+                for (family, links) in
+                    predecessor.links_for(&successor.start_key, &successor.end_key)
+                {
+                    families.entry(family).or_default().extend(links);
+                }
+            }
+            for (family, links) in families {
+                Store::seed(&self.inner.context.files, &dir.join(family), links, through)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes a hand-over that failed before its commit: the old regions
+    /// serve again and the new ones' files go.
+    fn abandon_handover(
+        &self,
+        table: &str,
+        successors: &[RegionEntry],
+        predecessors: &[&Arc<Region>],
+        state: &TableState,
+    ) {
+        for successor in successors {
+            remove_region_dir(&region_dir(&self.inner.dir, table, successor.id));
+        }
+        for predecessor in predecessors {
+            predecessor.reopen_after_failed_handover();
+        }
+        state.announce_region_change();
+    }
+
+    /// Opens committed successors and puts them in their predecessors'
+    /// place. If one cannot open, the table keeps the closed predecessors
+    /// (writes wait, then fail) until the database is reopened, which
+    /// serves the successors from the catalog.
+    fn install_successors(
+        &self,
+        table: &str,
+        descriptor: &TableDescriptor,
+        successors: &[RegionEntry],
+        predecessors: &[u64],
+        state: &TableState,
+    ) -> Result<()> {
+        let opened = successors
+            .iter()
+            .map(|e| self.open_region(table, descriptor, e))
+            .collect::<Result<Vec<_>>>()?;
+        state.swap_regions(predecessors, opened);
+        for id in predecessors {
+            self.inner.maintenance.unregister(*id);
+        }
+        Ok(())
+    }
+
+    /// Drops retired regions that no serving region links to any more from
+    /// the catalog, then deletes their files.
+    pub(crate) fn collect_retired_regions(&self) -> Result<()> {
+        let mut catalog = self.inner.catalog.lock();
+        let mut updated = catalog.clone();
+        let mut doomed = Vec::new();
+        {
+            let tables = self.inner.tables.read();
+            for (name, entry) in updated.tables.iter_mut() {
+                if entry.retired.is_empty() {
+                    continue;
+                }
+                let linked: HashSet<u64> = tables
+                    .get(name)
+                    .map(|state| {
+                        state
+                            .regions()
+                            .iter()
+                            .flat_map(|r| r.linked_regions())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                entry.retired.retain(|r| {
+                    let keep = linked.contains(&r.id);
+                    if !keep {
+                        doomed.push(region_dir(&self.inner.dir, name, r.id));
+                    }
+                    keep
+                });
+            }
+        }
+        if doomed.is_empty() {
+            return Ok(());
+        }
+        // Catalog first: a crash before the files are gone leaves orphans,
+        // which the next open deletes. The files go before the lock is
+        // released, so once a caller's janitor pass returns, what it
+        // dropped is gone.
+        updated.store(&self.inner.dir)?;
+        *catalog = updated;
+        for dir in doomed {
+            remove_region_dir(&dir);
+        }
+        Ok(())
+    }
+
+    /// Splits `region` if its largest store passed the split size and it
+    /// reads no parent's files (as HBase, a region with references waits
+    /// for its compaction first).
+    fn maybe_split(&self, region: &Arc<Region>) {
+        let limit = self.inner.options.region_split_bytes;
+        if limit == 0
+            || !region.is_serving()
+            || region.has_links()
+            || region.largest_store_bytes() < limit
+            || self.check_open().is_err()
+        {
+            return;
+        }
+        let table = region.info().table.clone();
+        match self.split(&table, region.info().id, None) {
+            Ok(_) => {}
+            // Split or merged meanwhile, or the table was disabled: fine.
+            Err(Error::NotServingRegion(_) | Error::TableDisabled(_) | Error::TableNotFound(_)) => {
+            }
+            Err(e) => {
+                tracing::warn!(table, region = %region.info().encoded_name(), error = %e, "automatic split failed")
+            }
+        }
+    }
+}
+
+/// Moves the regions `old` of `table` from the serving list to the retired
+/// one (with `state` and the successors), putting `successors` in their
+/// place.
+fn retire(
+    catalog: &mut Catalog,
+    table: &str,
+    old: &[u64],
+    successors: &[RegionEntry],
+    state: RegionState,
+) -> Result<()> {
+    let entry = catalog
+        .tables
+        .get_mut(table)
+        .ok_or_else(|| Error::TableNotFound(table.to_string()))?;
+    let at = entry
+        .regions
+        .iter()
+        .position(|r| old.contains(&r.id))
+        .ok_or_else(|| Error::invalid(format!("regions {old:?} are not in the catalog")))?;
+    let (retired, serving): (Vec<RegionEntry>, Vec<RegionEntry>) =
+        std::mem::take(&mut entry.regions)
+            .into_iter()
+            .partition(|r| old.contains(&r.id));
+    entry.regions = serving;
+    let tail = entry.regions.split_off(at);
+    entry.regions.extend(successors.iter().cloned());
+    entry.regions.extend(tail);
+    for mut r in retired {
+        r.state = state;
+        r.successors = successors.iter().map(|s| s.id).collect();
+        entry.retired.push(r);
+    }
+    Ok(())
+}
+
+/// The database's side of background work, holding it weakly so the
+/// scheduler never keeps a closed database alive.
+#[derive(Debug)]
+pub(crate) struct RegionHooks {
+    pub(crate) db: Weak<DbInner>,
+}
+
+impl RegionHooks {
+    fn database(&self) -> Option<Database> {
+        self.db.upgrade().map(|inner| Database { inner })
+    }
+}
+
+impl MaintenanceHooks for RegionHooks {
+    fn after_flush(&self, region: &Arc<Region>) {
+        if let Some(db) = self.database() {
+            db.maybe_split(region);
+        }
+    }
+
+    fn after_compaction(&self, _region: &Arc<Region>) {
+        if let Some(db) = self.database() {
+            if let Err(e) = db.collect_retired_regions() {
+                tracing::warn!(error = %e, "could not collect retired regions");
+            }
+        }
+    }
+}
