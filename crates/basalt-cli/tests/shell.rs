@@ -336,7 +336,6 @@ fn split_then_merge(args: &[&str]) {
 }
 
 #[test]
-#[ignore = "needs region split/merge from issue 4"]
 fn split_and_merge_region_remote() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve(&dir.path().join("data"));
@@ -346,7 +345,6 @@ fn split_and_merge_region_remote() {
 }
 
 #[test]
-#[ignore = "needs region split/merge from issue 4"]
 fn split_and_merge_region_embedded() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");

@@ -71,7 +71,8 @@ impl Tmux {
     }
 
     fn screen(&self) -> String {
-        let out = self.run(&["capture-pane", "-p", "-t", &self.session]);
+        // The whole scrollback, lines joined where the terminal wrapped them.
+        let out = self.run(&["capture-pane", "-p", "-J", "-S", "-", "-t", &self.session]);
         String::from_utf8(out.stdout).unwrap()
     }
 
@@ -128,12 +129,14 @@ fn completes_and_goes_on_after_errors(dir: &Path, command: &str) {
     let home = dir.join("home");
     std::fs::create_dir(&home).unwrap();
     let tmux = Tmux::start(&home, command);
+    // Keys typed before the shell reads again are dropped by the terminal
+    // (as with any line editor), so each line waits for its prompt.
     tmux.wait_for("basalt:001:0>");
-
     tmux.keys(&["create 'mytable', 'colfam1'", "Enter"]);
     tmux.wait_for("=> Hbase::Table - mytable");
 
     // A command name: `li<TAB>` becomes `list `.
+    tmux.wait_for("basalt:002:0>");
     tmux.keys(&["li", "Tab"]);
     // (tmux trims the trailing space from the screen.)
     tmux.wait_for("basalt:002:0> list");
@@ -141,32 +144,35 @@ fn completes_and_goes_on_after_errors(dir: &Path, command: &str) {
     tmux.wait_for("=> [\"mytable\"]");
 
     // A table name inside quotes, after a completed command name.
+    tmux.wait_for("basalt:003:0>");
     tmux.keys(&["descr", "Tab", "'my", "Tab"]);
     tmux.wait_for("basalt:003:0> describe 'mytable'");
     tmux.keys(&["Enter"]);
     tmux.wait_for("Table mytable is ENABLED");
 
     // A family name in a column argument.
+    tmux.wait_for("basalt:004:0>");
     tmux.keys(&["put 'mytable', 'r1', 'co", "Tab"]);
     tmux.wait_for("basalt:004:0> put 'mytable', 'r1', 'colfam1:");
     tmux.keys(&["q', \"v\\x01\"", "Enter"]);
 
     // Bad input: an error, and the shell goes on.
+    tmux.wait_for("basalt:005:0>");
     tmux.keys(&["get 'mytable', 'r1", "Enter"]);
     tmux.wait_for("ERROR: syntax error at column 16: unterminated string");
+    tmux.wait_for("basalt:006:0>");
     tmux.keys(&["nosuchcommand", "Enter"]);
     tmux.wait_for("ERROR: Unknown command 'nosuchcommand'");
+    tmux.wait_for("basalt:007:0>");
     tmux.keys(&["get 'mytable', 7", "Enter"]);
     tmux.wait_for("ERROR: the row must be a string, not integer (7)");
 
+    tmux.wait_for("basalt:008:0>");
     tmux.keys(&["scan 'mytable'", "Enter"]);
-    let screen = tmux.wait_for("1 row(s)");
-    assert!(
-        screen.contains("column=colfam1:q, timestamp="),
-        "scan output:\n{screen}"
-    );
+    let screen = tmux.wait_for("column=colfam1:q, timestamp=");
     assert!(screen.contains("value=v\\x01"), "scan output:\n{screen}");
 
+    tmux.wait_for("basalt:009:0>");
     tmux.keys(&["exit", "Enter"]);
     // History survives in $HOME/.basalt_history.
     let history = home.join(".basalt_history");

@@ -389,8 +389,8 @@ fn status(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
             ctx.line("active master: basalt")?;
             ctx.line("1 live servers")?;
             ctx.line(format!(
-                "    basalt: requestsPerSecond=0.0, numberOfOnlineRegions={}, numberOfTables={}, readRequestsCount={}, writeRequestsCount={}",
-                s.regions, s.tables, s.read_requests, s.write_requests
+                "    basalt: requestsPerSecond={:.1}, numberOfOnlineRegions={}, numberOfTables={}, readRequestsCount={}, writeRequestsCount={}",
+                s.requests_per_second, s.regions, s.tables, s.read_requests, s.write_requests
             ))?;
             ctx.line("0 dead servers")?;
         }
@@ -719,18 +719,10 @@ fn list_regions(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
                 format::binary(&r.end_key),
                 (r.store_file_bytes / (1024 * 1024)).to_string(),
                 (r.read_requests + r.write_requests).to_string(),
-                r.store_files.to_string(),
             ]
         })
         .collect();
-    let headers = [
-        "REGION_NAME",
-        "START_KEY",
-        "END_KEY",
-        "SIZE",
-        "REQ",
-        "FILES",
-    ];
+    let headers = ["REGION_NAME", "START_KEY", "END_KEY", "SIZE", "REQ"];
     for l in format::grid(&headers, &rows) {
         ctx.line(l)?;
     }

@@ -306,7 +306,7 @@ pub struct RowReply {
 }
 
 /// Server-wide counts for `status`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StatusReply {
     /// Tables.
     pub tables: usize,
@@ -316,10 +316,13 @@ pub struct StatusReply {
     pub read_requests: u64,
     /// Row mutations applied, across regions.
     pub write_requests: u64,
+    /// Reads and writes per second over the last minute, across regions.
+    #[serde(default)]
+    pub requests_per_second: f64,
 }
 
 /// A successful answer.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "reply", rename_all = "snake_case")]
 pub enum Reply {
     /// The operation was carried out.
@@ -454,6 +457,7 @@ pub fn handle(db: &Database, op: Op) -> Result<Reply, AdminError> {
                 regions: 0,
                 read_requests: 0,
                 write_requests: 0,
+                requests_per_second: 0.0,
             };
             for name in db.list_tables() {
                 // A table dropped between the listing and here is not counted.
@@ -465,6 +469,8 @@ pub fn handle(db: &Database, op: Op) -> Result<Reply, AdminError> {
                 for r in &regions {
                     status.read_requests += r.load.read_requests;
                     status.write_requests += r.load.write_requests;
+                    status.requests_per_second +=
+                        r.load.read_requests_per_sec + r.load.write_requests_per_sec;
                 }
             }
             Ok(Reply::Status(status))
