@@ -2,7 +2,7 @@
 //! directory no server holds.
 
 use std::cell::RefCell;
-use std::io::{IsTerminal, Read};
+use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -58,30 +58,26 @@ pub(crate) fn run(args: ShellArgs) -> ExitCode {
             Ok(s) => Some(s),
             Err(e) => return fail(&format!("cannot read {}: {e}", path.display())),
         }
-    } else if !std::io::stdin().is_terminal() {
-        let mut input = String::new();
-        if let Err(e) = std::io::stdin().read_to_string(&mut input) {
-            return fail(&format!("cannot read standard input: {e}"));
-        }
-        Some(input)
     } else {
         None
     };
-    match script {
-        Some(script) => {
-            if shell.run_script(&script, args.keep_going) {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
+    let ok = match script {
+        Some(script) => shell.run_script(&script, args.keep_going),
+        None if !std::io::stdin().is_terminal() => {
+            shell.run_lines(std::io::stdin().lock().lines(), args.keep_going)
         }
         None => {
             let banner = format!("Basalt shell {} on {location}", env!("CARGO_PKG_VERSION"));
             match interactive::run(&mut shell, &banner) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(&format!("terminal error: {e}")),
+                Ok(()) => true,
+                Err(e) => return fail(&format!("terminal error: {e}")),
             }
         }
+    };
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

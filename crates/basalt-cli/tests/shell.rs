@@ -224,6 +224,55 @@ fn data_directory_held_by_a_server_is_refused() {
     );
 }
 
+/// Standard input is served a line at a time, and a shell whose server
+/// restarted reports the broken connection once and then reconnects.
+#[test]
+fn stdin_lines_run_as_they_come_and_the_shell_reconnects() {
+    use std::io::{BufRead, BufReader};
+
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = serve(&data);
+    let port = server.port;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .args(["shell", "--keep-going", "--port", &port.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut read_until = |needle: &str| {
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "output ended before {needle:?}: {seen}"
+            );
+            seen.push_str(&line);
+            if line.contains(needle) {
+                return seen;
+            }
+        }
+    };
+    writeln!(stdin, "create 't', 'f'").unwrap();
+    read_until("=> Hbase::Table - t");
+
+    drop(server);
+    let server = common::serve_on(&data, port);
+    writeln!(stdin, "list").unwrap();
+    let seen = read_until("ERROR: ");
+    assert!(seen.contains("lost the connection to the server"), "{seen}");
+    writeln!(stdin, "list").unwrap();
+    read_until("=> [\"t\"]");
+
+    drop(stdin);
+    assert!(!child.wait().unwrap().success(), "one command failed");
+    drop(server);
+}
+
 /// Reads longer than one admin page (1000 rows) and Thrift scanner pages
 /// print the same over Thrift as from the data directory.
 #[test]

@@ -34,6 +34,9 @@ pub enum ShellError {
     },
     /// The command's arguments are wrong (count, types, values).
     Usage(String),
+    /// The connection to the server broke; the backend reconnects for the
+    /// next command.
+    Disconnected(String),
     /// Anything else, with its message.
     Other(String),
 }
@@ -48,6 +51,10 @@ impl std::fmt::Display for ShellError {
             ShellError::UnknownFamily { family, .. } => {
                 write!(f, "Unknown column family {family}!")
             }
+            ShellError::Disconnected(m) => write!(
+                f,
+                "lost the connection to the server ({m}); the next command reconnects"
+            ),
             ShellError::Usage(m) | ShellError::Other(m) => f.write_str(m),
         }
     }
@@ -139,9 +146,7 @@ impl From<ClientError> for ShellError {
                 m.trim_start_matches("table name already in use: ")
                     .to_string(),
             ),
-            ClientError::Transport(e) => {
-                ShellError::Other(format!("lost the connection to the server: {e}"))
-            }
+            ClientError::Transport(e) => ShellError::Disconnected(e.to_string()),
             other => ShellError::Other(other.to_string()),
         }
     }
@@ -220,6 +225,11 @@ pub trait Backend {
     ) -> ShellResult<()>;
     /// Where the backend is, for the banner and `status`.
     fn describe_location(&self) -> String;
+    /// Called after a command failed with `error`, so the backend can
+    /// recover (a remote one reconnects after a broken connection).
+    fn after_error(&mut self, error: &ShellError) {
+        let _ = error;
+    }
 }
 
 /// `family:qualifier` split at the first colon (a family has none).
@@ -674,6 +684,20 @@ impl Backend for RemoteBackend {
 
     fn describe_location(&self) -> String {
         format!("server {}", self.address)
+    }
+
+    fn after_error(&mut self, error: &ShellError) {
+        if matches!(error, ShellError::Disconnected(_)) {
+            // A server that is back gets a fresh connection; one that is
+            // still down fails the next command the same way.
+            if let Ok(client) = Client::connect(
+                self.address.as_str(),
+                false,
+                Protocol::Binary { strict: true },
+            ) {
+                self.client = client;
+            }
+        }
     }
 }
 

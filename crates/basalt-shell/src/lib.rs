@@ -144,6 +144,7 @@ impl Shell {
                 LineOutcome::Ok
             }
             Err(e) => {
+                self.backend.borrow_mut().after_error(&e);
                 let message = self.error_message(&e, command);
                 self.print(&format!("ERROR: {message}"));
                 self.print("");
@@ -186,12 +187,30 @@ impl Shell {
     /// Runs a whole script, line by line. Without `keep_going` it stops at
     /// the first failing line. Returns true when every line succeeded.
     pub fn run_script(&mut self, script: &str, keep_going: bool) -> bool {
+        self.run_lines(script.lines().map(|l| Ok(l.to_string())), keep_going)
+    }
+
+    /// Runs lines as they come (standard input is read a line at a time,
+    /// so a pipe that stays open is served as it goes). A line that cannot
+    /// be read ends the run as a failure.
+    pub fn run_lines(
+        &mut self,
+        lines: impl Iterator<Item = std::io::Result<String>>,
+        keep_going: bool,
+    ) -> bool {
         let mut ok = true;
-        for line in script.lines() {
+        for line in lines {
+            let line = match line {
+                Ok(l) => l,
+                Err(e) => {
+                    self.print(&format!("ERROR: cannot read input: {e}"));
+                    return false;
+                }
+            };
             if self.echo {
                 self.print(&format!("> {line}"));
             }
-            match self.run_line(line) {
+            match self.run_line(&line) {
                 LineOutcome::Ok => {}
                 LineOutcome::Exit => break,
                 LineOutcome::Failed => {

@@ -23,10 +23,15 @@ impl Drop for Server {
 }
 
 /// Starts `basalt serve` on a free port over `dir`.
-#[allow(clippy::zombie_processes)]
 pub fn serve(dir: &Path) -> Server {
+    serve_on(dir, 0)
+}
+
+/// Starts `basalt serve` on `port` (0: a free one) over `dir`.
+#[allow(clippy::zombie_processes)]
+pub fn serve_on(dir: &Path, port: u16) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
-        .args(["serve", "--thrift-port", "0", "--data-dir"])
+        .args(["serve", "--thrift-port", &port.to_string(), "--data-dir"])
         .arg(dir)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
