@@ -1,5 +1,5 @@
 //! `basalt`: the command-line entry point. `basalt serve` runs the HBase
-//! Thrift1 gateway on an embedded database; `shell` and `bench` come later.
+//! Thrift1 gateway on an embedded database; `basalt shell` is HBase's shell.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +9,8 @@ use serde::Deserialize;
 
 use basalt::{Database, Options};
 use basalt_thrift::{Server, ServerConfig};
+
+mod shell;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -25,6 +27,8 @@ struct Cli {
 enum Command {
     /// Serve the HBase Thrift1 API (happybase and other Thrift clients).
     Serve(ServeArgs),
+    /// The HBase shell: HBase's commands against a server or a data directory.
+    Shell(shell::ShellArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -73,10 +77,16 @@ struct Config {
 }
 
 fn main() -> ExitCode {
-    init_logging();
     let cli = Cli::parse();
+    // The shell's output is its own; the engine only speaks up for trouble.
+    init_logging(if matches!(cli.command, Command::Shell(_)) {
+        "warn"
+    } else {
+        "info"
+    });
     let result = match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Shell(args) => return shell::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -88,9 +98,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging() {
+fn init_logging(default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

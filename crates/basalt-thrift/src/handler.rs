@@ -173,6 +173,13 @@ impl Service {
             // TThriftServerType.ONE
             "getThriftServerType" => (Nothing, Ok(Some(Value::I32(1)))),
             "getClusterId" => (Nothing, Ok(Some("basalt".to_string().to_value()))),
+            // Basalt's own admin extension (see admin.rs).
+            crate::admin::METHOD => (
+                Io,
+                crate::admin::serve(&self.db, b)
+                    .map(Some)
+                    .map_err(CallError::Protocol),
+            ),
             _ => return None,
         })
     }

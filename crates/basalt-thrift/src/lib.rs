@@ -8,11 +8,15 @@
 //! - [`server`]: the async server (tokio), one port for buffered and framed
 //!   transports and both protocols;
 //! - [`client`]: a blocking client for every method, in every transport and
-//!   protocol.
+//!   protocol;
+//! - [`admin`]: Basalt's own admin extension on the same port
+//!   (`basaltAdmin`, versioned JSON) for what Thrift1 cannot say; see
+//!   `docs/admin-protocol.md`.
 //!
 //! The service itself (each method on the embedded database) is private to
 //! the server.
 
+pub mod admin;
 pub mod client;
 mod handler;
 pub mod protocol;

@@ -1,0 +1,1106 @@
+//! The commands: one table of name, group, usage and handler, and the
+//! handlers, which read HBase's argument forms and print HBase's output.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use bytes::Bytes;
+
+use basalt_thrift::admin::{Change, FamilySpec, Op, ReadSpec, Reply, RowReply};
+
+use crate::backend::{Backend, ShellError, ShellResult};
+use crate::format;
+use crate::parse::Arg;
+
+/// What a handler gets: the backend and where to print.
+pub(crate) struct Ctx<'a> {
+    pub backend: &'a mut dyn Backend,
+    pub out: &'a mut dyn Write,
+}
+
+impl Ctx<'_> {
+    pub fn line(&mut self, text: impl AsRef<str>) -> ShellResult<()> {
+        writeln!(self.out, "{}", text.as_ref())
+            .map_err(|e| ShellError::Other(format!("cannot write output: {e}")))
+    }
+}
+
+/// What a command leaves after the `Took` line: HBase's `=> value`.
+pub(crate) type Returned = Option<String>;
+
+type Handler = fn(&mut Ctx<'_>, &[Arg]) -> ShellResult<Returned>;
+
+/// One command of the shell.
+pub(crate) struct Spec {
+    pub name: &'static str,
+    pub group: &'static str,
+    pub usage: &'static str,
+    /// `None` for `exit`, which the shell itself carries out.
+    pub run: Option<Handler>,
+}
+
+/// The command groups in the order `help` lists them.
+pub(crate) const GROUPS: &[&str] = &["general", "ddl", "dml", "tools"];
+
+/// Every command.
+pub(crate) static COMMANDS: &[Spec] = &[
+    Spec { name: "status", group: "general", run: Some(status), usage: "status ['summary' | 'simple']
+  How many tables and regions this server serves, and its request counts.
+    status
+    status 'simple'" },
+    Spec { name: "version", group: "general", run: Some(version), usage: "version
+  The Basalt version behind this shell." },
+    Spec { name: "whoami", group: "general", run: Some(whoami), usage: "whoami
+  The current user and groups." },
+    Spec { name: "help", group: "general", run: Some(help_command), usage: "help ['COMMAND' | 'GROUP']
+  Lists the commands, or shows help for one command or group.
+    help
+    help 'get'
+    help 'ddl'" },
+    Spec { name: "exit", group: "general", run: None, usage: "exit
+  Leaves the shell (also: quit, Ctrl-D)." },
+    Spec { name: "create", group: "ddl", run: Some(create), usage: "create 'TABLE', 'FAMILY' | {NAME => 'FAMILY', OPTION => value, ...}, ... [, {SPLITS => ['k1', ...]} | {NUMREGIONS => n, SPLITALGO => 'HexStringSplit'}]
+  Creates a table. Family options: VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS,
+  BLOOMFILTER, COMPRESSION, BLOCKSIZE, BLOCKCACHE, IN_MEMORY, DATA_BLOCK_ENCODING.
+  SPLITALGO is HexStringSplit, DecimalStringSplit or UniformSplit.
+    create 't1', 'f1', 'f2'
+    create 'mytable', {NAME => 'colfam1', BLOOMFILTER => 'ROWCOL'}
+    create 't1', {NAME => 'f1', VERSIONS => 5, TTL => 86400}
+    create 't1', 'f1', SPLITS => ['10', '20', '30']
+    create 't1', 'f1', {NUMREGIONS => 4, SPLITALGO => 'HexStringSplit'}" },
+    Spec { name: "alter", group: "ddl", run: Some(alter), usage: "alter 'TABLE', 'FAMILY' | {NAME => 'FAMILY', OPTION => value, ...} | {NAME => 'FAMILY', METHOD => 'delete'} | 'delete' => 'FAMILY', ...
+  Adds a family, changes the given options of an existing one, or deletes one.
+    alter 't1', NAME => 'f1', VERSIONS => 5
+    alter 't1', 'f3'
+    alter 't1', NAME => 'f2', METHOD => 'delete'
+    alter 't1', 'delete' => 'f2'" },
+    Spec { name: "describe", group: "ddl", run: Some(describe), usage: "describe 'TABLE'   (also: desc)
+  The table's state and its families with every option.
+    describe 't1'" },
+    Spec { name: "desc", group: "ddl", run: Some(describe), usage: "desc 'TABLE'
+  Same as describe.
+    desc 't1'" },
+    Spec { name: "disable", group: "ddl", run: Some(disable), usage: "disable 'TABLE'
+  Stops the table from serving reads and writes (needed before drop).
+    disable 't1'" },
+    Spec { name: "enable", group: "ddl", run: Some(enable), usage: "enable 'TABLE'
+  Lets a disabled table serve again.
+    enable 't1'" },
+    Spec { name: "is_enabled", group: "ddl", run: Some(is_enabled), usage: "is_enabled 'TABLE'
+  true when the table is enabled.
+    is_enabled 't1'" },
+    Spec { name: "is_disabled", group: "ddl", run: Some(is_disabled), usage: "is_disabled 'TABLE'
+  true when the table is disabled.
+    is_disabled 't1'" },
+    Spec { name: "drop", group: "ddl", run: Some(drop), usage: "drop 'TABLE'
+  Deletes a disabled table and its data.
+    drop 't1'" },
+    Spec { name: "exists", group: "ddl", run: Some(exists), usage: "exists 'TABLE'
+  Whether the table exists.
+    exists 't1'" },
+    Spec { name: "list", group: "ddl", run: Some(list), usage: "list ['REGEX']
+  The tables, all or those whose whole name matches the regular expression.
+    list
+    list 'abc.*'" },
+    Spec { name: "list_regions", group: "ddl", run: Some(list_regions), usage: "list_regions 'TABLE'
+  The table's regions with their key ranges, store file size (MB) and requests.
+    list_regions 't1'" },
+    Spec { name: "get_splits", group: "ddl", run: Some(get_splits), usage: "get_splits 'TABLE'
+  The table's split keys (the start keys of its regions but the first).
+    get_splits 't1'" },
+    Spec { name: "put", group: "dml", run: Some(put), usage: "put 'TABLE', 'ROW', 'FAMILY:QUALIFIER', 'VALUE' [, TIMESTAMP]
+  Writes one cell, at TIMESTAMP or now.
+    put 't1', 'r1', 'c1:a', 'value'
+    put 't1', \"r\\x00\\x01\", 'c1:a', 'value', 1700000000000" },
+    Spec { name: "get", group: "dml", run: Some(get), usage: "get 'TABLE', 'ROW' [, 'COLUMN', ...] [, {COLUMN(S) => 'c' | ['c', ...], TIMESTAMP => ts, TIMERANGE => [min, max], VERSIONS => n, FILTER => \"...\"}]
+  Reads one row: every column's newest version unless told otherwise.
+    get 't1', 'r1'
+    get 't1', 'r1', 'c1:a', 'c2'
+    get 't1', 'r1', {COLUMN => 'c1', VERSIONS => 3}
+    get 't1', 'r1', {TIMERANGE => [1000, 2000]}
+    get 't1', 'r1', {FILTER => \"ValueFilter(=, 'binary:v')\"}" },
+    Spec { name: "scan", group: "dml", run: Some(scan), usage: "scan 'TABLE' [, {COLUMNS => ['c', ...], STARTROW => 'r', STOPROW => 'r', ROWPREFIXFILTER => 'p', LIMIT => n, FILTER => \"...\", TIMERANGE => [min, max], TIMESTAMP => ts, VERSIONS => n, REVERSED => true, RAW => true, CACHE => n}]
+  Reads rows in key order (or reversed).
+    scan 't1'
+    scan 'table1', {STARTROW => 'host1', STOPROW => 'host2'}
+    scan 't1', {COLUMNS => ['c1:a', 'c2'], LIMIT => 10}
+    scan 't1', {ROWPREFIXFILTER => 'user', REVERSED => true}
+    scan 't1', {RAW => true, VERSIONS => 10}" },
+    Spec { name: "count", group: "dml", run: Some(count), usage: "count 'TABLE' [, {INTERVAL => n, CACHE => n, FILTER => \"...\"}]
+  Counts the rows, printing the count every INTERVAL rows (default 1000).
+    count 't1'
+    count 't1', INTERVAL => 100000, CACHE => 1000" },
+    Spec { name: "delete", group: "dml", run: Some(delete), usage: "delete 'TABLE', 'ROW', 'COLUMN' [, TIMESTAMP]
+  Deletes every version of a cell (up to TIMESTAMP when given).
+    delete 't1', 'r1', 'c1:a'
+    delete 't1', 'r1', 'c1:a', 1700000000000" },
+    Spec { name: "deleteall", group: "dml", run: Some(deleteall), usage: "deleteall 'TABLE', 'ROW' [, 'COLUMN' [, TIMESTAMP]]
+  Deletes a whole row, or every version of a column or family.
+    deleteall 't1', 'r1'
+    deleteall 't1', 'r1', 'c1'
+    deleteall 't1', 'r1', 'c1:a', 1700000000000" },
+    Spec { name: "incr", group: "dml", run: Some(incr), usage: "incr 'TABLE', 'ROW', 'COLUMN' [, INCREMENT]
+  Adds INCREMENT (default 1) to a counter (an 8-byte big-endian long).
+    incr 't1', 'r1', 'c1:hits'
+    incr 't1', 'r1', 'c1:hits', 10" },
+    Spec { name: "get_counter", group: "dml", run: Some(get_counter), usage: "get_counter 'TABLE', 'ROW', 'COLUMN'
+  Reads a counter.
+    get_counter 't1', 'r1', 'c1:hits'" },
+    Spec { name: "append", group: "dml", run: Some(append), usage: "append 'TABLE', 'ROW', 'COLUMN', 'VALUE'
+  Appends VALUE to the cell's current value.
+    append 't1', 'r1', 'c1:log', 'more'" },
+    Spec { name: "truncate", group: "dml", run: Some(truncate), usage: "truncate 'TABLE'
+  Empties the table, keeping its families and region boundaries.
+    truncate 't1'" },
+    Spec { name: "flush", group: "tools", run: Some(flush), usage: "flush 'TABLE'
+  Writes the table's memstores to store files.
+    flush 't1'" },
+    Spec { name: "compact", group: "tools", run: Some(compact), usage: "compact 'TABLE'
+  Minor compaction: merges the store files the policy picks.
+    compact 't1'" },
+    Spec { name: "major_compact", group: "tools", run: Some(major_compact), usage: "major_compact 'TABLE'
+  Rewrites every store into one file, dropping deleted and expired cells.
+    major_compact 't1'" },
+    Spec { name: "split", group: "tools", run: Some(split), usage: "split 'TABLE' | 'REGION' [, 'SPLIT_KEY']
+  Splits the table's regions (or one region, by full or encoded name), at
+  SPLIT_KEY or near the middle of the data.
+    split 't1'
+    split 't1', 'm'
+    split 'ENCODED_REGION_NAME'" },
+    Spec { name: "merge_region", group: "tools", run: Some(merge_region), usage: "merge_region 'REGION_A', 'REGION_B'
+  Merges two adjacent regions (full or encoded names).
+    merge_region 'ENCODED_A', 'ENCODED_B'" },
+];
+
+/// The command called `name`.
+pub(crate) fn find(name: &str) -> Option<&'static Spec> {
+    COMMANDS.iter().find(|c| c.name == name)
+}
+
+// ---- argument helpers ----
+
+fn usage(message: impl Into<String>) -> ShellError {
+    ShellError::Usage(message.into())
+}
+
+fn arity(args: &[Arg], min: usize, max: usize) -> ShellResult<()> {
+    if args.len() < min || args.len() > max {
+        let expected = if min == max {
+            format!("{min}")
+        } else if max == usize::MAX {
+            format!("at least {min}")
+        } else {
+            format!("{min} to {max}")
+        };
+        return Err(usage(format!(
+            "wrong number of arguments ({} for {expected})",
+            args.len()
+        )));
+    }
+    Ok(())
+}
+
+fn bytes_of(arg: &Arg, what: &str) -> ShellResult<Bytes> {
+    match arg {
+        Arg::Str(b) => Ok(b.clone()),
+        other => Err(usage(format!(
+            "{what} must be a string, not {} ({other})",
+            other.type_name()
+        ))),
+    }
+}
+
+/// A value that HBase's shell turns into bytes: strings, and numbers as
+/// their decimal text.
+fn value_of(arg: &Arg, what: &str) -> ShellResult<Bytes> {
+    match arg {
+        Arg::Int(i) => Ok(Bytes::from(i.to_string())),
+        other => bytes_of(other, what),
+    }
+}
+
+fn text_of(arg: &Arg, what: &str) -> ShellResult<String> {
+    let b = bytes_of(arg, what)?;
+    String::from_utf8(b.to_vec()).map_err(|_| usage(format!("{what} must be valid UTF-8")))
+}
+
+fn table_of(args: &[Arg]) -> ShellResult<String> {
+    match args.first() {
+        Some(a) => text_of(a, "the table name"),
+        None => Err(usage("the table name is missing")),
+    }
+}
+
+fn int_of(arg: &Arg, what: &str) -> ShellResult<i64> {
+    match arg {
+        Arg::Int(i) => Ok(*i),
+        other => Err(usage(format!(
+            "{what} must be an integer, not {} ({other})",
+            other.type_name()
+        ))),
+    }
+}
+
+fn count_of(arg: &Arg, what: &str) -> ShellResult<usize> {
+    let n = int_of(arg, what)?;
+    usize::try_from(n)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| usage(format!("{what} must be a positive integer, not {n}")))
+}
+
+fn bool_of(arg: &Arg, what: &str) -> ShellResult<bool> {
+    match arg {
+        Arg::Bool(b) => Ok(*b),
+        Arg::Str(s) if s.eq_ignore_ascii_case(b"true") => Ok(true),
+        Arg::Str(s) if s.eq_ignore_ascii_case(b"false") => Ok(false),
+        other => Err(usage(format!(
+            "{what} must be true or false, not {} ({other})",
+            other.type_name()
+        ))),
+    }
+}
+
+/// A hash with its keys upper-cased (constants and strings alike).
+fn hash_of(arg: &Arg) -> ShellResult<Vec<(String, Arg)>> {
+    let Arg::Hash(pairs) = arg else {
+        return Err(usage(format!(
+            "expected a hash ({{KEY => value}}), not {} ({arg})",
+            arg.type_name()
+        )));
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            let key = match k {
+                Arg::Const(c) => c.clone(),
+                Arg::Str(s) => String::from_utf8_lossy(s).into_owned(),
+                other => {
+                    return Err(usage(format!(
+                        "hash keys must be names, not {} ({other})",
+                        other.type_name()
+                    )))
+                }
+            };
+            Ok((key.to_ascii_uppercase(), v.clone()))
+        })
+        .collect()
+}
+
+fn unknown_key(key: &str, allowed: &[&str]) -> ShellError {
+    usage(format!(
+        "unknown option {key}; expected one of {}",
+        allowed.join(", ")
+    ))
+}
+
+fn columns_of(arg: &Arg) -> ShellResult<Vec<Bytes>> {
+    match arg {
+        Arg::Array(items) => items.iter().map(|c| bytes_of(c, "a column")).collect(),
+        other => Ok(vec![bytes_of(other, "a column")?]),
+    }
+}
+
+fn time_range_of(arg: &Arg) -> ShellResult<(i64, i64)> {
+    match arg {
+        Arg::Array(items) if items.len() == 2 => Ok((
+            int_of(&items[0], "TIMERANGE's start")?,
+            int_of(&items[1], "TIMERANGE's end")?,
+        )),
+        other => Err(usage(format!(
+            "TIMERANGE must be [start, end], not {other}"
+        ))),
+    }
+}
+
+fn exact_timestamp(arg: &Arg) -> ShellResult<(i64, i64)> {
+    let ts = int_of(arg, "TIMESTAMP")?;
+    Ok((ts, ts.saturating_add(1)))
+}
+
+fn option_text(arg: &Arg, key: &str) -> ShellResult<String> {
+    match arg {
+        Arg::Str(_) => text_of(arg, key),
+        Arg::Int(i) => Ok(i.to_string()),
+        Arg::Bool(b) => Ok(b.to_string()),
+        Arg::Const(c) => Ok(c.clone()),
+        other => Err(usage(format!(
+            "{key} must be a string, number or boolean, not {} ({other})",
+            other.type_name()
+        ))),
+    }
+}
+
+const FAMILY_OPTIONS: &[&str] = &[
+    "VERSIONS",
+    "MIN_VERSIONS",
+    "TTL",
+    "KEEP_DELETED_CELLS",
+    "BLOOMFILTER",
+    "COMPRESSION",
+    "BLOCKSIZE",
+    "BLOCKCACHE",
+    "IN_MEMORY",
+    "DATA_BLOCK_ENCODING",
+];
+
+fn family_of(pairs: &[(String, Arg)]) -> ShellResult<FamilySpec> {
+    let mut spec = FamilySpec::default();
+    for (k, v) in pairs {
+        match k.as_str() {
+            "NAME" => spec.name = text_of(v, "NAME")?,
+            k if FAMILY_OPTIONS.contains(&k) => {
+                spec.options.insert(k.to_string(), option_text(v, k)?);
+            }
+            other => {
+                let mut allowed = vec!["NAME"];
+                allowed.extend_from_slice(FAMILY_OPTIONS);
+                return Err(unknown_key(other, &allowed));
+            }
+        }
+    }
+    if spec.name.is_empty() {
+        return Err(usage("a family hash needs NAME => 'family'"));
+    }
+    Ok(spec)
+}
+
+fn took_placeholder() -> Returned {
+    None
+}
+
+// ---- general ----
+
+fn status(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 1)?;
+    let kind = match args.first() {
+        Some(a) => text_of(a, "the status format")?,
+        None => "summary".into(),
+    };
+    let Reply::Status(s) = ctx.backend.admin(Op::Status)? else {
+        return Err(ShellError::Other("unexpected reply to status".into()));
+    };
+    match kind.as_str() {
+        "summary" => ctx.line(format!(
+            "1 active master, 0 backup masters, 1 servers, 0 dead, {:.4} average load",
+            s.regions as f64
+        ))?,
+        "simple" | "detailed" => {
+            ctx.line("active master: basalt")?;
+            ctx.line("1 live servers")?;
+            ctx.line(format!(
+                "    basalt: requestsPerSecond={:.1}, numberOfOnlineRegions={}, numberOfTables={}, readRequestsCount={}, writeRequestsCount={}",
+                s.requests_per_second, s.regions, s.tables, s.read_requests, s.write_requests
+            ))?;
+            ctx.line("0 dead servers")?;
+        }
+        other => {
+            return Err(usage(format!(
+                "unknown status format '{other}'; expected 'summary' or 'simple'"
+            )))
+        }
+    }
+    Ok(took_placeholder())
+}
+
+fn version(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 0)?;
+    ctx.line(format!(
+        "Basalt {}, HBase shell compatible",
+        env!("CARGO_PKG_VERSION")
+    ))?;
+    Ok(None)
+}
+
+fn whoami(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 0)?;
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    ctx.line(format!("{user} (auth:SIMPLE)"))?;
+    ctx.line(format!("    groups: {user}"))?;
+    Ok(None)
+}
+
+/// The text of `help` without arguments.
+pub(crate) fn help_text() -> Vec<String> {
+    let mut out = vec![
+        format!(
+            "Basalt shell, version {}. Type 'help \"COMMAND\"' (e.g. 'help \"get\"') for help on a command,",
+            env!("CARGO_PKG_VERSION")
+        ),
+        "or 'help \"GROUP\"' (e.g. 'help \"ddl\"') for a group of commands.".to_string(),
+        String::new(),
+    ];
+    for group in GROUPS {
+        let names: Vec<&str> = COMMANDS
+            .iter()
+            .filter(|c| c.group == *group)
+            .map(|c| c.name)
+            .collect();
+        out.push(format!("  Group name: {group}"));
+        out.push(format!("  Commands: {}", names.join(", ")));
+        out.push(String::new());
+    }
+    out.push(
+        "Arguments are Ruby literals: 'strings' or \"strings\" (with \\xNN escapes), numbers,"
+            .into(),
+    );
+    out.push("true/false, [arrays] and {KEY => value} hashes; separate commands with ';'.".into());
+    out
+}
+
+fn help_command(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 1)?;
+    let Some(arg) = args.first() else {
+        for l in help_text() {
+            ctx.line(l)?;
+        }
+        return Ok(None);
+    };
+    let topic = text_of(arg, "the help topic")?;
+    if let Some(spec) = find(&topic) {
+        ctx.line(spec.usage)?;
+    } else if GROUPS.contains(&topic.as_str()) {
+        for spec in COMMANDS.iter().filter(|c| c.group == topic) {
+            ctx.line(format!("Command: {}", spec.name))?;
+            ctx.line(spec.usage)?;
+            ctx.line("")?;
+        }
+    } else {
+        return Err(usage(format!("no command or group named '{topic}'")));
+    }
+    Ok(None)
+}
+
+// ---- ddl ----
+
+fn create(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 2, usize::MAX)?;
+    let table = table_of(args)?;
+    let mut families = Vec::new();
+    let mut splits = Vec::new();
+    let mut num_regions = None;
+    let mut split_algo = None;
+    for arg in &args[1..] {
+        match arg {
+            Arg::Str(_) => families.push(FamilySpec {
+                name: text_of(arg, "a family name")?,
+                options: BTreeMap::new(),
+            }),
+            Arg::Hash(_) => {
+                let pairs = hash_of(arg)?;
+                if pairs.iter().any(|(k, _)| k == "NAME") {
+                    families.push(family_of(&pairs)?);
+                    continue;
+                }
+                for (k, v) in &pairs {
+                    match k.as_str() {
+                        "SPLITS" => match v {
+                            Arg::Array(items) => {
+                                for i in items {
+                                    splits.push(value_of(i, "a split key")?);
+                                }
+                            }
+                            other => {
+                                return Err(usage(format!(
+                                    "SPLITS must be an array of keys, not {other}"
+                                )))
+                            }
+                        },
+                        "NUMREGIONS" => num_regions = Some(count_of(v, "NUMREGIONS")?),
+                        "SPLITALGO" => split_algo = Some(text_of(v, "SPLITALGO")?),
+                        other => {
+                            return Err(unknown_key(
+                                other,
+                                &["NAME", "SPLITS", "NUMREGIONS", "SPLITALGO"],
+                            ))
+                        }
+                    }
+                }
+            }
+            other => {
+                return Err(usage(format!(
+                    "a family must be a name or a hash, not {} ({other})",
+                    other.type_name()
+                )))
+            }
+        }
+    }
+    if families.is_empty() {
+        return Err(usage("a table needs at least one column family"));
+    }
+    ctx.backend.admin(Op::Create {
+        table: table.clone(),
+        families,
+        splits,
+        num_regions,
+        split_algo,
+    })?;
+    ctx.line(format!("Created table {table}"))?;
+    Ok(Some(format!("Hbase::Table - {table}")))
+}
+
+fn alter(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 2, usize::MAX)?;
+    let table = table_of(args)?;
+    let mut changes = Vec::new();
+    for arg in &args[1..] {
+        match arg {
+            Arg::Str(_) => changes.push(Change::Set {
+                family: FamilySpec {
+                    name: text_of(arg, "a family name")?,
+                    options: BTreeMap::new(),
+                },
+            }),
+            Arg::Hash(_) => {
+                let pairs = hash_of(arg)?;
+                if let Some((_, v)) = pairs.iter().find(|(k, _)| k == "DELETE") {
+                    if pairs.len() != 1 {
+                        return Err(usage("'delete' => 'family' stands alone in its hash"));
+                    }
+                    changes.push(Change::Delete {
+                        name: text_of(v, "the family to delete")?,
+                    });
+                    continue;
+                }
+                let method = pairs
+                    .iter()
+                    .find(|(k, _)| k == "METHOD")
+                    .map(|(_, v)| text_of(v, "METHOD"))
+                    .transpose()?;
+                let rest: Vec<(String, Arg)> =
+                    pairs.into_iter().filter(|(k, _)| k != "METHOD").collect();
+                match method.as_deref() {
+                    Some("delete") => {
+                        let Some((_, name)) = rest.iter().find(|(k, _)| k == "NAME") else {
+                            return Err(usage("METHOD => 'delete' needs NAME => 'family'"));
+                        };
+                        changes.push(Change::Delete {
+                            name: text_of(name, "NAME")?,
+                        });
+                    }
+                    None => changes.push(Change::Set {
+                        family: family_of(&rest)?,
+                    }),
+                    Some(other) => {
+                        return Err(usage(format!(
+                            "unknown METHOD '{other}'; only 'delete' is understood"
+                        )))
+                    }
+                }
+            }
+            other => {
+                return Err(usage(format!(
+                    "a change must be a family name or a hash, not {} ({other})",
+                    other.type_name()
+                )))
+            }
+        }
+    }
+    ctx.backend.admin(Op::Alter {
+        table: table.clone(),
+        changes,
+    })?;
+    let regions = match ctx.backend.admin(Op::ListRegions { table })? {
+        Reply::Regions { regions } => regions.len(),
+        _ => 0,
+    };
+    ctx.line("Updating all regions with the new schema...")?;
+    ctx.line(format!("{regions}/{regions} regions updated."))?;
+    ctx.line("Done.")?;
+    Ok(None)
+}
+
+fn describe(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let table = table_of(args)?;
+    let Reply::Table(t) = ctx.backend.admin(Op::Describe { table })? else {
+        return Err(ShellError::Other("unexpected reply to describe".into()));
+    };
+    ctx.line(format!(
+        "Table {} is {}",
+        t.name,
+        if t.enabled { "ENABLED" } else { "DISABLED" }
+    ))?;
+    ctx.line(&t.name)?;
+    ctx.line("COLUMN FAMILIES DESCRIPTION")?;
+    for f in &t.families {
+        ctx.line(format::family(f))?;
+        ctx.line("")?;
+    }
+    ctx.line(format::rows(t.families.len() as u64))?;
+    Ok(None)
+}
+
+fn disable(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    ctx.backend.set_enabled(&table_of(args)?, false)?;
+    Ok(None)
+}
+
+fn enable(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    ctx.backend.set_enabled(&table_of(args)?, true)?;
+    Ok(None)
+}
+
+fn is_enabled(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let enabled = ctx.backend.is_enabled(&table_of(args)?)?;
+    ctx.line(enabled.to_string())?;
+    Ok(Some(enabled.to_string()))
+}
+
+fn is_disabled(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let disabled = !ctx.backend.is_enabled(&table_of(args)?)?;
+    ctx.line(disabled.to_string())?;
+    Ok(Some(disabled.to_string()))
+}
+
+fn drop(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    ctx.backend.drop_table(&table_of(args)?)?;
+    Ok(None)
+}
+
+fn exists(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let table = table_of(args)?;
+    let exists = ctx.backend.exists(&table)?;
+    ctx.line(format!(
+        "Table {table} {} exist",
+        if exists { "does" } else { "does not" }
+    ))?;
+    Ok(Some(exists.to_string()))
+}
+
+fn list(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 1)?;
+    let pattern = match args.first() {
+        Some(a) => {
+            let text = text_of(a, "the regular expression")?;
+            Some(regex::Regex::new(&format!("^(?:{text})$")).map_err(|e| {
+                // The regex crate's message spans lines; its last says what is wrong.
+                let message = e.to_string();
+                let reason = message.lines().last().unwrap_or_default().to_string();
+                usage(format!("bad regular expression '{text}': {reason}"))
+            })?)
+        }
+        None => None,
+    };
+    let names: Vec<String> = ctx
+        .backend
+        .list_tables()?
+        .into_iter()
+        .filter(|n| pattern.as_ref().is_none_or(|p| p.is_match(n)))
+        .collect();
+    ctx.line("TABLE")?;
+    for n in &names {
+        ctx.line(n)?;
+    }
+    ctx.line(format::rows(names.len() as u64))?;
+    Ok(Some(format::ruby_array(names.iter().map(|n| n.as_bytes()))))
+}
+
+fn list_regions(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let table = table_of(args)?;
+    let Reply::Regions { regions } = ctx.backend.admin(Op::ListRegions { table })? else {
+        return Err(ShellError::Other("unexpected reply to list_regions".into()));
+    };
+    let rows: Vec<Vec<String>> = regions
+        .iter()
+        .map(|r| {
+            vec![
+                format::binary(&r.name),
+                format::binary(&r.start_key),
+                format::binary(&r.end_key),
+                (r.store_file_bytes / (1024 * 1024)).to_string(),
+                (r.read_requests + r.write_requests).to_string(),
+            ]
+        })
+        .collect();
+    let headers = ["REGION_NAME", "START_KEY", "END_KEY", "SIZE", "REQ"];
+    for l in format::grid(&headers, &rows) {
+        ctx.line(l)?;
+    }
+    ctx.line(format!(" {} rows", regions.len()))?;
+    Ok(None)
+}
+
+fn get_splits(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let table = table_of(args)?;
+    let Reply::Splits { keys } = ctx.backend.admin(Op::GetSplits { table })? else {
+        return Err(ShellError::Other("unexpected reply to get_splits".into()));
+    };
+    ctx.line(format!("Total number of splits = {}", keys.len() + 1))?;
+    for k in &keys {
+        ctx.line(format::binary(k))?;
+    }
+    Ok(Some(format::ruby_array(keys.iter().map(|k| &k[..]))))
+}
+
+// ---- dml ----
+
+fn put(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 4, 5)?;
+    let table = table_of(args)?;
+    let row = bytes_of(&args[1], "the row")?;
+    let column = bytes_of(&args[2], "the column")?;
+    let value = value_of(&args[3], "the value")?;
+    let ts = args
+        .get(4)
+        .map(|a| int_of(a, "the timestamp"))
+        .transpose()?;
+    ctx.backend.put(&table, &row, &column, &value, ts)?;
+    Ok(None)
+}
+
+/// The successor of a row key in key order: the row itself is the only key
+/// in `[row, row + \x00)`.
+fn single_row(row: &[u8]) -> Bytes {
+    let mut stop = row.to_vec();
+    stop.push(0);
+    Bytes::from(stop)
+}
+
+fn get(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 2, usize::MAX)?;
+    let table = table_of(args)?;
+    let row = bytes_of(&args[1], "the row")?;
+    let mut spec = ReadSpec {
+        start_row: row.clone(),
+        stop_row: single_row(&row),
+        ..ReadSpec::default()
+    };
+    for arg in &args[2..] {
+        match arg {
+            Arg::Hash(_) => {
+                for (k, v) in hash_of(arg)? {
+                    match k.as_str() {
+                        "COLUMN" | "COLUMNS" => spec.columns.extend(columns_of(&v)?),
+                        "TIMESTAMP" => spec.time_range = Some(exact_timestamp(&v)?),
+                        "TIMERANGE" => spec.time_range = Some(time_range_of(&v)?),
+                        "VERSIONS" => {
+                            spec.versions =
+                                Some(u32::try_from(count_of(&v, "VERSIONS")?).unwrap_or(u32::MAX))
+                        }
+                        "FILTER" => spec.filter = Some(text_of(&v, "FILTER")?),
+                        other => {
+                            return Err(unknown_key(
+                                other,
+                                &[
+                                    "COLUMN",
+                                    "COLUMNS",
+                                    "TIMESTAMP",
+                                    "TIMERANGE",
+                                    "VERSIONS",
+                                    "FILTER",
+                                ],
+                            ))
+                        }
+                    }
+                }
+            }
+            other => spec.columns.extend(columns_of(other)?),
+        }
+    }
+    let mut cells = Vec::new();
+    ctx.backend.read(&table, &spec, 1, &mut |r: RowReply| {
+        cells.extend(r.cells);
+        true
+    })?;
+    ctx.line(format::header("COLUMN", "CELL"))?;
+    for c in &cells {
+        let name = format!(
+            "{}:{}",
+            format::binary(&c.family),
+            format::binary(&c.qualifier)
+        );
+        ctx.line(format::two_columns(&name, &format::get_cell(c)))?;
+    }
+    ctx.line(format::rows(cells.len() as u64))?;
+    Ok(None)
+}
+
+fn scan(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 2)?;
+    let table = table_of(args)?;
+    let mut spec = ReadSpec::default();
+    let mut cache = 100;
+    if let Some(arg) = args.get(1) {
+        for (k, v) in hash_of(arg)? {
+            match k.as_str() {
+                "COLUMNS" | "COLUMN" => spec.columns.extend(columns_of(&v)?),
+                "STARTROW" => spec.start_row = bytes_of(&v, "STARTROW")?,
+                "STOPROW" | "ENDROW" => spec.stop_row = bytes_of(&v, "STOPROW")?,
+                "ROWPREFIXFILTER" => spec.prefix = Some(bytes_of(&v, "ROWPREFIXFILTER")?),
+                "LIMIT" => spec.limit = Some(count_of(&v, "LIMIT")?),
+                "FILTER" => spec.filter = Some(text_of(&v, "FILTER")?),
+                "TIMERANGE" => spec.time_range = Some(time_range_of(&v)?),
+                "TIMESTAMP" => spec.time_range = Some(exact_timestamp(&v)?),
+                "VERSIONS" => {
+                    spec.versions =
+                        Some(u32::try_from(count_of(&v, "VERSIONS")?).unwrap_or(u32::MAX))
+                }
+                "REVERSED" => spec.reversed = bool_of(&v, "REVERSED")?,
+                "RAW" => spec.raw = bool_of(&v, "RAW")?,
+                "CACHE" => cache = count_of(&v, "CACHE")?,
+                "CACHE_BLOCKS" => {
+                    bool_of(&v, "CACHE_BLOCKS")?;
+                }
+                other => {
+                    return Err(unknown_key(
+                        other,
+                        &[
+                            "COLUMNS",
+                            "STARTROW",
+                            "STOPROW",
+                            "ROWPREFIXFILTER",
+                            "LIMIT",
+                            "FILTER",
+                            "TIMERANGE",
+                            "TIMESTAMP",
+                            "VERSIONS",
+                            "REVERSED",
+                            "RAW",
+                            "CACHE",
+                            "CACHE_BLOCKS",
+                        ],
+                    ))
+                }
+            }
+        }
+    }
+    // The header waits for the first row so that a failing scan prints
+    // only its error.
+    let header = format::header("ROW", "COLUMN+CELL");
+    let mut rows = 0u64;
+    let mut failed = None;
+    let out = &mut *ctx.out;
+    ctx.backend.read(&table, &spec, cache, &mut |r: RowReply| {
+        if rows == 0 {
+            if let Err(e) = writeln!(out, "{header}") {
+                failed = Some(e);
+                return false;
+            }
+        }
+        rows += 1;
+        let key = format::binary(&r.row);
+        for c in &r.cells {
+            if let Err(e) = writeln!(out, "{}", format::two_columns(&key, &format::scan_cell(c))) {
+                failed = Some(e);
+                return false;
+            }
+        }
+        true
+    })?;
+    if let Some(e) = failed {
+        return Err(ShellError::Other(format!("cannot write output: {e}")));
+    }
+    if rows == 0 {
+        ctx.line(header)?;
+    }
+    ctx.line(format::rows(rows))?;
+    Ok(None)
+}
+
+fn count(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 2)?;
+    let table = table_of(args)?;
+    let mut interval = 1000u64;
+    let mut cache = 10usize;
+    let mut spec = ReadSpec::default();
+    if let Some(arg) = args.get(1) {
+        for (k, v) in hash_of(arg)? {
+            match k.as_str() {
+                "INTERVAL" => interval = count_of(&v, "INTERVAL")? as u64,
+                "CACHE" => cache = count_of(&v, "CACHE")?,
+                "FILTER" => spec.filter = Some(text_of(&v, "FILTER")?),
+                other => return Err(unknown_key(other, &["INTERVAL", "CACHE", "FILTER"])),
+            }
+        }
+    }
+    if spec.filter.is_none() {
+        // Only the row keys matter: one cell per row is enough.
+        spec.filter = Some("FirstKeyOnlyFilter()".into());
+    }
+    let mut rows = 0u64;
+    let mut failed = None;
+    let out = &mut *ctx.out;
+    ctx.backend.read(&table, &spec, cache, &mut |r: RowReply| {
+        rows += 1;
+        if rows.is_multiple_of(interval) {
+            if let Err(e) = writeln!(
+                out,
+                "Current count: {rows}, row: {}",
+                format::binary(&r.row)
+            ) {
+                failed = Some(e);
+                return false;
+            }
+        }
+        true
+    })?;
+    if let Some(e) = failed {
+        return Err(ShellError::Other(format!("cannot write output: {e}")));
+    }
+    ctx.line(format::rows(rows))?;
+    Ok(Some(rows.to_string()))
+}
+
+fn delete(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 3, 4)?;
+    let table = table_of(args)?;
+    let row = bytes_of(&args[1], "the row")?;
+    let column = bytes_of(&args[2], "the column")?;
+    let ts = args
+        .get(3)
+        .map(|a| int_of(a, "the timestamp"))
+        .transpose()?;
+    ctx.backend.delete_column(&table, &row, &column, ts)?;
+    Ok(None)
+}
+
+fn deleteall(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 2, 4)?;
+    let table = table_of(args)?;
+    let row = bytes_of(&args[1], "the row")?;
+    let ts = args
+        .get(3)
+        .map(|a| int_of(a, "the timestamp"))
+        .transpose()?;
+    match args.get(2) {
+        None => ctx.backend.delete_row(&table, &row, ts)?,
+        Some(c) => {
+            let column = bytes_of(c, "the column")?;
+            ctx.backend.delete_column(&table, &row, &column, ts)?;
+        }
+    }
+    Ok(None)
+}
+
+fn incr(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 3, 4)?;
+    let table = table_of(args)?;
+    let row = bytes_of(&args[1], "the row")?;
+    let column = bytes_of(&args[2], "the column")?;
+    let delta = args
+        .get(3)
+        .map(|a| int_of(a, "the increment"))
+        .transpose()?;
+    let value = ctx
+        .backend
+        .increment(&table, &row, &column, delta.unwrap_or(1))?;
+    ctx.line(format!("COUNTER VALUE = {value}"))?;
+    Ok(None)
+}
+
+fn get_counter(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 3, 3)?;
+    let table = table_of(args)?;
+    let row = bytes_of(&args[1], "the row")?;
+    let column = bytes_of(&args[2], "the column")?;
+    let spec = ReadSpec {
+        start_row: row.clone(),
+        stop_row: single_row(&row),
+        columns: vec![column],
+        ..ReadSpec::default()
+    };
+    let mut value = None;
+    ctx.backend.read(&table, &spec, 1, &mut |r: RowReply| {
+        value = r.cells.into_iter().next().map(|c| c.value);
+        false
+    })?;
+    match value {
+        None => ctx.line("No counter found at specified coordinates")?,
+        Some(v) => {
+            let bytes: [u8; 8] = v[..].try_into().map_err(|_| {
+                ShellError::Other(format!(
+                    "the cell holds {} bytes, not an 8-byte counter",
+                    v.len()
+                ))
+            })?;
+            ctx.line(format!("COUNTER VALUE = {}", i64::from_be_bytes(bytes)))?;
+        }
+    }
+    Ok(None)
+}
+
+fn append(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 4, 4)?;
+    let table = table_of(args)?;
+    let row = bytes_of(&args[1], "the row")?;
+    let column = bytes_of(&args[2], "the column")?;
+    let value = value_of(&args[3], "the value")?;
+    let current = ctx.backend.append(&table, &row, &column, &value)?;
+    ctx.line(format!("CURRENT VALUE = {}", format::binary(&current)))?;
+    Ok(None)
+}
+
+fn truncate(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let table = table_of(args)?;
+    if !ctx.backend.exists(&table)? {
+        return Err(ShellError::UnknownTable(table));
+    }
+    ctx.line(format!("Truncating '{table}' table (it may take a while):"))?;
+    ctx.line("Disabling table...")?;
+    ctx.line("Truncating table...")?;
+    ctx.backend.admin(Op::Truncate { table })?;
+    Ok(None)
+}
+
+// ---- tools ----
+
+fn flush(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    ctx.backend.admin(Op::Flush {
+        table: table_of(args)?,
+    })?;
+    Ok(None)
+}
+
+fn compact(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    ctx.backend.admin(Op::Compact {
+        table: table_of(args)?,
+        major: false,
+    })?;
+    Ok(None)
+}
+
+fn major_compact(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    ctx.backend.admin(Op::Compact {
+        table: table_of(args)?,
+        major: true,
+    })?;
+    Ok(None)
+}
+
+fn split(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 2)?;
+    let target = bytes_of(&args[0], "the table or region name")?;
+    let key = args
+        .get(1)
+        .map(|a| bytes_of(a, "the split key"))
+        .transpose()?;
+    ctx.backend.admin(Op::Split { target, key })?;
+    Ok(None)
+}
+
+fn merge_region(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 2, 3)?;
+    let region_a = bytes_of(&args[0], "the first region")?;
+    let region_b = bytes_of(&args[1], "the second region")?;
+    if let Some(force) = args.get(2) {
+        // HBase's force flag merges non-adjacent regions; Basalt never does.
+        bool_of(force, "force")?;
+    }
+    ctx.backend.admin(Op::Merge { region_a, region_b })?;
+    Ok(None)
+}
