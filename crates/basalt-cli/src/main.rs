@@ -105,6 +105,9 @@ fn init_logging(default_level: &str) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // A log line that cannot be written (stderr closed) is dropped:
+        // reporting that failure on stderr again would panic the server.
+        .log_internal_errors(false)
         .init();
 }
 
