@@ -105,14 +105,19 @@ impl MemStore {
             buffer: VecDeque::new(),
             resume_after: None,
             exhausted: true,
+            chunk: FIRST_CHUNK,
         }
     }
 }
 
 /// How many visible cells a source copies out of the skip list at a time:
 /// one skip-list search per chunk instead of one per cell, without holding a
-/// borrow of the map between calls.
-const CHUNK: usize = 128;
+/// borrow of the map between calls. The first chunk after a seek is small
+/// (point reads and the column skips of a scan want a few cells, and every
+/// copied cell costs reference-count traffic), and each further chunk
+/// doubles while the caller keeps reading on, up to the largest.
+const FIRST_CHUNK: usize = 4;
+const LARGEST_CHUNK: usize = 128;
 
 /// A [`CellSource`] over a memstore at a fixed read point.
 pub struct MemStoreSource {
@@ -122,6 +127,8 @@ pub struct MemStoreSource {
     /// Where the next chunk starts (after this key); `None` before a seek.
     resume_after: Option<MemKey>,
     exhausted: bool,
+    /// Cells the next chunk copies.
+    chunk: usize,
 }
 
 impl std::fmt::Debug for MemStoreSource {
@@ -139,7 +146,7 @@ impl MemStoreSource {
         let mut last = None;
         let mut done = true;
         for entry in self.store.cells.range((from, Bound::Unbounded)) {
-            if self.buffer.len() >= CHUNK {
+            if self.buffer.len() >= self.chunk {
                 done = false;
                 break;
             }
@@ -155,10 +162,13 @@ impl MemStoreSource {
                     value: entry.value().clone(),
                 });
             }
-            last = Some(key.clone());
+            last = Some(entry);
         }
         self.exhausted = done;
-        self.resume_after = last;
+        // Only the last key is kept (cloning each one would cost the
+        // reference counting the small chunks save).
+        self.resume_after = last.map(|e| e.key().clone());
+        self.chunk = (self.chunk * 2).min(LARGEST_CHUNK);
     }
 
     fn refill_if_empty(&mut self) {
@@ -171,6 +181,7 @@ impl MemStoreSource {
     }
 
     fn seek_key(&mut self, key: MemKey) {
+        self.chunk = FIRST_CHUNK;
         self.fill(Bound::Included(key));
         self.refill_if_empty();
     }

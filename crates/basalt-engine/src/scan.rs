@@ -32,6 +32,10 @@ use basalt_types::{Cell, CellType, Error, Result, RowResult};
 
 use crate::source::{first_on_row, last_on_column, CellSource, MergedSource};
 
+/// Cells of a finished column stepped over before a skip falls back to a
+/// seek.
+const STEPS_BEFORE_SEEK: usize = 4;
+
 /// What a read asks of every store it touches.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
@@ -162,8 +166,24 @@ impl StoreScanner {
         }
         self.column.exhausted = true;
         // Family markers share the empty qualifier and must still be seen, so
-        // only non-empty columns are skipped by seeking.
-        if !cell.qualifier.is_empty() {
+        // only non-empty columns are skipped.
+        if cell.qualifier.is_empty() {
+            return Ok(());
+        }
+        // Most columns have few versions left, often none (VERSIONS=1): a
+        // few steps are far cheaper than a seek of every source, which
+        // searches each store file's index and refills the memstore's
+        // chunk (HBase's "skip instead of seek" for near columns).
+        let same_column = |next: &Cell| {
+            next.row == cell.row && next.family == cell.family && next.qualifier == cell.qualifier
+        };
+        for _ in 0..STEPS_BEFORE_SEEK {
+            match self.source.peek() {
+                Some(next) if same_column(next) => self.source.advance()?,
+                _ => return Ok(()),
+            }
+        }
+        if self.source.peek().is_some_and(same_column) {
             self.source
                 .seek(&last_on_column(&cell.row, &cell.family, &cell.qualifier))?;
         }
