@@ -203,10 +203,16 @@ impl Service {
     }
 
     fn compact(&self, a: Result<args::TableName, CallError>, major: bool) -> CallResult {
-        let name = table_name(required(a?.table_name, "tableNameOrRegionName")?)?;
-        // A region name starts with its table's name and a comma.
-        let table = name.split(',').next().unwrap_or(&name);
-        self.db.compact_table(table, major).map_err(db_error)?;
+        let raw = required(a?.table_name, "tableNameOrRegionName")?;
+        // A region name is `<table>,<start key>,<id>.<encoded>.`; a table
+        // name never has a comma.
+        if raw.contains(&b',') {
+            self.db.compact_region(&raw, major).map_err(db_error)?;
+        } else {
+            self.db
+                .compact_table(&table_name(raw)?, major)
+                .map_err(db_error)?;
+        }
         Ok(None)
     }
 

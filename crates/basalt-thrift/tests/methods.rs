@@ -129,6 +129,10 @@ fn administration(c: &mut Client, t: &[u8], port: u16) {
     c.major_compact(t).unwrap();
     c.compact(&name).unwrap();
     c.major_compact(&name).unwrap();
+    let mut unknown = t.to_vec();
+    unknown.extend_from_slice(b",,1.00000000000000000000000000000000.");
+    let err = c.compact(&unknown).unwrap_err().to_string();
+    assert!(err.contains("unknown region"), "{err}");
 }
 
 fn reads_and_writes(c: &mut Client, t: &[u8]) {

@@ -95,6 +95,18 @@ impl Database {
         self.merge(&table_a, left.id, right.id)
     }
 
+    /// Compacts one region, named by its full or encoded name (HBase's
+    /// `compact 'region'` / `major_compact 'region'`).
+    pub fn compact_region(&self, region_name: &[u8], major: bool) -> Result<()> {
+        self.check_open()?;
+        let (table, info) = self.find_region(region_name)?;
+        let state = self.state(&table)?;
+        if let Some(region) = state.regions().into_iter().find(|r| r.info().id == info.id) {
+            region.compact(major)?;
+        }
+        self.collect_retired_regions()
+    }
+
     /// The serving region with this full or encoded name, and its table.
     fn find_region(&self, name: &[u8]) -> Result<(String, RegionInfo)> {
         let tables = self.inner.tables.read();
