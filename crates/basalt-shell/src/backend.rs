@@ -12,6 +12,7 @@ use basalt_thrift::admin::{
 use basalt_thrift::client::{self as tc, Client, ClientError};
 use basalt_thrift::types::{TAppend, TScan};
 use basalt_thrift::Protocol;
+use basalt_types::query::prefix_successor;
 
 /// A failure the shell reports, classified the way the HBase shell words
 /// its errors.
@@ -699,18 +700,6 @@ impl Backend for RemoteBackend {
             }
         }
     }
-}
-
-/// The smallest key after every key starting with `prefix` (empty: none).
-fn prefix_successor(prefix: &[u8]) -> Bytes {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last != 0xff {
-            end.push(last + 1);
-            return Bytes::from(end);
-        }
-    }
-    Bytes::new()
 }
 
 #[cfg(test)]

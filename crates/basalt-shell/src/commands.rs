@@ -1065,19 +1065,18 @@ fn flush(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
 }
 
 fn compact(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
-    arity(args, 1, 1)?;
-    ctx.backend.admin(Op::Compact {
-        table: table_of(args)?,
-        major: false,
-    })?;
-    Ok(None)
+    compaction(ctx, args, false)
 }
 
 fn major_compact(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    compaction(ctx, args, true)
+}
+
+fn compaction(ctx: &mut Ctx<'_>, args: &[Arg], major: bool) -> ShellResult<Returned> {
     arity(args, 1, 1)?;
     ctx.backend.admin(Op::Compact {
         table: table_of(args)?,
-        major: true,
+        major,
     })?;
     Ok(None)
 }
