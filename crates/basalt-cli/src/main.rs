@@ -25,6 +25,9 @@ struct Cli {
 enum Command {
     /// Serve the HBase Thrift1 API (happybase and other Thrift clients).
     Serve(ServeArgs),
+    /// Benchmarks: YCSB workloads, db_bench-compatible micro benchmarks,
+    /// and the comparison with RocksDB and fjall.
+    Bench(basalt_bench::command::BenchArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Bench(args) => basalt_bench::command::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
