@@ -65,13 +65,13 @@ pub struct DbBenchArgs {
     #[arg(long, default_value = "dbbench-data")]
     db: PathBuf,
     /// Keep existing data for fillseq/fillrandom/fillsync.
-    #[arg(long = "use_existing_db", default_value = "false", value_parser = BoolishValueParser::new())]
+    #[arg(long = "use_existing_db", default_value = "false", value_parser = BoolishValueParser::new(), action = clap::ArgAction::Set)]
     use_existing_db: bool,
     /// Print latency percentiles after each result.
-    #[arg(long, default_value = "false", value_parser = BoolishValueParser::new())]
+    #[arg(long, default_value = "false", value_parser = BoolishValueParser::new(), action = clap::ArgAction::Set)]
     histogram: bool,
     /// Write without the log.
-    #[arg(long = "disable_wal", default_value = "false", value_parser = BoolishValueParser::new())]
+    #[arg(long = "disable_wal", default_value = "false", value_parser = BoolishValueParser::new(), action = clap::ArgAction::Set)]
     disable_wal: bool,
     /// Seed of the key generators.
     #[arg(long, default_value_t = 42)]
