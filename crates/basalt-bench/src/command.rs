@@ -43,6 +43,9 @@ pub struct DbBenchArgs {
     /// Reads per thread of the read benchmarks (-1: num).
     #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
     reads: i64,
+    /// Writes per thread of the write benchmarks (-1: num).
+    #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
+    writes: i64,
     /// Key size in bytes.
     #[arg(long = "key_size", default_value_t = 16)]
     key_size: usize,
@@ -126,6 +129,7 @@ fn db_bench(args: &DbBenchArgs) -> BenchResult<()> {
     let config = DbBenchConfig {
         num: args.num,
         reads: u64::try_from(args.reads).ok(),
+        writes: u64::try_from(args.writes).ok(),
         key_size: args.key_size,
         value_size: args.value_size,
         threads: args.threads,

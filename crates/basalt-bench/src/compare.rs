@@ -39,7 +39,7 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 1_000_000)]
     pub reads: u64,
     /// db_bench: seeks of seekrandom (each followed by --seek-nexts steps).
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 10_000)]
     pub seeks: u64,
     /// db_bench: steps after each seek.
     #[arg(long, default_value_t = 100)]
@@ -60,10 +60,10 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 1_000_000)]
     pub records: u64,
     /// YCSB: operations of workloads A, B, C, D and F.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 200_000)]
     pub ops: u64,
     /// YCSB: operations of workload E (scans read 50 records on average).
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 20_000)]
     pub scan_ops: u64,
     /// YCSB embedded: client threads.
     #[arg(long, default_value_t = 2)]
@@ -72,7 +72,7 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 16)]
     pub net_threads: usize,
     /// YCSB over the network: operations of workloads C and A.
-    #[arg(long, default_value_t = 500_000)]
+    #[arg(long, default_value_t = 200_000)]
     pub net_ops: u64,
     /// Skip the db_bench section.
     #[arg(long)]
@@ -86,6 +86,9 @@ pub struct CompareArgs {
     /// Keep the data directories afterwards.
     #[arg(long)]
     pub keep_data: bool,
+    /// A markdown file appended to the results (profiles, analysis).
+    #[arg(long)]
+    pub notes: Option<PathBuf>,
 }
 
 /// One measured (workload, contender) pair.
@@ -342,10 +345,18 @@ fn db_bench_args(
     existing: bool,
 ) -> Vec<String> {
     let a = &ctx.args;
+    // fillsync writes num / 1000 entries per thread, as db_bench documents
+    // it; RocksDB 7.8 needs --writes for that (it otherwise writes num).
+    let writes = if benchmarks == "fillsync" {
+        (a.num / 1000).max(1)
+    } else {
+        a.num
+    };
     vec![
         format!("--benchmarks={benchmarks}"),
         format!("--num={}", a.num),
         format!("--reads={reads}"),
+        format!("--writes={writes}"),
         format!("--key_size={}", a.key_size),
         format!("--value_size={}", a.value_size),
         format!("--threads={threads}"),
@@ -726,30 +737,39 @@ fn ratios(ms: &[Measurement]) -> Vec<(String, String, String, f64, f64)> {
     out
 }
 
-/// Network targets: (label, measured ops/s, target ops/s, p99 µs, p99 limit).
-fn net_targets(ms: &[Measurement]) -> Vec<(String, f64, f64, Option<f64>, Option<f64>)> {
+/// A network workload's absolute target.
+struct NetTarget {
+    label: String,
+    ops: f64,
+    target: f64,
+    p99_us: Option<f64>,
+    p99_limit_us: Option<f64>,
+}
+
+/// The network targets of the issue, for the workloads that ran.
+fn net_targets(ms: &[Measurement]) -> Vec<NetTarget> {
     let find = |w: &str| {
         ms.iter()
             .find(|m| m.section == "ycsb-net" && m.workload == w)
     };
     let mut out = Vec::new();
     if let Some(c) = find("C") {
-        out.push((
-            "YCSB C over Thrift".to_string(),
-            c.ops_per_sec,
-            40_000.0,
-            c.p99_us,
-            Some(5_000.0),
-        ));
+        out.push(NetTarget {
+            label: "YCSB C over Thrift".into(),
+            ops: c.ops_per_sec,
+            target: 40_000.0,
+            p99_us: c.p99_us,
+            p99_limit_us: Some(5_000.0),
+        });
     }
     if let Some(a) = find("A") {
-        out.push((
-            "YCSB A over Thrift".to_string(),
-            a.ops_per_sec,
-            25_000.0,
-            None,
-            None,
-        ));
+        out.push(NetTarget {
+            label: "YCSB A over Thrift".into(),
+            ops: a.ops_per_sec,
+            target: 25_000.0,
+            p99_us: None,
+            p99_limit_us: None,
+        });
     }
     out
 }
@@ -798,7 +818,8 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
          both, WAL on without sync (Basalt SYNC_WAL: each write reaches the OS, as RocksDB's \
          WAL does with `--sync=0`); readrandom {} reads (second pass in the process counts: warm \
          cache); seekrandom {} seeks of 1 + {} entries; fillsync {} threads, each writing num/1000 \
-         = {} entries fsynced (db_bench's definition; Basalt FSYNC_WAL).",
+         = {} entries fsynced (db_bench's documented fillsync, passed as `--writes` to both; \
+         Basalt FSYNC_WAL).",
         a.num,
         a.key_size,
         a.value_size,
@@ -848,13 +869,13 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
             "| {section} {workload} | {peer} | {b:.0} | {p:.0} | {ratio:.2}x | {met} |"
         );
     }
-    for (label, ops, target, p99, limit) in net_targets(ms) {
-        let ok = ops >= target
-            && match (p99, limit) {
+    for t in net_targets(ms) {
+        let ok = t.ops >= t.target
+            && match (t.p99_us, t.p99_limit_us) {
                 (Some(p), Some(l)) => p < l,
                 _ => true,
             };
-        let p99_text = match (p99, limit) {
+        let p99_text = match (t.p99_us, t.p99_limit_us) {
             (Some(p), Some(l)) => {
                 format!(", p99 {:.2} ms (limit {:.0} ms)", p / 1000.0, l / 1000.0)
             }
@@ -862,8 +883,11 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
         };
         let _ = writeln!(
             s,
-            "| {label} | target {target:.0} ops/s{p99_text} | {ops:.0} | - | {:.2}x of target | {} |",
-            ops / target,
+            "| {} | target {:.0} ops/s{p99_text} | {:.0} | - | {:.2}x of target | {} |",
+            t.label,
+            t.target,
+            t.ops,
+            t.ops / t.target,
             if ok { "yes" } else { "**no**" }
         );
     }
@@ -896,6 +920,14 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
             );
         }
     }
+    if let Some(notes) = &a.notes {
+        match std::fs::read_to_string(notes) {
+            Ok(text) => {
+                let _ = writeln!(s, "\n{}", text.trim_end());
+            }
+            Err(e) => eprintln!("compare: cannot read notes {}: {e}", notes.display()),
+        }
+    }
     let _ = writeln!(s, "\n## Commands, in the order they ran\n\n```");
     for c in &ctx.log {
         let _ = writeln!(s, "{c}");
@@ -917,8 +949,8 @@ pub fn render_svg(ms: &[Measurement], _args: &CompareArgs) -> String {
         .into_iter()
         .map(|(section, w, peer, b, p)| (format!("{section} {w} vs {peer}"), b / p.max(1e-9)))
         .collect();
-    for (label, ops, target, _, _) in net_targets(ms) {
-        bars.push((format!("{label} vs target"), ops / target));
+    for t in net_targets(ms) {
+        bars.push((format!("{} vs target", t.label), t.ops / t.target));
     }
     let max = bars
         .iter()

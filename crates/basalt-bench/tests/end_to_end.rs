@@ -43,7 +43,10 @@ fn ycsb_load_and_run_against_basalt_embedded() {
     ] {
         let run = run_phase(&store, Phase::Run, &config(workload, 500, 400)).unwrap();
         assert_eq!(run.operations, 400, "{workload}");
-        assert_eq!(run.reads_not_found, 0, "{workload}: reads found every record");
+        assert_eq!(
+            run.reads_not_found, 0,
+            "{workload}: reads found every record"
+        );
         let counted: u64 = kinds
             .iter()
             .filter_map(|k| run.op(*k))
@@ -72,6 +75,7 @@ fn db_bench_sequence_against_basalt_embedded() {
     let cfg = DbBenchConfig {
         num: 300,
         reads: None,
+        writes: None,
         key_size: 24,
         value_size: 100,
         threads: 2,
@@ -92,12 +96,23 @@ fn db_bench_sequence_against_basalt_embedded() {
     let (seq, _) = run_benchmark(
         &mut store,
         Benchmark::ReadSeq,
-        &DbBenchConfig { threads: 1, ..cfg.clone() },
+        &DbBenchConfig {
+            threads: 1,
+            ..cfg.clone()
+        },
     )
     .unwrap();
-    assert!(seq.operations > 0 && seq.operations < 300, "{}", seq.operations);
-    let (sync, _) = run_benchmark(&mut store, Benchmark::FillSync, &cfg).unwrap();
-    assert_eq!(sync.operations, 2, "num / 1000 rounded up to 1, per thread");
+    assert!(
+        seq.operations > 0 && seq.operations < 300,
+        "{}",
+        seq.operations
+    );
+    let sync_cfg = DbBenchConfig {
+        writes: Some(5),
+        ..cfg.clone()
+    };
+    let (sync, _) = run_benchmark(&mut store, Benchmark::FillSync, &sync_cfg).unwrap();
+    assert_eq!(sync.operations, 10, "--writes per thread");
     assert!(store.get(b"definitely not a key").unwrap().is_none());
     store.close().unwrap();
 }
