@@ -611,13 +611,23 @@ fn net_section(ctx: &mut Ctx) -> BenchResult<()> {
     let log = std::fs::File::create(ctx.logs.join("serve.log"))
         .map_err(|e| err(format!("cannot create server log: {e}")))?;
     let serve_cmd = format!(
-        "basalt serve --data-dir {} --thrift-port {port}",
+        "basalt serve --config serve.toml (block_cache_bytes = {}) --data-dir {} --thrift-port {port}",
+        ctx.args.cache_bytes,
         dir.display()
     );
     eprintln!("compare: [serve] {serve_cmd}");
     ctx.log.push(serve_cmd);
+    // The server gets the same block cache as the embedded contenders.
+    let config = ctx.args.work_dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        format!("[database]\nblock_cache_bytes = {}\n", ctx.args.cache_bytes),
+    )
+    .map_err(|e| err(format!("cannot write {}: {e}", config.display())))?;
     let child = Command::new(&ctx.basalt)
         .arg("serve")
+        .arg("--config")
+        .arg(&config)
         .arg("--data-dir")
         .arg(&dir)
         .arg("--thrift-port")
@@ -842,7 +852,10 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
     let _ = writeln!(
         s,
         "- YCSB over the network: `basalt serve` on loopback, {} connections (binary protocol, \
-         buffered transport), {} operations each for C and A, client on the same machine.\n",
+         buffered transport), {} operations each for C and A, client on the same machine; the \
+         table is created over Thrift with one version, block cache on and ROW bloom (HBase \
+         shell defaults; Thrift's own ColumnDescriptor defaults turn both off), the server's \
+         block cache sized like the embedded runs.\n",
         a.net_threads, a.net_ops
     );
     let _ = writeln!(

@@ -153,8 +153,13 @@ impl YcsbStore for BasaltNetwork {
         let mut c = self.connect()?;
         let tables = c.get_table_names()?;
         if !tables.iter().any(|t| t.as_ref() == TABLE.as_bytes()) {
+            // Thrift's ColumnDescriptor defaults turn the block cache and
+            // bloom filters off; YCSB tables are created with HBase's shell
+            // defaults (block cache on, ROW bloom), like the embedded table.
             let mut family = client::family(FAMILY);
             family.max_versions = Some(1);
+            family.block_cache_enabled = Some(true);
+            family.bloom_filter_type = Some("ROW".into());
             c.create_table(TABLE.as_bytes(), vec![family])?;
         }
         Ok(())
