@@ -269,11 +269,6 @@ fn display_command(program: &Path, args: &[String]) -> String {
         || program.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let name = if name == "basalt-bench-peers" {
-        "bench/peers/target/release/basalt-bench-peers".to_string()
-    } else {
-        name
-    };
     std::iter::once(name)
         .chain(args.iter().cloned())
         .collect::<Vec<_>>()
