@@ -1,7 +1,9 @@
 //! `basalt-bench-peers`: the YCSB workloads of basalt-bench against the
 //! peers, outside the default workspace so `cargo test` never builds them.
-//! RocksDB is compared through its own `db_bench` (Debian's rocksdb-tools),
-//! so only fjall lives here.
+//! fjall is a crates.io dependency; RocksDB is the system's librocksdb (the
+//! same 7.8 build as Debian's db_bench) through its C API.
+
+mod rocks;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -25,7 +27,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// YCSB core workloads (`--target fjall`).
+    /// YCSB core workloads (`--target fjall` or `--target rocksdb`).
     Ycsb {
         #[command(flatten)]
         args: YcsbArgs,
@@ -42,8 +44,11 @@ fn main() -> ExitCode {
         Cmd::Ycsb { args, no_persist } => match args.target.as_str() {
             "fjall" => Fjall::open(&args.db, args.cache_bytes, !no_persist)
                 .and_then(|store| run_ycsb(&args, &store).map(|_| ())),
+            "rocksdb" => rocks::Rocks::open(&args.db, args.cache_bytes).and_then(|db| {
+                run_ycsb(&args, &rocks::RocksStore(std::sync::Arc::new(db))).map(|_| ())
+            }),
             other => Err(BenchError::new(format!(
-                "unknown target '{other}' (this binary runs: fjall)"
+                "unknown target '{other}' (this binary runs: fjall, rocksdb)"
             ))),
         },
     };

@@ -83,6 +83,10 @@ pub struct CompareArgs {
     /// Skip the network YCSB section.
     #[arg(long)]
     pub skip_net: bool,
+    /// Leave RocksDB (librocksdb through the peers binary) out of the
+    /// embedded YCSB section.
+    #[arg(long)]
+    pub no_ycsb_rocksdb: bool,
     /// Keep the data directories afterwards.
     #[arg(long)]
     pub keep_data: bool,
@@ -237,8 +241,26 @@ fn ensure_db_bench() -> BenchResult<PathBuf> {
     find_in_path("db_bench").ok_or_else(|| err("rocksdb-tools installed no db_bench"))
 }
 
+/// The peers link the system's librocksdb (the same build as db_bench):
+/// installs Debian's librocksdb-dev when its C header is missing.
+fn ensure_librocksdb() -> BenchResult<()> {
+    if Path::new("/usr/include/rocksdb/c.h").exists() {
+        return Ok(());
+    }
+    eprintln!("compare: installing librocksdb-dev (RocksDB's C API) with apt-get");
+    let status = Command::new("apt-get")
+        .args(["install", "-y", "librocksdb-dev"])
+        .status()
+        .map_err(|e| err(format!("cannot run apt-get: {e}")))?;
+    if !status.success() {
+        return Err(err("apt-get install librocksdb-dev failed"));
+    }
+    Ok(())
+}
+
 /// Builds bench/peers (its own workspace and lock file) in release mode.
 fn build_peers(repo: &Path) -> BenchResult<PathBuf> {
+    ensure_librocksdb()?;
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(|d| PathBuf::from(d).join("peers"))
         .unwrap_or_else(|| repo.join("target/peers"));
@@ -323,8 +345,9 @@ impl Ctx {
     /// always runs first.
     fn order<'a>(&mut self, contenders: &[&'a str]) -> Vec<&'a str> {
         let mut v = contenders.to_vec();
-        if self.step % 2 == 1 {
-            v.reverse();
+        if !v.is_empty() {
+            let by = self.step % v.len();
+            v.rotate_left(by);
         }
         self.step += 1;
         v
@@ -525,8 +548,13 @@ fn ycsb_section(ctx: &mut Ctx) -> BenchResult<()> {
         ("d", "run", ctx.args.ops),
         ("e", "run", ctx.args.scan_ops),
     ];
+    let contenders: &[&str] = if ctx.args.no_ycsb_rocksdb {
+        &["basalt", "fjall"]
+    } else {
+        &["basalt", "fjall", "rocksdb"]
+    };
     for (workload, phase, ops) in steps {
-        for contender in ctx.order(&["basalt", "fjall"]) {
+        for contender in ctx.order(contenders) {
             let label = format!("ycsb-{phase}-{workload}-{contender}");
             let json = ctx.logs.join(format!("{label}.json"));
             let dir = ctx.data(&format!("ycsb-{contender}"));
@@ -707,7 +735,7 @@ fn machine_info() -> String {
     let db_bench = run("sh", &["-c", "db_bench --version 2>&1 | head -1"]);
     format!(
         "- CPU: {cpu}, {cores} cores\n- Memory: {mem}\n- Kernel: {kernel}\n- {rustc}\n\
-         - Basalt commit: {commit}\n- RocksDB: {db_bench} (Debian rocksdb-tools)\n- fjall: 2.11 (crates.io)\n"
+         - Basalt commit: {commit}\n- RocksDB: {db_bench} (Debian rocksdb-tools)\n- fjall: 2.11 (crates.io); librocksdb 7.8.3 (Debian librocksdb-dev) for YCSB\n"
     )
 }
 
@@ -841,7 +869,10 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
          zipfian 0.99 (scrambled; latest for D), load once then A, B, C, F, D, E on the same \
          data. Basalt: one column per field, one version kept. fjall: one value per record \
          (fields serialised), an update reads, merges and rewrites the record; every write is \
-         followed by `persist(Buffer)` so it reaches the OS like Basalt's SYNC_WAL.",
+         followed by `persist(Buffer)` so it reaches the OS like Basalt's SYNC_WAL. RocksDB \
+         (unless --no-ycsb-rocksdb): the system's librocksdb 7.8 through its C API, records \
+         stored like fjall's, compression off, LRU block cache of the same size, WAL on \
+         without sync.",
         a.records, a.threads, a.ops, a.scan_ops
     );
     let _ = writeln!(
