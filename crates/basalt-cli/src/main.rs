@@ -29,6 +29,9 @@ enum Command {
     Serve(ServeArgs),
     /// The HBase shell: HBase's commands against a server or a data directory.
     Shell(shell::ShellArgs),
+    /// Benchmarks: YCSB workloads, db_bench-compatible micro benchmarks,
+    /// and the comparison with RocksDB and fjall.
+    Bench(basalt_bench::command::BenchArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -78,15 +81,19 @@ struct Config {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The shell's output is its own; the engine only speaks up for trouble.
-    init_logging(if matches!(cli.command, Command::Shell(_)) {
-        "warn"
-    } else {
-        "info"
-    });
+    // The shell's and the benchmarks' output is their own; the engine only
+    // speaks up for trouble.
+    init_logging(
+        if matches!(cli.command, Command::Shell(_) | Command::Bench(_)) {
+            "warn"
+        } else {
+            "info"
+        },
+    );
     let result = match cli.command {
         Command::Serve(args) => serve(args),
         Command::Shell(args) => return shell::run(args),
+        Command::Bench(args) => basalt_bench::command::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
