@@ -1,7 +1,7 @@
 //! Table handles: reads and writes routed to the region owning each row.
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,8 +35,11 @@ pub(crate) struct TableState {
     /// Sorted by start key; they cover the key space without gaps.
     regions: RwLock<Vec<Arc<Region>>>,
     /// Bumped whenever the regions change (or a hand-over is abandoned):
-    /// requests refused by a closing region wait on it.
-    region_epoch: Mutex<u64>,
+    /// requests refused by a closing region wait for it to move. Every
+    /// write reads it, so it is an atomic; the mutex only pairs with the
+    /// condition variable for the (rare) waits.
+    region_epoch: AtomicU64,
+    epoch_lock: Mutex<()>,
     regions_changed: Condvar,
 }
 
@@ -51,7 +54,8 @@ impl TableState {
             descriptor: RwLock::new(descriptor),
             status: AtomicU8::new(if enabled { ENABLED } else { DISABLED }),
             regions: RwLock::new(regions),
-            region_epoch: Mutex::new(0),
+            region_epoch: AtomicU64::new(0),
+            epoch_lock: Mutex::new(()),
             regions_changed: Condvar::new(),
         }
     }
@@ -108,7 +112,10 @@ impl TableState {
 
     /// Wakes requests waiting for a split or merge to end.
     pub(crate) fn announce_region_change(&self) {
-        *self.region_epoch.lock() += 1;
+        // Under the lock, so a waiter between its check and its wait cannot
+        // miss the change.
+        let _guard = self.epoch_lock.lock();
+        self.region_epoch.fetch_add(1, Ordering::SeqCst);
         self.regions_changed.notify_all();
     }
 
@@ -117,7 +124,7 @@ impl TableState {
     fn on_region<T>(&self, row: &[u8], op: impl Fn(&Region) -> Result<T>) -> Result<T> {
         let deadline = Instant::now() + HANDOVER_WAIT;
         loop {
-            let epoch = *self.region_epoch.lock();
+            let epoch = self.region_epoch.load(Ordering::SeqCst);
             let region = self.region_for(row)?;
             match op(&region) {
                 Err(Error::NotServingRegion(m)) => {
@@ -129,14 +136,14 @@ impl TableState {
     }
 
     fn wait_for_region_change(&self, epoch: u64, deadline: Instant, message: String) -> Result<()> {
-        let mut current = self.region_epoch.lock();
-        while *current == epoch {
+        let mut guard = self.epoch_lock.lock();
+        while self.region_epoch.load(Ordering::SeqCst) == epoch {
             if Instant::now() >= deadline {
                 return Err(Error::NotServingRegion(message));
             }
             // Bounded: a missed wake-up costs at most this.
             self.regions_changed
-                .wait_for(&mut current, Duration::from_millis(20));
+                .wait_for(&mut guard, Duration::from_millis(20));
         }
         Ok(())
     }
@@ -268,7 +275,7 @@ impl Table {
         // Mutations refused by a region handing its rows over go round
         // again once the regions have changed.
         while !pending.is_empty() {
-            let epoch = *self.state.region_epoch.lock();
+            let epoch = self.state.region_epoch.load(Ordering::SeqCst);
             let mut by_region: Vec<(Arc<Region>, Vec<usize>)> = Vec::new();
             for &i in &pending {
                 match self.state.region_for(mutations[i].row()) {
