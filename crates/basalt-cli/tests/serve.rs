@@ -3,10 +3,7 @@
 //! exits 0, and a config file is read with flags overriding it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use basalt_thrift::client::{family, put};
@@ -14,69 +11,14 @@ use basalt_thrift::types::BatchMutation;
 use basalt_thrift::{Client, Protocol};
 use bytes::Bytes;
 
+mod common;
+
+use common::{start, Server};
+
 /// Hang guard only.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-struct Running {
-    child: Child,
-    port: u16,
-    log: mpsc::Receiver<String>,
-}
-
-/// Starts `basalt serve` with `args` and waits for its "listening" line.
-// The child is waited for by `Running` (terminate, kill_9 or drop); the lint
-// cannot follow it there.
-#[allow(clippy::zombie_processes)]
-fn start(args: &[&str], cwd: &Path) -> Running {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
-        .arg("serve")
-        .args(args)
-        .current_dir(cwd)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { break };
-            eprintln!("[basalt] {line}");
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    loop {
-        let line = rx
-            .recv_timeout(TIMEOUT)
-            .expect("the server never said where it listens");
-        if line.contains("listening") {
-            let address = line
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix("address="))
-                .unwrap();
-            let port = address.rsplit(':').next().unwrap().parse().unwrap();
-            return Running {
-                child,
-                port,
-                log: rx,
-            };
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        // A test that failed half-way must not leave a server behind.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Running {
+impl Server {
     fn client(&self, framed: bool, protocol: Protocol) -> Client {
         let c = Client::connect(("127.0.0.1", self.port), framed, protocol).unwrap();
         c.set_timeout(Some(TIMEOUT)).unwrap();
@@ -89,10 +31,7 @@ impl Running {
             .status()
             .unwrap();
         assert!(status.success());
-        let status = self.child.wait().unwrap();
-        // Drain what it logged on the way out.
-        while self.log.recv_timeout(Duration::from_millis(50)).is_ok() {}
-        status
+        self.child.wait().unwrap()
     }
 
     fn kill_9(mut self) {
@@ -123,7 +62,7 @@ fn data_survives_kill_9_and_clean_restarts() {
     let data_arg = data.to_str().unwrap();
     let args = ["--data-dir", data_arg, "--thrift-port", "0"];
 
-    let server = start(&args, dir.path());
+    let server = start(&args, Some(dir.path()));
     let mut c = server.client(false, Protocol::Binary { strict: true });
     c.create_table(b"t", vec![family("cf")]).unwrap();
     write_rows(&mut c, 0, 500);
@@ -135,7 +74,7 @@ fn data_survives_kill_9_and_clean_restarts() {
     server.kill_9();
 
     // Every acknowledged write is back after kill -9 (SYNC_WAL default).
-    let server = start(&args, dir.path());
+    let server = start(&args, Some(dir.path()));
     let mut c = server.client(false, Protocol::Compact);
     assert_eq!(count_rows(&mut c), 601);
     assert_eq!(
@@ -150,7 +89,7 @@ fn data_survives_kill_9_and_clean_restarts() {
     // SIGTERM: a clean stop with exit status 0, and everything is still there.
     let status = server.terminate();
     assert!(status.success(), "{status:?}");
-    let server = start(&args, dir.path());
+    let server = start(&args, Some(dir.path()));
     let mut c = server.client(true, Protocol::Binary { strict: true });
     assert_eq!(count_rows(&mut c), 701);
     drop(c);
@@ -162,7 +101,7 @@ fn defaults_config_file_and_flag_overrides() {
     let dir = tempfile::tempdir().unwrap();
     // No configuration at all: ./basalt-data. (Port 0 only because the
     // default 9090 may be taken on a shared machine.)
-    let server = start(&["--thrift-port", "0"], dir.path());
+    let server = start(&["--thrift-port", "0"], Some(dir.path()));
     let mut c = server.client(false, Protocol::Binary { strict: true });
     assert!(c.get_table_names().unwrap().is_empty());
     drop(c);
@@ -178,7 +117,7 @@ fn defaults_config_file_and_flag_overrides() {
     )
     .unwrap();
     let config_arg = config.to_str().unwrap();
-    let server = start(&["--config", config_arg], dir.path());
+    let server = start(&["--config", config_arg], Some(dir.path()));
     server
         .client(false, Protocol::Compact)
         .create_table(b"x", vec![family("f")])
@@ -187,7 +126,7 @@ fn defaults_config_file_and_flag_overrides() {
     assert!(dir.path().join("from-config").join("LOCK").exists());
     let server = start(
         &["--config", config_arg, "--data-dir", "from-flag"],
-        dir.path(),
+        Some(dir.path()),
     );
     assert!(server.terminate().success());
     assert!(dir.path().join("from-flag").join("LOCK").exists());

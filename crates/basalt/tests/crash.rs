@@ -195,30 +195,18 @@ fn store_files_on_disk(dir: &std::path::Path) -> BTreeMap<u64, usize> {
     by_region
 }
 
-/// Ids of the regions the catalog keeps as retired (split or merged, with
-/// files serving regions still link to).
-fn retired_regions(dir: &std::path::Path) -> Vec<u64> {
-    let text = std::fs::read_to_string(dir.join("catalog.json")).unwrap();
-    let catalog: serde_json::Value = serde_json::from_str(&text).unwrap();
-    catalog["tables"]["crash"]["retired"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|r| r["id"].as_u64()).collect())
-        .unwrap_or_default()
-}
-
-/// Ids of every region the catalog names, serving or retired.
-fn catalog_region_ids(dir: &std::path::Path) -> Vec<u64> {
+/// Ids of the regions the catalog names under `key` of the table: `regions`
+/// (serving) or `retired` (split or merged, with files serving regions
+/// still link to). A catalog not written yet names none.
+fn catalog_region_ids(dir: &std::path::Path, key: &str) -> Vec<u64> {
     let text = std::fs::read_to_string(dir.join("catalog.json")).unwrap_or_default();
     let Ok(catalog) = serde_json::from_str::<serde_json::Value>(&text) else {
         return Vec::new();
     };
-    let table = &catalog["tables"]["crash"];
-    ["regions", "retired"]
-        .iter()
-        .filter_map(|k| table[k].as_array())
-        .flatten()
-        .filter_map(|r| r["id"].as_u64())
-        .collect()
+    catalog["tables"]["crash"][key]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["id"].as_u64()).collect())
+        .unwrap_or_default()
 }
 
 /// The serving regions cover the key space with no gap and no overlap.
@@ -316,12 +304,13 @@ fn run_crash_rounds(mode: &str) {
         // What the kill interrupted: daughters or merged regions seeded but
         // not committed (directories the catalog does not name), and
         // committed hand-overs whose parents still wait for the janitor.
-        let named = catalog_region_ids(dir.path());
+        let mut named = catalog_region_ids(dir.path(), "regions");
+        named.extend(catalog_region_ids(dir.path(), "retired"));
         let uncommitted = store_files_on_disk(dir.path())
             .keys()
             .filter(|id| !named.contains(id))
             .count();
-        let awaiting_janitor = retired_regions(dir.path()).len();
+        let awaiting_janitor = catalog_region_ids(dir.path(), "retired").len();
         interrupted_handovers += uncommitted;
         parents_awaiting_janitor += awaiting_janitor;
         // Maintenance inline: the compactions opening starts (of regions
@@ -351,7 +340,7 @@ fn run_crash_rounds(mode: &str) {
         // catalog does not name: opening removed the orphans.
         assert_regions_cover_key_space(&db, round);
         let regions = db.list_regions("crash").unwrap();
-        let retired = retired_regions(dir.path());
+        let retired = catalog_region_ids(dir.path(), "retired");
         let on_disk = store_files_on_disk(dir.path());
         let mut listed = 0;
         for region in &regions {

@@ -1,4 +1,4 @@
-//! A `basalt serve` process for the shell tests.
+//! A `basalt serve` process for the process tests (serve, shell).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
@@ -11,7 +11,7 @@ use std::time::Duration;
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Server {
-    child: Child,
+    pub child: Child,
     pub port: u16,
 }
 
@@ -28,22 +28,38 @@ pub fn serve(dir: &Path) -> Server {
 }
 
 /// Starts `basalt serve` on `port` (0: a free one) over `dir`.
-#[allow(clippy::zombie_processes)]
 pub fn serve_on(dir: &Path, port: u16) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
-        .args(["serve", "--thrift-port", &port.to_string(), "--data-dir"])
-        .arg(dir)
+    let data = dir.to_str().unwrap();
+    start(
+        &["--thrift-port", &port.to_string(), "--data-dir", data],
+        None,
+    )
+}
+
+/// Starts `basalt serve` with `args` (in `cwd`, if given) and waits for
+/// its "listening" line.
+// The child is waited for by `Server` (its drop, or the test); the lint
+// cannot follow it there.
+#[allow(clippy::zombie_processes)]
+pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_basalt"));
+    command
+        .arg("serve")
+        .args(args)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines() {
             let Ok(line) = line else { break };
+            eprintln!("[basalt] {line}");
             // Keep draining after the test stops listening: a closed pipe
             // would fail the server's next log line.
             let _ = tx.send(line);

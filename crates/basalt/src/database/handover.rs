@@ -129,15 +129,8 @@ impl Database {
     /// at.
     pub(crate) fn split(&self, table: &str, id: u64, split_key: Option<&[u8]>) -> Result<bool> {
         let mut catalog = self.inner.catalog.lock();
-        let state = self.state(table)?;
-        if !state.is_enabled() {
-            return Err(Error::TableDisabled(table.to_string()));
-        }
-        let Some(parent) = state.regions().into_iter().find(|r| r.info().id == id) else {
-            return Err(Error::NotServingRegion(format!(
-                "region {id} of table {table} was split or merged meanwhile"
-            )));
-        };
+        let state = self.enabled_state(table)?;
+        let parent = serving_region(&state, table, id)?;
         let info = parent.info().clone();
         let key = match split_key {
             Some(key) => {
@@ -159,41 +152,27 @@ impl Database {
                 None => return Ok(false),
             },
         };
-        let through = parent.close_for_handover()?;
-        let descriptor = state.descriptor();
-        let now = self.inner.clock.now_millis();
-        let mut updated = catalog.clone();
-        let daughters = [
-            new_region_entry(
-                &mut updated,
-                &descriptor,
-                info.start_key.clone(),
-                key.clone(),
-                now,
-            ),
-            new_region_entry(&mut updated, &descriptor, key, info.end_key.clone(), now),
+        let ranges = [
+            (info.start_key.clone(), key.clone()),
+            (key.clone(), info.end_key.clone()),
         ];
-        let committed = self
-            .seed_successors(table, &daughters, &[&parent], through)
-            .and_then(|()| {
-                retire(&mut updated, table, &[id], &daughters, RegionState::Split)?;
-                updated.store(&self.inner.dir)
-            });
-        if let Err(e) = committed {
-            self.abandon_handover(table, &daughters, &[&parent], &state);
-            return Err(e);
-        }
-        *catalog = updated;
-        self.install_successors(table, &descriptor, &daughters, &[id], &state)?;
+        let daughters = self.hand_over(
+            &mut catalog,
+            table,
+            &state,
+            &[parent],
+            &ranges,
+            RegionState::Split,
+        )?;
         drop(catalog);
         tracing::info!(
             table,
             parent = %info.encoded_name(),
-            split_key = %escape_bytes(&daughters[1].start_key),
+            split_key = %escape_bytes(&key),
             "region split"
         );
-        for daughter in &daughters {
-            self.inner.maintenance.request_compaction(daughter.id);
+        for daughter in daughters {
+            self.inner.maintenance.request_compaction(daughter);
         }
         Ok(true)
     }
@@ -201,77 +180,92 @@ impl Database {
     /// Merges the adjacent regions `left` and `right` of `table`.
     fn merge(&self, table: &str, left: u64, right: u64) -> Result<()> {
         let mut catalog = self.inner.catalog.lock();
+        let state = self.enabled_state(table)?;
+        let (l, r) = (
+            serving_region(&state, table, left)?,
+            serving_region(&state, table, right)?,
+        );
+        let (left_name, right_name) = (l.info().encoded_name(), r.info().encoded_name());
+        if l.info().end_key != r.info().start_key || l.info().end_key.is_empty() {
+            return Err(Error::invalid(format!(
+                "regions {left_name} and {right_name} are not adjacent"
+            )));
+        }
+        let range = (l.info().start_key.clone(), r.info().end_key.clone());
+        let merged = self.hand_over(
+            &mut catalog,
+            table,
+            &state,
+            &[l, r],
+            &[range],
+            RegionState::Merged,
+        )?;
+        drop(catalog);
+        tracing::info!(table, left = %left_name, right = %right_name, "regions merged");
+        for region in merged {
+            self.inner.maintenance.request_compaction(region);
+        }
+        Ok(())
+    }
+
+    /// The table, which must be enabled to split or merge its regions.
+    fn enabled_state(&self, table: &str) -> Result<Arc<TableState>> {
         let state = self.state(table)?;
         if !state.is_enabled() {
             return Err(Error::TableDisabled(table.to_string()));
         }
-        let regions = state.regions();
-        let find = |id: u64| {
-            regions
-                .iter()
-                .find(|r| r.info().id == id)
-                .cloned()
-                .ok_or_else(|| {
-                    Error::NotServingRegion(format!(
-                        "region {id} of table {table} was split or merged meanwhile"
-                    ))
-                })
-        };
-        let (l, r) = (find(left)?, find(right)?);
-        if l.info().end_key != r.info().start_key || l.info().end_key.is_empty() {
-            return Err(Error::invalid(format!(
-                "regions {} and {} are not adjacent",
-                l.info().encoded_name(),
-                r.info().encoded_name()
-            )));
-        }
-        let through_left = l.close_for_handover()?;
-        let through_right = match r.close_for_handover() {
-            Ok(t) => t,
-            Err(e) => {
-                l.reopen_after_failed_handover();
-                state.announce_region_change();
-                return Err(e);
+        Ok(state)
+    }
+
+    /// Hands the rows of the serving regions `predecessors` over to new
+    /// regions with the key `ranges`, the steps of the module docs; the
+    /// predecessors are retired as `retired_as`. Called with the catalog
+    /// locked. Returns the new regions' ids.
+    fn hand_over(
+        &self,
+        catalog: &mut Catalog,
+        table: &str,
+        state: &TableState,
+        predecessors: &[Arc<Region>],
+        ranges: &[(Bytes, Bytes)],
+        retired_as: RegionState,
+    ) -> Result<Vec<u64>> {
+        let mut through = 0;
+        for (closed, predecessor) in predecessors.iter().enumerate() {
+            match predecessor.close_for_handover() {
+                Ok(t) => through = through.max(t),
+                Err(e) => {
+                    for earlier in &predecessors[..closed] {
+                        earlier.reopen_after_failed_handover();
+                    }
+                    state.announce_region_change();
+                    return Err(e);
+                }
             }
-        };
+        }
         let descriptor = state.descriptor();
         let now = self.inner.clock.now_millis();
         let mut updated = catalog.clone();
-        let merged = [new_region_entry(
-            &mut updated,
-            &descriptor,
-            l.info().start_key.clone(),
-            r.info().end_key.clone(),
-            now,
-        )];
-        let through = through_left.max(through_right);
+        let successors: Vec<RegionEntry> = ranges
+            .iter()
+            .map(|(start, end)| {
+                new_region_entry(&mut updated, &descriptor, start.clone(), end.clone(), now)
+            })
+            .collect();
+        let old: Vec<u64> = predecessors.iter().map(|r| r.info().id).collect();
         let committed = self
-            .seed_successors(table, &merged, &[&l, &r], through)
+            .seed_successors(table, &successors, predecessors, through)
             .and_then(|()| {
-                retire(
-                    &mut updated,
-                    table,
-                    &[left, right],
-                    &merged,
-                    RegionState::Merged,
-                )?;
+                retire(&mut updated, table, &old, &successors, retired_as)?;
                 updated.store(&self.inner.dir)
             });
         if let Err(e) = committed {
-            self.abandon_handover(table, &merged, &[&l, &r], &state);
+            self.abandon_handover(table, &successors, predecessors, state);
             return Err(e);
         }
         *catalog = updated;
-        self.install_successors(table, &descriptor, &merged, &[left, right], &state)?;
-        drop(catalog);
-        tracing::info!(
-            table,
-            left = %l.info().encoded_name(),
-            right = %r.info().encoded_name(),
-            "regions merged"
-        );
-        self.inner.maintenance.request_compaction(merged[0].id);
-        Ok(())
+        self.install_successors(table, &descriptor, &successors, &old, state)?;
+        Ok(successors.iter().map(|s| s.id).collect())
     }
 
     /// Writes each successor's store manifests: links to the files of the
@@ -280,7 +274,7 @@ impl Database {
         &self,
         table: &str,
         successors: &[RegionEntry],
-        predecessors: &[&Arc<Region>],
+        predecessors: &[Arc<Region>],
         through: u64,
     ) -> Result<()> {
         for successor in successors {
@@ -306,7 +300,7 @@ impl Database {
         &self,
         table: &str,
         successors: &[RegionEntry],
-        predecessors: &[&Arc<Region>],
+        predecessors: &[Arc<Region>],
         state: &TableState,
     ) {
         for successor in successors {
@@ -415,6 +409,20 @@ impl Database {
             }
         }
     }
+}
+
+/// The serving region `id` of `table`, or `NotServingRegion` when a split
+/// or merge retired it meanwhile.
+fn serving_region(state: &TableState, table: &str, id: u64) -> Result<Arc<Region>> {
+    state
+        .regions()
+        .into_iter()
+        .find(|r| r.info().id == id)
+        .ok_or_else(|| {
+            Error::NotServingRegion(format!(
+                "region {id} of table {table} was split or merged meanwhile"
+            ))
+        })
 }
 
 /// Moves the regions `old` of `table` from the serving list to the retired
