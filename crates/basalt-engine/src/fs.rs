@@ -29,6 +29,14 @@
 //!   shows those, and [`LocalFileStore::remove_temp_files`] deletes them.
 //! - `delete` of a missing file succeeds (object stores delete
 //!   idempotently; it also makes retried cleanups harmless).
+//! - `list_dirs(dir)` names the "directories" directly inside `dir`: for
+//!   an object store, the common prefixes of the names below it; for the
+//!   local store, its subdirectories (an empty one included, so nothing a
+//!   crash leaves is invisible to the code that cleans up after it).
+//! - `list_prefix(dir)` lists every published file below `dir`, at any
+//!   depth; `delete_prefix(dir)` deletes them all (and, locally, the
+//!   directories). Both treat a missing `dir` as empty, and a deletion
+//!   interrupted by a crash can simply be run again.
 //! - Names are never reused: a path that was deleted must not be created
 //!   again while any reader may still hold it open (the local store caches
 //!   open file handles by path).
@@ -71,6 +79,18 @@ pub trait FileStore: Send + Sync + Debug {
 
     /// Deletes a file; deleting a missing file succeeds.
     fn delete(&self, path: &Path) -> Result<()>;
+
+    /// The directories (name prefixes) directly inside `dir`, sorted. A
+    /// missing directory lists as empty.
+    fn list_dirs(&self, dir: &Path) -> Result<Vec<PathBuf>>;
+
+    /// Every published file below `dir`, at any depth, sorted by path.
+    fn list_prefix(&self, dir: &Path) -> Result<Vec<PathBuf>>;
+
+    /// Deletes every file below `dir` (and the directories, where the store
+    /// has them). Deleting a missing prefix succeeds; a deletion cut short
+    /// can be repeated.
+    fn delete_prefix(&self, dir: &Path) -> Result<()>;
 
     /// Removes what writers that never finished (a crash mid-write) left in
     /// `dir`; returns how many. Only call it while no writer is active in
@@ -321,6 +341,45 @@ impl FileStore for LocalFileStore {
             Err(e) => Err(Error::io(path, e)),
         }
     }
+
+    fn list_dirs(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(dir, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(dir, e))?;
+            let file_type = entry.file_type().map_err(|e| Error::io(entry.path(), e))?;
+            if file_type.is_dir() {
+                out.push(entry.path());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn list_prefix(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let mut out = self.list(dir)?;
+        for sub in self.list_dirs(dir)? {
+            out.extend(self.list_prefix(&sub)?);
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn delete_prefix(&self, dir: &Path) -> Result<()> {
+        // Cached handles stay: a scan that began before a retired region
+        // went keeps reading its (unlinked) files through them, as readers
+        // of an object store keep a snapshot. Names are never reused, so a
+        // stale handle is only an open descriptor until the cache empties.
+        match fs::remove_dir_all(dir) {
+            Ok(()) => sync_dir(parent_of(dir)?),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(dir, e)),
+        }
+    }
 }
 
 /// A local file being written under a temporary name.
@@ -472,6 +531,41 @@ impl FileStore for MemFileStore {
 
     fn delete(&self, path: &Path) -> Result<()> {
         self.files.lock().remove(path);
+        Ok(())
+    }
+
+    fn list_dirs(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        // Object-store semantics: a "directory" exists while a name below
+        // it does.
+        let mut out: Vec<PathBuf> = self
+            .files
+            .lock()
+            .keys()
+            .filter_map(|p| {
+                let rest = p.strip_prefix(dir).ok()?;
+                let mut parts = rest.components();
+                let first = parts.next()?;
+                parts.next().map(|_| dir.join(first))
+            })
+            .collect();
+        out.dedup();
+        Ok(out)
+    }
+
+    fn list_prefix(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        Ok(self
+            .files
+            .lock()
+            .keys()
+            .filter(|p| p.starts_with(dir) && p.as_path() != dir)
+            .cloned()
+            .collect())
+    }
+
+    fn delete_prefix(&self, dir: &Path) -> Result<()> {
+        self.files
+            .lock()
+            .retain(|p, _| !p.starts_with(dir) || p.as_path() == dir);
         Ok(())
     }
 }
@@ -671,6 +765,25 @@ impl FileStore for FaultyFileStore {
         self.check(FaultOp::Delete, path)?;
         self.inner.delete(path)
     }
+
+    fn list_dirs(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        self.check(FaultOp::List, dir)?;
+        self.inner.list_dirs(dir)
+    }
+
+    fn list_prefix(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        self.check(FaultOp::List, dir)?;
+        self.inner.list_prefix(dir)
+    }
+
+    fn delete_prefix(&self, dir: &Path) -> Result<()> {
+        self.check(FaultOp::Delete, dir)?;
+        self.inner.delete_prefix(dir)
+    }
+
+    fn remove_unfinished(&self, dir: &Path) -> Result<usize> {
+        self.inner.remove_unfinished(dir)
+    }
 }
 
 #[derive(Debug)]
@@ -757,6 +870,32 @@ mod tests {
         store.delete(&a).unwrap();
         assert!(!store.exists(&a).unwrap());
         assert!(store.read_range(&a, 0, 1).is_err());
+
+        // Prefixes: listing at any depth, the directories one level down,
+        // and deletion of everything below a prefix (twice is fine).
+        let deep = dir.join("tree/x/y/deep");
+        let shallow = dir.join("tree/top");
+        let other = dir.join("tree/z/file");
+        for path in [&deep, &shallow, &other] {
+            write(store, path, b"1").unwrap();
+        }
+        assert_eq!(
+            store.list_prefix(&dir.join("tree")).unwrap(),
+            vec![shallow.clone(), deep.clone(), other.clone()]
+        );
+        assert_eq!(
+            store.list_dirs(&dir.join("tree")).unwrap(),
+            vec![dir.join("tree/x"), dir.join("tree/z")]
+        );
+        store.delete_prefix(&dir.join("tree/x")).unwrap();
+        store.delete_prefix(&dir.join("tree/x")).unwrap();
+        assert!(!store.exists(&deep).unwrap());
+        assert_eq!(
+            store.list_prefix(&dir.join("tree")).unwrap(),
+            vec![shallow, other]
+        );
+        assert!(store.list_prefix(&dir.join("missing")).unwrap().is_empty());
+        assert!(store.list_dirs(&dir.join("missing")).unwrap().is_empty());
     }
 
     #[test]

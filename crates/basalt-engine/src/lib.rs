@@ -7,6 +7,7 @@ pub mod block_cache;
 pub mod clock;
 pub mod compaction;
 pub mod fs;
+pub mod layout;
 pub mod load;
 pub mod manifest;
 pub mod memstore;

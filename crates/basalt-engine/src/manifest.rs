@@ -18,12 +18,12 @@ use serde::{Deserialize, Serialize};
 use basalt_types::{Error, Result};
 
 use crate::fs::FileStore;
+use crate::layout;
 
 /// Layout version of manifest files. Version 2 added file links; version 1
 /// manifests (no links) are still read.
 pub const MANIFEST_FORMAT_VERSION: u32 = 2;
 const READABLE_FORMAT_VERSIONS: [&str; 2] = ["1", "2"];
-const PREFIX: &str = "MANIFEST-";
 const MAGIC: &str = "BASALT-STORE-MANIFEST";
 
 /// One store file as the manifest records it.
@@ -66,18 +66,12 @@ impl FileLink {
     /// The linked file's path, given the linking store's directory
     /// (`<table dir>/<region id>/<family>`): regions of a table are siblings.
     pub fn path(&self, store_dir: &Path) -> Result<PathBuf> {
-        let family = store_dir.file_name();
-        let table_dir = store_dir.parent().and_then(Path::parent);
-        match (table_dir, family) {
-            (Some(table_dir), Some(family)) => Ok(table_dir
-                .join(self.region_id.to_string())
-                .join(family)
-                .join(store_file_name(self.file_id))),
-            _ => Err(Error::invalid(format!(
+        layout::linked_store_file(store_dir, self.region_id, self.file_id).ok_or_else(|| {
+            Error::invalid(format!(
                 "store directory {} is not inside a table directory",
                 store_dir.display()
-            ))),
-        }
+            ))
+        })
     }
 }
 
@@ -97,10 +91,7 @@ impl ManifestFile {
     }
 }
 
-/// The name of store file `id`.
-pub fn store_file_name(id: u64) -> String {
-    format!("{id:020}.sst")
-}
+pub use crate::layout::store_file_name;
 
 /// The store's durable state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,7 +132,7 @@ impl ManifestLog {
     }
 
     fn path(&self, version: u64) -> PathBuf {
-        self.dir.join(format!("{PREFIX}{version:020}"))
+        layout::manifest_path(&self.dir, version)
     }
 
     /// Versions present in the directory, newest first.
@@ -150,7 +141,7 @@ impl ManifestLog {
             .fs
             .list(&self.dir)?
             .iter()
-            .filter_map(|p| p.file_name()?.to_str()?.strip_prefix(PREFIX)?.parse().ok())
+            .filter_map(|p| layout::manifest_version_of(p))
             .collect();
         versions.sort_unstable_by(|a, b| b.cmp(a));
         Ok(versions)

@@ -33,13 +33,14 @@ use basalt_types::{
 };
 
 use crate::clock::Clock;
+use crate::layout;
 use crate::load::{LoadCounters, RegionLoad};
 use crate::manifest::ManifestFile;
 use crate::mvcc::Mvcc;
 use crate::row_lock::RowLocks;
 use crate::scan::{ReadOptions, RegionScanner, RowRange, ScanShape, StoreScanner};
 use crate::store::{Store, StoreContext, StoreStats};
-use crate::wal::{Wal, WalEdit};
+use crate::wal::{WalEdit, WriteAheadLog};
 
 /// Identity and key range of a region.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +125,7 @@ pub struct Region {
     row_locks: RowLocks,
     /// Set once recovery is over: replay fills the memstores before the log
     /// accepts new writes.
-    wal: OnceLock<Arc<Wal>>,
+    wal: OnceLock<Arc<dyn WriteAheadLog>>,
     clock: Arc<dyn Clock>,
     config: RegionConfig,
     load: LoadCounters,
@@ -192,7 +193,7 @@ impl Region {
         let mut stores = BTreeMap::new();
         for f in families {
             let name = Bytes::copy_from_slice(f.descriptor.name().as_bytes());
-            let store_dir = dir.join(f.descriptor.name());
+            let store_dir = layout::store_dir(&dir, f.descriptor.name());
             let store = Store::open(f.descriptor, f.first_sequence, store_dir, context.clone())?;
             stores.insert(name, Arc::new(store));
         }
@@ -229,12 +230,12 @@ impl Region {
     }
 
     /// Gives the region the log its writes go to (once; later calls are ignored).
-    pub fn attach_wal(&self, wal: Arc<Wal>) {
+    pub fn attach_wal(&self, wal: Arc<dyn WriteAheadLog>) {
         // A second attach would be a caller bug; the first log stays in use.
         let _ = self.wal.set(wal);
     }
 
-    fn wal(&self) -> Result<&Arc<Wal>> {
+    fn wal(&self) -> Result<&Arc<dyn WriteAheadLog>> {
         self.wal.get().ok_or_else(|| {
             Error::Closed(format!(
                 "region {} has no write-ahead log yet",
@@ -306,7 +307,7 @@ impl Region {
             )));
         }
         let first = self.mvcc.next_write();
-        let store_dir = self.dir.join(descriptor.name());
+        let store_dir = layout::store_dir(&self.dir, descriptor.name());
         // A family of the same name deleted earlier may have left files if
         // its deletion was interrupted: they are not this family's.
         for path in self.context.files.list(&store_dir)? {

@@ -40,7 +40,8 @@ use basalt_types::{Cell, Result};
 use crate::block_cache::{next_file_id, BlockCache};
 use crate::compaction::{self, CompactionPolicy};
 use crate::fs::FileStore;
-use crate::manifest::{store_file_name, FileLink, ManifestFile, ManifestLog, StoreManifest};
+use crate::layout;
+use crate::manifest::{FileLink, ManifestFile, ManifestLog, StoreManifest};
 use crate::memstore::MemStore;
 use crate::scan::{ReadOptions, StoreScanner};
 use crate::source::{first_on_row, CellSource, MergedSource};
@@ -230,7 +231,7 @@ impl Store {
             let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
                 continue;
             };
-            if name.ends_with(".sst") && !listed.iter().any(|l| l == name) {
+            if layout::is_store_file(&path) && !listed.iter().any(|l| l == name) {
                 tracing::info!(path = %path.display(), "removing an orphaned store file");
                 context.files.delete(&path)?;
             }
@@ -463,7 +464,7 @@ impl Store {
         now: i64,
     ) -> Result<Option<(ManifestFile, Arc<StoreFile>)>> {
         let descriptor = self.descriptor();
-        let path = self.dir.join(store_file_name(id));
+        let path = layout::store_file_path(&self.dir, id);
         let mut writer = StoreFileWriter::new(
             Arc::clone(&self.context.files),
             &path,

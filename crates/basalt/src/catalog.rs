@@ -9,24 +9,30 @@
 //! crash leaves either the old regions serving or the new ones, never both
 //! and never neither.
 //!
-//! Updates write a complete new file beside the old one, fsync it, rename it
-//! over the old one and fsync the directory, so a crash leaves either the old
-//! or the new catalog, never a mix. See `docs/catalog-format.md`.
+//! The catalog is stored through the [`FileStore`] as write-once numbered
+//! versions (`catalog/<version>.json`, see `basalt_engine::layout`): an
+//! update creates the next version (create-if-absent, so two writers can
+//! never both commit the same version), then deletes the one before. A
+//! crash leaves the old version or the new one, never a mix; loading takes
+//! the newest and deletes older leftovers. Catalogs of formats 1 and 2 were
+//! one `catalog.json` file: it is read when no version exists, and deleted
+//! once the first version is written. See `docs/catalog-format.md`.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use basalt_engine::fs::FileStore;
+use basalt_engine::layout;
 use basalt_types::{Error, Result, TableDescriptor};
 
-/// Version of the catalog file layout. Version 2 added region states and
-/// retired regions; version 1 catalogs are read (and rewritten as 2).
-pub const CATALOG_FORMAT_VERSION: u32 = 2;
-const CATALOG_FILE: &str = "catalog.json";
+/// Version of the catalog layout. Version 2 added region states and
+/// retired regions; version 3 stores numbered write-once versions through
+/// the file store instead of one `catalog.json` replaced by rename.
+/// Versions 1 and 2 are read (and rewritten as 3).
+pub const CATALOG_FORMAT_VERSION: u32 = 3;
 
 /// The persistent catalog.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -38,6 +44,10 @@ pub struct Catalog {
     pub last_region_id: u64,
     /// Tables by name.
     pub tables: BTreeMap<String, TableEntry>,
+    /// The stored version this catalog was loaded from or last stored as
+    /// (0: never stored). Not part of the document: the file name says it.
+    #[serde(skip)]
+    pub version: u64,
 }
 
 /// One table in the catalog.
@@ -93,31 +103,49 @@ impl Default for Catalog {
             format_version: CATALOG_FORMAT_VERSION,
             last_region_id: 0,
             tables: BTreeMap::new(),
+            version: 0,
         }
     }
 }
 
 impl Catalog {
-    fn path(dir: &Path) -> PathBuf {
-        dir.join(CATALOG_FILE)
+    /// Loads the newest catalog of the data set at `root`, or an empty one
+    /// if there is none yet; deletes versions a crash left behind it.
+    pub fn load(files: &dyn FileStore, root: &Path) -> Result<Catalog> {
+        let mut versions: Vec<(u64, std::path::PathBuf)> = files
+            .list(&layout::catalog_dir(root))?
+            .into_iter()
+            .filter_map(|p| layout::catalog_version_of(&p).map(|v| (v, p)))
+            .collect();
+        versions.sort_unstable_by_key(|(v, _)| *v);
+        let legacy = layout::legacy_catalog_path(root);
+        let Some((version, path)) = versions.pop() else {
+            if !files.exists(&legacy)? {
+                return Ok(Catalog::default());
+            }
+            // Formats 1 and 2: version 0, replaced by version 1 on the
+            // first store.
+            return Catalog::parse(&files.read_all(&legacy)?, &legacy, 0);
+        };
+        let catalog = Catalog::parse(&files.read_all(&path)?, &path, version)?;
+        // Only the newest version is ever read; older ones are leftovers of
+        // a crash between a store and its clean-up.
+        for (_, old) in versions {
+            files.delete(&old)?;
+        }
+        files.delete(&legacy)?;
+        Ok(catalog)
     }
 
-    /// Loads the catalog of `dir`, or an empty one if there is none yet.
-    pub fn load(dir: &Path) -> Result<Catalog> {
-        let path = Catalog::path(dir);
-        let text = match fs::read(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Catalog::default()),
-            Err(e) => return Err(Error::io(&path, e)),
-        };
-        let catalog: Catalog = serde_json::from_slice(&text).map_err(|e| Error::Corruption {
-            path: path.clone(),
+    fn parse(text: &[u8], path: &Path, version: u64) -> Result<Catalog> {
+        let catalog: Catalog = serde_json::from_slice(text).map_err(|e| Error::Corruption {
+            path: path.to_path_buf(),
             offset: 0,
             message: format!("catalog does not parse: {e}"),
         })?;
         if !(1..=CATALOG_FORMAT_VERSION).contains(&catalog.format_version) {
             return Err(Error::Corruption {
-                path,
+                path: path.to_path_buf(),
                 offset: 0,
                 message: format!(
                     "catalog format version {} is not supported (expected {})",
@@ -127,25 +155,35 @@ impl Catalog {
         }
         Ok(Catalog {
             format_version: CATALOG_FORMAT_VERSION,
+            version,
             ..catalog
         })
     }
 
-    /// Replaces the catalog of `dir` with this one, atomically and durably.
-    pub fn store(&self, dir: &Path) -> Result<()> {
-        let path = Catalog::path(dir);
-        let tmp = dir.join(format!("{CATALOG_FILE}.tmp"));
-        let text = serde_json::to_vec_pretty(self)
+    /// Commits this catalog as the next version of the data set at `root`,
+    /// durably; the version it replaces is deleted afterwards. On success
+    /// `self.version` is the new version.
+    pub fn store(&mut self, files: &dyn FileStore, root: &Path) -> Result<()> {
+        let next = self.version + 1;
+        let path = layout::catalog_version_path(root, next);
+        let text = serde_json::to_vec_pretty(&*self)
             .map_err(|e| Error::invalid(format!("catalog does not serialize: {e}")))?;
-        let write = || -> std::io::Result<()> {
-            let mut file = File::create(&tmp)?;
-            file.write_all(&text)?;
-            file.sync_all()?;
-            Ok(())
+        let mut writer = files.create(&path)?;
+        writer.write_all(&text)?;
+        // The commit point: once published, this version is the catalog.
+        writer.finish()?;
+        let previous = self.version;
+        self.version = next;
+        let stale = if previous == 0 {
+            layout::legacy_catalog_path(root)
+        } else {
+            layout::catalog_version_path(root, previous)
         };
-        write().map_err(|e| Error::io(&tmp, e))?;
-        fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-        sync_dir(dir)
+        // A failed clean-up is harmless: the next load deletes it.
+        if let Err(e) = files.delete(&stale) {
+            tracing::warn!(path = %stale.display(), error = %e, "could not delete a superseded catalog version");
+        }
+        Ok(())
     }
 
     /// A new unique region id: the current time in ms unless that was used.
@@ -156,16 +194,10 @@ impl Catalog {
     }
 }
 
-/// Fsyncs a directory so a rename or file creation in it is durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use basalt_engine::fs::{LocalFileStore, MemFileStore};
     use basalt_types::ColumnFamilyDescriptor;
 
     #[test]
@@ -196,8 +228,10 @@ mod tests {
                 }],
             },
         );
-        c.store(dir.path()).unwrap();
-        let back = Catalog::load(dir.path()).unwrap();
+        let files = LocalFileStore::new();
+        c.store(&files, dir.path()).unwrap();
+        let back = Catalog::load(&files, dir.path()).unwrap();
+        assert_eq!(back.version, 1);
         assert_eq!(
             back.tables["t"].regions[0].end_key,
             Bytes::from_static(b"\x00\xff")
@@ -215,10 +249,16 @@ mod tests {
             "regions": [{"id": 5, "start_key": [], "end_key": [],
                          "family_first_sequence": {}}]}}}"#;
         std::fs::write(dir.path().join("catalog.json"), v1).unwrap();
-        let c = Catalog::load(dir.path()).unwrap();
+        let files = LocalFileStore::new();
+        let mut c = Catalog::load(&files, dir.path()).unwrap();
         assert_eq!(c.format_version, CATALOG_FORMAT_VERSION);
         assert_eq!(c.tables["t"].regions[0].state, RegionState::Open);
         assert!(c.tables["t"].retired.is_empty());
+        // The first store supersedes the old single file.
+        c.store(&files, dir.path()).unwrap();
+        assert!(!dir.path().join("catalog.json").exists());
+        let back = Catalog::load(&files, dir.path()).unwrap();
+        assert_eq!(back.tables["t"].regions[0].id, 5);
     }
 
     #[test]
@@ -232,8 +272,56 @@ mod tests {
     #[test]
     fn damaged_catalog_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(CATALOG_FILE), b"{ not json").unwrap();
-        let err = Catalog::load(dir.path()).unwrap_err().to_string();
+        std::fs::write(dir.path().join("catalog.json"), b"{ not json").unwrap();
+        let err = Catalog::load(&LocalFileStore::new(), dir.path())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("catalog.json"), "{err}");
+    }
+
+    #[test]
+    fn each_store_is_a_new_version_and_the_old_one_goes() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let mut c = Catalog::default();
+        for expected in 1..=3 {
+            c.next_region_id(expected);
+            c.store(&files, root).unwrap();
+            assert_eq!(c.version, expected as u64);
+        }
+        assert_eq!(
+            files.list(&layout::catalog_dir(root)).unwrap(),
+            vec![layout::catalog_version_path(root, 3)]
+        );
+        assert_eq!(Catalog::load(&files, root).unwrap().last_region_id, 3);
+    }
+
+    #[test]
+    fn a_stale_writer_cannot_commit_a_version_that_exists() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let mut first = Catalog::default();
+        let mut second = first.clone();
+        first.store(&files, root).unwrap();
+        assert!(second.store(&files, root).is_err());
+        assert_eq!(second.version, 0, "a failed store keeps the old version");
+    }
+
+    #[test]
+    fn loading_deletes_versions_older_than_the_newest() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let mut c = Catalog::default();
+        c.store(&files, root).unwrap();
+        // A crash between publishing version 2 and deleting version 1.
+        let mut w = files
+            .create(&layout::catalog_version_path(root, 2))
+            .unwrap();
+        c.last_region_id = 99;
+        w.write_all(&serde_json::to_vec(&c).unwrap()).unwrap();
+        w.finish().unwrap();
+        let loaded = Catalog::load(&files, root).unwrap();
+        assert_eq!((loaded.version, loaded.last_region_id), (2, 99));
+        assert_eq!(files.list(&layout::catalog_dir(root)).unwrap().len(), 1);
     }
 }

@@ -26,17 +26,29 @@
 
 mod catalog;
 mod database;
+mod locator;
 mod maintenance;
+mod master;
 mod options;
+mod region_server;
 mod split;
 mod table;
 
-pub use database::{Database, FamilyChange, RecoveryReport, RegionSummary, TableInfo};
+pub use database::{Database, DatabaseBuilder, RegionSummary, TableInfo};
+pub use locator::{RegionLocator, TableLocation};
+pub use master::{FamilyChange, Master};
 pub use options::{Options, RegionSplitPolicy};
+pub use region_server::{RecoveryReport, RegionServer, RegionSpec};
 pub use split::{validate_split_keys, SplitAlgorithm};
 pub use table::{Scanner, Table};
 
 pub use basalt_engine::block_cache::BlockCacheStats;
+/// The file stores a database can be opened over (see [`DatabaseBuilder`]).
+pub use basalt_engine::fs;
+/// Where every file and directory of a data set lives.
+pub use basalt_engine::layout;
+/// The write-ahead log's contract and today's local implementation.
+pub use basalt_engine::wal::{Wal, WriteAheadLog};
 pub use basalt_engine::{Clock, ManualClock, RegionInfo, RegionLoad, StoreStats, SystemClock};
 pub use basalt_types::descriptor::{
     BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,

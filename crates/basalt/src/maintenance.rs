@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Mutex, RwLock};
 
-use basalt_engine::wal::Wal;
+use basalt_engine::wal::WriteAheadLog;
 use basalt_engine::{FlushRequester, Region};
 use basalt_types::Result;
 
@@ -25,7 +25,7 @@ enum Task {
     Stop,
 }
 
-/// What the database does after maintenance work on a region.
+/// What the master does after maintenance work on a region.
 pub(crate) trait MaintenanceHooks: Send + Sync + std::fmt::Debug {
     /// After a flush: split the region if it has grown past the split size.
     fn after_flush(&self, region: &Arc<Region>);
@@ -37,7 +37,7 @@ pub(crate) trait MaintenanceHooks: Send + Sync + std::fmt::Debug {
 #[derive(Debug)]
 pub(crate) struct Maintenance {
     regions: RwLock<HashMap<u64, Weak<Region>>>,
-    wal: Arc<Wal>,
+    wal: Arc<dyn WriteAheadLog>,
     queue: Mutex<Option<mpsc::Sender<Task>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
     queued: Mutex<HashSet<u64>>,
@@ -56,7 +56,7 @@ impl std::fmt::Debug for Task {
 
 impl Maintenance {
     /// A scheduler with `threads` workers (0: run work inline).
-    pub(crate) fn start(wal: Arc<Wal>, threads: usize) -> Arc<Maintenance> {
+    pub(crate) fn start(wal: Arc<dyn WriteAheadLog>, threads: usize) -> Arc<Maintenance> {
         let maintenance = Arc::new(Maintenance {
             regions: RwLock::new(HashMap::new()),
             wal,
@@ -190,13 +190,11 @@ impl Maintenance {
     /// belong to regions that no longer exist).
     pub(crate) fn retire_wal(&self) -> Result<usize> {
         let regions = self.regions.read();
-        self.wal.retire_segments(|segment| {
-            segment.max_sequence_ids.iter().all(|(region_id, max)| {
-                match regions.get(region_id).and_then(Weak::upgrade) {
-                    Some(region) => region.flushed_through() >= *max,
-                    None => true,
-                }
-            })
+        self.wal.retire_flushed(&|region_id| {
+            regions
+                .get(&region_id)
+                .and_then(Weak::upgrade)
+                .map(|region| region.flushed_through())
         })
     }
 

@@ -2,16 +2,17 @@
 //! documented defaults (the server loads it from TOML and flags later).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use basalt_engine::compaction::CompactionPolicy;
 use basalt_engine::wal::WalOptions;
-use basalt_engine::{Clock, RegionConfig, SystemClock};
+use basalt_engine::RegionConfig;
 
-/// Options of [`Database::open_with`](crate::Database::open_with).
+/// Options of [`Database::open_with`](crate::Database::open_with): pure
+/// configuration. The parts a database is built from (file store, clock)
+/// are handed to [`Database::builder`](crate::Database::builder).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Options {
@@ -51,10 +52,6 @@ pub struct Options {
     /// Threads for background flushes and compactions. With 0 they run in
     /// the writing thread, which makes tests deterministic. Default 2.
     pub background_threads: usize,
-    /// Where "now" comes from (server timestamps, TTL). Tests substitute a
-    /// [`ManualClock`](basalt_engine::ManualClock).
-    #[serde(skip, default = "system_clock")]
-    pub clock: Arc<dyn Clock>,
 }
 
 /// How the split size of a region is chosen (HBase's region split policies).
@@ -84,10 +81,6 @@ impl Options {
     }
 }
 
-fn system_clock() -> Arc<dyn Clock> {
-    Arc::new(SystemClock)
-}
-
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -104,7 +97,6 @@ impl Default for Options {
             region_split_bytes: 10 * 1024 * 1024 * 1024,
             region_split_policy: RegionSplitPolicy::Stepping,
             background_threads: 2,
-            clock: system_clock(),
         }
     }
 }
@@ -116,12 +108,6 @@ impl Options {
             data_dir: dir.into(),
             ..Options::default()
         }
-    }
-
-    /// Builder: the clock.
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
     }
 
     pub(crate) fn wal_options(&self) -> WalOptions {

@@ -1,12 +1,11 @@
 //! Table handles: reads and writes routed to the region owning each row.
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex, RwLock};
 
 use basalt_engine::region::scan_range;
 use basalt_engine::scan::{RegionScanner, RowRange};
@@ -17,177 +16,16 @@ use basalt_types::{
     RowResult, Scan, TableDescriptor,
 };
 
-const ENABLED: u8 = 0;
-const DISABLED: u8 = 1;
-const DROPPED: u8 = 2;
-const CLOSED: u8 = 3;
-
-/// How long a request waits for a split or merge to finish before it gives
-/// up with the `NotServingRegion` error (HBase's client retries similarly).
-const HANDOVER_WAIT: Duration = Duration::from_secs(60);
-
-/// The live state of one table, shared by every handle to it.
-#[derive(Debug)]
-pub(crate) struct TableState {
-    name: String,
-    descriptor: RwLock<TableDescriptor>,
-    status: AtomicU8,
-    /// Sorted by start key; they cover the key space without gaps.
-    regions: RwLock<Vec<Arc<Region>>>,
-    /// Bumped whenever the regions change (or a hand-over is abandoned):
-    /// requests refused by a closing region wait for it to move. Every
-    /// write reads it, so it is an atomic; the mutex only pairs with the
-    /// condition variable for the (rare) waits.
-    region_epoch: AtomicU64,
-    epoch_lock: Mutex<()>,
-    regions_changed: Condvar,
-}
-
-impl TableState {
-    pub(crate) fn new(
-        descriptor: TableDescriptor,
-        enabled: bool,
-        regions: Vec<Arc<Region>>,
-    ) -> Self {
-        TableState {
-            name: descriptor.name().to_string(),
-            descriptor: RwLock::new(descriptor),
-            status: AtomicU8::new(if enabled { ENABLED } else { DISABLED }),
-            regions: RwLock::new(regions),
-            region_epoch: AtomicU64::new(0),
-            epoch_lock: Mutex::new(()),
-            regions_changed: Condvar::new(),
-        }
-    }
-
-    pub(crate) fn descriptor(&self) -> TableDescriptor {
-        self.descriptor.read().clone()
-    }
-
-    pub(crate) fn set_descriptor(&self, descriptor: TableDescriptor) {
-        *self.descriptor.write() = descriptor;
-    }
-
-    pub(crate) fn is_enabled(&self) -> bool {
-        self.status.load(Ordering::SeqCst) == ENABLED
-    }
-
-    pub(crate) fn set_enabled(&self, enabled: bool) {
-        self.status
-            .store(if enabled { ENABLED } else { DISABLED }, Ordering::SeqCst);
-    }
-
-    pub(crate) fn mark_dropped(&self) {
-        self.status.store(DROPPED, Ordering::SeqCst);
-    }
-
-    pub(crate) fn mark_closed(&self) {
-        self.status.store(CLOSED, Ordering::SeqCst);
-    }
-
-    pub(crate) fn regions(&self) -> Vec<Arc<Region>> {
-        self.regions.read().clone()
-    }
-
-    pub(crate) fn replace_regions(&self, regions: Vec<Arc<Region>>) {
-        *self.regions.write() = regions;
-        self.announce_region_change();
-    }
-
-    /// Puts `replacements` in the place of the regions with ids `old`
-    /// (adjacent ones), keeping the key order.
-    pub(crate) fn swap_regions(&self, old: &[u64], replacements: Vec<Arc<Region>>) {
-        {
-            let mut regions = self.regions.write();
-            let Some(at) = regions.iter().position(|r| old.contains(&r.info().id)) else {
-                return;
-            };
-            regions.retain(|r| !old.contains(&r.info().id));
-            let tail = regions.split_off(at);
-            regions.extend(replacements);
-            regions.extend(tail);
-        }
-        self.announce_region_change();
-    }
-
-    /// Wakes requests waiting for a split or merge to end.
-    pub(crate) fn announce_region_change(&self) {
-        // Under the lock, so a waiter between its check and its wait cannot
-        // miss the change.
-        let _guard = self.epoch_lock.lock();
-        self.region_epoch.fetch_add(1, Ordering::SeqCst);
-        self.regions_changed.notify_all();
-    }
-
-    /// Runs `op` on the region owning `row`, routing it again while a
-    /// region refuses it because it is handing its rows over.
-    fn on_region<T>(&self, row: &[u8], op: impl Fn(&Region) -> Result<T>) -> Result<T> {
-        let deadline = Instant::now() + HANDOVER_WAIT;
-        loop {
-            let epoch = self.region_epoch.load(Ordering::SeqCst);
-            let region = self.region_for(row)?;
-            match op(&region) {
-                Err(Error::NotServingRegion(m)) => {
-                    self.wait_for_region_change(epoch, deadline, m)?
-                }
-                other => return other,
-            }
-        }
-    }
-
-    fn wait_for_region_change(&self, epoch: u64, deadline: Instant, message: String) -> Result<()> {
-        let mut guard = self.epoch_lock.lock();
-        while self.region_epoch.load(Ordering::SeqCst) == epoch {
-            if Instant::now() >= deadline {
-                return Err(Error::NotServingRegion(message));
-            }
-            // Bounded: a missed wake-up costs at most this.
-            self.regions_changed
-                .wait_for(&mut guard, Duration::from_millis(20));
-        }
-        Ok(())
-    }
-
-    /// The serving region holding `row`.
-    pub(crate) fn region_holding(&self, row: &[u8]) -> Result<Arc<Region>> {
-        self.region_for(row)
-    }
-
-    fn check_serving(&self) -> Result<()> {
-        match self.status.load(Ordering::SeqCst) {
-            ENABLED => Ok(()),
-            DISABLED => Err(Error::TableDisabled(self.name.clone())),
-            DROPPED => Err(Error::TableNotFound(self.name.clone())),
-            _ => Err(Error::Closed(format!("table {}", self.name))),
-        }
-    }
-
-    /// The region owning `row`.
-    fn region_for(&self, row: &[u8]) -> Result<Arc<Region>> {
-        self.check_serving()?;
-        let regions = self.regions.read();
-        // The last region whose start key is <= row.
-        let index = regions
-            .partition_point(|r| &r.info().start_key[..] <= row)
-            .saturating_sub(1);
-        regions
-            .get(index)
-            .filter(|r| r.info().contains(row))
-            .cloned()
-            .ok_or_else(|| {
-                Error::invalid(format!("no region of table {} holds the row", self.name))
-            })
-    }
-}
+use crate::locator::{TableLocation, HANDOVER_WAIT};
 
 /// A handle for reads and writes on one table. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Table {
-    state: Arc<TableState>,
+    state: Arc<TableLocation>,
 }
 
 impl Table {
-    pub(crate) fn new(state: Arc<TableState>) -> Self {
+    pub(crate) fn new(state: Arc<TableLocation>) -> Self {
         Table { state }
     }
 
@@ -337,7 +175,7 @@ impl Table {
 
 /// An open scan. Iterate it for row results.
 pub struct Scanner {
-    state: Arc<TableState>,
+    state: Arc<TableLocation>,
     scan: Scan,
     range: RowRange,
     /// The filter between regions (inside one, the region scanner holds it).

@@ -208,8 +208,14 @@ impl Default for Config {
 }
 
 impl Config {
-    fn options(&self, dir: &std::path::Path, clock: &ManualClock) -> Options {
-        let mut o = Options::new(dir).clock(Arc::new(clock.clone()));
+    fn open(&self, dir: &std::path::Path, clock: &ManualClock) -> basalt::Result<Database> {
+        Database::builder(self.options(dir))
+            .clock(Arc::new(clock.clone()))
+            .open()
+    }
+
+    fn options(&self, dir: &std::path::Path) -> Options {
+        let mut o = Options::new(dir);
         o.memstore_flush_bytes = self.flush_bytes;
         o.memstore_block_multiplier = 4;
         o.block_cache_bytes = self.cache_bytes;
@@ -1531,7 +1537,7 @@ impl Harness {
     fn new(config: Config) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new(START_MS);
-        let db = Database::open_with(config.options(dir.path(), &clock)).unwrap();
+        let db = config.open(dir.path(), &clock).unwrap();
         let desc = FAMS
             .iter()
             .zip(&config.formats)
@@ -1629,8 +1635,10 @@ impl Harness {
             }
             drop(db);
         }
-        let options = self.config.options(self.dir.path(), &self.clock);
-        let db = Database::open_with(options).map_err(|e| format!("reopen failed: {e}"))?;
+        let db = self
+            .config
+            .open(self.dir.path(), &self.clock)
+            .map_err(|e| format!("reopen failed: {e}"))?;
         self.table = Some(
             db.table(TABLE)
                 .map_err(|e| format!("table after reopen: {e}"))?,

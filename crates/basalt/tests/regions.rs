@@ -334,7 +334,7 @@ fn manual_split_at_a_key_hands_every_row_over() {
     // the catalog and the disk.
     t.db.compact_table("t", false).unwrap();
     assert_eq!(region_dirs(&t, "t"), 2);
-    let catalog = std::fs::read_to_string(t.dir.path().join("catalog.json")).unwrap();
+    let catalog = common::catalog_text(t.dir.path());
     assert!(!catalog.contains("\"SPLIT\""), "{catalog}");
 
     t.reopen();

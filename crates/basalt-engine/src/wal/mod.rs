@@ -468,6 +468,70 @@ impl Wal {
     }
 }
 
+/// A write-ahead log as the regions and the region server use it: the
+/// contract every implementation keeps (today's local segment log, [`Wal`];
+/// later one on object storage).
+///
+/// - `append` orders edits: an edit appended after another is never
+///   replayed before it. It does no I/O that a writer must wait for.
+/// - `sync(lsn, d)` returns only once the edit at `lsn` (and every edit
+///   appended before it) is as durable as `d` asks; an acknowledged write
+///   is one whose `sync` returned `Ok`.
+/// - After a failed write the log refuses every later append and sync
+///   (the bytes that reached storage are unknown, so going on could hide a
+///   gap); the error says why.
+/// - `retire_flushed` may delete only what replay can no longer need:
+///   records of a region at or below its flushed sequence id, or of
+///   regions that no longer exist.
+/// - Opening and replaying belong to each implementation's constructor:
+///   replay happens before any region takes writes.
+pub trait WriteAheadLog: Send + Sync + fmt::Debug {
+    /// Buffers one edit and returns its log position (LSN), increasing
+    /// within this open log.
+    fn append(&self, edit: &WalEdit) -> Result<u64>;
+
+    /// Waits until the edit at `lsn` is durable as `durability` asks.
+    fn sync(&self, lsn: u64, durability: Durability) -> Result<()>;
+
+    /// Deletes what every region has flushed past. `flushed_through(region
+    /// id)` is the region's flushed sequence id, or `None` when the region
+    /// is gone. Returns how many log files were deleted.
+    fn retire_flushed(&self, flushed_through: &dyn Fn(u64) -> Option<u64>) -> Result<usize>;
+
+    /// Makes everything appended durable and refuses later appends.
+    fn close(&self) -> Result<()>;
+
+    /// Counters of the log's work since it was opened.
+    fn stats(&self) -> WalStats;
+}
+
+impl WriteAheadLog for Wal {
+    fn append(&self, edit: &WalEdit) -> Result<u64> {
+        Wal::append(self, edit)
+    }
+
+    fn sync(&self, lsn: u64, durability: Durability) -> Result<()> {
+        Wal::sync(self, lsn, durability)
+    }
+
+    fn retire_flushed(&self, flushed_through: &dyn Fn(u64) -> Option<u64>) -> Result<usize> {
+        self.retire_segments(|segment| {
+            segment
+                .max_sequence_ids
+                .iter()
+                .all(|(&region, &max)| flushed_through(region).is_none_or(|f| f >= max))
+        })
+    }
+
+    fn close(&self) -> Result<()> {
+        Wal::close(self)
+    }
+
+    fn stats(&self) -> WalStats {
+        Wal::stats(self)
+    }
+}
+
 impl Drop for Wal {
     fn drop(&mut self) {
         let already_closed = self.inner.writer.lock().is_none();

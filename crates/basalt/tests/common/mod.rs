@@ -16,15 +16,13 @@ impl TestDb {
     pub fn new() -> TestDb {
         let dir = tempfile::tempdir().unwrap();
         let clock = ManualClock::new(1_000_000);
-        let db =
-            Database::open_with(Options::new(dir.path()).clock(Arc::new(clock.clone()))).unwrap();
+        let db = open(dir.path(), &clock);
         TestDb { dir, clock, db }
     }
 
     /// Opens the database in an existing directory.
     pub fn open_at(dir: tempfile::TempDir, clock: ManualClock) -> TestDb {
-        let db =
-            Database::open_with(Options::new(dir.path()).clock(Arc::new(clock.clone()))).unwrap();
+        let db = open(dir.path(), &clock);
         TestDb { dir, clock, db }
     }
 
@@ -38,8 +36,7 @@ impl TestDb {
     /// Closes and reopens the database from its directory (WAL replay).
     pub fn reopen(&mut self) {
         self.db.close().unwrap();
-        let options = Options::new(self.dir.path()).clock(Arc::new(self.clock.clone()));
-        self.db = Database::open_with(options).unwrap();
+        self.db = open(self.dir.path(), &self.clock);
     }
 
     /// Creates table `name` with the given families.
@@ -51,6 +48,28 @@ impl TestDb {
         self.db.create_table(desc).unwrap();
         self.db.table(name).unwrap()
     }
+}
+
+/// Opens the database in `dir` with default options and `clock`.
+pub fn open(dir: &std::path::Path, clock: &ManualClock) -> Database {
+    Database::builder(Options::new(dir))
+        .clock(Arc::new(clock.clone()))
+        .open()
+        .unwrap()
+}
+
+/// The newest committed catalog of the data set at `root`, as JSON text
+/// (empty when none was written yet).
+pub fn catalog_text(root: &std::path::Path) -> String {
+    let mut versions: Vec<_> = std::fs::read_dir(basalt::layout::catalog_dir(root))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    versions.retain(|p| basalt::layout::catalog_version_of(p).is_some());
+    versions.sort();
+    versions
+        .last()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default()
 }
 
 /// `family:qualifier=value@ts` strings of a result, for compact assertions.

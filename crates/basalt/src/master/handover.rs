@@ -21,15 +21,22 @@
 //!    janitor then drops retired regions no serving region links to from
 //!    the catalog, and deletes their files.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 
+use basalt_engine::layout;
+use basalt_engine::{Region, RegionInfo, Store};
 use basalt_types::cell::escape_bytes;
+use basalt_types::{Error, Result, TableDescriptor};
 
-use super::*;
+use super::{new_region_entry, region_spec, Master};
+use crate::catalog::{Catalog, RegionEntry, RegionState};
+use crate::locator::TableLocation;
+use crate::maintenance::MaintenanceHooks;
 
-/// Why [`Database::split_region`] found nothing to do.
+/// Why [`Master::split_region`] found nothing to do.
 fn no_split_point(info: &RegionInfo) -> Error {
     Error::invalid(format!(
         "region {} has no row to split at (empty, or a single row)",
@@ -37,14 +44,14 @@ fn no_split_point(info: &RegionInfo) -> Error {
     ))
 }
 
-impl Database {
+impl Master {
     /// Splits regions of a table by hand (HBase's `split 'table'[, 'key']`):
     /// with a key, the region holding it splits there (the key becomes the
     /// second daughter's first row); without one, every region with at
     /// least two rows of data splits near its middle.
     pub fn split_table(&self, name: &str, split_key: Option<&[u8]>) -> Result<()> {
-        self.check_open()?;
-        let state = self.state(name)?;
+        self.check_running()?;
+        let state = self.locator.table(name)?;
         match split_key {
             Some(key) => {
                 let region = state.region_holding(key)?;
@@ -62,7 +69,7 @@ impl Database {
     /// Splits one region, named by its full or encoded name, at
     /// `split_key` or, without one, at a row near the middle of its data.
     pub fn split_region(&self, region_name: &[u8], split_key: Option<&[u8]>) -> Result<()> {
-        self.check_open()?;
+        self.check_running()?;
         let (table, info) = self.find_region(region_name)?;
         match self.split(&table, info.id, split_key)? {
             true => Ok(()),
@@ -73,7 +80,7 @@ impl Database {
     /// Merges two adjacent regions of a table, named by full or encoded
     /// names, into one (HBase's `merge_region`).
     pub fn merge_regions(&self, region_a: &[u8], region_b: &[u8]) -> Result<()> {
-        self.check_open()?;
+        self.check_running()?;
         let (table_a, a) = self.find_region(region_a)?;
         let (table_b, b) = self.find_region(region_b)?;
         if table_a != table_b {
@@ -98,9 +105,9 @@ impl Database {
     /// Compacts one region, named by its full or encoded name (HBase's
     /// `compact 'region'` / `major_compact 'region'`).
     pub fn compact_region(&self, region_name: &[u8], major: bool) -> Result<()> {
-        self.check_open()?;
+        self.check_running()?;
         let (table, info) = self.find_region(region_name)?;
-        let state = self.state(&table)?;
+        let state = self.locator.table(&table)?;
         if let Some(region) = state.regions().into_iter().find(|r| r.info().id == info.id) {
             region.compact(major)?;
         }
@@ -109,12 +116,11 @@ impl Database {
 
     /// The serving region with this full or encoded name, and its table.
     fn find_region(&self, name: &[u8]) -> Result<(String, RegionInfo)> {
-        let tables = self.inner.tables.read();
-        for (table, state) in tables.iter() {
+        for (table, state) in self.locator.tables() {
             for region in state.regions() {
                 let info = region.info();
                 if &info.region_name()[..] == name || info.encoded_name().as_bytes() == name {
-                    return Ok((table.clone(), info.clone()));
+                    return Ok((table, info.clone()));
                 }
             }
         }
@@ -128,7 +134,7 @@ impl Database {
     /// Returns false when, without a key, the region has no row to split
     /// at.
     pub(crate) fn split(&self, table: &str, id: u64, split_key: Option<&[u8]>) -> Result<bool> {
-        let mut catalog = self.inner.catalog.lock();
+        let mut catalog = self.catalog.lock();
         let state = self.enabled_state(table)?;
         let parent = serving_region(&state, table, id)?;
         let info = parent.info().clone();
@@ -172,14 +178,14 @@ impl Database {
             "region split"
         );
         for daughter in daughters {
-            self.inner.maintenance.request_compaction(daughter);
+            self.server.request_compaction(daughter);
         }
         Ok(true)
     }
 
     /// Merges the adjacent regions `left` and `right` of `table`.
     fn merge(&self, table: &str, left: u64, right: u64) -> Result<()> {
-        let mut catalog = self.inner.catalog.lock();
+        let mut catalog = self.catalog.lock();
         let state = self.enabled_state(table)?;
         let (l, r) = (
             serving_region(&state, table, left)?,
@@ -203,14 +209,14 @@ impl Database {
         drop(catalog);
         tracing::info!(table, left = %left_name, right = %right_name, "regions merged");
         for region in merged {
-            self.inner.maintenance.request_compaction(region);
+            self.server.request_compaction(region);
         }
         Ok(())
     }
 
     /// The table, which must be enabled to split or merge its regions.
-    fn enabled_state(&self, table: &str) -> Result<Arc<TableState>> {
-        let state = self.state(table)?;
+    fn enabled_state(&self, table: &str) -> Result<Arc<TableLocation>> {
+        let state = self.locator.table(table)?;
         if !state.is_enabled() {
             return Err(Error::TableDisabled(table.to_string()));
         }
@@ -225,7 +231,7 @@ impl Database {
         &self,
         catalog: &mut Catalog,
         table: &str,
-        state: &TableState,
+        state: &TableLocation,
         predecessors: &[Arc<Region>],
         ranges: &[(Bytes, Bytes)],
         retired_as: RegionState,
@@ -244,7 +250,7 @@ impl Database {
             }
         }
         let descriptor = state.descriptor();
-        let now = self.inner.clock.now_millis();
+        let now = self.clock.now_millis();
         let mut updated = catalog.clone();
         let successors: Vec<RegionEntry> = ranges
             .iter()
@@ -257,7 +263,7 @@ impl Database {
             .seed_successors(table, &successors, predecessors, through)
             .and_then(|()| {
                 retire(&mut updated, table, &old, &successors, retired_as)?;
-                updated.store(&self.inner.dir)
+                updated.store(self.files.as_ref(), &self.root)
             });
         if let Err(e) = committed {
             self.abandon_handover(table, &successors, predecessors, state);
@@ -278,7 +284,7 @@ impl Database {
         through: u64,
     ) -> Result<()> {
         for successor in successors {
-            let dir = region_dir(&self.inner.dir, table, successor.id);
+            let dir = layout::region_dir(&self.root, table, successor.id);
             let mut families: BTreeMap<String, Vec<_>> = BTreeMap::new();
             for predecessor in predecessors {
                 for (family, links) in
@@ -288,7 +294,12 @@ impl Database {
                 }
             }
             for (family, links) in families {
-                Store::seed(&self.inner.context.files, &dir.join(family), links, through)?;
+                Store::seed(
+                    &self.files,
+                    &layout::store_dir(&dir, &family),
+                    links,
+                    through,
+                )?;
             }
         }
         Ok(())
@@ -301,10 +312,10 @@ impl Database {
         table: &str,
         successors: &[RegionEntry],
         predecessors: &[Arc<Region>],
-        state: &TableState,
+        state: &TableLocation,
     ) {
         for successor in successors {
-            remove_region_dir(&region_dir(&self.inner.dir, table, successor.id));
+            self.server.destroy_region(table, successor.id);
         }
         for predecessor in predecessors {
             predecessor.reopen_after_failed_handover();
@@ -322,15 +333,15 @@ impl Database {
         descriptor: &TableDescriptor,
         successors: &[RegionEntry],
         predecessors: &[u64],
-        state: &TableState,
+        state: &TableLocation,
     ) -> Result<()> {
         let opened = successors
             .iter()
-            .map(|e| self.open_region(table, descriptor, e))
+            .map(|e| self.server.open_region(region_spec(table, descriptor, e)))
             .collect::<Result<Vec<_>>>()?;
         state.swap_regions(predecessors, opened);
         for id in predecessors {
-            self.inner.maintenance.unregister(*id);
+            self.server.close_region(*id);
         }
         Ok(())
     }
@@ -338,17 +349,18 @@ impl Database {
     /// Drops retired regions that no serving region links to any more from
     /// the catalog, then deletes their files.
     pub(crate) fn collect_retired_regions(&self) -> Result<()> {
-        let mut catalog = self.inner.catalog.lock();
+        let mut catalog = self.catalog.lock();
         let mut updated = catalog.clone();
         let mut doomed = Vec::new();
         {
-            let tables = self.inner.tables.read();
             for (name, entry) in updated.tables.iter_mut() {
                 if entry.retired.is_empty() {
                     continue;
                 }
-                let linked: HashSet<u64> = tables
-                    .get(name)
+                let linked: HashSet<u64> = self
+                    .locator
+                    .table(name)
+                    .ok()
                     .map(|state| {
                         state
                             .regions()
@@ -360,7 +372,7 @@ impl Database {
                 entry.retired.retain(|r| {
                     let keep = linked.contains(&r.id);
                     if !keep {
-                        doomed.push(region_dir(&self.inner.dir, name, r.id));
+                        doomed.push((name.clone(), r.id));
                     }
                     keep
                 });
@@ -373,10 +385,9 @@ impl Database {
         // which the next open deletes. The files go before the lock is
         // released, so once a caller's janitor pass returns, what it
         // dropped is gone.
-        updated.store(&self.inner.dir)?;
-        *catalog = updated;
-        for dir in doomed {
-            remove_region_dir(&dir);
+        self.commit(&mut catalog, updated)?;
+        for (table, id) in doomed {
+            self.server.destroy_region(&table, id);
         }
         Ok(())
     }
@@ -386,16 +397,16 @@ impl Database {
     /// for its compaction first).
     fn maybe_split(&self, region: &Arc<Region>) {
         let table = region.info().table.clone();
-        let Ok(state) = self.state(&table) else {
+        let Ok(state) = self.locator.table(&table) else {
             return;
         };
-        let Some(limit) = self.inner.options.split_size(state.regions().len()) else {
+        let Some(limit) = self.options.split_size(state.regions().len()) else {
             return;
         };
         if !region.is_serving()
             || region.has_links()
             || region.largest_store_bytes() < limit
-            || self.check_open().is_err()
+            || self.check_running().is_err()
         {
             return;
         }
@@ -413,7 +424,7 @@ impl Database {
 
 /// The serving region `id` of `table`, or `NotServingRegion` when a split
 /// or merge retired it meanwhile.
-fn serving_region(state: &TableState, table: &str, id: u64) -> Result<Arc<Region>> {
+fn serving_region(state: &TableLocation, table: &str, id: u64) -> Result<Arc<Region>> {
     state
         .regions()
         .into_iter()
@@ -460,29 +471,23 @@ fn retire(
     Ok(())
 }
 
-/// The database's side of background work, holding it weakly so the
+/// The master's side of background work, holding it weakly so the
 /// scheduler never keeps a closed database alive.
 #[derive(Debug)]
-pub(crate) struct RegionHooks {
-    pub(crate) db: Weak<DbInner>,
+pub(super) struct MasterHooks {
+    pub(super) master: Weak<Master>,
 }
 
-impl RegionHooks {
-    fn database(&self) -> Option<Database> {
-        self.db.upgrade().map(|inner| Database { inner })
-    }
-}
-
-impl MaintenanceHooks for RegionHooks {
+impl MaintenanceHooks for MasterHooks {
     fn after_flush(&self, region: &Arc<Region>) {
-        if let Some(db) = self.database() {
-            db.maybe_split(region);
+        if let Some(master) = self.master.upgrade() {
+            master.maybe_split(region);
         }
     }
 
     fn after_compaction(&self, _region: &Arc<Region>) {
-        if let Some(db) = self.database() {
-            if let Err(e) = db.collect_retired_regions() {
+        if let Some(master) = self.master.upgrade() {
+            if let Err(e) = master.collect_retired_regions() {
                 tracing::warn!(error = %e, "could not collect retired regions");
             }
         }

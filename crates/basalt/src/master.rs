@@ -1,0 +1,425 @@
+//! The master: HBase's catalog-keeping role. It owns the catalog (every
+//! table's descriptor, state and regions, HBase's `hbase:meta`), runs DDL
+//! and the split/merge hand-over, tells the region server which regions to
+//! open, close or destroy, and publishes the new locations to the
+//! [`RegionLocator`].
+//!
+//! Every change follows one order, so a crash at any point leaves a data
+//! set the next start serves correctly:
+//! 1. compute the new catalog from a copy of the current one;
+//! 2. commit it (one write-once catalog version: the commit point);
+//! 3. only then change what is served (open, close, destroy regions) and
+//!    publish the locations. Files a crash leaves behind are orphans the
+//!    next start deletes.
+//!
+//! DDL is serialized by the catalog lock.
+
+mod handover;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use basalt_engine::fs::FileStore;
+use basalt_engine::{Clock, FamilyState, RegionInfo};
+use basalt_types::descriptor::validate_family_name;
+use basalt_types::{ColumnFamilyDescriptor, Error, Result, TableDescriptor};
+
+use crate::catalog::{Catalog, RegionEntry, RegionState, TableEntry};
+use crate::locator::{RegionLocator, TableLocation};
+use crate::options::Options;
+use crate::region_server::{RecoveryReport, RegionServer, RegionSpec};
+use crate::split::validate_split_keys;
+
+use handover::MasterHooks;
+
+/// A change to one column family, for [`Database::alter_table`](crate::Database::alter_table).
+#[derive(Debug, Clone)]
+pub enum FamilyChange {
+    /// Adds a family.
+    Add(ColumnFamilyDescriptor),
+    /// Replaces the options of an existing family, keeping its data.
+    Modify(ColumnFamilyDescriptor),
+    /// Deletes a family and all of its data.
+    Delete(String),
+}
+
+/// The catalog-keeping role: catalog, DDL, split and merge.
+#[derive(Debug)]
+pub struct Master {
+    root: PathBuf,
+    options: Options,
+    clock: Arc<dyn Clock>,
+    files: Arc<dyn FileStore>,
+    /// The committed catalog; the lock serializes every change of it.
+    catalog: Mutex<Catalog>,
+    server: Arc<RegionServer>,
+    locator: Arc<RegionLocator>,
+    stopped: AtomicBool,
+}
+
+impl Master {
+    /// Starts the roles over the data set at `root`: loads the catalog,
+    /// starts a region server with every serving region (which replays the
+    /// log), publishes the locations, and resumes the work a crash may have
+    /// interrupted (rewriting links, dropping unlinked retired regions).
+    pub fn start(
+        root: &Path,
+        options: Options,
+        clock: Arc<dyn Clock>,
+        files: Arc<dyn FileStore>,
+    ) -> Result<(Arc<Master>, RecoveryReport)> {
+        let catalog = Catalog::load(files.as_ref(), root)?;
+        let mut specs = Vec::new();
+        let mut keep = Vec::new();
+        for (name, entry) in &catalog.tables {
+            specs.extend(
+                entry
+                    .regions
+                    .iter()
+                    .map(|r| region_spec(name, &entry.descriptor, r)),
+            );
+            // Retired regions stay while serving ones link to their files.
+            keep.extend(entry.retired.iter().map(|r| (name.clone(), r.id)));
+        }
+        let (server, recovery) = RegionServer::start(
+            root,
+            options.clone(),
+            Arc::clone(&clock),
+            Arc::clone(&files),
+            specs,
+            &keep,
+        )?;
+        let server = Arc::new(server);
+        let locator = Arc::new(RegionLocator::new());
+        for entry in catalog.tables.values() {
+            let regions = entry
+                .regions
+                .iter()
+                .filter_map(|r| server.region(r.id))
+                .collect();
+            locator.publish(Arc::new(TableLocation::new(
+                entry.descriptor.clone(),
+                entry.enabled,
+                regions,
+            )));
+        }
+        let master = Arc::new(Master {
+            root: root.to_path_buf(),
+            options,
+            clock,
+            files,
+            catalog: Mutex::new(catalog),
+            server: Arc::clone(&server),
+            locator,
+            stopped: AtomicBool::new(false),
+        });
+        server.set_hooks(Arc::new(MasterHooks {
+            master: Arc::downgrade(&master),
+        }));
+        // Regions that opened with links go on rewriting them; parents
+        // nobody links to any more (a crash came before the janitor) go.
+        for region in server.online_regions() {
+            if region.has_links() {
+                server.request_compaction(region.info().id);
+            }
+        }
+        master.collect_retired_regions()?;
+        Ok((master, recovery))
+    }
+
+    /// The region server this master assigns regions to.
+    pub fn region_server(&self) -> &Arc<RegionServer> {
+        &self.server
+    }
+
+    /// The locator this master publishes locations to.
+    pub fn locator(&self) -> &Arc<RegionLocator> {
+        &self.locator
+    }
+
+    /// Refuses further DDL and region changes (the database is closing).
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    fn check_running(&self) -> Result<()> {
+        if self.stopped.load(Ordering::SeqCst) {
+            return Err(Error::Closed(format!("database {}", self.root.display())));
+        }
+        Ok(())
+    }
+
+    /// Commits `updated` as the new catalog (the commit point of every
+    /// change) and makes it the current one.
+    fn commit(&self, catalog: &mut Catalog, mut updated: Catalog) -> Result<()> {
+        updated.store(self.files.as_ref(), &self.root)?;
+        *catalog = updated;
+        Ok(())
+    }
+
+    /// Creates a table pre-split at `split_keys` (sorted, distinct,
+    /// non-empty): `n` keys make `n + 1` regions.
+    pub fn create_table(
+        &self,
+        mut descriptor: TableDescriptor,
+        split_keys: &[Bytes],
+    ) -> Result<()> {
+        self.check_running()?;
+        descriptor.validate()?;
+        validate_split_keys(split_keys)?;
+        let name = descriptor.name().to_string();
+        let mut catalog = self.catalog.lock();
+        if catalog.tables.contains_key(&name) {
+            return Err(Error::TableExists(name));
+        }
+        let mut updated = catalog.clone();
+        let now = self.clock.now_millis();
+        let starts = std::iter::once(Bytes::new()).chain(split_keys.iter().cloned());
+        let ends = split_keys
+            .iter()
+            .cloned()
+            .chain(std::iter::once(Bytes::new()));
+        let entries: Vec<RegionEntry> = starts
+            .zip(ends)
+            .map(|(start, end)| new_region_entry(&mut updated, &descriptor, start, end, now))
+            .collect();
+        updated.tables.insert(
+            name.clone(),
+            TableEntry {
+                descriptor: descriptor.clone(),
+                enabled: true,
+                regions: entries.clone(),
+                retired: Vec::new(),
+            },
+        );
+        self.commit(&mut catalog, updated)?;
+        let regions = entries
+            .iter()
+            .map(|e| self.server.open_region(region_spec(&name, &descriptor, e)))
+            .collect::<Result<Vec<_>>>()?;
+        self.locator
+            .publish(Arc::new(TableLocation::new(descriptor, true, regions)));
+        Ok(())
+    }
+
+    /// Lets a table serve (`true`) or stops it (`false`).
+    pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<()> {
+        self.check_running()?;
+        let location = self.locator.table(name)?;
+        let mut catalog = self.catalog.lock();
+        let mut updated = catalog.clone();
+        let entry = updated
+            .tables
+            .get_mut(name)
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
+        if entry.enabled == enabled {
+            // HBase answers TableNotDisabled / TableNotEnabled here.
+            return Err(if enabled {
+                Error::TableEnabled(name.to_string())
+            } else {
+                Error::TableDisabled(name.to_string())
+            });
+        }
+        entry.enabled = enabled;
+        self.commit(&mut catalog, updated)?;
+        location.set_enabled(enabled);
+        Ok(())
+    }
+
+    /// Deletes a disabled table and its data.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.check_running()?;
+        let location = self.locator.table(name)?;
+        if location.is_enabled() {
+            return Err(Error::TableEnabled(name.to_string()));
+        }
+        let mut catalog = self.catalog.lock();
+        let mut updated = catalog.clone();
+        let retired = updated
+            .tables
+            .remove(name)
+            .map(|e| e.retired)
+            .unwrap_or_default();
+        self.commit(&mut catalog, updated)?;
+        self.locator.forget(name);
+        for region in location.regions() {
+            self.server.destroy_region(name, region.info().id);
+        }
+        for r in &retired {
+            self.server.destroy_region(name, r.id);
+        }
+        Ok(())
+    }
+
+    /// Empties a disabled table, keeping its descriptor and region
+    /// boundaries; the table stays disabled (as HBase's Admin does).
+    pub fn truncate_table(&self, name: &str) -> Result<()> {
+        self.check_running()?;
+        let location = self.locator.table(name)?;
+        if location.is_enabled() {
+            return Err(Error::TableEnabled(name.to_string()));
+        }
+        let descriptor = location.descriptor();
+        let mut catalog = self.catalog.lock();
+        let now = self.clock.now_millis();
+        let mut updated = catalog.clone();
+        let old_regions = updated
+            .tables
+            .get(name)
+            .map(|e| e.regions.clone())
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
+        let new_entries: Vec<RegionEntry> = old_regions
+            .iter()
+            .map(|r| {
+                new_region_entry(
+                    &mut updated,
+                    &descriptor,
+                    r.start_key.clone(),
+                    r.end_key.clone(),
+                    now,
+                )
+            })
+            .collect();
+        let retired = match updated.tables.get_mut(name) {
+            Some(entry) => {
+                entry.regions = new_entries.clone();
+                std::mem::take(&mut entry.retired)
+            }
+            None => Vec::new(),
+        };
+        // Fresh region ids: the old regions' WAL edits no longer match any
+        // region and are skipped on replay.
+        self.commit(&mut catalog, updated)?;
+        let regions = new_entries
+            .iter()
+            .map(|e| self.server.open_region(region_spec(name, &descriptor, e)))
+            .collect::<Result<Vec<_>>>()?;
+        let old = location.regions();
+        location.replace_regions(regions);
+        for region in old {
+            self.server.destroy_region(name, region.info().id);
+        }
+        for r in &retired {
+            self.server.destroy_region(name, r.id);
+        }
+        Ok(())
+    }
+
+    /// Adds, modifies or deletes column families; works on enabled tables.
+    pub fn alter_table(&self, name: &str, changes: &[FamilyChange]) -> Result<()> {
+        self.check_running()?;
+        let location = self.locator.table(name)?;
+        let mut catalog = self.catalog.lock();
+        let mut descriptor = location.descriptor();
+        for change in changes {
+            match change {
+                FamilyChange::Add(f) => {
+                    if descriptor.get_family(f.name().as_bytes()).is_some() {
+                        return Err(Error::invalid(format!(
+                            "column family {} already exists in table {name}",
+                            f.name()
+                        )));
+                    }
+                    descriptor.upsert_family(f.clone());
+                }
+                FamilyChange::Modify(f) => {
+                    if descriptor.get_family(f.name().as_bytes()).is_none() {
+                        return Err(no_such_family(name, f.name()));
+                    }
+                    descriptor.upsert_family(f.clone());
+                }
+                FamilyChange::Delete(f) => {
+                    validate_family_name(f.as_bytes())?;
+                    if !descriptor.remove_family(f) {
+                        return Err(no_such_family(name, f));
+                    }
+                }
+            }
+        }
+        descriptor.validate()?;
+        // Apply to the live regions first: adding a family fixes the sequence
+        // id from which its WAL edits count, which the catalog must record.
+        let regions = location.regions();
+        for region in &regions {
+            for change in changes {
+                match change {
+                    FamilyChange::Add(f) => {
+                        region.add_family(f.clone())?;
+                    }
+                    FamilyChange::Modify(f) => region.modify_family(f.clone())?,
+                    FamilyChange::Delete(f) => region.remove_family(f.as_bytes())?,
+                }
+            }
+        }
+        let mut updated = catalog.clone();
+        if let Some(entry) = updated.tables.get_mut(name) {
+            entry.descriptor = descriptor.clone();
+            for (entry_region, region) in entry.regions.iter_mut().zip(&regions) {
+                entry_region.family_first_sequence = region
+                    .stores()
+                    .iter()
+                    .map(|s| (s.descriptor().name().to_string(), s.first_sequence()))
+                    .collect();
+            }
+        }
+        self.commit(&mut catalog, updated)?;
+        location.set_descriptor(descriptor);
+        Ok(())
+    }
+}
+
+fn no_such_family(table: &str, family: &str) -> Error {
+    Error::NoSuchFamily {
+        table: table.to_string(),
+        family: family.to_string(),
+    }
+}
+
+fn new_region_entry(
+    catalog: &mut Catalog,
+    descriptor: &TableDescriptor,
+    start_key: Bytes,
+    end_key: Bytes,
+    now: i64,
+) -> RegionEntry {
+    RegionEntry {
+        id: catalog.next_region_id(now),
+        start_key,
+        end_key,
+        family_first_sequence: descriptor
+            .families()
+            .iter()
+            .map(|f| (f.name().to_string(), 1))
+            .collect(),
+        state: RegionState::Open,
+        successors: Vec::new(),
+    }
+}
+
+/// What the region server needs to open the catalog's region `entry`.
+fn region_spec(table: &str, descriptor: &TableDescriptor, entry: &RegionEntry) -> RegionSpec {
+    RegionSpec {
+        info: RegionInfo {
+            id: entry.id,
+            table: table.to_string(),
+            start_key: entry.start_key.clone(),
+            end_key: entry.end_key.clone(),
+        },
+        families: descriptor
+            .families()
+            .iter()
+            .map(|f| FamilyState {
+                descriptor: f.clone(),
+                first_sequence: entry
+                    .family_first_sequence
+                    .get(f.name())
+                    .copied()
+                    .unwrap_or(1),
+            })
+            .collect(),
+    }
+}
