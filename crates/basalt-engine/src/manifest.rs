@@ -254,6 +254,14 @@ impl ManifestLog {
         previous: &StoreManifest,
         mut manifest: StoreManifest,
     ) -> Result<StoreManifest> {
+        // A store's files only ever cover more of its edits, and file ids
+        // are never reused: replay and file naming rely on both.
+        debug_assert!(manifest.flushed_sequence >= previous.flushed_sequence);
+        debug_assert!(manifest.next_file_id >= previous.next_file_id);
+        debug_assert!(manifest
+            .files
+            .iter()
+            .all(|f| f.link.is_some() || f.id < manifest.next_file_id));
         // Never reuse a number, not even one a discarded torn version had.
         let newest_on_disk = self.versions()?.first().copied().unwrap_or(0);
         manifest.version = previous.version.max(newest_on_disk) + 1;

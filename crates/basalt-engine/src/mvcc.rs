@@ -85,6 +85,8 @@ impl Mvcc {
             state.in_flight.pop_front();
         }
         if let Some(point) = new_read_point {
+            // The read point only moves forward: readers rely on it.
+            debug_assert!(point >= self.read_point.load(Ordering::Acquire));
             self.read_point.store(point, Ordering::Release);
             self.advanced.notify_all();
         }

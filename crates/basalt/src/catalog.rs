@@ -97,6 +97,22 @@ pub struct RegionEntry {
     pub successors: Vec<u64>,
 }
 
+impl TableEntry {
+    /// The serving regions chain from -inf to +inf with no gap or overlap
+    /// (the invariant every catalog change keeps).
+    pub fn regions_chain(&self) -> bool {
+        let (Some(first), Some(last)) = (self.regions.first(), self.regions.last()) else {
+            return false;
+        };
+        first.start_key.is_empty()
+            && last.end_key.is_empty()
+            && self
+                .regions
+                .windows(2)
+                .all(|pair| pair[0].end_key == pair[1].start_key)
+    }
+}
+
 impl Default for Catalog {
     fn default() -> Self {
         Catalog {
@@ -164,6 +180,10 @@ impl Catalog {
     /// durably; the version it replaces is deleted afterwards. On success
     /// `self.version` is the new version.
     pub fn store(&mut self, files: &dyn FileStore, root: &Path) -> Result<()> {
+        debug_assert!(
+            self.tables.values().all(TableEntry::regions_chain),
+            "every table's serving regions must chain from -inf to +inf"
+        );
         let next = self.version + 1;
         let path = layout::catalog_version_path(root, next);
         let text = serde_json::to_vec_pretty(&*self)
@@ -210,14 +230,24 @@ mod tests {
             TableEntry {
                 descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")),
                 enabled: true,
-                regions: vec![RegionEntry {
-                    id,
-                    start_key: Bytes::new(),
-                    end_key: Bytes::from_static(b"\x00\xff"),
-                    family_first_sequence: BTreeMap::from([("f".into(), 1)]),
-                    state: RegionState::Open,
-                    successors: Vec::new(),
-                }],
+                regions: vec![
+                    RegionEntry {
+                        id,
+                        start_key: Bytes::new(),
+                        end_key: Bytes::from_static(b"\x00\xff"),
+                        family_first_sequence: BTreeMap::from([("f".into(), 1)]),
+                        state: RegionState::Open,
+                        successors: Vec::new(),
+                    },
+                    RegionEntry {
+                        id: id + 2,
+                        start_key: Bytes::from_static(b"\x00\xff"),
+                        end_key: Bytes::new(),
+                        family_first_sequence: BTreeMap::from([("f".into(), 1)]),
+                        state: RegionState::Open,
+                        successors: Vec::new(),
+                    },
+                ],
                 retired: vec![RegionEntry {
                     id: id + 1,
                     start_key: Bytes::new(),

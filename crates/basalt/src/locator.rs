@@ -114,6 +114,7 @@ impl TableLocation {
         enabled: bool,
         regions: Vec<Arc<Region>>,
     ) -> Self {
+        debug_assert!(covers_key_space(&regions));
         TableLocation {
             name: descriptor.name().to_string(),
             descriptor: RwLock::new(descriptor),
@@ -155,6 +156,11 @@ impl TableLocation {
     }
 
     pub(crate) fn replace_regions(&self, regions: Vec<Arc<Region>>) {
+        debug_assert!(
+            covers_key_space(&regions),
+            "regions of {} must cover the key space",
+            self.name
+        );
         *self.regions.write() = regions;
         self.announce_region_change();
     }
@@ -171,6 +177,11 @@ impl TableLocation {
             let tail = regions.split_off(at);
             regions.extend(replacements);
             regions.extend(tail);
+            debug_assert!(
+                covers_key_space(&regions),
+                "a hand-over of {} must leave its key space covered",
+                self.name
+            );
         }
         self.announce_region_change();
     }
@@ -248,4 +259,19 @@ impl TableLocation {
                 Error::invalid(format!("no region of table {} holds the row", self.name))
             })
     }
+}
+
+/// The invariant of a table's serving regions: sorted by start key, from
+/// -inf to +inf, each one ending where the next starts (no gap, no
+/// overlap). A table's region list is only ever swapped whole, so every
+/// change can be checked.
+fn covers_key_space(regions: &[Arc<Region>]) -> bool {
+    let (Some(first), Some(last)) = (regions.first(), regions.last()) else {
+        return false;
+    };
+    first.info().start_key.is_empty()
+        && last.info().end_key.is_empty()
+        && regions
+            .windows(2)
+            .all(|pair| pair[0].info().end_key == pair[1].info().start_key)
 }
