@@ -620,3 +620,126 @@ pub fn region_reply(r: &RegionSummary) -> RegionInfoReply {
         write_requests: r.load.write_requests,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Put, TableDescriptor};
+
+    fn family(name: &str, options: &[(&str, &str)]) -> FamilySpec {
+        FamilySpec {
+            name: name.into(),
+            options: options
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    fn create(table: &str, families: Vec<FamilySpec>, splits: &[&str]) -> AdminRequest {
+        AdminRequest::Create {
+            table: table.into(),
+            families,
+            splits: splits
+                .iter()
+                .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+                .collect(),
+            num_regions: None,
+            split_algo: None,
+        }
+    }
+
+    #[test]
+    fn a_database_answers_through_the_trait_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let admin: &dyn Admin = &db;
+        admin
+            .execute(create("t", vec![family("f", &[])], &["m"]))
+            .unwrap();
+        let reply = admin
+            .execute(AdminRequest::GetSplits { table: "t".into() })
+            .unwrap();
+        assert_eq!(
+            reply,
+            AdminReply::Splits {
+                keys: vec![Bytes::from_static(b"m")]
+            }
+        );
+    }
+
+    #[test]
+    fn alter_changes_only_the_options_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        db.execute(create("t", vec![family("f", &[("VERSIONS", "5")])], &[]))
+            .unwrap();
+        db.execute(AdminRequest::Alter {
+            table: "t".into(),
+            changes: vec![AlterChange::Set {
+                family: family("f", &[("TTL", "100")]),
+            }],
+        })
+        .unwrap();
+        let d = db.describe_table("t").unwrap().descriptor;
+        let f = d.get_family(b"f").unwrap();
+        assert_eq!((f.max_versions, f.ttl_seconds), (5, Some(100)));
+    }
+
+    #[test]
+    fn failures_are_core_errors_with_their_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let e = db
+            .execute(AdminRequest::Describe {
+                table: "nope".into(),
+            })
+            .unwrap_err();
+        assert_eq!(
+            (e.kind(), e.subject()),
+            (crate::ErrorKind::TableNotFound, Some("nope"))
+        );
+        let e = db
+            .execute(AdminRequest::Create {
+                table: "t".into(),
+                families: vec![family("f", &[])],
+                splits: Vec::new(),
+                num_regions: Some(3),
+                split_algo: None,
+            })
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn a_read_pages_resume_after_the_last_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")))
+            .unwrap();
+        let t = db.table("t").unwrap();
+        for r in ["a", "b", "c"] {
+            t.put(&Put::new(r).add("f", "q", "v")).unwrap();
+        }
+        let mut read = ReadSpec::default();
+        let (rows, more) = read_page(&db, "t", &read, 2).unwrap();
+        assert_eq!((rows.len(), more), (2, true));
+        read.after_row = Some(rows[1].row.clone());
+        let (rows, more) = read_page(&db, "t", &read, 2).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!((&rows[0].row[..], more), (&b"c"[..], false));
+        assert_eq!(rows[0].cells[0].cell_type, "Put");
+    }
+
+    #[test]
+    fn requests_serialise_as_the_version_one_operation_documents() {
+        let json = serde_json::to_string(&AdminRequest::Compact {
+            table: "t".into(),
+            major: true,
+        })
+        .unwrap();
+        assert_eq!(json, r#"{"op":"compact","table":"t","major":true}"#);
+        let reply: AdminReply = serde_json::from_str(r#"{"reply":"done"}"#).unwrap();
+        assert_eq!(reply, AdminReply::Done);
+    }
+}
