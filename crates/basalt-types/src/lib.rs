@@ -6,7 +6,7 @@
 //! The pieces live where an HBase user looks for them:
 //!
 //! - [`cell`]: cells, their type codes and the KeyValue sort order;
-//! - [`column`]: `family:qualifier` column names as text interfaces write them;
+//! - [`column`](mod@column): `family:qualifier` column names as text interfaces write them;
 //! - [`descriptor`]: table and column-family descriptors with validation;
 //! - [`mutation`]: puts, deletes, increments, appends, row mutations;
 //! - [`query`]: gets, scans, time ranges and results;
