@@ -5,11 +5,12 @@
 
 use bytes::Bytes;
 
-use basalt::{Database, Delete, Error, Put};
-use basalt_thrift::admin::{
-    self, AdminCallError, AdminError, CellReply, ErrorKind, Op, ReadSpec, Reply, RowReply,
-};
+use basalt::admin::{Admin, AdminReply, AdminRequest, CellReply, ReadSpec, RowReply};
+use basalt::column::Column;
+use basalt::{Database, Delete, Error, ErrorKind, Put};
+use basalt_thrift::admin::{AdminCallError, AdminError};
 use basalt_thrift::client::{self as tc, Client, ClientError};
+use basalt_thrift::exception;
 use basalt_thrift::types::{TAppend, TScan};
 use basalt_thrift::Protocol;
 use basalt_types::query::prefix_successor;
@@ -66,37 +67,49 @@ impl std::error::Error for ShellError {}
 /// Result alias of the backends and commands.
 pub type ShellResult<T> = Result<T, ShellError>;
 
+impl ShellError {
+    /// The shell's wording of a classified failure. `subject` is the table
+    /// for the table kinds and the family for a missing family (`table` is
+    /// then its table); every other failure is shown by its `message`.
+    fn classified(
+        kind: Option<ErrorKind>,
+        subject: Option<String>,
+        table: Option<String>,
+        message: String,
+    ) -> ShellError {
+        let subject = subject.unwrap_or_default();
+        match kind {
+            Some(ErrorKind::TableNotFound) => ShellError::UnknownTable(subject),
+            Some(ErrorKind::TableExists) => ShellError::TableExists(subject),
+            Some(ErrorKind::TableDisabled) => ShellError::TableDisabled(subject),
+            Some(ErrorKind::TableEnabled) => ShellError::TableEnabled(subject),
+            Some(ErrorKind::NoSuchFamily) => ShellError::UnknownFamily {
+                table,
+                family: subject,
+            },
+            _ => ShellError::Other(message),
+        }
+    }
+}
+
 impl From<Error> for ShellError {
     fn from(e: Error) -> Self {
-        match e {
-            Error::TableNotFound(t) => ShellError::UnknownTable(t),
-            Error::TableExists(t) => ShellError::TableExists(t),
-            Error::TableDisabled(t) => ShellError::TableDisabled(t),
-            Error::TableEnabled(t) => ShellError::TableEnabled(t),
-            Error::NoSuchFamily { table, family } => ShellError::UnknownFamily {
-                table: Some(table),
-                family,
-            },
-            Error::InvalidArgument(m) => ShellError::Other(m),
-            other => ShellError::Other(other.to_string()),
-        }
+        let table = match e.kind() {
+            ErrorKind::NoSuchFamily => e.table().map(str::to_string),
+            _ => None,
+        };
+        ShellError::classified(
+            Some(e.kind()),
+            e.subject().map(str::to_string),
+            table,
+            e.detail(),
+        )
     }
 }
 
 impl From<AdminError> for ShellError {
     fn from(e: AdminError) -> Self {
-        let subject = e.subject.clone().unwrap_or_default();
-        match e.kind {
-            ErrorKind::TableNotFound => ShellError::UnknownTable(subject),
-            ErrorKind::TableExists => ShellError::TableExists(subject),
-            ErrorKind::TableDisabled => ShellError::TableDisabled(subject),
-            ErrorKind::TableEnabled => ShellError::TableEnabled(subject),
-            ErrorKind::NoSuchFamily => ShellError::UnknownFamily {
-                table: e.table,
-                family: subject,
-            },
-            _ => ShellError::Other(e.message),
-        }
+        ShellError::classified(e.core_kind(), e.subject.clone(), e.table, e.message)
     }
 }
 
@@ -111,69 +124,31 @@ impl From<AdminCallError> for ShellError {
 
 impl From<ClientError> for ShellError {
     /// The gateway words errors as HBase's Java exceptions; the shell reads
-    /// the kind back from the exception's class name.
+    /// the kind back from the exception's class name through the one table
+    /// of class names ([`exception::decode`]).
     fn from(e: ClientError) -> Self {
         match e {
             ClientError::Io(m) => {
-                let (class, rest) = split_exception(&m);
-                match class {
-                    "TableNotFoundException" => ShellError::UnknownTable(rest.to_string()),
-                    "TableNotEnabledException" => {
-                        ShellError::TableDisabled(rest.trim_end_matches(" is disabled").to_string())
-                    }
-                    "TableNotDisabledException" => {
-                        ShellError::TableEnabled(rest.trim_end_matches(" is enabled").to_string())
-                    }
-                    "TableExistsException" => ShellError::TableExists(
-                        rest.trim_start_matches("table name already in use: ")
-                            .to_string(),
-                    ),
-                    "NoSuchColumnFamilyException" => {
-                        // "Column family F does not exist in table T"
-                        let body = rest.trim_start_matches("Column family ");
-                        match body.rsplit_once(" does not exist in table ") {
-                            Some((family, table)) => ShellError::UnknownFamily {
-                                table: Some(table.to_string()),
-                                family: family.to_string(),
-                            },
-                            None => ShellError::Other(rest.to_string()),
-                        }
-                    }
-                    _ => ShellError::Other(rest.to_string()),
+                let d = exception::decode(&m);
+                match (d.kind, &d.subject) {
+                    // A missing family whose text could not be read is
+                    // shown as it came.
+                    (Some(ErrorKind::NoSuchFamily), None) => ShellError::Other(d.text),
+                    _ => ShellError::classified(d.kind, d.subject, d.table, d.text),
                 }
             }
             ClientError::IllegalArgument(m) => ShellError::Other(m),
-            ClientError::AlreadyExists(m) => ShellError::TableExists(
-                m.trim_start_matches("table name already in use: ")
-                    .to_string(),
-            ),
+            ClientError::AlreadyExists(m) => ShellError::TableExists(exception::table_in_use(&m)),
             ClientError::Transport(e) => ShellError::Disconnected(e.to_string()),
             other => ShellError::Other(other.to_string()),
         }
     }
 }
 
-/// Splits `java.lang.IllegalArgumentException: msg` into the class's simple
-/// name and the message; text without such a prefix has an empty class.
-fn split_exception(message: &str) -> (&str, &str) {
-    if let Some((head, rest)) = message.split_once(": ") {
-        let is_class = !head.is_empty()
-            && head.contains('.')
-            && head
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '$');
-        if is_class {
-            let simple = head.rsplit('.').next().unwrap_or(head);
-            return (simple, rest);
-        }
-    }
-    ("", message)
-}
-
 /// What the shell's commands need from a database.
 pub trait Backend {
-    /// Runs one admin operation (see [`basalt_thrift::admin`]).
-    fn admin(&mut self, op: Op) -> ShellResult<Reply>;
+    /// Runs one administration request (see [`basalt::admin`]).
+    fn admin(&mut self, request: AdminRequest) -> ShellResult<AdminReply>;
     /// Table names, sorted.
     fn list_tables(&mut self) -> ShellResult<Vec<String>>;
     /// True when the table exists.
@@ -233,17 +208,6 @@ pub trait Backend {
     }
 }
 
-/// `family:qualifier` split at the first colon (a family has none).
-fn split_column(column: &[u8]) -> (Bytes, Option<Bytes>) {
-    match column.iter().position(|&b| b == b':') {
-        None => (Bytes::copy_from_slice(column), None),
-        Some(i) => (
-            Bytes::copy_from_slice(&column[..i]),
-            Some(Bytes::copy_from_slice(&column[i + 1..])),
-        ),
-    }
-}
-
 /// A data directory opened in this process.
 #[derive(Debug)]
 pub struct EmbeddedBackend {
@@ -253,11 +217,11 @@ pub struct EmbeddedBackend {
 impl EmbeddedBackend {
     /// Opens the data directory (fails when a server holds it).
     pub fn open(dir: &std::path::Path) -> ShellResult<Self> {
-        let db = Database::open(dir).map_err(|e| match e {
-            Error::Locked { .. } => ShellError::Other(format!(
+        let db = Database::open(dir).map_err(|e| match e.kind() {
+            ErrorKind::Locked => ShellError::Other(format!(
                 "{e}: a server holds it; connect to that server with --host/--port instead"
             )),
-            other => other.into(),
+            _ => e.into(),
         })?;
         Ok(EmbeddedBackend { db })
     }
@@ -277,8 +241,8 @@ impl Drop for EmbeddedBackend {
 }
 
 impl Backend for EmbeddedBackend {
-    fn admin(&mut self, op: Op) -> ShellResult<Reply> {
-        Ok(admin::handle(&self.db, op)?)
+    fn admin(&mut self, request: AdminRequest) -> ShellResult<AdminReply> {
+        Ok(self.db.execute(request)?)
     }
 
     fn list_tables(&mut self) -> ShellResult<Vec<String>> {
@@ -314,8 +278,7 @@ impl Backend for EmbeddedBackend {
         value: &[u8],
         ts: Option<i64>,
     ) -> ShellResult<()> {
-        let (family, qualifier) = split_column(column);
-        let qualifier = qualifier.unwrap_or_default();
+        let (family, qualifier) = Column::parse(column).family_qualifier();
         let value = Bytes::copy_from_slice(value);
         let put = match ts {
             Some(ts) => Put::new(Bytes::copy_from_slice(row)).add_at(family, qualifier, ts, value),
@@ -333,9 +296,9 @@ impl Backend for EmbeddedBackend {
     ) -> ShellResult<()> {
         let ts = ts.unwrap_or(basalt::LATEST_TIMESTAMP);
         let d = Delete::new(Bytes::copy_from_slice(row));
-        let d = match split_column(column) {
-            (f, None) => d.family_at(f, ts),
-            (f, Some(q)) => d.columns_at(f, q, ts),
+        let d = match Column::parse(column) {
+            Column::Family(f) => d.family_at(f, ts),
+            Column::Qualified(f, q) => d.columns_at(f, q, ts),
         };
         Ok(self.db.table(table)?.delete(&d)?)
     }
@@ -355,11 +318,11 @@ impl Backend for EmbeddedBackend {
         column: &[u8],
         delta: i64,
     ) -> ShellResult<i64> {
-        let (family, qualifier) = split_column(column);
+        let (family, qualifier) = Column::parse(column).family_qualifier();
         Ok(self.db.table(table)?.increment_column(
             Bytes::copy_from_slice(row),
             family,
-            qualifier.unwrap_or_default(),
+            qualifier,
             delta,
         )?)
     }
@@ -371,8 +334,7 @@ impl Backend for EmbeddedBackend {
         column: &[u8],
         value: &[u8],
     ) -> ShellResult<Bytes> {
-        let (family, qualifier) = split_column(column);
-        let qualifier = qualifier.unwrap_or_default();
+        let (family, qualifier) = Column::parse(column).family_qualifier();
         let a = basalt::Append::new(Bytes::copy_from_slice(row)).add(
             family.clone(),
             qualifier.clone(),
@@ -395,22 +357,7 @@ impl Backend for EmbeddedBackend {
         let scan = spec.to_scan()?;
         let t = self.db.table(table)?;
         for row in t.scan(&scan)? {
-            let row = row?;
-            let reply = RowReply {
-                row: row.row.clone(),
-                cells: row
-                    .cells
-                    .iter()
-                    .map(|c| CellReply {
-                        family: c.family.clone(),
-                        qualifier: c.qualifier.clone(),
-                        timestamp: c.timestamp,
-                        cell_type: c.cell_type.name().to_string(),
-                        value: c.value.clone(),
-                    })
-                    .collect(),
-            };
-            if !on_row(reply) {
+            if !on_row(RowReply::from(&row?)) {
                 break;
             }
         }
@@ -455,8 +402,8 @@ impl RemoteBackend {
 }
 
 impl Backend for RemoteBackend {
-    fn admin(&mut self, op: Op) -> ShellResult<Reply> {
-        Ok(self.client.admin(op)?)
+    fn admin(&mut self, request: AdminRequest) -> ShellResult<AdminReply> {
+        Ok(self.client.admin(request)?)
     }
 
     fn list_tables(&mut self) -> ShellResult<Vec<String>> {
@@ -591,7 +538,7 @@ impl Backend for RemoteBackend {
         if !Self::thrift_can_read(spec) {
             let mut page = spec.clone();
             loop {
-                let Reply::Rows { rows, more } = self.client.admin(Op::Read {
+                let AdminReply::Rows { rows, more } = self.client.admin(AdminRequest::Read {
                     table: table.to_string(),
                     read: page.clone(),
                 })?
@@ -652,11 +599,12 @@ impl Backend for RemoteBackend {
                         .into_iter()
                         .map(|c| {
                             let name = c.column_name.unwrap_or_default();
-                            let (family, qualifier) = split_column(&name);
+                            let (family, qualifier) =
+                                basalt::column::parse_column(&name).family_qualifier();
                             let cell = c.cell.unwrap_or_default();
                             CellReply {
                                 family,
-                                qualifier: qualifier.unwrap_or_default(),
+                                qualifier,
                                 timestamp: cell.timestamp.unwrap_or_default(),
                                 cell_type: "Put".to_string(),
                                 value: cell.value.unwrap_or_default(),

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use bytes::Bytes;
 
-use basalt_thrift::admin::{Change, FamilySpec, Op, ReadSpec, Reply, RowReply};
+use basalt::admin::{AdminReply, AdminRequest, AlterChange, FamilySpec, ReadSpec, RowReply};
 
 use crate::backend::{Backend, ShellError, ShellResult};
 use crate::format;
@@ -377,7 +377,7 @@ fn status(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         Some(a) => text_of(a, "the status format")?,
         None => "summary".into(),
     };
-    let Reply::Status(s) = ctx.backend.admin(Op::Status)? else {
+    let AdminReply::Status(s) = ctx.backend.admin(AdminRequest::Status)? else {
         return Err(ShellError::Other("unexpected reply to status".into()));
     };
     match kind.as_str() {
@@ -530,7 +530,7 @@ fn create(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     if families.is_empty() {
         return Err(usage("a table needs at least one column family"));
     }
-    ctx.backend.admin(Op::Create {
+    ctx.backend.admin(AdminRequest::Create {
         table: table.clone(),
         families,
         splits,
@@ -547,7 +547,7 @@ fn alter(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     let mut changes = Vec::new();
     for arg in &args[1..] {
         match arg {
-            Arg::Str(_) => changes.push(Change::Set {
+            Arg::Str(_) => changes.push(AlterChange::Set {
                 family: FamilySpec {
                     name: text_of(arg, "a family name")?,
                     options: BTreeMap::new(),
@@ -559,7 +559,7 @@ fn alter(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
                     if pairs.len() != 1 {
                         return Err(usage("'delete' => 'family' stands alone in its hash"));
                     }
-                    changes.push(Change::Delete {
+                    changes.push(AlterChange::Delete {
                         name: text_of(v, "the family to delete")?,
                     });
                     continue;
@@ -576,11 +576,11 @@ fn alter(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
                         let Some((_, name)) = rest.iter().find(|(k, _)| k == "NAME") else {
                             return Err(usage("METHOD => 'delete' needs NAME => 'family'"));
                         };
-                        changes.push(Change::Delete {
+                        changes.push(AlterChange::Delete {
                             name: text_of(name, "NAME")?,
                         });
                     }
-                    None => changes.push(Change::Set {
+                    None => changes.push(AlterChange::Set {
                         family: family_of(&rest)?,
                     }),
                     Some(other) => {
@@ -598,12 +598,12 @@ fn alter(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
             }
         }
     }
-    ctx.backend.admin(Op::Alter {
+    ctx.backend.admin(AdminRequest::Alter {
         table: table.clone(),
         changes,
     })?;
-    let regions = match ctx.backend.admin(Op::ListRegions { table })? {
-        Reply::Regions { regions } => regions.len(),
+    let regions = match ctx.backend.admin(AdminRequest::ListRegions { table })? {
+        AdminReply::Regions { regions } => regions.len(),
         _ => 0,
     };
     ctx.line("Updating all regions with the new schema...")?;
@@ -615,7 +615,7 @@ fn alter(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
 fn describe(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     arity(args, 1, 1)?;
     let table = table_of(args)?;
-    let Reply::Table(t) = ctx.backend.admin(Op::Describe { table })? else {
+    let AdminReply::Table(t) = ctx.backend.admin(AdminRequest::Describe { table })? else {
         return Err(ShellError::Other("unexpected reply to describe".into()));
     };
     ctx.line(format!(
@@ -707,7 +707,8 @@ fn list(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
 fn list_regions(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     arity(args, 1, 1)?;
     let table = table_of(args)?;
-    let Reply::Regions { regions } = ctx.backend.admin(Op::ListRegions { table })? else {
+    let AdminReply::Regions { regions } = ctx.backend.admin(AdminRequest::ListRegions { table })?
+    else {
         return Err(ShellError::Other("unexpected reply to list_regions".into()));
     };
     let rows: Vec<Vec<String>> = regions
@@ -733,7 +734,7 @@ fn list_regions(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
 fn get_splits(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     arity(args, 1, 1)?;
     let table = table_of(args)?;
-    let Reply::Splits { keys } = ctx.backend.admin(Op::GetSplits { table })? else {
+    let AdminReply::Splits { keys } = ctx.backend.admin(AdminRequest::GetSplits { table })? else {
         return Err(ShellError::Other("unexpected reply to get_splits".into()));
     };
     ctx.line(format!("Total number of splits = {}", keys.len() + 1))?;
@@ -1050,7 +1051,7 @@ fn truncate(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     ctx.line(format!("Truncating '{table}' table (it may take a while):"))?;
     ctx.line("Disabling table...")?;
     ctx.line("Truncating table...")?;
-    ctx.backend.admin(Op::Truncate { table })?;
+    ctx.backend.admin(AdminRequest::Truncate { table })?;
     Ok(None)
 }
 
@@ -1058,7 +1059,7 @@ fn truncate(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
 
 fn flush(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     arity(args, 1, 1)?;
-    ctx.backend.admin(Op::Flush {
+    ctx.backend.admin(AdminRequest::Flush {
         table: table_of(args)?,
     })?;
     Ok(None)
@@ -1074,7 +1075,7 @@ fn major_compact(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
 
 fn compaction(ctx: &mut Ctx<'_>, args: &[Arg], major: bool) -> ShellResult<Returned> {
     arity(args, 1, 1)?;
-    ctx.backend.admin(Op::Compact {
+    ctx.backend.admin(AdminRequest::Compact {
         table: table_of(args)?,
         major,
     })?;
@@ -1088,7 +1089,7 @@ fn split(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         .get(1)
         .map(|a| bytes_of(a, "the split key"))
         .transpose()?;
-    ctx.backend.admin(Op::Split { target, key })?;
+    ctx.backend.admin(AdminRequest::Split { target, key })?;
     Ok(None)
 }
 
@@ -1100,6 +1101,7 @@ fn merge_region(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         // HBase's force flag merges non-adjacent regions; Basalt never does.
         bool_of(force, "force")?;
     }
-    ctx.backend.admin(Op::Merge { region_a, region_b })?;
+    ctx.backend
+        .admin(AdminRequest::Merge { region_a, region_b })?;
     Ok(None)
 }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use basalt_thrift::admin::{CellReply, FamilyInfo};
+use basalt::admin::{CellReply, FamilyInfo};
 
 /// Width of the first column (row key or column name), leading space
 /// included, before the second starts.

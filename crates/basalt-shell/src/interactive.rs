@@ -12,7 +12,7 @@ use rustyline::history::{DefaultHistory, History};
 use rustyline::validate::Validator;
 use rustyline::{Context, Editor, Helper};
 
-use basalt_thrift::admin::{Op, Reply};
+use basalt::admin::{AdminReply, AdminRequest};
 
 use crate::{command_names, LineOutcome, SharedBackend, Shell};
 
@@ -127,10 +127,10 @@ impl ShellHelper {
     }
 
     fn families(&self, table: &str) -> Vec<String> {
-        match self.backend.borrow_mut().admin(Op::Describe {
+        match self.backend.borrow_mut().admin(AdminRequest::Describe {
             table: table.to_string(),
         }) {
-            Ok(Reply::Table(t)) => t.families.into_iter().map(|f| f.name).collect(),
+            Ok(AdminReply::Table(t)) => t.families.into_iter().map(|f| f.name).collect(),
             _ => Vec::new(),
         }
     }

@@ -19,7 +19,7 @@ use std::io::Write;
 use std::rc::Rc;
 use std::time::Instant;
 
-use basalt_thrift::admin::{Op, Reply};
+use basalt::admin::{AdminReply, AdminRequest};
 
 pub use backend::{Backend, EmbeddedBackend, RemoteBackend, ShellError, ShellResult};
 
@@ -165,13 +165,16 @@ impl Shell {
             Some(parse::Arg::Str(t)) => Some(String::from_utf8_lossy(t).into_owned()),
             _ => None,
         });
-        let families =
-            table.and_then(
-                |t| match self.backend.borrow_mut().admin(Op::Describe { table: t }) {
-                    Ok(Reply::Table(t)) => Some(t.families),
-                    _ => None,
-                },
-            );
+        let families = table.and_then(|t| {
+            match self
+                .backend
+                .borrow_mut()
+                .admin(AdminRequest::Describe { table: t })
+            {
+                Ok(AdminReply::Table(t)) => Some(t.families),
+                _ => None,
+            }
+        });
         match families {
             Some(f) => {
                 let names: Vec<String> = f.iter().map(|f| format!("{}:*", f.name)).collect();

@@ -13,11 +13,16 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use basalt::{
+    column::{parse_column, Column},
+    ErrorKind,
+};
+use basalt::{
     Append, CheckAndMutate, ColumnFamilyDescriptor, Database, Delete, Durability, Error, Get,
     Mutation as DbMutation, Put, RowResult, Scan, Table, TableDescriptor, TimeRange,
     LATEST_TIMESTAMP,
 };
 
+use crate::exception;
 use crate::protocol::Value;
 use crate::scanners::Scanners;
 use crate::types::{
@@ -312,33 +317,27 @@ impl Service {
     fn get(&self, a: Result<args::Get, CallError>) -> CallResult {
         let a = a?;
         let table = self.table(a.table_name)?;
-        let get = select_column(
-            Get::new(required(a.row, "row")?),
-            &required(a.column, "column")?,
-        );
+        let get = parse_column(&required(a.column, "column")?)
+            .select_in_get(Get::new(required(a.row, "row")?));
         self.cells_of(&table, &get)
     }
 
     fn get_ver(&self, a: Result<args::GetVer, CallError>) -> CallResult {
         let a = a?;
         let table = self.table(a.table_name)?;
-        let get = select_column(
-            Get::new(required(a.row, "row")?),
-            &required(a.column, "column")?,
-        )
-        .max_versions(versions(a.num_versions)?);
+        let get = parse_column(&required(a.column, "column")?)
+            .select_in_get(Get::new(required(a.row, "row")?))
+            .max_versions(versions(a.num_versions)?);
         self.cells_of(&table, &get)
     }
 
     fn get_ver_ts(&self, a: Result<args::GetVerTs, CallError>) -> CallResult {
         let a = a?;
         let table = self.table(a.table_name)?;
-        let get = select_column(
-            Get::new(required(a.row, "row")?),
-            &required(a.column, "column")?,
-        )
-        .max_versions(versions(a.num_versions)?)
-        .time_range(before(required(a.timestamp, "timestamp")?)?);
+        let get = parse_column(&required(a.column, "column")?)
+            .select_in_get(Get::new(required(a.row, "row")?))
+            .max_versions(versions(a.num_versions)?)
+            .time_range(before(required(a.timestamp, "timestamp")?)?);
         self.cells_of(&table, &get)
     }
 
@@ -355,7 +354,7 @@ impl Service {
         for row in rows {
             let mut get = Get::new(row).time_range(range);
             for column in columns.iter().flatten() {
-                get = select_column(get, column);
+                get = parse_column(column).select_in_get(get);
             }
             let result = table.get(&get).map_err(db_error)?;
             if !result.is_empty() {
@@ -426,9 +425,7 @@ impl Service {
         let row = required(a.row, "row")?;
         let family = required(a.family, "family")?;
         // The family may come as `family:`; only the family part counts.
-        let family = match split_column(&family) {
-            Column::Family(f) | Column::Qualified(f, _) => f,
-        };
+        let family = parse_column(&family).family().clone();
         let scan = Scan::new()
             .start_row(row)
             .reversed(true)
@@ -548,7 +545,7 @@ impl Service {
         let a = a?;
         let table = self.table(a.table_name)?;
         let row = required(a.row, "row")?;
-        let (family, qualifier) = split_column(&required(a.column, "column")?).family_qualifier();
+        let (family, qualifier) = parse_column(&required(a.column, "column")?).family_qualifier();
         let delta = required(a.value, "value")?;
         let value = increment(&table, row, family, qualifier, delta)?;
         Ok(Some(Value::I64(value)))
@@ -598,7 +595,7 @@ impl Service {
             ));
         }
         let table = self.table(Some(table_bytes))?;
-        let (family, qualifier) = split_column(&required(inc.column, "column")?).family_qualifier();
+        let (family, qualifier) = parse_column(&required(inc.column, "column")?).family_qualifier();
         let amount = inc.ammount.unwrap_or(0);
         increment(&table, row, family, qualifier, amount)?;
         Ok(())
@@ -637,7 +634,7 @@ impl Service {
         }
         let mut append = Append::new(row);
         for (column, value) in columns.iter().zip(values) {
-            let (family, qualifier) = split_column(column).family_qualifier();
+            let (family, qualifier) = parse_column(column).family_qualifier();
             append = append.add(family, qualifier, value);
         }
         let result = table.append(&append).map_err(db_error)?;
@@ -648,7 +645,7 @@ impl Service {
         let a = a?;
         let row = required(a.row, "row")?;
         let mput = required(a.mput, "mput")?;
-        let Column::Qualified(family, qualifier) = split_column(&mput.column.unwrap_or_default())
+        let Column::Qualified(family, qualifier) = parse_column(&mput.column.unwrap_or_default())
         else {
             return Err(CallError::IllegalArgument(
                 "the put of checkAndPut needs a family:qualifier column".into(),
@@ -659,7 +656,7 @@ impl Service {
             put = put.durability(Durability::SkipWal);
         }
         let table = self.table(a.table_name)?;
-        let (family, qualifier) = split_column(&required(a.column, "column")?).family_qualifier();
+        let (family, qualifier) = parse_column(&required(a.column, "column")?).family_qualifier();
         let check = CheckAndMutate::new(row, family, qualifier);
         let check = match a.value {
             Some(v) => check.if_equals(v),
@@ -701,7 +698,7 @@ impl Service {
             scan = scan.time_range(before(ts)?);
         }
         for column in t.columns.iter().flatten() {
-            scan = select_scan_column(scan, column);
+            scan = parse_column(column).select_in_scan(scan);
         }
         if let Some(caching) = t.caching.filter(|&c| c > 0) {
             scan = scan.caching(caching as usize);
@@ -830,7 +827,8 @@ fn required<T>(value: Option<T>, name: &str) -> Result<T, CallError> {
 fn table_name(bytes: Bytes) -> Result<String, CallError> {
     String::from_utf8(bytes.to_vec()).map_err(|e| {
         CallError::Io(format!(
-            "org.apache.hadoop.hbase.TableNotFoundException: {}",
+            "{}: {}",
+            ErrorKind::TableNotFound.java_class(),
             basalt_escape(e.as_bytes())
         ))
     })
@@ -862,45 +860,6 @@ fn before(ts: i64) -> Result<TimeRange, CallError> {
     TimeRange::before(ts).map_err(db_error)
 }
 
-/// A column name as Thrift1 clients write it.
-enum Column {
-    /// `family`: the whole family.
-    Family(Bytes),
-    /// `family:qualifier` (the qualifier may be empty: `family:`).
-    Qualified(Bytes, Bytes),
-}
-
-impl Column {
-    /// For writes that need a qualifier: a bare family means the empty one.
-    fn family_qualifier(self) -> (Bytes, Bytes) {
-        match self {
-            Column::Family(f) => (f, Bytes::new()),
-            Column::Qualified(f, q) => (f, q),
-        }
-    }
-}
-
-fn split_column(column: &Bytes) -> Column {
-    match column.iter().position(|&b| b == b':') {
-        None => Column::Family(column.clone()),
-        Some(i) => Column::Qualified(column.slice(..i), column.slice(i + 1..)),
-    }
-}
-
-fn select_column(get: Get, column: &Bytes) -> Get {
-    match split_column(column) {
-        Column::Family(f) => get.family(f),
-        Column::Qualified(f, q) => get.column(f, q),
-    }
-}
-
-fn select_scan_column(scan: Scan, column: &Bytes) -> Scan {
-    match split_column(column) {
-        Column::Family(f) => scan.family(f),
-        Column::Qualified(f, q) => scan.column(f, q),
-    }
-}
-
 fn scan_of(
     start: Option<Bytes>,
     stop: Option<Bytes>,
@@ -915,7 +874,7 @@ fn scan_of(
         scan = scan.stop_row(stop);
     }
     for column in columns.iter().flatten() {
-        scan = select_scan_column(scan, column);
+        scan = parse_column(column).select_in_scan(scan);
     }
     if let Some(ts) = ts {
         scan = scan.time_range(before(ts)?);
@@ -943,14 +902,14 @@ fn row_mutations(
         let column = m.column.clone().unwrap_or_default();
         let wal = m.write_to_wal.unwrap_or(true);
         if m.is_delete.unwrap_or(false) {
-            delete = match split_column(&column) {
+            delete = match parse_column(&column) {
                 Column::Family(f) => delete.family_at(f, ts),
                 Column::Qualified(f, q) => delete.columns_at(f, q, ts),
             };
             has_delete = true;
             delete_wal = wal;
         } else {
-            match split_column(&column) {
+            match parse_column(&column) {
                 Column::Family(f) if strict => {
                     return Err(CallError::IllegalArgument(format!(
                         "Invalid famAndQf provided: put of column '{}' has no qualifier",
@@ -1053,7 +1012,7 @@ fn increment(
 }
 
 fn delete_column(table: &Table, row: Bytes, column: &Bytes, ts: i64) -> CallResult {
-    let delete = match split_column(column) {
+    let delete = match parse_column(column) {
         Column::Family(f) => Delete::new(row).family_at(f, ts),
         Column::Qualified(f, q) => Delete::new(row).columns_at(f, q, ts),
     };
@@ -1061,15 +1020,17 @@ fn delete_column(table: &Table, row: Bytes, column: &Bytes, ts: i64) -> CallResu
     Ok(None)
 }
 
+/// One cell as Thrift1 returns it: value and timestamp (the column is
+/// the caller's key).
+fn tcell(c: &basalt::Cell) -> TCell {
+    TCell {
+        value: Some(c.value.clone()),
+        timestamp: Some(c.timestamp),
+    }
+}
+
 fn tcells(result: &RowResult) -> Vec<TCell> {
-    result
-        .cells
-        .iter()
-        .map(|c| TCell {
-            value: Some(c.value.clone()),
-            timestamp: Some(c.timestamp),
-        })
-        .collect()
+    result.cells.iter().map(tcell).collect()
 }
 
 fn column_name(family: &[u8], qualifier: &[u8]) -> Bytes {
@@ -1081,10 +1042,6 @@ fn column_name(family: &[u8], qualifier: &[u8]) -> Bytes {
 }
 
 fn row_result(result: &RowResult, sorted: bool) -> TRowResult {
-    let cell = |c: &basalt::Cell| TCell {
-        value: Some(c.value.clone()),
-        timestamp: Some(c.timestamp),
-    };
     let mut out = TRowResult {
         row: Some(result.row.clone()),
         ..TRowResult::default()
@@ -1096,7 +1053,7 @@ fn row_result(result: &RowResult, sorted: bool) -> TRowResult {
                 .iter()
                 .map(|c| TColumn {
                     column_name: Some(column_name(&c.family, &c.qualifier)),
-                    cell: Some(cell(c)),
+                    cell: Some(tcell(c)),
                 })
                 .collect(),
         );
@@ -1105,7 +1062,7 @@ fn row_result(result: &RowResult, sorted: bool) -> TRowResult {
         // Cells come newest first; the map keeps each column's newest.
         for c in &result.cells {
             map.entry(column_name(&c.family, &c.qualifier))
-                .or_insert_with(|| cell(c));
+                .or_insert_with(|| tcell(c));
         }
         out.columns = Some(map);
     }
@@ -1134,9 +1091,7 @@ fn family_from_thrift(c: &ColumnDescriptor) -> Result<ColumnFamilyDescriptor, Ca
     if name.is_empty() {
         return Err(CallError::IllegalArgument("column name is empty".into()));
     }
-    let family = match split_column(&name) {
-        Column::Family(f) | Column::Qualified(f, _) => f,
-    };
+    let family = parse_column(&name).family().clone();
     let family = String::from_utf8(family.to_vec())
         .map_err(|_| CallError::IllegalArgument("column family name is not valid UTF-8".into()))?;
     let ia = |e: Error| CallError::IllegalArgument(e.to_string());
@@ -1172,36 +1127,14 @@ fn family_from_thrift(c: &ColumnDescriptor) -> Result<ColumnFamilyDescriptor, Ca
 }
 
 /// Maps an engine error onto HBase's exception, worded like HBase's
-/// (clients sometimes match on the Java class name in the message).
+/// (clients sometimes match on the Java class name in the message); the
+/// class comes from the one table in `basalt_types::error`.
 fn db_error(e: Error) -> CallError {
-    match e {
-        Error::InvalidArgument(m) => CallError::IllegalArgument(m),
-        Error::FilterSyntax { .. } => {
-            CallError::Io(format!("java.lang.IllegalArgumentException: {e}"))
-        }
-        Error::TableNotFound(t) => CallError::Io(format!(
-            "org.apache.hadoop.hbase.TableNotFoundException: {t}"
-        )),
-        Error::TableExists(t) => {
-            CallError::AlreadyExists(format!("table name already in use: {t}"))
-        }
-        Error::TableDisabled(t) => CallError::Io(format!(
-            "org.apache.hadoop.hbase.TableNotEnabledException: {t} is disabled"
-        )),
-        Error::TableEnabled(t) => CallError::Io(format!(
-            "org.apache.hadoop.hbase.TableNotDisabledException: {t} is enabled"
-        )),
-        Error::NoSuchFamily { table, family } => CallError::Io(format!(
-            "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: \
-             Column family {family} does not exist in table {table}"
-        )),
-        Error::NotALong { .. } => CallError::Io(format!(
-            "org.apache.hadoop.hbase.DoNotRetryIOException: {e}"
-        )),
-        Error::NotServingRegion(m) => CallError::Io(format!(
-            "org.apache.hadoop.hbase.NotServingRegionException: {m}"
-        )),
-        other => CallError::Io(format!("java.io.IOException: {other}")),
+    match e.kind() {
+        // Thrift1 has its own exceptions for these two.
+        ErrorKind::InvalidArgument => CallError::IllegalArgument(e.detail()),
+        ErrorKind::TableExists => CallError::AlreadyExists(exception::body(&e)),
+        _ => CallError::Io(exception::io_message(&e)),
     }
 }
 
@@ -1231,13 +1164,13 @@ fn exception_reply(method: &str, throws: Throws, error: CallError) -> Outcome {
             (2, IllegalArgument { message: Some(m) }.to_value())
         }
         (_, CallError::IllegalArgument(m)) => {
-            io(format!("java.lang.IllegalArgumentException: {m}"))
+            io(format!("{}: {m}", ErrorKind::InvalidArgument.java_class()))
         }
         (Throws::All, CallError::AlreadyExists(m)) => {
             (3, AlreadyExists { message: Some(m) }.to_value())
         }
         (_, CallError::AlreadyExists(m)) => {
-            io(format!("org.apache.hadoop.hbase.TableExistsException: {m}"))
+            io(format!("{}: {m}", ErrorKind::TableExists.java_class()))
         }
     };
     Outcome::Reply(Value::Struct(vec![field]))

@@ -11,13 +11,16 @@
 //!   protocol;
 //! - [`admin`]: Basalt's own admin extension on the same port
 //!   (`basaltAdmin`, versioned JSON) for what Thrift1 cannot say; see
-//!   `docs/admin-protocol.md`.
+//!   `docs/admin-protocol.md`;
+//! - [`exception`]: Basalt errors as HBase's exceptions over Thrift1, and
+//!   back.
 //!
 //! The service itself (each method on the embedded database) is private to
 //! the server.
 
 pub mod admin;
 pub mod client;
+pub mod exception;
 mod handler;
 pub mod protocol;
 mod scanners;

@@ -3,15 +3,28 @@
 //! Errors cross crate boundaries constantly (a corrupt WAL record surfaces
 //! through the embedded API and then through Thrift), so one enum avoids a
 //! ladder of conversions and keeps messages identical everywhere.
+//!
+//! Callers that need to *classify* an error (a gateway choosing the HBase
+//! exception to raise, the shell choosing how to word a failure, a wire
+//! protocol carrying it) use [`Error::kind`] and [`Error::subject`] rather
+//! than matching variants themselves, and [`ErrorKind::java_class`] /
+//! [`ErrorKind::from_java_class`] for HBase's exception names: the mapping
+//! lives in one table, [`JAVA_EXCEPTION_CLASSES`].
 
+use std::fmt;
 use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
 
 /// Result alias used throughout Basalt.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong in Basalt, with messages worded like HBase's
 /// where HBase has a counterpart.
-#[derive(Debug, thiserror::Error)]
+///
+/// `{:?}` prints the message (so `fn main() -> Result<(), basalt::Error>`
+/// reports a sentence); `{:#?}` prints the variant and its fields.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A caller passed something malformed (bad descriptor option, negative
@@ -116,5 +129,317 @@ impl Error {
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())
+    }
+}
+
+/// The class of a failure: what a caller can act on, independent of the
+/// message's wording. Stable and serialisable (snake_case names), so it can
+/// travel in protocols; new kinds may be added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A malformed argument ([`Error::InvalidArgument`]).
+    InvalidArgument,
+    /// The table does not exist.
+    TableNotFound,
+    /// The table exists already.
+    TableExists,
+    /// The table is disabled and the operation needs it enabled.
+    TableDisabled,
+    /// The table is enabled and the operation needs it disabled.
+    TableEnabled,
+    /// A family the table does not have.
+    NoSuchFamily,
+    /// An increment of a value that is not an 8-byte long.
+    NotALong,
+    /// A filter string that does not parse.
+    FilterSyntax,
+    /// A persistent file failed its checks.
+    Corruption,
+    /// Another process holds the data directory.
+    Locked,
+    /// The write-ahead log failed and refuses writes.
+    WalUnavailable,
+    /// An operating-system I/O failure.
+    Io,
+    /// The database or region is closed.
+    Closed,
+    /// The region is being split or merged, or has been.
+    NotServingRegion,
+}
+
+/// HBase's Java exception class for each [`ErrorKind`]: the one place that
+/// says which exception a Basalt failure is in HBase's terms. Where several
+/// kinds share a class, the first row is the kind the class maps back to
+/// ([`ErrorKind::from_java_class`]).
+pub const JAVA_EXCEPTION_CLASSES: &[(ErrorKind, &str)] = &[
+    (
+        ErrorKind::InvalidArgument,
+        "java.lang.IllegalArgumentException",
+    ),
+    (
+        ErrorKind::FilterSyntax,
+        "java.lang.IllegalArgumentException",
+    ),
+    (
+        ErrorKind::TableNotFound,
+        "org.apache.hadoop.hbase.TableNotFoundException",
+    ),
+    (
+        ErrorKind::TableExists,
+        "org.apache.hadoop.hbase.TableExistsException",
+    ),
+    (
+        ErrorKind::TableDisabled,
+        "org.apache.hadoop.hbase.TableNotEnabledException",
+    ),
+    (
+        ErrorKind::TableEnabled,
+        "org.apache.hadoop.hbase.TableNotDisabledException",
+    ),
+    (
+        ErrorKind::NoSuchFamily,
+        "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException",
+    ),
+    (
+        ErrorKind::NotALong,
+        "org.apache.hadoop.hbase.DoNotRetryIOException",
+    ),
+    (
+        ErrorKind::NotServingRegion,
+        "org.apache.hadoop.hbase.NotServingRegionException",
+    ),
+    (ErrorKind::Io, "java.io.IOException"),
+    (ErrorKind::Corruption, "java.io.IOException"),
+    (ErrorKind::Locked, "java.io.IOException"),
+    (ErrorKind::WalUnavailable, "java.io.IOException"),
+    (ErrorKind::Closed, "java.io.IOException"),
+];
+
+/// The class for kinds missing from the table (none today; a kind added
+/// later reads as a plain I/O failure until it gets a row).
+const FALLBACK_JAVA_CLASS: &str = "java.io.IOException";
+
+impl ErrorKind {
+    /// HBase's fully qualified exception class for this kind.
+    pub fn java_class(self) -> &'static str {
+        JAVA_EXCEPTION_CLASSES
+            .iter()
+            .find(|(kind, _)| *kind == self)
+            .map_or(FALLBACK_JAVA_CLASS, |(_, class)| class)
+    }
+
+    /// The kind an HBase exception class stands for, by its fully qualified
+    /// name; `None` for a class the table does not know.
+    pub fn from_java_class(class: &str) -> Option<ErrorKind> {
+        JAVA_EXCEPTION_CLASSES
+            .iter()
+            .find(|(_, c)| *c == class)
+            .map(|(kind, _)| *kind)
+    }
+}
+
+impl Error {
+    /// The class of this failure.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::TableNotFound(_) => ErrorKind::TableNotFound,
+            Error::TableExists(_) => ErrorKind::TableExists,
+            Error::TableDisabled(_) => ErrorKind::TableDisabled,
+            Error::TableEnabled(_) => ErrorKind::TableEnabled,
+            Error::NoSuchFamily { .. } => ErrorKind::NoSuchFamily,
+            Error::NotALong { .. } => ErrorKind::NotALong,
+            Error::FilterSyntax { .. } => ErrorKind::FilterSyntax,
+            Error::Corruption { .. } => ErrorKind::Corruption,
+            Error::Locked { .. } => ErrorKind::Locked,
+            Error::WalFailed(_) => ErrorKind::WalUnavailable,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Closed(_) => ErrorKind::Closed,
+            Error::NotServingRegion(_) => ErrorKind::NotServingRegion,
+        }
+    }
+
+    /// What the error is about, when it names one thing: the table for the
+    /// table kinds, the family for [`ErrorKind::NoSuchFamily`] (its table is
+    /// [`Error::table`]). `None` for kinds that carry only a message.
+    pub fn subject(&self) -> Option<&str> {
+        match self {
+            Error::TableNotFound(t)
+            | Error::TableExists(t)
+            | Error::TableDisabled(t)
+            | Error::TableEnabled(t) => Some(t),
+            Error::NoSuchFamily { family, .. } => Some(family),
+            _ => None,
+        }
+    }
+
+    /// The table the error concerns, when it names one (for
+    /// [`ErrorKind::NoSuchFamily`], the table that lacks the family).
+    pub fn table(&self) -> Option<&str> {
+        match self {
+            Error::NoSuchFamily { table, .. } => Some(table),
+            _ => self.subject(),
+        }
+    }
+
+    /// The message without the kind's own prefix, for encodings that carry
+    /// the kind separately: an invalid argument's text as the caller wrote
+    /// it; every other kind's full message.
+    pub fn detail(&self) -> String {
+        match self {
+            Error::InvalidArgument(m) => m.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !f.alternate() {
+            // A `main` returning this error prints `{:?}`: give it the
+            // sentence, not a struct dump.
+            return fmt::Display::fmt(self, f);
+        }
+        match self {
+            Error::InvalidArgument(m) => f.debug_tuple("InvalidArgument").field(m).finish(),
+            Error::TableNotFound(t) => f.debug_tuple("TableNotFound").field(t).finish(),
+            Error::TableExists(t) => f.debug_tuple("TableExists").field(t).finish(),
+            Error::TableDisabled(t) => f.debug_tuple("TableDisabled").field(t).finish(),
+            Error::TableEnabled(t) => f.debug_tuple("TableEnabled").field(t).finish(),
+            Error::NoSuchFamily { table, family } => f
+                .debug_struct("NoSuchFamily")
+                .field("table", table)
+                .field("family", family)
+                .finish(),
+            Error::NotALong { len } => f.debug_struct("NotALong").field("len", len).finish(),
+            Error::FilterSyntax { position, message } => f
+                .debug_struct("FilterSyntax")
+                .field("position", position)
+                .field("message", message)
+                .finish(),
+            Error::Corruption {
+                path,
+                offset,
+                message,
+            } => f
+                .debug_struct("Corruption")
+                .field("path", path)
+                .field("offset", offset)
+                .field("message", message)
+                .finish(),
+            Error::Locked { path } => f.debug_struct("Locked").field("path", path).finish(),
+            Error::WalFailed(m) => f.debug_tuple("WalFailed").field(m).finish(),
+            Error::Io { path, source } => f
+                .debug_struct("Io")
+                .field("path", path)
+                .field("source", source)
+                .finish(),
+            Error::Closed(m) => f.debug_tuple("Closed").field(m).finish(),
+            Error::NotServingRegion(m) => f.debug_tuple("NotServingRegion").field(m).finish(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_prints_the_message_and_alternate_debug_the_structure() {
+        let e = Error::Locked {
+            path: PathBuf::from("/x"),
+        };
+        assert_eq!(
+            format!("{e:?}"),
+            "data directory /x is locked by another process"
+        );
+        let pretty = format!("{e:#?}");
+        assert!(pretty.starts_with("Locked {"), "{pretty}");
+        assert!(pretty.contains("path: \"/x\""), "{pretty}");
+    }
+
+    #[test]
+    fn a_result_unwrapped_in_main_reads_as_a_sentence() {
+        fn main_like() -> Result<()> {
+            Err(Error::TableNotFound("t1".into()))
+        }
+        let shown = match main_like() {
+            Err(e) => format!("{e:?}"),
+            Ok(()) => String::new(),
+        };
+        assert_eq!(shown, "table not found: t1");
+    }
+
+    #[test]
+    fn table_not_found_maps_to_hbase_class_name() {
+        assert_eq!(
+            Error::TableNotFound("t".into()).kind().java_class(),
+            "org.apache.hadoop.hbase.TableNotFoundException"
+        );
+    }
+
+    #[test]
+    fn disabled_and_enabled_tables_map_to_the_not_enabled_and_not_disabled_classes() {
+        assert_eq!(
+            ErrorKind::TableDisabled.java_class(),
+            "org.apache.hadoop.hbase.TableNotEnabledException"
+        );
+        assert_eq!(
+            ErrorKind::TableEnabled.java_class(),
+            "org.apache.hadoop.hbase.TableNotDisabledException"
+        );
+    }
+
+    #[test]
+    fn every_class_maps_back_to_a_kind_that_maps_to_it() {
+        for (kind, class) in JAVA_EXCEPTION_CLASSES {
+            let back = ErrorKind::from_java_class(class);
+            assert_eq!(back.map(ErrorKind::java_class), Some(*class), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn shared_classes_map_back_to_their_first_kind() {
+        assert_eq!(
+            ErrorKind::from_java_class("java.io.IOException"),
+            Some(ErrorKind::Io)
+        );
+        assert_eq!(
+            ErrorKind::from_java_class("java.lang.IllegalArgumentException"),
+            Some(ErrorKind::InvalidArgument)
+        );
+        assert_eq!(ErrorKind::from_java_class("com.example.Nope"), None);
+    }
+
+    #[test]
+    fn subject_names_the_table_or_the_family() {
+        assert_eq!(Error::TableDisabled("t".into()).subject(), Some("t"));
+        let e = Error::NoSuchFamily {
+            table: "t".into(),
+            family: "f".into(),
+        };
+        assert_eq!(e.kind(), ErrorKind::NoSuchFamily);
+        assert_eq!(e.subject(), Some("f"));
+        assert_eq!(e.table(), Some("t"));
+        assert_eq!(Error::invalid("x").subject(), None);
+    }
+
+    #[test]
+    fn detail_drops_the_invalid_argument_prefix_only() {
+        assert_eq!(Error::invalid("bad").detail(), "bad");
+        assert_eq!(
+            Error::TableNotFound("t".into()).detail(),
+            "table not found: t"
+        );
+    }
+
+    #[test]
+    fn kinds_serialise_in_snake_case() {
+        let json = serde_json::to_string(&ErrorKind::WalUnavailable).unwrap_or_default();
+        assert_eq!(json, "\"wal_unavailable\"");
+        let back: ErrorKind = serde_json::from_str("\"table_not_found\"").unwrap_or(ErrorKind::Io);
+        assert_eq!(back, ErrorKind::TableNotFound);
     }
 }

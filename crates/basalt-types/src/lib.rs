@@ -6,12 +6,14 @@
 //! The pieces live where an HBase user looks for them:
 //!
 //! - [`cell`]: cells, their type codes and the KeyValue sort order;
+//! - [`column`](mod@column): `family:qualifier` column names as text interfaces write them;
 //! - [`descriptor`]: table and column-family descriptors with validation;
 //! - [`mutation`]: puts, deletes, increments, appends, row mutations;
 //! - [`query`]: gets, scans, time ranges and results;
 //! - [`filter`]: server-side filters, comparators and the filter language.
 
 pub mod cell;
+pub mod column;
 pub mod descriptor;
 pub mod error;
 pub mod filter;
@@ -19,11 +21,12 @@ pub mod mutation;
 pub mod query;
 
 pub use cell::{Cell, CellType, LATEST_TIMESTAMP};
+pub use column::{parse_column, Column};
 pub use descriptor::{
     BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,
     TableDescriptor,
 };
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use filter::{Comparator, CompareOp, Filter};
 pub use mutation::{
     Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Put, RowMutations,

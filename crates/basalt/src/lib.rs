@@ -23,7 +23,12 @@
 //!
 //! The data model, operations and their exact semantics follow HBase 2;
 //! see `ARCHITECTURE.md` for how the crates fit together.
+//!
+//! Administration (create with splits, alter, truncate, regions and their
+//! load, flush, compact, split, merge, paged reads) is also available as a
+//! typed request/reply API in [`admin`], which the gateways encode.
 
+pub mod admin;
 mod catalog;
 mod database;
 mod locator;
@@ -34,6 +39,7 @@ mod region_server;
 mod split;
 mod table;
 
+pub use admin::{Admin, AdminReply, AdminRequest};
 pub use database::{Database, DatabaseBuilder, RegionSummary, TableInfo};
 pub use locator::{RegionLocator, TableLocation};
 pub use master::{FamilyChange, Master};
@@ -50,6 +56,7 @@ pub use basalt_engine::layout;
 /// The write-ahead log's contract and today's local implementation.
 pub use basalt_engine::wal::{Wal, WriteAheadLog};
 pub use basalt_engine::{Clock, ManualClock, RegionInfo, RegionLoad, StoreStats, SystemClock};
+pub use basalt_types::column;
 pub use basalt_types::descriptor::{
     BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,
     TableDescriptor,
@@ -59,4 +66,4 @@ pub use basalt_types::mutation::{
     Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Put, RowMutations,
 };
 pub use basalt_types::query::{Get, RowResult, Scan, TimeRange};
-pub use basalt_types::{Cell, CellType, Error, Result, LATEST_TIMESTAMP};
+pub use basalt_types::{Cell, CellType, Error, ErrorKind, Result, LATEST_TIMESTAMP};

@@ -1,0 +1,745 @@
+//! Administration of a [`Database`] as a typed API: create, alter,
+//! truncate and describe tables, list regions with their load, flush,
+//! compact, split and merge, server status, and reads with every scan option
+//! (versions, time ranges, raw cells) in pages.
+//!
+//! A request is an [`AdminRequest`], its answer an [`AdminReply`], and
+//! anything that can carry them out implements [`Admin`]: [`Database`] does
+//! here, in-process; a client of a remote server implements the same trait
+//! over its connection. The trait is object-safe (`&dyn Admin`) so a caller
+//! (the shell) need not know which it has.
+//!
+//! Every type is serde-serialisable, and its serde form *is* the body of
+//! Basalt's admin protocol version 1 (`docs/admin-protocol.md`): the Thrift
+//! gateway's `basaltAdmin` method and its client only add the version
+//! envelope and the error document. Renaming a field or variant here is
+//! therefore a protocol change; the gateway's tests pin the documents.
+//!
+//! Failures are [`Error`]s; callers classify them with [`Error::kind`].
+//!
+//! ```no_run
+//! use basalt::admin::{Admin, AdminReply, AdminRequest, FamilySpec};
+//! # fn main() -> basalt::Result<()> {
+//! let db = basalt::Database::open("basalt-data")?;
+//! db.execute(AdminRequest::Create {
+//!     table: "t1".into(),
+//!     families: vec![FamilySpec { name: "f".into(), ..FamilySpec::default() }],
+//!     splits: vec!["m".into()],
+//!     num_regions: None,
+//!     split_algo: None,
+//! })?;
+//! if let AdminReply::Splits { keys } = db.execute(AdminRequest::GetSplits { table: "t1".into() })? {
+//!     assert_eq!(keys.len(), 1);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use basalt_types::column::parse_column;
+use basalt_types::query::RowResult;
+
+use crate::{
+    Cell, ColumnFamilyDescriptor, Database, Error, FamilyChange, Filter, RegionSummary, Result,
+    Scan, SplitAlgorithm, TableDescriptor, TimeRange,
+};
+
+/// Rows one [`AdminRequest::Read`] answers at most; the caller asks again
+/// with [`ReadSpec::after_row`].
+pub const MAX_PAGE_ROWS: usize = 1000;
+/// Key and value bytes after which a read page ends early: a page must stay
+/// well under a wire protocol's frame limit (JSON spells a byte in up to
+/// four characters).
+pub const MAX_PAGE_BYTES: usize = 2 * 1024 * 1024;
+
+/// Something that carries out administration requests: a [`Database`] in
+/// this process, or a client of a remote one.
+pub trait Admin {
+    /// Carries out one request and returns its answer.
+    fn execute(&self, request: AdminRequest) -> Result<AdminReply>;
+}
+
+/// A column family with options by their HBase names (`VERSIONS`,
+/// `BLOOMFILTER`, ...), values as the HBase shell writes them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FamilySpec {
+    /// Family name.
+    pub name: String,
+    /// Options to set; the rest keep their defaults (or, for `alter`, their
+    /// current values).
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+}
+
+/// One change of `alter`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum AlterChange {
+    /// Adds the family, or changes the given options of an existing one.
+    Set {
+        /// The family and the options to set.
+        family: FamilySpec,
+    },
+    /// Deletes the family and its data.
+    Delete {
+        /// Family name.
+        name: String,
+    },
+}
+
+/// What a `read` returns: a scan with every option of the embedded API.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReadSpec {
+    /// First row (inclusive; the high end for a reversed read).
+    #[serde(default)]
+    pub start_row: Bytes,
+    /// Row to stop before (exclusive).
+    #[serde(default)]
+    pub stop_row: Bytes,
+    /// Only rows starting with this.
+    #[serde(default)]
+    pub prefix: Option<Bytes>,
+    /// `family` or `family:qualifier` names; empty reads every column.
+    #[serde(default)]
+    pub columns: Vec<Bytes>,
+    /// A filter in HBase's filter language.
+    #[serde(default)]
+    pub filter: Option<String>,
+    /// Half-open time range `[min, max)`.
+    #[serde(default)]
+    pub time_range: Option<(i64, i64)>,
+    /// Versions per column (default 1).
+    #[serde(default)]
+    pub versions: Option<u32>,
+    /// Newest row first.
+    #[serde(default)]
+    pub reversed: bool,
+    /// Return delete markers and deleted cells too.
+    #[serde(default)]
+    pub raw: bool,
+    /// At most this many rows in all.
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Resume after this row (the last row of the previous page).
+    #[serde(default)]
+    pub after_row: Option<Bytes>,
+}
+
+impl ReadSpec {
+    /// The embedded API's scan for this read (without `after_row`, which
+    /// [`read_page`] applies).
+    pub fn to_scan(&self) -> Result<Scan> {
+        let mut scan = Scan::new()
+            .start_row(self.start_row.clone())
+            .stop_row(self.stop_row.clone())
+            .reversed(self.reversed)
+            .raw(self.raw);
+        if let Some(p) = &self.prefix {
+            scan = scan.prefix(p.clone());
+        }
+        for c in &self.columns {
+            scan = parse_column(c).select_in_scan(scan);
+        }
+        if let Some(f) = &self.filter {
+            scan = scan.filter(Filter::parse(f)?);
+        }
+        if let Some((min, max)) = self.time_range {
+            scan = scan.time_range(TimeRange::new(min, max)?);
+        }
+        if let Some(v) = self.versions {
+            scan = scan.max_versions(v);
+        }
+        if let Some(l) = self.limit {
+            scan = scan.limit(l);
+        }
+        scan.validate()?;
+        Ok(scan)
+    }
+}
+
+/// One administration request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum AdminRequest {
+    /// Table and region counts and the load of the server.
+    Status,
+    /// Creates a table, optionally pre-split.
+    Create {
+        /// Table name.
+        table: String,
+        /// Its families.
+        families: Vec<FamilySpec>,
+        /// Explicit split keys.
+        #[serde(default)]
+        splits: Vec<Bytes>,
+        /// Number of regions for `split_algo`.
+        #[serde(default)]
+        num_regions: Option<usize>,
+        /// `HexStringSplit`, `DecimalStringSplit` or `UniformSplit`.
+        #[serde(default)]
+        split_algo: Option<String>,
+    },
+    /// A table's state, families with every option, and regions.
+    Describe {
+        /// Table name.
+        table: String,
+    },
+    /// Adds, changes or deletes families.
+    Alter {
+        /// Table name.
+        table: String,
+        /// The changes, applied together.
+        changes: Vec<AlterChange>,
+    },
+    /// Empties a table, keeping its families and region boundaries; a
+    /// table that was enabled is disabled for it and enabled again.
+    Truncate {
+        /// Table name.
+        table: String,
+    },
+    /// The table's regions with their load.
+    ListRegions {
+        /// Table name.
+        table: String,
+    },
+    /// The table's split keys (region start keys but the first).
+    GetSplits {
+        /// Table name.
+        table: String,
+    },
+    /// Flushes a table's memstores.
+    Flush {
+        /// Table name.
+        table: String,
+    },
+    /// Compacts a table's stores.
+    Compact {
+        /// Table name.
+        table: String,
+        /// Major (all files) rather than minor.
+        #[serde(default)]
+        major: bool,
+    },
+    /// Splits a table's regions, or one region named in full or encoded.
+    Split {
+        /// A table name or a region name.
+        target: Bytes,
+        /// Where to split; without it, near the middle.
+        #[serde(default)]
+        key: Option<Bytes>,
+    },
+    /// Merges two adjacent regions (full or encoded names).
+    Merge {
+        /// One region.
+        region_a: Bytes,
+        /// The other region.
+        region_b: Bytes,
+    },
+    /// Reads rows with options Thrift1's `TScan` lacks.
+    Read {
+        /// Table name.
+        table: String,
+        /// What to read.
+        read: ReadSpec,
+    },
+}
+
+/// A family and its options in HBase's order and spelling.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FamilyInfo {
+    /// Family name.
+    pub name: String,
+    /// `(option, value)` pairs, as `describe` prints them.
+    pub options: Vec<(String, String)>,
+}
+
+/// One region and its load.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RegionInfoReply {
+    /// Full region name (`<table>,<start>,<id>.<encoded>.`).
+    pub name: Bytes,
+    /// Encoded name (the MD5 hex part).
+    pub encoded_name: String,
+    /// First row (inclusive); empty is the start of the table.
+    pub start_key: Bytes,
+    /// End row (exclusive); empty is the end of the table.
+    pub end_key: Bytes,
+    /// Store files across families.
+    pub store_files: usize,
+    /// Bytes in store files.
+    pub store_file_bytes: u64,
+    /// Bytes in memstores.
+    pub memstore_bytes: u64,
+    /// Gets and scans served.
+    pub read_requests: u64,
+    /// Row mutations applied.
+    pub write_requests: u64,
+}
+
+/// A table as `describe` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TableReply {
+    /// Table name.
+    pub name: String,
+    /// Whether it serves requests.
+    pub enabled: bool,
+    /// Families in name order.
+    pub families: Vec<FamilyInfo>,
+    /// Regions in key order.
+    pub regions: Vec<RegionInfoReply>,
+}
+
+/// One cell of a `read`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CellReply {
+    /// Family.
+    pub family: Bytes,
+    /// Qualifier.
+    pub qualifier: Bytes,
+    /// Timestamp in milliseconds.
+    pub timestamp: i64,
+    /// HBase's type name: `Put`, `Delete`, `DeleteColumn`, ...
+    pub cell_type: String,
+    /// Value.
+    pub value: Bytes,
+}
+
+/// One row of a `read`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RowReply {
+    /// Row key.
+    pub row: Bytes,
+    /// Cells in HBase's order.
+    pub cells: Vec<CellReply>,
+}
+
+/// Server-wide counts for `status`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StatusReply {
+    /// Tables.
+    pub tables: usize,
+    /// Regions across tables.
+    pub regions: usize,
+    /// Gets and scans served, across regions.
+    pub read_requests: u64,
+    /// Row mutations applied, across regions.
+    pub write_requests: u64,
+    /// Reads and writes per second over the last minute, across regions.
+    #[serde(default)]
+    pub requests_per_second: f64,
+}
+
+/// The answer to an [`AdminRequest`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum AdminReply {
+    /// The operation was carried out.
+    Done,
+    /// `status`.
+    Status(StatusReply),
+    /// `describe`.
+    Table(TableReply),
+    /// `list_regions`.
+    Regions {
+        /// Regions in key order.
+        regions: Vec<RegionInfoReply>,
+    },
+    /// `get_splits`.
+    Splits {
+        /// Split keys in order.
+        keys: Vec<Bytes>,
+    },
+    /// `read`: one page of rows.
+    Rows {
+        /// The rows.
+        rows: Vec<RowReply>,
+        /// True when more rows may follow: ask again with `after_row` set
+        /// to the last row.
+        more: bool,
+    },
+}
+
+/// Administration in this process, through `Database`'s public methods.
+impl Admin for Database {
+    fn execute(&self, request: AdminRequest) -> Result<AdminReply> {
+        execute_on(self, request)
+    }
+}
+
+fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
+    match request {
+        AdminRequest::Status => {
+            let mut status = StatusReply {
+                tables: 0,
+                regions: 0,
+                read_requests: 0,
+                write_requests: 0,
+                requests_per_second: 0.0,
+            };
+            for name in db.list_tables() {
+                // A table dropped between the listing and here is not counted.
+                let Ok(regions) = db.list_regions(&name) else {
+                    continue;
+                };
+                status.tables += 1;
+                status.regions += regions.len();
+                for r in &regions {
+                    status.read_requests += r.load.read_requests;
+                    status.write_requests += r.load.write_requests;
+                    status.requests_per_second +=
+                        r.load.read_requests_per_sec + r.load.write_requests_per_sec;
+                }
+            }
+            Ok(AdminReply::Status(status))
+        }
+        AdminRequest::Create {
+            table,
+            families,
+            splits,
+            num_regions,
+            split_algo,
+        } => {
+            let mut descriptor = TableDescriptor::new(table);
+            for f in &families {
+                descriptor = descriptor.family(family_descriptor(None, f)?);
+            }
+            match (num_regions, split_algo) {
+                (Some(n), Some(algo)) => {
+                    if !splits.is_empty() {
+                        return Err(Error::invalid(
+                            "give SPLITS or NUMREGIONS with SPLITALGO, not both",
+                        ));
+                    }
+                    let algo: SplitAlgorithm = algo.parse()?;
+                    db.create_table_presplit(descriptor, n, algo)?;
+                }
+                (None, None) => db.create_table_with_splits(descriptor, &splits)?,
+                _ => {
+                    return Err(Error::invalid(
+                        "NUMREGIONS and SPLITALGO must be given together",
+                    ))
+                }
+            }
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::Describe { table } => {
+            let info = db.describe_table(&table)?;
+            let mut families: Vec<FamilyInfo> = info
+                .descriptor
+                .families()
+                .iter()
+                .map(|f| FamilyInfo {
+                    name: f.name().to_string(),
+                    options: f
+                        .options()
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect(),
+                })
+                .collect();
+            families.sort_by(|a, b| a.name.cmp(&b.name));
+            Ok(AdminReply::Table(TableReply {
+                name: table,
+                enabled: info.enabled,
+                families,
+                regions: info.regions.iter().map(region_reply).collect(),
+            }))
+        }
+        AdminRequest::Alter { table, changes } => {
+            let current = db.describe_table(&table)?.descriptor;
+            let mut out = Vec::with_capacity(changes.len());
+            for change in &changes {
+                out.push(match change {
+                    AlterChange::Set { family } => match current.get_family(family.name.as_bytes())
+                    {
+                        Some(existing) => {
+                            FamilyChange::Modify(family_descriptor(Some(existing.clone()), family)?)
+                        }
+                        None => FamilyChange::Add(family_descriptor(None, family)?),
+                    },
+                    AlterChange::Delete { name } => FamilyChange::Delete(name.clone()),
+                });
+            }
+            db.alter_table(&table, &out)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::Truncate { table } => {
+            let was_enabled = db.is_table_enabled(&table)?;
+            if was_enabled {
+                db.disable_table(&table)?;
+            }
+            let truncated = db.truncate_table(&table);
+            if was_enabled {
+                db.enable_table(&table)?;
+            }
+            truncated?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::ListRegions { table } => Ok(AdminReply::Regions {
+            regions: db.list_regions(&table)?.iter().map(region_reply).collect(),
+        }),
+        AdminRequest::GetSplits { table } => Ok(AdminReply::Splits {
+            keys: db
+                .list_regions(&table)?
+                .iter()
+                .skip(1)
+                .map(|r| r.info.start_key.clone())
+                .collect(),
+        }),
+        AdminRequest::Flush { table } => {
+            db.flush_table(&table)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::Compact { table, major } => {
+            db.compact_table(&table, major)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::Split { target, key } => {
+            // A full region name holds a comma (a table name never does) and
+            // an encoded one is 32 hex digits; anything else names a table.
+            if target.contains(&b',') || (is_encoded_name(&target) && !is_table_name(db, &target)) {
+                db.split_region(&target, key.as_deref())?;
+            } else {
+                let name = String::from_utf8_lossy(&target).into_owned();
+                if !db.table_exists(&name) {
+                    return Err(Error::TableNotFound(name));
+                }
+                db.split_table(&name, key.as_deref())?;
+            }
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::Merge { region_a, region_b } => {
+            db.merge_regions(&region_a, &region_b)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::Read { table, read } => {
+            let (rows, more) = read_page(db, &table, &read, MAX_PAGE_ROWS)?;
+            Ok(AdminReply::Rows { rows, more })
+        }
+    }
+}
+
+fn is_encoded_name(name: &[u8]) -> bool {
+    name.len() == 32 && name.iter().all(|b| b.is_ascii_hexdigit())
+}
+
+fn is_table_name(db: &Database, name: &[u8]) -> bool {
+    std::str::from_utf8(name).is_ok_and(|n| db.table_exists(n))
+}
+
+/// Reads up to `page` rows of `read` (after `read.after_row`); the flag
+/// says whether more may follow.
+pub fn read_page(
+    db: &Database,
+    table: &str,
+    read: &ReadSpec,
+    page: usize,
+) -> Result<(Vec<RowReply>, bool)> {
+    let mut scan = read.to_scan()?;
+    if let Some(after) = &read.after_row {
+        // Resume at the last row returned (inclusive both ways) and skip it.
+        scan.start_row = after.clone();
+        scan.limit = scan.limit.map(|l| l.saturating_add(1));
+    }
+    let t = db.table(table)?;
+    let mut rows = Vec::new();
+    let mut bytes = 0usize;
+    for row in t.scan(&scan)? {
+        let row = row?;
+        if read.after_row.as_ref() == Some(&row.row) {
+            continue;
+        }
+        // A wide row may come in pieces (batch); merge them.
+        if rows.last().is_some_and(|r: &RowReply| r.row == row.row) {
+            if let Some(last) = rows.last_mut() {
+                last.cells.extend(row.cells.iter().map(CellReply::from));
+            }
+            continue;
+        }
+        if rows.len() == page || bytes >= MAX_PAGE_BYTES {
+            return Ok((rows, true));
+        }
+        bytes += row
+            .cells
+            .iter()
+            .map(|c| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len())
+            .sum::<usize>();
+        rows.push(RowReply::from(&row));
+    }
+    Ok((rows, false))
+}
+
+impl From<&Cell> for CellReply {
+    fn from(c: &Cell) -> Self {
+        CellReply {
+            family: c.family.clone(),
+            qualifier: c.qualifier.clone(),
+            timestamp: c.timestamp,
+            cell_type: c.cell_type.name().to_string(),
+            value: c.value.clone(),
+        }
+    }
+}
+
+impl From<&RowResult> for RowReply {
+    fn from(row: &RowResult) -> Self {
+        RowReply {
+            row: row.row.clone(),
+            cells: row.cells.iter().map(CellReply::from).collect(),
+        }
+    }
+}
+
+fn family_descriptor(
+    base: Option<ColumnFamilyDescriptor>,
+    spec: &FamilySpec,
+) -> Result<ColumnFamilyDescriptor> {
+    let mut d = base.unwrap_or_else(|| ColumnFamilyDescriptor::new(spec.name.clone()));
+    for (k, v) in &spec.options {
+        d.set_option(k, v)?;
+    }
+    d.validate()?;
+    Ok(d)
+}
+
+/// The reply form of one region.
+pub fn region_reply(r: &RegionSummary) -> RegionInfoReply {
+    RegionInfoReply {
+        name: r.info.region_name(),
+        encoded_name: r.info.encoded_name(),
+        start_key: r.info.start_key.clone(),
+        end_key: r.info.end_key.clone(),
+        store_files: r.stores.iter().map(|(_, s)| s.files).sum(),
+        store_file_bytes: r.stores.iter().map(|(_, s)| s.file_bytes).sum(),
+        memstore_bytes: r.load.memstore_bytes,
+        read_requests: r.load.read_requests,
+        write_requests: r.load.write_requests,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Put, TableDescriptor};
+
+    fn family(name: &str, options: &[(&str, &str)]) -> FamilySpec {
+        FamilySpec {
+            name: name.into(),
+            options: options
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    fn create(table: &str, families: Vec<FamilySpec>, splits: &[&str]) -> AdminRequest {
+        AdminRequest::Create {
+            table: table.into(),
+            families,
+            splits: splits
+                .iter()
+                .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+                .collect(),
+            num_regions: None,
+            split_algo: None,
+        }
+    }
+
+    #[test]
+    fn a_database_answers_through_the_trait_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let admin: &dyn Admin = &db;
+        admin
+            .execute(create("t", vec![family("f", &[])], &["m"]))
+            .unwrap();
+        let reply = admin
+            .execute(AdminRequest::GetSplits { table: "t".into() })
+            .unwrap();
+        assert_eq!(
+            reply,
+            AdminReply::Splits {
+                keys: vec![Bytes::from_static(b"m")]
+            }
+        );
+    }
+
+    #[test]
+    fn alter_changes_only_the_options_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        db.execute(create("t", vec![family("f", &[("VERSIONS", "5")])], &[]))
+            .unwrap();
+        db.execute(AdminRequest::Alter {
+            table: "t".into(),
+            changes: vec![AlterChange::Set {
+                family: family("f", &[("TTL", "100")]),
+            }],
+        })
+        .unwrap();
+        let d = db.describe_table("t").unwrap().descriptor;
+        let f = d.get_family(b"f").unwrap();
+        assert_eq!((f.max_versions, f.ttl_seconds), (5, Some(100)));
+    }
+
+    #[test]
+    fn failures_are_core_errors_with_their_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let e = db
+            .execute(AdminRequest::Describe {
+                table: "nope".into(),
+            })
+            .unwrap_err();
+        assert_eq!(
+            (e.kind(), e.subject()),
+            (crate::ErrorKind::TableNotFound, Some("nope"))
+        );
+        let e = db
+            .execute(AdminRequest::Create {
+                table: "t".into(),
+                families: vec![family("f", &[])],
+                splits: Vec::new(),
+                num_regions: Some(3),
+                split_algo: None,
+            })
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn a_read_pages_resume_after_the_last_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")))
+            .unwrap();
+        let t = db.table("t").unwrap();
+        for r in ["a", "b", "c"] {
+            t.put(&Put::new(r).add("f", "q", "v")).unwrap();
+        }
+        let mut read = ReadSpec::default();
+        let (rows, more) = read_page(&db, "t", &read, 2).unwrap();
+        assert_eq!((rows.len(), more), (2, true));
+        read.after_row = Some(rows[1].row.clone());
+        let (rows, more) = read_page(&db, "t", &read, 2).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!((&rows[0].row[..], more), (&b"c"[..], false));
+        assert_eq!(rows[0].cells[0].cell_type, "Put");
+    }
+
+    #[test]
+    fn requests_serialise_as_the_version_one_operation_documents() {
+        let json = serde_json::to_string(&AdminRequest::Compact {
+            table: "t".into(),
+            major: true,
+        })
+        .unwrap();
+        assert_eq!(json, r#"{"op":"compact","table":"t","major":true}"#);
+        let reply: AdminReply = serde_json::from_str(r#"{"reply":"done"}"#).unwrap();
+        assert_eq!(reply, AdminReply::Done);
+    }
+}
