@@ -26,7 +26,7 @@ pub struct CompareArgs {
     /// Where the contenders keep their data (wiped first).
     #[arg(long, default_value = "/tmp/basalt-bench-compare")]
     pub work_dir: PathBuf,
-    /// Where the results go (default <repo>/bench/results).
+    /// Where the results go (default `<repo>/bench/results`).
     #[arg(long)]
     pub out_dir: Option<PathBuf>,
     /// Name of the results file without extension (default: today's date).

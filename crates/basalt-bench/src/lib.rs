@@ -8,6 +8,11 @@
 //! workloads and the runner, which the peers binary (`bench/peers`) reuses
 //! for fjall without compiling Basalt.
 
+// No crate of the workspace needs unsafe code; the compiler keeps it so.
+#![forbid(unsafe_code)]
+// Every public item is documented: this crate is a library others read.
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod dbbench;
 pub mod generator;

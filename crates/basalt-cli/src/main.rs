@@ -1,6 +1,9 @@
 //! `basalt`: the command-line entry point. `basalt serve` runs the HBase
 //! Thrift1 gateway on an embedded database; `basalt shell` is HBase's shell.
 
+// No crate of the workspace needs unsafe code; the compiler keeps it so.
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

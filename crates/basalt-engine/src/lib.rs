@@ -3,6 +3,11 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for how the pieces fit.
 
+// No crate of the workspace needs unsafe code; the compiler keeps it so.
+#![forbid(unsafe_code)]
+// Every public item is documented: this crate is a library others read.
+#![warn(missing_docs)]
+
 pub mod block_cache;
 pub mod clock;
 pub mod compaction;

@@ -2,11 +2,16 @@
 //! argument syntax and output.
 //!
 //! - [`parse`]: the Ruby-literal input language;
-//! - [`format`]: HBase's output look;
+//! - [`format`](mod@format): HBase's output look;
 //! - [`backend`]: a server over Thrift1 plus Basalt's admin extension, or a
 //!   data directory opened in-process;
 //! - [`Shell`]: runs lines of input against a backend;
 //! - [`interactive`]: line editing, history and completion.
+
+// No crate of the workspace needs unsafe code; the compiler keeps it so.
+#![forbid(unsafe_code)]
+// Every public item is documented: this crate is a library others read.
+#![warn(missing_docs)]
 
 pub mod backend;
 mod commands;

@@ -18,6 +18,11 @@
 //! The service itself (each method on the embedded database) is private to
 //! the server.
 
+// No crate of the workspace needs unsafe code; the compiler keeps it so.
+#![forbid(unsafe_code)]
+// Every public item is documented: this crate is a library others read.
+#![warn(missing_docs)]
+
 pub mod admin;
 pub mod client;
 pub mod exception;

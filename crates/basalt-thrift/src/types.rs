@@ -127,7 +127,11 @@ macro_rules! thrift_struct {
         $(#[$meta])*
         #[derive(Debug, Clone, Default, PartialEq)]
         pub struct $name {
-            $( $(#[$fmeta])* pub $field: Option<$ty>, )*
+            $(
+                $(#[$fmeta])*
+                #[doc = concat!("\n\nWire field id ", stringify!($id), "; `None` when absent.")]
+                pub $field: Option<$ty>,
+            )*
         }
 
         impl Thrift for $name {

@@ -12,6 +12,11 @@
 //! - [`query`]: gets, scans, time ranges and results;
 //! - [`filter`]: server-side filters, comparators and the filter language.
 
+// No crate of the workspace needs unsafe code; the compiler keeps it so.
+#![forbid(unsafe_code)]
+// Every public item is documented: this crate is a library others read.
+#![warn(missing_docs)]
+
 pub mod cell;
 pub mod column;
 pub mod descriptor;

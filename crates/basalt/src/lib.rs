@@ -28,6 +28,11 @@
 //! load, flush, compact, split, merge, paged reads) is also available as a
 //! typed request/reply API in [`admin`], which the gateways encode.
 
+// No crate of the workspace needs unsafe code; the compiler keeps it so.
+#![forbid(unsafe_code)]
+// Every public item is documented: this crate is a library others read.
+#![warn(missing_docs)]
+
 pub mod admin;
 mod catalog;
 mod database;
