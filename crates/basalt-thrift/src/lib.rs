@@ -26,4 +26,4 @@ pub mod types;
 
 pub use client::{Client, ClientError};
 pub use protocol::Protocol;
-pub use server::{Server, ServerConfig};
+pub use server::{Bound, Server, ServerConfig};
