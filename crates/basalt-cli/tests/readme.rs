@@ -34,7 +34,9 @@ fn readme_shows_the_quickstart_example_as_it_is() {
 #[test]
 fn readme_configuration_names_every_serve_option() {
     let readme = read("README.md");
-    let start = readme.find("## Configuration").expect("a Configuration section");
+    let start = readme
+        .find("## Configuration")
+        .expect("a Configuration section");
     let section = &readme[start..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
     // The options as `basalt serve` deserializes them: whatever serde
@@ -57,10 +59,7 @@ fn readme_configuration_names_every_serve_option() {
 
 #[test]
 fn documents_link_only_inside_the_repository() {
-    let mut documents = vec![
-        "README.md".to_string(),
-        "ARCHITECTURE.md".to_string(),
-    ];
+    let mut documents = vec!["README.md".to_string(), "ARCHITECTURE.md".to_string()];
     for entry in std::fs::read_dir(root().join("docs")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         if name.ends_with(".md") {

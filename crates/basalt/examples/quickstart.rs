@@ -9,12 +9,17 @@
 use basalt::{ColumnFamilyDescriptor, Database, Filter, Get, Put, Result, Scan, TableDescriptor};
 
 fn main() -> Result<()> {
-    let dir = std::env::args().nth(1).unwrap_or_else(|| "basalt-quickstart".into());
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "basalt-quickstart".into());
     let db = Database::open(&dir)?; // takes an exclusive lock on the directory
     if !db.table_exists("users") {
         db.create_table(
-            TableDescriptor::new("users")
-                .family(ColumnFamilyDescriptor::new("info").max_versions(3).ttl_seconds(86_400)),
+            TableDescriptor::new("users").family(
+                ColumnFamilyDescriptor::new("info")
+                    .max_versions(3)
+                    .ttl_seconds(86_400),
+            ),
         )?;
     }
     let users = db.table("users")?;
