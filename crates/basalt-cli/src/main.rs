@@ -101,10 +101,21 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e}");
-            eprintln!("basalt: {e}");
+            // Once, on stderr, as a sentence: not also as a log line.
+            eprintln!("basalt: {}", sentence(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `message` ending in a full stop, unless it already ends in punctuation
+/// or spans lines (a TOML error points at the line with a caret).
+fn sentence(message: &str) -> String {
+    let message = message.trim_end();
+    if message.contains('\n') || message.ends_with(['.', '!', '?', ':']) {
+        message.to_string()
+    } else {
+        format!("{message}.")
     }
 }
 
@@ -148,6 +159,9 @@ fn load_config(args: &ServeArgs) -> Result<(Options, ServerConfig), String> {
 
 fn serve(args: ServeArgs) -> Result<(), String> {
     let (options, thrift) = load_config(&args)?;
+    // The port first: a taken port then fails at once, before the data
+    // directory is created, locked or replayed.
+    let bound = Server::bind(&thrift).map_err(|e| listen_error(&thrift, &e))?;
     let dir = options.data_dir.clone();
     let db = Database::open_with(options)
         .map_err(|e| format!("cannot open data directory {}: {e}", dir.display()))?;
@@ -158,13 +172,26 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         replayed = report.edits_replayed,
         "database open"
     );
-    let server = Server::start(db.clone(), &thrift).map_err(|e| {
+    let server = bound.serve(db.clone()).map_err(|e| {
         // The database is closed before reporting, so its log is synced.
         let _ = db.close();
-        format!("cannot listen on {}:{}: {e}", thrift.bind, thrift.port)
+        listen_error(&thrift, &e)
     })?;
     let waited = server.wait_for_signal();
     let closed = server.shutdown();
     waited.map_err(|e| format!("waiting for signals failed: {e}"))?;
     closed.map_err(|e| format!("closing the database failed: {e}"))
+}
+
+/// Why the Thrift port cannot be served, said so that the reader knows
+/// what to do.
+fn listen_error(thrift: &ServerConfig, e: &std::io::Error) -> String {
+    let address = format!("{}:{}", thrift.bind, thrift.port);
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "cannot listen on {address}: the port is already in use (another basalt serve?); \
+             stop what holds it or choose another port with --thrift-port"
+        ),
+        _ => format!("cannot listen on {address}: {e}"),
+    }
 }

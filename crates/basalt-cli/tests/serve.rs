@@ -1,10 +1,11 @@
 //! `basalt serve` as a process: it starts with no configuration, data
 //! written through Thrift survives `kill -9` and clean restarts, SIGTERM
-//! exits 0, and a config file is read with flags overriding it.
+//! exits 0, a config file is read with flags overriding it, and a taken
+//! port fails fast without touching the data directory.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, ExitStatus, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use basalt_thrift::client::{family, put};
 use basalt_thrift::types::BatchMutation;
@@ -141,4 +142,50 @@ fn defaults_config_file_and_flag_overrides() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_option"));
+}
+
+#[test]
+fn taken_port_fails_once_before_touching_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // Holds the port for the whole test.
+    let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .args(["serve", "--data-dir", data.to_str().unwrap()])
+        .args(["--thrift-port", &port])
+        // Logging at its most talkative: the error must still show once.
+        .env("RUST_LOG", "debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Hang guard: a server that started anyway would never exit.
+    let deadline = Instant::now() + TIMEOUT;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("basalt serve kept running on a taken port");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    let mentions: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("cannot listen"))
+        .collect();
+    assert_eq!(mentions.len(), 1, "the error once, stderr: {stderr}");
+    assert_eq!(
+        mentions[0],
+        format!(
+            "basalt: cannot listen on 127.0.0.1:{port}: the port is already in use \
+             (another basalt serve?); stop what holds it or choose another port with \
+             --thrift-port."
+        ),
+    );
+    assert!(!data.exists(), "the data directory was created: {stderr}");
+    drop(taken);
 }

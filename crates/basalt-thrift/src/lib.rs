@@ -34,4 +34,4 @@ pub mod types;
 
 pub use client::{Client, ClientError};
 pub use protocol::Protocol;
-pub use server::{Server, ServerConfig};
+pub use server::{Bound, Server, ServerConfig};

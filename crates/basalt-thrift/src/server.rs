@@ -87,10 +87,39 @@ pub struct Server {
     db: Database,
 }
 
+/// The server's port, bound but not yet serving: [`Server::bind`] then
+/// [`Bound::serve`] lets a caller find a taken port before it opens (and
+/// locks, or creates) a data directory.
+#[derive(Debug)]
+pub struct Bound {
+    runtime: tokio::runtime::Runtime,
+    listener: TcpListener,
+    config: ServerConfig,
+}
+
+impl Bound {
+    /// The address the port is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Starts serving `db` on the bound port; returns once the server
+    /// accepts connections.
+    pub fn serve(self, db: Database) -> io::Result<Server> {
+        Server::serve_bound(self, db)
+    }
+}
+
 impl Server {
     /// Starts serving `db` as configured: binds the port and returns once
     /// the server accepts connections.
     pub fn start(db: Database, config: &ServerConfig) -> io::Result<Server> {
+        Server::bind(config)?.serve(db)
+    }
+
+    /// Binds the configured port (and builds the runtime that will serve
+    /// it) without serving anything yet.
+    pub fn bind(config: &ServerConfig) -> io::Result<Bound> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads.max(1))
             .max_blocking_threads(config.max_blocking_threads.max(1))
@@ -99,6 +128,19 @@ impl Server {
             .enable_time()
             .build()?;
         let listener = runtime.block_on(TcpListener::bind((config.bind.as_str(), config.port)))?;
+        Ok(Bound {
+            runtime,
+            listener,
+            config: config.clone(),
+        })
+    }
+
+    fn serve_bound(bound: Bound, db: Database) -> io::Result<Server> {
+        let Bound {
+            runtime,
+            listener,
+            config,
+        } = bound;
         let local_addr = listener.local_addr()?;
         let lease = Duration::from_millis(config.scanner_lease_ms.max(1));
         let scanners = Arc::new(Scanners::new(
