@@ -5,6 +5,7 @@
 
 pub mod block_cache;
 pub mod clock;
+mod coding;
 pub mod compaction;
 pub mod fs;
 pub mod load;
@@ -17,7 +18,6 @@ pub mod scan;
 pub mod source;
 pub mod store;
 pub mod storefile;
-mod varint;
 pub mod wal;
 
 pub use clock::{Clock, ManualClock, SystemClock};
