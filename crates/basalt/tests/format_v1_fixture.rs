@@ -93,7 +93,12 @@ fn count_files(dir: &Path, extension: &str) -> usize {
 fn scan_all(db: &Database, table: &str) -> Vec<(String, String, String, String, i64, String)> {
     let text = |b: &Bytes| String::from_utf8(b.to_vec()).unwrap();
     let mut out = vec![];
-    for row in db.table(table).unwrap().scan(&Scan::new().max_versions(10)).unwrap() {
+    for row in db
+        .table(table)
+        .unwrap()
+        .scan(&Scan::new().max_versions(10))
+        .unwrap()
+    {
         for c in row.unwrap().cells {
             out.push((
                 table.to_string(),
