@@ -10,6 +10,7 @@
 
 pub mod block_cache;
 pub mod clock;
+mod coding;
 pub mod compaction;
 pub mod fs;
 pub mod layout;
@@ -23,7 +24,6 @@ pub mod scan;
 pub mod source;
 pub mod store;
 pub mod storefile;
-mod varint;
 pub mod wal;
 
 pub use clock::{Clock, ManualClock, SystemClock};

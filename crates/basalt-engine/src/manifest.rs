@@ -107,6 +107,78 @@ pub struct StoreManifest {
     pub files: Vec<ManifestFile>,
 }
 
+impl StoreManifest {
+    /// The bytes of a manifest file holding this manifest: the header line
+    /// (magic, format version, body checksum, body length) and the JSON
+    /// body.
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        let body = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::invalid(format!("manifest does not serialize: {e}")))?;
+        let mut out = format!(
+            "{MAGIC} {MANIFEST_FORMAT_VERSION} {:08x} {}\n",
+            crc32c::crc32c(&body),
+            body.len()
+        )
+        .into_bytes();
+        out.extend_from_slice(&body);
+        Ok(out)
+    }
+
+    /// Decodes the bytes of the manifest file named for `version`. Input is
+    /// untrusted: any defect is an error message saying what is wrong
+    /// (never a panic), and nothing is allocated beyond a small multiple of
+    /// the input.
+    pub fn decode(bytes: &[u8], version: u64) -> std::result::Result<StoreManifest, String> {
+        let newline = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| "missing header line".to_string())?;
+        let header =
+            std::str::from_utf8(&bytes[..newline]).map_err(|_| "header is not text".to_string())?;
+        // At most four fields: a header of many spaces must not become a
+        // vector of many empty fields.
+        let mut fields = header.splitn(5, ' ');
+        let (Some(magic), Some(format), Some(crc), Some(len), None) = (
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+        ) else {
+            return Err(format!("malformed header '{}'", header.escape_debug()));
+        };
+        if magic != MAGIC {
+            return Err(format!("bad magic '{}'", magic.escape_debug()));
+        }
+        if !READABLE_FORMAT_VERSIONS.contains(&format) {
+            return Err(format!(
+                "unsupported manifest format {}",
+                format.escape_debug()
+            ));
+        }
+        let body = &bytes[newline + 1..];
+        if len.parse::<usize>().ok() != Some(body.len()) {
+            return Err(format!(
+                "body is {} bytes, header says {}",
+                body.len(),
+                len.escape_debug()
+            ));
+        }
+        if u32::from_str_radix(crc, 16).ok() != Some(crc32c::crc32c(body)) {
+            return Err("checksum mismatch".into());
+        }
+        let manifest: StoreManifest =
+            serde_json::from_slice(body).map_err(|e| format!("body does not parse: {e}"))?;
+        if manifest.version != version {
+            return Err(format!(
+                "file is named version {version} but holds version {}",
+                manifest.version
+            ));
+        }
+        Ok(manifest)
+    }
+}
+
 /// Reads and commits the manifest versions of one store directory.
 #[derive(Debug, Clone)]
 pub struct ManifestLog {
@@ -210,41 +282,7 @@ impl ManifestLog {
             )));
         }
         let bytes = self.fs.read_range(&path, 0, size as usize)?;
-        let newline = bytes
-            .iter()
-            .position(|&b| b == b'\n')
-            .ok_or_else(|| corrupt("missing header line".into()))?;
-        let header = std::str::from_utf8(&bytes[..newline])
-            .map_err(|_| corrupt("header is not text".into()))?;
-        let fields: Vec<&str> = header.split(' ').collect();
-        let [magic, format, crc, len] = fields[..] else {
-            return Err(corrupt(format!("malformed header '{header}'")));
-        };
-        if magic != MAGIC {
-            return Err(corrupt(format!("bad magic '{magic}'")));
-        }
-        if !READABLE_FORMAT_VERSIONS.contains(&format) {
-            return Err(corrupt(format!("unsupported manifest format {format}")));
-        }
-        let body = &bytes[newline + 1..];
-        if len.parse::<usize>().ok() != Some(body.len()) {
-            return Err(corrupt(format!(
-                "body is {} bytes, header says {len}",
-                body.len()
-            )));
-        }
-        if u32::from_str_radix(crc, 16).ok() != Some(crc32c::crc32c(body)) {
-            return Err(corrupt("checksum mismatch".into()));
-        }
-        let manifest: StoreManifest = serde_json::from_slice(body)
-            .map_err(|e| corrupt(format!("body does not parse: {e}")))?;
-        if manifest.version != version {
-            return Err(corrupt(format!(
-                "file is named version {version} but holds version {}",
-                manifest.version
-            )));
-        }
-        Ok(manifest)
+        StoreManifest::decode(&bytes, version).map_err(corrupt)
     }
 
     /// Commits `manifest` as the next version after `previous` and removes
@@ -265,17 +303,10 @@ impl ManifestLog {
         // Never reuse a number, not even one a discarded torn version had.
         let newest_on_disk = self.versions()?.first().copied().unwrap_or(0);
         manifest.version = previous.version.max(newest_on_disk) + 1;
-        let body = serde_json::to_vec_pretty(&manifest)
-            .map_err(|e| Error::invalid(format!("manifest does not serialize: {e}")))?;
-        let header = format!(
-            "{MAGIC} {MANIFEST_FORMAT_VERSION} {:08x} {}\n",
-            crc32c::crc32c(&body),
-            body.len()
-        );
+        let bytes = manifest.encode()?;
         let path = self.path(manifest.version);
         let mut writer = self.fs.create(&path)?;
-        writer.write_all(header.as_bytes())?;
-        writer.write_all(&body)?;
+        writer.write_all(&bytes)?;
         writer.finish()?;
         for version in self.versions()? {
             if version < manifest.version {

@@ -15,6 +15,14 @@ use bytes::{BufMut, Bytes, BytesMut};
 /// three levels; the cap keeps recursion (and the stack) bounded.
 pub const MAX_DEPTH: usize = 64;
 
+/// Most elements a list, set or map gets room for before any is decoded.
+/// A declared count is only checked against the bytes left, and nested
+/// containers all draw on the same bytes: trusting each count up front
+/// would let a message of n bytes reserve about `MAX_DEPTH * n` elements
+/// (50 MB for 20 KB). Past this the vector grows as elements arrive, so
+/// what is allocated follows what was actually decoded.
+const MAX_RESERVED_ELEMENTS: usize = 16;
+
 /// Thrift's type ids (the binary protocol's numbering; the compact protocol
 /// has its own codes, translated at the edge).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -612,7 +620,7 @@ impl<'a> Reader<'a> {
                 (elem, count)
             }
         };
-        let mut items = Vec::with_capacity(count.min(self.remaining()));
+        let mut items = Vec::with_capacity(count.min(MAX_RESERVED_ELEMENTS));
         for _ in 0..count {
             items.push(self.read_value(elem)?);
         }
@@ -648,7 +656,7 @@ impl<'a> Reader<'a> {
                 )
             }
         };
-        let mut entries = Vec::with_capacity(count.min(self.remaining()));
+        let mut entries = Vec::with_capacity(count.min(MAX_RESERVED_ELEMENTS));
         for _ in 0..count {
             let k = self.read_value(key)?;
             let v = self.read_value(value)?;

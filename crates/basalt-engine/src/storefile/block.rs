@@ -25,6 +25,7 @@ use super::format::{
     compare_target, decode_key, encode_key, put_varint, DecodeResult, Decoder, KeyRef,
     KEY_SUFFIX_LEN, MAX_BLOCK_LEN,
 };
+use crate::coding::{put_u32_le, u32_le};
 
 /// Entries between restart points. Smaller speeds up seeks, larger
 /// compresses keys better; 16 is the usual balance.
@@ -96,11 +97,10 @@ impl DataBlockBuilder {
     /// Appends the restart array and returns the payload; the builder is
     /// empty again afterwards.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
-        for r in &self.restarts {
-            self.buf.extend_from_slice(&r.to_le_bytes());
+        for &r in &self.restarts {
+            put_u32_le(&mut self.buf, r);
         }
-        self.buf
-            .extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        put_u32_le(&mut self.buf, self.restarts.len() as u32);
         let cap = self.buf.capacity();
         self.restarts.clear();
         self.prev_key.clear();
@@ -135,8 +135,7 @@ impl BlockCursor {
         if len < 4 {
             return Err("data block shorter than its restart count".to_string());
         }
-        let count = u32::from_le_bytes([data[len - 4], data[len - 3], data[len - 2], data[len - 1]])
-            as usize;
+        let count = u32_le(&data, len - 4, "data block restart count")? as usize;
         if count == 0 {
             return Err("data block without entries".to_string());
         }
@@ -175,14 +174,11 @@ impl BlockCursor {
         Ok(cursor)
     }
 
+    /// Offset of restart point `i`; `new` checked that every one is
+    /// inside the block, so this reads 0 (the first entry) only if called
+    /// with an index it never checked.
     fn restart(&self, i: usize) -> usize {
-        let p = self.restarts_start + 4 * i;
-        u32::from_le_bytes([
-            self.data[p],
-            self.data[p + 1],
-            self.data[p + 2],
-            self.data[p + 3],
-        ]) as usize
+        u32_le(&self.data, self.restarts_start + 4 * i, "restart point").unwrap_or(0) as usize
     }
 
     /// Positions before the entry at restart point `i`.

@@ -44,9 +44,9 @@ pub(crate) fn bloom_hash(data: &[u8]) -> u64 {
     let mut h = SEED ^ (data.len() as u64).wrapping_mul(GOLDEN);
     let mut chunks = data.chunks_exact(8);
     for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = mix(h ^ u64::from_le_bytes(w)).wrapping_add(GOLDEN);
+        // `chunks_exact(8)` hands out exactly eight bytes.
+        let w = crate::coding::u64_le(c, 0, "bloom hash word").unwrap_or(0);
+        h = mix(h ^ w).wrapping_add(GOLDEN);
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
@@ -114,7 +114,8 @@ impl BloomChunkBuilder {
         let k = k.clamp(1, MAX_PROBES);
         let mut out = vec![0u8; 5 + bits.div_ceil(8) as usize];
         out[0] = k;
-        out[1..5].copy_from_slice(&(bits as u32).to_le_bytes());
+        // At most MAX_CHUNK_KEYS * BITS_PER_KEY bits: fits a u32.
+        crate::coding::set_u32_le(&mut out, 1, bits as u32);
         for &h in &self.hashes {
             for p in probes(h, k, bits) {
                 out[5 + (p / 8) as usize] |= 1 << (p % 8);
@@ -139,7 +140,7 @@ impl BloomChunk {
             return Err("bloom chunk shorter than its header".to_string());
         }
         let k = data[0];
-        let bits = u64::from(u32::from_le_bytes([data[1], data[2], data[3], data[4]]));
+        let bits = u64::from(crate::coding::u32_le(&data, 1, "bloom chunk bit count")?);
         if k == 0 || k > MAX_PROBES {
             return Err(format!("bloom chunk with {k} probes"));
         }

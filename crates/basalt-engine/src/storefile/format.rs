@@ -11,6 +11,7 @@ use std::cmp::Ordering;
 use basalt_types::{Cell, CellType};
 
 use super::compression;
+use crate::coding::{self, put_u32_le, put_u64_be, set_u32_le, set_u64_le};
 
 /// Last eight bytes of every store file.
 pub const MAGIC: [u8; 8] = *b"BASALTSF";
@@ -70,13 +71,10 @@ pub(crate) struct BlockHandle {
 }
 
 // ---------------------------------------------------------------------------
-// Varints and a bounds-checked decoder
+// A bounds-checked decoder over the shared byte coding
 // ---------------------------------------------------------------------------
 
-/// Appends `v` as unsigned LEB128.
-pub(crate) fn put_varint(out: &mut Vec<u8>, v: u64) {
-    crate::varint::put(out, v);
-}
+pub(crate) use crate::coding::put_varint;
 
 /// Reads fields out of a byte slice; every read checks what is left.
 /// Errors are messages for `Error::Corruption`.
@@ -110,7 +108,7 @@ impl<'a> Decoder<'a> {
     }
 
     pub(crate) fn varint(&mut self) -> DecodeResult<u64> {
-        crate::varint::get(self.buf, &mut self.pos).map_err(str::to_string)
+        coding::get_varint(self.buf, &mut self.pos)
     }
 
     /// A varint that must fit in `usize` and be at most `max`.
@@ -135,24 +133,6 @@ impl<'a> Decoder<'a> {
     }
 }
 
-pub(crate) fn le_u32(b: &[u8]) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[..4]);
-    u32::from_le_bytes(a)
-}
-
-pub(crate) fn le_u64(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[..8]);
-    u64::from_le_bytes(a)
-}
-
-fn be_u64(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[..8]);
-    u64::from_be_bytes(a)
-}
-
 // ---------------------------------------------------------------------------
 // Encoded keys
 // ---------------------------------------------------------------------------
@@ -164,9 +144,9 @@ fn be_u64(b: &[u8]) -> u64 {
 pub(crate) fn encode_key(cell: &Cell, out: &mut Vec<u8>) {
     out.extend_from_slice(&cell.row);
     out.extend_from_slice(&cell.qualifier);
-    out.extend_from_slice(&cell.timestamp.to_be_bytes());
+    put_u64_be(out, cell.timestamp as u64);
     out.push(cell.cell_type.code());
-    out.extend_from_slice(&cell.sequence_id.to_be_bytes());
+    put_u64_be(out, cell.sequence_id);
 }
 
 /// A decoded key borrowing from a block (the family is the file's).
@@ -194,9 +174,9 @@ pub(crate) fn decode_key(key: &[u8], row_len: usize) -> DecodeResult<KeyRef<'_>>
     Ok(KeyRef {
         row: &key[..row_len],
         qualifier: &key[row_len..suffix],
-        timestamp: be_u64(&key[suffix..suffix + 8]) as i64,
+        timestamp: coding::u64_be(key, suffix, "key timestamp")? as i64,
         cell_type,
-        sequence_id: be_u64(&key[suffix + 9..]),
+        sequence_id: coding::u64_be(key, suffix + 9, "key sequence id")?,
     })
 }
 
@@ -276,10 +256,12 @@ pub(crate) fn encode_block(
     out[0] = kind as u8;
     out[1] = compression::codec_id(used);
     // out[2..4] reserved, zero.
-    out[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
-    out[8..12].copy_from_slice(&(stored as u32).to_le_bytes());
+    // Both fit: the payload is at most MAX_BLOCK_LEN and compression is
+    // only kept when it is smaller.
+    set_u32_le(out, 4, payload.len() as u32);
+    set_u32_le(out, 8, stored as u32);
     let crc = block_crc(offset, out);
-    out.extend_from_slice(&crc.to_le_bytes());
+    put_u32_le(out, crc);
     Ok(())
 }
 
@@ -299,7 +281,7 @@ pub(crate) fn decode_block(
         ));
     }
     let body = raw.len() - 4;
-    let stored_crc = le_u32(&raw[body..]);
+    let stored_crc = coding::u32_le(raw, body, "block checksum")?;
     if block_crc(handle.offset, &raw[..body]) != stored_crc {
         return Err(format!("{} block checksum mismatch", kind.name()));
     }
@@ -313,8 +295,8 @@ pub(crate) fn decode_block(
     if raw[2] != 0 || raw[3] != 0 {
         return Err("non-zero reserved bytes in a block header".to_string());
     }
-    let uncompressed = le_u32(&raw[4..8]) as usize;
-    let stored = le_u32(&raw[8..12]) as usize;
+    let uncompressed = coding::u32_le(raw, 4, "block uncompressed length")? as usize;
+    let stored = coding::u32_le(raw, 8, "block stored length")? as usize;
     if stored != body - BLOCK_HEADER_LEN {
         return Err(format!(
             "block header says {stored} stored bytes, the block holds {}",
@@ -358,19 +340,19 @@ pub(crate) struct Trailer {
 impl Trailer {
     pub(crate) fn encode(&self) -> [u8; TRAILER_LEN] {
         let mut t = [0u8; TRAILER_LEN];
-        t[0..8].copy_from_slice(&self.root_index.offset.to_le_bytes());
-        t[8..12].copy_from_slice(&self.root_index.size.to_le_bytes());
-        t[12..20].copy_from_slice(&self.meta.offset.to_le_bytes());
-        t[20..24].copy_from_slice(&self.meta.size.to_le_bytes());
-        t[24..32].copy_from_slice(&self.bloom_index.offset.to_le_bytes());
-        t[32..36].copy_from_slice(&self.bloom_index.size.to_le_bytes());
-        t[36..44].copy_from_slice(&self.data_block_count.to_le_bytes());
+        set_u64_le(&mut t, 0, self.root_index.offset);
+        set_u32_le(&mut t, 8, self.root_index.size);
+        set_u64_le(&mut t, 12, self.meta.offset);
+        set_u32_le(&mut t, 20, self.meta.size);
+        set_u64_le(&mut t, 24, self.bloom_index.offset);
+        set_u32_le(&mut t, 32, self.bloom_index.size);
+        set_u64_le(&mut t, 36, self.data_block_count);
         t[44] = self.index_levels;
         // 45..48 reserved, zero.
-        t[52..56].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        set_u32_le(&mut t, 52, FORMAT_VERSION);
         t[56..64].copy_from_slice(&MAGIC);
         let crc = trailer_crc(&t);
-        t[48..52].copy_from_slice(&crc.to_le_bytes());
+        set_u32_le(&mut t, 48, crc);
         t
     }
 
@@ -383,24 +365,26 @@ impl Trailer {
         if t[56..64] != MAGIC {
             return Err("bad trailer magic: not a Basalt store file".to_string());
         }
-        if trailer_crc(t) != le_u32(&t[48..52]) {
+        if trailer_crc(t) != coding::u32_le(t, 48, "trailer checksum")? {
             return Err("trailer checksum mismatch".to_string());
         }
-        let version = le_u32(&t[52..56]);
+        let version = coding::u32_le(t, 52, "trailer format version")?;
         if version != FORMAT_VERSION {
             return Err(format!(
                 "unsupported store file format version {version} (this build reads {FORMAT_VERSION})"
             ));
         }
-        let handle = |o: usize| BlockHandle {
-            offset: le_u64(&t[o..o + 8]),
-            size: le_u32(&t[o + 8..o + 12]),
+        let handle = |o: usize, what: &str| -> DecodeResult<BlockHandle> {
+            Ok(BlockHandle {
+                offset: coding::u64_le(t, o, what)?,
+                size: coding::u32_le(t, o + 8, what)?,
+            })
         };
         let trailer = Trailer {
-            root_index: handle(0),
-            meta: handle(12),
-            bloom_index: handle(24),
-            data_block_count: le_u64(&t[36..44]),
+            root_index: handle(0, "trailer's root index handle")?,
+            meta: handle(12, "trailer's meta handle")?,
+            bloom_index: handle(24, "trailer's bloom index handle")?,
+            data_block_count: coding::u64_le(t, 36, "trailer's data block count")?,
             index_levels: t[44],
         };
         if t[45..48] != [0, 0, 0] {

@@ -20,6 +20,7 @@
 use bytes::Bytes;
 
 use super::format::{put_varint, BlockHandle, DecodeResult, Decoder, MAX_BLOCK_LEN};
+use crate::coding::{put_u32_le, u32_le};
 
 /// Builds an index block.
 #[derive(Debug, Default)]
@@ -72,10 +73,10 @@ impl IndexBlockBuilder {
     /// The payload; the builder is empty afterwards.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
         let mut out = std::mem::take(&mut self.buf);
-        for o in &self.offsets {
-            out.extend_from_slice(&o.to_le_bytes());
+        for &o in &self.offsets {
+            put_u32_le(&mut out, o);
         }
-        out.extend_from_slice(&(self.offsets.len() as u32).to_le_bytes());
+        put_u32_le(&mut out, self.offsets.len() as u32);
         self.offsets.clear();
         out
     }
@@ -108,8 +109,7 @@ impl IndexBlock {
         if len < 4 {
             return Err("index block shorter than its entry count".to_string());
         }
-        let count = u32::from_le_bytes([data[len - 4], data[len - 3], data[len - 2], data[len - 1]])
-            as usize;
+        let count = u32_le(&data, len - 4, "index block entry count")? as usize;
         let offsets_start = count
             .checked_mul(4)
             .and_then(|n| (len - 4).checked_sub(n))
@@ -134,12 +134,7 @@ impl IndexBlock {
             return Err(format!("index entry {i} of {}", self.count));
         }
         let p = self.offsets_start + 4 * i;
-        let start = u32::from_le_bytes([
-            self.data[p],
-            self.data[p + 1],
-            self.data[p + 2],
-            self.data[p + 3],
-        ]) as usize;
+        let start = u32_le(&self.data, p, "index entry offset")? as usize;
         if start >= self.offsets_start {
             return Err(format!("index entry {i} starts outside the entry area"));
         }

@@ -159,7 +159,11 @@ fn key_field(out: &mut Vec<u8>, tag: u64, cell: &Cell, scratch: &mut Vec<u8>) {
 }
 
 fn u64s(values: &[u64]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    let mut out = Vec::with_capacity(8 * values.len());
+    for &v in values {
+        crate::coding::put_u64_le(&mut out, v);
+    }
+    out
 }
 
 fn bloom_code(b: BloomType) -> u8 {
@@ -225,9 +229,9 @@ pub(crate) fn encode(meta: &StoreFileMeta) -> Vec<u8> {
         super::compression::codec_id(meta.compression),
         encoding_code(meta.encoding),
     ];
-    opts.extend_from_slice(&meta.block_size.to_le_bytes());
+    crate::coding::put_u32_le(&mut opts, meta.block_size);
     field(&mut out, T_OPTIONS, &opts);
-    field(&mut out, T_CREATED_AT, &meta.created_at_ms.to_le_bytes());
+    field(&mut out, T_CREATED_AT, &u64s(&[meta.created_at_ms as u64]));
     for (k, v) in &meta.properties {
         scratch.clear();
         put_varint(&mut scratch, k.len() as u64);
@@ -244,7 +248,7 @@ fn fixed_u64s<const N: usize>(body: &[u8], what: &str) -> DecodeResult<[u64; N]>
     }
     let mut out = [0u64; N];
     for (i, v) in out.iter_mut().enumerate() {
-        *v = super::format::le_u64(&body[8 * i..]);
+        *v = crate::coding::u64_le(body, 8 * i, what)?;
     }
     Ok(out)
 }
@@ -322,7 +326,7 @@ pub(crate) fn decode(payload: &[u8]) -> DecodeResult<StoreFileMeta> {
                     3 => DataBlockEncoding::FastDiff,
                     e => return Err(format!("unknown data block encoding {e}")),
                 };
-                meta.block_size = super::format::le_u32(&body[3..7]);
+                meta.block_size = crate::coding::u32_le(body, 3, "meta block size")?;
             }
             T_CREATED_AT => {
                 let [t] = fixed_u64s::<1>(body, "creation time")?;

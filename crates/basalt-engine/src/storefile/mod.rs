@@ -17,6 +17,8 @@ mod compression;
 mod format;
 mod index;
 mod meta;
+#[doc(hidden)]
+pub mod raw;
 mod reader;
 mod writer;
 

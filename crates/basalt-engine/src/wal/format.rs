@@ -11,6 +11,7 @@ use basalt_types::{Cell, CellType, Error, Result};
 use bytes::Bytes;
 
 use super::WalEdit;
+use crate::coding::{self, put_u64_le, put_varint, set_u32_le, set_u64_le};
 
 /// First eight bytes of every segment file.
 pub(crate) const SEGMENT_MAGIC: [u8; 8] = *b"BASALTWL";
@@ -45,10 +46,10 @@ const MIN_CELL_LEN: usize = 1 + 1 + 8 + 1 + 1;
 pub(crate) fn encode_segment_header(id: u64) -> [u8; SEGMENT_HEADER_LEN] {
     let mut h = [0u8; SEGMENT_HEADER_LEN];
     h[0..8].copy_from_slice(&SEGMENT_MAGIC);
-    h[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-    h[12..20].copy_from_slice(&id.to_le_bytes());
+    set_u32_le(&mut h, 8, FORMAT_VERSION);
+    set_u64_le(&mut h, 12, id);
     let crc = crc32c::crc32c(&h[0..20]);
-    h[20..24].copy_from_slice(&crc.to_le_bytes());
+    set_u32_le(&mut h, 20, crc);
     h
 }
 
@@ -61,17 +62,17 @@ pub(crate) fn check_segment_header(
     if h[0..8] != SEGMENT_MAGIC {
         return Err("bad segment magic: not a Basalt WAL segment".to_string());
     }
-    let crc = le_u32(&h[20..24]);
+    let crc = coding::u32_le(h, 20, "segment header checksum")?;
     if crc32c::crc32c(&h[0..20]) != crc {
         return Err("segment header checksum mismatch".to_string());
     }
-    let version = le_u32(&h[8..12]);
+    let version = coding::u32_le(h, 8, "segment format version")?;
     if version != FORMAT_VERSION {
         return Err(format!(
             "unsupported WAL format version {version} (this build reads {FORMAT_VERSION})"
         ));
     }
-    let id = le_u64(&h[12..20]);
+    let id = coding::u64_le(h, 12, "segment id")?;
     if id != expected_id {
         return Err(format!(
             "segment header names segment {id} but the file name says {expected_id}"
@@ -93,12 +94,14 @@ pub(crate) struct RecordHeader {
 /// Parses a record header; `None` when its checksum does not match, which
 /// means the length cannot be trusted.
 pub(crate) fn decode_record_header(h: &[u8; RECORD_HEADER_LEN]) -> Option<RecordHeader> {
-    if crc32c::crc32c(&h[0..8]) != le_u32(&h[8..12]) {
+    // The array type fixes the length, so none of these reads can fail.
+    let field = |at| coding::u32_le(h, at, "record header").ok();
+    if crc32c::crc32c(&h[0..8]) != field(8)? {
         return None;
     }
     Some(RecordHeader {
-        len: le_u32(&h[0..4]),
-        payload_crc: le_u32(&h[4..8]),
+        len: field(0)?,
+        payload_crc: field(4)?,
     })
 }
 
@@ -121,14 +124,14 @@ pub(crate) fn encode_record(edit: &WalEdit, out: &mut Vec<u8>) -> Result<()> {
     out.extend_from_slice(&[0u8; RECORD_HEADER_LEN]);
     let payload_start = out.len();
     out.push(KIND_ROW_MUTATION);
-    out.extend_from_slice(&edit.region_id.to_le_bytes());
-    out.extend_from_slice(&edit.sequence_id.to_le_bytes());
+    put_u64_le(out, edit.region_id);
+    put_u64_le(out, edit.sequence_id);
     put_bytes(out, row);
     put_varint(out, edit.cells.len() as u64);
     for cell in &edit.cells {
         put_bytes(out, &cell.family);
         put_bytes(out, &cell.qualifier);
-        out.extend_from_slice(&cell.timestamp.to_le_bytes());
+        put_u64_le(out, cell.timestamp as u64);
         out.push(cell.cell_type.code());
         put_bytes(out, &cell.value);
     }
@@ -144,10 +147,10 @@ pub(crate) fn encode_record(edit: &WalEdit, out: &mut Vec<u8>) -> Result<()> {
     let len = payload_len as u32;
     let payload_crc = crc32c::crc32c(&out[payload_start..]);
     let header = &mut out[start..payload_start];
-    header[0..4].copy_from_slice(&len.to_le_bytes());
-    header[4..8].copy_from_slice(&payload_crc.to_le_bytes());
+    set_u32_le(header, 0, len);
+    set_u32_le(header, 4, payload_crc);
     let header_crc = crc32c::crc32c(&header[0..8]);
-    header[8..12].copy_from_slice(&header_crc.to_le_bytes());
+    set_u32_le(header, 8, header_crc);
     Ok(())
 }
 
@@ -207,25 +210,9 @@ pub(crate) fn decode_payload(payload: Bytes) -> std::result::Result<WalEdit, Str
     })
 }
 
-fn put_varint(out: &mut Vec<u8>, v: u64) {
-    crate::varint::put(out, v);
-}
-
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);
     out.extend_from_slice(b);
-}
-
-fn le_u32(b: &[u8]) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[..4]);
-    u32::from_le_bytes(a)
-}
-
-fn le_u64(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[..8]);
-    u64::from_le_bytes(a)
 }
 
 /// Cursor over a payload. Invariant: `pos <= buf.len()`; every method checks
@@ -257,11 +244,13 @@ impl Decoder {
     }
 
     fn u64(&mut self, what: &str) -> std::result::Result<u64, String> {
-        Ok(le_u64(self.take(8, what)?))
+        let v = coding::u64_le(&self.buf, self.pos, what)?;
+        self.pos += 8;
+        Ok(v)
     }
 
     fn varint(&mut self, what: &str) -> std::result::Result<u64, String> {
-        crate::varint::get(&self.buf, &mut self.pos).map_err(|m| format!("{what}: {m}"))
+        coding::get_varint(&self.buf, &mut self.pos).map_err(|m| format!("{what}: {m}"))
     }
 
     fn bytes(&mut self, what: &str) -> std::result::Result<Bytes, String> {
