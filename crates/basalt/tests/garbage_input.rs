@@ -180,14 +180,33 @@ const FACTOR: usize = 16;
 const CONSTANT: usize = 256 << 10;
 
 fn options(dir: &Path) -> Options {
-    Options::new(dir).clock(Arc::new(ManualClock::new(1_000_000)))
+    Options::new(dir)
+}
+
+fn open(dir: &Path) -> basalt::Result<Database> {
+    Database::builder(options(dir))
+        .clock(Arc::new(ManualClock::new(1_000_000)))
+        .open()
+}
+
+/// The catalog file an open reads: the newest numbered version, or the
+/// first one when none was written yet.
+fn newest_catalog(dir: &Path) -> std::path::PathBuf {
+    let mut versions: Vec<_> = std::fs::read_dir(basalt::layout::catalog_dir(dir))
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    versions.retain(|p| basalt::layout::catalog_version_of(p).is_some());
+    versions.sort();
+    versions
+        .pop()
+        .unwrap_or_else(|| basalt::layout::catalog_version_path(dir, 1))
 }
 
 /// A data directory holding one closed database with a pre-split table
 /// of two families.
 fn real_data_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(options(dir.path())).unwrap();
+    let db = open(dir.path()).unwrap();
     db.create_table_with_splits(
         TableDescriptor::new("t")
             .family(ColumnFamilyDescriptor::new("a"))
@@ -199,11 +218,15 @@ fn real_data_dir() -> tempfile::TempDir {
     dir
 }
 
-/// Writes `catalog` into `dir` and opens it; true when the open succeeded.
-fn open_with_catalog(dir: &Path, catalog: &[u8]) -> bool {
-    std::fs::write(dir.join("catalog.json"), catalog).unwrap();
+/// Writes `catalog` as the catalog file `path` of `dir` and opens it; true
+/// when the open succeeded.
+fn open_with_catalog(dir: &Path, path: &Path, catalog: &[u8]) -> bool {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(path, catalog).unwrap();
     let (opened, peak) = peak_while(|| {
-        let db = Database::open_with(options(dir));
+        let db = open(dir);
         let ok = db.is_ok();
         if let Ok(db) = db {
             let _ = db.close();
@@ -217,8 +240,9 @@ fn open_with_catalog(dir: &Path, catalog: &[u8]) -> bool {
 #[test]
 fn an_untouched_catalog_opens() {
     let dir = real_data_dir();
-    let catalog = std::fs::read(dir.path().join("catalog.json")).unwrap();
-    assert!(open_with_catalog(dir.path(), &catalog));
+    let path = newest_catalog(dir.path());
+    let catalog = std::fs::read(&path).unwrap();
+    assert!(open_with_catalog(dir.path(), &path, &catalog));
 }
 
 proptest! {
@@ -229,15 +253,26 @@ proptest! {
         data in proptest::collection::vec(any::<u8>(), 0..400),
     ) {
         let dir = tempfile::tempdir().unwrap();
-        prop_assert!(!open_with_catalog(dir.path(), &data), "garbage opened");
+        let path = newest_catalog(dir.path());
+        prop_assert!(!open_with_catalog(dir.path(), &path, &data), "garbage opened");
+    }
+
+    #[test]
+    fn arbitrary_bytes_in_a_format_2_catalog_make_open_fail_cleanly(
+        data in proptest::collection::vec(any::<u8>(), 0..400),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = basalt::layout::legacy_catalog_path(dir.path());
+        prop_assert!(!open_with_catalog(dir.path(), &path, &data), "garbage opened");
     }
 
     #[test]
     fn a_mutated_catalog_opens_or_fails_cleanly(mutations in arb_mutations()) {
         let dir = real_data_dir();
-        let mut catalog = std::fs::read(dir.path().join("catalog.json")).unwrap();
+        let path = newest_catalog(dir.path());
+        let mut catalog = std::fs::read(&path).unwrap();
         mutate(&mut catalog, &mutations);
-        open_with_catalog(dir.path(), &catalog);
+        open_with_catalog(dir.path(), &path, &catalog);
     }
 }
 
