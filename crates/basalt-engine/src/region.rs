@@ -429,9 +429,13 @@ impl Region {
             }
         }
         if let Err(e) = self.write(pending) {
-            let message = e.to_string();
+            // Every pending mutation failed the same way, and each gets the
+            // same kind of error: a region that stopped serving refuses the
+            // whole group before anything reaches the log, and the table
+            // layer routes `NotServingRegion` again (reporting it as a log
+            // failure made writes fail during splits).
             for i in pending_index {
-                results[i] = Err(Error::WalFailed(message.clone()));
+                results[i] = Err(same_failure(&e));
             }
         }
         results
@@ -1116,4 +1120,17 @@ pub fn scan_range(scan: &Scan) -> RowRange {
         range = range.intersect(&prefix_range);
     }
     range
+}
+
+/// The same failure again, for each mutation of a group that failed as one:
+/// errors are not `Clone` (I/O errors are not), so the kinds the callers act
+/// on are rebuilt and the rest keep their message as a log failure.
+fn same_failure(error: &Error) -> Error {
+    match error {
+        Error::NotServingRegion(m) => Error::NotServingRegion(m.clone()),
+        Error::Closed(m) => Error::Closed(m.clone()),
+        Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+        Error::WalFailed(m) => Error::WalFailed(m.clone()),
+        other => Error::WalFailed(other.to_string()),
+    }
 }

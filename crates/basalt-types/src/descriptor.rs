@@ -326,6 +326,13 @@ pub fn validate_family_name(name: &[u8]) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("column family name must not be empty"));
     }
+    if name.len() > MAX_FAMILY_NAME_BYTES {
+        return Err(Error::invalid(format!(
+            "column family name '{}...' is {} bytes long; the limit is {MAX_FAMILY_NAME_BYTES}",
+            String::from_utf8_lossy(&name[..16]),
+            name.len()
+        )));
+    }
     if name[0] == b'.' {
         return Err(Error::invalid(format!(
             "column family name '{shown}' must not start with '.'"
@@ -343,8 +350,21 @@ pub fn validate_family_name(name: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Longest column family name, in bytes: HBase stores a family's length in
+/// one signed byte of every cell (KeyValue), so it refuses longer names;
+/// the name is also one directory name of the data set.
+pub const MAX_FAMILY_NAME_BYTES: usize = 127;
+
+/// Longest namespace and longest table qualifier, in bytes each. Each is
+/// one directory name of the data set, and 255 bytes is the longest name
+/// Linux file systems (and HDFS by default) accept: a longer accepted name
+/// could never be flushed. Checked at creation, so an accepted name is
+/// always storable.
+pub const MAX_TABLE_NAME_PART_BYTES: usize = 255;
+
 /// Checks a table name: `[namespace:]qualifier`, each part of letters,
-/// digits, `_`, `-` and `.`, not starting with `.` or `-`.
+/// digits, `_`, `-` and `.`, not starting with `.` or `-`, and at most
+/// [`MAX_TABLE_NAME_PART_BYTES`] long.
 pub fn validate_table_name(name: &str) -> Result<()> {
     let parts: Vec<&str> = name.split(':').collect();
     if parts.len() > 2 {
@@ -356,6 +376,14 @@ pub fn validate_table_name(name: &str) -> Result<()> {
         if part.is_empty() {
             return Err(Error::invalid(format!(
                 "table name '{name}' has an empty part"
+            )));
+        }
+        if part.len() > MAX_TABLE_NAME_PART_BYTES {
+            return Err(Error::invalid(format!(
+                "table name '{}...' has a part of {} bytes; the limit is \
+                 {MAX_TABLE_NAME_PART_BYTES} for the namespace and for the table",
+                name.chars().take(16).collect::<String>(),
+                part.len()
             )));
         }
         if part.starts_with('.') || part.starts_with('-') {
@@ -475,6 +503,24 @@ impl TableDescriptor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_at_the_limits_are_accepted_and_longer_ones_refused() {
+        let table = "t".repeat(MAX_TABLE_NAME_PART_BYTES);
+        assert!(validate_table_name(&table).is_ok());
+        assert!(validate_table_name(&format!("{table}t")).is_err());
+        let namespace = "n".repeat(MAX_TABLE_NAME_PART_BYTES + 1);
+        let err = validate_table_name(&format!("{namespace}:t"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("limit is 255"), "{err}");
+        let family = "f".repeat(MAX_FAMILY_NAME_BYTES);
+        assert!(validate_family_name(family.as_bytes()).is_ok());
+        let err = validate_family_name(format!("{family}f").as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("128 bytes long; the limit is 127"), "{err}");
+    }
 
     #[test]
     fn defaults_match_the_semantics_table() {

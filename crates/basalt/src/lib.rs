@@ -64,7 +64,7 @@ pub use basalt_engine::{Clock, ManualClock, RegionInfo, RegionLoad, StoreStats, 
 pub use basalt_types::column;
 pub use basalt_types::descriptor::{
     BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,
-    TableDescriptor,
+    TableDescriptor, MAX_FAMILY_NAME_BYTES, MAX_TABLE_NAME_PART_BYTES,
 };
 pub use basalt_types::filter::{Comparator, CompareOp, Filter, ListOperator, SingleColumnValue};
 pub use basalt_types::mutation::{

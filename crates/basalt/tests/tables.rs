@@ -253,3 +253,59 @@ fn closed_database_refuses_work() {
     ));
     assert!(matches!(t.db.table("t").unwrap_err(), Error::Closed(_)));
 }
+
+/// Issue 12, defect 1: a 256-byte table or family name was accepted, then
+/// could never be flushed ("File name too long"), and the next start
+/// refused the whole data directory. Names are now checked at creation,
+/// and the longest accepted ones go through flush, close and reopen.
+#[test]
+fn the_longest_accepted_names_are_storable_and_longer_ones_are_refused() {
+    let mut t = TestDb::new();
+    let table = "t".repeat(basalt::MAX_TABLE_NAME_PART_BYTES);
+    let family = "f".repeat(basalt::MAX_FAMILY_NAME_BYTES);
+    let namespaced = format!("{}:{table}", "n".repeat(basalt::MAX_TABLE_NAME_PART_BYTES));
+    for name in [&table, &namespaced] {
+        t.db.create_table(TableDescriptor::new(name).family(ColumnFamilyDescriptor::new(&family)))
+            .unwrap();
+        t.db.table(name)
+            .unwrap()
+            .put(&Put::new("row").add(family.clone(), "q", "v"))
+            .unwrap();
+        t.db.flush_table(name).unwrap();
+    }
+    t.reopen();
+    for name in [&table, &namespaced] {
+        let got = t.db.table(name).unwrap().get(&Get::new("row")).unwrap();
+        assert_eq!(
+            got.value(family.as_bytes(), b"q").map(|v| &v[..]),
+            Some(&b"v"[..])
+        );
+    }
+
+    let too_long_table = format!("{table}t");
+    let err =
+        t.db.create_table(
+            TableDescriptor::new(&too_long_table).family(ColumnFamilyDescriptor::new("f")),
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    let too_long_family = format!("{family}f");
+    let err =
+        t.db.create_table(
+            TableDescriptor::new("u").family(ColumnFamilyDescriptor::new(&too_long_family)),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("the limit is 127"), "{err}");
+    let err =
+        t.db.alter_table(
+            &table,
+            &[FamilyChange::Add(ColumnFamilyDescriptor::new(
+                &too_long_family,
+            ))],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("the limit is 127"), "{err}");
+    // Nothing refused reached the catalog: the database still opens.
+    t.reopen();
+    assert_eq!(t.db.list_tables().len(), 2);
+}
