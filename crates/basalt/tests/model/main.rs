@@ -63,6 +63,14 @@
 //! [`DEFAULT_CASES`]); `MODEL_STATS=1` prints how often interesting
 //! situations came up.
 //!
+//! Regressions: a failing case of a property is saved (its seed, as a
+//! `cc <hex>` line with the shrunk input as a comment) to
+//! `regressions/<property>.txt` beside this file; commit that file. Every
+//! run replays the saved seeds first, so a plain
+//! `cargo test -p basalt --test model <property>` replays the failure
+//! (add `-- --nocapture` for the step-by-step report); delete the line once
+//! the bug is fixed and a hand-written case below covers it.
+//!
 //! Layout: `operations.rs` (schema, operation specs, the engine requests
 //! they build), `reference.rs` (the reference model), `harness.rs` (the
 //! database under test and the step-by-step comparison), `strategies.rs`
@@ -84,7 +92,7 @@ use basalt::{
 use bytes::Bytes;
 use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::test_runner::TestCaseError;
+use proptest::test_runner::{FileFailurePersistence, TestCaseError};
 
 use harness::*;
 use operations::*;
@@ -113,7 +121,10 @@ pub(crate) fn stat(key: &'static str) {
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: DEFAULT_CASES,
-        failure_persistence: None,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/model/regressions/engine_matches_reference_model.txt"
+        )))),
         max_shrink_iters: 4096,
         ..ProptestConfig::default()
     })]
@@ -131,7 +142,10 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: REGION_CASES,
-        failure_persistence: None,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/model/regressions/regions_split_and_merge_without_changing_reads.txt"
+        )))),
         max_shrink_iters: 4096,
         ..ProptestConfig::default()
     })]
