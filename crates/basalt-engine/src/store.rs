@@ -431,6 +431,9 @@ impl Store {
         };
         let mut manifest = self.manifest.lock();
         let id = manifest.next_file_id.max(1);
+        // Reserve the number first: if the file is published but the
+        // manifest commit fails, the retry must not reuse its name.
+        manifest.next_file_id = id + 1;
         let mut source = snapshot.source(u64::MAX);
         source.seek(&first_on_row(b""))?;
         let new_file = self.write_file(id, &mut source, false, now)?;

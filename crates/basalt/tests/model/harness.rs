@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
+use basalt::fs::FileStore;
 use basalt::{
     Append, BloomType, CellType, CheckAndMutate, Clock, ColumnFamilyDescriptor, Comparator,
     Compression, DataBlockEncoding, Database, Error, Get, Increment, KeepDeletedCells, ManualClock,
@@ -57,6 +58,10 @@ pub(crate) struct Config {
     pub(crate) formats: Vec<FamFormat>,
     /// `Options::region_split_bytes` (0: no automatic splits).
     pub(crate) split_bytes: u64,
+    /// Where store files, manifests and the catalog live (`None`: the
+    /// local disk under the data directory). The fault run hands in one
+    /// that fails on demand; reopening uses the same store.
+    pub(crate) files: Option<Arc<dyn FileStore>>,
 }
 
 impl Default for Config {
@@ -69,6 +74,7 @@ impl Default for Config {
             ratio: 1.2,
             formats: vec![FamFormat::default(); FAMS.len()],
             split_bytes: 0,
+            files: None,
         }
     }
 }
@@ -79,9 +85,12 @@ impl Config {
         dir: &std::path::Path,
         clock: &ManualClock,
     ) -> basalt::Result<Database> {
-        Database::builder(self.options(dir))
-            .clock(Arc::new(clock.clone()))
-            .open()
+        let builder = Database::builder(self.options(dir)).clock(Arc::new(clock.clone()));
+        match &self.files {
+            Some(files) => builder.file_store(Arc::clone(files)),
+            None => builder,
+        }
+        .open()
     }
 
     pub(crate) fn options(&self, dir: &std::path::Path) -> Options {

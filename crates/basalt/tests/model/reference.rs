@@ -337,7 +337,7 @@ pub(crate) fn marker_covers(m: &MCell, row: &[u8], fam: usize, qual: &[u8]) -> b
         ) || m.qual == qual)
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Model {
     pub(crate) cells: Vec<MCell>,
     pub(crate) seq: u64,

@@ -448,6 +448,7 @@ pub(crate) fn config() -> impl Strategy<Value = Config> {
                 ratio,
                 formats,
                 split_bytes: 0,
+                files: None,
             },
         )
 }
