@@ -176,6 +176,9 @@ pub struct Store {
     manifest: Mutex<StoreManifest>,
     manifest_log: ManifestLog,
     flushed_through: AtomicU64,
+    /// The sequence id the pending snapshot was frozen at, once a flush of
+    /// it was tried: a snapshot left by a failed flush holds nothing later.
+    snapshot_through: Mutex<Option<u64>>,
     compacting: AtomicBool,
     /// Point reads: files consulted (key range and bloom allowed the row)
     /// and files skipped without reading a block.
@@ -247,6 +250,7 @@ impl Store {
                 files,
             })),
             flushed_through: AtomicU64::new(manifest.flushed_sequence),
+            snapshot_through: Mutex::new(None),
             manifest: Mutex::new(manifest),
             manifest_log,
             family,
@@ -429,6 +433,10 @@ impl Store {
             self.flushed_through.fetch_max(through, Ordering::AcqRel);
             return Ok(());
         };
+        // Retrying a snapshot a failed flush left: the edits since (in the
+        // active memstore) are at or below the caller's `through` but not
+        // in this snapshot, so only the first attempt's `through` is flushed.
+        let through = *self.snapshot_through.lock().get_or_insert(through);
         let mut manifest = self.manifest.lock();
         let id = manifest.next_file_id.max(1);
         // Reserve the number first: if the file is published but the
@@ -453,6 +461,7 @@ impl Store {
             }
             *view = Arc::new(next_view);
         }
+        *self.snapshot_through.lock() = None;
         self.flushed_through.fetch_max(through, Ordering::AcqRel);
         Ok(())
     }
