@@ -404,6 +404,11 @@ impl Store {
         ))
     }
 
+    /// True while a snapshot (one a failed flush left) waits to be flushed.
+    pub fn has_snapshot(&self) -> bool {
+        self.view.read().snapshot.is_some()
+    }
+
     /// Freezes the active memstore as the snapshot to flush and starts a new
     /// one. The caller must hold off writers (the region's update lock) so
     /// no write is half in. Returns false when there is nothing to flush. A
