@@ -168,7 +168,7 @@ proptest! {
 // ------------------------------------------------------------------ faults
 
 /// Seeds of the fault run when `MODEL_FAULT_CASES` is not set.
-const FAULT_CASES: u64 = 40;
+const FAULT_CASES: u64 = 200;
 
 fn env_u64(name: &str) -> Option<u64> {
     let value = std::env::var(name).ok()?;
