@@ -774,6 +774,18 @@ impl Region {
     /// through which the region's data is now in files.
     pub fn flush(&self) -> Result<u64> {
         let _one_at_a_time = self.flush_lock.lock();
+        // A snapshot a failed flush left goes out on its own (it holds
+        // nothing written since); a second pass then takes the rest.
+        let retrying = self.stores().iter().any(|s| s.has_snapshot());
+        let through = self.flush_pass()?;
+        if retrying {
+            self.flush_pass()
+        } else {
+            Ok(through)
+        }
+    }
+
+    fn flush_pass(&self) -> Result<u64> {
         let stores = self.stores();
         let through = {
             let _no_writes = self.updates.write();

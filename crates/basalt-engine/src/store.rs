@@ -176,6 +176,9 @@ pub struct Store {
     manifest: Mutex<StoreManifest>,
     manifest_log: ManifestLog,
     flushed_through: AtomicU64,
+    /// The sequence id the pending snapshot was frozen at, once a flush of
+    /// it was tried: a snapshot left by a failed flush holds nothing later.
+    snapshot_through: Mutex<Option<u64>>,
     compacting: AtomicBool,
     /// Point reads: files consulted (key range and bloom allowed the row)
     /// and files skipped without reading a block.
@@ -247,6 +250,7 @@ impl Store {
                 files,
             })),
             flushed_through: AtomicU64::new(manifest.flushed_sequence),
+            snapshot_through: Mutex::new(None),
             manifest: Mutex::new(manifest),
             manifest_log,
             family,
@@ -400,6 +404,11 @@ impl Store {
         ))
     }
 
+    /// True while a snapshot (one a failed flush left) waits to be flushed.
+    pub fn has_snapshot(&self) -> bool {
+        self.view.read().snapshot.is_some()
+    }
+
     /// Freezes the active memstore as the snapshot to flush and starts a new
     /// one. The caller must hold off writers (the region's update lock) so
     /// no write is half in. Returns false when there is nothing to flush. A
@@ -429,8 +438,15 @@ impl Store {
             self.flushed_through.fetch_max(through, Ordering::AcqRel);
             return Ok(());
         };
+        // Retrying a snapshot a failed flush left: the edits since (in the
+        // active memstore) are at or below the caller's `through` but not
+        // in this snapshot, so only the first attempt's `through` is flushed.
+        let through = *self.snapshot_through.lock().get_or_insert(through);
         let mut manifest = self.manifest.lock();
         let id = manifest.next_file_id.max(1);
+        // Reserve the number first: if the file is published but the
+        // manifest commit fails, the retry must not reuse its name.
+        manifest.next_file_id = id + 1;
         let mut source = snapshot.source(u64::MAX);
         source.seek(&first_on_row(b""))?;
         let new_file = self.write_file(id, &mut source, false, now)?;
@@ -450,6 +466,7 @@ impl Store {
             }
             *view = Arc::new(next_view);
         }
+        *self.snapshot_through.lock() = None;
         self.flushed_through.fetch_max(through, Ordering::AcqRel);
         Ok(())
     }

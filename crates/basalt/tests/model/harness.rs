@@ -1,0 +1,861 @@
+//! The engine side: the database under test beside the reference, one step
+//! at a time, every read and returned value compared.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+use basalt::fs::FileStore;
+use basalt::{
+    Append, BloomType, CellType, CheckAndMutate, Clock, ColumnFamilyDescriptor, Comparator,
+    Compression, DataBlockEncoding, Database, Error, Get, Increment, KeepDeletedCells, ManualClock,
+    Mutation, Options, RowResult, Scan, Table, TableDescriptor, TimeRange,
+};
+use bytes::Bytes;
+
+use crate::operations::*;
+use crate::reference::*;
+use crate::stat;
+
+// ------------------------------------------------------------------ the engine side
+
+/// A family's store-file options, chosen per case. They must never change
+/// what a read returns.
+#[derive(Clone, Debug)]
+pub(crate) struct FamFormat {
+    pub(crate) compression: Compression,
+    pub(crate) bloom: BloomType,
+    pub(crate) encoding: DataBlockEncoding,
+    pub(crate) block_size: u32,
+    pub(crate) block_cache: bool,
+    pub(crate) in_memory: bool,
+}
+
+impl Default for FamFormat {
+    fn default() -> Self {
+        FamFormat {
+            compression: Compression::None,
+            bloom: BloomType::Row,
+            encoding: DataBlockEncoding::None,
+            block_size: 1024,
+            block_cache: true,
+            in_memory: false,
+        }
+    }
+}
+
+/// The database options of one case: small thresholds, so that every case
+/// flushes and compacts often and files have several blocks.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    /// `Options::memstore_flush_bytes` (a cell of the model weighs ~50-500 bytes).
+    pub(crate) flush_bytes: usize,
+    pub(crate) cache_bytes: usize,
+    pub(crate) min_files: usize,
+    pub(crate) max_files: usize,
+    pub(crate) ratio: f64,
+    /// One per family of [`FAMS`].
+    pub(crate) formats: Vec<FamFormat>,
+    /// `Options::region_split_bytes` (0: no automatic splits).
+    pub(crate) split_bytes: u64,
+    /// Where store files, manifests and the catalog live (`None`: the
+    /// local disk under the data directory). The fault run hands in one
+    /// that fails on demand; reopening uses the same store.
+    pub(crate) files: Option<Arc<dyn FileStore>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            flush_bytes: 1024,
+            cache_bytes: 16 * 1024,
+            min_files: 2,
+            max_files: 4,
+            ratio: 1.2,
+            formats: vec![FamFormat::default(); FAMS.len()],
+            split_bytes: 0,
+            files: None,
+        }
+    }
+}
+
+impl Config {
+    pub(crate) fn open(
+        &self,
+        dir: &std::path::Path,
+        clock: &ManualClock,
+    ) -> basalt::Result<Database> {
+        let builder = Database::builder(self.options(dir)).clock(Arc::new(clock.clone()));
+        match &self.files {
+            Some(files) => builder.file_store(Arc::clone(files)),
+            None => builder,
+        }
+        .open()
+    }
+
+    pub(crate) fn options(&self, dir: &std::path::Path) -> Options {
+        let mut o = Options::new(dir);
+        o.memstore_flush_bytes = self.flush_bytes;
+        o.memstore_block_multiplier = 4;
+        o.block_cache_bytes = self.cache_bytes;
+        o.compaction_min_files = self.min_files;
+        o.compaction_max_files = self.max_files;
+        o.compaction_ratio = self.ratio;
+        o.region_split_bytes = self.split_bytes;
+        // Flushes and the compactions they trigger run in the writing
+        // thread: deterministic.
+        o.background_threads = 0;
+        o
+    }
+}
+
+pub(crate) fn descriptor(f: &FamSpec, format: &FamFormat) -> ColumnFamilyDescriptor {
+    let mut d = ColumnFamilyDescriptor::new(f.name)
+        .max_versions(f.versions as u32)
+        .min_versions(f.min_versions as u32)
+        .compression(format.compression)
+        .bloom_filter(format.bloom)
+        .data_block_encoding(format.encoding)
+        .block_size(format.block_size)
+        .block_cache(format.block_cache)
+        .in_memory(format.in_memory);
+    if let Some(ttl) = f.ttl_ms {
+        d = d.ttl_seconds((ttl / 1000) as u64);
+    }
+    if f.keep_deleted {
+        d = d.keep_deleted_cells(KeepDeletedCells::True);
+    }
+    d
+}
+
+pub(crate) fn engine_view(r: &RowResult) -> RowView {
+    RowView {
+        row: r.row.clone(),
+        cells: r
+            .cells
+            .iter()
+            .map(|c| View {
+                row: c.row.clone(),
+                family: c.family.clone(),
+                qualifier: c.qualifier.clone(),
+                ts: c.timestamp,
+                kind: c.cell_type,
+                value: c.value.clone(),
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn compare<T: PartialEq + fmt::Debug>(
+    what: &str,
+    engine: &T,
+    model: &T,
+) -> Result<(), String> {
+    if engine == model {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: engine and model differ\n engine: {engine:#?}\n  model: {model:#?}"
+        ))
+    }
+}
+
+pub(crate) fn err_kind<T>(r: &basalt::Result<T>) -> String {
+    match r {
+        Ok(_) => "ok".to_string(),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+/// The database under test, the reference, and the clock both use.
+pub(crate) struct Harness {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) clock: ManualClock,
+    pub(crate) config: Config,
+    pub(crate) db: Option<Database>,
+    pub(crate) table: Option<Table>,
+    pub(crate) model: Model,
+}
+
+/// Per store (family order): store files and memstore bytes.
+pub(crate) type StoreState = Vec<(usize, u64)>;
+
+impl Harness {
+    pub(crate) fn new(config: Config) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = ManualClock::new(START_MS);
+        let db = config.open(dir.path(), &clock).unwrap();
+        let desc = FAMS
+            .iter()
+            .zip(&config.formats)
+            .fold(TableDescriptor::new(TABLE), |d, (f, format)| {
+                d.family(descriptor(f, format))
+            });
+        db.create_table(desc).unwrap();
+        let table = db.table(TABLE).unwrap();
+        Harness {
+            dir,
+            clock,
+            config,
+            db: Some(db),
+            table: Some(table),
+            model: Model::default(),
+        }
+    }
+
+    pub(crate) fn db(&self) -> &Database {
+        self.db.as_ref().unwrap()
+    }
+
+    /// Files and memstore bytes of each store, in family order.
+    pub(crate) fn stores(&self) -> Result<StoreState, String> {
+        let info = self
+            .db()
+            .describe_table(TABLE)
+            .map_err(|e| format!("describe_table failed: {e}"))?;
+        let mut out = vec![(0usize, 0u64); FAMS.len()];
+        for region in &info.regions {
+            for (name, stats) in &region.stores {
+                let i = FAMS
+                    .iter()
+                    .position(|f| f.name == name)
+                    .ok_or_else(|| format!("unknown store {name}"))?;
+                out[i].0 += stats.files;
+                out[i].1 += stats.memstore_bytes;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Counts automatic flushes and compactions a write caused.
+    pub(crate) fn note_maintenance(before: &StoreState, after: &StoreState) {
+        let mut flushed = false;
+        let mut compacted = false;
+        for ((files0, mem0), (files1, mem1)) in before.iter().zip(after) {
+            let store_flushed = mem1 < mem0;
+            flushed |= store_flushed;
+            if *files1 < files0 + usize::from(store_flushed) {
+                compacted = true;
+            }
+        }
+        if flushed {
+            stat("write: automatic flush");
+        }
+        if compacted {
+            stat("write: automatic minor compaction");
+        }
+        if after.iter().any(|(files, _)| *files >= 3) {
+            stat("step: a store has 3+ files");
+        }
+    }
+
+    /// What the engine returns for full reads: every version of every
+    /// family, the same up to a second ago (KEEP_DELETED_CELLS time travel),
+    /// and raw, every family (TTL ones too, which the model does not cover).
+    /// Flushes and minor compactions must not change any of it.
+    pub(crate) fn engine_snapshot(&self) -> Result<Vec<Vec<RowView>>, String> {
+        let now = self.now();
+        let mut out = Vec::new();
+        for tr in [
+            TimeRange::all(),
+            TimeRange::before((now - 1).max(1)).unwrap(),
+        ] {
+            out.push(self.collect_scan(&Scan::new().max_versions(1000).time_range(tr))?);
+        }
+        out.push(self.collect_scan(&Scan::new().raw(true).max_versions(1000))?);
+        Ok(out)
+    }
+
+    pub(crate) fn now(&self) -> i64 {
+        self.clock.now_millis()
+    }
+
+    pub(crate) fn table(&self) -> &Table {
+        self.table.as_ref().unwrap()
+    }
+
+    pub(crate) fn reopen(&mut self, close: bool) -> Result<(), String> {
+        self.table = None;
+        if let Some(db) = self.db.take() {
+            if close {
+                db.close().map_err(|e| format!("close failed: {e}"))?;
+            }
+            drop(db);
+        }
+        let db = self
+            .config
+            .open(self.dir.path(), &self.clock)
+            .map_err(|e| format!("reopen failed: {e}"))?;
+        self.table = Some(
+            db.table(TABLE)
+                .map_err(|e| format!("table after reopen: {e}"))?,
+        );
+        self.db = Some(db);
+        Ok(())
+    }
+
+    pub(crate) fn get(&self, spec: &GetSpec) -> Result<RowView, String> {
+        let now = self.now();
+        let filter = active_filter(&spec.filter, now);
+        let mut get = Get::new(spec.row.clone())
+            .max_versions(spec.max_versions)
+            .time_range(engine_range(spec.tr, now));
+        for item in &spec.sel {
+            get = match item {
+                SelItem::Family(f) => get.family(f.name()),
+                SelItem::Column(f, q) => get.column(f.name(), q.clone()),
+            };
+        }
+        if let Some(f) = &filter {
+            get = get.filter(engine_filter(f));
+        }
+        let engine = self
+            .table()
+            .get(&get)
+            .map(|r| engine_view(&r))
+            .map_err(|e| format!("get failed: {e}"))?;
+        let req = ReadReq {
+            sel: model_sel(&spec.sel),
+            max_versions: spec.max_versions as usize,
+            tr: model_range(spec.tr, now),
+            filter,
+            limit: None,
+            batch: None,
+        };
+        let model = self.model.get(&spec.row, &req, now);
+        compare("get", &engine, &model)?;
+        stat(if engine.cells.is_empty() {
+            "get: empty"
+        } else {
+            "get: non-empty"
+        });
+        if req.filter.is_some() {
+            let unfiltered = ReadReq {
+                filter: None,
+                ..req
+            };
+            stat(if self.model.get(&spec.row, &unfiltered, now) == model {
+                "get: with filter, same as without"
+            } else {
+                "get: with filter, changed by it"
+            });
+        }
+        Ok(engine)
+    }
+
+    pub(crate) fn scan(&self, spec: &ScanSpec) -> Result<Vec<RowView>, String> {
+        let now = self.now();
+        let filter = active_filter(&spec.filter, now);
+        let mut scan = Scan::new()
+            .start_row(spec.start.clone())
+            .stop_row(spec.stop.clone())
+            .reversed(spec.reversed)
+            .max_versions(spec.max_versions)
+            .time_range(engine_range(spec.tr, now));
+        if let Some(p) = &spec.prefix {
+            scan = scan.prefix(p.clone());
+        }
+        for item in &spec.sel {
+            scan = match item {
+                SelItem::Family(f) => scan.family(f.name()),
+                SelItem::Column(f, q) => scan.column(f.name(), q.clone()),
+            };
+        }
+        if let Some(f) = &filter {
+            scan = scan.filter(engine_filter(f));
+        }
+        if let Some(b) = spec.batch {
+            scan = scan.batch(b);
+        }
+        if let Some(l) = spec.limit {
+            scan = scan.limit(l);
+        }
+        let engine = self.collect_scan(&scan)?;
+        let bounds = RowBounds {
+            start: spec.start.clone(),
+            stop: spec.stop.clone(),
+            prefix: spec.prefix.clone(),
+            reversed: spec.reversed,
+        };
+        let req = ReadReq {
+            sel: model_sel(&spec.sel),
+            max_versions: spec.max_versions as usize,
+            tr: model_range(spec.tr, now),
+            filter,
+            limit: spec.limit,
+            batch: spec.batch,
+        };
+        let model = self.model.read(&bounds, &req, now);
+        compare("scan", &engine, &model)?;
+        stat(if engine.is_empty() {
+            "scan: empty"
+        } else {
+            "scan: non-empty"
+        });
+        if req.filter.is_some() {
+            let unfiltered = ReadReq {
+                filter: None,
+                ..req
+            };
+            stat(if self.model.read(&bounds, &unfiltered, now) == model {
+                "scan: with filter, same as without"
+            } else {
+                "scan: with filter, changed by it"
+            });
+        }
+        Ok(engine)
+    }
+
+    pub(crate) fn raw_scan(&self, spec: &RawScanSpec) -> Result<Vec<RowView>, String> {
+        let now = self.now();
+        let mut scan = Scan::new()
+            .raw(true)
+            .start_row(spec.start.clone())
+            .stop_row(spec.stop.clone())
+            .reversed(spec.reversed)
+            .max_versions(spec.max_versions)
+            .time_range(engine_range(spec.tr, now));
+        for f in &spec.fams {
+            scan = scan.family(f.name());
+        }
+        if let Some(b) = spec.batch {
+            scan = scan.batch(b);
+        }
+        if let Some(l) = spec.limit {
+            scan = scan.limit(l);
+        }
+        let engine = self.collect_scan(&scan)?;
+        let bounds = RowBounds {
+            start: spec.start.clone(),
+            stop: spec.stop.clone(),
+            prefix: None,
+            reversed: spec.reversed,
+        };
+        let fams: BTreeSet<usize> = spec.fams.iter().map(|f| f.0).collect();
+        let model = self.model.raw_scan(
+            &bounds,
+            &fams,
+            spec.max_versions as usize,
+            model_range(spec.tr, now),
+            spec.limit,
+            spec.batch,
+        );
+        compare("raw scan", &engine, &model)?;
+        if engine
+            .iter()
+            .any(|r| r.cells.iter().any(|c| c.kind != CellType::Put))
+        {
+            stat("raw scan: returned markers");
+        }
+        Ok(engine)
+    }
+
+    pub(crate) fn collect_scan(&self, scan: &Scan) -> Result<Vec<RowView>, String> {
+        let scanner = self
+            .table()
+            .scan(scan)
+            .map_err(|e| format!("scan failed: {e}"))?;
+        scanner
+            .map(|r| r.map(|r| engine_view(&r)))
+            .collect::<basalt::Result<Vec<_>>>()
+            .map_err(|e| format!("scan failed: {e}"))
+    }
+
+    /// Everything: all versions of all families, and the raw contents of the
+    /// families raw scans are modelled for.
+    pub(crate) fn check_everything(&self) -> Result<(), String> {
+        self.scan(&ScanSpec {
+            start: Bytes::new(),
+            stop: Bytes::new(),
+            prefix: None,
+            reversed: false,
+            sel: Vec::new(),
+            max_versions: 100,
+            tr: TrSpec::All,
+            filter: None,
+            batch: None,
+            limit: None,
+        })?;
+        self.raw_scan(&RawScanSpec {
+            start: Bytes::new(),
+            stop: Bytes::new(),
+            reversed: false,
+            fams: RAW_FAMS.to_vec(),
+            max_versions: 1000,
+            tr: TrSpec::All,
+            batch: None,
+            limit: None,
+        })?;
+        Ok(())
+    }
+
+    pub(crate) fn step(&mut self, step: &Step) -> Result<(), String> {
+        self.clock.advance(step.advance);
+        let now = self.now();
+        let writes = matches!(
+            step.op,
+            Op::Put(_)
+                | Op::Delete(_)
+                | Op::Increment { .. }
+                | Op::Append { .. }
+                | Op::CheckAndMutate { .. }
+                | Op::RowMutations { .. }
+                | Op::Batch(_)
+        );
+        let stores_before = if writes { Some(self.stores()?) } else { None };
+        let regions_before = self.region_bounds()?.len();
+        self.run_op(&step.op, now)?;
+        if let Some(before) = stores_before {
+            Self::note_maintenance(&before, &self.stores()?);
+        }
+        let regions_after = self.region_bounds()?.len();
+        if writes && regions_after > regions_before {
+            stat("write: automatic split");
+        }
+        if regions_after >= 4 {
+            stat("step: 4+ regions");
+        }
+        Ok(())
+    }
+
+    /// The regions' (start, end) keys, checked to cover the key space with
+    /// no gap and no overlap.
+    pub(crate) fn region_bounds(&self) -> Result<Vec<(Bytes, Bytes)>, String> {
+        let regions = self
+            .db()
+            .list_regions(TABLE)
+            .map_err(|e| format!("list_regions failed: {e}"))?;
+        let bounds: Vec<(Bytes, Bytes)> = regions
+            .iter()
+            .map(|r| (r.info.start_key.clone(), r.info.end_key.clone()))
+            .collect();
+        let shown = || {
+            bounds
+                .iter()
+                .map(|(s, e)| format!("[{}, {})", escape(s), escape(e)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let first_open = bounds.first().is_some_and(|(s, _)| s.is_empty());
+        let last_open = bounds.last().is_some_and(|(_, e)| e.is_empty());
+        let chained = bounds.windows(2).all(|w| w[0].1 == w[1].0);
+        let nonempty = bounds.iter().all(|(s, e)| e.is_empty() || s < e);
+        if !(first_open && last_open && chained && nonempty) {
+            return Err(format!("regions do not cover the key space: {}", shown()));
+        }
+        Ok(bounds)
+    }
+
+    pub(crate) fn encoded_region_name(
+        &self,
+        pick: usize,
+    ) -> Result<Option<(String, usize)>, String> {
+        let regions = self
+            .db()
+            .list_regions(TABLE)
+            .map_err(|e| format!("list_regions failed: {e}"))?;
+        Ok((!regions.is_empty()).then(|| {
+            let i = pick % regions.len();
+            (regions[i].info.encoded_name(), regions.len())
+        }))
+    }
+
+    pub(crate) fn flush(&self) -> Result<(), String> {
+        self.db()
+            .flush_table(TABLE)
+            .map_err(|e| format!("flush_table failed: {e}"))?;
+        let stores = self.stores()?;
+        if stores.iter().any(|(_, mem)| *mem > 0) {
+            return Err(format!("memstores not empty after a flush: {stores:?}"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn run_op(&mut self, op: &Op, now: i64) -> Result<(), String> {
+        match op {
+            Op::Put(p) => {
+                let r = self.table().put(&build_put(p, now));
+                compare("put result", &err_kind(&r), &"ok".to_string())?;
+                self.model
+                    .apply_row_mutations(&[MutSpec::Put(p.clone())], now);
+            }
+            Op::Delete(d) => {
+                let r = self.table().delete(&build_delete(d, now));
+                compare("delete result", &err_kind(&r), &"ok".to_string())?;
+                self.model
+                    .apply_row_mutations(&[MutSpec::Delete(d.clone())], now);
+            }
+            Op::Increment {
+                row,
+                cols,
+                durability,
+            } => {
+                let inc = cols
+                    .iter()
+                    .fold(Increment::new(row.clone()), |i, (f, q, d)| {
+                        i.add(f.name(), q.clone(), *d)
+                    })
+                    .durability(*durability);
+                let engine = match self.table().increment(&inc) {
+                    Ok(r) => Ok(engine_view(&r).cells),
+                    Err(Error::NotALong { len }) => Err(len),
+                    Err(e) => return Err(format!("increment failed: {e}")),
+                };
+                let model = self.model.increment(row, cols, now);
+                compare("increment result", &engine, &model)?;
+                stat(if engine.is_ok() {
+                    "increment: ok"
+                } else {
+                    "increment: NotALong"
+                });
+            }
+            Op::Append {
+                row,
+                cols,
+                durability,
+            } => {
+                let app = cols
+                    .iter()
+                    .fold(Append::new(row.clone()), |a, (f, q, s)| {
+                        a.add(f.name(), q.clone(), s.clone())
+                    })
+                    .durability(*durability);
+                let engine = self
+                    .table()
+                    .append(&app)
+                    .map(|r| engine_view(&r).cells)
+                    .map_err(|e| format!("append failed: {e}"))?;
+                let model = self.model.append(row, cols, now);
+                compare("append result", &engine, &model)?;
+            }
+            Op::CheckAndMutate {
+                row,
+                fam,
+                qual,
+                cond,
+                tr,
+                muts,
+            } => {
+                let mut cam = CheckAndMutate::new(row.clone(), fam.name(), qual.clone())
+                    .time_range(engine_range(*tr, now));
+                cam = match cond {
+                    CondSpec::Absent => cam.if_absent(),
+                    CondSpec::Compare(op, CmpSpec::Binary(v)) => {
+                        cam.if_matches(*op, Comparator::Binary(v.clone()))
+                    }
+                    CondSpec::Compare(op, CmpSpec::BinaryPrefix(v)) => {
+                        cam.if_matches(*op, Comparator::BinaryPrefix(v.clone()))
+                    }
+                };
+                for m in muts {
+                    cam = cam.then(build_mutation(m, now)).unwrap();
+                }
+                let engine = self
+                    .table()
+                    .check_and_mutate(&cam)
+                    .map_err(|e| format!("check_and_mutate failed: {e}"))?;
+                let holds = self
+                    .model
+                    .check(row, *fam, qual, cond, model_range(*tr, now), now);
+                if holds {
+                    self.model.apply_row_mutations(muts, now);
+                }
+                compare("check_and_mutate result", &engine, &holds)?;
+                stat(if holds {
+                    "check_and_mutate: applied"
+                } else {
+                    "check_and_mutate: not applied"
+                });
+            }
+            Op::RowMutations { row, muts } => {
+                self.table()
+                    .mutate_row(&build_row_mutations(row, muts, now))
+                    .map_err(|e| format!("mutate_row failed: {e}"))?;
+                self.model.apply_row_mutations(muts, now);
+            }
+            Op::Batch(muts) => {
+                let built: Vec<Mutation> = muts.iter().map(|m| build_mutation(m, now)).collect();
+                let results: Vec<String> =
+                    self.table().batch(&built).iter().map(err_kind).collect();
+                compare(
+                    "batch results",
+                    &results,
+                    &vec!["ok".to_string(); muts.len()],
+                )?;
+                self.model.apply_batch(muts, now);
+            }
+            Op::Get(g) => {
+                self.get(g)?;
+            }
+            Op::Scan(s) => {
+                self.scan(s)?;
+            }
+            Op::RawScan(s) => {
+                self.raw_scan(s)?;
+            }
+            Op::Reopen { close } => {
+                stat("reopen");
+                let before = self.engine_snapshot()?;
+                self.reopen(*close)?;
+                if *close && self.stores()?.iter().any(|(_, mem)| *mem > 0) {
+                    return Err("memstores not empty after close and reopen".to_string());
+                }
+                compare(
+                    "engine's full reads after reopening, against before",
+                    &self.engine_snapshot()?,
+                    &before,
+                )?;
+                self.check_everything()?;
+            }
+            Op::Flush => {
+                stat("flush");
+                let before = self.engine_snapshot()?;
+                self.flush()?;
+                compare(
+                    "engine's full reads after a flush, against before",
+                    &self.engine_snapshot()?,
+                    &before,
+                )?;
+            }
+            Op::MinorCompact => {
+                let before = self.engine_snapshot()?;
+                let files_before: usize = self.stores()?.iter().map(|s| s.0).sum();
+                self.db()
+                    .compact_table(TABLE, false)
+                    .map_err(|e| format!("minor compact_table failed: {e}"))?;
+                let files_after: usize = self.stores()?.iter().map(|s| s.0).sum();
+                stat(if files_after < files_before {
+                    "minor compaction: merged files"
+                } else {
+                    "minor compaction: nothing to do"
+                });
+                compare(
+                    "engine's full reads after a minor compaction, against before",
+                    &self.engine_snapshot()?,
+                    &before,
+                )?;
+            }
+            Op::Split(key) => {
+                let before = self.region_bounds()?;
+                let expect_error = key
+                    .as_ref()
+                    .is_some_and(|k| k.is_empty() || before.iter().any(|(s, _)| s == k));
+                let r = self.db().split_table(TABLE, key.as_deref());
+                let after = self.region_bounds()?;
+                match (r, expect_error) {
+                    (Ok(()), false) => {
+                        if key.is_some() && after.len() != before.len() + 1 {
+                            return Err(format!(
+                                "split at a key made {} regions of {}",
+                                after.len(),
+                                before.len()
+                            ));
+                        }
+                        stat(if after.len() > before.len() {
+                            "split: regions split"
+                        } else {
+                            "split: nothing to split"
+                        });
+                    }
+                    (Err(Error::InvalidArgument(_)), true) => stat("split: bad key refused"),
+                    (r, expected) => {
+                        return Err(format!(
+                            "split_table({key:?}) gave {:?}, expected an error: {expected}",
+                            r.map_err(|e| e.to_string())
+                        ))
+                    }
+                }
+                self.check_everything()?;
+            }
+            Op::SplitRegion(pick) => {
+                let Some((name, count)) = self.encoded_region_name(*pick)? else {
+                    return Err("a table without regions".into());
+                };
+                match self.db().split_region(name.as_bytes(), None) {
+                    Ok(()) => {
+                        stat("split region: split");
+                        if self.region_bounds()?.len() != count + 1 {
+                            return Err("split_region did not add a region".into());
+                        }
+                    }
+                    // A region of one row (or none) has nowhere to split.
+                    Err(Error::InvalidArgument(m)) if m.contains("no row to split at") => {
+                        stat("split region: no split point")
+                    }
+                    Err(e) => return Err(format!("split_region failed: {e}")),
+                }
+                self.check_everything()?;
+            }
+            Op::Merge(pick) => {
+                let regions = self
+                    .db()
+                    .list_regions(TABLE)
+                    .map_err(|e| format!("list_regions failed: {e}"))?;
+                if regions.len() < 2 {
+                    stat("merge: single region");
+                    return Ok(());
+                }
+                let i = pick % (regions.len() - 1);
+                let (a, b) = (
+                    regions[i].info.encoded_name(),
+                    regions[i + 1].info.encoded_name(),
+                );
+                // Either order names the same pair.
+                let (first, second) = if pick % 2 == 0 { (a, b) } else { (b, a) };
+                self.db()
+                    .merge_regions(first.as_bytes(), second.as_bytes())
+                    .map_err(|e| format!("merge_regions failed: {e}"))?;
+                stat("merge: merged");
+                if self.region_bounds()?.len() != regions.len() - 1 {
+                    return Err("merge did not remove a region".into());
+                }
+                self.check_everything()?;
+            }
+            Op::MajorCompact => {
+                stat("major compaction");
+                self.flush()?;
+                self.db()
+                    .compact_table(TABLE, true)
+                    .map_err(|e| format!("major compact_table failed: {e}"))?;
+                let info = self
+                    .db()
+                    .describe_table(TABLE)
+                    .map_err(|e| format!("describe_table failed: {e}"))?;
+                for region in &info.regions {
+                    if region.stores.iter().any(|(_, s)| s.files > 1) {
+                        return Err(format!(
+                            "a store has several files after a major compaction: {:?}",
+                            region.stores
+                        ));
+                    }
+                }
+                self.model.major_compact(now);
+                self.check_everything()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs the steps, comparing engine and model at each; the error names the
+/// failing step and shows the model's cells.
+pub(crate) fn run_steps(config: &Config, steps: &[Step]) -> Result<Harness, String> {
+    let mut h = Harness::new(config.clone());
+    for (i, step) in steps.iter().enumerate() {
+        h.step(step).map_err(|e| {
+            format!(
+                "step {i} (now={}) {step:?}\n{e}\nmodel cells:\n{}",
+                h.now(),
+                h.model.dump()
+            )
+        })?;
+    }
+    h.check_everything().map_err(|e| {
+        format!(
+            "final check (now={}):\n{e}\nmodel cells:\n{}",
+            h.now(),
+            h.model.dump()
+        )
+    })?;
+    Ok(h)
+}
