@@ -235,6 +235,14 @@ impl ManifestLog {
             }
             match self.read_version(version) {
                 Ok(manifest) => chosen = Some(manifest),
+                // Only a version that was read and failed its checks can be
+                // one that was never committed. An I/O error says nothing
+                // about the file: discarding (and deleting) the newest
+                // version on a transient read error silently dropped its
+                // flush, whose log segments may already be gone.
+                Err(e @ (Error::Io { .. } | Error::WalFailed(_) | Error::Closed(_))) => {
+                    return Err(e)
+                }
                 Err(e) => {
                     tracing::warn!(path = %self.path(version).display(), error = %e,
                         "discarding a manifest version that was never committed");
@@ -411,6 +419,38 @@ mod tests {
         let m3 = log.commit(&loaded, loaded.clone()).unwrap();
         assert_eq!(m3.version, 2);
         assert_eq!(log.load().unwrap().0.version, 2);
+    }
+
+    #[test]
+    fn a_read_error_on_the_newest_version_fails_the_load_and_deletes_nothing() {
+        use crate::fs::{FaultOp, FaultyFileStore, MemFileStore};
+        let faulty = Arc::new(FaultyFileStore::new(Arc::new(MemFileStore::new())));
+        let log = ManifestLog::new(faulty.clone(), "/store");
+        let (m0, _) = log.load().unwrap();
+        let m1 = log.commit(&m0, m0.clone()).unwrap();
+        // A crash between committing version 2 and deleting version 1
+        // leaves both; then reading version 2 fails once.
+        let m2 = StoreManifest {
+            version: 2,
+            next_file_id: 5,
+            ..m1.clone()
+        };
+        let mut w = faulty.create(&log.path(2)).unwrap();
+        w.write_all(&m2.encode().unwrap()).unwrap();
+        w.finish().unwrap();
+        faulty.fail_nth(FaultOp::Read, faulty.calls(FaultOp::Read) + 1);
+        let err = log.load().unwrap_err();
+        assert!(matches!(err, Error::Io { .. }), "{err}");
+        assert!(
+            faulty.exists(&log.path(2)).unwrap(),
+            "the newest version stays"
+        );
+        let (loaded, report) = log.load().unwrap();
+        assert_eq!(
+            loaded.next_file_id, 5,
+            "the newest version is the one loaded"
+        );
+        assert!(report.discarded_versions.is_empty());
     }
 
     #[test]

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -146,6 +146,12 @@ pub struct Region {
     /// are refused with `NotServingRegion` from then on, checked under
     /// `updates` so none is half applied. Reads go on: the data is frozen.
     closed: AtomicBool,
+    /// Flushes that failed since the region opened, and the last failure's
+    /// message: a writer held back by full memstores gives up only once a
+    /// flush attempted during its wait has failed (see
+    /// `wait_for_memstore_room`).
+    failed_flushes: AtomicU64,
+    last_flush_failure: Mutex<String>,
     /// Held by a compaction while it runs, and by the hand-over while it
     /// closes the region: new regions link to the files the region has
     /// then, so no compaction may replace them afterwards.
@@ -214,6 +220,8 @@ impl Region {
             flushed_mutex: Mutex::new(()),
             flush_requester: OnceLock::new(),
             closed: AtomicBool::new(false),
+            failed_flushes: AtomicU64::new(0),
+            last_flush_failure: Mutex::new(String::new()),
             compaction_gate: Mutex::new(()),
         })
     }
@@ -657,7 +665,7 @@ impl Region {
             return Ok(());
         }
         let wal = self.wal()?;
-        self.wait_for_memstore_room();
+        self.wait_for_memstore_room()?;
         let updates = self.updates.read();
         if self.closed.load(Ordering::Acquire) {
             return Err(self.not_serving());
@@ -749,9 +757,24 @@ impl Region {
     }
 
     /// Holds a writer back while the memstores are over the blocking size,
-    /// waiting for flushes to catch up.
-    fn wait_for_memstore_room(&self) {
+    /// waiting for flushes to catch up (never failing it for slowness, as
+    /// HBase's writers are held rather than refused). When a flush attempted
+    /// during the wait fails, room is not coming by itself: the writer gets
+    /// `RegionTooBusy` (HBase's `RegionTooBusyException`) instead of waiting
+    /// forever, and nothing was written. Writes succeed again as soon as a
+    /// flush does (a full disk with space freed, for example).
+    fn wait_for_memstore_room(&self) -> Result<()> {
+        let failures_before = self.failed_flushes.load(Ordering::SeqCst);
         while self.memstore_bytes() >= self.config.memstore_block_bytes {
+            if self.failed_flushes.load(Ordering::SeqCst) != failures_before {
+                return Err(Error::RegionTooBusy(format!(
+                    "{}: memstores hold {} bytes (blocking size {}) and flushing them failed: {}",
+                    self.info.encoded_name(),
+                    self.memstore_bytes(),
+                    self.config.memstore_block_bytes,
+                    self.last_flush_failure.lock()
+                )));
+            }
             match self.flush_requester.get() {
                 Some(request) => {
                     (request.0)(self.info.id);
@@ -763,16 +786,28 @@ impl Region {
                 None => {
                     if let Err(e) = self.flush() {
                         tracing::warn!(region = self.info.id, error = %e, "flush failed");
-                        return;
                     }
                 }
             }
         }
+        Ok(())
     }
 
     /// Writes every memstore out to store files. Returns the sequence id
     /// through which the region's data is now in files.
     pub fn flush(&self) -> Result<u64> {
+        let result = self.flush_all();
+        if let Err(e) = &result {
+            *self.last_flush_failure.lock() = e.to_string();
+            self.failed_flushes.fetch_add(1, Ordering::SeqCst);
+            // Writers waiting for room learn at once that it is not coming.
+            let _guard = self.flushed_mutex.lock();
+            self.flushed.notify_all();
+        }
+        result
+    }
+
+    fn flush_all(&self) -> Result<u64> {
         let _one_at_a_time = self.flush_lock.lock();
         // A snapshot a failed flush left goes out on its own (it holds
         // nothing written since); a second pass then takes the rest.

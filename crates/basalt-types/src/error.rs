@@ -115,6 +115,13 @@ pub enum Error {
     /// routes the request again to the regions that replaced it.
     #[error("region is not serving: {0}")]
     NotServingRegion(String),
+
+    /// A write waited for room in a region's full memstores while flushing
+    /// them kept failing (a full disk, a store that refuses writes), and
+    /// gave up (HBase's `RegionTooBusyException`). Nothing was written;
+    /// writes succeed again once a flush does.
+    #[error("region is too busy: {0}")]
+    RegionTooBusy(String),
 }
 
 impl Error {
@@ -167,6 +174,8 @@ pub enum ErrorKind {
     Closed,
     /// The region is being split or merged, or has been.
     NotServingRegion,
+    /// The region's memstores are full and cannot be flushed.
+    RegionTooBusy,
 }
 
 /// HBase's Java exception class for each [`ErrorKind`]: the one place that
@@ -209,6 +218,10 @@ pub const JAVA_EXCEPTION_CLASSES: &[(ErrorKind, &str)] = &[
     (
         ErrorKind::NotServingRegion,
         "org.apache.hadoop.hbase.NotServingRegionException",
+    ),
+    (
+        ErrorKind::RegionTooBusy,
+        "org.apache.hadoop.hbase.RegionTooBusyException",
     ),
     (ErrorKind::Io, "java.io.IOException"),
     (ErrorKind::Corruption, "java.io.IOException"),
@@ -258,6 +271,7 @@ impl Error {
             Error::Io { .. } => ErrorKind::Io,
             Error::Closed(_) => ErrorKind::Closed,
             Error::NotServingRegion(_) => ErrorKind::NotServingRegion,
+            Error::RegionTooBusy(_) => ErrorKind::RegionTooBusy,
         }
     }
 
@@ -338,6 +352,7 @@ impl fmt::Debug for Error {
                 .finish(),
             Error::Closed(m) => f.debug_tuple("Closed").field(m).finish(),
             Error::NotServingRegion(m) => f.debug_tuple("NotServingRegion").field(m).finish(),
+            Error::RegionTooBusy(m) => f.debug_tuple("RegionTooBusy").field(m).finish(),
         }
     }
 }
