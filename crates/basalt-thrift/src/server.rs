@@ -722,15 +722,11 @@ async fn read_message(
             return Err(Stop::Error(format!("negative frame length {declared}")));
         };
         if len > max_frame {
-            // Answered from the header if its start came with the length,
+            // Answered when the message's header came with the length (a
+            // reply the client cannot match to its call would not help it),
             // then closed: the body is never read.
-            let header = decode_header(wire.protocol, &buf[4..]).unwrap_or(MessageHeader {
-                name: String::new(),
-                kind: MessageType::Call,
-                seqid: 0,
-            });
             return Ok(Some(Incoming::Malformed {
-                header: Some(header),
+                header: decode_header(wire.protocol, &buf[4..]).ok(),
                 error: format!(
                     "frame of {len} bytes is over the {max_frame}-byte limit (max_frame_bytes)"
                 ),
