@@ -84,7 +84,8 @@ fn peak_rss_bytes(pid: u32) -> u64 {
 }
 
 #[test]
-fn eight_senders_of_sixteen_mib_of_tiny_elements_and_eight_of_the_largest_decoded_form_stay_under_the_memory_bound() {
+fn eight_senders_of_sixteen_mib_of_tiny_elements_and_eight_of_the_largest_decoded_form_stay_under_the_memory_bound(
+) {
     let dir = tempfile::tempdir().unwrap();
     let server = common::serve(dir.path());
     let port = server.port;
@@ -102,9 +103,12 @@ fn eight_senders_of_sixteen_mib_of_tiny_elements_and_eight_of_the_largest_decode
             std::thread::spawn(move || {
                 // Half framed, half not: both paths are bounded.
                 let framed = i % 2 == 0;
-                let mut c =
-                    Client::connect(("127.0.0.1", port), framed, Protocol::Binary { strict: true })
-                        .unwrap();
+                let mut c = Client::connect(
+                    ("127.0.0.1", port),
+                    framed,
+                    Protocol::Binary { strict: true },
+                )
+                .unwrap();
                 c.set_timeout(Some(TIMEOUT)).unwrap();
                 if framed {
                     c.stream()
@@ -131,8 +135,12 @@ fn eight_senders_of_sixteen_mib_of_tiny_elements_and_eight_of_the_largest_decode
         sender.join().unwrap();
     }
     // The server still serves.
-    let mut c = Client::connect(("127.0.0.1", port), false, Protocol::Binary { strict: true })
-        .unwrap();
+    let mut c = Client::connect(
+        ("127.0.0.1", port),
+        false,
+        Protocol::Binary { strict: true },
+    )
+    .unwrap();
     c.set_timeout(Some(TIMEOUT)).unwrap();
     c.get_table_names().unwrap();
     drop(TcpStream::connect(("127.0.0.1", port)));

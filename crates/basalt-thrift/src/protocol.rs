@@ -1072,9 +1072,9 @@ impl MessageScanner {
                                 DecodeError::Invalid(format!("field id out of range: {v}"))
                             })?
                         } else {
-                            last_field.checked_add(i16::from(delta)).ok_or_else(|| {
-                                DecodeError::Invalid("field id overflows".into())
-                            })?
+                            last_field
+                                .checked_add(i16::from(delta))
+                                .ok_or_else(|| DecodeError::Invalid("field id overflows".into()))?
                         };
                         // A compact bool field lives entirely in its header.
                         let ttype = match code {
@@ -1140,10 +1140,7 @@ impl MessageScanner {
     /// costs decoded (a struct's fields are counted when it ends).
     fn value(&self, reader: &mut Reader<'_>, ttype: TType) -> DResult<(Option<Frame>, usize)> {
         let compact = self.protocol == Protocol::Compact;
-        let container = matches!(
-            ttype,
-            TType::Struct | TType::List | TType::Set | TType::Map
-        );
+        let container = matches!(ttype, TType::Struct | TType::List | TType::Set | TType::Map);
         // The same cap as the decoder's: the stack holds the open levels.
         if container && self.stack.len() >= MAX_DEPTH {
             return invalid(format!("nesting deeper than {MAX_DEPTH}"));

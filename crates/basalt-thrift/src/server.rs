@@ -33,8 +33,8 @@ use basalt::Database;
 
 use crate::handler::{Advertised, Outcome, Service};
 use crate::protocol::{
-    decode_header, decode_message_within, detect_wire, encode_message, DecodeError,
-    MessageHeader, MessageScanner, MessageType, Scanned, Value, Wire,
+    decode_header, decode_message_within, detect_wire, encode_message, DecodeError, MessageHeader,
+    MessageScanner, MessageType, Scanned, Value, Wire,
 };
 use crate::scanners::Scanners;
 use crate::types::{app_error, TApplicationException, Thrift};
@@ -359,8 +359,8 @@ impl Server {
             refused_connections: s.refused_connections.load(Ordering::SeqCst),
             idle_closed: s.idle_closed.load(Ordering::SeqCst),
             refused_decodes: s.refused_decodes.load(Ordering::SeqCst),
-            in_flight_bytes: (self.shared.budget.size
-                - self.shared.budget.wire.available_permits()) as u64,
+            in_flight_bytes: (self.shared.budget.size - self.shared.budget.wire.available_permits())
+                as u64,
         }
     }
 
@@ -463,7 +463,11 @@ async fn accept_loop(
 /// Closes a connection over the cap at once: the client reads an end of
 /// stream straight away instead of waiting on a connection nobody serves.
 fn refuse(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
-    let refused = shared.stats.refused_connections.fetch_add(1, Ordering::SeqCst) + 1;
+    let refused = shared
+        .stats
+        .refused_connections
+        .fetch_add(1, Ordering::SeqCst)
+        + 1;
     drop(stream);
     let now = shared.started.elapsed().as_millis() as u64;
     let last = shared.stats.last_refusal_log_ms.load(Ordering::SeqCst);
@@ -587,9 +591,7 @@ async fn serve_connection(
 ) -> Stop {
     let mut waits = Waits {
         shutdown,
-        idle_deadline: shared
-            .idle_timeout
-            .map(|t| tokio::time::Instant::now() + t),
+        idle_deadline: shared.idle_timeout.map(|t| tokio::time::Instant::now() + t),
     };
     let mut buf = BytesMut::with_capacity(4096);
     while buf.len() < 5 {
@@ -610,17 +612,14 @@ async fn serve_connection(
     tracing::debug!(id, ?wire, "transport detected");
     loop {
         // Idle time runs from the last answer to the next complete request.
-        waits.idle_deadline = shared
-            .idle_timeout
-            .map(|t| tokio::time::Instant::now() + t);
+        waits.idle_deadline = shared.idle_timeout.map(|t| tokio::time::Instant::now() + t);
         let mut held = Held::default();
-        let message = match read_message(stream, &mut buf, wire, shared, &mut held, &mut waits)
-            .await
-        {
-            Ok(Some(m)) => m,
-            Ok(None) => return Stop::Clean,
-            Err(stop) => return stop,
-        };
+        let message =
+            match read_message(stream, &mut buf, wire, shared, &mut held, &mut waits).await {
+                Ok(Some(m)) => m,
+                Ok(None) => return Stop::Clean,
+                Err(stop) => return stop,
+            };
         // A large message leaves a large buffer behind; an idle connection
         // should not keep it.
         if buf.capacity() > 1024 * 1024 {

@@ -287,7 +287,10 @@ fn a_message_of_tiny_elements_is_refused_before_it_is_decoded() {
         };
         c.stream().write_all(&raw).unwrap();
         let m = expect_app_error(&mut c, app_error::PROTOCOL_ERROR);
-        assert!(m.contains("decoded") && m.contains("split the request"), "{m}");
+        assert!(
+            m.contains("decoded") && m.contains("split the request"),
+            "{m}"
+        );
         if framing {
             c.get_table_names().unwrap();
         } else {
