@@ -104,10 +104,11 @@ impl Default for ServerConfig {
 /// A decoded request may take at most this many times its bytes in memory
 /// (plus [`DECODED_FLOOR`]); past it the request is refused unread. A
 /// decoded value takes at least 40 bytes however few it was sent in (one,
-/// in the compact protocol); ordinary requests of short cells come to
-/// about 10 times (binary) and 26 times (compact deletes of short
-/// columns), so this refuses only requests of little else than tiny
-/// elements.
+/// in the compact protocol), and ordinary batches of short cells (compact
+/// deletes are the densest) come to a few tens of times by estimate, so
+/// this refuses only requests of little else than tiny elements (the test
+/// `ordinary_batches_of_short_cells_are_not_refused_for_their_decoded_size`
+/// keeps it so).
 pub const MAX_DECODED_PER_BYTE: usize = 32;
 
 /// Decoded memory every request may take whatever its size: the smallest

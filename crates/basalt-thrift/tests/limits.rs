@@ -356,3 +356,29 @@ fn a_second_large_message_waits_for_the_first_to_finish() {
     let m = expect_app_error(&mut a, app_error::UNKNOWN_METHOD);
     assert!(m.contains("big"), "{m}");
 }
+
+#[test]
+fn ordinary_batches_of_short_cells_are_not_refused_for_their_decoded_size() {
+    use basalt_thrift::client::{delete, put};
+    use basalt_thrift::types::BatchMutation;
+    use bytes::Bytes;
+    let server = TestServer::start();
+    // The densest ordinary requests: compact puts of one-byte values and
+    // compact deletes, tens of times their size decoded, well past the
+    // 64 KiB every request may take.
+    for (framed, protocol) in [(false, Protocol::Compact), (true, STRICT)] {
+        let mut c = server.client(framed, protocol);
+        let _ = c.create_table(b"t", vec![family("cf")]);
+        let batch = |mutation: &dyn Fn() -> basalt_thrift::types::Mutation| {
+            (0..20_000)
+                .map(|i| BatchMutation {
+                    row: Some(Bytes::from(format!("{i}"))),
+                    mutations: Some(vec![mutation()]),
+                })
+                .collect::<Vec<_>>()
+        };
+        c.mutate_rows(b"t", batch(&|| put(b"cf:q", b"v"))).unwrap();
+        c.mutate_rows(b"t", batch(&|| delete(b"cf:q"))).unwrap();
+    }
+    assert_eq!(server.server().stats().refused_decodes, 0);
+}
