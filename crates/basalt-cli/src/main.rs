@@ -67,6 +67,10 @@ struct ServeArgs {
 /// worker_threads = 2
 /// max_blocking_threads = 32
 /// max_scanners_per_connection = 1000
+/// max_scanners = 4096
+/// max_connections = 1000
+/// idle_timeout_ms = 60000
+/// max_in_flight_bytes = 67108864
 ///
 /// [database]          # engine options (see basalt::Options)
 /// wal_segment_bytes = 67108864

@@ -24,7 +24,7 @@ use basalt::{
 
 use crate::exception;
 use crate::protocol::Value;
-use crate::scanners::Scanners;
+use crate::scanners::{Refused, Scanners};
 use crate::types::{
     app_error, args, AlreadyExists, ColumnDescriptor, IOError, IllegalArgument, Mutation, TCell,
     TColumn, TRegionInfo, TRowResult, TScan, Thrift,
@@ -672,11 +672,21 @@ impl Service {
     fn open(&self, conn: u64, table: Option<Bytes>, scan: Scan, sorted: bool) -> CallResult {
         let table = self.table(table)?;
         let scanner = table.scan(&scan).map_err(db_error)?;
-        let id = self.scanners.insert(conn, scanner, sorted).ok_or_else(|| {
-            CallError::Io(
-                "too many open scanners on this connection; close some (scannerClose)".into(),
-            )
-        })?;
+        let id = self
+            .scanners
+            .insert(conn, scanner, sorted)
+            .map_err(|refused| {
+                CallError::Io(match refused {
+                    Refused::Connection(limit) => format!(
+                        "too many open scanners on this connection (limit {limit}, \
+                         max_scanners_per_connection); close some (scannerClose)"
+                    ),
+                    Refused::Server(limit) => format!(
+                        "too many open scanners on the server (limit {limit}, max_scanners); \
+                         close some (scannerClose) or wait for unused ones to expire"
+                    ),
+                })
+            })?;
         Ok(Some(Value::I32(id)))
     }
 

@@ -273,17 +273,74 @@ fn invalid<T>(message: impl Into<String>) -> DResult<T> {
 }
 
 /// Decodes one message from the start of `buf`: its header, its body (a
-/// struct) and the number of bytes it took.
+/// struct) and the number of bytes it took. The decoded tree is not
+/// bounded beyond the buffer's own bounds; a server decodes through
+/// [`decode_message_within`].
 pub fn decode_message(
     protocol: Protocol,
     buf: &[u8],
 ) -> Result<(MessageHeader, Value, usize), (Option<MessageHeader>, DecodeError)> {
+    decode_message_within(protocol, buf, usize::MAX).map(|d| (d.header, d.body, d.len))
+}
+
+/// A message decoded by [`decode_message_within`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    /// The message header.
+    pub header: MessageHeader,
+    /// The body (a [`Value::Struct`]).
+    pub body: Value,
+    /// Bytes of `buf` the message took.
+    pub len: usize,
+    /// Heap bytes the decoded tree holds, as charged against the limit.
+    pub cost: usize,
+}
+
+/// A decoded container's vector capacity after growing from `capacity`
+/// once: doubling, from 2.
+fn grown(capacity: usize) -> usize {
+    capacity.saturating_add(capacity.max(2))
+}
+
+/// The capacity a container's vector has once it holds `n` elements,
+/// having started with room for `reserved`.
+fn capacity_for(reserved: usize, n: usize) -> usize {
+    let mut capacity = reserved;
+    while capacity < n {
+        capacity = grown(capacity);
+    }
+    capacity
+}
+
+/// What one element of a decoded tree costs beyond its bytes: the slot it
+/// takes in its container's vector. Charged by capacity, as allocated.
+const VALUE_SLOT: usize = std::mem::size_of::<Value>();
+const FIELD_SLOT: usize = std::mem::size_of::<(i16, Value)>();
+const ENTRY_SLOT: usize = std::mem::size_of::<(Value, Value)>();
+
+/// Decodes one message like [`decode_message`], refusing it (as
+/// [`DecodeError::Invalid`]) once its decoded tree would hold more than
+/// `max_cost` heap bytes. Every container slot and every string's bytes
+/// are charged as they are allocated, so a message of many tiny elements
+/// (one byte on the wire, a 40-byte [`Value`] decoded) stops at the limit
+/// instead of growing the process by forty times its size.
+pub fn decode_message_within(
+    protocol: Protocol,
+    buf: &[u8],
+    max_cost: usize,
+) -> Result<Decoded, (Option<MessageHeader>, DecodeError)> {
     let mut reader = Reader::new(protocol, buf);
+    reader.max_cost = max_cost;
     let header = reader.read_message_header().map_err(|e| (None, e))?;
     let body = reader
         .read_value(TType::Struct)
         .map_err(|e| (Some(header.clone()), e))?;
-    Ok((header, body, reader.pos))
+    Ok(Decoded {
+        header,
+        body,
+        len: reader.pos,
+        cost: reader.cost,
+    })
 }
 
 /// Decodes just a message header (for replying to a message whose body is
@@ -316,6 +373,10 @@ struct Reader<'a> {
     depth: usize,
     /// Compact protocol: the last field id of each open struct.
     last_field: Vec<i16>,
+    /// Heap bytes the values decoded so far hold.
+    cost: usize,
+    /// Most heap bytes the decoded values may hold.
+    max_cost: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -326,7 +387,34 @@ impl<'a> Reader<'a> {
             pos: 0,
             depth: 0,
             last_field: Vec::new(),
+            cost: 0,
+            max_cost: usize::MAX,
         }
+    }
+
+    /// Charges `bytes` of heap to the message, refusing it past its limit.
+    fn charge(&mut self, bytes: usize) -> DResult<()> {
+        self.cost = self.cost.saturating_add(bytes);
+        if self.cost > self.max_cost {
+            return invalid(format!(
+                "message refused: decoding it would take more than {} bytes of memory \
+                 (at byte {} of it); send fewer, larger elements or split the request",
+                self.max_cost, self.pos
+            ));
+        }
+        Ok(())
+    }
+
+    /// Makes room for one more element in `items`, charging what the
+    /// vector allocates. Growth is explicit (see [`grown`]) so that the
+    /// charge is what is really allocated, and what the scanner predicts.
+    fn grow<T>(&mut self, items: &mut Vec<T>, slot: usize) -> DResult<()> {
+        if items.len() == items.capacity() {
+            let extra = grown(items.capacity()) - items.capacity();
+            self.charge(extra.saturating_mul(slot))?;
+            items.reserve_exact(extra);
+        }
+        Ok(())
     }
 
     fn remaining(&self) -> usize {
@@ -349,7 +437,9 @@ impl<'a> Reader<'a> {
 
     /// Values are copied out of the read buffer, which is then reused.
     fn take_bytes(&mut self, n: usize) -> DResult<Bytes> {
-        Ok(Bytes::copy_from_slice(self.take(n)?))
+        let bytes = self.take(n)?;
+        self.charge(n)?;
+        Ok(Bytes::copy_from_slice(bytes))
     }
 
     fn u8(&mut self) -> DResult<u8> {
@@ -535,7 +625,10 @@ impl<'a> Reader<'a> {
         let result = loop {
             match self.read_field()? {
                 None => break Ok(Value::Struct(fields)),
-                Some(field) => fields.push(field),
+                Some(field) => {
+                    self.grow(&mut fields, FIELD_SLOT)?;
+                    fields.push(field);
+                }
             }
         };
         self.last_field.pop();
@@ -620,9 +713,13 @@ impl<'a> Reader<'a> {
                 (elem, count)
             }
         };
-        let mut items = Vec::with_capacity(count.min(MAX_RESERVED_ELEMENTS));
+        let reserved = count.min(MAX_RESERVED_ELEMENTS);
+        self.charge(reserved.saturating_mul(VALUE_SLOT))?;
+        let mut items = Vec::with_capacity(reserved);
         for _ in 0..count {
-            items.push(self.read_value(elem)?);
+            let item = self.read_value(elem)?;
+            self.grow(&mut items, VALUE_SLOT)?;
+            items.push(item);
         }
         Ok((elem, items))
     }
@@ -656,10 +753,13 @@ impl<'a> Reader<'a> {
                 )
             }
         };
-        let mut entries = Vec::with_capacity(count.min(MAX_RESERVED_ELEMENTS));
+        let reserved = count.min(MAX_RESERVED_ELEMENTS);
+        self.charge(reserved.saturating_mul(ENTRY_SLOT))?;
+        let mut entries = Vec::with_capacity(reserved);
         for _ in 0..count {
             let k = self.read_value(key)?;
             let v = self.read_value(value)?;
+            self.grow(&mut entries, ENTRY_SLOT)?;
             entries.push((k, v));
         }
         Ok(Value::Map(key, value, entries))
@@ -810,6 +910,317 @@ impl Writer<'_> {
                 if let Some(slot) = self.last_field.last_mut() {
                     *slot = id;
                 }
+            }
+        }
+    }
+}
+
+/// Finds where a message ends in a buffer that grows as its bytes arrive,
+/// examining each byte once: an unframed connection cannot know a
+/// message's length before walking it, and decoding the whole message
+/// again on every read costs time quadratic in its size (two 8 MB
+/// messages trickled in 1 KB pieces took 16 s of CPU). The walk keeps its
+/// place between calls (an explicit stack instead of recursion), allocates
+/// nothing per element, and checks types and nesting as it goes, so broken
+/// input is found as soon as it arrives. Once it reports the length, the
+/// message is decoded once.
+#[derive(Debug)]
+pub struct MessageScanner {
+    protocol: Protocol,
+    /// Bytes walked and found well-formed so far.
+    pos: usize,
+    header: Option<MessageHeader>,
+    /// The open structs and containers, innermost last.
+    stack: Vec<Frame>,
+    /// Bytes looked at over every call, retries of a unit cut short by the
+    /// end of the buffer included.
+    examined: u64,
+    /// Heap bytes the message will take decoded, as the decoder charges it.
+    cost: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Frame {
+    /// A struct, with (compact protocol) its last field id and how many
+    /// fields it has had.
+    Struct { last_field: i16, fields: usize },
+    /// A list or set: the element type and how many elements are left.
+    List { elem: TType, left: usize },
+    /// A map: key and value types, entries left, and whether a key is next.
+    Map {
+        key: TType,
+        value: TType,
+        left: usize,
+        key_next: bool,
+    },
+}
+
+/// How far [`MessageScanner::advance`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scanned {
+    /// The message is complete: its length in bytes.
+    Complete(usize),
+    /// More bytes are needed: at least `needed` in all.
+    Incomplete {
+        /// Total buffer length known to be required.
+        needed: usize,
+    },
+}
+
+impl MessageScanner {
+    /// A scanner at the start of a message.
+    pub fn new(protocol: Protocol) -> Self {
+        MessageScanner {
+            protocol,
+            pos: 0,
+            header: None,
+            stack: Vec::new(),
+            examined: 0,
+            cost: 0,
+        }
+    }
+
+    /// Heap bytes the walked part takes decoded: exactly what
+    /// [`decode_message_within`] charges, known before decoding anything.
+    pub fn cost(&self) -> usize {
+        self.cost
+    }
+
+    /// The message header, once it has been read.
+    pub fn header(&self) -> Option<&MessageHeader> {
+        self.header.as_ref()
+    }
+
+    /// Bytes looked at so far: the work done, linear in the message.
+    pub fn examined(&self) -> u64 {
+        self.examined
+    }
+
+    /// Walks on through `buf` (the buffer of the previous call, longer):
+    /// where the message ends, or how many bytes it needs at least; an
+    /// error when the bytes cannot be a message.
+    pub fn advance(&mut self, buf: &[u8]) -> DResult<Scanned> {
+        if self.header.is_none() {
+            let mut reader = Reader::new(self.protocol, buf);
+            let header = reader.read_message_header();
+            self.examined += reader.pos as u64;
+            match header {
+                Ok(header) => {
+                    self.header = Some(header);
+                    self.pos = reader.pos;
+                    self.stack.push(Frame::Struct {
+                        last_field: 0,
+                        fields: 0,
+                    });
+                }
+                Err(DecodeError::Incomplete { needed }) => {
+                    return Ok(Scanned::Incomplete { needed })
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        loop {
+            let mut reader = Reader::new(self.protocol, buf);
+            reader.pos = self.pos;
+            let step = self.step(&mut reader);
+            self.examined += (reader.pos - self.pos) as u64;
+            match step {
+                Ok(true) => self.pos = reader.pos,
+                Ok(false) => {
+                    self.pos = reader.pos;
+                    return Ok(Scanned::Complete(reader.pos));
+                }
+                Err(DecodeError::Incomplete { needed }) => {
+                    return Ok(Scanned::Incomplete { needed })
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Walks one unit from `reader.pos`: a struct's field header with its
+    /// scalar value or container header, a container's element, or an end.
+    /// State changes only once the unit is whole, so a unit cut short is
+    /// walked again from its start. `false`: the message has ended.
+    fn step(&mut self, reader: &mut Reader<'_>) -> DResult<bool> {
+        let Some(&top) = self.stack.last() else {
+            return Ok(false);
+        };
+        let opened = match top {
+            Frame::Struct { last_field, fields } => {
+                let byte = reader.u8()?;
+                if byte == 0 {
+                    self.stack.pop();
+                    self.cost = self
+                        .cost
+                        .saturating_add(capacity_for(0, fields).saturating_mul(FIELD_SLOT));
+                    return Ok(!self.stack.is_empty());
+                }
+                let (id, ttype) = match self.protocol {
+                    Protocol::Binary { .. } => {
+                        let ttype = TType::from_code(byte).ok_or_else(|| {
+                            DecodeError::Invalid(format!("unknown field type {byte}"))
+                        })?;
+                        (reader.be_i16()?, Some(ttype))
+                    }
+                    Protocol::Compact => {
+                        let code = byte & 0x0f;
+                        let delta = byte >> 4;
+                        let id = if delta == 0 {
+                            let v = reader.zigzag_i32()?;
+                            i16::try_from(v).map_err(|_| {
+                                DecodeError::Invalid(format!("field id out of range: {v}"))
+                            })?
+                        } else {
+                            last_field
+                                .checked_add(i16::from(delta))
+                                .ok_or_else(|| DecodeError::Invalid("field id overflows".into()))?
+                        };
+                        // A compact bool field lives entirely in its header.
+                        let ttype = match code {
+                            1 | 2 => None,
+                            _ => Some(TType::from_compact_code(code).ok_or_else(|| {
+                                DecodeError::Invalid(format!("unknown compact field type {code}"))
+                            })?),
+                        };
+                        (id, ttype)
+                    }
+                };
+                let (opened, cost) = match ttype {
+                    Some(ttype) => self.value(reader, ttype)?,
+                    None => (None, 0),
+                };
+                if let Some(Frame::Struct { last_field, fields }) = self.stack.last_mut() {
+                    *last_field = id;
+                    *fields += 1;
+                }
+                (opened, cost)
+            }
+            Frame::List { elem, left } => {
+                if left == 0 {
+                    self.stack.pop();
+                    return Ok(true);
+                }
+                let opened = self.value(reader, elem)?;
+                if let Some(Frame::List { left, .. }) = self.stack.last_mut() {
+                    *left -= 1;
+                }
+                opened
+            }
+            Frame::Map {
+                key,
+                value,
+                left,
+                key_next,
+            } => {
+                if left == 0 {
+                    self.stack.pop();
+                    return Ok(true);
+                }
+                let opened = self.value(reader, if key_next { key } else { value })?;
+                if let Some(Frame::Map { left, key_next, .. }) = self.stack.last_mut() {
+                    if !*key_next {
+                        *left -= 1;
+                    }
+                    *key_next = !*key_next;
+                }
+                opened
+            }
+        };
+        let (opened, cost) = opened;
+        self.cost = self.cost.saturating_add(cost);
+        if let Some(frame) = opened {
+            self.stack.push(frame);
+        }
+        Ok(true)
+    }
+
+    /// Walks a value of type `ttype`: a scalar or string whole, a
+    /// container's header (returned as the frame to open); with what it
+    /// costs decoded (a struct's fields are counted when it ends).
+    fn value(&self, reader: &mut Reader<'_>, ttype: TType) -> DResult<(Option<Frame>, usize)> {
+        let compact = self.protocol == Protocol::Compact;
+        let container = matches!(ttype, TType::Struct | TType::List | TType::Set | TType::Map);
+        // The same cap as the decoder's: the stack holds the open levels.
+        if container && self.stack.len() >= MAX_DEPTH {
+            return invalid(format!("nesting deeper than {MAX_DEPTH}"));
+        }
+        match ttype {
+            TType::Stop => invalid("a value cannot have type stop"),
+            TType::Bool | TType::Byte => reader.u8().map(|_| (None, 0)),
+            TType::I16 | TType::I32 if compact => reader.zigzag_i32().map(|_| (None, 0)),
+            TType::I64 if compact => reader.zigzag_i64().map(|_| (None, 0)),
+            TType::I16 => reader.take(2).map(|_| (None, 0)),
+            TType::I32 => reader.take(4).map(|_| (None, 0)),
+            TType::I64 | TType::Double => reader.take(8).map(|_| (None, 0)),
+            TType::Binary => {
+                let len = reader.length("string length")?;
+                reader.take(len).map(|_| (None, len))
+            }
+            TType::Struct => Ok((
+                Some(Frame::Struct {
+                    last_field: 0,
+                    fields: 0,
+                }),
+                0,
+            )),
+            TType::List | TType::Set => {
+                let (elem, left) = if compact {
+                    let byte = reader.u8()?;
+                    let elem = reader.element_type(byte & 0x0f, true)?;
+                    let short = usize::from(byte >> 4);
+                    let left = if short == 15 {
+                        reader.length("list size")?
+                    } else {
+                        short
+                    };
+                    (elem, left)
+                } else {
+                    let code = reader.u8()?;
+                    let elem = reader.element_type(code, false)?;
+                    (elem, reader.length("list size")?)
+                };
+                let slots = capacity_for(left.min(MAX_RESERVED_ELEMENTS), left);
+                Ok((
+                    Some(Frame::List { elem, left }),
+                    slots.saturating_mul(VALUE_SLOT),
+                ))
+            }
+            TType::Map => {
+                let (key, value, left) = if compact {
+                    let left = reader.length("map size")?;
+                    if left == 0 {
+                        return Ok((None, 0));
+                    }
+                    let types = reader.u8()?;
+                    (
+                        reader.element_type(types >> 4, true)?,
+                        reader.element_type(types & 0x0f, true)?,
+                        left,
+                    )
+                } else {
+                    let k = reader.u8()?;
+                    let v = reader.u8()?;
+                    let left = reader.length("map size")?;
+                    if left == 0 {
+                        return Ok((None, 0));
+                    }
+                    (
+                        reader.element_type(k, false)?,
+                        reader.element_type(v, false)?,
+                        left,
+                    )
+                };
+                let slots = capacity_for(left.min(MAX_RESERVED_ELEMENTS), left);
+                Ok((
+                    Some(Frame::Map {
+                        key,
+                        value,
+                        left,
+                        key_next: true,
+                    }),
+                    slots.saturating_mul(ENTRY_SLOT),
+                ))
             }
         }
     }
@@ -994,5 +1405,93 @@ mod tests {
             Err((Some(_), DecodeError::Invalid(m))) => assert!(m.contains("nesting")),
             other => panic!("{other:?}"),
         }
+    }
+    #[test]
+    fn the_scanner_finds_each_message_end_and_examines_each_byte_about_once() {
+        for protocol in [
+            Protocol::Binary { strict: true },
+            Protocol::Binary { strict: false },
+            Protocol::Compact,
+        ] {
+            let header = MessageHeader {
+                name: "mutateRows".into(),
+                kind: MessageType::Call,
+                seqid: 9,
+            };
+            let mut out = BytesMut::new();
+            encode_message(protocol, &header, &sample(), &mut out);
+            let bytes = out.freeze();
+            // Whole at once.
+            let mut scanner = MessageScanner::new(protocol);
+            assert_eq!(
+                scanner.advance(&bytes).unwrap(),
+                Scanned::Complete(bytes.len())
+            );
+            assert_eq!(scanner.header(), Some(&header));
+            let decoded = decode_message_within(protocol, &bytes, usize::MAX).unwrap();
+            assert_eq!(scanner.cost(), decoded.cost, "{protocol:?}");
+            // One byte at a time: incomplete until the last byte, and the
+            // work stays a small multiple of the size.
+            let mut scanner = MessageScanner::new(protocol);
+            for cut in 1..bytes.len() {
+                match scanner.advance(&bytes[..cut]).unwrap() {
+                    Scanned::Incomplete { needed } => assert!(needed > cut),
+                    other => panic!("{protocol:?} cut at {cut}: {other:?}"),
+                }
+            }
+            assert_eq!(
+                scanner.advance(&bytes).unwrap(),
+                Scanned::Complete(bytes.len())
+            );
+            assert!(
+                scanner.examined() <= 8 * bytes.len() as u64,
+                "{protocol:?}: examined {} for {} bytes",
+                scanner.examined(),
+                bytes.len()
+            );
+        }
+    }
+
+    #[test]
+    fn the_scanner_rejects_what_the_decoder_rejects() {
+        let mut buf = BytesMut::new();
+        buf.put_u32(0x8001_0001);
+        buf.put_i32(1);
+        buf.put_u8(b'x');
+        buf.put_i32(0);
+        for _ in 0..200 {
+            buf.put_u8(12);
+            buf.put_i16(1);
+        }
+        let mut scanner = MessageScanner::new(Protocol::Binary { strict: true });
+        match scanner.advance(&buf) {
+            Err(DecodeError::Invalid(m)) => assert!(m.contains("nesting"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn many_tiny_elements_stop_at_the_decoding_limit() {
+        // A list of 100 000 one-byte values: 100 KB on the wire, 4 MB as
+        // values.
+        let mut buf = BytesMut::new();
+        buf.put_u32(0x8001_0001);
+        buf.put_i32(1);
+        buf.put_u8(b'x');
+        buf.put_i32(0);
+        buf.put_u8(15);
+        buf.put_i16(1);
+        buf.put_u8(3);
+        buf.put_i32(100_000);
+        buf.put_slice(&[7u8; 100_000]);
+        buf.put_u8(0);
+        let protocol = Protocol::Binary { strict: true };
+        match decode_message_within(protocol, &buf, 1_000_000) {
+            Err((Some(_), DecodeError::Invalid(m))) => assert!(m.contains("memory"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let whole = decode_message_within(protocol, &buf, usize::MAX).unwrap();
+        assert!(whole.cost >= 100_000 * VALUE_SLOT, "{}", whole.cost);
+        assert!(whole.cost <= 2 * 100_000 * VALUE_SLOT, "{}", whole.cost);
     }
 }

@@ -25,6 +25,15 @@ pub(crate) struct OpenScanner {
     last_used: Mutex<Instant>,
 }
 
+/// Why a scanner could not be registered: which cap it hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The connection holds this many already.
+    Connection(usize),
+    /// The server holds this many already.
+    Server(usize),
+}
+
 /// Every open scanner of a server.
 #[derive(Debug)]
 pub(crate) struct Scanners {
@@ -32,6 +41,9 @@ pub(crate) struct Scanners {
     /// Most scanners one connection may hold open: each holds engine state,
     /// so a client must not be able to open them without limit.
     per_connection: usize,
+    /// Most scanners open on the server at once: the per-connection cap
+    /// alone lets many connections together hold gigabytes.
+    total: usize,
     inner: Mutex<Inner>,
 }
 
@@ -71,17 +83,23 @@ impl Inner {
 }
 
 impl Scanners {
-    pub(crate) fn new(lease: Duration, per_connection: usize) -> Self {
+    pub(crate) fn new(lease: Duration, per_connection: usize, total: usize) -> Self {
         Scanners {
             lease,
             per_connection,
+            total,
             inner: Mutex::new(Inner::default()),
         }
     }
 
-    /// Registers a scanner and returns its id; `None` when the connection
-    /// already holds as many as it may.
-    pub(crate) fn insert(&self, owner: u64, scanner: basalt::Scanner, sorted: bool) -> Option<i32> {
+    /// Registers a scanner and returns its id; refused when the connection
+    /// or the server already holds as many as it may.
+    pub(crate) fn insert(
+        &self,
+        owner: u64,
+        scanner: basalt::Scanner,
+        sorted: bool,
+    ) -> Result<i32, Refused> {
         let entry = Arc::new(OpenScanner {
             owner,
             sorted,
@@ -89,9 +107,12 @@ impl Scanners {
             last_used: Mutex::new(Instant::now()),
         });
         let mut inner = self.inner.lock();
+        if inner.open.len() >= self.total {
+            return Err(Refused::Server(self.total));
+        }
         let owned = inner.owned.entry(owner).or_insert(0);
         if *owned >= self.per_connection {
-            return None;
+            return Err(Refused::Connection(self.per_connection));
         }
         *owned += 1;
         // Ids wrap around after 2^31 scanners; skip any still open.
@@ -101,7 +122,7 @@ impl Scanners {
         }
         inner.next_id = id.checked_add(1).unwrap_or(0);
         inner.open.insert(id, entry);
-        Some(id)
+        Ok(id)
     }
 
     /// The scanner with this id, its lease renewed.

@@ -6,6 +6,15 @@
 //! write-ahead log's group commit waits for the disk), so each call runs on
 //! tokio's blocking pool, capped at `max_blocking_threads`: calls beyond the
 //! cap queue instead of multiplying threads.
+//!
+//! What clients can make the server hold is bounded: connections
+//! (`max_connections`, beyond which a connection is accepted and closed at
+//! once), idle time (`idle_timeout_ms`), open scanners (`max_scanners`,
+//! `max_scanners_per_connection`), and the bytes of requests in flight
+//! (`max_in_flight_bytes`): a framed request waits for room for its bytes
+//! before its body is read, and every request waits for room for its
+//! decoded form, measured exactly before it is decoded, so many small
+//! elements cannot grow the process by forty times what was sent.
 
 use std::io;
 use std::net::SocketAddr;
@@ -13,19 +22,19 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use basalt::Database;
 
 use crate::handler::{Advertised, Outcome, Service};
 use crate::protocol::{
-    decode_header, decode_message, detect_wire, encode_message, DecodeError, MessageHeader,
-    MessageType, Value, Wire,
+    decode_header, decode_message_within, detect_wire, encode_message, DecodeError, MessageHeader,
+    MessageScanner, MessageType, Scanned, Value, Wire,
 };
 use crate::scanners::Scanners;
 use crate::types::{app_error, TApplicationException, Thrift};
@@ -49,6 +58,29 @@ pub struct ServerConfig {
     pub max_blocking_threads: usize,
     /// Most scanners one connection may hold open. Default 1000.
     pub max_scanners_per_connection: usize,
+    /// Most scanners open on the whole server. Default 4096: an open
+    /// scanner holds engine state (about 60 KB measured), so this keeps
+    /// forgotten scanners under about 250 MB while leaving room for
+    /// hundreds of clients scanning at once.
+    pub max_scanners: usize,
+    /// Most connections open at once; one more is accepted and closed at
+    /// once (with a warning in the log). Default 1000 (HBase Thrift's
+    /// worker thread count): well below the usual descriptor limits, so
+    /// idle clients cannot take every descriptor from the data files and
+    /// from new clients.
+    pub max_connections: usize,
+    /// Milliseconds a connection may go without a complete request before
+    /// it is closed (its scanners with it); 0 never closes one. Default
+    /// 60 000, HBase Thrift's socket read timeout and the scanner lease.
+    pub idle_timeout_ms: u64,
+    /// Bytes of requests in flight on the whole server. A framed request
+    /// waits for room for its length before its body is read; every
+    /// request waits for room for its decoded form before it is decoded
+    /// (a second budget of the same size), and one whose decoded form
+    /// alone exceeds this is refused. A request holds its room until it
+    /// is answered. Default 64 MiB: four requests of the largest size at
+    /// once, thousands of ordinary ones.
+    pub max_in_flight_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -61,8 +93,75 @@ impl Default for ServerConfig {
             worker_threads: 2,
             max_blocking_threads: 32,
             max_scanners_per_connection: 1000,
+            max_scanners: 4096,
+            max_connections: 1000,
+            idle_timeout_ms: 60_000,
+            max_in_flight_bytes: 64 * 1024 * 1024,
         }
     }
+}
+
+/// A decoded request may take at most this many times its bytes in memory
+/// (plus [`DECODED_FLOOR`]); past it the request is refused unread. A
+/// decoded value takes at least 40 bytes however few it was sent in (one,
+/// in the compact protocol), and ordinary batches of short cells (compact
+/// deletes are the densest) come to a few tens of times by estimate, so
+/// this refuses only requests of little else than tiny elements (the test
+/// `ordinary_batches_of_short_cells_are_not_refused_for_their_decoded_size`
+/// keeps it so).
+pub const MAX_DECODED_PER_BYTE: usize = 32;
+
+/// Decoded memory every request may take whatever its size: the smallest
+/// requests are a few dozen bytes.
+pub const DECODED_FLOOR: usize = 64 * 1024;
+
+/// Counters for tests: how much work and waiting the server did.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Bytes the decoder examined (the message scanner and the decoder
+    /// together): linear in what was sent.
+    pub decode_bytes_examined: u64,
+    /// Times a request waited for room in the in-flight budget.
+    pub budget_waits: u64,
+    /// Connections refused for being over `max_connections`.
+    pub refused_connections: u64,
+    /// Connections closed for being idle.
+    pub idle_closed: u64,
+    /// Requests refused because their decoded form would be too large.
+    pub refused_decodes: u64,
+    /// Bytes of the request budget held right now (the wire half).
+    pub in_flight_bytes: u64,
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    decode_bytes_examined: AtomicU64,
+    budget_waits: AtomicU64,
+    refused_connections: AtomicU64,
+    idle_closed: AtomicU64,
+    refused_decodes: AtomicU64,
+    /// When the last refusal was logged (ms since start), so a flood of
+    /// connections logs once a second, not once per connection.
+    last_refusal_log_ms: AtomicU64,
+}
+
+/// The in-flight budgets: bytes of requests being read and served, and
+/// their decoded form. Two semaphores, always taken in that order and the
+/// second never waited for while holding a permit of it, so no request
+/// can wait on another that waits on it.
+#[derive(Debug)]
+struct Budget {
+    wire: Arc<Semaphore>,
+    decoded: Arc<Semaphore>,
+    /// Permits of each semaphore (a request asks for at most this).
+    size: usize,
+}
+
+/// Room a request holds in the budget until it is answered.
+#[derive(Debug, Default)]
+struct Held {
+    _permits: Vec<OwnedSemaphorePermit>,
 }
 
 /// State shared by the accept loop and every connection.
@@ -71,8 +170,41 @@ struct Shared {
     service: Arc<Service>,
     scanners: Arc<Scanners>,
     max_frame: usize,
+    max_connections: usize,
+    idle_timeout: Option<Duration>,
+    budget: Budget,
+    stats: Stats,
+    started: Instant,
     next_connection: AtomicU64,
     open_connections: AtomicUsize,
+}
+
+impl Shared {
+    /// Takes `bytes` of `semaphore` (at most the whole budget, so a lone
+    /// request larger than it still passes once nothing else is in
+    /// flight), waiting if it must; `None` when the server shuts down.
+    async fn reserve(
+        &self,
+        semaphore: &Arc<Semaphore>,
+        bytes: usize,
+        held: &mut Held,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Option<()> {
+        // The budget fits in u32 (see `serve_bound`).
+        let n = u32::try_from(bytes.clamp(1, self.budget.size)).unwrap_or(u32::MAX);
+        let permit = match Arc::clone(semaphore).try_acquire_many_owned(n) {
+            Ok(permit) => permit,
+            Err(_) => {
+                self.stats.budget_waits.fetch_add(1, Ordering::SeqCst);
+                tokio::select! {
+                    permit = Arc::clone(semaphore).acquire_many_owned(n) => permit.ok()?,
+                    _ = shutdown.changed() => return None,
+                }
+            }
+        };
+        held._permits.push(permit);
+        Some(())
+    }
 }
 
 /// A running server. Dropping it without [`Server::shutdown`] stops the
@@ -146,6 +278,7 @@ impl Server {
         let scanners = Arc::new(Scanners::new(
             lease,
             config.max_scanners_per_connection.max(1),
+            config.max_scanners.max(1),
         ));
         let advertised = Advertised {
             host: if local_addr.ip().is_unspecified() {
@@ -162,10 +295,25 @@ impl Server {
             advertised,
             max_frame / 2,
         ));
+        // Semaphores count in u32 requests; 4 GiB is far beyond any use.
+        let budget_size = config
+            .max_in_flight_bytes
+            .clamp(1, u32::MAX as usize)
+            .min(Semaphore::MAX_PERMITS);
         let shared = Arc::new(Shared {
             service,
             scanners: Arc::clone(&scanners),
             max_frame,
+            max_connections: config.max_connections.max(1),
+            idle_timeout: (config.idle_timeout_ms > 0)
+                .then(|| Duration::from_millis(config.idle_timeout_ms)),
+            budget: Budget {
+                wire: Arc::new(Semaphore::new(budget_size)),
+                decoded: Arc::new(Semaphore::new(budget_size)),
+                size: budget_size,
+            },
+            stats: Stats::default(),
+            started: Instant::now(),
             next_connection: AtomicU64::new(1),
             open_connections: AtomicUsize::new(0),
         });
@@ -200,6 +348,21 @@ impl Server {
     /// Connections currently open.
     pub fn open_connections(&self) -> usize {
         self.shared.open_connections.load(Ordering::SeqCst)
+    }
+
+    /// Counters of work and waiting, for tests.
+    #[doc(hidden)]
+    pub fn stats(&self) -> ServerStats {
+        let s = &self.shared.stats;
+        ServerStats {
+            decode_bytes_examined: s.decode_bytes_examined.load(Ordering::SeqCst),
+            budget_waits: s.budget_waits.load(Ordering::SeqCst),
+            refused_connections: s.refused_connections.load(Ordering::SeqCst),
+            idle_closed: s.idle_closed.load(Ordering::SeqCst),
+            refused_decodes: s.refused_decodes.load(Ordering::SeqCst),
+            in_flight_bytes: (self.shared.budget.size - self.shared.budget.wire.available_permits())
+                as u64,
+        }
     }
 
     /// Blocks until the process receives SIGINT or SIGTERM.
@@ -269,6 +432,14 @@ async fn accept_loop(
             _ = shutdown.changed() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    // Counted here, not in the task, so that a burst of
+                    // connections cannot all pass the cap before any runs.
+                    let open = shared.open_connections.fetch_add(1, Ordering::SeqCst);
+                    if open >= shared.max_connections {
+                        shared.open_connections.fetch_sub(1, Ordering::SeqCst);
+                        refuse(&shared, stream, peer);
+                        continue;
+                    }
                     let id = shared.next_connection.fetch_add(1, Ordering::SeqCst);
                     connections.spawn(connection(stream, peer, id, Arc::clone(&shared), shutdown.clone()));
                 }
@@ -290,10 +461,39 @@ async fn accept_loop(
     while connections.join_next().await.is_some() {}
 }
 
+/// Closes a connection over the cap at once: the client reads an end of
+/// stream straight away instead of waiting on a connection nobody serves.
+fn refuse(shared: &Shared, stream: TcpStream, peer: SocketAddr) {
+    let refused = shared
+        .stats
+        .refused_connections
+        .fetch_add(1, Ordering::SeqCst)
+        + 1;
+    drop(stream);
+    let now = shared.started.elapsed().as_millis() as u64;
+    let last = shared.stats.last_refusal_log_ms.load(Ordering::SeqCst);
+    if (last == 0 || now.saturating_sub(last) >= 1000)
+        && shared
+            .stats
+            .last_refusal_log_ms
+            .compare_exchange(last, now.max(1), Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    {
+        tracing::warn!(
+            %peer,
+            limit = shared.max_connections,
+            refused_so_far = refused,
+            "connection refused: max_connections connections are open"
+        );
+    }
+}
+
 /// Why a connection stops.
 enum Stop {
     /// The peer closed (between messages) or the server shuts down.
     Clean,
+    /// No complete request within the idle timeout.
+    Idle,
     /// Something to log.
     Error(String),
 }
@@ -305,13 +505,19 @@ async fn connection(
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    shared.open_connections.fetch_add(1, Ordering::SeqCst);
     let _ = stream.set_nodelay(true);
     tracing::debug!(%peer, id, "connection opened");
     let result = serve_connection(&mut stream, id, &shared, &mut shutdown).await;
     match result {
         Stop::Clean => tracing::debug!(%peer, id, "connection closed"),
-        Stop::Error(e) => tracing::warn!(%peer, id, "closing connection: {e}"),
+        Stop::Idle => {
+            shared.stats.idle_closed.fetch_add(1, Ordering::SeqCst);
+            tracing::info!(%peer, id, "closing connection idle for idle_timeout_ms");
+        }
+        Stop::Error(e) => {
+            tracing::warn!(%peer, id, "closing connection: {e}");
+            close_after_error(&mut stream).await;
+        }
     }
     let released = shared.scanners.remove_owned_by(id);
     if released > 0 {
@@ -320,27 +526,61 @@ async fn connection(
     shared.open_connections.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// Reads at least one more byte into `buf`, unless the server shuts down or
-/// the peer closes.
+/// Ends a connection the server gives up on: the write side first (the
+/// peer reads the last reply, then an end of stream), then what the peer
+/// still sends is read and dropped for a moment. Closing with unread bytes
+/// would send a reset, which can destroy the reply before the peer reads
+/// it.
+async fn close_after_error(stream: &mut TcpStream) {
+    let _ = stream.shutdown().await;
+    let drain = async {
+        let mut scratch = [0u8; 8192];
+        let mut left: usize = 1024 * 1024;
+        while left > 0 {
+            match stream.read(&mut scratch).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+}
+
+/// Where a connection's reads stop waiting: the server shutting down, and
+/// the deadline for the next complete request.
+struct Waits<'a> {
+    shutdown: &'a mut watch::Receiver<bool>,
+    idle_deadline: Option<tokio::time::Instant>,
+}
+
+/// Reads at least one more byte into `buf`, unless the server shuts down,
+/// the connection has been idle too long, or the peer closes.
 async fn fill(
     stream: &mut TcpStream,
     buf: &mut BytesMut,
     wanted: usize,
-    shutdown: &mut watch::Receiver<bool>,
+    waits: &mut Waits<'_>,
 ) -> Result<bool, Stop> {
     // Never reserve more than the message still needs (bounded by the frame
     // limit by the callers), in slices of at most 64 KiB.
     buf.reserve(wanted.saturating_sub(buf.len()).clamp(1, 64 * 1024));
-    if *shutdown.borrow() {
+    if *waits.shutdown.borrow() {
         return Err(Stop::Clean);
     }
+    let idle = async {
+        match waits.idle_deadline {
+            Some(deadline) => tokio::time::sleep_until(deadline).await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         read = stream.read_buf(buf) => match read {
             Ok(0) => Ok(false),
             Ok(_) => Ok(true),
             Err(e) => Err(Stop::Error(format!("read failed: {e}"))),
         },
-        _ = shutdown.changed() => Err(Stop::Clean),
+        _ = waits.shutdown.changed() => Err(Stop::Clean),
+        _ = idle => Err(Stop::Idle),
     }
 }
 
@@ -350,9 +590,13 @@ async fn serve_connection(
     shared: &Shared,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Stop {
+    let mut waits = Waits {
+        shutdown,
+        idle_deadline: shared.idle_timeout.map(|t| tokio::time::Instant::now() + t),
+    };
     let mut buf = BytesMut::with_capacity(4096);
     while buf.len() < 5 {
-        match fill(stream, &mut buf, 5, shutdown).await {
+        match fill(stream, &mut buf, 5, &mut waits).await {
             Ok(true) => {}
             Ok(false) if buf.is_empty() => return Stop::Clean,
             Ok(false) => return Stop::Error("closed before a whole message header".into()),
@@ -368,11 +612,20 @@ async fn serve_connection(
     };
     tracing::debug!(id, ?wire, "transport detected");
     loop {
-        let message = match read_message(stream, &mut buf, wire, shared.max_frame, shutdown).await {
-            Ok(Some(m)) => m,
-            Ok(None) => return Stop::Clean,
-            Err(stop) => return stop,
-        };
+        // Idle time runs from the last answer to the next complete request.
+        waits.idle_deadline = shared.idle_timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut held = Held::default();
+        let message =
+            match read_message(stream, &mut buf, wire, shared, &mut held, &mut waits).await {
+                Ok(Some(m)) => m,
+                Ok(None) => return Stop::Clean,
+                Err(stop) => return stop,
+            };
+        // A large message leaves a large buffer behind; an idle connection
+        // should not keep it.
+        if buf.capacity() > 1024 * 1024 {
+            buf = BytesMut::from(&buf[..]);
+        }
         match message {
             Incoming::Call { header, body } => {
                 let oneway = header.kind == MessageType::Oneway;
@@ -392,6 +645,9 @@ async fn serve_connection(
                         format!("message type {:?} cannot be a request", header.kind),
                     )
                 };
+                // The request's room in the budget is free once it is
+                // answered (its values are gone into the call).
+                drop(held);
                 if oneway {
                     continue;
                 }
@@ -404,16 +660,18 @@ async fn serve_connection(
                 error,
                 resync,
             } => {
+                drop(held);
                 tracing::warn!(id, "malformed message: {error}");
-                if let Some(header) = header {
+                if let Some(header) = &header {
                     let outcome = Outcome::Application(app_error::PROTOCOL_ERROR, error.clone());
-                    if let Err(e) = reply(stream, wire, &header, outcome).await {
+                    if let Err(e) = reply(stream, wire, header, outcome).await {
                         return Stop::Error(format!("write failed: {e}"));
                     }
                 }
-                if !resync {
-                    // Without a frame boundary there is no telling where the
-                    // next message starts.
+                // Without a frame boundary there is no telling where the
+                // next message starts; without a header, nothing to answer
+                // and the peer would wait for a reply forever.
+                if !resync || header.is_none() {
                     return Stop::Error(error);
                 }
             }
@@ -436,23 +694,26 @@ enum Incoming {
 }
 
 /// Reads the next message; `None` when the peer closed between messages.
+/// What the message holds of the in-flight budget is added to `held`.
 async fn read_message(
     stream: &mut TcpStream,
     buf: &mut BytesMut,
     wire: Wire,
-    max_frame: usize,
-    shutdown: &mut watch::Receiver<bool>,
+    shared: &Shared,
+    held: &mut Held,
+    waits: &mut Waits<'_>,
 ) -> Result<Option<Incoming>, Stop> {
+    let max_frame = shared.max_frame;
     // Wait for the first byte of the message (or the peer closing).
     while buf.is_empty() {
-        match fill(stream, buf, 1, shutdown).await? {
+        match fill(stream, buf, 1, waits).await? {
             true => {}
             false => return Ok(None),
         }
     }
     if wire.framed {
         while buf.len() < 4 {
-            if !fill(stream, buf, 4, shutdown).await? {
+            if !fill(stream, buf, 4, waits).await? {
                 return Err(Stop::Error("closed inside a frame header".into()));
             }
         }
@@ -461,61 +722,109 @@ async fn read_message(
             return Err(Stop::Error(format!("negative frame length {declared}")));
         };
         if len > max_frame {
-            return Err(Stop::Error(format!(
-                "frame of {len} bytes is over the {max_frame}-byte limit"
-            )));
+            // Answered when the message's header came with the length (a
+            // reply the client cannot match to its call would not help it),
+            // then closed: the body is never read.
+            return Ok(Some(Incoming::Malformed {
+                header: decode_header(wire.protocol, &buf[4..]).ok(),
+                error: format!(
+                    "frame of {len} bytes is over the {max_frame}-byte limit (max_frame_bytes)"
+                ),
+                resync: false,
+            }));
+        }
+        // Room for the bytes before they are read.
+        if shared
+            .reserve(&shared.budget.wire, 4 + len, held, waits.shutdown)
+            .await
+            .is_none()
+        {
+            return Err(Stop::Clean);
         }
         while buf.len() < 4 + len {
-            if !fill(stream, buf, 4 + len, shutdown).await? {
+            if !fill(stream, buf, 4 + len, waits).await? {
                 return Err(Stop::Error(format!(
                     "closed inside a frame ({} of {len} bytes)",
                     buf.len() - 4
                 )));
             }
         }
-        let frame = &buf[4..4 + len];
-        let incoming = match decode_message(wire.protocol, frame) {
-            Ok((header, body, _)) => Incoming::Call { header, body },
-            Err((header, e)) => Incoming::Malformed {
-                header: header.or_else(|| decode_header(wire.protocol, frame).ok()),
-                error: match e {
-                    DecodeError::Incomplete { .. } => {
-                        format!("truncated message: the {len}-byte frame ends inside it")
-                    }
-                    DecodeError::Invalid(m) => m,
-                },
+        let frame = buf.split_to(4 + len);
+        let frame = &frame[4..];
+        let mut scanner = MessageScanner::new(wire.protocol);
+        let scanned = scanner.advance(frame);
+        shared
+            .stats
+            .decode_bytes_examined
+            .fetch_add(scanner.examined(), Ordering::SeqCst);
+        let header = scanner
+            .header()
+            .cloned()
+            .or_else(|| decode_header(wire.protocol, frame).ok());
+        let incoming = match scanned {
+            Ok(Scanned::Complete(used)) => {
+                decode(&frame[..used], wire, &scanner, shared, held, waits, true).await?
+            }
+            Ok(Scanned::Incomplete { .. }) => Incoming::Malformed {
+                header,
+                error: format!("truncated message: the {len}-byte frame ends inside it"),
+                resync: true,
+            },
+            Err(e) => Incoming::Malformed {
+                header,
+                error: e.to_string(),
                 resync: true,
             },
         };
-        buf.advance(4 + len);
         return Ok(Some(incoming));
     }
+    // Unframed: the scanner walks the bytes as they come, each once, and
+    // says where the message ends; then it is decoded once.
+    let mut scanner = MessageScanner::new(wire.protocol);
+    let mut counted = 0;
     loop {
-        match decode_message(wire.protocol, &buf[..]) {
-            Ok((header, body, used)) => {
-                buf.advance(used);
-                return Ok(Some(Incoming::Call { header, body }));
+        let scanned = scanner.advance(&buf[..]);
+        shared
+            .stats
+            .decode_bytes_examined
+            .fetch_add(scanner.examined() - counted, Ordering::SeqCst);
+        counted = scanner.examined();
+        match scanned {
+            Ok(Scanned::Complete(used)) => {
+                // The bytes are read already; they wait for their room
+                // before decoding all the same, holding nothing else.
+                if shared
+                    .reserve(&shared.budget.wire, used, held, waits.shutdown)
+                    .await
+                    .is_none()
+                {
+                    return Err(Stop::Clean);
+                }
+                let message = buf.split_to(used);
+                let incoming = decode(&message, wire, &scanner, shared, held, waits, false).await?;
+                return Ok(Some(incoming));
             }
-            Err((header, DecodeError::Invalid(error))) => {
+            Err(e) => {
                 return Ok(Some(Incoming::Malformed {
-                    header,
-                    error,
+                    header: scanner.header().cloned(),
+                    error: e.to_string(),
                     resync: false,
                 }));
             }
-            Err((header, DecodeError::Incomplete { needed })) => {
+            Ok(Scanned::Incomplete { needed }) => {
                 if needed > max_frame {
                     let error = format!(
-                        "message of at least {needed} bytes is over the {max_frame}-byte limit"
+                        "message of at least {needed} bytes is over the {max_frame}-byte limit \
+                         (max_frame_bytes)"
                     );
                     return Ok(Some(Incoming::Malformed {
-                        header,
+                        header: scanner.header().cloned(),
                         error,
                         resync: false,
                     }));
                 }
                 while buf.len() < needed {
-                    if !fill(stream, buf, needed, shutdown).await? {
+                    if !fill(stream, buf, needed, waits).await? {
                         return Err(Stop::Error(format!(
                             "closed inside a message ({} bytes of at least {needed})",
                             buf.len()
@@ -525,6 +834,73 @@ async fn read_message(
             }
         }
     }
+}
+
+/// Decodes a whole message the scanner walked, once its decoded form (which
+/// the scanner measured) is known to be allowed and has room in the budget.
+async fn decode(
+    message: &[u8],
+    wire: Wire,
+    scanner: &MessageScanner,
+    shared: &Shared,
+    held: &mut Held,
+    waits: &mut Waits<'_>,
+    resync: bool,
+) -> Result<Incoming, Stop> {
+    let cost = scanner.cost();
+    // A message may take MAX_DECODED_PER_BYTE times its size decoded, and
+    // no more than the whole budget, unless its decoded form is no larger
+    // than the message itself (its values are its strings): such a
+    // message larger than the budget still passes, alone.
+    let allowed = message
+        .len()
+        .saturating_mul(MAX_DECODED_PER_BYTE)
+        .saturating_add(DECODED_FLOOR)
+        .min(
+            shared
+                .budget
+                .size
+                .max(message.len().saturating_add(DECODED_FLOOR)),
+        );
+    if cost > allowed {
+        shared.stats.refused_decodes.fetch_add(1, Ordering::SeqCst);
+        return Ok(Incoming::Malformed {
+            header: scanner.header().cloned(),
+            error: format!(
+                "message refused: its {} bytes would take {cost} bytes decoded, over the \
+                 limit of {allowed} ({MAX_DECODED_PER_BYTE} times its size, and at most \
+                 max_in_flight_bytes); send fewer, larger elements or split the request",
+                message.len()
+            ),
+            resync,
+        });
+    }
+    if shared
+        .reserve(&shared.budget.decoded, cost, held, waits.shutdown)
+        .await
+        .is_none()
+    {
+        return Err(Stop::Clean);
+    }
+    let decoded = decode_message_within(wire.protocol, message, allowed);
+    shared
+        .stats
+        .decode_bytes_examined
+        .fetch_add(message.len() as u64, Ordering::SeqCst);
+    Ok(match decoded {
+        Ok(d) => Incoming::Call {
+            header: d.header,
+            body: d.body,
+        },
+        Err((header, e)) => Incoming::Malformed {
+            header: header.or_else(|| scanner.header().cloned()),
+            error: match e {
+                DecodeError::Incomplete { .. } => "truncated message".to_string(),
+                DecodeError::Invalid(m) => m,
+            },
+            resync,
+        },
+    })
 }
 
 async fn reply(
