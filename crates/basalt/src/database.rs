@@ -444,7 +444,7 @@ impl Database {
     }
 }
 
-fn lock_directory(dir: &Path) -> Result<File> {
+pub(crate) fn lock_directory(dir: &Path) -> Result<File> {
     let path = layout::lock_file(dir);
     let file = OpenOptions::new()
         .create(true)

@@ -35,6 +35,7 @@
 
 pub mod admin;
 mod catalog;
+pub mod check;
 mod database;
 mod locator;
 mod maintenance;
