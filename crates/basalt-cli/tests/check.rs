@@ -93,7 +93,7 @@ fn row_count(dir: &Path) -> usize {
         .unwrap()
         .scan(&Scan::new())
         .unwrap()
-        .map(|r| r.unwrap())
+        .inspect(|r| assert!(r.is_ok(), "{r:?}"))
         .count();
     db.close().unwrap();
     n

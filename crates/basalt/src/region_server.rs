@@ -234,7 +234,8 @@ impl RegionServer {
     /// last (active) one too, since closing sealed it. After a clean stop
     /// with every region flushed, the log is empty, so no damage to an old
     /// segment can block the next start. Segments holding edits of a
-    /// region that did not flush (or is `FAILED_OPEN`) stay. Acknowledged
+    /// region that did not flush, is `FAILED_OPEN` or was dropped since
+    /// the open stay. Acknowledged
     /// writes are safe whatever fails here: they are in the log.
     pub fn shutdown(&self) -> Result<()> {
         if self.shut_down.swap(true, Ordering::SeqCst) {
@@ -251,7 +252,14 @@ impl RegionServer {
         }
         let closed = self.wal.close();
         if closed.is_ok() {
-            if let Err(e) = self.maintenance.retire_wal() {
+            // Only segments whose every region is open here and flushed
+            // past them: one still holding edits of a region dropped since
+            // the open stays for the next start to skip and report.
+            let online = self.online.read();
+            let retired = self.wal.retire_flushed(&|region_id| {
+                Some(online.get(&region_id).map_or(0, |r| r.flushed_through()))
+            });
+            if let Err(e) = retired {
                 tracing::warn!(error = %e, "could not retire WAL segments at close");
             }
         }
