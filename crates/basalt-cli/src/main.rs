@@ -35,6 +35,36 @@ enum Command {
     /// Benchmarks: YCSB workloads, db_bench-compatible micro benchmarks,
     /// and the comparison with RocksDB and fjall.
     Bench(basalt_bench::command::BenchArgs),
+    /// Verify every checksum and invariant of a stopped data directory
+    /// (HBase's hbck, RocksDB's sst_dump): exit 0 when all is well, 1 with
+    /// every problem (file and offset) otherwise. Changes nothing.
+    Check(CheckArgs),
+    /// Repair a stopped data directory: quarantine damaged store files,
+    /// recover a damaged log. Moves aside, never deletes.
+    Repair(RepairArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct CheckArgs {
+    /// The data directory to check (no server may hold it).
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+struct RepairArgs {
+    /// The data directory to repair (no server may hold it).
+    #[arg(long, value_name = "DIR")]
+    data_dir: PathBuf,
+    /// Move this store file into <DIR>/quarantine and commit its store's
+    /// manifest (and those linking to it) without it; may be repeated.
+    #[arg(long, value_name = "FILE")]
+    quarantine: Vec<PathBuf>,
+    /// Open the log in this recovery mode: absolute-consistency (refuse
+    /// any damage) or point-in-time (keep records up to the first damaged
+    /// one, move the rest into the quarantine).
+    #[arg(long, value_name = "MODE")]
+    wal_recovery: Option<basalt::check::WalRecovery>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -91,7 +121,10 @@ fn main() -> ExitCode {
     // The shell's and the benchmarks' output is their own; the engine only
     // speaks up for trouble.
     init_logging(
-        if matches!(cli.command, Command::Shell(_) | Command::Bench(_)) {
+        if matches!(
+            cli.command,
+            Command::Shell(_) | Command::Bench(_) | Command::Check(_) | Command::Repair(_)
+        ) {
             "warn"
         } else {
             "info"
@@ -101,6 +134,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Shell(args) => return shell::run(args),
         Command::Bench(args) => basalt_bench::command::run(args),
+        Command::Check(args) => return check(&args),
+        Command::Repair(args) => repair(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -185,6 +220,76 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let closed = server.shutdown();
     waited.map_err(|e| format!("waiting for signals failed: {e}"))?;
     closed.map_err(|e| format!("closing the database failed: {e}"))
+}
+
+/// `basalt check`: every problem on stdout, then the one-line summary.
+fn check(args: &CheckArgs) -> ExitCode {
+    match basalt::check::check(&args.data_dir) {
+        Ok(report) => {
+            for problem in &report.problems {
+                println!("PROBLEM {problem}");
+            }
+            for note in &report.notes {
+                println!("NOTE {note}");
+            }
+            println!("{}", report.summary());
+            if report.is_healthy() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("basalt check: {}", sentence(&e.to_string()));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `basalt repair`: quarantines first, then the log.
+fn repair(args: &RepairArgs) -> Result<(), String> {
+    if args.quarantine.is_empty() && args.wal_recovery.is_none() {
+        return Err(
+            "nothing to repair: name --quarantine FILE and/or --wal-recovery MODE (run basalt check to find what is damaged)"
+                .into(),
+        );
+    }
+    for file in &args.quarantine {
+        let report = basalt::check::quarantine_store_file(&args.data_dir, file)
+            .map_err(|e| e.to_string())?;
+        println!(
+            "quarantined {} -> {}",
+            report.file.display(),
+            report.moved_to.display()
+        );
+        println!("lost key range: {}", report.lost_range);
+        for manifest in &report.manifests_updated {
+            println!("committed {}", manifest.display());
+        }
+    }
+    if let Some(mode) = args.wal_recovery {
+        let report = basalt::check::recover_wal(&args.data_dir, mode).map_err(|e| e.to_string())?;
+        match &report.damage {
+            None => println!("log intact: {} records kept", report.records_kept),
+            Some(damage) => println!("log damaged: {damage}"),
+        }
+        if let Some((segment, kept_bytes, dropped)) = &report.truncated {
+            println!(
+                "point-in-time: cut {} at offset {kept_bytes}, dropping {dropped} bytes (a full copy is in the quarantine)",
+                segment.display()
+            );
+        }
+        for segment in &report.moved {
+            println!(
+                "point-in-time: moved {} into the quarantine",
+                segment.display()
+            );
+        }
+        if report.damage.is_some() {
+            println!("{} records kept", report.records_kept);
+        }
+    }
+    Ok(())
 }
 
 /// Why the Thrift port cannot be served, said so that the reader knows

@@ -34,6 +34,9 @@ pub const CATALOG_DIR: &str = "catalog";
 pub const LEGACY_CATALOG_FILE: &str = "catalog.json";
 /// The directory under which every table's regions live.
 pub const DATA_DIR: &str = "data";
+/// Where `basalt repair` moves damaged files it takes out of service
+/// (never read by the database, never deleted by it).
+pub const QUARANTINE_DIR: &str = "quarantine";
 /// The namespace of tables named without one (HBase's `default`).
 pub const DEFAULT_NAMESPACE: &str = "default";
 /// Names of manifest versions start with this.
@@ -70,6 +73,12 @@ pub fn catalog_version_of(path: &Path) -> Option<u64> {
 /// The catalog file of formats 1 and 2.
 pub fn legacy_catalog_path(root: &Path) -> PathBuf {
     root.join(LEGACY_CATALOG_FILE)
+}
+
+/// The quarantine of the data directory `root`: damaged files moved aside
+/// by `basalt repair`, under their path relative to `root`.
+pub fn quarantine_dir(root: &Path) -> PathBuf {
+    root.join(QUARANTINE_DIR)
 }
 
 /// The directory of every table's regions.

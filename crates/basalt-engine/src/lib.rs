@@ -28,5 +28,5 @@ pub mod wal;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use load::RegionLoad;
-pub use region::{FamilyState, FlushRequester, Region, RegionConfig, RegionInfo};
+pub use region::{FamilyState, FlushRequester, OpenFailure, Region, RegionConfig, RegionInfo};
 pub use store::{Store, StoreContext, StoreStats};

@@ -156,6 +156,39 @@ pub struct Region {
     /// closes the region: new regions link to the files the region has
     /// then, so no compaction may replace them afterwards.
     compaction_gate: Mutex<()>,
+    /// Set when the region's files could not be opened (HBase's
+    /// `FAILED_OPEN`): it holds no stores and refuses every read and write
+    /// with the reason, so the rest of the table can serve.
+    open_failure: Option<OpenFailure>,
+}
+
+/// Why a region could not be opened (HBase's `FAILED_OPEN` state): the file
+/// and offset at fault when the error names them, and the error's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenFailure {
+    /// The file that could not be read (the region directory when the
+    /// error named none).
+    pub path: PathBuf,
+    /// Offset of the damage in that file (0 when unknown).
+    pub offset: u64,
+    /// The open error, as it printed.
+    pub reason: String,
+}
+
+impl OpenFailure {
+    /// Describes `error`, raised while opening the region in `dir`.
+    pub fn from_error(error: &Error, dir: &std::path::Path) -> Self {
+        let (path, offset) = match error {
+            Error::Corruption { path, offset, .. } => (path.clone(), *offset),
+            Error::Io { path, .. } => (path.clone(), 0),
+            _ => (dir.to_path_buf(), 0),
+        };
+        OpenFailure {
+            path,
+            offset,
+            reason: error.to_string(),
+        }
+    }
 }
 
 /// Called with a region id when that region wants a background flush.
@@ -223,7 +256,66 @@ impl Region {
             failed_flushes: AtomicU64::new(0),
             last_flush_failure: Mutex::new(String::new()),
             compaction_gate: Mutex::new(()),
+            open_failure: None,
         })
+    }
+
+    /// A region whose files could not be opened: it keeps its identity (so
+    /// it can be listed, and so the log segments holding its edits are
+    /// kept: with no stores it has flushed nothing) but holds no data and
+    /// answers every read and write with an error naming the file.
+    pub fn failed_open(
+        info: RegionInfo,
+        dir: PathBuf,
+        context: StoreContext,
+        clock: Arc<dyn Clock>,
+        config: RegionConfig,
+        failure: OpenFailure,
+    ) -> Self {
+        Region {
+            info,
+            stores: RwLock::new(BTreeMap::new()),
+            mvcc: Mvcc::new(1),
+            row_locks: RowLocks::new(config.row_lock_stripes),
+            wal: OnceLock::new(),
+            clock,
+            config,
+            load: LoadCounters::default(),
+            dir,
+            context,
+            updates: RwLock::new(()),
+            flush_lock: Mutex::new(()),
+            flushed: Condvar::new(),
+            flushed_mutex: Mutex::new(()),
+            flush_requester: OnceLock::new(),
+            // Never serving: no split, merge or compaction touches it.
+            closed: AtomicBool::new(true),
+            compaction_gate: Mutex::new(()),
+            open_failure: Some(failure),
+        }
+    }
+
+    /// Why the region could not be opened, if it could not (`FAILED_OPEN`).
+    pub fn open_failure(&self) -> Option<&OpenFailure> {
+        self.open_failure.as_ref()
+    }
+
+    /// The error every request to a `FAILED_OPEN` region gets: corruption
+    /// at the file and offset that made the open fail.
+    fn check_opened(&self) -> Result<()> {
+        match &self.open_failure {
+            None => Ok(()),
+            Some(f) => Err(Error::Corruption {
+                path: f.path.clone(),
+                offset: f.offset,
+                message: format!(
+                    "region {} of table {} is FAILED_OPEN: {}",
+                    self.info.encoded_name(),
+                    self.info.table,
+                    f.reason
+                ),
+            }),
+        }
     }
 
     /// Routes flush requests to a background scheduler (once).
@@ -354,6 +446,7 @@ impl Region {
     }
 
     fn check_row(&self, row: &[u8]) -> Result<()> {
+        self.check_opened()?;
         validate_row(row)?;
         if !self.info.contains(row) {
             return Err(Error::invalid(format!(
@@ -897,6 +990,8 @@ impl Region {
     /// Returns the sequence id the data is flushed through. On error the
     /// region is serving again.
     pub fn close_for_handover(&self) -> Result<u64> {
+        // Its files are unreadable: daughters could not link to them.
+        self.check_opened()?;
         {
             // Waits for a running compaction; none starts after this.
             let _gate = self.compaction_gate.lock();
@@ -917,6 +1012,9 @@ impl Region {
 
     /// Serves writes again after a split or merge that did not happen.
     pub fn reopen_after_failed_handover(&self) {
+        if self.open_failure.is_some() {
+            return;
+        }
         self.closed.store(false, Ordering::Release);
     }
 
@@ -1037,6 +1135,7 @@ impl Region {
         filter: Option<Box<dyn CellFilter>>,
         limit: Option<usize>,
     ) -> Result<RegionScanner> {
+        self.check_opened()?;
         let options = ReadOptions {
             max_versions: scan.max_versions,
             time_range: scan.time_range,

@@ -400,6 +400,13 @@ fn status(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
             )))
         }
     }
+    // Only when something is wrong, so a healthy status keeps HBase's look.
+    if s.failed_regions > 0 || s.corruption_errors > 0 {
+        ctx.line(format!(
+            "{} regions FAILED_OPEN, {} reads met corrupt data (see list_regions and `basalt check`)",
+            s.failed_regions, s.corruption_errors
+        ))?;
+    }
     Ok(took_placeholder())
 }
 
@@ -711,23 +718,41 @@ fn list_regions(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     else {
         return Err(ShellError::Other("unexpected reply to list_regions".into()));
     };
+    // The STATE column appears only when some region is not OPEN, so the
+    // usual listing keeps HBase's look.
+    let any_failed = regions.iter().any(|r| r.state != "OPEN");
     let rows: Vec<Vec<String>> = regions
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 format::binary(&r.name),
                 format::binary(&r.start_key),
                 format::binary(&r.end_key),
                 (r.store_file_bytes / (1024 * 1024)).to_string(),
                 (r.read_requests + r.write_requests).to_string(),
-            ]
+            ];
+            if any_failed {
+                row.push(r.state.clone());
+            }
+            row
         })
         .collect();
-    let headers = ["REGION_NAME", "START_KEY", "END_KEY", "SIZE", "REQ"];
+    let mut headers = vec!["REGION_NAME", "START_KEY", "END_KEY", "SIZE", "REQ"];
+    if any_failed {
+        headers.push("STATE");
+    }
     for l in format::grid(&headers, &rows) {
         ctx.line(l)?;
     }
     ctx.line(format!(" {} rows", regions.len()))?;
+    for r in regions.iter().filter(|r| r.state != "OPEN") {
+        ctx.line(format!(
+            " {} {}: {}",
+            r.encoded_name,
+            r.state,
+            r.state_reason.as_deref().unwrap_or("")
+        ))?;
+    }
     Ok(None)
 }
 

@@ -44,8 +44,8 @@ use basalt_types::column::parse_column;
 use basalt_types::query::RowResult;
 
 use crate::{
-    Cell, ColumnFamilyDescriptor, Database, Error, FamilyChange, Filter, RegionSummary, Result,
-    Scan, SplitAlgorithm, TableDescriptor, TimeRange,
+    Cell, ColumnFamilyDescriptor, Database, Error, FamilyChange, Filter, RegionState,
+    RegionSummary, Result, Scan, SplitAlgorithm, TableDescriptor, TimeRange,
 };
 
 /// Rows one [`AdminRequest::Read`] answers at most; the caller asks again
@@ -278,6 +278,21 @@ pub struct RegionInfoReply {
     pub read_requests: u64,
     /// Row mutations applied.
     pub write_requests: u64,
+    /// HBase's region state: `OPEN` (left out of the encoding) or
+    /// `FAILED_OPEN`.
+    #[serde(default = "open_state", skip_serializing_if = "is_open_state")]
+    pub state: String,
+    /// Why the region is not `OPEN`: the error naming the damaged file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_reason: Option<String>,
+}
+
+fn open_state() -> String {
+    "OPEN".to_string()
+}
+
+fn is_open_state(state: &str) -> bool {
+    state == "OPEN"
 }
 
 /// A table as `describe` shows it.
@@ -331,6 +346,12 @@ pub struct StatusReply {
     /// Reads and writes per second over the last minute, across regions.
     #[serde(default)]
     pub requests_per_second: f64,
+    /// Regions that could not be opened (`FAILED_OPEN`).
+    #[serde(default)]
+    pub failed_regions: usize,
+    /// Reads that met damaged data since the server started.
+    #[serde(default)]
+    pub corruption_errors: u64,
 }
 
 /// The answer to an [`AdminRequest`].
@@ -379,6 +400,8 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                 read_requests: 0,
                 write_requests: 0,
                 requests_per_second: 0.0,
+                failed_regions: 0,
+                corruption_errors: db.corruption_errors(),
             };
             for name in db.list_tables() {
                 // A table dropped between the listing and here is not counted.
@@ -388,6 +411,9 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                 status.tables += 1;
                 status.regions += regions.len();
                 for r in &regions {
+                    if r.state != RegionState::Open {
+                        status.failed_regions += 1;
+                    }
                     status.read_requests += r.load.read_requests;
                     status.write_requests += r.load.write_requests;
                     status.requests_per_second +=
@@ -618,6 +644,11 @@ pub fn region_reply(r: &RegionSummary) -> RegionInfoReply {
         memstore_bytes: r.load.memstore_bytes,
         read_requests: r.load.read_requests,
         write_requests: r.load.write_requests,
+        state: r.state.name().to_string(),
+        state_reason: match &r.state {
+            RegionState::Open => None,
+            RegionState::FailedOpen { reason, .. } => Some(reason.clone()),
+        },
     }
 }
 

@@ -153,7 +153,7 @@ impl Catalog {
         Ok(catalog)
     }
 
-    fn parse(text: &[u8], path: &Path, version: u64) -> Result<Catalog> {
+    pub(crate) fn parse(text: &[u8], path: &Path, version: u64) -> Result<Catalog> {
         let catalog: Catalog = serde_json::from_slice(text).map_err(|e| Error::Corruption {
             path: path.to_path_buf(),
             offset: 0,

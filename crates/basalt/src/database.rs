@@ -132,11 +132,43 @@ pub struct TableInfo {
     pub regions: Vec<RegionSummary>,
 }
 
+/// Whether a region serves: the HBase region states a region can be in
+/// once a start-up or assignment is over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegionState {
+    /// Serving reads and writes.
+    Open,
+    /// Its files could not be opened (HBase's `FAILED_OPEN`): every read
+    /// and write of its rows fails with an error naming the file, while
+    /// the table's other regions serve. `basalt check` and `basalt repair`
+    /// (docs/check-and-repair.md) find and quarantine the file.
+    FailedOpen {
+        /// The file at fault (the region directory when unknown).
+        file: PathBuf,
+        /// Where in it (0 when unknown).
+        offset: u64,
+        /// The open error.
+        reason: String,
+    },
+}
+
+impl RegionState {
+    /// HBase's name of the state: `OPEN` or `FAILED_OPEN`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RegionState::Open => "OPEN",
+            RegionState::FailedOpen { .. } => "FAILED_OPEN",
+        }
+    }
+}
+
 /// One region of a table, with its load.
 #[derive(Debug, Clone)]
 pub struct RegionSummary {
     /// Identity and key range.
     pub info: RegionInfo,
+    /// Open, or failed to open and why.
+    pub state: RegionState,
     /// Load counters, recent rates and memstore size.
     pub load: RegionLoad,
     /// Per family: store files, their bytes, memstore bytes.
@@ -257,6 +289,14 @@ impl Database {
                 .iter()
                 .map(|r| RegionSummary {
                     info: r.info().clone(),
+                    state: match r.open_failure() {
+                        None => RegionState::Open,
+                        Some(f) => RegionState::FailedOpen {
+                            file: f.path.clone(),
+                            offset: f.offset,
+                            reason: f.reason.clone(),
+                        },
+                    },
                     load: r.load(),
                     stores: r.store_stats(),
                 })
@@ -268,6 +308,19 @@ impl Database {
     /// `list_regions`).
     pub fn list_regions(&self, name: &str) -> Result<Vec<RegionSummary>> {
         Ok(self.describe_table(name)?.regions)
+    }
+
+    /// Reads that failed on damaged data (checksum or structure failures,
+    /// and requests to `FAILED_OPEN` regions) since the database opened,
+    /// over the tables that still exist. Each was logged with its file and
+    /// offset.
+    pub fn corruption_errors(&self) -> u64 {
+        self.inner
+            .locator
+            .tables()
+            .iter()
+            .map(|(_, t)| t.corruption_errors())
+            .sum()
     }
 
     /// True when the table serves requests.
@@ -391,7 +444,7 @@ impl Database {
     }
 }
 
-fn lock_directory(dir: &Path) -> Result<File> {
+pub(crate) fn lock_directory(dir: &Path) -> Result<File> {
     let path = layout::lock_file(dir);
     let file = OpenOptions::new()
         .create(true)

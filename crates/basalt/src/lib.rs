@@ -35,6 +35,7 @@
 
 pub mod admin;
 mod catalog;
+pub mod check;
 mod database;
 mod locator;
 mod maintenance;
@@ -45,7 +46,7 @@ mod split;
 mod table;
 
 pub use admin::{Admin, AdminReply, AdminRequest};
-pub use database::{Database, DatabaseBuilder, RegionSummary, TableInfo};
+pub use database::{Database, DatabaseBuilder, RegionState, RegionSummary, TableInfo};
 pub use locator::{RegionLocator, TableLocation};
 pub use master::{FamilyChange, Master};
 pub use options::{Options, RegionSplitPolicy};
@@ -60,7 +61,9 @@ pub use basalt_engine::fs;
 pub use basalt_engine::layout;
 /// The write-ahead log's contract and today's local implementation.
 pub use basalt_engine::wal::{Wal, WriteAheadLog};
-pub use basalt_engine::{Clock, ManualClock, RegionInfo, RegionLoad, StoreStats, SystemClock};
+pub use basalt_engine::{
+    Clock, ManualClock, OpenFailure, RegionInfo, RegionLoad, StoreStats, SystemClock,
+};
 pub use basalt_types::column;
 pub use basalt_types::descriptor::{
     BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,

@@ -106,6 +106,9 @@ pub struct TableLocation {
     pub(crate) region_epoch: AtomicU64,
     epoch_lock: Mutex<()>,
     regions_changed: Condvar,
+    /// Reads that met damaged data (a checksum or structure failure, or a
+    /// `FAILED_OPEN` region): `status` reports the sum over tables.
+    corruption_errors: AtomicU64,
 }
 
 impl TableLocation {
@@ -123,7 +126,34 @@ impl TableLocation {
             region_epoch: AtomicU64::new(0),
             epoch_lock: Mutex::new(()),
             regions_changed: Condvar::new(),
+            corruption_errors: AtomicU64::new(0),
         }
+    }
+
+    /// Logs and counts a read that failed on damaged data; passes every
+    /// result through unchanged.
+    pub(crate) fn note_corruption<T>(&self, result: Result<T>) -> Result<T> {
+        if let Err(Error::Corruption {
+            path,
+            offset,
+            message,
+        }) = &result
+        {
+            self.corruption_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                table = %self.name,
+                file = %path.display(),
+                offset,
+                error = %message,
+                "a read met damaged data"
+            );
+        }
+        result
+    }
+
+    /// Reads of this table that failed on damaged data since it opened.
+    pub(crate) fn corruption_errors(&self) -> u64 {
+        self.corruption_errors.load(Ordering::Relaxed)
     }
 
     pub(crate) fn descriptor(&self) -> TableDescriptor {

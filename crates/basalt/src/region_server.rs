@@ -29,7 +29,7 @@ use basalt_engine::block_cache::{BlockCache, BlockCacheStats};
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
 use basalt_engine::wal::{ReplayReport, Wal, WriteAheadLog};
-use basalt_engine::{Clock, FamilyState, Region, RegionInfo, StoreContext};
+use basalt_engine::{Clock, FamilyState, OpenFailure, Region, RegionInfo, StoreContext};
 use basalt_types::{Error, Result};
 
 use crate::maintenance::{Maintenance, MaintenanceHooks};
@@ -100,7 +100,7 @@ impl RegionServer {
 
         let mut opened: HashMap<u64, Region> = HashMap::new();
         for spec in regions {
-            let region = open_region(root, spec, &context, &clock, &options)?;
+            let region = open_or_fail(root, spec, &context, &clock, &options);
             opened.insert(region.info().id, region);
         }
         let mut replayed_max: HashMap<u64, u64> = HashMap::new();
@@ -229,8 +229,13 @@ impl RegionServer {
     }
 
     /// Stops background work, flushes every region (as HBase does when it
-    /// closes a region: the next start replays less), retires the log
-    /// segments that flushing emptied and closes the log. Acknowledged
+    /// closes a region: the next start replays less), closes the log and
+    /// then retires every segment whose edits are all in store files: the
+    /// last (active) one too, since closing sealed it. After a clean stop
+    /// with every region flushed, the log is empty, so no damage to an old
+    /// segment can block the next start. Segments holding edits of a
+    /// region that did not flush, is `FAILED_OPEN` or was dropped since
+    /// the open stay. Acknowledged
     /// writes are safe whatever fails here: they are in the log.
     pub fn shutdown(&self) -> Result<()> {
         if self.shut_down.swap(true, Ordering::SeqCst) {
@@ -238,14 +243,40 @@ impl RegionServer {
         }
         self.maintenance.shutdown();
         for region in self.online_regions() {
+            if region.open_failure().is_some() {
+                continue;
+            }
             if let Err(e) = region.flush() {
                 tracing::warn!(region = region.info().id, error = %e, "flush at close failed; the WAL keeps the data");
             }
         }
-        if let Err(e) = self.maintenance.retire_wal() {
-            tracing::warn!(error = %e, "could not retire WAL segments at close");
+        let closed = self.wal.close();
+        if closed.is_ok() {
+            // Only segments whose every region is open here and flushed
+            // past them: one still holding edits of a region dropped since
+            // the open stays for the next start to skip and report.
+            let online = self.online.read();
+            let retired = self.wal.retire_flushed(&|region_id| {
+                Some(online.get(&region_id).map_or(0, |r| r.flushed_through()))
+            });
+            if let Err(e) = retired {
+                tracing::warn!(error = %e, "could not retire WAL segments at close");
+            }
         }
-        self.wal.close()
+        closed
+    }
+
+    /// The regions that could not be opened (`FAILED_OPEN`), with why.
+    pub fn failed_regions(&self) -> Vec<Arc<Region>> {
+        let mut failed: Vec<Arc<Region>> = self
+            .online
+            .read()
+            .values()
+            .filter(|r| r.open_failure().is_some())
+            .cloned()
+            .collect();
+        failed.sort_by_key(|r| r.info().id);
+        failed
     }
 
     fn check_running(&self) -> Result<()> {
@@ -265,6 +296,42 @@ impl Drop for RegionServer {
             if let Err(e) = self.wal.close() {
                 tracing::warn!(error = %e, "closing the write-ahead log failed");
             }
+        }
+    }
+}
+
+/// Opens a region at start-up; a region whose files cannot be opened is
+/// marked `FAILED_OPEN` (as HBase's assignment does) instead of failing
+/// the start, so one damaged file takes down one region, not the database.
+fn open_or_fail(
+    root: &Path,
+    spec: RegionSpec,
+    context: &StoreContext,
+    clock: &Arc<dyn Clock>,
+    options: &Options,
+) -> Region {
+    let info = spec.info.clone();
+    match open_region(root, spec, context, clock, options) {
+        Ok(region) => region,
+        Err(e) => {
+            let dir = layout::region_dir(root, &info.table, info.id);
+            let failure = OpenFailure::from_error(&e, &dir);
+            tracing::error!(
+                region = %info.encoded_name(),
+                table = %info.table,
+                file = %failure.path.display(),
+                offset = failure.offset,
+                error = %e,
+                "region FAILED_OPEN: its reads and writes are refused until it is repaired"
+            );
+            Region::failed_open(
+                info,
+                dir,
+                context.clone(),
+                Arc::clone(clock),
+                options.region_config(),
+                failure,
+            )
         }
     }
 }

@@ -42,7 +42,8 @@ impl Table {
     /// Reads one row. A missing row gives an empty result, not an error.
     pub fn get(&self, get: &Get) -> Result<RowResult> {
         // Reads are never refused: a closing region's data is frozen.
-        self.state.region_for(&get.row)?.get(get)
+        let result = self.state.region_for(&get.row).and_then(|r| r.get(get));
+        self.state.note_corruption(result)
     }
 
     /// True when the get would return at least one cell.
@@ -335,7 +336,8 @@ impl Iterator for Scanner {
     type Item = Result<RowResult>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self.next_result() {
+        let result = self.next_result();
+        match self.state.note_corruption(result) {
             Ok(Some(r)) => Some(Ok(r)),
             Ok(None) => None,
             Err(e) => {

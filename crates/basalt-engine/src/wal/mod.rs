@@ -19,6 +19,7 @@
 //! append and sync fails with [`Error::WalFailed`].
 
 mod format;
+pub mod inspect;
 mod segment;
 #[cfg(test)]
 mod tests;

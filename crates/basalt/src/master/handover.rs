@@ -357,20 +357,18 @@ impl Master {
                 if entry.retired.is_empty() {
                     continue;
                 }
-                let linked: HashSet<u64> = self
+                let regions = self
                     .locator
                     .table(name)
-                    .ok()
-                    .map(|state| {
-                        state
-                            .regions()
-                            .iter()
-                            .flat_map(|r| r.linked_regions())
-                            .collect()
-                    })
+                    .map(|state| state.regions())
                     .unwrap_or_default();
+                // A FAILED_OPEN region's manifest could not be read, so what
+                // it links to is unknown: keep every retired region.
+                let unknown_links = regions.iter().any(|r| r.open_failure().is_some());
+                let linked: HashSet<u64> =
+                    regions.iter().flat_map(|r| r.linked_regions()).collect();
                 entry.retired.retain(|r| {
-                    let keep = linked.contains(&r.id);
+                    let keep = unknown_links || linked.contains(&r.id);
                     if !keep {
                         doomed.push((name.clone(), r.id));
                     }
