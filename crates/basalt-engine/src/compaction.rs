@@ -169,6 +169,9 @@ pub struct Retaining {
     merged: MergedSource,
     oldest_unexpired: Option<i64>,
     last_put: Option<Cell>,
+    /// NEW_VERSION_BEHAVIOR: an overwritten put still counts as a version
+    /// at points of history before its overwrite, so it is kept.
+    keep_overwritten: bool,
 }
 
 impl Retaining {
@@ -182,6 +185,7 @@ impl Retaining {
             merged,
             oldest_unexpired,
             last_put: None,
+            keep_overwritten: family.new_version_behavior,
         }
     }
 }
@@ -192,10 +196,11 @@ impl CellStream for Retaining {
             if cell.cell_type != CellType::Put {
                 return Ok(Some(cell));
             }
-            let overwritten = self
-                .last_put
-                .as_ref()
-                .is_some_and(|p| p.same_column(&cell) && p.timestamp == cell.timestamp);
+            let overwritten = !self.keep_overwritten
+                && self
+                    .last_put
+                    .as_ref()
+                    .is_some_and(|p| p.same_column(&cell) && p.timestamp == cell.timestamp);
             let expired = self
                 .oldest_unexpired
                 .is_some_and(|oldest| cell.timestamp < oldest);

@@ -15,7 +15,7 @@
 //! Readers never lock: they take the MVCC read point and see every write at
 //! or below it, in full (see `mvcc.rs`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -123,6 +123,9 @@ pub struct Region {
     stores: RwLock<BTreeMap<Bytes, Arc<Store>>>,
     mvcc: Mvcc,
     row_locks: RowLocks,
+    /// The last server-assigned timestamp of each recently written row, so
+    /// that a row's mutations get strictly increasing server timestamps.
+    row_clock: RowClock,
     /// Set once recovery is over: replay fills the memstores before the log
     /// accepts new writes.
     wal: OnceLock<Arc<dyn WriteAheadLog>>,
@@ -241,6 +244,7 @@ impl Region {
             stores: RwLock::new(stores),
             mvcc: Mvcc::new(1),
             row_locks: RowLocks::new(config.row_lock_stripes),
+            row_clock: RowClock::new(),
             wal: OnceLock::new(),
             clock,
             config,
@@ -605,6 +609,10 @@ impl Region {
         self.check_row(row)?;
         let _lock = self.row_locks.lock(row);
         let now = self.clock.now_millis();
+        // The row's next server timestamp, so the new value is also newer
+        // than anything this row was given in the same millisecond.
+        let row_now = self.row_clock.next(row, now);
+        let mut newest = row_now;
         let mut cells = Vec::new();
         for (family, qualifier, operand) in columns {
             self.check_family(family)?;
@@ -613,7 +621,8 @@ impl Region {
             self.check_value(&value)?;
             let timestamp = current
                 .as_ref()
-                .map_or(now, |c| c.timestamp.saturating_add(1).max(now));
+                .map_or(row_now, |c| c.timestamp.saturating_add(1).max(row_now));
+            newest = newest.max(timestamp);
             cells.push(Cell {
                 row: row.clone(),
                 family: family.clone(),
@@ -624,6 +633,7 @@ impl Region {
                 value,
             });
         }
+        self.row_clock.record(row, newest, now);
         self.write(vec![ResolvedWrite {
             cells: cells.clone(),
             durability,
@@ -685,8 +695,14 @@ impl Region {
 
     /// Turns mutations of one row into cells with final timestamps. The row
     /// lock must be held (deletes of "the latest version" read the row).
+    ///
+    /// Every server-assigned timestamp of one call is the row's next server
+    /// timestamp (see [`RowClock`]): one atomic mutation shares one
+    /// timestamp, as in HBase, and the row's next call gets a later one.
     fn resolve(&self, row: &Bytes, mutations: &[Mutation]) -> Result<Vec<Cell>> {
         let now = self.clock.now_millis();
+        let server_ts = self.row_clock.next(row, now);
+        let mut used_server_ts = false;
         let mut cells = Vec::new();
         // How many "latest version" deletes each column got so far: the k-th
         // such marker on a column removes its k-th newest version.
@@ -704,13 +720,15 @@ impl Region {
                         self.check_family(&cell.family)?;
                         self.check_value(&cell.value)?;
                         let mut cell = cell.clone();
-                        cell.timestamp = self.resolve_ts(cell.timestamp, now)?;
+                        used_server_ts |= cell.timestamp == LATEST_TIMESTAMP;
+                        cell.timestamp = resolve_ts(cell.timestamp, server_ts)?;
                         cells.push(cell);
                     }
                 }
                 Mutation::Delete(delete) => {
                     if delete.markers().is_empty() {
-                        let ts = self.resolve_ts(delete.timestamp(), now)?;
+                        used_server_ts |= delete.timestamp() == LATEST_TIMESTAMP;
+                        let ts = resolve_ts(delete.timestamp(), server_ts)?;
                         for family in self.stores.read().keys() {
                             cells.push(marker(
                                 row,
@@ -730,26 +748,26 @@ impl Region {
                                     .entry((m.family.clone(), m.qualifier.clone()))
                                     .or_insert(0);
                                 *k += 1;
-                                self.nth_latest_ts(row, &m.family, &m.qualifier, *k)?
-                                    .unwrap_or(now)
+                                match self.nth_latest_ts(row, &m.family, &m.qualifier, *k)? {
+                                    Some(ts) => ts,
+                                    None => {
+                                        used_server_ts = true;
+                                        server_ts
+                                    }
+                                }
                             } else {
-                                self.resolve_ts(m.timestamp, now)?
+                                used_server_ts |= m.timestamp == LATEST_TIMESTAMP;
+                                resolve_ts(m.timestamp, server_ts)?
                             };
                         cells.push(marker(row, &m.family, &m.qualifier, ts, m.cell_type));
                     }
                 }
             }
         }
-        Ok(cells)
-    }
-
-    fn resolve_ts(&self, ts: i64, now: i64) -> Result<i64> {
-        if ts == LATEST_TIMESTAMP {
-            Ok(now)
-        } else {
-            validate_timestamp(ts)?;
-            Ok(ts)
+        if used_server_ts {
+            self.row_clock.record(row, server_ts, now);
         }
+        Ok(cells)
     }
 
     /// Runs resolved writes through the WAL, the memstores and MVCC.
@@ -1215,6 +1233,100 @@ impl Region {
             .max_versions(k);
         let result = self.get(&get)?;
         Ok(result.cells.get(k as usize - 1).map(|c| c.timestamp))
+    }
+}
+
+/// A cell timestamp as written: `LATEST_TIMESTAMP` becomes the server's
+/// timestamp, an explicit one is checked and kept (HBase's rules).
+fn resolve_ts(ts: i64, server_ts: i64) -> Result<i64> {
+    if ts == LATEST_TIMESTAMP {
+        Ok(server_ts)
+    } else {
+        validate_timestamp(ts)?;
+        Ok(ts)
+    }
+}
+
+/// Shards of [`RowClock`]: rows of different shards never wait for each other.
+const ROW_CLOCK_SHARDS: usize = 16;
+
+/// The last server-assigned timestamp of each row written "recently":
+/// in the current millisecond of the clock, or pushed ahead of it.
+///
+/// Without it, mutations of one row that arrive within one millisecond get
+/// the same timestamp, and HBase's rules then lose writes: a delete marker
+/// at T hides a later put at T, and puts at the same T collapse into one
+/// version. With it, a row's server timestamps strictly increase in the
+/// order its mutations are applied (callers hold the row lock from
+/// [`RowClock::next`] to [`RowClock::record`]). That is a timing HBase
+/// itself could produce (each call a millisecond apart), so the data model
+/// is unchanged. It is per row, not per region, so one hot row pushing its
+/// own timestamps ahead never moves any other row's.
+///
+/// An entry is needed only while its timestamp is at or after the clock's
+/// now (otherwise `now` alone is already later), so each shard drops the
+/// older ones whenever the clock has moved: memory stays proportional to
+/// the rows written in the current millisecond (plus rows pushed ahead).
+/// The record is in memory only: a region opened anew (restart, split,
+/// merge) starts without it, which matters only if the clock has not moved
+/// past the last write's timestamp by then.
+#[derive(Debug)]
+struct RowClock {
+    shards: Box<[Mutex<RowClockShard>]>,
+}
+
+#[derive(Debug, Default)]
+struct RowClockShard {
+    last: HashMap<Bytes, i64>,
+    /// The clock reading of the last pruning.
+    pruned_at: i64,
+}
+
+impl RowClock {
+    fn new() -> Self {
+        RowClock {
+            shards: (0..ROW_CLOCK_SHARDS)
+                .map(|_| Mutex::new(RowClockShard::default()))
+                .collect(),
+        }
+    }
+
+    fn shard(&self, row: &[u8]) -> &Mutex<RowClockShard> {
+        // Not the row lock's stripe hash on purpose: any spread will do.
+        let h = row.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        &self.shards[(h % ROW_CLOCK_SHARDS as u64) as usize]
+    }
+
+    /// The server timestamp for the row's next mutation: `now`, or one past
+    /// the row's last server timestamp when that is not before `now`.
+    fn next(&self, row: &[u8], now: i64) -> i64 {
+        let mut shard = self.shard(row).lock();
+        shard.prune(now);
+        match shard.last.get(row) {
+            Some(&last) if last >= now => last.saturating_add(1),
+            _ => now,
+        }
+    }
+
+    /// Notes that the row was given server timestamp `ts` (at clock `now`).
+    fn record(&self, row: &Bytes, ts: i64, now: i64) {
+        let mut shard = self.shard(row).lock();
+        shard.prune(now);
+        if ts >= now {
+            let last = shard.last.entry(row.clone()).or_insert(ts);
+            *last = (*last).max(ts);
+        }
+    }
+}
+
+impl RowClockShard {
+    fn prune(&mut self, now: i64) {
+        if now > self.pruned_at {
+            self.last.retain(|_, ts| *ts >= now);
+            self.pruned_at = now;
+        }
     }
 }
 

@@ -13,13 +13,18 @@
 //!   versions over the cells the filter let through, and applies row bounds,
 //!   limit and batch, forwards or in reverse.
 //!
+//! Families with NEW_VERSION_BEHAVIOR follow HBase 2's mvcc-aware rules
+//! instead (see [`StoreScanner`]'s `new_version_visible` and
+//! docs/hbase-semantics.md): a marker masks only puts written before it, and
+//! versions are counted as of every delete.
+//!
 //! Family VERSIONS and TTL are applied over all versions before the read's
 //! time range is looked at, so a read returns what it would return after a
 //! major compaction had dropped the surplus versions. (HBase counts versions
 //! only inside the time range and so answers differently before and after
 //! compaction; Basalt answers as HBase does after it.)
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -81,6 +86,32 @@ struct RowDeletes {
     family_deleted_up_to: Option<i64>,
     /// DeleteFamilyVersion timestamps: hide puts at exactly these.
     family_versions_deleted: Vec<i64>,
+    /// NEW_VERSION_BEHAVIOR: the family markers, with their sequence ids.
+    family_markers: Vec<Marker>,
+}
+
+/// A delete marker as NEW_VERSION_BEHAVIOR needs it.
+#[derive(Debug, Clone, Copy)]
+struct Marker {
+    ts: i64,
+    seq: u64,
+    /// DeleteFamily / DeleteColumn (every version at or below `ts`), as
+    /// opposed to Delete / DeleteFamilyVersion (the version at `ts` only).
+    up_to: bool,
+}
+
+impl Marker {
+    /// True when the marker masks a put written at `seq` with timestamp
+    /// `ts`: the put is not newer than the marker (markers of the same
+    /// mutation, which share its sequence id, mask it too, as in HBase).
+    fn masks(&self, ts: i64, seq: u64) -> bool {
+        self.seq >= seq
+            && if self.up_to {
+                ts <= self.ts
+            } else {
+                ts == self.ts
+            }
+    }
 }
 
 /// State of the column being read.
@@ -98,6 +129,15 @@ struct ColumnState {
     versions: u32,
     /// No more puts of this column can be candidates.
     exhausted: bool,
+    /// NEW_VERSION_BEHAVIOR: the column markers, with their sequence ids.
+    markers: Vec<Marker>,
+    /// NEW_VERSION_BEHAVIOR: for each point of the column's history (just
+    /// before the marker with this sequence id; `u64::MAX` is now), the
+    /// sequence ids of the puts counted as visible versions there.
+    history: BTreeMap<u64, Vec<u64>>,
+    /// NEW_VERSION_BEHAVIOR: timestamp and sequence id of the last put
+    /// seen; a put at the same timestamp after it was overwritten by it.
+    previous_put: Option<(i64, u64)>,
 }
 
 impl StoreScanner {
@@ -210,6 +250,14 @@ impl StoreScanner {
                     qualifier: Some(cell.qualifier.clone()),
                     ..ColumnState::default()
                 };
+                if self.family.new_version_behavior {
+                    // The family markers are points of every column's history.
+                    let points = self.row.family_markers.iter().map(|m| m.seq);
+                    self.column.history = points
+                        .chain([u64::MAX])
+                        .map(|seq| (seq, Vec::new()))
+                        .collect();
+                }
             }
             if self.raw {
                 // Raw reads track no deletes, so a column the read is done
@@ -229,7 +277,11 @@ impl StoreScanner {
                 }
                 continue;
             }
-            if self.is_deleted(cell.timestamp)
+            if self.family.new_version_behavior {
+                if !self.new_version_visible(&cell) {
+                    continue;
+                }
+            } else if self.is_deleted(cell.timestamp)
                 || self.column.last_version_ts == Some(cell.timestamp)
             {
                 continue;
@@ -271,6 +323,23 @@ impl StoreScanner {
             return;
         }
         let ts = marker.timestamp;
+        if self.family.new_version_behavior {
+            let tracked = Marker {
+                ts,
+                seq: marker.sequence_id,
+                up_to: matches!(
+                    marker.cell_type,
+                    CellType::DeleteFamily | CellType::DeleteColumn
+                ),
+            };
+            if marker.cell_type.is_family_delete() {
+                self.row.family_markers.push(tracked);
+            } else {
+                self.column.markers.push(tracked);
+            }
+            self.add_history_point(tracked.seq);
+            return;
+        }
         match marker.cell_type {
             CellType::DeleteFamily => {
                 self.row.family_deleted_up_to = self.row.family_deleted_up_to.max(Some(ts));
@@ -282,6 +351,66 @@ impl StoreScanner {
             CellType::Delete => self.column.versions_deleted.push(ts),
             CellType::Put => {}
         }
+    }
+
+    /// NEW_VERSION_BEHAVIOR: a new point of the column's history, just
+    /// before a marker written at `seq`. The versions visible there are
+    /// those counted at the next later point that were written before it.
+    fn add_history_point(&mut self, seq: u64) {
+        if self.column.history.contains_key(&seq) {
+            return;
+        }
+        let before: Vec<u64> = self
+            .column
+            .history
+            .range(seq..)
+            .next()
+            .map(|(_, counted)| counted.iter().copied().filter(|&s| s < seq).collect())
+            .unwrap_or_default();
+        self.column.history.insert(seq, before);
+    }
+
+    /// NEW_VERSION_BEHAVIOR (HBase 2's `NewVersionBehaviorTracker` rules):
+    /// is this put (met in cell order: timestamp descending, then sequence
+    /// id descending) a visible version now?
+    ///
+    /// The put lives from its own write until the first later write that
+    /// ends it: a marker that masks it (see [`Marker::masks`]) or a put at
+    /// the same timestamp (an overwrite). At each point of history in that
+    /// span it is counted as a version, after the versions with newer
+    /// timestamps already counted there; if VERSIONS of them are already
+    /// counted at some point, it was beyond VERSIONS then and stays gone
+    /// (a compaction at that moment could have dropped it), even if later
+    /// deletes removed the newer versions. It is visible when it is still
+    /// alive now and was never beyond VERSIONS.
+    fn new_version_visible(&mut self, cell: &Cell) -> bool {
+        let (ts, seq) = (cell.timestamp, cell.sequence_id);
+        let overwritten_at = match self.column.previous_put {
+            Some((previous_ts, previous_seq)) if previous_ts == ts => Some(previous_seq),
+            _ => None,
+        };
+        self.column.previous_put = Some((ts, seq));
+        let masked_at = self
+            .row
+            .family_markers
+            .iter()
+            .chain(&self.column.markers)
+            .filter(|m| m.masks(ts, seq))
+            .map(|m| m.seq)
+            .min();
+        let ended_at = overwritten_at.into_iter().chain(masked_at).min();
+        let max_versions = self.family.max_versions as usize;
+        for (_, counted) in self
+            .column
+            .history
+            .range_mut(seq..=ended_at.unwrap_or(u64::MAX))
+        {
+            if counted.len() >= max_versions {
+                return false;
+            }
+            counted.push(seq);
+        }
+        ended_at.is_none()
     }
 
     fn is_deleted(&self, ts: i64) -> bool {

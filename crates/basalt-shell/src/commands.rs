@@ -61,7 +61,8 @@ pub(crate) static COMMANDS: &[Spec] = &[
   Leaves the shell (also: quit, Ctrl-D)." },
     Spec { name: "create", group: "ddl", run: Some(create), usage: "create 'TABLE', 'FAMILY' | {NAME => 'FAMILY', OPTION => value, ...}, ... [, {SPLITS => ['k1', ...]} | {NUMREGIONS => n, SPLITALGO => 'HexStringSplit'}]
   Creates a table. Family options: VERSIONS, MIN_VERSIONS, TTL, KEEP_DELETED_CELLS,
-  BLOOMFILTER, COMPRESSION, BLOCKSIZE, BLOCKCACHE, IN_MEMORY, DATA_BLOCK_ENCODING.
+  BLOOMFILTER, COMPRESSION, BLOCKSIZE, BLOCKCACHE, IN_MEMORY, DATA_BLOCK_ENCODING,
+  NEW_VERSION_BEHAVIOR.
   SPLITALGO is HexStringSplit, DecimalStringSplit or UniformSplit.
     create 't1', 'f1', 'f2'
     create 'mytable', {NAME => 'colfam1', BLOOMFILTER => 'ROWCOL'}
@@ -342,6 +343,7 @@ const FAMILY_OPTIONS: &[&str] = &[
     "BLOCKCACHE",
     "IN_MEMORY",
     "DATA_BLOCK_ENCODING",
+    "NEW_VERSION_BEHAVIOR",
 ];
 
 fn family_of(pairs: &[(String, Arg)]) -> ShellResult<FamilySpec> {

@@ -139,6 +139,13 @@ pub struct ColumnFamilyDescriptor {
     pub in_memory: bool,
     /// DATA_BLOCK_ENCODING.
     pub data_block_encoding: DataBlockEncoding,
+    /// NEW_VERSION_BEHAVIOR (HBase 2, HBASE-15968): a delete marker masks
+    /// only puts written before it (lower sequence id), and versions are
+    /// counted as of each delete, so a delete never brings back a version
+    /// that was already beyond VERSIONS. Default false (HBase's classic
+    /// rules). Catalogs written before the option existed read as false.
+    #[serde(default)]
+    pub new_version_behavior: bool,
 }
 
 /// The default VERSIONS: 3, as in Thrift1's `ColumnDescriptor`.
@@ -162,6 +169,7 @@ impl ColumnFamilyDescriptor {
             block_cache: true,
             in_memory: false,
             data_block_encoding: DataBlockEncoding::None,
+            new_version_behavior: false,
         }
     }
 
@@ -230,6 +238,12 @@ impl ColumnFamilyDescriptor {
         self
     }
 
+    /// Builder: NEW_VERSION_BEHAVIOR.
+    pub fn new_version_behavior(mut self, enabled: bool) -> Self {
+        self.new_version_behavior = enabled;
+        self
+    }
+
     /// TTL in milliseconds, if any.
     pub fn ttl_millis(&self) -> Option<i64> {
         self.ttl_seconds
@@ -259,6 +273,7 @@ impl ColumnFamilyDescriptor {
             "BLOCKCACHE" => self.block_cache = parse_bool(option, value)?,
             "IN_MEMORY" => self.in_memory = parse_bool(option, value)?,
             "DATA_BLOCK_ENCODING" => self.data_block_encoding = value.parse()?,
+            "NEW_VERSION_BEHAVIOR" => self.new_version_behavior = parse_bool(option, value)?,
             _ => {
                 return Err(Error::invalid(format!(
                     "unknown column family option '{option}'"
@@ -270,7 +285,7 @@ impl ColumnFamilyDescriptor {
 
     /// The options in HBase's order and spelling, as `describe` prints them.
     pub fn options(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut options = vec![
             ("BLOOMFILTER", self.bloom_filter.to_string()),
             ("IN_MEMORY", self.in_memory.to_string()),
             ("VERSIONS", self.max_versions.to_string()),
@@ -285,7 +300,13 @@ impl ColumnFamilyDescriptor {
             ("MIN_VERSIONS", self.min_versions.to_string()),
             ("BLOCKCACHE", self.block_cache.to_string()),
             ("BLOCKSIZE", self.block_size.to_string()),
-        ]
+        ];
+        // Listed only when set, so descriptions of families that do not use
+        // it read exactly as before.
+        if self.new_version_behavior {
+            options.push(("NEW_VERSION_BEHAVIOR", "true".to_string()));
+        }
+        options
     }
 
     /// Checks the name and every option.

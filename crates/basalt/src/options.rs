@@ -114,6 +114,7 @@ impl Options {
         WalOptions {
             segment_max_bytes: self.wal_segment_bytes,
             async_flush_interval: Duration::from_millis(self.wal_async_flush_ms.max(1)),
+            ..WalOptions::default()
         }
     }
 

@@ -56,8 +56,20 @@ fn writes_without_timestamp_use_the_clock_and_later_write_wins() {
     let r = table.get(&Get::new("r").max_versions(5)).unwrap();
     assert_eq!(
         cells(&r),
-        ["f:q=second@1000000"],
-        "same coordinates and ms: overwrite"
+        ["f:q=second@1000001", "f:q=first@1000000"],
+        "same ms: the row's server timestamps still increase, so both are versions"
+    );
+    table
+        .put(&Put::new("r").add_at("f", "q", 7, "third"))
+        .unwrap();
+    table
+        .put(&Put::new("r").add_at("f", "q", 7, "fourth"))
+        .unwrap();
+    let r = table.get(&Get::new("r").max_versions(5)).unwrap();
+    assert_eq!(
+        cells(&r),
+        ["f:q=second@1000001", "f:q=first@1000000", "f:q=fourth@7"],
+        "same coordinates and timestamp: overwrite"
     );
 }
 

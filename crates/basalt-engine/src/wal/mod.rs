@@ -13,10 +13,37 @@
 //! group asked for [`Durability::FsyncWal`]) while new appends keep filling
 //! the next buffer, then wakes every waiter its write covered.
 //!
-//! A failed write or fsync puts the log in a permanent failed state: the
-//! bytes that reached the file are unknown (and after a failed fsync Linux
-//! may have dropped dirty pages), so retrying could hide a gap. Every later
-//! append and sync fails with [`Error::WalFailed`].
+//! A failed write, fsync or roll puts the log in a failed state. The bytes
+//! that reached the file are unknown (and after a failed fsync Linux may
+//! have dropped dirty pages or marked them clean), so the log never just
+//! retries the write. Instead:
+//!
+//! 1. Every record not yet acknowledged fails: its writer gets
+//!    [`Error::WalFailed`] and the buffer is dropped. After a failed write
+//!    or roll that is every record not yet written; after a failed fsync,
+//!    every record since the segment's last successful fsync (those
+//!    already acknowledged as `SyncWal` stay acknowledged: see below).
+//! 2. The active segment is *sealed*: truncated back to the end of the last
+//!    fully written batch (after a failed fsync: to the last fsynced
+//!    offset) and fsynced, so the failed records' bytes are gone from the
+//!    file and cannot come back at replay. Shrinking a file needs no free
+//!    space, so this usually works even on a full disk; if it does not, it
+//!    is retried.
+//! 3. Appends are refused with [`Error::WalFailed`] while the log is
+//!    failed. At most once per [`WalOptions::repair_interval`] an append
+//!    tries to repair it: seal (if not done yet), then roll to a new
+//!    segment. The truncated segment is never written again (its file
+//!    position is past its end). Once the roll succeeds, the log serves
+//!    again.
+//!
+//! After a failed fsync the log follows what PostgreSQL and RocksDB learned
+//! ("fsyncgate"): the kernel's page cache no longer tells what is on disk,
+//! and a later fsync may succeed without writing the lost pages, so the
+//! data written since the last good fsync is treated as lost and truncated
+//! away rather than fsynced again. `SyncWal` writers acknowledged in that
+//! window (after write(2), before the fsync failed) keep their cells in the
+//! memstores, which the next flush persists; until then they have no WAL
+//! copy, so a process crash before that flush loses them.
 
 mod format;
 pub mod inspect;
@@ -32,7 +59,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use basalt_types::{Cell, Durability, Error, Result};
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -51,6 +78,10 @@ pub struct WalOptions {
     /// [`Durability::AsyncWal`] (and anything else still buffered).
     /// Default 100 ms; values under 1 ms are treated as 1 ms.
     pub async_flush_interval: Duration,
+    /// After a failure, how long the log waits between attempts to repair
+    /// itself (seal the failed segment and roll to a new one). Each attempt
+    /// is made by an append; meanwhile appends fail at once. Default 1 s.
+    pub repair_interval: Duration,
 }
 
 impl Default for WalOptions {
@@ -58,6 +89,7 @@ impl Default for WalOptions {
         WalOptions {
             segment_max_bytes: 64 << 20,
             async_flush_interval: Duration::from_millis(100),
+            repair_interval: Duration::from_secs(1),
         }
     }
 }
@@ -136,6 +168,10 @@ pub struct WalStats {
     pub fsyncs: u64,
     /// Segments started because the previous one was full.
     pub rolls: u64,
+    /// Write, fsync or roll failures.
+    pub failures: u64,
+    /// Repairs after a failure (the log served again).
+    pub repairs: u64,
 }
 
 /// The write-ahead log. Shared by many threads through `Arc<Wal>`.
@@ -160,6 +196,9 @@ struct Inner {
     writer: Mutex<Option<SegmentWriter>>,
     /// Replayed and written segments, oldest first; the last is active.
     segments: Mutex<Vec<SegmentInfo>>,
+    /// Bytes of the active segment known to be fsynced (its header
+    /// included): where a failed fsync truncates it back to.
+    synced_bytes: AtomicU64,
     /// Set by `close` to stop the flusher; paired with `stop_signal`.
     stop: Mutex<bool>,
     stop_signal: Condvar,
@@ -176,6 +215,8 @@ struct Counters {
     bytes_written: AtomicU64,
     fsyncs: AtomicU64,
     rolls: AtomicU64,
+    failures: AtomicU64,
+    repairs: AtomicU64,
 }
 
 /// Group-commit state, under the append mutex.
@@ -204,10 +245,37 @@ struct State {
     fsync_wanted: u64,
     /// A leader is doing I/O right now.
     leader_active: bool,
-    /// Why the log failed; sticky.
-    failed: Option<String>,
+    /// Set while the log is failed; cleared by a repair.
+    failed: Option<Failure>,
+    /// LSN ranges (inclusive) whose records failed, with the cause: never
+    /// acknowledged, never in the log. One entry per failure, and a failure
+    /// needs a repair before the next one, so this stays tiny.
+    lost: Vec<(u64, u64, Arc<str>)>,
     /// `close` was called: appends are refused.
     closed: bool,
+}
+
+/// Why and how the log failed, and how far its repair has got.
+#[derive(Debug, Clone)]
+struct Failure {
+    /// The error, as every refused caller is told.
+    cause: String,
+    /// An fsync failed: the active segment is sealed at its last fsynced
+    /// offset instead of at its last written one.
+    fsync_failed: bool,
+    /// The active segment has been truncated and fsynced: only the roll is
+    /// left to do.
+    sealed: bool,
+    /// When the last repair was tried (or the failure happened).
+    last_attempt: Instant,
+}
+
+/// Which step of a group commit failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Write,
+    Fsync,
+    Roll,
 }
 
 /// A drained batch larger than this is freed instead of kept as `spare`,
@@ -274,6 +342,7 @@ impl Wal {
                 .ok_or_else(|| Error::WalFailed("segment ids exhausted".into()))?,
         };
         let writer = SegmentWriter::create(dir, next_id)?;
+        let synced_bytes = AtomicU64::new(writer.size);
         kept.push(SegmentInfo {
             id: writer.id,
             path: writer.path.clone(),
@@ -299,11 +368,13 @@ impl Wal {
                 fsync_wanted: 0,
                 leader_active: false,
                 failed: None,
+                lost: Vec::new(),
                 closed: false,
             }),
             round_done: Condvar::new(),
             writer: Mutex::new(Some(writer)),
             segments: Mutex::new(kept),
+            synced_bytes,
             stop: Mutex::new(false),
             stop_signal: Condvar::new(),
             stats: Counters::default(),
@@ -328,8 +399,10 @@ impl Wal {
     /// LSN, monotonically increasing within this open log).
     ///
     /// Fails with [`Error::InvalidArgument`] if the cells span several rows
-    /// or the edit exceeds [`MAX_RECORD_PAYLOAD`], [`Error::WalFailed`] after
-    /// a write failure and [`Error::Closed`] after [`Wal::close`].
+    /// or the edit exceeds [`MAX_RECORD_PAYLOAD`], [`Error::WalFailed`]
+    /// while the log is failed (an append tries to repair it at most once
+    /// per [`WalOptions::repair_interval`]) and [`Error::Closed`] after
+    /// [`Wal::close`].
     pub fn append(&self, edit: &WalEdit) -> Result<u64> {
         // Encode before taking the append mutex: only the copy happens
         // under it.
@@ -337,11 +410,14 @@ impl Wal {
         format::encode_record(edit, &mut record)?;
 
         let mut st = self.inner.state.lock();
-        if let Some(cause) = &st.failed {
-            return Err(Error::WalFailed(cause.clone()));
-        }
         if st.closed {
             return Err(closed_error());
+        }
+        if st.failed.is_some() {
+            self.inner.try_repair(&mut st);
+            if let Some(failure) = &st.failed {
+                return Err(Error::WalFailed(failure.cause.clone()));
+            }
         }
         st.buf.extend_from_slice(&record);
         st.buf_records += 1;
@@ -359,9 +435,10 @@ impl Wal {
     /// until the bytes were written to the OS (write(2) done), `FsyncWal`
     /// until they are fsynced (fdatasync).
     ///
-    /// Fails with [`Error::WalFailed`] once the log has failed, and with
-    /// [`Error::InvalidArgument`] for an LSN that `append` never returned.
-    /// After [`Wal::close`] every LSN is durable, so this succeeds.
+    /// Fails with [`Error::WalFailed`] when the edit's record failed (see
+    /// the module docs), and with [`Error::InvalidArgument`] for an LSN that
+    /// `append` never returned. After [`Wal::close`] every LSN that did not
+    /// fail is durable, so this succeeds.
     pub fn sync(&self, lsn: u64, durability: Durability) -> Result<()> {
         match durability {
             Durability::SkipWal | Durability::AsyncWal => Ok(()),
@@ -381,12 +458,18 @@ impl Wal {
 
     /// Writes and fsyncs everything buffered and stops the background
     /// thread. Later appends fail with [`Error::Closed`]. Closing again is a
-    /// no-op; closing a failed log returns its [`Error::WalFailed`].
+    /// no-op; closing a failed log seals its active segment if that was not
+    /// done yet (so failed records cannot reappear) and returns its
+    /// [`Error::WalFailed`].
     pub fn close(&self) -> Result<()> {
-        let last = {
+        let (last, failed) = {
             let mut st = self.inner.state.lock();
             st.closed = true;
-            st.next_lsn - 1
+            let last = st.next_lsn - 1;
+            // Records that failed are not waited for: they are not in the
+            // log and never will be.
+            let last = if is_lost(&st, last) { 0 } else { last };
+            (last, st.failed.is_some())
         };
         // `take` makes the join happen once even with concurrent closers.
         let flusher = self.flusher.lock().take();
@@ -398,7 +481,13 @@ impl Wal {
             }
         }
         // No append can slip in after `closed`, so `last` covers everything.
-        let result = self.inner.wait_durable(last, true);
+        let result = if failed {
+            self.inner.close_failed()
+        } else if last == 0 {
+            Ok(())
+        } else {
+            self.inner.wait_durable(last, true)
+        };
         let mut writer = self.inner.writer.lock();
         if writer.take().is_some() {
             if let Some(active) = self.inner.segments.lock().last_mut() {
@@ -450,6 +539,8 @@ impl Wal {
             bytes_written: c.bytes_written.load(Ordering::Relaxed),
             fsyncs: c.fsyncs.load(Ordering::Relaxed),
             rolls: c.rolls.load(Ordering::Relaxed),
+            failures: c.failures.load(Ordering::Relaxed),
+            repairs: c.repairs.load(Ordering::Relaxed),
         }
     }
 
@@ -478,9 +569,10 @@ impl Wal {
 /// - `sync(lsn, d)` returns only once the edit at `lsn` (and every edit
 ///   appended before it) is as durable as `d` asks; an acknowledged write
 ///   is one whose `sync` returned `Ok`.
-/// - After a failed write the log refuses every later append and sync
-///   (the bytes that reached storage are unknown, so going on could hide a
-///   gap); the error says why.
+/// - A write whose `sync` failed is never replayed: after a failed write
+///   the log makes sure its bytes are gone (or unreadable) before it takes
+///   new appends, and refuses appends until then; the error says why. It
+///   may recover by itself once the cause (e.g. a full disk) is gone.
 /// - `retire_flushed` may delete only what replay can no longer need:
 ///   records of a region at or below its flushed sequence id, or of
 ///   regions that no longer exist.
@@ -563,6 +655,18 @@ fn closed_error() -> Error {
     Error::Closed("write-ahead log".into())
 }
 
+/// Why the record at `lsn` failed, if it did (see [`Inner::fail`]).
+fn lost_cause(st: &State, lsn: u64) -> Option<&str> {
+    st.lost
+        .iter()
+        .find(|(from, to, _)| (*from..=*to).contains(&lsn))
+        .map(|(_, _, cause)| &**cause)
+}
+
+fn is_lost(st: &State, lsn: u64) -> bool {
+    lost_cause(st, lsn).is_some()
+}
+
 /// One leader's batch, taken from `State`.
 struct Batch {
     bytes: Vec<u8>,
@@ -583,8 +687,23 @@ impl Inner {
             )));
         }
         loop {
-            if let Some(cause) = &st.failed {
-                return Err(Error::WalFailed(cause.clone()));
+            if let Some(cause) = lost_cause(&st, lsn) {
+                return Err(Error::WalFailed(format!(
+                    "the record was not written to the log: {cause}"
+                )));
+            }
+            if let Some(failure) = &st.failed {
+                // Every LSN handed out before the failure is lost or
+                // durable, so this one is lost... unless it is durable.
+                let done = if fsync {
+                    st.synced_lsn >= lsn
+                } else {
+                    st.written_lsn >= lsn
+                };
+                if done {
+                    return Ok(());
+                }
+                return Err(Error::WalFailed(failure.cause.clone()));
             }
             let done = if fsync {
                 st.synced_lsn >= lsn
@@ -639,19 +758,15 @@ impl Inner {
                 self.round_done.notify_all();
                 MutexGuard::unlocked(st, || self.sync_and_roll(fsync))
             }
-            Err(e) => Err(e),
+            Err(e) => Err((e, Step::Write)),
         };
 
-        st.leader_active = false;
         match result {
             Ok(true) => st.synced_lsn = end,
             Ok(false) => {}
-            Err(e) => {
-                let cause = e.to_string();
-                tracing::error!(error = %cause, "write-ahead log failed; refusing further writes");
-                st.failed = Some(cause);
-            }
+            Err((e, step)) => self.fail(st, &e, step),
         }
+        st.leader_active = false;
         if bytes.capacity() <= MAX_SPARE_CAPACITY {
             bytes.clear();
             st.spare = bytes;
@@ -691,15 +806,16 @@ impl Inner {
     }
 
     /// Fsyncs the active segment if asked, and rolls to a new segment if it
-    /// is full. Returns whether everything written so far is now fsynced.
-    fn sync_and_roll(&self, fsync: bool) -> Result<bool> {
+    /// is full. Returns whether everything written so far is now fsynced;
+    /// an error says which step failed.
+    fn sync_and_roll(&self, fsync: bool) -> std::result::Result<bool, (Error, Step)> {
         let mut guard = self.writer.lock();
         let Some(w) = guard.as_mut() else {
-            return Err(closed_error());
+            return Err((closed_error(), Step::Roll));
         };
         let mut synced = false;
         if fsync {
-            self.fsync(w)?;
+            self.fsync(w).map_err(|e| (e, Step::Fsync))?;
             synced = true;
         }
         if w.size < self.options.segment_max_bytes {
@@ -708,9 +824,16 @@ impl Inner {
         // The finished segment must be complete and durable before the next
         // exists: replay only forgives damage in the last segment.
         if !synced {
-            self.fsync(w)?;
+            self.fsync(w).map_err(|e| (e, Step::Fsync))?;
             synced = true;
         }
+        self.roll(w).map_err(|e| (e, Step::Roll))?;
+        Ok(synced)
+    }
+
+    /// Starts the next segment and makes it the active one. The caller has
+    /// made the current one complete and durable.
+    fn roll(&self, w: &mut SegmentWriter) -> Result<()> {
         let next_id =
             w.id.checked_add(1)
                 .ok_or_else(|| Error::WalFailed("segment ids exhausted".into()))?;
@@ -729,9 +852,150 @@ impl Inner {
         });
         drop(segments);
         tracing::debug!(segment = %next.path.display(), "rolled the write-ahead log");
+        self.synced_bytes.store(next.size, Ordering::Release);
         *w = next;
         self.stats.rolls.fetch_add(1, Ordering::Relaxed);
-        Ok(synced)
+        Ok(())
+    }
+
+    /// Puts the log in the failed state after `step` failed (the caller is
+    /// the leader): fails every record not yet acknowledged, drops the
+    /// buffer, and seals the active segment so those records' bytes are
+    /// gone from the file.
+    fn fail(&self, st: &mut MutexGuard<'_, State>, error: &Error, step: Step) {
+        let cause = error.to_string();
+        tracing::error!(error = %cause, ?step, "write-ahead log failed; refusing writes until it is repaired");
+        self.stats.failures.fetch_add(1, Ordering::Relaxed);
+        let fsync_failed =
+            step == Step::Fsync || st.failed.as_ref().is_some_and(|f| f.fsync_failed);
+        // After a failed fsync nothing since the last good fsync is known
+        // to be on disk; otherwise everything written is (in the OS).
+        let first_lost = if fsync_failed {
+            st.synced_lsn + 1
+        } else {
+            st.written_lsn + 1
+        };
+        let last_lost = st.next_lsn - 1;
+        if first_lost <= last_lost {
+            st.lost
+                .push((first_lost, last_lost, Arc::from(cause.as_str())));
+        }
+        // Every LSN handed out is now durable or lost: nothing is pending.
+        st.buf.clear();
+        st.buf_records = 0;
+        st.buf_regions.clear();
+        st.written_lsn = last_lost;
+        st.synced_lsn = last_lost;
+        st.fsync_wanted = 0;
+        let sealed = MutexGuard::unlocked(st, || match self.seal(fsync_failed) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "could not truncate the failed write-ahead log segment; will retry");
+                false
+            }
+        });
+        st.failed = Some(Failure {
+            cause,
+            fsync_failed,
+            sealed,
+            last_attempt: Instant::now(),
+        });
+    }
+
+    /// Truncates the active segment back to its last good offset (the end
+    /// of the last fully written batch, or after a failed fsync the last
+    /// fsynced offset) and fsyncs it, so no failed record can be replayed.
+    /// The segment takes no more writes: the next step is a roll.
+    fn seal(&self, fsync_failed: bool) -> Result<()> {
+        let mut guard = self.writer.lock();
+        let Some(w) = guard.as_mut() else {
+            return Err(closed_error());
+        };
+        // `size` only grows after a whole batch was written, so it is the
+        // end of the last complete one.
+        let good = if fsync_failed {
+            self.synced_bytes.load(Ordering::Acquire)
+        } else {
+            w.size
+        };
+        #[cfg(test)]
+        if let Some(e) = self.faults.before_seal() {
+            return Err(Error::io(&w.path, e));
+        }
+        w.file
+            .set_len(good)
+            .and_then(|()| w.file.sync_all())
+            .map_err(|e| Error::io(&w.path, e))?;
+        w.size = good;
+        self.synced_bytes.store(good, Ordering::Release);
+        if let Some(info) = self.segments.lock().iter_mut().rev().find(|s| s.id == w.id) {
+            // Records and sequence ids stay as counted: an over-estimate,
+            // which only keeps the segment a little longer.
+            info.size_bytes = good;
+        }
+        tracing::warn!(segment = %w.path.display(), offset = good, "truncated the failed write-ahead log segment");
+        Ok(())
+    }
+
+    /// With the append mutex held and the log failed: if no leader is busy
+    /// and the last attempt is old enough, seals the active segment (if
+    /// needed) and rolls to a new one. On success the log serves again.
+    fn try_repair(&self, st: &mut MutexGuard<'_, State>) {
+        let Some(failure) = st.failed.clone() else {
+            return;
+        };
+        if st.leader_active || failure.last_attempt.elapsed() < self.options.repair_interval {
+            return;
+        }
+        st.leader_active = true;
+        let mut sealed = failure.sealed;
+        let result = MutexGuard::unlocked(st, || {
+            if !sealed {
+                self.seal(failure.fsync_failed)?;
+                sealed = true;
+            }
+            let mut guard = self.writer.lock();
+            let Some(w) = guard.as_mut() else {
+                return Err(closed_error());
+            };
+            #[cfg(test)]
+            if let Some(e) = self.faults.before_roll() {
+                return Err(Error::io(&w.path, e));
+            }
+            self.roll(w)
+        });
+        st.leader_active = false;
+        match result {
+            Ok(()) => {
+                tracing::info!(cause = %failure.cause, "the write-ahead log is repaired and takes writes again");
+                self.stats.repairs.fetch_add(1, Ordering::Relaxed);
+                st.failed = None;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "repairing the write-ahead log failed; will retry");
+                if let Some(f) = st.failed.as_mut() {
+                    // A seal that got done stays done: only the roll is left.
+                    f.sealed = sealed;
+                    f.last_attempt = Instant::now();
+                }
+            }
+        }
+        self.round_done.notify_all();
+    }
+
+    /// `close` of a failed log: makes sure the failed records are truncated
+    /// away, then reports the failure.
+    fn close_failed(&self) -> Result<()> {
+        let failure = self.state.lock().failed.clone();
+        let Some(failure) = failure else {
+            return Ok(());
+        };
+        if !failure.sealed {
+            if let Err(e) = self.seal(failure.fsync_failed) {
+                tracing::error!(error = %e, "could not truncate the failed write-ahead log segment at close");
+            }
+        }
+        Err(Error::WalFailed(failure.cause))
     }
 
     fn write_all(&self, w: &mut SegmentWriter, bytes: &[u8]) -> Result<()> {
@@ -748,6 +1012,7 @@ impl Inner {
             return Err(Error::io(&w.path, e));
         }
         w.file.sync_data().map_err(|e| Error::io(&w.path, e))?;
+        self.synced_bytes.store(w.size, Ordering::Release);
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -769,6 +1034,7 @@ impl Inner {
             }
             let target = {
                 let st = self.state.lock();
+                // A failed log's buffer is empty; repairs are left to appends.
                 let last = st.next_lsn - 1;
                 (st.failed.is_none() && last > st.written_lsn).then_some(last)
             };
