@@ -281,6 +281,7 @@ impl Region {
             stores: RwLock::new(BTreeMap::new()),
             mvcc: Mvcc::new(1),
             row_locks: RowLocks::new(config.row_lock_stripes),
+            row_clock: RowClock::new(),
             wal: OnceLock::new(),
             clock,
             config,
@@ -294,6 +295,8 @@ impl Region {
             flush_requester: OnceLock::new(),
             // Never serving: no split, merge or compaction touches it.
             closed: AtomicBool::new(true),
+            failed_flushes: AtomicU64::new(0),
+            last_flush_failure: Mutex::new(String::new()),
             compaction_gate: Mutex::new(()),
             open_failure: Some(failure),
         }
@@ -489,8 +492,9 @@ impl Region {
         self.check_row(&row)?;
         let durability = mutation.durability();
         let _lock = self.row_locks.lock(&row);
-        let cells = self.resolve(&row, std::slice::from_ref(&mutation))?;
-        self.write(vec![ResolvedWrite { cells, durability }])
+        let mut staged = StagedTimestamps::new();
+        let cells = self.resolve(&row, std::slice::from_ref(&mutation), &mut staged)?;
+        self.write(vec![ResolvedWrite { cells, durability }], staged)
     }
 
     /// Applies puts and deletes of one row atomically.
@@ -498,11 +502,15 @@ impl Region {
         let row = mutations.row();
         self.check_row(row)?;
         let _lock = self.row_locks.lock(row);
-        let cells = self.resolve(row, mutations.mutations())?;
-        self.write(vec![ResolvedWrite {
-            cells,
-            durability: mutations.durability(),
-        }])
+        let mut staged = StagedTimestamps::new();
+        let cells = self.resolve(row, mutations.mutations(), &mut staged)?;
+        self.write(
+            vec![ResolvedWrite {
+                cells,
+                durability: mutations.durability(),
+            }],
+            staged,
+        )
     }
 
     /// Applies many mutations, each atomically on its row; the batch as a
@@ -518,11 +526,14 @@ impl Region {
         let _locks = self.row_locks.lock_all(rows);
         let mut pending = Vec::new();
         let mut pending_index = Vec::new();
+        // Later mutations of a row in the batch see earlier ones' staged
+        // timestamps, so each gets a later one.
+        let mut staged = StagedTimestamps::new();
         for (i, mutation) in mutations.iter().enumerate() {
             if results[i].is_err() {
                 continue;
             }
-            match self.resolve(mutation.row(), std::slice::from_ref(mutation)) {
+            match self.resolve(mutation.row(), std::slice::from_ref(mutation), &mut staged) {
                 Ok(cells) => {
                     pending.push(ResolvedWrite {
                         cells,
@@ -533,7 +544,7 @@ impl Region {
                 Err(e) => results[i] = Err(e),
             }
         }
-        if let Err(e) = self.write(pending) {
+        if let Err(e) = self.write(pending, staged) {
             // Every pending mutation failed the same way, and each gets the
             // same kind of error: a region that stopped serving refuses the
             // whole group before anything reaches the log, and the table
@@ -633,11 +644,18 @@ impl Region {
                 value,
             });
         }
-        self.row_clock.record(row, newest, now);
-        self.write(vec![ResolvedWrite {
-            cells: cells.clone(),
-            durability,
-        }])?;
+        // Only an applied write moves the row's clock: a failed one leaves
+        // no trace, so the next write gets the timestamp it would have.
+        let mut staged = StagedTimestamps::new();
+        staged.rows.insert(row.clone(), newest);
+        staged.now = now;
+        self.write(
+            vec![ResolvedWrite {
+                cells: cells.clone(),
+                durability,
+            }],
+            staged,
+        )?;
         Ok(result_of(row, cells))
     }
 
@@ -666,11 +684,15 @@ impl Region {
         if check.mutations.mutations().is_empty() {
             return Ok(true);
         }
-        let cells = self.resolve(row, check.mutations.mutations())?;
-        self.write(vec![ResolvedWrite {
-            cells,
-            durability: check.mutations.durability(),
-        }])?;
+        let mut staged = StagedTimestamps::new();
+        let cells = self.resolve(row, check.mutations.mutations(), &mut staged)?;
+        self.write(
+            vec![ResolvedWrite {
+                cells,
+                durability: check.mutations.durability(),
+            }],
+            staged,
+        )?;
         Ok(true)
     }
 
@@ -699,9 +721,20 @@ impl Region {
     /// Every server-assigned timestamp of one call is the row's next server
     /// timestamp (see [`RowClock`]): one atomic mutation shares one
     /// timestamp, as in HBase, and the row's next call gets a later one.
-    fn resolve(&self, row: &Bytes, mutations: &[Mutation]) -> Result<Vec<Cell>> {
+    ///
+    /// The timestamp is staged in `staged`, and reaches the row's record
+    /// only through [`Region::commit_timestamps`] once the write is applied.
+    fn resolve(
+        &self,
+        row: &Bytes,
+        mutations: &[Mutation],
+        staged: &mut StagedTimestamps,
+    ) -> Result<Vec<Cell>> {
         let now = self.clock.now_millis();
-        let server_ts = self.row_clock.next(row, now);
+        let server_ts = match staged.rows.get(row) {
+            Some(&earlier) => self.row_clock.next(row, now).max(earlier.saturating_add(1)),
+            None => self.row_clock.next(row, now),
+        };
         let mut used_server_ts = false;
         let mut cells = Vec::new();
         // How many "latest version" deletes each column got so far: the k-th
@@ -765,13 +798,19 @@ impl Region {
             }
         }
         if used_server_ts {
-            self.row_clock.record(row, server_ts, now);
+            staged.rows.insert(row.clone(), server_ts);
+            staged.now = now;
         }
         Ok(cells)
     }
 
     /// Runs resolved writes through the WAL, the memstores and MVCC.
-    fn write(&self, writes: Vec<ResolvedWrite>) -> Result<()> {
+    ///
+    /// `staged` holds the server timestamps the writes took; they reach the
+    /// rows' records once the writes are applied, and before the flush and
+    /// split check that may follow (a split's daughters take the records
+    /// over, so they must already hold this write's).
+    fn write(&self, writes: Vec<ResolvedWrite>, staged: StagedTimestamps) -> Result<()> {
         if writes.is_empty() {
             return Ok(());
         }
@@ -837,6 +876,7 @@ impl Region {
         }
         drop(updates);
         self.mvcc.wait_for(last);
+        self.commit_timestamps(staged);
         self.maybe_flush();
         Ok(())
     }
@@ -987,6 +1027,27 @@ impl Region {
     }
 
     // ------------------------------------------------------ split and merge
+
+    /// Records the staged server timestamps of an applied write.
+    fn commit_timestamps(&self, staged: StagedTimestamps) {
+        for (row, ts) in staged.rows {
+            self.row_clock.record(&row, ts, staged.now);
+        }
+    }
+
+    /// Takes over the per-row timestamp records of `predecessor` for the
+    /// rows this region holds: a region made by a split or merge calls it
+    /// before it serves, with the (closed) regions it replaces, so rows
+    /// written in the same millisecond as the hand-over still get strictly
+    /// increasing server timestamps.
+    pub fn adopt_row_clock(&self, predecessor: &Region) {
+        let now = self.clock.now_millis();
+        for (row, ts) in predecessor.row_clock.entries() {
+            if self.info.contains(&row) {
+                self.row_clock.record(&row, ts, now);
+            }
+        }
+    }
 
     fn not_serving(&self) -> Error {
         Error::NotServingRegion(format!(
@@ -1267,9 +1328,25 @@ const ROW_CLOCK_SHARDS: usize = 16;
 /// now (otherwise `now` alone is already later), so each shard drops the
 /// older ones whenever the clock has moved: memory stays proportional to
 /// the rows written in the current millisecond (plus rows pushed ahead).
-/// The record is in memory only: a region opened anew (restart, split,
-/// merge) starts without it, which matters only if the clock has not moved
-/// past the last write's timestamp by then.
+/// The record is in memory only: a region opened anew by a restart starts
+/// without it, which matters only if the clock has not moved past the last
+/// write's timestamp by then. Regions made by a split or merge take their
+/// predecessors' records over ([`Region::adopt_row_clock`]), so a hand-over
+/// never lets a row's next timestamp go back.
+/// Server timestamps given to rows by a write not applied yet (see
+/// `Region::resolve`); the rows are locked until it is.
+#[derive(Debug, Default)]
+struct StagedTimestamps {
+    rows: HashMap<Bytes, i64>,
+    now: i64,
+}
+
+impl StagedTimestamps {
+    fn new() -> Self {
+        StagedTimestamps::default()
+    }
+}
+
 #[derive(Debug)]
 struct RowClock {
     shards: Box<[Mutex<RowClockShard>]>,
@@ -1308,6 +1385,21 @@ impl RowClock {
             Some(&last) if last >= now => last.saturating_add(1),
             _ => now,
         }
+    }
+
+    /// Every row's record, for the regions that take a region's rows over.
+    fn entries(&self) -> Vec<(Bytes, i64)> {
+        self.shards
+            .iter()
+            .flat_map(|shard| {
+                let shard = shard.lock();
+                shard
+                    .last
+                    .iter()
+                    .map(|(row, ts)| (row.clone(), *ts))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     /// Notes that the row was given server timestamp `ts` (at clock `now`).

@@ -181,6 +181,15 @@ impl TableLocation {
         self.status.store(CLOSED, Ordering::SeqCst);
     }
 
+    /// The serving region with this id.
+    pub(crate) fn region_by_id(&self, id: u64) -> Option<Arc<Region>> {
+        self.regions
+            .read()
+            .iter()
+            .find(|r| r.info().id == id)
+            .cloned()
+    }
+
     pub(crate) fn regions(&self) -> Vec<Arc<Region>> {
         self.regions.read().clone()
     }

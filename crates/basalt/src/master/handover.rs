@@ -339,6 +339,13 @@ impl Master {
             .iter()
             .map(|e| self.server.open_region(region_spec(table, descriptor, e)))
             .collect::<Result<Vec<_>>>()?;
+        // The predecessors are closed for writes: their per-row timestamp
+        // records are final, and the successors continue them.
+        for predecessor in predecessors.iter().filter_map(|id| state.region_by_id(*id)) {
+            for successor in &opened {
+                successor.adopt_row_clock(&predecessor);
+            }
+        }
         state.swap_regions(predecessors, opened);
         for id in predecessors {
             self.server.close_region(*id);

@@ -433,27 +433,23 @@ impl Run {
             errs.push(self.faulted(before, "a batch mutation", e)?);
         }
         // Every mutation reads the state before the batch (as
-        // `Model::apply_batch` does); then each applied one is written in order.
-        let resolved: Vec<_> = muts
-            .iter()
-            .map(|m| {
-                self.h
-                    .model
-                    .resolve(m, now, &mut std::collections::BTreeMap::new())
-            })
-            .collect();
+        // `Model::apply_batch` does); then each applied one is written in
+        // order. A failed mutation that was not applied is as if it was not
+        // in the batch: it failed before its timestamp was taken (a read
+        // while resolving it) or with its whole region's group (a write).
         let mut candidates = Vec::new();
         for mask in 0u32..(1 << failed.len()) {
             let mut model = self.h.model.clone();
-            for (i, cells) in resolved.iter().enumerate() {
-                let applied = match failed.iter().position(|&f| f == i) {
+            let subset: Vec<MutSpec> = muts
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| match failed.iter().position(|f| f == i) {
                     Some(k) => mask & (1 << k) != 0,
                     None => true,
-                };
-                if applied {
-                    model.apply(cells.clone());
-                }
-            }
+                })
+                .map(|(_, m)| m.clone())
+                .collect();
+            model.apply_batch(&subset, now);
             candidates.push((
                 if mask == 0 {
                     "none applied"
@@ -477,6 +473,8 @@ impl Run {
         let before = self.store.injected();
         let mut outcome = Vec::new();
         self.h.table = None;
+        // The engine's per-row timestamp record does not survive a reopen.
+        self.h.model.forget_server_ts();
         if let Some(db) = self.h.db.take() {
             if close {
                 if let Err(e) = db.close() {
@@ -485,15 +483,37 @@ impl Run {
             }
             drop(db);
         }
-        let db = match self.h.config.open(self.h.dir.path(), &self.h.clock) {
+        let opened = self
+            .h
+            .config
+            .open(self.h.dir.path(), &self.h.clock)
+            .and_then(|db| match failed_region(&db) {
+                // A region whose files could not be read stays FAILED_OPEN
+                // while the database serves the rest: under an injected
+                // fault that is this open's failure, retried without one.
+                Some(reason) => {
+                    drop(db);
+                    Err(basalt::Error::Io {
+                        path: self.h.dir.path().to_path_buf(),
+                        source: std::io::Error::other(format!("a region failed to open: {reason}")),
+                    })
+                }
+                None => Ok(db),
+            });
+        let db = match opened {
             Ok(db) => db,
             Err(e) => {
                 outcome.push(format!("open {}", self.faulted(before, "open", &e)?));
                 self.store.clear();
-                self.h
+                let db = self
+                    .h
                     .config
                     .open(self.h.dir.path(), &self.h.clock)
-                    .map_err(|e| format!("open without faults failed: {e}"))?
+                    .map_err(|e| format!("open without faults failed: {e}"))?;
+                if let Some(reason) = failed_region(&db) {
+                    return Err(format!("a region failed to open without a fault: {reason}"));
+                }
+                db
             }
         };
         self.h.table = Some(
@@ -515,4 +535,16 @@ impl Run {
         self.trace.push(format!("checkpoint: {outcome}"));
         Ok(())
     }
+}
+
+/// The reason the first region of the model's table that did not open gives,
+/// if one did not.
+fn failed_region(db: &basalt::Database) -> Option<String> {
+    db.list_regions(TABLE)
+        .ok()?
+        .into_iter()
+        .find_map(|r| match r.state {
+            basalt::RegionState::Open => None,
+            other => Some(format!("{other:?}")),
+        })
 }

@@ -276,6 +276,8 @@ impl Harness {
 
     pub(crate) fn reopen(&mut self, close: bool) -> Result<(), String> {
         self.table = None;
+        // The engine's per-row timestamp record does not survive a reopen.
+        self.model.forget_server_ts();
         if let Some(db) = self.db.take() {
             if close {
                 db.close().map_err(|e| format!("close failed: {e}"))?;

@@ -446,7 +446,9 @@ fn latest_version_delete_resolves_when_it_runs() {
     )))
     .unwrap();
     assert_eq!(cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)), vec![]);
-    // Nothing to delete: a marker at "now" hides a put in the same millisecond.
+    // Nothing to delete: the marker takes the row's server timestamp (T),
+    // and a put after it in the same millisecond gets a later one, so it is
+    // not hidden (issue 12: it used to be, and clients lost such writes).
     h.step(&at(delete(
         b"r",
         None,
@@ -455,12 +457,17 @@ fn latest_version_delete_resolves_when_it_runs() {
     .unwrap();
     h.step(&at(put_at(b"r", 1, b"b", None, b"same ms")))
         .unwrap();
-    assert_eq!(cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)), vec![]);
+    assert_eq!(
+        cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)),
+        vec![t("b", T + 1, "same ms")]
+    );
+    // A millisecond on, the row's last server timestamp (T + 1) is not
+    // before the clock: the next one is T + 2.
     h.step(&after(1, put_at(b"r", 1, b"b", None, b"next ms")))
         .unwrap();
     assert_eq!(
         cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)),
-        vec![t("b", T + 1, "next ms")]
+        vec![t("b", T + 2, "next ms"), t("b", T + 1, "same ms")]
     );
     h.step(&at(Op::Reopen { close: false })).unwrap();
 }
@@ -478,6 +485,8 @@ fn increment_timestamps_and_not_a_long() {
         durability: Durability::SyncWal,
     }))]);
     // The latest value is in the future: the new cell goes one ms above it.
+    // A new column takes the row's next server timestamp: the put gave the
+    // row T in this millisecond, so T + 1.
     h.step(&at(Op::Increment {
         row: b(b"r"),
         cols: vec![(Fam(1), b(b"c"), 1), (Fam(1), b(b"new"), 7)],
@@ -488,7 +497,7 @@ fn increment_timestamps_and_not_a_long() {
     assert_eq!(got[0].1, T + 11);
     assert_eq!(
         got[1],
-        t("new", T, "\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x07")
+        t("new", T + 1, "\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x07")
     );
     // A non-8-byte latest value fails the whole increment: nothing written.
     h.step(&after(
@@ -506,9 +515,11 @@ fn increment_timestamps_and_not_a_long() {
         .collect();
     assert_eq!(
         new_versions,
-        vec![t("new", T, "\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x07")]
+        vec![t("new", T + 1, "\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x07")]
     );
-    // Append: same timestamp rule.
+    // Append: same timestamp rule. The increment gave the row T + 11 (the
+    // counter's new cell), so at T + 5 the row's next server timestamp is
+    // T + 12: a row's server timestamps only grow.
     h.step(&at(Op::Append {
         row: b(b"r"),
         cols: vec![(Fam(1), b(b"s"), b(b"def"))],
@@ -516,7 +527,7 @@ fn increment_timestamps_and_not_a_long() {
     }))
     .unwrap();
     h.step(&at(Op::Reopen { close: true })).unwrap();
-    assert!(cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)).contains(&t("s", T + 5, "abcdef")));
+    assert!(cells_of(&h, &get_all(b"r", &[1], 5, TrSpec::All)).contains(&t("s", T + 12, "abcdef")));
 }
 
 #[test]

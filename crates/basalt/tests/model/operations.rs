@@ -144,6 +144,13 @@ pub(crate) enum MutSpec {
 }
 
 impl MutSpec {
+    pub(crate) fn row(&self) -> &Bytes {
+        match self {
+            MutSpec::Put(p) => &p.row,
+            MutSpec::Delete(d) => &d.row,
+        }
+    }
+
     pub(crate) fn set_row(&mut self, row: &Bytes) {
         match self {
             MutSpec::Put(p) => p.row = row.clone(),

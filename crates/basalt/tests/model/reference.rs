@@ -337,10 +337,20 @@ pub(crate) fn marker_covers(m: &MCell, row: &[u8], fam: usize, qual: &[u8]) -> b
         ) || m.qual == qual)
 }
 
+/// A mutation's cells and, when it took a server timestamp, the row and
+/// timestamp to record once it is applied.
+pub(crate) type ResolvedMutation = (Vec<MCell>, Option<(Bytes, i64)>);
+
 #[derive(Clone, Default)]
 pub(crate) struct Model {
     pub(crate) cells: Vec<MCell>,
     pub(crate) seq: u64,
+    /// The server timestamp each row was last given, while it is not
+    /// before the clock (issue 12's rule: a row's server timestamps
+    /// strictly increase in the order its writes are applied). The engine
+    /// keeps it in memory only, so a reopen forgets it; splits and merges
+    /// hand it over.
+    pub(crate) row_clock: BTreeMap<Bytes, i64>,
     /// Markers major compactions dropped (only to count, in [`STATS`], the
     /// puts they would have masked).
     pub(crate) dropped_markers: Vec<MCell>,
@@ -526,29 +536,91 @@ impl Model {
     /// Turns a put or delete into cells, reading the state as it is now
     /// (before the mutation). `latest_counts` numbers the "latest version"
     /// deletes of each column within one resolution.
+    /// The timestamp a write of `row` without one gets at `now`: `now`, or
+    /// one past the row's last server timestamp when that is not before it.
+    pub(crate) fn next_server_ts(&self, row: &Bytes, now: i64) -> i64 {
+        match self.row_clock.get(row) {
+            Some(&last) if last >= now => last + 1,
+            _ => now,
+        }
+    }
+
+    /// Notes that an applied write gave `row` the server timestamp `ts`.
+    pub(crate) fn record_server_ts(&mut self, row: &Bytes, ts: i64, now: i64) {
+        if ts >= now {
+            let last = self.row_clock.entry(row.clone()).or_insert(ts);
+            *last = (*last).max(ts);
+        }
+    }
+
+    /// A reopen: the engine's record is in memory only.
+    pub(crate) fn forget_server_ts(&mut self) {
+        self.row_clock.clear();
+    }
+
+    /// Resolves a batch's mutations against the state before it: each gets
+    /// the cells it writes and, when it used a server timestamp, the row
+    /// and timestamp to record once it is applied. A row's later mutation
+    /// in the batch gets a later timestamp than its earlier ones.
+    pub(crate) fn resolve_batch(&self, muts: &[MutSpec], now: i64) -> Vec<ResolvedMutation> {
+        let mut staged: BTreeMap<Bytes, i64> = BTreeMap::new();
+        muts.iter()
+            .map(|m| {
+                let row = m.row().clone();
+                let next = self.next_server_ts(&row, now);
+                let server_ts = staged
+                    .get(&row)
+                    .map_or(next, |&earlier| next.max(earlier + 1));
+                let (cells, used) = self.resolve(m, now, server_ts, &mut BTreeMap::new());
+                if used {
+                    staged.insert(row.clone(), server_ts);
+                    (cells, Some((row, server_ts)))
+                } else {
+                    (cells, None)
+                }
+            })
+            .collect()
+    }
+
+    /// Returns the cells and whether a server timestamp was used.
     pub(crate) fn resolve(
         &self,
         m: &MutSpec,
         now: i64,
+        server_ts: i64,
         latest_counts: &mut BTreeMap<(usize, Bytes), usize>,
-    ) -> Vec<MCell> {
-        match m {
+    ) -> (Vec<MCell>, bool) {
+        let mut used = false;
+        let cells = match m {
             MutSpec::Put(p) => p
                 .cells
                 .iter()
                 .map(|(f, q, ts, v)| {
-                    let ts = ts.or(p.ts).map_or(now, |t| t.at(now));
+                    let ts = match ts.or(p.ts) {
+                        Some(t) => t.at(now),
+                        None => {
+                            used = true;
+                            server_ts
+                        }
+                    };
                     MCell::put(&p.row, f.0, q, ts, v.clone())
                 })
                 .collect(),
             MutSpec::Delete(d) => {
                 let row = &d.row;
-                let dts = d.ts.map_or(now, |t| t.at(now));
+                let dts = d.ts.map_or(server_ts, |t| t.at(now));
+                // Only markers that take the delete's own timestamp use it.
+                let takes_dts = d.entries.is_empty()
+                    || d.entries
+                        .iter()
+                        .any(|e| matches!(e, DelEntry::Family(_) | DelEntry::Columns(..)));
+                used |= d.ts.is_none() && takes_dts;
                 let empty = Bytes::new();
                 if d.entries.is_empty() {
-                    return (0..FAMS.len())
+                    let markers = (0..FAMS.len())
                         .map(|f| MCell::marker(row, f, &empty, dts, CellType::DeleteFamily))
                         .collect();
+                    return (markers, used);
                 }
                 d.entries
                     .iter()
@@ -582,7 +654,8 @@ impl Model {
                                 }
                                 None => {
                                     stat("delete: latest version with none, marker at now");
-                                    now
+                                    used = true;
+                                    server_ts
                                 }
                             };
                             MCell::marker(row, f.0, q, ts, CellType::Delete)
@@ -593,28 +666,39 @@ impl Model {
                     })
                     .collect()
             }
-        }
+        };
+        (cells, used)
     }
 
     /// Applies mutations of one row as one atomic write.
     pub(crate) fn apply_row_mutations(&mut self, muts: &[MutSpec], now: i64) {
+        let Some(row) = muts.first().map(|m| m.row().clone()) else {
+            return;
+        };
+        // One atomic mutation shares one server timestamp.
+        let server_ts = self.next_server_ts(&row, now);
         let mut counts = BTreeMap::new();
-        let cells: Vec<MCell> = muts
-            .iter()
-            .flat_map(|m| self.resolve(m, now, &mut counts))
-            .collect();
+        let mut used = false;
+        let mut cells = Vec::new();
+        for m in muts {
+            let (resolved, u) = self.resolve(m, now, server_ts, &mut counts);
+            used |= u;
+            cells.extend(resolved);
+        }
         self.apply(cells);
+        if used {
+            self.record_server_ts(&row, server_ts, now);
+        }
     }
 
     /// A batch: every mutation is resolved against the state before the
     /// batch, then each is written in order.
     pub(crate) fn apply_batch(&mut self, muts: &[MutSpec], now: i64) {
-        let resolved: Vec<Vec<MCell>> = muts
-            .iter()
-            .map(|m| self.resolve(m, now, &mut BTreeMap::new()))
-            .collect();
-        for cells in resolved {
+        for (cells, stamp) in self.resolve_batch(muts, now) {
             self.apply(cells);
+            if let Some((row, ts)) = stamp {
+                self.record_server_ts(&row, ts, now);
+            }
         }
     }
 
@@ -625,19 +709,24 @@ impl Model {
         cols: &[(Fam, Bytes, i64)],
         now: i64,
     ) -> Result<Vec<View>, usize> {
+        let row_now = self.next_server_ts(row, now);
+        let mut newest = row_now;
         let mut cells = Vec::new();
         for (f, q, delta) in cols {
             let (old, ts) = match self.latest(row, f.0, q, Range::ALL, now) {
                 Some(c) => {
                     let bytes: [u8; 8] = c.value[..].try_into().map_err(|_| c.value.len())?;
-                    (i64::from_be_bytes(bytes), now.max(c.ts + 1))
+                    (i64::from_be_bytes(bytes), row_now.max(c.ts + 1))
                 }
-                None => (0, now),
+                None => (0, row_now),
             };
+            newest = newest.max(ts);
             let value = Bytes::copy_from_slice(&old.wrapping_add(*delta).to_be_bytes());
             cells.push(MCell::put(row, f.0, q, ts, value));
         }
-        Ok(self.apply_returning(cells))
+        let views = self.apply_returning(cells);
+        self.record_server_ts(row, newest, now);
+        Ok(views)
     }
 
     pub(crate) fn append(
@@ -646,19 +735,24 @@ impl Model {
         cols: &[(Fam, Bytes, Bytes)],
         now: i64,
     ) -> Vec<View> {
+        let row_now = self.next_server_ts(row, now);
+        let mut newest = row_now;
         let mut cells = Vec::new();
         for (f, q, suffix) in cols {
             let (value, ts) = match self.latest(row, f.0, q, Range::ALL, now) {
                 Some(c) => {
                     let mut v = c.value.to_vec();
                     v.extend_from_slice(suffix);
-                    (Bytes::from(v), now.max(c.ts + 1))
+                    (Bytes::from(v), row_now.max(c.ts + 1))
                 }
-                None => (suffix.clone(), now),
+                None => (suffix.clone(), row_now),
             };
+            newest = newest.max(ts);
             cells.push(MCell::put(row, f.0, q, ts, value));
         }
-        self.apply_returning(cells)
+        let views = self.apply_returning(cells);
+        self.record_server_ts(row, newest, now);
+        views
     }
 
     /// Applies the cells and returns them in column order (what increment
