@@ -169,6 +169,18 @@ impl Catalog {
                 ),
             });
         }
+        // A catalog that parses can still break the invariant every change
+        // keeps (damage, a hand edit): serving it would leave rows no
+        // region holds, or two regions holding the same rows.
+        if let Some((name, _)) = catalog.tables.iter().find(|(_, t)| !t.regions_chain()) {
+            return Err(Error::Corruption {
+                path: path.to_path_buf(),
+                offset: 0,
+                message: format!(
+                    "the regions of table {name} do not cover its key space without gap or overlap"
+                ),
+            });
+        }
         Ok(Catalog {
             format_version: CATALOG_FORMAT_VERSION,
             version,
@@ -307,6 +319,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("catalog.json"), "{err}");
+    }
+
+    #[test]
+    fn a_catalog_whose_regions_leave_a_gap_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let gap = r#"{"format_version": 2, "last_region_id": 6, "tables": {"t": {
+            "descriptor": {"name": "t", "families": []}, "enabled": true,
+            "regions": [{"id": 5, "start_key": [], "end_key": [109],
+                         "family_first_sequence": {}},
+                        {"id": 6, "start_key": [110], "end_key": [],
+                         "family_first_sequence": {}}]}}}"#;
+        std::fs::write(dir.path().join("catalog.json"), gap).unwrap();
+        let err = Catalog::load(&LocalFileStore::new(), dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("do not cover its key space"), "{err}");
     }
 
     #[test]
