@@ -239,7 +239,50 @@ impl Region {
             let store = Store::open(f.descriptor, f.first_sequence, store_dir, context.clone())?;
             stores.insert(name, Arc::new(store));
         }
-        Ok(Region {
+        Ok(Region::assemble(
+            info, stores, dir, context, clock, config, false, None,
+        ))
+    }
+
+    /// A region whose files could not be opened: it keeps its identity (so
+    /// it can be listed, and so the log segments holding its edits are
+    /// kept: with no stores it has flushed nothing) but holds no data and
+    /// answers every read and write with an error naming the file.
+    pub fn failed_open(
+        info: RegionInfo,
+        dir: PathBuf,
+        context: StoreContext,
+        clock: Arc<dyn Clock>,
+        config: RegionConfig,
+        failure: OpenFailure,
+    ) -> Self {
+        // Never serving: no split, merge or compaction touches it.
+        Region::assemble(
+            info,
+            BTreeMap::new(),
+            dir,
+            context,
+            clock,
+            config,
+            true,
+            Some(failure),
+        )
+    }
+
+    /// The one place a `Region` is put together: a serving region
+    /// (`open`) or one whose files could not be opened (`failed_open`).
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        info: RegionInfo,
+        stores: BTreeMap<Bytes, Arc<Store>>,
+        dir: PathBuf,
+        context: StoreContext,
+        clock: Arc<dyn Clock>,
+        config: RegionConfig,
+        closed: bool,
+        open_failure: Option<OpenFailure>,
+    ) -> Region {
+        Region {
             info,
             stores: RwLock::new(stores),
             mvcc: Mvcc::new(1),
@@ -256,49 +299,11 @@ impl Region {
             flushed: Condvar::new(),
             flushed_mutex: Mutex::new(()),
             flush_requester: OnceLock::new(),
-            closed: AtomicBool::new(false),
+            closed: AtomicBool::new(closed),
             failed_flushes: AtomicU64::new(0),
             last_flush_failure: Mutex::new(String::new()),
             compaction_gate: Mutex::new(()),
-            open_failure: None,
-        })
-    }
-
-    /// A region whose files could not be opened: it keeps its identity (so
-    /// it can be listed, and so the log segments holding its edits are
-    /// kept: with no stores it has flushed nothing) but holds no data and
-    /// answers every read and write with an error naming the file.
-    pub fn failed_open(
-        info: RegionInfo,
-        dir: PathBuf,
-        context: StoreContext,
-        clock: Arc<dyn Clock>,
-        config: RegionConfig,
-        failure: OpenFailure,
-    ) -> Self {
-        Region {
-            info,
-            stores: RwLock::new(BTreeMap::new()),
-            mvcc: Mvcc::new(1),
-            row_locks: RowLocks::new(config.row_lock_stripes),
-            row_clock: RowClock::new(),
-            wal: OnceLock::new(),
-            clock,
-            config,
-            load: LoadCounters::default(),
-            dir,
-            context,
-            updates: RwLock::new(()),
-            flush_lock: Mutex::new(()),
-            flushed: Condvar::new(),
-            flushed_mutex: Mutex::new(()),
-            flush_requester: OnceLock::new(),
-            // Never serving: no split, merge or compaction touches it.
-            closed: AtomicBool::new(true),
-            failed_flushes: AtomicU64::new(0),
-            last_flush_failure: Mutex::new(String::new()),
-            compaction_gate: Mutex::new(()),
-            open_failure: Some(failure),
+            open_failure,
         }
     }
 
