@@ -7,7 +7,7 @@ mod common;
 use std::fs;
 
 use basalt::*;
-use common::{cells, TestDb};
+use common::{cells, rows, TestDb};
 
 #[test]
 fn logged_writes_survive_reopen_with_their_exact_cells() {
@@ -190,4 +190,45 @@ fn corruption_in_the_middle_is_an_error_naming_file_and_offset() {
         }
         other => panic!("expected corruption, got {other}"),
     }
+}
+
+/// Issue 12, defect 2: a log segment whose records are all flushed is not
+/// needed for recovery and must not block it. After a flush, an idle
+/// database's active segment (all flushed) is rolled and retired, so a
+/// crash leaves no log with records: damage to whatever the log directory
+/// holds cannot refuse the start.
+#[test]
+fn damage_to_the_log_of_a_flushed_idle_database_cannot_block_a_start_after_a_crash() {
+    let t = TestDb::new();
+    let table = t.table("t", vec![ColumnFamilyDescriptor::new("f")]);
+    for i in 0..200 {
+        table
+            .put(&Put::new(format!("row{i:03}")).add("f", "q", format!("v{i}")))
+            .unwrap();
+    }
+    t.db.flush_table("t").unwrap();
+    let (dir, clock) = t.crash();
+
+    // Flip a byte in the middle of every segment file: before the fix, the
+    // active segment still held all 200 (flushed) records, and the damage
+    // refused the start; now only a fresh segment without records is left.
+    let wal = basalt::layout::wal_dir(dir.path());
+    let mut records_left = 0;
+    for entry in std::fs::read_dir(&wal).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        if bytes.len() > 64 {
+            records_left += 1;
+        }
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x5a;
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let t = TestDb::open_at(dir, clock);
+    let table = t.db.table("t").unwrap();
+    assert_eq!(rows(table.scan(&Scan::new()).unwrap()).len(), 200);
+    assert_eq!(
+        records_left, 0,
+        "a flushed idle database keeps no log records"
+    );
 }

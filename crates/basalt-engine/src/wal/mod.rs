@@ -529,6 +529,54 @@ impl Wal {
         Ok(retired)
     }
 
+    /// Starts a new segment when every record of the active one is in
+    /// store files (`flushed` says so), so that it can be retired like any
+    /// complete segment. Without this an idle database kept its last
+    /// segment, all flushed, until it next wrote: a crash then left a log
+    /// that recovery did not need but whose damage could still refuse the
+    /// start. Returns whether it rolled.
+    ///
+    /// Safe against concurrent writers: records reach a segment only under
+    /// the writer lock, and the segment's record of its regions is updated
+    /// under it too, so what `flushed` sees is exactly what the file holds;
+    /// a batch not yet written waits for the lock and goes to the new
+    /// segment. The old segment is fsynced first (replay forgives damage
+    /// only in the last segment), and it is deleted only afterwards, by
+    /// [`Wal::retire_segments`], never before the next one exists.
+    pub fn roll_if_flushed(&self, flushed: impl Fn(&SegmentInfo) -> bool) -> Result<bool> {
+        // The lock order of the failure path: state, then writer.
+        let st = self.inner.state.lock();
+        if st.failed.is_some() || st.closed {
+            // A failed log is repaired (sealed and rolled) by its own path.
+            return Ok(false);
+        }
+        let mut guard = self.inner.writer.lock();
+        drop(st);
+        let Some(w) = guard.as_mut() else {
+            return Ok(false);
+        };
+        {
+            let segments = self.inner.segments.lock();
+            match segments.last() {
+                Some(active)
+                    if active.active
+                        && active.id == w.id
+                        && active.records > 0
+                        && flushed(active) => {}
+                _ => return Ok(false),
+            }
+        }
+        if let Err(e) = self.inner.fsync(w) {
+            // Nothing acknowledged depends on this segment (its records are
+            // in store files): keep writing to it, and try again after the
+            // next flush.
+            tracing::warn!(error = %e, "could not fsync a flushed WAL segment; it is kept for now");
+            return Ok(false);
+        }
+        self.inner.roll(w)?;
+        Ok(true)
+    }
+
     /// Counters of the work done since open.
     pub fn stats(&self) -> WalStats {
         let c = &self.inner.stats;
@@ -608,12 +656,16 @@ impl WriteAheadLog for Wal {
     }
 
     fn retire_flushed(&self, flushed_through: &dyn Fn(u64) -> Option<u64>) -> Result<usize> {
-        self.retire_segments(|segment| {
+        let flushed = |segment: &SegmentInfo| {
             segment
                 .max_sequence_ids
                 .iter()
                 .all(|(&region, &max)| flushed_through(region).is_none_or(|f| f >= max))
-        })
+        };
+        // An all-flushed active segment becomes a complete one first, so
+        // the log keeps nothing recovery does not need.
+        self.roll_if_flushed(flushed)?;
+        self.retire_segments(flushed)
     }
 
     fn close(&self) -> Result<()> {

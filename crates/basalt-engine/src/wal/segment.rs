@@ -157,7 +157,31 @@ pub(crate) fn replay_segment(
     }
     let mut header = [0u8; SEGMENT_HEADER_LEN];
     reader.read_exact(&mut header).map_err(io_err)?;
-    format::check_segment_header(&header, id).map_err(|m| corrupt(0, m))?;
+    if let Err(m) = format::check_segment_header(&header, id) {
+        // The last segment holding nothing but its (damaged) header has no
+        // record to recover: it is dropped and reported like a torn tail
+        // instead of refusing the start. A segment with bytes past its
+        // header may hold acknowledged records: that stays an error.
+        if is_last && file_len == SEGMENT_HEADER_LEN as u64 {
+            return Ok(ScannedSegment {
+                info: SegmentInfo {
+                    id,
+                    path: path.to_path_buf(),
+                    size_bytes: file_len,
+                    records: 0,
+                    max_sequence_ids: BTreeMap::new(),
+                    active: false,
+                },
+                torn_tail: Some(TornTail {
+                    path: path.to_path_buf(),
+                    offset: 0,
+                    dropped_bytes: file_len,
+                    reason: format!("damaged header of a last segment without records: {m}"),
+                }),
+            });
+        }
+        return Err(corrupt(0, m));
+    }
 
     let mut info = SegmentInfo {
         id,

@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use super::format::{self, RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use super::segment::segment_file_name;
-use super::{ReplayReport, Wal, WalEdit, WalOptions};
+use super::{ReplayReport, SegmentInfo, Wal, WalEdit, WalOptions};
 
 /// Injected I/O failures, armed by tests and consumed by the next write or
 /// fsync of the leader.
@@ -814,4 +814,39 @@ fn leftover_temp_segments_are_removed_and_strangers_ignored() {
     assert_eq!(replayed.len(), 1);
     assert!(!leftover.exists());
     assert!(stranger.exists());
+}
+
+#[test]
+fn an_all_flushed_active_segment_rolls_then_retires_and_its_empty_successor_cannot_block_a_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = wal_dir(&tmp);
+    let (wal, _, _) = open_collect(&dir, WalOptions::default()).unwrap();
+    for seq in 1..=3 {
+        wal.log(&edit(7, seq, "r", 1), Durability::SyncWal).unwrap();
+    }
+    // Region 7 has flushed only through 2: the active segment is needed.
+    let through =
+        |n: u64| move |s: &SegmentInfo| s.max_sequence_ids.get(&7).is_none_or(|&m| m <= n);
+    assert!(!wal.roll_if_flushed(through(2)).unwrap());
+    assert_eq!(wal.segments().len(), 1);
+    // Flushed through 3: it rolls, and the old one retires like any other.
+    assert!(wal.roll_if_flushed(through(3)).unwrap());
+    assert_eq!(wal.retire_segments(through(3)).unwrap(), 1);
+    let segments = wal.segments();
+    assert_eq!(segments.len(), 1);
+    assert_eq!(segments[0].records, 0);
+    assert!(segments[0].active);
+    // An empty active segment has nothing to roll.
+    assert!(!wal.roll_if_flushed(through(3)).unwrap());
+    wal.close().unwrap();
+
+    // A damaged header of a last segment without records is dropped and
+    // reported; nothing was in it to recover.
+    let files = segment_files(&dir);
+    assert_eq!(files.len(), 1);
+    flip_byte(&files[0], 9);
+    let (replayed, report) = reopen(&dir);
+    assert!(replayed.is_empty());
+    let torn = report.torn_tail.expect("reported");
+    assert!(torn.reason.contains("without records"), "{}", torn.reason);
 }
