@@ -637,47 +637,60 @@ impl<'a> Reader<'a> {
 
     /// One field of a struct, or `None` at its end.
     fn read_field(&mut self) -> DResult<Option<(i16, Value)>> {
+        let last = self.last_field.last().copied().unwrap_or(0);
+        let Some(head) = self.read_field_head(last)? else {
+            return Ok(None);
+        };
+        if let Some(slot) = self.last_field.last_mut() {
+            *slot = head.id;
+        }
+        let value = match head.kind {
+            FieldKind::Bool(b) => Value::Bool(b),
+            FieldKind::Typed(ttype) => self.read_value(ttype)?,
+        };
+        Ok(Some((head.id, value)))
+    }
+
+    /// A struct field's header, or `None` at the struct's end. The compact
+    /// protocol writes ids as deltas from the struct's previous field id,
+    /// `last_field`. Shared by the decoder and [`MessageScanner`], so both
+    /// read (and refuse) exactly the same headers.
+    fn read_field_head(&mut self, last_field: i16) -> DResult<Option<FieldHead>> {
+        let byte = self.u8()?;
+        if byte == 0 {
+            return Ok(None);
+        }
         match self.protocol {
             Protocol::Binary { .. } => {
-                let code = self.u8()?;
-                if code == 0 {
-                    return Ok(None);
-                }
-                let ttype = TType::from_code(code)
-                    .ok_or_else(|| DecodeError::Invalid(format!("unknown field type {code}")))?;
+                let ttype = TType::from_code(byte)
+                    .ok_or_else(|| DecodeError::Invalid(format!("unknown field type {byte}")))?;
                 let id = self.be_i16()?;
-                Ok(Some((id, self.read_value(ttype)?)))
+                Ok(Some(FieldHead {
+                    id,
+                    kind: FieldKind::Typed(ttype),
+                }))
             }
             Protocol::Compact => {
-                let byte = self.u8()?;
-                if byte == 0 {
-                    return Ok(None);
-                }
                 let code = byte & 0x0f;
                 let delta = byte >> 4;
-                let last = self.last_field.last().copied().unwrap_or(0);
                 let id = if delta == 0 {
                     let v = self.zigzag_i32()?;
                     i16::try_from(v)
                         .map_err(|_| DecodeError::Invalid(format!("field id out of range: {v}")))?
                 } else {
-                    last.checked_add(i16::from(delta))
+                    last_field
+                        .checked_add(i16::from(delta))
                         .ok_or_else(|| DecodeError::Invalid("field id overflows".into()))?
                 };
-                if let Some(slot) = self.last_field.last_mut() {
-                    *slot = id;
-                }
-                let value = match code {
-                    1 => Value::Bool(true),
-                    2 => Value::Bool(false),
-                    _ => {
-                        let ttype = TType::from_compact_code(code).ok_or_else(|| {
-                            DecodeError::Invalid(format!("unknown compact field type {code}"))
-                        })?;
-                        self.read_value(ttype)?
-                    }
+                let kind = match code {
+                    // A compact bool field lives entirely in its header.
+                    1 => FieldKind::Bool(true),
+                    2 => FieldKind::Bool(false),
+                    _ => FieldKind::Typed(TType::from_compact_code(code).ok_or_else(|| {
+                        DecodeError::Invalid(format!("unknown compact field type {code}"))
+                    })?),
                 };
-                Ok(Some((id, value)))
+                Ok(Some(FieldHead { id, kind }))
             }
         }
     }
@@ -915,6 +928,22 @@ impl Writer<'_> {
     }
 }
 
+/// A struct field's header.
+#[derive(Debug, Clone, Copy)]
+struct FieldHead {
+    id: i16,
+    kind: FieldKind,
+}
+
+/// What follows a field header.
+#[derive(Debug, Clone, Copy)]
+enum FieldKind {
+    /// A value of this type.
+    Typed(TType),
+    /// Nothing: a compact bool field carries its value in the header.
+    Bool(bool),
+}
+
 /// Finds where a message ends in a buffer that grows as its bytes arrive,
 /// examining each byte once: an unframed connection cannot know a
 /// message's length before walking it, and decoding the whole message
@@ -1048,50 +1077,19 @@ impl MessageScanner {
         };
         let opened = match top {
             Frame::Struct { last_field, fields } => {
-                let byte = reader.u8()?;
-                if byte == 0 {
+                let Some(head) = reader.read_field_head(last_field)? else {
                     self.stack.pop();
                     self.cost = self
                         .cost
                         .saturating_add(capacity_for(0, fields).saturating_mul(FIELD_SLOT));
                     return Ok(!self.stack.is_empty());
-                }
-                let (id, ttype) = match self.protocol {
-                    Protocol::Binary { .. } => {
-                        let ttype = TType::from_code(byte).ok_or_else(|| {
-                            DecodeError::Invalid(format!("unknown field type {byte}"))
-                        })?;
-                        (reader.be_i16()?, Some(ttype))
-                    }
-                    Protocol::Compact => {
-                        let code = byte & 0x0f;
-                        let delta = byte >> 4;
-                        let id = if delta == 0 {
-                            let v = reader.zigzag_i32()?;
-                            i16::try_from(v).map_err(|_| {
-                                DecodeError::Invalid(format!("field id out of range: {v}"))
-                            })?
-                        } else {
-                            last_field
-                                .checked_add(i16::from(delta))
-                                .ok_or_else(|| DecodeError::Invalid("field id overflows".into()))?
-                        };
-                        // A compact bool field lives entirely in its header.
-                        let ttype = match code {
-                            1 | 2 => None,
-                            _ => Some(TType::from_compact_code(code).ok_or_else(|| {
-                                DecodeError::Invalid(format!("unknown compact field type {code}"))
-                            })?),
-                        };
-                        (id, ttype)
-                    }
                 };
-                let (opened, cost) = match ttype {
-                    Some(ttype) => self.value(reader, ttype)?,
-                    None => (None, 0),
+                let (opened, cost) = match head.kind {
+                    FieldKind::Typed(ttype) => self.value(reader, ttype)?,
+                    FieldKind::Bool(_) => (None, 0),
                 };
                 if let Some(Frame::Struct { last_field, fields }) = self.stack.last_mut() {
-                    *last_field = id;
+                    *last_field = head.id;
                     *fields += 1;
                 }
                 (opened, cost)

@@ -19,7 +19,7 @@
 //! once the first version is written. See `docs/catalog-format.md`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -97,20 +97,87 @@ pub struct RegionEntry {
     pub successors: Vec<u64>,
 }
 
+/// Which files hold the catalog of a data set.
+#[derive(Debug)]
+pub(crate) struct CatalogFiles {
+    /// The catalog: the newest version and its number, or the format 1/2
+    /// `catalog.json` (version 0) when no version exists; `None` for a
+    /// data set without a catalog yet.
+    pub(crate) newest: Option<(u64, PathBuf)>,
+    /// What the newest version superseded and a crash left behind (older
+    /// versions, the format 1/2 file): never read, deleted by a load.
+    pub(crate) superseded: Vec<PathBuf>,
+}
+
+impl CatalogFiles {
+    /// Lists the catalog's files of the data set at `root`.
+    pub(crate) fn find(files: &dyn FileStore, root: &Path) -> Result<CatalogFiles> {
+        let mut versions: Vec<(u64, PathBuf)> = files
+            .list(&layout::catalog_dir(root))?
+            .into_iter()
+            .filter_map(|p| layout::catalog_version_of(&p).map(|v| (v, p)))
+            .collect();
+        versions.sort_unstable_by_key(|(v, _)| *v);
+        let legacy = layout::legacy_catalog_path(root);
+        Ok(match versions.pop() {
+            Some(newest) => CatalogFiles {
+                newest: Some(newest),
+                // Deleting a missing file succeeds: no need to ask first.
+                superseded: versions
+                    .into_iter()
+                    .map(|(_, p)| p)
+                    .chain(std::iter::once(legacy))
+                    .collect(),
+            },
+            None if files.exists(&legacy)? => CatalogFiles {
+                newest: Some((0, legacy)),
+                superseded: Vec::new(),
+            },
+            None => CatalogFiles {
+                newest: None,
+                superseded: Vec::new(),
+            },
+        })
+    }
+}
+
+/// The file holding the catalog of the data set at `root` (the newest
+/// committed version), for tools and tests that read it; `None` before the
+/// first table is created.
+pub fn catalog_file(files: &dyn FileStore, root: &Path) -> Result<Option<PathBuf>> {
+    Ok(CatalogFiles::find(files, root)?
+        .newest
+        .map(|(_, path)| path))
+}
+
 impl TableEntry {
     /// The serving regions chain from -inf to +inf with no gap or overlap
     /// (the invariant every catalog change keeps).
     pub fn regions_chain(&self) -> bool {
-        let (Some(first), Some(last)) = (self.regions.first(), self.regions.last()) else {
-            return false;
-        };
-        first.start_key.is_empty()
-            && last.end_key.is_empty()
-            && self
-                .regions
-                .windows(2)
-                .all(|pair| pair[0].end_key == pair[1].start_key)
+        covers_key_space(
+            self.regions
+                .iter()
+                .map(|r| (&r.start_key[..], &r.end_key[..])),
+        )
     }
+}
+
+/// The invariant of a table's serving regions, given their `(start, end)`
+/// keys in order: from -inf (empty start) to +inf (empty end), each ending
+/// where the next starts, so no row is in a gap or in two regions. The
+/// catalog keeps it in every version; the locator in every change of its
+/// region lists.
+pub(crate) fn covers_key_space<'a>(mut ranges: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> bool {
+    let Some((first_start, mut end)) = ranges.next() else {
+        return false;
+    };
+    for (start, next_end) in ranges {
+        if start != end {
+            return false;
+        }
+        end = next_end;
+    }
+    first_start.is_empty() && end.is_empty()
 }
 
 impl Default for Catalog {
@@ -128,28 +195,16 @@ impl Catalog {
     /// Loads the newest catalog of the data set at `root`, or an empty one
     /// if there is none yet; deletes versions a crash left behind it.
     pub fn load(files: &dyn FileStore, root: &Path) -> Result<Catalog> {
-        let mut versions: Vec<(u64, std::path::PathBuf)> = files
-            .list(&layout::catalog_dir(root))?
-            .into_iter()
-            .filter_map(|p| layout::catalog_version_of(&p).map(|v| (v, p)))
-            .collect();
-        versions.sort_unstable_by_key(|(v, _)| *v);
-        let legacy = layout::legacy_catalog_path(root);
-        let Some((version, path)) = versions.pop() else {
-            if !files.exists(&legacy)? {
-                return Ok(Catalog::default());
-            }
-            // Formats 1 and 2: version 0, replaced by version 1 on the
-            // first store.
-            return Catalog::parse(&files.read_all(&legacy)?, &legacy, 0);
+        let found = CatalogFiles::find(files, root)?;
+        let Some((version, path)) = found.newest else {
+            return Ok(Catalog::default());
         };
         let catalog = Catalog::parse(&files.read_all(&path)?, &path, version)?;
         // Only the newest version is ever read; older ones are leftovers of
         // a crash between a store and its clean-up.
-        for (_, old) in versions {
+        for old in found.superseded {
             files.delete(&old)?;
         }
-        files.delete(&legacy)?;
         Ok(catalog)
     }
 

@@ -33,7 +33,7 @@ use basalt_engine::wal::inspect::{self, SegmentScan};
 use basalt_types::cell::escape_bytes;
 use basalt_types::{Error, Result};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, CatalogFiles};
 use crate::database::lock_directory;
 
 /// One thing found wrong: the file, where in it (when known) and what.
@@ -161,36 +161,15 @@ fn read_catalog(
     root: &Path,
     report: &mut CheckReport,
 ) -> Result<Option<Catalog>> {
-    let mut versions: Vec<(u64, PathBuf)> = files
-        .list(&layout::catalog_dir(root))?
-        .into_iter()
-        .filter_map(|p| layout::catalog_version_of(&p).map(|v| (v, p)))
-        .collect();
-    versions.sort_unstable_by_key(|(v, _)| *v);
-    let legacy = layout::legacy_catalog_path(root);
-    let (version, path) = match versions.pop() {
-        Some(newest) => newest,
-        None if files.exists(&legacy)? => (0, legacy),
-        None => return Ok(Some(Catalog::default())),
+    let Some((version, path)) = CatalogFiles::find(files, root)?.newest else {
+        return Ok(Some(Catalog::default()));
     };
+    // Parsing checks the regions' key-space invariant too.
     let parsed = files
         .read_all(&path)
         .and_then(|text| Catalog::parse(&text, &path, version));
     match parsed {
-        Ok(catalog) => {
-            for (name, entry) in &catalog.tables {
-                if !entry.regions_chain() {
-                    report.problem(
-                        &path,
-                        None,
-                        format!(
-                            "the serving regions of table {name} do not chain from -inf to +inf"
-                        ),
-                    );
-                }
-            }
-            Ok(Some(catalog))
-        }
+        Ok(catalog) => Ok(Some(catalog)),
         Err(e) => {
             report.error(&path, &e);
             Ok(None)

@@ -46,6 +46,7 @@ mod split;
 mod table;
 
 pub use admin::{Admin, AdminReply, AdminRequest};
+pub use catalog::catalog_file;
 pub use database::{Database, DatabaseBuilder, RegionState, RegionSummary, TableInfo};
 pub use locator::{RegionLocator, TableLocation};
 pub use master::{FamilyChange, Master};

@@ -300,17 +300,12 @@ impl TableLocation {
     }
 }
 
-/// The invariant of a table's serving regions: sorted by start key, from
-/// -inf to +inf, each one ending where the next starts (no gap, no
-/// overlap). A table's region list is only ever swapped whole, so every
-/// change can be checked.
+/// The key-space invariant of the catalog, over live regions: a table's
+/// region list is only ever swapped whole, so every change can be checked.
 fn covers_key_space(regions: &[Arc<Region>]) -> bool {
-    let (Some(first), Some(last)) = (regions.first(), regions.last()) else {
-        return false;
-    };
-    first.info().start_key.is_empty()
-        && last.info().end_key.is_empty()
-        && regions
-            .windows(2)
-            .all(|pair| pair[0].info().end_key == pair[1].info().start_key)
+    crate::catalog::covers_key_space(
+        regions
+            .iter()
+            .map(|r| (&r.info().start_key[..], &r.info().end_key[..])),
+    )
 }

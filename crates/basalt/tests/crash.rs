@@ -199,14 +199,9 @@ fn store_files_on_disk(dir: &std::path::Path) -> BTreeMap<u64, usize> {
 /// (serving) or `retired` (split or merged, with files serving regions
 /// still link to). A catalog not written yet names none.
 fn catalog_region_ids(dir: &std::path::Path, key: &str) -> Vec<u64> {
-    // The newest committed catalog version (their names sort by number).
-    let mut versions: Vec<_> = std::fs::read_dir(basalt::layout::catalog_dir(dir))
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    versions.retain(|p| basalt::layout::catalog_version_of(p).is_some());
-    versions.sort();
-    let text = versions
-        .last()
+    let text = basalt::catalog_file(&basalt::fs::LocalFileStore::new(), dir)
+        .ok()
+        .flatten()
         .and_then(|p| std::fs::read_to_string(p).ok())
         .unwrap_or_default();
     let Ok(catalog) = serde_json::from_str::<serde_json::Value>(&text) else {

@@ -48,13 +48,8 @@ fn open(dir: &Path) -> basalt::Result<Database> {
 /// The catalog file an open reads: the newest numbered version, or the
 /// first one when none was written yet.
 fn newest_catalog(dir: &Path) -> std::path::PathBuf {
-    let mut versions: Vec<_> = std::fs::read_dir(basalt::layout::catalog_dir(dir))
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    versions.retain(|p| basalt::layout::catalog_version_of(p).is_some());
-    versions.sort();
-    versions
-        .pop()
+    basalt::catalog_file(&basalt::fs::LocalFileStore::new(), dir)
+        .unwrap()
         .unwrap_or_else(|| basalt::layout::catalog_version_path(dir, 1))
 }
 

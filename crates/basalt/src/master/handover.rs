@@ -270,7 +270,7 @@ impl Master {
             return Err(e);
         }
         *catalog = updated;
-        self.install_successors(table, &descriptor, &successors, &old, state)?;
+        self.install_successors(table, &descriptor, &successors, predecessors, state)?;
         Ok(successors.iter().map(|s| s.id).collect())
     }
 
@@ -332,7 +332,7 @@ impl Master {
         table: &str,
         descriptor: &TableDescriptor,
         successors: &[RegionEntry],
-        predecessors: &[u64],
+        predecessors: &[Arc<Region>],
         state: &TableLocation,
     ) -> Result<()> {
         let opened = successors
@@ -341,14 +341,15 @@ impl Master {
             .collect::<Result<Vec<_>>>()?;
         // The predecessors are closed for writes: their per-row timestamp
         // records are final, and the successors continue them.
-        for predecessor in predecessors.iter().filter_map(|id| state.region_by_id(*id)) {
+        for predecessor in predecessors {
             for successor in &opened {
-                successor.adopt_row_clock(&predecessor);
+                successor.adopt_row_clock(predecessor);
             }
         }
-        state.swap_regions(predecessors, opened);
-        for id in predecessors {
-            self.server.close_region(*id);
+        let old: Vec<u64> = predecessors.iter().map(|r| r.info().id).collect();
+        state.swap_regions(&old, opened);
+        for id in old {
+            self.server.close_region(id);
         }
         Ok(())
     }
@@ -430,15 +431,11 @@ impl Master {
 /// The serving region `id` of `table`, or `NotServingRegion` when a split
 /// or merge retired it meanwhile.
 fn serving_region(state: &TableLocation, table: &str, id: u64) -> Result<Arc<Region>> {
-    state
-        .regions()
-        .into_iter()
-        .find(|r| r.info().id == id)
-        .ok_or_else(|| {
-            Error::NotServingRegion(format!(
-                "region {id} of table {table} was split or merged meanwhile"
-            ))
-        })
+    state.region_by_id(id).ok_or_else(|| {
+        Error::NotServingRegion(format!(
+            "region {id} of table {table} was split or merged meanwhile"
+        ))
+    })
 }
 
 /// Moves the regions `old` of `table` from the serving list to the retired

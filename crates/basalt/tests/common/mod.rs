@@ -61,13 +61,8 @@ pub fn open(dir: &std::path::Path, clock: &ManualClock) -> Database {
 /// The newest committed catalog of the data set at `root`, as JSON text
 /// (empty when none was written yet).
 pub fn catalog_text(root: &std::path::Path) -> String {
-    let mut versions: Vec<_> = std::fs::read_dir(basalt::layout::catalog_dir(root))
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    versions.retain(|p| basalt::layout::catalog_version_of(p).is_some());
-    versions.sort();
-    versions
-        .last()
+    basalt::catalog_file(&basalt::fs::LocalFileStore::new(), root)
+        .unwrap()
         .and_then(|p| std::fs::read_to_string(p).ok())
         .unwrap_or_default()
 }

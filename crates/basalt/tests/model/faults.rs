@@ -45,7 +45,7 @@
 use std::sync::Arc;
 
 use basalt::fs::{FaultOp, FaultyFileStore, FileStore, MemFileStore};
-use basalt::{Append, CheckAndMutate, Comparator, Error, Increment, Mutation};
+use basalt::{Error, Mutation};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -282,12 +282,7 @@ impl Run {
                 cols,
                 durability,
             } => {
-                let inc = cols
-                    .iter()
-                    .fold(Increment::new(row.clone()), |i, (f, q, d)| {
-                        i.add(f.name(), q.clone(), *d)
-                    })
-                    .durability(*durability);
+                let inc = build_increment(row, cols, *durability);
                 let engine = match self.h.table().increment(&inc) {
                     Ok(r) => Ok(engine_view(&r).cells),
                     Err(Error::NotALong { len }) => Err(len),
@@ -308,12 +303,7 @@ impl Run {
                 cols,
                 durability,
             } => {
-                let app = cols
-                    .iter()
-                    .fold(Append::new(row.clone()), |a, (f, q, s)| {
-                        a.add(f.name(), q.clone(), s.clone())
-                    })
-                    .durability(*durability);
+                let app = build_append(row, cols, *durability);
                 match self.h.table().append(&app) {
                     Ok(r) => {
                         let model = self.h.model.append(row, cols, now);
@@ -337,20 +327,7 @@ impl Run {
                 tr,
                 muts,
             } => {
-                let mut cam = CheckAndMutate::new(row.clone(), fam.name(), qual.clone())
-                    .time_range(engine_range(*tr, now));
-                cam = match cond {
-                    CondSpec::Absent => cam.if_absent(),
-                    CondSpec::Compare(op, CmpSpec::Binary(v)) => {
-                        cam.if_matches(*op, Comparator::Binary(v.clone()))
-                    }
-                    CondSpec::Compare(op, CmpSpec::BinaryPrefix(v)) => {
-                        cam.if_matches(*op, Comparator::BinaryPrefix(v.clone()))
-                    }
-                };
-                for m in muts {
-                    cam = cam.then(build_mutation(m, now)).unwrap();
-                }
+                let cam = build_check_and_mutate(row, *fam, qual, cond, *tr, muts, now);
                 let holds = self
                     .h
                     .model

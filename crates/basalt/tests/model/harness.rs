@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use basalt::fs::FileStore;
 use basalt::{
-    Append, BloomType, CellType, CheckAndMutate, Clock, ColumnFamilyDescriptor, Comparator,
-    Compression, DataBlockEncoding, Database, Error, Get, Increment, KeepDeletedCells, ManualClock,
-    Mutation, Options, RowResult, Scan, Table, TableDescriptor, TimeRange,
+    BloomType, CellType, Clock, ColumnFamilyDescriptor, Compression, DataBlockEncoding, Database,
+    Error, Get, KeepDeletedCells, ManualClock, Mutation, Options, RowResult, Scan, Table,
+    TableDescriptor, TimeRange,
 };
 use bytes::Bytes;
 
@@ -592,12 +592,7 @@ impl Harness {
                 cols,
                 durability,
             } => {
-                let inc = cols
-                    .iter()
-                    .fold(Increment::new(row.clone()), |i, (f, q, d)| {
-                        i.add(f.name(), q.clone(), *d)
-                    })
-                    .durability(*durability);
+                let inc = build_increment(row, cols, *durability);
                 let engine = match self.table().increment(&inc) {
                     Ok(r) => Ok(engine_view(&r).cells),
                     Err(Error::NotALong { len }) => Err(len),
@@ -616,12 +611,7 @@ impl Harness {
                 cols,
                 durability,
             } => {
-                let app = cols
-                    .iter()
-                    .fold(Append::new(row.clone()), |a, (f, q, s)| {
-                        a.add(f.name(), q.clone(), s.clone())
-                    })
-                    .durability(*durability);
+                let app = build_append(row, cols, *durability);
                 let engine = self
                     .table()
                     .append(&app)
@@ -638,20 +628,7 @@ impl Harness {
                 tr,
                 muts,
             } => {
-                let mut cam = CheckAndMutate::new(row.clone(), fam.name(), qual.clone())
-                    .time_range(engine_range(*tr, now));
-                cam = match cond {
-                    CondSpec::Absent => cam.if_absent(),
-                    CondSpec::Compare(op, CmpSpec::Binary(v)) => {
-                        cam.if_matches(*op, Comparator::Binary(v.clone()))
-                    }
-                    CondSpec::Compare(op, CmpSpec::BinaryPrefix(v)) => {
-                        cam.if_matches(*op, Comparator::BinaryPrefix(v.clone()))
-                    }
-                };
-                for m in muts {
-                    cam = cam.then(build_mutation(m, now)).unwrap();
-                }
+                let cam = build_check_and_mutate(row, *fam, qual, cond, *tr, muts, now);
                 let engine = self
                     .table()
                     .check_and_mutate(&cam)

@@ -1215,24 +1215,36 @@ fn raw_scan_ends_the_empty_qualifier_column_at_the_version_limit() {
     );
 }
 
+/// A fault-injecting in-memory file store, and how to open a database over
+/// it (again after a crash) whose table `t` has family `f`.
+fn faulty_database() -> (basalt::fs::FaultyFileStore, impl Fn() -> Database) {
+    use basalt::fs::{FaultyFileStore, MemFileStore};
+    let dir = tempfile::tempdir().unwrap();
+    let store = FaultyFileStore::new(Arc::new(MemFileStore::new()));
+    let files = store.clone();
+    let open = move || {
+        let db = Database::builder(Options::new(dir.path()))
+            .file_store(Arc::new(files.clone()))
+            .open()
+            .unwrap();
+        if !db.table_exists("t") {
+            db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")))
+                .unwrap();
+        }
+        db
+    };
+    (store, open)
+}
+
 /// Found by the fault run: a flush whose store file was published but whose
 /// manifest commit failed left the file's number unreserved, so every later
 /// flush of the store tried to create the same file and failed with "file
 /// already exists" until the database was reopened.
 #[test]
 fn a_flush_after_a_failed_manifest_commit_takes_a_new_file_name() {
-    use basalt::fs::{FaultOp, FaultyFileStore, MemFileStore};
-    let dir = tempfile::tempdir().unwrap();
-    let store = FaultyFileStore::new(Arc::new(MemFileStore::new()));
-    let open = || {
-        Database::builder(Options::new(dir.path()))
-            .file_store(Arc::new(store.clone()))
-            .open()
-            .unwrap()
-    };
+    use basalt::fs::FaultOp;
+    let (store, open) = faulty_database();
     let db = open();
-    db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")))
-        .unwrap();
     let table = db.table("t").unwrap();
     table.put(&Put::new("r").add("f", "q", "v1")).unwrap();
     // The first finish publishes the store file, the second the manifest.
@@ -1255,18 +1267,9 @@ fn a_flush_after_a_failed_manifest_commit_takes_a_new_file_name() {
 /// replay skipped them and acknowledged writes were lost.
 #[test]
 fn a_retried_flush_does_not_count_later_writes_as_flushed() {
-    use basalt::fs::{FaultOp, FaultyFileStore, MemFileStore};
-    let dir = tempfile::tempdir().unwrap();
-    let store = FaultyFileStore::new(Arc::new(MemFileStore::new()));
-    let open = || {
-        Database::builder(Options::new(dir.path()))
-            .file_store(Arc::new(store.clone()))
-            .open()
-            .unwrap()
-    };
+    use basalt::fs::FaultOp;
+    let (store, open) = faulty_database();
     let db = open();
-    db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")))
-        .unwrap();
     let table = db.table("t").unwrap();
     table.put(&Put::new("r").add("f", "a", "1")).unwrap();
     store.fail_nth(FaultOp::Finish, 1);

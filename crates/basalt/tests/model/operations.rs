@@ -4,8 +4,8 @@
 use std::fmt;
 
 use basalt::{
-    Comparator, CompareOp, Delete, Durability, Filter, ListOperator, Mutation, Put, RowMutations,
-    TimeRange,
+    Append, CheckAndMutate, Comparator, CompareOp, Delete, Durability, Filter, Increment,
+    ListOperator, Mutation, Put, RowMutations, TimeRange,
 };
 use bytes::Bytes;
 
@@ -398,6 +398,54 @@ pub(crate) fn build_row_mutations(row: &Bytes, muts: &[MutSpec], now: i64) -> Ro
     muts.iter().fold(RowMutations::new(row.clone()), |rm, m| {
         rm.add(build_mutation(m, now)).unwrap()
     })
+}
+
+pub(crate) fn build_increment(
+    row: &Bytes,
+    cols: &[(Fam, Bytes, i64)],
+    durability: Durability,
+) -> Increment {
+    cols.iter()
+        .fold(Increment::new(row.clone()), |i, (f, q, d)| {
+            i.add(f.name(), q.clone(), *d)
+        })
+        .durability(durability)
+}
+
+pub(crate) fn build_append(
+    row: &Bytes,
+    cols: &[(Fam, Bytes, Bytes)],
+    durability: Durability,
+) -> Append {
+    cols.iter()
+        .fold(Append::new(row.clone()), |a, (f, q, s)| {
+            a.add(f.name(), q.clone(), s.clone())
+        })
+        .durability(durability)
+}
+
+pub(crate) fn build_check_and_mutate(
+    row: &Bytes,
+    fam: Fam,
+    qual: &Bytes,
+    cond: &CondSpec,
+    tr: TrSpec,
+    muts: &[MutSpec],
+    now: i64,
+) -> CheckAndMutate {
+    let cam = CheckAndMutate::new(row.clone(), fam.name(), qual.clone())
+        .time_range(engine_range(tr, now));
+    let cam = match cond {
+        CondSpec::Absent => cam.if_absent(),
+        CondSpec::Compare(op, CmpSpec::Binary(v)) => {
+            cam.if_matches(*op, Comparator::Binary(v.clone()))
+        }
+        CondSpec::Compare(op, CmpSpec::BinaryPrefix(v)) => {
+            cam.if_matches(*op, Comparator::BinaryPrefix(v.clone()))
+        }
+    };
+    muts.iter()
+        .fold(cam, |cam, m| cam.then(build_mutation(m, now)).unwrap())
 }
 
 pub(crate) fn active_filter(f: &Option<FilterSpec>, now: i64) -> Option<RFilter> {
