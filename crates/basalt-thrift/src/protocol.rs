@@ -1312,21 +1312,28 @@ mod tests {
         ])
     }
 
+    const EVERY_PROTOCOL: [Protocol; 3] = [
+        Protocol::Binary { strict: true },
+        Protocol::Binary { strict: false },
+        Protocol::Compact,
+    ];
+
+    /// A call of `name` carrying [`sample`], encoded in `protocol`.
+    fn sample_call(protocol: Protocol, name: &str, seqid: i32) -> (MessageHeader, Bytes) {
+        let header = MessageHeader {
+            name: name.into(),
+            kind: MessageType::Call,
+            seqid,
+        };
+        let mut out = BytesMut::new();
+        encode_message(protocol, &header, &sample(), &mut out);
+        (header, out.freeze())
+    }
+
     #[test]
     fn every_protocol_round_trips() {
-        for protocol in [
-            Protocol::Binary { strict: true },
-            Protocol::Binary { strict: false },
-            Protocol::Compact,
-        ] {
-            let header = MessageHeader {
-                name: "getRow".into(),
-                kind: MessageType::Call,
-                seqid: 77,
-            };
-            let mut out = BytesMut::new();
-            encode_message(protocol, &header, &sample(), &mut out);
-            let bytes = out.freeze();
+        for protocol in EVERY_PROTOCOL {
+            let (header, bytes) = sample_call(protocol, "getRow", 77);
             let (h, v, len) = decode_message(protocol, &bytes).unwrap();
             assert_eq!(h, header);
             assert_eq!(v, sample());
@@ -1406,19 +1413,8 @@ mod tests {
     }
     #[test]
     fn the_scanner_finds_each_message_end_and_examines_each_byte_about_once() {
-        for protocol in [
-            Protocol::Binary { strict: true },
-            Protocol::Binary { strict: false },
-            Protocol::Compact,
-        ] {
-            let header = MessageHeader {
-                name: "mutateRows".into(),
-                kind: MessageType::Call,
-                seqid: 9,
-            };
-            let mut out = BytesMut::new();
-            encode_message(protocol, &header, &sample(), &mut out);
-            let bytes = out.freeze();
+        for protocol in EVERY_PROTOCOL {
+            let (header, bytes) = sample_call(protocol, "mutateRows", 9);
             // Whole at once.
             let mut scanner = MessageScanner::new(protocol);
             assert_eq!(
