@@ -216,6 +216,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         let _ = db.close();
         listen_error(&thrift, &e)
     })?;
+    db.register_gateway("thrift", server.local_addr());
     let waited = server.wait_for_signal();
     let closed = server.shutdown();
     waited.map_err(|e| format!("waiting for signals failed: {e}"))?;

@@ -47,14 +47,53 @@ fn remote_args(server: &Server) -> Vec<String> {
 }
 
 /// Masks what changes from run to run: the current time in timestamps
-/// and region ids, region encoded names, elapsed times.
+/// and region ids, region encoded names, elapsed times, and the gateways
+/// (a server's free ports; an embedded shell has none). The gateway lines
+/// themselves are checked by `status_and_list_regions_name_the_gateways`.
 fn mask(text: &str) -> String {
     let took = Regex::new(r"Took \d+\.\d{4} seconds").unwrap();
     let now = Regex::new(r"timestamp=1\d{12}\b").unwrap();
     let region = Regex::new(r",1\d{12}\.[0-9a-f]{32}\.").unwrap();
+    let gateways = Regex::new(r"gateways: .*").unwrap();
     let text = took.replace_all(text, "Took <T> seconds");
     let text = now.replace_all(&text, "timestamp=<NOW>");
+    let text = gateways.replace_all(&text, "gateways: <GATEWAYS>");
     region.replace_all(&text, ",<ID>.<ENC>.").into_owned()
+}
+
+#[test]
+fn status_and_list_regions_name_the_gateways() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&dir.path().join("data"));
+    let mut args: Vec<String> = remote_args(&server);
+    args.extend([
+        "-e".into(),
+        "create 't', 'f'; status; list_regions 't'".into(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = shell(&args, "");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{stdout}");
+    let thrift = format!("thrift 127.0.0.1:{}", server.port);
+    let status_line = stdout
+        .lines()
+        .find(|l| l.starts_with("gateways: "))
+        .unwrap_or_else(|| panic!("no gateways line in status: {stdout}"));
+    assert!(status_line.contains(&thrift), "{status_line}");
+    let served_by = stdout
+        .lines()
+        .find(|l| l.starts_with(" served by gateways: "))
+        .unwrap_or_else(|| panic!("no served-by line in list_regions: {stdout}"));
+    assert!(served_by.contains(&thrift), "{served_by}");
+
+    // The embedded shell has no network gateways and says so.
+    let data = dir.path().join("embedded");
+    let out = shell(&["--data-dir", data.to_str().unwrap(), "-e", "status"], "");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("gateways: none (embedded database)"),
+        "{stdout}"
+    );
 }
 
 fn transcript_path(name: &str) -> PathBuf {

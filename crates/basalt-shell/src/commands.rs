@@ -402,6 +402,7 @@ fn status(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
             )))
         }
     }
+    ctx.line(gateways_line(&s.gateways))?;
     // Only when something is wrong, so a healthy status keeps HBase's look.
     if s.failed_regions > 0 || s.corruption_errors > 0 {
         ctx.line(format!(
@@ -410,6 +411,19 @@ fn status(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         ))?;
     }
     Ok(took_placeholder())
+}
+
+/// `gateways: thrift 127.0.0.1:9090, rest 127.0.0.1:8080`, or what an
+/// embedded database (no network gateways) has.
+fn gateways_line(gateways: &[basalt::admin::GatewayReply]) -> String {
+    if gateways.is_empty() {
+        return "gateways: none (embedded database)".to_string();
+    }
+    let list: Vec<String> = gateways
+        .iter()
+        .map(|g| format!("{} {}", g.protocol, g.address))
+        .collect();
+    format!("gateways: {}", list.join(", "))
 }
 
 fn version(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
@@ -747,6 +761,11 @@ fn list_regions(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         ctx.line(l)?;
     }
     ctx.line(format!(" {} rows", regions.len()))?;
+    // One process serves every region today: its gateways reach them all.
+    // (HBase prints a SERVER_NAME column; a server here is its ports.)
+    if let AdminReply::Status(s) = ctx.backend.admin(AdminRequest::Status)? {
+        ctx.line(format!(" served by {}", gateways_line(&s.gateways)))?;
+    }
     for r in regions.iter().filter(|r| r.state != "OPEN") {
         ctx.line(format!(
             " {} {}: {}",

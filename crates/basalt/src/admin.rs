@@ -352,6 +352,20 @@ pub struct StatusReply {
     /// Reads that met damaged data since the server started.
     #[serde(default)]
     pub corruption_errors: u64,
+    /// The gateways serving this database, in the order they started;
+    /// empty for an embedded database (and from a version-1 server that
+    /// did not report them).
+    #[serde(default)]
+    pub gateways: Vec<GatewayReply>,
+}
+
+/// One gateway of the server, for `status` and `list_regions`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GatewayReply {
+    /// The protocol: `thrift`, `thrift2`, `rest`.
+    pub protocol: String,
+    /// `host:port` it listens on.
+    pub address: String,
 }
 
 /// The answer to an [`AdminRequest`].
@@ -402,6 +416,14 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                 requests_per_second: 0.0,
                 failed_regions: 0,
                 corruption_errors: db.corruption_errors(),
+                gateways: db
+                    .gateways()
+                    .into_iter()
+                    .map(|g| GatewayReply {
+                        protocol: g.protocol,
+                        address: g.address.to_string(),
+                    })
+                    .collect(),
             };
             for name in db.list_tables() {
                 // A table dropped between the listing and here is not counted.

@@ -30,6 +30,7 @@ use basalt_engine::fs::{FileStore, LocalFileStore};
 use basalt_engine::{layout, Clock, RegionInfo, RegionLoad, StoreStats, SystemClock};
 use basalt_types::{Error, Result, TableDescriptor};
 
+use crate::gateways::{Gateway, Gateways};
 use crate::locator::RegionLocator;
 use crate::master::{FamilyChange, Master};
 use crate::options::Options;
@@ -54,6 +55,8 @@ struct DbInner {
     locator: Arc<RegionLocator>,
     closed: AtomicBool,
     recovery: RecoveryReport,
+    /// The gateways the serving process announced (none when embedded).
+    gateways: Gateways,
 }
 
 /// Opens a [`Database`] with parts handed in: the file store that holds
@@ -116,6 +119,7 @@ impl DatabaseBuilder {
                 locator,
                 closed: AtomicBool::new(false),
                 recovery,
+                gateways: Gateways::default(),
             }),
         })
     }
@@ -217,6 +221,25 @@ impl Database {
     /// What opening found in the write-ahead log.
     pub fn recovery_report(&self) -> &RecoveryReport {
         &self.inner.recovery
+    }
+
+    /// Announces a gateway serving this database (`protocol` as users name
+    /// it: `thrift`, `thrift2`, `rest`), so `status` can list it. The
+    /// process that binds the gateway calls this; registering a protocol
+    /// again replaces its address.
+    pub fn register_gateway(&self, protocol: &str, address: std::net::SocketAddr) {
+        self.inner.gateways.register(protocol, address);
+    }
+
+    /// Withdraws a gateway that stopped serving.
+    pub fn deregister_gateway(&self, protocol: &str) {
+        self.inner.gateways.deregister(protocol);
+    }
+
+    /// The gateways serving this database, in the order they were
+    /// registered; empty for an embedded database.
+    pub fn gateways(&self) -> Vec<Gateway> {
+        self.inner.gateways.list()
     }
 
     /// The master role: catalog, DDL, split and merge.
