@@ -1,0 +1,142 @@
+"""What the client-suite scripts share: finding the `basalt` binary that
+`cargo test` built, a private virtualenv, free ports, and a `basalt serve`
+started on a temporary data directory and stopped with SIGTERM.
+
+Used by scripts/happybase-suite, scripts/hbase-rest-py-suite and
+scripts/thrift2-client-suite. Nothing here depends on how fast anything
+is: the timeouts are hang guards only.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+START_TIMEOUT = 60
+STOP_TIMEOUT = 60
+
+
+def run(cmd, **kwargs):
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, **kwargs)
+
+
+def basalt_binary(suite):
+    """The `basalt` binary `cargo test --workspace` builds (its test profile).
+
+    Asks cargo itself, so CARGO_TARGET_DIR and the profile's directory are
+    whatever cargo uses. After scripts/test's build step this compiles
+    nothing; run on its own, it builds what `cargo test` would.
+    """
+    cmd = ["cargo", "test", "--workspace", "--locked", "--no-run",
+           "--message-format=json-render-diagnostics"]
+    print("+", " ".join(cmd), flush=True)
+    out = subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True)
+    for line in out.stdout.splitlines():
+        message = json.loads(line)
+        target = message.get("target", {})
+        # `cargo test` also builds the bin's own unit tests as an executable
+        # named basalt: the server is the one not built as a test.
+        if (message.get("reason") == "compiler-artifact"
+                and target.get("name") == "basalt" and "bin" in target.get("kind", [])
+                and not message.get("profile", {}).get("test", True)):
+            return message["executable"]
+    sys.exit(f"{suite}: `cargo test --no-run` built no basalt binary")
+
+
+def venv_python(name, packages):
+    """A virtualenv under target/ with `packages` installed, reused while
+    the package list is the same (the marker file names it)."""
+    venv = os.path.join(ROOT, "target", name)
+    python = os.path.join(venv, "bin", "python")
+    marker = os.path.join(venv, ".ready")
+    wanted = "\n".join(packages)
+    if not os.path.exists(marker) or open(marker).read() != wanted:
+        shutil.rmtree(venv, ignore_errors=True)
+        run([sys.executable, "-m", "venv", venv])
+        run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             *packages])
+        with open(marker, "w") as f:
+            f.write(wanted)
+    return python
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`basalt serve` on free ports and a temporary data directory.
+
+    `ports` maps a serve flag (`--thrift-port`) to the port to pass; every
+    gateway not named gets port 0 (a free port nobody waits on), so runs
+    never collide with each other or with anything on HBase's default
+    ports. Use as a context manager: the server is stopped with SIGTERM on
+    exit and must exit 0 (a clean close syncs the log); its log is printed
+    when anything fails.
+    """
+
+    GATEWAY_FLAGS = ("--thrift-port",)
+
+    def __init__(self, suite, binary, ports):
+        self.suite = suite
+        self.binary = binary
+        self.ports = dict(ports)
+        self.data = tempfile.mkdtemp(prefix=f"basalt-{suite}-")
+        self.log_path = os.path.join(self.data, "server.log")
+        self.process = None
+
+    def __enter__(self):
+        args = [self.binary, "serve", "--data-dir", os.path.join(self.data, "db")]
+        for flag in self.GATEWAY_FLAGS:
+            args += [flag, str(self.ports.get(flag, 0))]
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+        for port in self.ports.values():
+            self._wait_for_port(port)
+        return self
+
+    def _wait_for_port(self, port):
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.print_log()
+                sys.exit(f"{self.suite}: server exited early with {self.process.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.print_log()
+        sys.exit(f"{self.suite}: server did not start listening on port {port}")
+
+    def print_log(self):
+        self.log.flush()
+        print(open(self.log_path).read(), flush=True)
+
+    def __exit__(self, exc_type, exc, tb):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            code = "killed"
+        self.log.close()
+        if exc_type is not None:
+            self.print_log()
+            return False
+        if code != 0:
+            self.print_log()
+            sys.exit(f"{self.suite}: server exited with {code} after SIGTERM")
+        shutil.rmtree(self.data, ignore_errors=True)
+        return False
