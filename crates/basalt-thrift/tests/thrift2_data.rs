@@ -346,8 +346,15 @@ fn put_multiple_and_mutate_row_apply_every_mutation() {
                     put: None,
                     delete_single: Some(delete(b"r00", vec![column(b"cf", None)])),
                 },
+                // A later timestamp than the delete's: in one call both
+                // would take the same millisecond, and a family delete
+                // hides puts at its own timestamp, as in HBase.
                 TMutation {
-                    put: Some(put(b"r00", vec![cell(b"cf", b"after", b"1")])),
+                    put: Some({
+                        let mut p = put(b"r00", vec![cell(b"cf", b"after", b"1")]);
+                        p.timestamp = Some(i64::MAX / 2);
+                        p
+                    }),
                     delete_single: None,
                 },
             ]),
