@@ -56,12 +56,14 @@ fn features_basalt_lacks_are_refused_with_the_reason() {
     let m = io_message(c.get(b"t", g).unwrap_err());
     assert!(m.contains("filterBytes is not supported"), "{m}");
 
-    let mut scan = TScan::default();
-    scan.col_fam_time_range_map = Some(
-        [(Bytes::from_static(b"cf"), Default::default())]
-            .into_iter()
-            .collect(),
-    );
+    let scan = TScan {
+        col_fam_time_range_map: Some(
+            [(Bytes::from_static(b"cf"), Default::default())]
+                .into_iter()
+                .collect(),
+        ),
+        ..TScan::default()
+    };
     let m = io_message(c.open_scanner(b"t", scan).unwrap_err());
     assert!(m.contains("colFamTimeRangeMap"), "{m}");
 

@@ -336,16 +336,16 @@ impl Service2 {
         Ok(Some(failed.to_value()))
     }
 
+    /// `cell` is the checked (row, family, qualifier).
     fn check(
         &self,
         table: Option<Bytes>,
-        row: Option<Bytes>,
-        family: Option<Bytes>,
-        qualifier: Option<Bytes>,
+        cell: (Option<Bytes>, Option<Bytes>, Option<Bytes>),
         op: CompareOp,
         value: Option<Bytes>,
         mutations: RowMutations,
     ) -> Answer {
+        let (row, family, qualifier) = cell;
         let table = self.table(table)?;
         let mut check = CheckAndMutate::new(
             required(row, "row")?,
@@ -366,9 +366,7 @@ impl Service2 {
         let mutations = RowMutations::new(put.row().clone()).add(put)?;
         self.check(
             a.table,
-            a.row,
-            a.family,
-            a.qualifier,
+            (a.row, a.family, a.qualifier),
             CompareOp::Equal,
             a.value,
             mutations,
@@ -380,9 +378,7 @@ impl Service2 {
         let mutations = RowMutations::new(delete.row().clone()).add(delete)?;
         self.check(
             a.table,
-            a.row,
-            a.family,
-            a.qualifier,
+            (a.row, a.family, a.qualifier),
             CompareOp::Equal,
             a.value,
             mutations,
@@ -408,9 +404,7 @@ impl Service2 {
         let mutations = row_mutations_of(required(a.row_mutations, "rowMutations")?)?;
         self.check(
             a.table,
-            a.row,
-            a.family,
-            a.qualifier,
+            (a.row, a.family, a.qualifier),
             op,
             a.value,
             mutations,
