@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use serde::Deserialize;
 
 use basalt::{Database, Options};
-use basalt_thrift::{Server, ServerConfig};
+use basalt_thrift::{Flavour, Server, ServerConfig};
 
 mod shell;
 
@@ -78,6 +78,12 @@ struct ServeArgs {
     /// Thrift port (default 9090; 0 picks a free one).
     #[arg(long, value_name = "PORT")]
     thrift_port: Option<u16>,
+    /// Thrift2 port (default 9091; 0 picks a free one).
+    #[arg(long, value_name = "PORT")]
+    thrift2_port: Option<u16>,
+    /// Do not serve Thrift2.
+    #[arg(long, conflicts_with = "thrift2_port")]
+    no_thrift2: bool,
     /// Address to listen on (default 127.0.0.1).
     #[arg(long, value_name = "ADDR")]
     bind: Option<String>,
@@ -102,6 +108,9 @@ struct ServeArgs {
 /// idle_timeout_ms = 60000
 /// max_in_flight_bytes = 67108864
 ///
+/// [thrift2]           # the same settings; port 9091; enabled = false turns it off
+/// port = 9091
+///
 /// [database]          # engine options (see basalt::Options)
 /// wal_segment_bytes = 67108864
 /// ```
@@ -112,8 +121,28 @@ struct Config {
     data_dir: Option<PathBuf>,
     /// The Thrift server.
     thrift: ServerConfig,
+    /// The Thrift2 server.
+    thrift2: Thrift2Config,
     /// The embedded database.
     database: Options,
+}
+
+/// `[thrift2]`: a Thrift server's settings, and whether to run it.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Thrift2Config {
+    enabled: bool,
+    #[serde(flatten)]
+    server: ServerConfig,
+}
+
+impl Default for Thrift2Config {
+    fn default() -> Self {
+        Thrift2Config {
+            enabled: true,
+            server: ServerConfig::thrift2(),
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -171,7 +200,7 @@ fn init_logging(default_level: &str) {
         .init();
 }
 
-fn load_config(args: &ServeArgs) -> Result<(Options, ServerConfig), String> {
+fn load_config(args: &ServeArgs) -> Result<(Options, ServerConfig, Option<ServerConfig>), String> {
     let mut config = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -190,17 +219,26 @@ fn load_config(args: &ServeArgs) -> Result<(Options, ServerConfig), String> {
     if let Some(port) = args.thrift_port {
         config.thrift.port = port;
     }
+    if let Some(port) = args.thrift2_port {
+        config.thrift2.server.port = port;
+    }
     if let Some(bind) = &args.bind {
         config.thrift.bind = bind.clone();
+        config.thrift2.server.bind = bind.clone();
     }
-    Ok((config.database, config.thrift))
+    let thrift2 = (config.thrift2.enabled && !args.no_thrift2).then_some(config.thrift2.server);
+    Ok((config.database, config.thrift, thrift2))
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {
-    let (options, thrift) = load_config(&args)?;
-    // The port first: a taken port then fails at once, before the data
+    let (options, thrift, thrift2) = load_config(&args)?;
+    // The ports first: a taken port then fails at once, before the data
     // directory is created, locked or replayed.
-    let bound = Server::bind(&thrift).map_err(|e| listen_error(&thrift, &e))?;
+    let bound = Server::bind(&thrift).map_err(|e| listen_error(&thrift, &e, "--thrift-port"))?;
+    let bound2 = match &thrift2 {
+        Some(c) => Some(Server::bind(c).map_err(|e| listen_error(c, &e, "--thrift2-port"))?),
+        None => None,
+    };
     let dir = options.data_dir.clone();
     let db = Database::open_with(options)
         .map_err(|e| format!("cannot open data directory {}: {e}", dir.display()))?;
@@ -214,10 +252,27 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let server = bound.serve(db.clone()).map_err(|e| {
         // The database is closed before reporting, so its log is synced.
         let _ = db.close();
-        listen_error(&thrift, &e)
+        listen_error(&thrift, &e, "--thrift-port")
     })?;
+    let server2 = match (bound2, &thrift2) {
+        (Some(b), Some(c)) => match b.serve_as(db.clone(), Flavour::Thrift2) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                let _ = server.shutdown();
+                return Err(listen_error(c, &e, "--thrift2-port"));
+            }
+        },
+        _ => None,
+    };
     db.register_gateway("thrift", server.local_addr());
+    if let Some(s) = &server2 {
+        db.register_gateway("thrift2", s.local_addr());
+    }
     let waited = server.wait_for_signal();
+    // Thrift2 shares the database: it stops first, Thrift1 closes it.
+    if let Some(s) = server2 {
+        s.stop();
+    }
     let closed = server.shutdown();
     waited.map_err(|e| format!("waiting for signals failed: {e}"))?;
     closed.map_err(|e| format!("closing the database failed: {e}"))
@@ -295,12 +350,12 @@ fn repair(args: &RepairArgs) -> Result<(), String> {
 
 /// Why the Thrift port cannot be served, said so that the reader knows
 /// what to do.
-fn listen_error(thrift: &ServerConfig, e: &std::io::Error) -> String {
+fn listen_error(thrift: &ServerConfig, e: &std::io::Error, flag: &str) -> String {
     let address = format!("{}:{}", thrift.bind, thrift.port);
     match e.kind() {
         std::io::ErrorKind::AddrInUse => format!(
             "cannot listen on {address}: the port is already in use (another basalt serve?); \
-             stop what holds it or choose another port with --thrift-port"
+             stop what holds it or choose another port with {flag}"
         ),
         _ => format!("cannot listen on {address}: {e}"),
     }

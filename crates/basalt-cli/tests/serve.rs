@@ -114,6 +114,7 @@ fn defaults_config_file_and_flag_overrides() {
     std::fs::write(
         &config,
         "data_dir = \"from-config\"\n\n[thrift]\nport = 0\nscanner_lease_ms = 1000\n\n\
+         [thrift2]\nport = 0\nmax_connections = 10\n\n\
          [database]\nwal_segment_bytes = 1048576\n",
     )
     .unwrap();
@@ -187,5 +188,64 @@ fn taken_port_fails_once_before_touching_data() {
         ),
     );
     assert!(!data.exists(), "the data directory was created: {stderr}");
+    drop(taken);
+}
+
+#[test]
+fn thrift2_serves_the_same_data_beside_thrift1_unless_turned_off() {
+    use basalt_thrift::thrift2::types::{TColumnValue, TGet, TPut};
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&["--thrift-port", "0"], Some(dir.path()));
+    let mut c = server.client(false, Protocol::Binary { strict: true });
+    c.create_table(b"t", vec![family("cf")]).unwrap();
+    let port = server.thrift2_port.expect("Thrift2 is on by default");
+    let mut c2 =
+        basalt_thrift::Client2::connect(("127.0.0.1", port), true, Protocol::Compact).unwrap();
+    assert_eq!(c2.get_thrift_server_type().unwrap(), 2);
+    let cell = TColumnValue {
+        family: Some(Bytes::from_static(b"cf")),
+        qualifier: Some(Bytes::from_static(b"q")),
+        value: Some(Bytes::from_static(b"v")),
+        ..TColumnValue::default()
+    };
+    c2.put(
+        b"t",
+        TPut {
+            row: Some(Bytes::from_static(b"r")),
+            column_values: Some(vec![cell]),
+            ..TPut::default()
+        },
+    )
+    .unwrap();
+    // Written over Thrift2, read over Thrift1 and Thrift2.
+    assert_eq!(
+        c.get(b"t", b"r", b"cf:q").unwrap()[0].value.as_deref(),
+        Some(&b"v"[..])
+    );
+    let got = c2
+        .get(
+            b"t",
+            TGet {
+                row: Some(Bytes::from_static(b"r")),
+                ..TGet::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(got.column_values.unwrap().len(), 1);
+    drop((c, c2));
+    assert!(server.terminate().success());
+
+    // Turned off, it does not even bind:
+    // a Thrift2 port held by someone else does not stop the server.
+    let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let held = taken.local_addr().unwrap().port();
+    let config = dir.path().join("held.toml");
+    std::fs::write(&config, format!("[thrift2]\nport = {held}\n")).unwrap();
+    let config_arg = config.to_str().unwrap();
+    let server = start(
+        &["--config", config_arg, "--thrift-port", "0", "--no-thrift2"],
+        Some(dir.path()),
+    );
+    assert!(server.terminate().success());
     drop(taken);
 }

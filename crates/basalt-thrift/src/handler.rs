@@ -24,7 +24,7 @@ use basalt::{
 
 use crate::exception;
 use crate::protocol::Value;
-use crate::scanners::{Refused, Scanners};
+use crate::scanners::Scanners;
 use crate::types::{
     app_error, args, AlreadyExists, ColumnDescriptor, IOError, IllegalArgument, Mutation, TCell,
     TColumn, TRegionInfo, TRowResult, TScan, Thrift,
@@ -87,6 +87,12 @@ pub(crate) struct Service {
 
 type CallResult = Result<Option<Value>, CallError>;
 
+impl crate::server::Dispatch for Service {
+    fn call(&self, conn: u64, method: &str, body: Value) -> Outcome {
+        Service::call(self, conn, method, body)
+    }
+}
+
 impl Service {
     pub(crate) fn new(
         db: Database,
@@ -103,7 +109,7 @@ impl Service {
     }
 
     /// Runs one call for connection `conn` and builds its answer.
-    pub(crate) fn call(&self, conn: u64, method: &str, body: Value) -> Outcome {
+    fn call(&self, conn: u64, method: &str, body: Value) -> Outcome {
         let Some((throws, result)) = self.dispatch(conn, method, body) else {
             return Outcome::Application(
                 app_error::UNKNOWN_METHOD,
@@ -675,18 +681,7 @@ impl Service {
         let id = self
             .scanners
             .insert(conn, scanner, sorted)
-            .map_err(|refused| {
-                CallError::Io(match refused {
-                    Refused::Connection(limit) => format!(
-                        "too many open scanners on this connection (limit {limit}, \
-                         max_scanners_per_connection); close some (scannerClose)"
-                    ),
-                    Refused::Server(limit) => format!(
-                        "too many open scanners on the server (limit {limit}, max_scanners); \
-                         close some (scannerClose) or wait for unused ones to expire"
-                    ),
-                })
-            })?;
+            .map_err(|refused| CallError::Io(refused.message("scannerClose")))?;
         Ok(Some(Value::I32(id)))
     }
 
@@ -775,34 +770,10 @@ impl Service {
         let Some(entry) = self.scanners.get(id) else {
             return Err(CallError::IllegalArgument("scanner ID is invalid".into()));
         };
-        let mut out = Vec::new();
-        let mut state = entry.state.lock();
-        let mut bytes = 0usize;
-        while out.len() < usize::try_from(rows).unwrap_or(0) && bytes < self.max_reply_bytes {
-            let Some(scanner) = state.as_mut() else {
-                break;
-            };
-            match scanner.next() {
-                Some(Ok(result)) => {
-                    bytes += result
-                        .cells
-                        .iter()
-                        .map(|c| c.value.len() + c.qualifier.len() + c.family.len() + 16)
-                        .sum::<usize>();
-                    if !result.is_empty() {
-                        out.push(row_result(&result, entry.sorted));
-                    }
-                }
-                Some(Err(e)) => {
-                    *state = None;
-                    return Err(db_error(e));
-                }
-                None => {
-                    // Exhausted: later calls answer with an empty list.
-                    *state = None;
-                }
-            }
-        }
+        let rows = entry
+            .next_rows(usize::try_from(rows).unwrap_or(0), self.max_reply_bytes)
+            .map_err(db_error)?;
+        let out: Vec<TRowResult> = rows.iter().map(|r| row_result(r, entry.sorted)).collect();
         Ok(Some(out.to_value()))
     }
 

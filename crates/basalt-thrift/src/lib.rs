@@ -13,7 +13,9 @@
 //!   (`basaltAdmin`, versioned JSON) for what Thrift1 cannot say; see
 //!   `docs/admin-protocol.md`;
 //! - [`exception`]: Basalt errors as HBase's exceptions over Thrift1, and
-//!   back.
+//!   back;
+//! - [`thrift2`]: HBase's Thrift2 service (`THBaseService`), run by the same
+//!   server ([`server::Flavour::Thrift2`]), and its client.
 //!
 //! The service itself (each method on the embedded database) is private to
 //! the server.
@@ -30,8 +32,10 @@ mod handler;
 pub mod protocol;
 mod scanners;
 pub mod server;
+pub mod thrift2;
 pub mod types;
 
 pub use client::{Client, ClientError};
 pub use protocol::Protocol;
-pub use server::{Bound, Server, ServerConfig};
+pub use server::{Bound, Flavour, Server, ServerConfig};
+pub use thrift2::Client2;

@@ -25,6 +25,46 @@ pub(crate) struct OpenScanner {
     last_used: Mutex<Instant>,
 }
 
+impl OpenScanner {
+    /// The next rows with cells, at most `rows` of them and stopping once
+    /// about `max_bytes` of cells are collected (so a reply stays under the
+    /// frame limit); fewer (or none) once the scanner runs out. Both
+    /// gateways' "next rows" calls read through this.
+    pub(crate) fn next_rows(
+        &self,
+        rows: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<basalt::RowResult>, basalt::Error> {
+        let mut out = Vec::new();
+        let mut state = self.state.lock();
+        let mut bytes = 0usize;
+        while out.len() < rows && bytes < max_bytes {
+            let Some(scanner) = state.as_mut() else {
+                break;
+            };
+            match scanner.next() {
+                Some(Ok(result)) => {
+                    bytes += result
+                        .cells
+                        .iter()
+                        .map(|c| c.value.len() + c.qualifier.len() + c.family.len() + 16)
+                        .sum::<usize>();
+                    if !result.is_empty() {
+                        out.push(result);
+                    }
+                }
+                Some(Err(e)) => {
+                    *state = None;
+                    return Err(e);
+                }
+                // Exhausted: later calls answer with no rows.
+                None => *state = None,
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// Why a scanner could not be registered: which cap it hit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refused {
@@ -79,6 +119,23 @@ impl Inner {
             self.forget(owner);
         }
         before - self.open.len()
+    }
+}
+
+impl Refused {
+    /// What the client is told; `close` is the service's method that
+    /// closes a scanner.
+    pub(crate) fn message(self, close: &str) -> String {
+        match self {
+            Refused::Connection(limit) => format!(
+                "too many open scanners on this connection (limit {limit}, \
+                 max_scanners_per_connection); close some ({close})"
+            ),
+            Refused::Server(limit) => format!(
+                "too many open scanners on the server (limit {limit}, max_scanners); \
+                 close some ({close}) or wait for unused ones to expire"
+            ),
+        }
     }
 }
 

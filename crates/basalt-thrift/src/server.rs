@@ -1,5 +1,9 @@
-//! The Thrift1 server: one port for buffered and framed transports and the
-//! binary and compact protocols, on tokio.
+//! The Thrift server: one port for buffered and framed transports and the
+//! binary and compact protocols, on tokio, running one service: Thrift1's
+//! `Hbase` or Thrift2's `THBaseService` ([`Flavour`]; HBase too runs one
+//! flavour per port). Everything below the call (transports, limits,
+//! scanners' leases) is the same code for both: a service only answers
+//! calls ([`Dispatch`]).
 //!
 //! Each connection is a task on a small pool of async workers; idle
 //! connections cost a task and a buffer, no thread. Engine calls block (the
@@ -37,9 +41,37 @@ use crate::protocol::{
     MessageScanner, MessageType, Scanned, Value, Wire,
 };
 use crate::scanners::Scanners;
+use crate::thrift2::handler::Service2;
 use crate::types::{app_error, TApplicationException, Thrift};
 
-/// Settings of the Thrift server (the `[thrift]` table of the config file).
+/// Which service a server runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    /// HBase's Thrift1 `Hbase` service (and Basalt's `basaltAdmin`).
+    Thrift1,
+    /// HBase's Thrift2 `THBaseService`.
+    Thrift2,
+}
+
+impl Flavour {
+    fn name(self) -> &'static str {
+        match self {
+            Flavour::Thrift1 => "Thrift1",
+            Flavour::Thrift2 => "Thrift2",
+        }
+    }
+}
+
+/// A service the server runs: answers one decoded call. Calls block (the
+/// server runs them on its blocking pool).
+pub(crate) trait Dispatch: Send + Sync + std::fmt::Debug + 'static {
+    /// Runs `method` for connection `conn` and builds its answer.
+    fn call(&self, conn: u64, method: &str, body: Value) -> Outcome;
+}
+
+/// Settings of a Thrift server (the `[thrift]` and `[thrift2]` tables of
+/// the config file; only the default port differs, see
+/// [`ServerConfig::thrift2`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
@@ -81,6 +113,17 @@ pub struct ServerConfig {
     /// is answered. Default 64 MiB: four requests of the largest size at
     /// once, thousands of ordinary ones.
     pub max_in_flight_bytes: usize,
+}
+
+impl ServerConfig {
+    /// The Thrift2 gateway's defaults: Thrift1's, on HBase's Thrift2 port
+    /// 9091.
+    pub fn thrift2() -> ServerConfig {
+        ServerConfig {
+            port: 9091,
+            ..ServerConfig::default()
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -167,7 +210,7 @@ struct Held {
 /// State shared by the accept loop and every connection.
 #[derive(Debug)]
 struct Shared {
-    service: Arc<Service>,
+    service: Arc<dyn Dispatch>,
     scanners: Arc<Scanners>,
     max_frame: usize,
     max_connections: usize,
@@ -217,6 +260,7 @@ pub struct Server {
     accept_loop: Option<tokio::task::JoinHandle<()>>,
     shared: Arc<Shared>,
     db: Database,
+    flavour: Flavour,
 }
 
 /// The server's port, bound but not yet serving: [`Server::bind`] then
@@ -235,10 +279,15 @@ impl Bound {
         self.listener.local_addr()
     }
 
-    /// Starts serving `db` on the bound port; returns once the server
-    /// accepts connections.
+    /// Starts serving Thrift1 on `db` on the bound port; returns once the
+    /// server accepts connections.
     pub fn serve(self, db: Database) -> io::Result<Server> {
-        Server::serve_bound(self, db)
+        Server::serve_bound(self, db, Flavour::Thrift1)
+    }
+
+    /// Starts serving `flavour` on `db` on the bound port.
+    pub fn serve_as(self, db: Database, flavour: Flavour) -> io::Result<Server> {
+        Server::serve_bound(self, db, flavour)
     }
 }
 
@@ -247,6 +296,11 @@ impl Server {
     /// the server accepts connections.
     pub fn start(db: Database, config: &ServerConfig) -> io::Result<Server> {
         Server::bind(config)?.serve(db)
+    }
+
+    /// Starts serving `flavour` on `db` as configured.
+    pub fn start_as(db: Database, config: &ServerConfig, flavour: Flavour) -> io::Result<Server> {
+        Server::bind(config)?.serve_as(db, flavour)
     }
 
     /// Binds the configured port (and builds the runtime that will serve
@@ -267,7 +321,7 @@ impl Server {
         })
     }
 
-    fn serve_bound(bound: Bound, db: Database) -> io::Result<Server> {
+    fn serve_bound(bound: Bound, db: Database, flavour: Flavour) -> io::Result<Server> {
         let Bound {
             runtime,
             listener,
@@ -289,12 +343,20 @@ impl Server {
             port: local_addr.port(),
         };
         let max_frame = config.max_frame_bytes.max(64);
-        let service = Arc::new(Service::new(
-            db.clone(),
-            Arc::clone(&scanners),
-            advertised,
-            max_frame / 2,
-        ));
+        let service: Arc<dyn Dispatch> = match flavour {
+            Flavour::Thrift1 => Arc::new(Service::new(
+                db.clone(),
+                Arc::clone(&scanners),
+                advertised,
+                max_frame / 2,
+            )),
+            Flavour::Thrift2 => Arc::new(Service2::new(
+                db.clone(),
+                Arc::clone(&scanners),
+                advertised,
+                max_frame / 2,
+            )),
+        };
         // Semaphores count in u32 requests; 4 GiB is far beyond any use.
         let budget_size = config
             .max_in_flight_bytes
@@ -324,7 +386,16 @@ impl Server {
             shutdown_rx.clone(),
         ));
         let accept_loop = runtime.spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
-        tracing::info!(address = %local_addr, "Thrift1 gateway listening (buffered/framed, binary/compact)");
+        match flavour {
+            Flavour::Thrift1 => tracing::info!(
+                address = %local_addr,
+                "Thrift1 gateway listening (buffered/framed, binary/compact)"
+            ),
+            Flavour::Thrift2 => tracing::info!(
+                address = %local_addr,
+                "Thrift2 gateway listening (buffered/framed, binary/compact)"
+            ),
+        }
         Ok(Server {
             runtime: Some(runtime),
             local_addr,
@@ -332,6 +403,7 @@ impl Server {
             accept_loop: Some(accept_loop),
             shared,
             db,
+            flavour,
         })
     }
 
@@ -385,6 +457,20 @@ impl Server {
     /// Stops accepting, lets calls in flight finish and answer, closes every
     /// connection and scanner, then closes the database (syncing its log).
     pub fn shutdown(mut self) -> basalt::Result<()> {
+        self.stop_serving();
+        let result = self.db.close();
+        tracing::info!("{} gateway stopped", self.flavour.name());
+        result
+    }
+
+    /// Like [`Server::shutdown`] but leaves the database open: for a
+    /// gateway that shares its database with another, which closes it.
+    pub fn stop(mut self) {
+        self.stop_serving();
+        tracing::info!("{} gateway stopped", self.flavour.name());
+    }
+
+    fn stop_serving(&mut self) {
         let _ = self.shutdown.send(true);
         if let (Some(runtime), Some(accept_loop)) = (self.runtime.take(), self.accept_loop.take()) {
             if let Err(e) = runtime.block_on(accept_loop) {
@@ -395,9 +481,6 @@ impl Server {
             runtime.shutdown_timeout(Duration::from_secs(5));
         }
         self.shared.scanners.clear();
-        let result = self.db.close();
-        tracing::info!("Thrift1 gateway stopped");
-        result
     }
 }
 

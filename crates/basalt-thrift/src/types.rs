@@ -23,7 +23,7 @@ pub trait Thrift: Sized {
     fn from_value(value: Value) -> Result<Self, String>;
 }
 
-fn mismatch<T>(expected: TType, got: &Value) -> Result<T, String> {
+pub(crate) fn mismatch<T>(expected: TType, got: &Value) -> Result<T, String> {
     Err(format!(
         "expected {}, got {}",
         expected.name(),
@@ -134,19 +134,19 @@ macro_rules! thrift_struct {
             )*
         }
 
-        impl Thrift for $name {
-            const TTYPE: TType = TType::Struct;
+        impl $crate::types::Thrift for $name {
+            const TTYPE: $crate::protocol::TType = $crate::protocol::TType::Struct;
 
-            fn to_value(&self) -> Value {
+            fn to_value(&self) -> $crate::protocol::Value {
                 #[allow(unused_mut)]
                 let mut fields = Vec::new();
-                $( if let Some(v) = &self.$field { fields.push(($id, Thrift::to_value(v))); } )*
-                Value::Struct(fields)
+                $( if let Some(v) = &self.$field { fields.push(($id, $crate::types::Thrift::to_value(v))); } )*
+                $crate::protocol::Value::Struct(fields)
             }
 
-            fn from_value(value: Value) -> Result<Self, String> {
-                let Value::Struct(fields) = value else {
-                    return mismatch(TType::Struct, &value);
+            fn from_value(value: $crate::protocol::Value) -> Result<Self, String> {
+                let $crate::protocol::Value::Struct(fields) = value else {
+                    return $crate::types::mismatch($crate::protocol::TType::Struct, &value);
                 };
                 #[allow(unused_mut)]
                 let mut out = Self::default();
@@ -154,7 +154,7 @@ macro_rules! thrift_struct {
                 for (id, value) in fields {
                     match id {
                         $( $id => {
-                            out.$field = Some(<$ty as Thrift>::from_value(value).map_err(|e| {
+                            out.$field = Some(<$ty as $crate::types::Thrift>::from_value(value).map_err(|e| {
                                 format!("field {} (id {}): {}", stringify!($field), $id, e)
                             })?);
                         } )*
@@ -168,6 +168,9 @@ macro_rules! thrift_struct {
         }
     };
 }
+
+// Thrift2's structs (`thrift2::types`) are declared the same way.
+pub(crate) use thrift_struct;
 
 /// Attributes of an operation (sent by clients, ignored by Basalt).
 pub type Attributes = BTreeMap<Bytes, Bytes>;

@@ -249,3 +249,60 @@ fn nested_lists_that_overclaim_their_counts_allocate_little() {
         check_bounded(&format!("{protocol:?}"), peak, bytes.len(), 2, CONSTANT);
     }
 }
+
+/// Every Thrift2 argument struct's decoder on one body: a struct or an
+/// error naming the field, never a panic.
+fn decode_as_every_thrift2_call(body: &Value) {
+    use basalt_thrift::thrift2::types::args;
+    use basalt_thrift::types::Thrift;
+    fn one<T: Thrift>(body: &Value) {
+        let _ = T::from_value(body.clone());
+    }
+    one::<args::TableGet>(body);
+    one::<args::TableGets>(body);
+    one::<args::Put>(body);
+    one::<args::PutMultiple>(body);
+    one::<args::DeleteSingle>(body);
+    one::<args::DeleteMultiple>(body);
+    one::<args::CheckAndPut>(body);
+    one::<args::CheckAndDelete>(body);
+    one::<args::CheckAndMutate>(body);
+    one::<args::Increment>(body);
+    one::<args::Append>(body);
+    one::<args::MutateRow>(body);
+    one::<args::OpenScanner>(body);
+    one::<args::GetScannerRows>(body);
+    one::<args::GetScannerResults>(body);
+    one::<args::GetRegionLocation>(body);
+    one::<args::TableName>(body);
+    one::<args::TableNames>(body);
+    one::<args::Pattern>(body);
+    one::<args::CreateTable>(body);
+    one::<args::ModifyTable>(body);
+    one::<args::TruncateTable>(body);
+    one::<args::TableWithSplits>(body);
+    one::<args::Family>(body);
+    one::<args::FamilyName>(body);
+    one::<args::Namespace>(body);
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn thrift2_struct_decoders_take_arbitrary_values_without_panicking(
+        fields in proptest::collection::vec((1i16..4, arb_value()), 0..4),
+    ) {
+        decode_as_every_thrift2_call(&Value::Struct(fields));
+    }
+
+    #[test]
+    fn thrift2_struct_decoders_take_garbage_bytes_without_panicking(
+        bytes in proptest::collection::vec(any::<u8>(), 0..512),
+        protocol in arb_protocol(),
+    ) {
+        if let Ok((_, body, _)) = decode_message(protocol, &bytes) {
+            decode_as_every_thrift2_call(&body);
+        }
+    }
+}

@@ -12,7 +12,10 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Server {
     pub child: Child,
+    /// The Thrift1 port.
     pub port: u16,
+    /// The Thrift2 port, unless `--no-thrift2` turned it off.
+    pub thrift2_port: Option<u16>,
 }
 
 impl Drop for Server {
@@ -37,7 +40,8 @@ pub fn serve_on(dir: &Path, port: u16) -> Server {
 }
 
 /// Starts `basalt serve` with `args` (in `cwd`, if given) and waits for
-/// its "listening" line.
+/// its "listening" lines. Thrift2 gets a free port unless `args` say
+/// otherwise: tests run in parallel, and its default 9091 is one port.
 // The child is waited for by `Server` (its drop, or the test); the lint
 // cannot follow it there.
 #[allow(clippy::zombie_processes)]
@@ -46,6 +50,16 @@ pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
     command
         .arg("serve")
         .args(args)
+        .args(
+            if args
+                .iter()
+                .any(|a| a.starts_with("--thrift2-port") || *a == "--no-thrift2")
+            {
+                &[][..]
+            } else {
+                &["--thrift2-port", "0"][..]
+            },
+        )
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -65,7 +79,10 @@ pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
             let _ = tx.send(line);
         }
     });
-    loop {
+    let thrift2 = !args.contains(&"--no-thrift2");
+    let (mut port, mut thrift2_port) = (None, None);
+    // Thrift1 says where it listens first, then Thrift2.
+    while port.is_none() || (thrift2 && thrift2_port.is_none()) {
         let line = rx
             .recv_timeout(TIMEOUT)
             .expect("the server never said where it listens");
@@ -74,8 +91,17 @@ pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
                 .split_whitespace()
                 .find_map(|w| w.strip_prefix("address="))
                 .unwrap();
-            let port = address.rsplit(':').next().unwrap().parse().unwrap();
-            return Server { child, port };
+            let p: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
+            if line.contains("Thrift2") {
+                thrift2_port = Some(p);
+            } else {
+                port = Some(p);
+            }
         }
+    }
+    Server {
+        child,
+        port: port.unwrap(),
+        thrift2_port,
     }
 }

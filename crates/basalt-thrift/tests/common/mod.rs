@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use basalt::Database;
-use basalt_thrift::{Client, Protocol, Server, ServerConfig};
+pub mod thrift2;
+
+use basalt_thrift::{Client, Client2, Flavour, Protocol, Server, ServerConfig};
 
 /// Hang guard for every client call; no test depends on it.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
@@ -33,9 +35,24 @@ impl TestServer {
     }
 
     pub fn with_config(config: ServerConfig) -> Self {
+        Self::serving(config, Flavour::Thrift1)
+    }
+
+    /// A Thrift2 server on a free port.
+    pub fn thrift2() -> Self {
+        Self::serving(
+            ServerConfig {
+                port: 0,
+                ..ServerConfig::thrift2()
+            },
+            Flavour::Thrift2,
+        )
+    }
+
+    pub fn serving(config: ServerConfig, flavour: Flavour) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path().join("db")).unwrap();
-        let server = Server::start(db, &config).unwrap();
+        let server = Server::start_as(db, &config, flavour).unwrap();
         TestServer {
             server: Some(server),
             dir,
@@ -53,6 +70,12 @@ impl TestServer {
     pub fn client(&self, framed: bool, protocol: Protocol) -> Client {
         let client = Client::connect(self.addr(), framed, protocol).unwrap();
         client.set_timeout(Some(TIMEOUT)).unwrap();
+        client
+    }
+
+    pub fn client2(&self, framed: bool, protocol: Protocol) -> Client2 {
+        let mut client = Client2::connect(self.addr(), framed, protocol).unwrap();
+        client.connection().set_timeout(Some(TIMEOUT)).unwrap();
         client
     }
 
