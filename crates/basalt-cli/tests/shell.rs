@@ -185,6 +185,11 @@ fn transcript_tools() {
 }
 
 #[test]
+fn transcript_namespaces() {
+    run_transcript("namespaces");
+}
+
+#[test]
 fn transcript_bad_input() {
     run_transcript("bad_input");
 }

@@ -7,6 +7,7 @@ use std::io::Write;
 use bytes::Bytes;
 
 use basalt::admin::{AdminReply, AdminRequest, AlterChange, FamilySpec, ReadSpec, RowReply};
+use basalt::NamespaceDescriptor;
 
 use crate::backend::{Backend, ShellError, ShellResult};
 use crate::format;
@@ -40,7 +41,7 @@ pub(crate) struct Spec {
 }
 
 /// The command groups in the order `help` lists them.
-pub(crate) const GROUPS: &[&str] = &["general", "ddl", "dml", "tools"];
+pub(crate) const GROUPS: &[&str] = &["general", "ddl", "namespace", "dml", "tools"];
 
 /// Every command.
 pub(crate) static COMMANDS: &[Spec] = &[
@@ -109,6 +110,27 @@ pub(crate) static COMMANDS: &[Spec] = &[
     Spec { name: "get_splits", group: "ddl", run: Some(get_splits), usage: "get_splits 'TABLE'
   The table's split keys (the start keys of its regions but the first).
     get_splits 't1'" },
+    Spec { name: "create_namespace", group: "namespace", run: Some(create_namespace), usage: "create_namespace 'NAMESPACE' [, {'PROPERTY_NAME' => 'PROPERTY_VALUE', ...}]
+  Creates a namespace, optionally with properties; tables go into it as 'NAMESPACE:TABLE'.
+    create_namespace 'ns1'
+    create_namespace 'ns1', {'owner' => 'ops'}" },
+    Spec { name: "alter_namespace", group: "namespace", run: Some(alter_namespace), usage: "alter_namespace 'NAMESPACE', {METHOD => 'set', 'PROPERTY_NAME' => 'PROPERTY_VALUE', ...} | {METHOD => 'unset', NAME => 'PROPERTY_NAME'}
+  Sets or removes properties of a namespace.
+    alter_namespace 'ns1', {METHOD => 'set', 'owner' => 'dev'}
+    alter_namespace 'ns1', {METHOD => 'unset', NAME => 'owner'}" },
+    Spec { name: "describe_namespace", group: "namespace", run: Some(describe_namespace), usage: "describe_namespace 'NAMESPACE'
+  The namespace and its properties.
+    describe_namespace 'ns1'" },
+    Spec { name: "drop_namespace", group: "namespace", run: Some(drop_namespace), usage: "drop_namespace 'NAMESPACE'
+  Deletes an empty namespace (drop its tables first).
+    drop_namespace 'ns1'" },
+    Spec { name: "list_namespace", group: "namespace", run: Some(list_namespace), usage: "list_namespace ['REGEX']
+  The namespaces, all or those whose whole name matches the regular expression.
+    list_namespace
+    list_namespace 'ns.*'" },
+    Spec { name: "list_namespace_tables", group: "namespace", run: Some(list_namespace_tables), usage: "list_namespace_tables 'NAMESPACE'
+  The tables of a namespace.
+    list_namespace_tables 'ns1'" },
     Spec { name: "put", group: "dml", run: Some(put), usage: "put 'TABLE', 'ROW', 'FAMILY:QUALIFIER', 'VALUE' [, TIMESTAMP]
   Writes one cell, at TIMESTAMP or now.
     put 't1', 'r1', 'c1:a', 'value'
@@ -496,6 +518,172 @@ fn help_command(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     Ok(None)
 }
 
+// ---- namespace ----
+
+fn namespace_of_args(args: &[Arg]) -> ShellResult<String> {
+    match args.first() {
+        Some(a) => text_of(a, "the namespace name"),
+        None => Err(usage("the namespace name is missing")),
+    }
+}
+
+/// A hash's pairs with keys as written: property names are case-sensitive
+/// (unlike METHOD and NAME, which `alter_namespace` reads in any case).
+fn property_pairs(arg: &Arg) -> ShellResult<Vec<(String, Arg)>> {
+    let Arg::Hash(pairs) = arg else {
+        return Err(usage(format!(
+            "expected a hash ({{KEY => value}}), not {} ({arg})",
+            arg.type_name()
+        )));
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| match k {
+            Arg::Const(c) => Ok((c.clone(), v.clone())),
+            Arg::Str(s) => Ok((String::from_utf8_lossy(s).into_owned(), v.clone())),
+            other => Err(usage(format!(
+                "property names must be strings, not {} ({other})",
+                other.type_name()
+            ))),
+        })
+        .collect()
+}
+
+fn create_namespace(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 2)?;
+    let mut namespace = NamespaceDescriptor::new(namespace_of_args(args)?);
+    if let Some(props) = args.get(1) {
+        for (key, value) in property_pairs(props)? {
+            let value =
+                String::from_utf8_lossy(&value_of(&value, "a property value")?).into_owned();
+            namespace.properties.insert(key, value);
+        }
+    }
+    ctx.backend
+        .admin(AdminRequest::CreateNamespace { namespace })?;
+    Ok(None)
+}
+
+fn alter_namespace(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 2, 2)?;
+    let name = namespace_of_args(args)?;
+    let pairs = property_pairs(&args[1])?;
+    let method = pairs
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("METHOD"))
+        .map(|(_, v)| text_of(v, "METHOD"))
+        .transpose()?
+        .ok_or_else(|| usage("alter_namespace needs METHOD => 'set' or 'unset'"))?;
+    let rest = pairs
+        .into_iter()
+        .filter(|(k, _)| !k.eq_ignore_ascii_case("METHOD"));
+    let mut set = std::collections::BTreeMap::new();
+    let mut unset = Vec::new();
+    match method.to_ascii_lowercase().as_str() {
+        "set" => {
+            for (key, value) in rest {
+                let value =
+                    String::from_utf8_lossy(&value_of(&value, "a property value")?).into_owned();
+                set.insert(key, value);
+            }
+        }
+        "unset" => {
+            for (key, value) in rest {
+                if !key.eq_ignore_ascii_case("NAME") {
+                    return Err(unknown_key(&key, &["METHOD", "NAME"]));
+                }
+                unset.push(text_of(&value, "NAME")?);
+            }
+        }
+        other => {
+            return Err(usage(format!(
+                "unknown METHOD '{other}'; expected 'set' or 'unset'"
+            )))
+        }
+    }
+    if set.is_empty() && unset.is_empty() {
+        return Err(usage("alter_namespace names no property"));
+    }
+    ctx.backend
+        .admin(AdminRequest::AlterNamespace { name, set, unset })?;
+    Ok(None)
+}
+
+fn describe_namespace(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let name = namespace_of_args(args)?;
+    let AdminReply::Namespaces { namespaces } = ctx
+        .backend
+        .admin(AdminRequest::DescribeNamespace { name })?
+    else {
+        return Err(ShellError::Other(
+            "unexpected reply to describe_namespace".into(),
+        ));
+    };
+    ctx.line("DESCRIPTION")?;
+    for ns in &namespaces {
+        let mut parts = vec![format!("NAME => '{}'", ns.name)];
+        parts.extend(ns.properties.iter().map(|(k, v)| format!("{k} => '{v}'")));
+        ctx.line(format!("{{{}}}", parts.join(", ")))?;
+    }
+    Ok(None)
+}
+
+fn drop_namespace(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let name = namespace_of_args(args)?;
+    ctx.backend.admin(AdminRequest::DropNamespace { name })?;
+    Ok(None)
+}
+
+fn list_namespace(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 1)?;
+    let pattern = name_pattern(args)?;
+    let AdminReply::Namespaces { namespaces } = ctx.backend.admin(AdminRequest::ListNamespaces)?
+    else {
+        return Err(ShellError::Other(
+            "unexpected reply to list_namespace".into(),
+        ));
+    };
+    let names: Vec<String> = namespaces
+        .into_iter()
+        .map(|n| n.name)
+        .filter(|n| pattern.as_ref().is_none_or(|p| p.is_match(n)))
+        .collect();
+    ctx.line("NAMESPACE")?;
+    for n in &names {
+        ctx.line(n)?;
+    }
+    ctx.line(format::rows(names.len() as u64))?;
+    Ok(Some(format::ruby_array(names.iter().map(|n| n.as_bytes()))))
+}
+
+fn list_namespace_tables(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let name = namespace_of_args(args)?;
+    let AdminReply::Tables { tables } = ctx
+        .backend
+        .admin(AdminRequest::ListNamespaceTables { name })?
+    else {
+        return Err(ShellError::Other(
+            "unexpected reply to list_namespace_tables".into(),
+        ));
+    };
+    // HBase lists the qualifiers: the namespace is the one asked about.
+    let qualifiers: Vec<&str> = tables
+        .iter()
+        .map(|t| t.split_once(':').map_or(t.as_str(), |(_, q)| q))
+        .collect();
+    ctx.line("TABLE")?;
+    for q in &qualifiers {
+        ctx.line(*q)?;
+    }
+    ctx.line(format::rows(qualifiers.len() as u64))?;
+    Ok(Some(format::ruby_array(
+        qualifiers.iter().map(|q| q.as_bytes()),
+    )))
+}
+
 // ---- ddl ----
 
 fn create(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
@@ -699,20 +887,26 @@ fn exists(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     Ok(Some(exists.to_string()))
 }
 
+/// The optional whole-name regular expression of `list` and
+/// `list_namespace`.
+fn name_pattern(args: &[Arg]) -> ShellResult<Option<regex::Regex>> {
+    let Some(a) = args.first() else {
+        return Ok(None);
+    };
+    let text = text_of(a, "the regular expression")?;
+    regex::Regex::new(&format!("^(?:{text})$"))
+        .map(Some)
+        .map_err(|e| {
+            // The regex crate's message spans lines; its last says what is wrong.
+            let message = e.to_string();
+            let reason = message.lines().last().unwrap_or_default().to_string();
+            usage(format!("bad regular expression '{text}': {reason}"))
+        })
+}
+
 fn list(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     arity(args, 0, 1)?;
-    let pattern = match args.first() {
-        Some(a) => {
-            let text = text_of(a, "the regular expression")?;
-            Some(regex::Regex::new(&format!("^(?:{text})$")).map_err(|e| {
-                // The regex crate's message spans lines; its last says what is wrong.
-                let message = e.to_string();
-                let reason = message.lines().last().unwrap_or_default().to_string();
-                usage(format!("bad regular expression '{text}': {reason}"))
-            })?)
-        }
-        None => None,
-    };
+    let pattern = name_pattern(args)?;
     let names: Vec<String> = ctx
         .backend
         .list_tables()?

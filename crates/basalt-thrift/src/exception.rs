@@ -21,6 +21,8 @@ pub fn body(e: &Error) -> String {
         (ErrorKind::TableDisabled, Some(t), _) => format!("{t} is disabled"),
         (ErrorKind::TableEnabled, Some(t), _) => format!("{t} is enabled"),
         (ErrorKind::TableExists, Some(t), _) => format!("{TABLE_IN_USE}{t}"),
+        // HBase's namespace exceptions carry the bare name.
+        (ErrorKind::NamespaceNotFound | ErrorKind::NamespaceExists, Some(n), _) => n.to_string(),
         (ErrorKind::NoSuchFamily, Some(family), Some(table)) => {
             format!("Column family {family} does not exist in table {table}")
         }
@@ -69,6 +71,9 @@ pub fn decode(message: &str) -> Decoded {
             (Some(text.trim_end_matches(" is enabled").to_string()), None)
         }
         Some(ErrorKind::TableExists) => (Some(table_in_use(text)), None),
+        Some(ErrorKind::NamespaceNotFound | ErrorKind::NamespaceExists) => {
+            (Some(text.to_string()), None)
+        }
         Some(ErrorKind::NoSuchFamily) => text
             .trim_start_matches("Column family ")
             .rsplit_once(" does not exist in table ")
@@ -77,8 +82,12 @@ pub fn decode(message: &str) -> Decoded {
             }),
         _ => (None, None),
     };
-    // As with `Error::table`, a table kind's subject is its table.
-    let table = table.or_else(|| subject.clone());
+    // As with `Error::table`, a table kind's subject is its table (a
+    // namespace kind's subject is a namespace).
+    let table = match kind {
+        Some(ErrorKind::NamespaceNotFound | ErrorKind::NamespaceExists) => None,
+        _ => table.or_else(|| subject.clone()),
+    };
     Decoded {
         kind,
         subject,

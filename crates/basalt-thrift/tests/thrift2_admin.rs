@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::collections::BTreeMap;
+
 use bytes::Bytes;
 
 use basalt_thrift::{ClientError, Protocol};
@@ -125,6 +127,12 @@ fn patterns_and_namespaces_list_the_tables() {
     let mut c = server.client2(true, Protocol::Binary { strict: true });
     create(&mut c, "apple", &["f"]);
     create(&mut c, "apricot", &["f"]);
+    // A table goes only into a namespace that exists.
+    let e = c
+        .create_table(descriptor("ns1:banana", &["f"]), Vec::new())
+        .unwrap_err();
+    assert!(e.to_string().contains("NamespaceNotFoundException"), "{e}");
+    c.create_namespace("ns1", &BTreeMap::new()).unwrap();
     create(&mut c, "ns1:banana", &["f"]);
     let names: Vec<Bytes> = c
         .get_table_names_by_pattern(Some("ap.*"), false)
@@ -164,7 +172,29 @@ fn patterns_and_namespaces_list_the_tables() {
     assert!(e.to_string().contains("NamespaceNotFoundException"), "{e}");
     let e = c.delete_namespace("ns1").unwrap_err();
     assert!(e.to_string().contains("ConstraintException"), "{e}");
-    let e = c.create_namespace("ns1").unwrap_err();
+    let e = c.create_namespace("ns1", &BTreeMap::new()).unwrap_err();
     assert!(e.to_string().contains("NamespaceExistException"), "{e}");
     assert_eq!(c.get_thrift_server_type().unwrap(), 2);
+}
+
+#[test]
+fn namespaces_are_created_modified_and_deleted_with_their_configuration() {
+    let server = TestServer::thrift2();
+    let mut c = server.client2(false, Protocol::Compact);
+    let config = BTreeMap::from([("owner".to_string(), "ops".to_string())]);
+    c.create_namespace("team", &config).unwrap();
+    let got = c.get_namespace_descriptor("team").unwrap();
+    assert_eq!(got.configuration, Some(config));
+    // modifyNamespace replaces the configuration: `owner` goes.
+    let replaced = BTreeMap::from([("quota".to_string(), "5".to_string())]);
+    c.modify_namespace("team", &replaced).unwrap();
+    let got = c.get_namespace_descriptor("team").unwrap();
+    assert_eq!(got.configuration, Some(replaced));
+    assert_eq!(c.list_namespaces().unwrap(), ["default", "hbase", "team"]);
+    c.delete_namespace("team").unwrap();
+    assert_eq!(c.list_namespaces().unwrap(), ["default", "hbase"]);
+    let e = c.delete_namespace("default").unwrap_err();
+    assert!(e.to_string().contains("ConstraintException"), "{e}");
+    let e = c.modify_namespace("gone", &BTreeMap::new()).unwrap_err();
+    assert!(e.to_string().contains("NamespaceNotFoundException"), "{e}");
 }

@@ -74,11 +74,6 @@ fn features_basalt_lacks_are_refused_with_the_reason() {
     let m = io_message(c.put(b"t", p).unwrap_err());
     assert!(m.contains("cell visibility"), "{m}");
 
-    let m = io_message(c.create_namespace("fresh").unwrap_err());
-    assert!(
-        m.contains("ns:table") || m.contains("'namespace:table'"),
-        "{m}"
-    );
     let m = io_message(c.call_void("grant", Value::Struct(vec![])).unwrap_err());
     assert!(m.contains("access control"), "{m}");
 }

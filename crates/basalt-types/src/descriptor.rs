@@ -394,35 +394,93 @@ pub fn validate_table_name(name: &str) -> Result<()> {
         )));
     }
     for part in parts {
-        if part.is_empty() {
-            return Err(Error::invalid(format!(
-                "table name '{name}' has an empty part"
-            )));
-        }
-        if part.len() > MAX_TABLE_NAME_PART_BYTES {
-            return Err(Error::invalid(format!(
-                "table name '{}...' has a part of {} bytes; the limit is \
-                 {MAX_TABLE_NAME_PART_BYTES} for the namespace and for the table",
-                name.chars().take(16).collect::<String>(),
-                part.len()
-            )));
-        }
-        if part.starts_with('.') || part.starts_with('-') {
-            return Err(Error::invalid(format!(
-                "table name '{name}' must not start with '.' or '-'"
-            )));
-        }
-        if let Some(bad) = part
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
-        {
-            return Err(Error::invalid(format!(
-                "illegal character '{bad}' in table name '{name}'; \
-                 use letters, digits, '_', '-' and '.'"
-            )));
-        }
+        check_name_part("table name", name, part)?;
     }
     Ok(())
+}
+
+/// One part of a table name (or a namespace name, `what` says which for
+/// the messages): non-empty, at most [`MAX_TABLE_NAME_PART_BYTES`], of
+/// letters, digits, `_`, `-` and `.`, not starting with `.` or `-`.
+fn check_name_part(what: &str, name: &str, part: &str) -> Result<()> {
+    if part.is_empty() {
+        return Err(Error::invalid(format!("{what} '{name}' has an empty part")));
+    }
+    if part.len() > MAX_TABLE_NAME_PART_BYTES {
+        return Err(Error::invalid(format!(
+            "{what} '{}...' has a part of {} bytes; the limit is \
+             {MAX_TABLE_NAME_PART_BYTES} for the namespace and for the table",
+            name.chars().take(16).collect::<String>(),
+            part.len()
+        )));
+    }
+    if part.starts_with('.') || part.starts_with('-') {
+        return Err(Error::invalid(format!(
+            "{what} '{name}' must not start with '.' or '-'"
+        )));
+    }
+    if let Some(bad) = part
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(Error::invalid(format!(
+            "illegal character '{bad}' in {what} '{name}'; \
+             use letters, digits, '_', '-' and '.'"
+        )));
+    }
+    Ok(())
+}
+
+/// The namespace every table without one (`t1`, not `ns:t1`) is in.
+pub const DEFAULT_NAMESPACE: &str = "default";
+/// HBase's namespace of system tables; like `default`, it always exists.
+pub const SYSTEM_NAMESPACE: &str = "hbase";
+/// The namespaces that exist without being created and cannot be dropped.
+pub const RESERVED_NAMESPACES: [&str; 2] = [DEFAULT_NAMESPACE, SYSTEM_NAMESPACE];
+
+/// The namespace of a table name: the part before `:`, or `default`.
+pub fn namespace_of(table: &str) -> &str {
+    table
+        .split_once(':')
+        .map_or(DEFAULT_NAMESPACE, |(namespace, _)| namespace)
+}
+
+/// Checks a namespace name: the rules of a table name's namespace part
+/// (letters, digits, `_`, `-`, `.`; at most
+/// [`MAX_TABLE_NAME_PART_BYTES`] bytes), since every table of the
+/// namespace is named with it.
+pub fn validate_namespace_name(name: &str) -> Result<()> {
+    // A namespace is valid exactly when it can be a table name's first part.
+    check_name_part("namespace name", name, name)
+}
+
+/// A namespace: its name and free-form properties (HBase's
+/// `NamespaceDescriptor`; HBase reads quota keys such as
+/// `hbase.namespace.quota.maxtables` from them, Basalt keeps them for the
+/// clients that set and read them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceDescriptor {
+    /// The name.
+    pub name: String,
+    /// Properties, by key.
+    #[serde(default)]
+    pub properties: std::collections::BTreeMap<String, String>,
+}
+
+impl NamespaceDescriptor {
+    /// A namespace with no properties.
+    pub fn new(name: impl Into<String>) -> Self {
+        NamespaceDescriptor {
+            name: name.into(),
+            properties: Default::default(),
+        }
+    }
+
+    /// Adds or replaces a property.
+    pub fn property(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.properties.insert(key.into(), value.into());
+        self
+    }
 }
 
 fn parse_number<T: FromStr>(option: &str, value: &str) -> Result<T> {
@@ -524,6 +582,21 @@ impl TableDescriptor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_without_a_namespace_is_in_default() {
+        assert_eq!(namespace_of("t1"), "default");
+        assert_eq!(namespace_of("ns:t1"), "ns");
+    }
+
+    #[test]
+    fn namespace_names_follow_the_table_name_rules() {
+        assert!(validate_namespace_name("ns_1.a-b").is_ok());
+        for bad in ["", "a:b", ".x", "-x", "a b", &"n".repeat(256)] {
+            let e = validate_namespace_name(bad).unwrap_err();
+            assert!(e.to_string().contains("namespace name"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn names_at_the_limits_are_accepted_and_longer_ones_refused() {

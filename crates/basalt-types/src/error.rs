@@ -48,6 +48,21 @@ pub enum Error {
     #[error("table {0} is enabled. Disable it first.")]
     TableEnabled(String),
 
+    /// The namespace does not exist (a table named into it, or a namespace
+    /// operation on it).
+    #[error("namespace not found: {0}")]
+    NamespaceNotFound(String),
+
+    /// `create_namespace` on a name that is taken.
+    #[error("namespace already exists: {0}")]
+    NamespaceExists(String),
+
+    /// An operation the state of the data forbids, though every argument is
+    /// well formed (HBase's `ConstraintException`): dropping a namespace
+    /// that still has tables, or one of the two reserved namespaces.
+    #[error("{0}")]
+    Constraint(String),
+
     /// A mutation or query named a family the table does not have.
     #[error("column family {family} does not exist in table {table}")]
     NoSuchFamily {
@@ -156,6 +171,13 @@ pub enum ErrorKind {
     TableDisabled,
     /// The table is enabled and the operation needs it disabled.
     TableEnabled,
+    /// The namespace does not exist.
+    NamespaceNotFound,
+    /// The namespace exists already.
+    NamespaceExists,
+    /// The state of the data forbids the operation (a namespace with
+    /// tables cannot be dropped).
+    Constraint,
     /// A family the table does not have.
     NoSuchFamily,
     /// An increment of a value that is not an 8-byte long.
@@ -206,6 +228,18 @@ pub const JAVA_EXCEPTION_CLASSES: &[(ErrorKind, &str)] = &[
     (
         ErrorKind::TableEnabled,
         "org.apache.hadoop.hbase.TableNotDisabledException",
+    ),
+    (
+        ErrorKind::NamespaceNotFound,
+        "org.apache.hadoop.hbase.NamespaceNotFoundException",
+    ),
+    (
+        ErrorKind::NamespaceExists,
+        "org.apache.hadoop.hbase.NamespaceExistException",
+    ),
+    (
+        ErrorKind::Constraint,
+        "org.apache.hadoop.hbase.constraint.ConstraintException",
     ),
     (
         ErrorKind::NoSuchFamily,
@@ -262,6 +296,9 @@ impl Error {
             Error::TableExists(_) => ErrorKind::TableExists,
             Error::TableDisabled(_) => ErrorKind::TableDisabled,
             Error::TableEnabled(_) => ErrorKind::TableEnabled,
+            Error::NamespaceNotFound(_) => ErrorKind::NamespaceNotFound,
+            Error::NamespaceExists(_) => ErrorKind::NamespaceExists,
+            Error::Constraint(_) => ErrorKind::Constraint,
             Error::NoSuchFamily { .. } => ErrorKind::NoSuchFamily,
             Error::NotALong { .. } => ErrorKind::NotALong,
             Error::FilterSyntax { .. } => ErrorKind::FilterSyntax,
@@ -276,14 +313,16 @@ impl Error {
     }
 
     /// What the error is about, when it names one thing: the table for the
-    /// table kinds, the family for [`ErrorKind::NoSuchFamily`] (its table is
+    /// table kinds, the namespace for the namespace kinds, the family for [`ErrorKind::NoSuchFamily`] (its table is
     /// [`Error::table`]). `None` for kinds that carry only a message.
     pub fn subject(&self) -> Option<&str> {
         match self {
             Error::TableNotFound(t)
             | Error::TableExists(t)
             | Error::TableDisabled(t)
-            | Error::TableEnabled(t) => Some(t),
+            | Error::TableEnabled(t)
+            | Error::NamespaceNotFound(t)
+            | Error::NamespaceExists(t) => Some(t),
             Error::NoSuchFamily { family, .. } => Some(family),
             _ => None,
         }
@@ -294,6 +333,7 @@ impl Error {
     pub fn table(&self) -> Option<&str> {
         match self {
             Error::NoSuchFamily { table, .. } => Some(table),
+            Error::NamespaceNotFound(_) | Error::NamespaceExists(_) => None,
             _ => self.subject(),
         }
     }
@@ -322,6 +362,9 @@ impl fmt::Debug for Error {
             Error::TableExists(t) => f.debug_tuple("TableExists").field(t).finish(),
             Error::TableDisabled(t) => f.debug_tuple("TableDisabled").field(t).finish(),
             Error::TableEnabled(t) => f.debug_tuple("TableEnabled").field(t).finish(),
+            Error::NamespaceNotFound(n) => f.debug_tuple("NamespaceNotFound").field(n).finish(),
+            Error::NamespaceExists(n) => f.debug_tuple("NamespaceExists").field(n).finish(),
+            Error::Constraint(m) => f.debug_tuple("Constraint").field(m).finish(),
             Error::NoSuchFamily { table, family } => f
                 .debug_struct("NoSuchFamily")
                 .field("table", table)

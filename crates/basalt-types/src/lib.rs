@@ -29,7 +29,7 @@ pub use cell::{Cell, CellType, LATEST_TIMESTAMP};
 pub use column::{parse_column, Column};
 pub use descriptor::{
     BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,
-    TableDescriptor,
+    NamespaceDescriptor, TableDescriptor,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use filter::{Comparator, CompareOp, Filter};

@@ -44,8 +44,8 @@ use basalt_types::column::parse_column;
 use basalt_types::query::RowResult;
 
 use crate::{
-    Cell, ColumnFamilyDescriptor, Database, Error, FamilyChange, Filter, RegionState,
-    RegionSummary, Result, Scan, SplitAlgorithm, TableDescriptor, TimeRange,
+    Cell, ColumnFamilyDescriptor, Database, Error, FamilyChange, Filter, NamespaceDescriptor,
+    RegionState, RegionSummary, Result, Scan, SplitAlgorithm, TableDescriptor, TimeRange,
 };
 
 /// Rows one [`AdminRequest::Read`] answers at most; the caller asks again
@@ -246,6 +246,39 @@ pub enum AdminRequest {
         /// What to read.
         read: ReadSpec,
     },
+    /// Creates a namespace with properties.
+    CreateNamespace {
+        /// The namespace and its properties.
+        namespace: NamespaceDescriptor,
+    },
+    /// Sets and removes properties of a namespace.
+    AlterNamespace {
+        /// Namespace name.
+        name: String,
+        /// Properties to add or replace.
+        #[serde(default)]
+        set: BTreeMap<String, String>,
+        /// Property keys to remove.
+        #[serde(default)]
+        unset: Vec<String>,
+    },
+    /// Drops an empty namespace.
+    DropNamespace {
+        /// Namespace name.
+        name: String,
+    },
+    /// One namespace and its properties.
+    DescribeNamespace {
+        /// Namespace name.
+        name: String,
+    },
+    /// Every namespace with its properties.
+    ListNamespaces,
+    /// The tables of a namespace.
+    ListNamespaceTables {
+        /// Namespace name.
+        name: String,
+    },
 }
 
 /// A family and its options in HBase's order and spelling.
@@ -388,6 +421,17 @@ pub enum AdminReply {
         /// Split keys in order.
         keys: Vec<Bytes>,
     },
+    /// `describe_namespace`, `list_namespace`: namespaces with their
+    /// properties.
+    Namespaces {
+        /// In name order.
+        namespaces: Vec<NamespaceDescriptor>,
+    },
+    /// `list_namespace_tables`: full table names.
+    Tables {
+        /// In name order.
+        tables: Vec<String>,
+    },
     /// `read`: one page of rows.
     Rows {
         /// The rows.
@@ -527,6 +571,27 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
             truncated?;
             Ok(AdminReply::Done)
         }
+        AdminRequest::CreateNamespace { namespace } => {
+            db.create_namespace(namespace)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::AlterNamespace { name, set, unset } => {
+            db.alter_namespace(&name, set, &unset)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::DropNamespace { name } => {
+            db.drop_namespace(&name)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::DescribeNamespace { name } => Ok(AdminReply::Namespaces {
+            namespaces: vec![db.describe_namespace(&name)?],
+        }),
+        AdminRequest::ListNamespaces => Ok(AdminReply::Namespaces {
+            namespaces: db.list_namespaces(),
+        }),
+        AdminRequest::ListNamespaceTables { name } => Ok(AdminReply::Tables {
+            tables: db.list_namespace_tables(&name)?,
+        }),
         AdminRequest::ListRegions { table } => Ok(AdminReply::Regions {
             regions: db.list_regions(&table)?.iter().map(region_reply).collect(),
         }),

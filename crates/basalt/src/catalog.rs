@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
+use basalt_types::descriptor::{namespace_of, RESERVED_NAMESPACES};
 use basalt_types::{Error, Result, TableDescriptor};
 
 /// Version of the catalog layout. Version 2 added region states and
@@ -44,10 +45,24 @@ pub struct Catalog {
     pub last_region_id: u64,
     /// Tables by name.
     pub tables: BTreeMap<String, TableEntry>,
+    /// Namespaces created by users, with their properties. The reserved
+    /// `default` and `hbase` always exist and are not stored. Catalogs
+    /// written before namespaces were kept have none: loading adds the
+    /// namespace of every table they hold.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub namespaces: BTreeMap<String, NamespaceEntry>,
     /// The stored version this catalog was loaded from or last stored as
     /// (0: never stored). Not part of the document: the file name says it.
     #[serde(skip)]
     pub version: u64,
+}
+
+/// One user-created namespace in the catalog.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceEntry {
+    /// Free-form properties (HBase's namespace configuration).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub properties: BTreeMap<String, String>,
 }
 
 /// One table in the catalog.
@@ -186,6 +201,7 @@ impl Default for Catalog {
             format_version: CATALOG_FORMAT_VERSION,
             last_region_id: 0,
             tables: BTreeMap::new(),
+            namespaces: BTreeMap::new(),
             version: 0,
         }
     }
@@ -236,11 +252,23 @@ impl Catalog {
                 ),
             });
         }
-        Ok(Catalog {
+        let mut catalog = Catalog {
             format_version: CATALOG_FORMAT_VERSION,
             version,
             ..catalog
-        })
+        };
+        // Tables named into a namespace before namespaces were kept: their
+        // namespace exists (it was implied by the table).
+        let implied: Vec<String> = catalog
+            .tables
+            .keys()
+            .map(|t| namespace_of(t).to_string())
+            .filter(|ns| !RESERVED_NAMESPACES.contains(&ns.as_str()))
+            .collect();
+        for ns in implied {
+            catalog.namespaces.entry(ns).or_default();
+        }
+        Ok(catalog)
     }
 
     /// Commits this catalog as the next version of the data set at `root`,
@@ -271,6 +299,11 @@ impl Catalog {
             tracing::warn!(path = %stale.display(), error = %e, "could not delete a superseded catalog version");
         }
         Ok(())
+    }
+
+    /// True when the namespace exists: reserved, or created.
+    pub fn has_namespace(&self, name: &str) -> bool {
+        RESERVED_NAMESPACES.contains(&name) || self.namespaces.contains_key(name)
     }
 
     /// A new unique region id: the current time in ms unless that was used.
@@ -336,6 +369,34 @@ mod tests {
         assert_eq!(back.last_region_id, 1000);
         assert_eq!(back.tables["t"].retired[0].state, RegionState::Split);
         assert_eq!(back.tables["t"].retired[0].successors, vec![id]);
+    }
+
+    #[test]
+    fn namespaces_round_trip_and_tables_imply_theirs_in_older_catalogs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::default();
+        c.namespaces.insert(
+            "empty_ns".into(),
+            NamespaceEntry {
+                properties: BTreeMap::from([("k".into(), "v".into())]),
+            },
+        );
+        let files = LocalFileStore::new();
+        c.store(&files, dir.path()).unwrap();
+        let back = Catalog::load(&files, dir.path()).unwrap();
+        assert_eq!(back.namespaces["empty_ns"].properties["k"], "v");
+        assert!(back.has_namespace("default") && back.has_namespace("hbase"));
+        assert!(!back.has_namespace("other"));
+
+        // A catalog written before namespaces were kept names a table in
+        // `legacy`: the namespace exists after loading.
+        let old = r#"{"format_version": 3, "last_region_id": 5, "tables": {"legacy:t": {
+            "descriptor": {"name": "legacy:t", "families": []}, "enabled": true,
+            "regions": [{"id": 5, "start_key": [], "end_key": [],
+                         "family_first_sequence": {}}]}}}"#;
+        let parsed = Catalog::parse(old.as_bytes(), Path::new("c"), 1).unwrap();
+        assert!(parsed.has_namespace("legacy"));
+        assert!(parsed.namespaces["legacy"].properties.is_empty());
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! [`Database::locator`]) so that a later cluster mode can run them in
 //! separate processes.
 
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +29,7 @@ use parking_lot::Mutex;
 use basalt_engine::block_cache::BlockCacheStats;
 use basalt_engine::fs::{FileStore, LocalFileStore};
 use basalt_engine::{layout, Clock, RegionInfo, RegionLoad, StoreStats, SystemClock};
-use basalt_types::{Error, Result, TableDescriptor};
+use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
 use crate::gateways::{Gateway, Gateways};
 use crate::locator::RegionLocator;
@@ -367,6 +368,49 @@ impl Database {
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
         self.inner.master.drop_table(name)
+    }
+
+    /// Creates a namespace (HBase's `create_namespace`); tables are then
+    /// created in it as `namespace:table`. `default` and `hbase` always
+    /// exist.
+    pub fn create_namespace(&self, descriptor: NamespaceDescriptor) -> Result<()> {
+        self.check_open()?;
+        self.inner.master.create_namespace(descriptor)
+    }
+
+    /// Sets and removes properties of a namespace (HBase's
+    /// `alter_namespace`).
+    pub fn alter_namespace(
+        &self,
+        name: &str,
+        set: BTreeMap<String, String>,
+        unset: &[String],
+    ) -> Result<()> {
+        self.check_open()?;
+        self.inner.master.alter_namespace(name, set, unset)
+    }
+
+    /// Drops an empty namespace (HBase's `drop_namespace`).
+    pub fn drop_namespace(&self, name: &str) -> Result<()> {
+        self.check_open()?;
+        self.inner.master.drop_namespace(name)
+    }
+
+    /// Every namespace with its properties, reserved ones included, in
+    /// name order (HBase's `list_namespace`).
+    pub fn list_namespaces(&self) -> Vec<NamespaceDescriptor> {
+        self.inner.master.namespaces()
+    }
+
+    /// One namespace (HBase's `describe_namespace`).
+    pub fn describe_namespace(&self, name: &str) -> Result<NamespaceDescriptor> {
+        self.inner.master.namespace(name)
+    }
+
+    /// The tables of a namespace, full names in order (HBase's
+    /// `list_namespace_tables`).
+    pub fn list_namespace_tables(&self, name: &str) -> Result<Vec<String>> {
+        self.inner.master.namespace_tables(name)
     }
 
     /// Empties a disabled table, keeping its descriptor and region

@@ -69,8 +69,9 @@ pub use basalt_engine::{
 };
 pub use basalt_types::column;
 pub use basalt_types::descriptor::{
-    BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding, KeepDeletedCells,
-    TableDescriptor, MAX_FAMILY_NAME_BYTES, MAX_TABLE_NAME_PART_BYTES,
+    namespace_of, BloomType, ColumnFamilyDescriptor, Compression, DataBlockEncoding,
+    KeepDeletedCells, NamespaceDescriptor, TableDescriptor, DEFAULT_NAMESPACE,
+    MAX_FAMILY_NAME_BYTES, MAX_TABLE_NAME_PART_BYTES, RESERVED_NAMESPACES,
 };
 pub use basalt_types::filter::{Comparator, CompareOp, Filter, ListOperator, SingleColumnValue};
 pub use basalt_types::mutation::{

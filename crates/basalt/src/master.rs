@@ -16,6 +16,7 @@
 
 mod handover;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -25,10 +26,12 @@ use parking_lot::Mutex;
 
 use basalt_engine::fs::FileStore;
 use basalt_engine::{Clock, FamilyState, RegionInfo};
-use basalt_types::descriptor::validate_family_name;
-use basalt_types::{ColumnFamilyDescriptor, Error, Result, TableDescriptor};
+use basalt_types::descriptor::{
+    namespace_of, validate_family_name, validate_namespace_name, RESERVED_NAMESPACES,
+};
+use basalt_types::{ColumnFamilyDescriptor, Error, NamespaceDescriptor, Result, TableDescriptor};
 
-use crate::catalog::{Catalog, RegionEntry, RegionState, TableEntry};
+use crate::catalog::{Catalog, NamespaceEntry, RegionEntry, RegionState, TableEntry};
 use crate::locator::{RegionLocator, TableLocation};
 use crate::options::Options;
 use crate::region_server::{RecoveryReport, RegionServer, RegionSpec};
@@ -175,6 +178,11 @@ impl Master {
         let mut catalog = self.catalog.lock();
         if catalog.tables.contains_key(&name) {
             return Err(Error::TableExists(name));
+        }
+        // HBase refuses a table in a namespace nobody created.
+        let namespace = namespace_of(&name);
+        if !catalog.has_namespace(namespace) {
+            return Err(Error::NamespaceNotFound(namespace.to_string()));
         }
         let mut updated = catalog.clone();
         let now = self.clock.now_millis();
@@ -369,6 +377,128 @@ impl Master {
         self.commit(&mut catalog, updated)?;
         location.set_descriptor(descriptor);
         Ok(())
+    }
+}
+
+// ---- namespaces ----
+impl Master {
+    /// Creates a namespace with its properties (HBase's `create_namespace`).
+    pub fn create_namespace(&self, descriptor: NamespaceDescriptor) -> Result<()> {
+        self.check_running()?;
+        validate_namespace_name(&descriptor.name)?;
+        let mut catalog = self.catalog.lock();
+        if catalog.has_namespace(&descriptor.name) {
+            return Err(Error::NamespaceExists(descriptor.name));
+        }
+        let mut updated = catalog.clone();
+        updated.namespaces.insert(
+            descriptor.name,
+            NamespaceEntry {
+                properties: descriptor.properties,
+            },
+        );
+        self.commit(&mut catalog, updated)
+    }
+
+    /// Sets the properties in `set` and removes the keys in `unset`
+    /// (HBase's `alter_namespace` with METHOD => 'set' / 'unset'). The
+    /// reserved namespaces keep no properties: altering them is refused.
+    pub fn alter_namespace(
+        &self,
+        name: &str,
+        set: BTreeMap<String, String>,
+        unset: &[String],
+    ) -> Result<()> {
+        self.check_running()?;
+        let mut catalog = self.catalog.lock();
+        if RESERVED_NAMESPACES.contains(&name) {
+            return Err(Error::Constraint(format!(
+                "Reserved namespace {name} cannot be modified"
+            )));
+        }
+        if !catalog.has_namespace(name) {
+            return Err(Error::NamespaceNotFound(name.to_string()));
+        }
+        let mut updated = catalog.clone();
+        let entry = updated.namespaces.entry(name.to_string()).or_default();
+        entry.properties.extend(set);
+        for key in unset {
+            entry.properties.remove(key);
+        }
+        self.commit(&mut catalog, updated)
+    }
+
+    /// Drops an empty namespace (HBase's `drop_namespace`): one that still
+    /// has tables, and the reserved ones, are refused.
+    pub fn drop_namespace(&self, name: &str) -> Result<()> {
+        self.check_running()?;
+        let mut catalog = self.catalog.lock();
+        if RESERVED_NAMESPACES.contains(&name) {
+            return Err(Error::Constraint(format!(
+                "Reserved namespace {name} cannot be removed"
+            )));
+        }
+        if !catalog.has_namespace(name) {
+            return Err(Error::NamespaceNotFound(name.to_string()));
+        }
+        let tables = catalog
+            .tables
+            .keys()
+            .filter(|t| namespace_of(t) == name)
+            .count();
+        if tables > 0 {
+            return Err(Error::Constraint(format!(
+                "Only empty namespaces can be removed. Namespace {name} has {tables} tables"
+            )));
+        }
+        let mut updated = catalog.clone();
+        updated.namespaces.remove(name);
+        self.commit(&mut catalog, updated)
+    }
+
+    /// Every namespace, the reserved ones included, in name order.
+    pub fn namespaces(&self) -> Vec<NamespaceDescriptor> {
+        let catalog = self.catalog.lock();
+        let mut all: BTreeMap<String, BTreeMap<String, String>> = RESERVED_NAMESPACES
+            .iter()
+            .map(|n| (n.to_string(), BTreeMap::new()))
+            .collect();
+        for (name, entry) in &catalog.namespaces {
+            all.insert(name.clone(), entry.properties.clone());
+        }
+        all.into_iter()
+            .map(|(name, properties)| NamespaceDescriptor { name, properties })
+            .collect()
+    }
+
+    /// One namespace and its properties.
+    pub fn namespace(&self, name: &str) -> Result<NamespaceDescriptor> {
+        let catalog = self.catalog.lock();
+        if !catalog.has_namespace(name) {
+            return Err(Error::NamespaceNotFound(name.to_string()));
+        }
+        Ok(NamespaceDescriptor {
+            name: name.to_string(),
+            properties: catalog
+                .namespaces
+                .get(name)
+                .map(|e| e.properties.clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The tables of a namespace, in name order (full names, `ns:t`).
+    pub fn namespace_tables(&self, name: &str) -> Result<Vec<String>> {
+        let catalog = self.catalog.lock();
+        if !catalog.has_namespace(name) {
+            return Err(Error::NamespaceNotFound(name.to_string()));
+        }
+        Ok(catalog
+            .tables
+            .keys()
+            .filter(|t| namespace_of(t) == name)
+            .cloned()
+            .collect())
     }
 }
 

@@ -263,7 +263,10 @@ fn the_longest_accepted_names_are_storable_and_longer_ones_are_refused() {
     let mut t = TestDb::new();
     let table = "t".repeat(basalt::MAX_TABLE_NAME_PART_BYTES);
     let family = "f".repeat(basalt::MAX_FAMILY_NAME_BYTES);
-    let namespaced = format!("{}:{table}", "n".repeat(basalt::MAX_TABLE_NAME_PART_BYTES));
+    let namespace = "n".repeat(basalt::MAX_TABLE_NAME_PART_BYTES);
+    t.db.create_namespace(NamespaceDescriptor::new(&namespace))
+        .unwrap();
+    let namespaced = format!("{namespace}:{table}");
     for name in [&table, &namespaced] {
         t.db.create_table(TableDescriptor::new(name).family(ColumnFamilyDescriptor::new(&family)))
             .unwrap();

@@ -2,6 +2,7 @@
 //! transport and protocol, sequence ids, reply framing) with
 //! `THBaseService`'s methods and exceptions on top.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::net::ToSocketAddrs;
 
@@ -512,22 +513,30 @@ impl Client2 {
     }
 
     /// `createNamespace`.
-    pub fn create_namespace(&mut self, ns: &str) -> ClientResult<()> {
+    pub fn create_namespace(
+        &mut self,
+        ns: &str,
+        configuration: &BTreeMap<String, String>,
+    ) -> ClientResult<()> {
         let a = args::Namespace {
             namespace_desc: Some(TNamespaceDescriptor {
                 name: Some(ns.to_string()),
-                configuration: None,
+                configuration: Some(configuration.clone()),
             }),
         };
         self.call_void("createNamespace", a.to_value())
     }
 
-    /// `modifyNamespace`.
-    pub fn modify_namespace(&mut self, ns: &str) -> ClientResult<()> {
+    /// `modifyNamespace`: the namespace's configuration becomes this one.
+    pub fn modify_namespace(
+        &mut self,
+        ns: &str,
+        configuration: &BTreeMap<String, String>,
+    ) -> ClientResult<()> {
         let a = args::Namespace {
             namespace_desc: Some(TNamespaceDescriptor {
                 name: Some(ns.to_string()),
-                configuration: None,
+                configuration: Some(configuration.clone()),
             }),
         };
         self.call_void("modifyNamespace", a.to_value())

@@ -15,8 +15,8 @@ use bytes::Bytes;
 use basalt::admin::{Admin, AdminRequest, AlterChange, FamilySpec};
 use basalt::{
     Append, CheckAndMutate, ColumnFamilyDescriptor, Comparator, CompareOp, Database, Delete,
-    Durability, Error, ErrorKind, FamilyChange, Filter, Get, Increment, Mutation, Put,
-    RowMutations, RowResult, Scan, Table, TimeRange,
+    Durability, Error, ErrorKind, FamilyChange, Filter, Get, Increment, Mutation,
+    NamespaceDescriptor, Put, RowMutations, RowResult, Scan, Table, TimeRange,
 };
 
 use crate::exception;
@@ -32,16 +32,7 @@ use super::types::{
     TTableDescriptor, TTableName, SERVER_TYPE_TWO,
 };
 
-/// Basalt has no namespace registry (a namespace exists while a table is
-/// in it, plus HBase's two built-in ones), so `ErrorKind` has no namespace
-/// kind; these are HBase's classes for the namespace failures.
-const NAMESPACE_NOT_FOUND: &str = "org.apache.hadoop.hbase.NamespaceNotFoundException";
-const NAMESPACE_EXISTS: &str = "org.apache.hadoop.hbase.NamespaceExistException";
-const CONSTRAINT: &str = "org.apache.hadoop.hbase.constraint.ConstraintException";
 const UNSUPPORTED: &str = "java.lang.UnsupportedOperationException";
-
-/// The namespaces every HBase cluster has.
-const BUILT_IN_NAMESPACES: [&str; 2] = ["default", "hbase"];
 
 /// Why a call failed.
 #[derive(Debug)]
@@ -209,15 +200,22 @@ impl Service2 {
             "getNamespaceDescriptor" => parse(b).and_then(|a| self.get_namespace(a)),
             "listNamespaceDescriptors" => parse::<args::Nothing>(b).map(|_| {
                 let list: Vec<TNamespaceDescriptor> = self
-                    .namespaces()
+                    .db
+                    .list_namespaces()
                     .into_iter()
                     .map(namespace_descriptor)
                     .collect();
                 Some(list.to_value())
             }),
-            "listNamespaces" => {
-                parse::<args::Nothing>(b).map(|_| Some(self.namespaces().to_value()))
-            }
+            "listNamespaces" => parse::<args::Nothing>(b).map(|_| {
+                let names: Vec<String> = self
+                    .db
+                    .list_namespaces()
+                    .into_iter()
+                    .map(|n| n.name)
+                    .collect();
+                Some(names.to_value())
+            }),
             "getThriftServerType" => Ok(Some(Value::I32(SERVER_TYPE_TWO))),
             // The same answer as Thrift1's getClusterId: one embedded
             // database, named by the product.
@@ -643,15 +641,7 @@ impl Service2 {
 
     fn tables_by_namespace(&self, a: args::Name, descriptors: bool) -> Answer {
         let ns = required(a.name, "name")?;
-        if !self.namespaces().contains(&ns) {
-            return Err(Failure::Io(format!("{NAMESPACE_NOT_FOUND}: {ns}")));
-        }
-        let names = self
-            .db
-            .list_tables()
-            .into_iter()
-            .filter(|n| namespace_of(n) == ns)
-            .collect();
+        let names = self.db.list_namespace_tables(&ns)?;
         self.answer_tables(names, descriptors)
     }
 
@@ -829,73 +819,51 @@ impl Service2 {
 
     // ---- namespaces ----
 
-    /// The namespaces that exist: HBase's two built-in ones and every one
-    /// a table is in, sorted.
-    fn namespaces(&self) -> Vec<String> {
-        let mut out: BTreeSet<String> = BUILT_IN_NAMESPACES.iter().map(|s| s.to_string()).collect();
-        for t in self.db.list_tables() {
-            out.insert(namespace_of(&t).to_string());
-        }
-        out.into_iter().collect()
-    }
-
     fn create_namespace(&self, a: args::Namespace) -> Answer {
-        let ns = required(required(a.namespace_desc, "namespaceDesc")?.name, "name")?;
-        if self.namespaces().contains(&ns) {
-            return Err(Failure::Io(format!("{NAMESPACE_EXISTS}: {ns}")));
-        }
-        Err(unsupported(
-            "createNamespace",
-            "namespaces are not stored on their own; one exists while a table is in it \
-             (create the table as 'namespace:table')",
-        ))
+        let desc = required(a.namespace_desc, "namespaceDesc")?;
+        let name = required(desc.name, "name")?;
+        let mut namespace = NamespaceDescriptor::new(name);
+        namespace.properties = desc.configuration.unwrap_or_default();
+        self.db.create_namespace(namespace)?;
+        Ok(None)
     }
 
+    /// HBase replaces the namespace's configuration with the one given:
+    /// keys it no longer names are removed.
     fn modify_namespace(&self, a: args::Namespace) -> Answer {
-        let ns = required(required(a.namespace_desc, "namespaceDesc")?.name, "name")?;
-        if !self.namespaces().contains(&ns) {
-            return Err(Failure::Io(format!("{NAMESPACE_NOT_FOUND}: {ns}")));
-        }
-        Err(unsupported(
-            "modifyNamespace",
-            "namespaces have no stored configuration (quotas and the like) to modify",
-        ))
+        let desc = required(a.namespace_desc, "namespaceDesc")?;
+        let name = required(desc.name, "name")?;
+        let wanted = desc.configuration.unwrap_or_default();
+        let current = self.db.describe_namespace(&name)?;
+        let unset: Vec<String> = current
+            .properties
+            .keys()
+            .filter(|k| !wanted.contains_key(*k))
+            .cloned()
+            .collect();
+        self.db.alter_namespace(&name, wanted, &unset)?;
+        Ok(None)
     }
 
     fn delete_namespace(&self, a: args::Name) -> Answer {
         let ns = required(a.name, "name")?;
-        if BUILT_IN_NAMESPACES.contains(&ns.as_str()) {
-            return Err(Failure::Io(format!(
-                "{CONSTRAINT}: Reserved namespace {ns} cannot be removed."
-            )));
-        }
-        if !self.namespaces().contains(&ns) {
-            return Err(Failure::Io(format!("{NAMESPACE_NOT_FOUND}: {ns}")));
-        }
-        // It exists, so a table is in it.
-        Err(Failure::Io(format!(
-            "{CONSTRAINT}: Only empty namespaces can be removed. Namespace {ns} has tables"
-        )))
+        self.db.drop_namespace(&ns)?;
+        Ok(None)
     }
 
     fn get_namespace(&self, a: args::Name) -> Answer {
         let ns = required(a.name, "name")?;
-        if !self.namespaces().contains(&ns) {
-            return Err(Failure::Io(format!("{NAMESPACE_NOT_FOUND}: {ns}")));
-        }
-        Ok(Some(namespace_descriptor(ns).to_value()))
+        Ok(Some(
+            namespace_descriptor(self.db.describe_namespace(&ns)?).to_value(),
+        ))
     }
 }
 
-fn namespace_descriptor(name: String) -> TNamespaceDescriptor {
+fn namespace_descriptor(namespace: NamespaceDescriptor) -> TNamespaceDescriptor {
     TNamespaceDescriptor {
-        name: Some(name),
-        configuration: Some(Default::default()),
+        name: Some(namespace.name),
+        configuration: Some(namespace.properties),
     }
-}
-
-fn namespace_of(table: &str) -> &str {
-    table.split_once(':').map_or("default", |(ns, _)| ns)
 }
 
 fn utf8_name(bytes: Bytes) -> Result<String, Failure> {
