@@ -1,5 +1,6 @@
 //! `basalt`: the command-line entry point. `basalt serve` runs the HBase
-//! Thrift1 gateway on an embedded database; `basalt shell` is HBase's shell.
+//! Thrift1 gateway (and, when enabled, the REST gateway) on an embedded
+//! database; `basalt shell` is HBase's shell.
 
 // No crate of the workspace needs unsafe code; the compiler keeps it so.
 #![forbid(unsafe_code)]
@@ -11,6 +12,7 @@ use clap::{Parser, Subcommand};
 use serde::Deserialize;
 
 use basalt::{Database, Options};
+use basalt_rest::{RestConfig, RestServer};
 use basalt_thrift::{Server, ServerConfig};
 
 mod shell;
@@ -28,7 +30,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the HBase Thrift1 API (happybase and other Thrift clients).
+    /// Serve the HBase Thrift1 API (happybase and other Thrift clients)
+    /// and, with --rest-port, HBase's REST API.
     Serve(ServeArgs),
     /// The HBase shell: HBase's commands against a server or a data directory.
     Shell(shell::ShellArgs),
@@ -78,7 +81,11 @@ struct ServeArgs {
     /// Thrift port (default 9090; 0 picks a free one).
     #[arg(long, value_name = "PORT")]
     thrift_port: Option<u16>,
-    /// Address to listen on (default 127.0.0.1).
+    /// Also serve HBase's REST API on this port (HBase's is 8080; 0 picks
+    /// a free one). Off unless given here or enabled in the config file.
+    #[arg(long, value_name = "PORT")]
+    rest_port: Option<u16>,
+    /// Address to listen on, for every gateway (default 127.0.0.1).
     #[arg(long, value_name = "ADDR")]
     bind: Option<String>,
 }
@@ -102,6 +109,21 @@ struct ServeArgs {
 /// idle_timeout_ms = 60000
 /// max_in_flight_bytes = 67108864
 ///
+/// [rest]              # HBase's REST gateway (off by default)
+/// enabled = false
+/// bind = "127.0.0.1"
+/// port = 8080
+/// worker_threads = 2
+/// max_blocking_threads = 32
+/// max_connections = 1000
+/// idle_timeout_ms = 60000
+/// max_request_bytes = 16777216
+/// max_in_flight_bytes = 67108864
+/// max_response_cells = 100000
+/// max_scanners = 4096
+/// scanner_lease_ms = 60000
+/// read_only = false
+///
 /// [database]          # engine options (see basalt::Options)
 /// wal_segment_bytes = 67108864
 /// ```
@@ -112,6 +134,8 @@ struct Config {
     data_dir: Option<PathBuf>,
     /// The Thrift server.
     thrift: ServerConfig,
+    /// The REST server.
+    rest: RestConfig,
     /// The embedded database.
     database: Options,
 }
@@ -171,7 +195,7 @@ fn init_logging(default_level: &str) {
         .init();
 }
 
-fn load_config(args: &ServeArgs) -> Result<(Options, ServerConfig), String> {
+fn load_config(args: &ServeArgs) -> Result<(Options, ServerConfig, RestConfig), String> {
     let mut config = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -190,17 +214,31 @@ fn load_config(args: &ServeArgs) -> Result<(Options, ServerConfig), String> {
     if let Some(port) = args.thrift_port {
         config.thrift.port = port;
     }
+    if let Some(port) = args.rest_port {
+        config.rest.enabled = true;
+        config.rest.port = port;
+    }
     if let Some(bind) = &args.bind {
         config.thrift.bind = bind.clone();
+        config.rest.bind = bind.clone();
     }
-    Ok((config.database, config.thrift))
+    Ok((config.database, config.thrift, config.rest))
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {
-    let (options, thrift) = load_config(&args)?;
-    // The port first: a taken port then fails at once, before the data
+    let (options, thrift, rest) = load_config(&args)?;
+    // The ports first: a taken port then fails at once, before the data
     // directory is created, locked or replayed.
-    let bound = Server::bind(&thrift).map_err(|e| listen_error(&thrift, &e))?;
+    let bound = Server::bind(&thrift)
+        .map_err(|e| listen_error(&thrift.bind, thrift.port, "--thrift-port", &e))?;
+    let rest_bound = if rest.enabled {
+        Some(
+            RestServer::bind(&rest)
+                .map_err(|e| listen_error(&rest.bind, rest.port, "--rest-port", &e))?,
+        )
+    } else {
+        None
+    };
     let dir = options.data_dir.clone();
     let db = Database::open_with(options)
         .map_err(|e| format!("cannot open data directory {}: {e}", dir.display()))?;
@@ -214,9 +252,21 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let server = bound.serve(db.clone()).map_err(|e| {
         // The database is closed before reporting, so its log is synced.
         let _ = db.close();
-        listen_error(&thrift, &e)
+        listen_error(&thrift.bind, thrift.port, "--thrift-port", &e)
     })?;
+    // REST after Thrift: Thrift's "listening" line stays the first.
+    let rest_server = match rest_bound.map(|b| b.serve(db.clone())).transpose() {
+        Ok(rest_server) => rest_server,
+        Err(e) => {
+            let _ = server.shutdown();
+            return Err(listen_error(&rest.bind, rest.port, "--rest-port", &e));
+        }
+    };
     let waited = server.wait_for_signal();
+    // REST stops first: the Thrift server closes the database they share.
+    if let Some(rest_server) = rest_server {
+        rest_server.shutdown();
+    }
     let closed = server.shutdown();
     waited.map_err(|e| format!("waiting for signals failed: {e}"))?;
     closed.map_err(|e| format!("closing the database failed: {e}"))
@@ -292,14 +342,14 @@ fn repair(args: &RepairArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Why the Thrift port cannot be served, said so that the reader knows
-/// what to do.
-fn listen_error(thrift: &ServerConfig, e: &std::io::Error) -> String {
-    let address = format!("{}:{}", thrift.bind, thrift.port);
+/// Why a gateway's port cannot be served, said so that the reader knows
+/// what to do (`flag` chooses another port).
+fn listen_error(bind: &str, port: u16, flag: &str, e: &std::io::Error) -> String {
+    let address = format!("{bind}:{port}");
     match e.kind() {
         std::io::ErrorKind::AddrInUse => format!(
             "cannot listen on {address}: the port is already in use (another basalt serve?); \
-             stop what holds it or choose another port with --thrift-port"
+             stop what holds it or choose another port with {flag}"
         ),
         _ => format!("cannot listen on {address}: {e}"),
     }

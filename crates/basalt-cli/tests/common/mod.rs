@@ -37,11 +37,17 @@ pub fn serve_on(dir: &Path, port: u16) -> Server {
 }
 
 /// Starts `basalt serve` with `args` (in `cwd`, if given) and waits for
-/// its "listening" line.
+/// its first "listening" line (the Thrift gateway's).
+pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
+    start_for(args, cwd, "listening")
+}
+
+/// Starts `basalt serve` and waits for the log line containing `marker`;
+/// `port` is the one that line names.
 // The child is waited for by `Server` (its drop, or the test); the lint
 // cannot follow it there.
 #[allow(clippy::zombie_processes)]
-pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
+pub fn start_for(args: &[&str], cwd: Option<&Path>, marker: &str) -> Server {
     let mut command = Command::new(env!("CARGO_BIN_EXE_basalt"));
     command
         .arg("serve")
@@ -69,7 +75,7 @@ pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
         let line = rx
             .recv_timeout(TIMEOUT)
             .expect("the server never said where it listens");
-        if line.contains("listening") {
+        if line.contains(marker) {
             let address = line
                 .split_whitespace()
                 .find_map(|w| w.strip_prefix("address="))
