@@ -1,5 +1,6 @@
 //! Garbage input: every decoder of request bodies and URLs answers random
 //! bytes and damaged documents with an error (or a value), never a panic.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use basalt_rest::media::Format;
 use basalt_rest::model::{CellSet, ScannerModel, TableSchema};

@@ -2,6 +2,7 @@
 //! answers with a clear status: bodies (413), answers (400 with advice),
 //! connections (closed at once), idle connections (closed), read-only
 //! mode (403).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Cells through `/<table>/<row>/...`: writes as cell sets (XML, JSON) and
 //! raw values, reads in every format, versions, timestamps, ranges,
 //! multiget and deletes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Scanners: created with a description, read in batches until 204, read
 //! cell by cell as raw values, deleted; bounded in number.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Tables through REST: the table list, versions, schemas (create, read,
 //! update, replace, drop) and regions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

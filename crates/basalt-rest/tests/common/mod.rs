@@ -2,7 +2,7 @@
 //! client (one connection per request, `Connection: close`), so the tests
 //! see exactly the bytes the gateway sends.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -184,8 +184,11 @@ pub fn json_row(row: &[u8], cells: &[(&[u8], Option<i64>, &[u8])]) -> Vec<u8> {
         .into_bytes()
 }
 
-/// The (row, column, timestamp, value) of every cell of a JSON cell set.
-pub fn json_cells(reply: &Reply) -> Vec<(Vec<u8>, Vec<u8>, i64, Vec<u8>)> {
+/// A cell as a test compares it: (row, column, timestamp, value).
+pub type CellTuple = (Vec<u8>, Vec<u8>, i64, Vec<u8>);
+
+/// Every cell of a JSON cell set.
+pub fn json_cells(reply: &Reply) -> Vec<CellTuple> {
     let value = reply.json();
     let mut out = Vec::new();
     for row in value["Row"].as_array().unwrap() {
