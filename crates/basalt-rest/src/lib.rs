@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod json;
 pub mod media;
 pub mod model;
 pub mod path;
@@ -36,4 +37,4 @@ mod server;
 pub mod xml;
 
 pub use resources::{CLUSTER_VERSION, IGNORED_FAMILY_OPTIONS, REST_VERSION};
-pub use server::{Bound, RestConfig, RestServer, RestStats};
+pub use server::{Bound, RestConfig, RestServer, RestStats, DECODED_PER_BYTE};

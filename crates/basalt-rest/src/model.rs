@@ -12,6 +12,7 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 
+use crate::json::{CellSetJson, ScannerJson, SchemaJson};
 use crate::media::Format;
 use crate::xml::{self, escape, Element, DECLARATION};
 
@@ -135,27 +136,36 @@ impl CellSet {
     pub fn decode(format: Format, body: &[u8]) -> Read<CellSet> {
         match format {
             Format::Json => {
-                let value = parse_json(body)?;
-                let rows = list_field(&value, "Row", "CellSet")?
-                    .iter()
+                let set: CellSetJson = parse_json(body, "CellSet")?;
+                let rows = set
+                    .rows
+                    .0
+                    .into_iter()
                     .enumerate()
                     .map(|(i, row)| {
                         let what = format!("Row {i}");
-                        let key = optional_string(row, "key", &what)?
-                            .map(|k| unb64(k, &format!("{what} key")))
+                        let key = row
+                            .key
+                            .map(|k| unb64(&k, &format!("{what} key")))
                             .transpose()?;
-                        let cells = list_field(row, "Cell", &what)?
-                            .iter()
+                        let cells = row
+                            .cells
+                            .0
+                            .into_iter()
                             .enumerate()
                             .map(|(j, cell)| {
                                 let what = format!("{what} Cell {j}");
                                 Ok(CellModel {
-                                    column: optional_string(cell, "column", &what)?
-                                        .map(|c| unb64(c, &format!("{what} column")))
+                                    column: cell
+                                        .column
+                                        .map(|c| unb64(&c, &format!("{what} column")))
                                         .transpose()?,
-                                    timestamp: optional_i64(cell, "timestamp", &what)?,
-                                    value: match optional_string(cell, "$", &what)? {
-                                        Some(v) => unb64(v, &format!("{what} value"))?,
+                                    timestamp: cell
+                                        .timestamp
+                                        .map(|t| parse_i64(&t.0, &format!("{what} timestamp")))
+                                        .transpose()?,
+                                    value: match cell.value {
+                                        Some(v) => unb64(&v, &format!("{what} value"))?,
                                         None => Bytes::new(),
                                     },
                                 })
@@ -320,36 +330,28 @@ impl TableSchema {
     pub fn decode(format: Format, body: &[u8]) -> Read<TableSchema> {
         match format {
             Format::Json => {
-                let value = parse_json(body)?;
-                let object = value
-                    .as_object()
-                    .ok_or_else(|| bad("TableSchema is not a JSON object"))?;
+                let json: SchemaJson = parse_json(body, "TableSchema")?;
                 let mut schema = TableSchema::default();
-                for (k, v) in object {
-                    match k.as_str() {
-                        "name" => schema.name = json_text(v, "TableSchema name")?,
-                        "ColumnSchema" => {
-                            for (i, column) in as_list(v).iter().enumerate() {
-                                let what = format!("ColumnSchema {i}");
-                                let object = column
-                                    .as_object()
-                                    .ok_or_else(|| bad(format!("{what} is not a JSON object")))?;
-                                let mut family = ColumnSchema::default();
-                                for (k, v) in object {
-                                    let text = json_text(v, &format!("{what} {k}"))?;
-                                    if k == "name" {
-                                        family.name = text;
-                                    } else {
-                                        family.options.push((k.clone(), text));
-                                    }
-                                }
-                                schema.columns.push(family);
-                            }
-                        }
-                        _ => schema
-                            .options
-                            .push((k.clone(), json_text(v, &format!("TableSchema {k}"))?)),
+                for (k, v) in json.fields {
+                    if k == "name" {
+                        schema.name = v;
+                    } else {
+                        schema.options.push((k, v));
                     }
+                }
+                for (i, column) in json.columns.into_iter().enumerate() {
+                    let mut family = ColumnSchema::default();
+                    for (k, v) in column.0 {
+                        if k == "name" {
+                            family.name = v;
+                        } else {
+                            family.options.push((k, v));
+                        }
+                    }
+                    if family.name.is_empty() {
+                        return Err(bad(format!("ColumnSchema {i} has no name")));
+                    }
+                    schema.columns.push(family);
                 }
                 Ok(schema)
             }
@@ -558,23 +560,14 @@ impl ScannerModel {
         let mut model = ScannerModel::default();
         match format {
             Format::Json => {
-                let value = parse_json(body)?;
-                let object = value
-                    .as_object()
-                    .ok_or_else(|| bad("Scanner is not a JSON object"))?;
-                for (k, v) in object {
-                    let what = format!("Scanner {k}");
-                    match k.as_str() {
-                        "column" => {
-                            for (i, c) in as_list(v).iter().enumerate() {
-                                let text = c
-                                    .as_str()
-                                    .ok_or_else(|| bad(format!("{what} {i} is not a string")))?;
-                                model.columns.push(unb64(text, &format!("{what} {i}"))?);
-                            }
-                        }
-                        _ => model.set(k, &json_text(v, &what)?)?,
-                    }
+                let json: ScannerJson = parse_json(body, "Scanner")?;
+                for (k, v) in &json.fields {
+                    model.set(k, v)?;
+                }
+                for (i, c) in json.columns.iter().enumerate() {
+                    model
+                        .columns
+                        .push(unb64(c, &format!("Scanner column {i}"))?);
                 }
             }
             Format::Xml => {
@@ -630,55 +623,44 @@ fn parse_xml(body: &[u8], root: &str) -> Read<Element> {
     Ok(element)
 }
 
-fn parse_json(body: &[u8]) -> Read<Value> {
-    serde_json::from_slice(body).map_err(|e| bad(format!("malformed JSON: {e}")))
-}
+/// A JSON document may hold one structural character (`{`, `[`, `,`,
+/// `:`) outside strings per this many of its bytes (plus
+/// [`FREE_JSON_NODES`]). The smallest cell the models take,
+/// `{"column":"..","$":".."}`, has one per seven; `[0,0,0,...]` has one
+/// per two and would cost thirty times its size as a value tree.
+pub const BYTES_PER_JSON_NODE: usize = 4;
 
-/// HBase's JSON writer puts a one-element list as the element itself, so
-/// both are read.
-fn as_list(value: &Value) -> Vec<Value> {
-    match value {
-        Value::Array(items) => items.clone(),
-        Value::Null => Vec::new(),
-        other => vec![other.clone()],
+/// Structural characters every JSON document may hold whatever its size.
+pub const FREE_JSON_NODES: usize = 64;
+
+fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Read<T> {
+    // Counted before parsing, so a dense document is refused before its
+    // tree is built.
+    let mut nodes = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in body {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' | b',' | b':' => nodes += 1,
+                _ => {}
+            }
+        }
     }
-}
-
-fn list_field(value: &Value, field: &str, what: &str) -> Read<Vec<Value>> {
-    let object = value
-        .as_object()
-        .ok_or_else(|| bad(format!("{what} is not a JSON object")))?;
-    Ok(object.get(field).map(as_list).unwrap_or_default())
-}
-
-fn optional_string<'a>(value: &'a Value, field: &str, what: &str) -> Read<Option<&'a str>> {
-    match value.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(bad(format!("{what} {field} is not a string"))),
+    if nodes > body.len() / BYTES_PER_JSON_NODE + FREE_JSON_NODES {
+        return Err(bad(format!(
+            "JSON denser than one element per {BYTES_PER_JSON_NODE} bytes"
+        )));
     }
-}
-
-fn optional_i64(value: &Value, field: &str, what: &str) -> Read<Option<i64>> {
-    match value.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .map(Some)
-            .ok_or_else(|| bad(format!("{what} {field} is not a 64-bit integer"))),
-        Some(Value::String(s)) => parse_i64(s, &format!("{what} {field}")).map(Some),
-        Some(_) => Err(bad(format!("{what} {field} is not a number"))),
-    }
-}
-
-/// A JSON scalar as the text HBase's models hold.
-fn json_text(value: &Value, what: &str) -> Read<String> {
-    match value {
-        Value::String(s) => Ok(s.clone()),
-        Value::Number(n) => Ok(n.to_string()),
-        Value::Bool(b) => Ok(b.to_string()),
-        _ => Err(bad(format!("{what} is not a string, number or boolean"))),
-    }
+    serde_json::from_slice(body).map_err(|e| bad(format!("malformed JSON {what}: {e}")))
 }
 
 fn parse_i64(text: &str, what: &str) -> Read<i64> {

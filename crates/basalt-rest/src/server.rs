@@ -30,6 +30,7 @@ use tokio::task::JoinSet;
 
 use basalt::Database;
 
+use crate::media::Format;
 use crate::resources::{handle, Context, Reply, Request};
 use crate::scanners::Scanners;
 
@@ -58,9 +59,12 @@ pub struct RestConfig {
     /// Largest request body, in bytes; a larger one is answered 413
     /// unread. Default 16 MiB.
     pub max_request_bytes: usize,
-    /// Bytes of request bodies being read and served at once; a request
-    /// waits for room for its declared length (or `max_request_bytes`
-    /// when it declares none) before its body is read. Default 64 MiB.
+    /// Memory of requests being read, decoded and served at once. A
+    /// request waits for room before its body is read: its declared length
+    /// (or `max_request_bytes` when it declares none), times
+    /// [`DECODED_PER_BYTE`] for an XML or JSON body, whose decoded form the
+    /// garbage-input test measures under that multiple. A request larger
+    /// than the whole budget runs alone. Default 64 MiB.
     pub max_in_flight_bytes: usize,
     /// Most cells in one answer: a scanner's batch is capped to it, and a
     /// row-range or multi-row read holding more is refused (400) with
@@ -94,6 +98,12 @@ impl Default for RestConfig {
         }
     }
 }
+
+/// Room an XML or JSON body holds in the in-flight budget per byte: its
+/// decoded tree and models cost at most about 27 times its size (the
+/// densest documents the decoders accept, measured by
+/// `tests/garbage_input.rs`).
+pub const DECODED_PER_BYTE: usize = 32;
 
 /// Counters for tests: what the server refused.
 #[doc(hidden)]
@@ -390,8 +400,16 @@ async fn respond(
     }
     // Room in the in-flight budget before the body is read; a lone
     // request larger than the whole budget still passes once it is free.
+    let decoded = parts
+        .headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(Format::from_mime)
+        .is_some_and(|f| matches!(f, Format::Xml | Format::Json));
+    let per_byte = if decoded { DECODED_PER_BYTE } else { 1 };
     let wanted = declared
         .unwrap_or(shared.max_request_bytes)
+        .saturating_mul(per_byte)
         .clamp(1, shared.budget_size);
     let permits = u32::try_from(wanted).unwrap_or(u32::MAX);
     let Ok(_held) = Arc::clone(&shared.budget).acquire_many_owned(permits).await else {

@@ -3,8 +3,10 @@
 //!
 //! Requests carry small documents (a cell set, a schema, a scanner), so
 //! they are read whole into [`Element`]s; the tree can never be deeper than
-//! [`MAX_DEPTH`] and holds no more than the body's bytes of text, so a
-//! hostile document costs at most a small multiple of its size.
+//! [`MAX_DEPTH`], holds at most one element or attribute per
+//! [`BYTES_PER_NODE`] bytes of the document and no more than its bytes of
+//! text, so a hostile document costs at most a small multiple of its size
+//! (the garbage-input test measures it).
 
 use quick_xml::events::Event;
 use quick_xml::Reader;
@@ -12,6 +14,15 @@ use quick_xml::Reader;
 /// The deepest element nesting accepted. The models nest three levels
 /// (`CellSet` / `Row` / `Cell`); anything much deeper is not one of them.
 pub const MAX_DEPTH: usize = 16;
+
+/// A document may hold one element or attribute per this many of its
+/// bytes (plus [`FREE_NODES`]). The smallest element the models use,
+/// `<column>..</column>`, takes twenty; a document of `<a/>` takes four
+/// per element and would otherwise cost fifty times its size in tree.
+pub const BYTES_PER_NODE: usize = 8;
+
+/// Elements and attributes every document may hold whatever its size.
+pub const FREE_NODES: usize = 64;
 
 /// One element: its name, attributes in document order, text and children.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,6 +62,8 @@ pub fn parse(body: &[u8]) -> Result<Element, String> {
     let mut stack: Vec<Element> = Vec::new();
     let mut root: Option<Element> = None;
     let mut buf = Vec::new();
+    let max_nodes = body.len() / BYTES_PER_NODE + FREE_NODES;
+    let mut nodes = 0usize;
     loop {
         let position = reader.buffer_position();
         let malformed =
@@ -68,17 +81,27 @@ pub fn parse(body: &[u8]) -> Result<Element, String> {
                         "elements nested deeper than {MAX_DEPTH}"
                     )));
                 }
+                nodes += 1;
                 let mut element = Element {
                     name: String::from_utf8_lossy(start.local_name().as_ref()).into_owned(),
                     ..Element::default()
                 };
                 for attribute in start.attributes() {
+                    nodes += 1;
+                    if nodes > max_nodes {
+                        break;
+                    }
                     let attribute = attribute.map_err(|e| malformed(&e))?;
                     let value = attribute.unescape_value().map_err(|e| malformed(&e))?;
                     element.attributes.push((
                         String::from_utf8_lossy(attribute.key.local_name().as_ref()).into_owned(),
                         value.into_owned(),
                     ));
+                }
+                if nodes > max_nodes {
+                    return Err(malformed(&format!(
+                        "more than one element or attribute per {BYTES_PER_NODE} bytes"
+                    )));
                 }
                 if matches!(event, Event::Empty(_)) {
                     close(element, &mut stack, &mut root);
