@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
+use hyper::body::{Body, Incoming};
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -52,9 +52,9 @@ pub struct RestConfig {
     /// Most connections open at once; one more is accepted and closed at
     /// once. Default 1000.
     pub max_connections: usize,
-    /// Milliseconds a client may take to send a request's headers, and
-    /// so also the longest a connection may sit idle between requests;
-    /// 0 never times out. Default 60 000.
+    /// Milliseconds a client may take to send a request's headers (and
+    /// so also the longest a connection may sit idle between requests),
+    /// and then its body; 0 never times out. Default 60 000.
     pub idle_timeout_ms: u64,
     /// Largest request body, in bytes; a larger one is answered 413
     /// unread. Default 16 MiB.
@@ -389,17 +389,19 @@ async fn respond(
     local: String,
 ) -> hyper::Response<Full<Bytes>> {
     let (parts, body) = request.into_parts();
-    let declared = parts
-        .headers
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
+    // Exact for a Content-Length body and for no body at all (a GET);
+    // unknown only for a chunked one.
+    let declared = body
+        .size_hint()
+        .upper()
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     if declared.is_some_and(|n| n > shared.max_request_bytes) {
         shared.refused_bodies.fetch_add(1, Ordering::SeqCst);
         return into_response(too_large(shared.max_request_bytes));
     }
     // Room in the in-flight budget before the body is read; a lone
-    // request larger than the whole budget still passes once it is free.
+    // request larger than the whole budget still passes once it is free,
+    // and a request without a body takes none.
     let decoded = parts
         .headers
         .get(hyper::header::CONTENT_TYPE)
@@ -410,12 +412,33 @@ async fn respond(
     let wanted = declared
         .unwrap_or(shared.max_request_bytes)
         .saturating_mul(per_byte)
-        .clamp(1, shared.budget_size);
-    let permits = u32::try_from(wanted).unwrap_or(u32::MAX);
-    let Ok(_held) = Arc::clone(&shared.budget).acquire_many_owned(permits).await else {
-        return into_response(Reply::text(503, "Unavailable", Some("shutting down")));
+        .min(shared.budget_size);
+    let _held = if wanted == 0 {
+        None
+    } else {
+        let permits = u32::try_from(wanted).unwrap_or(u32::MAX);
+        match Arc::clone(&shared.budget).acquire_many_owned(permits).await {
+            Ok(permit) => Some(permit),
+            Err(_) => return into_response(Reply::text(503, "Unavailable", Some("shutting down"))),
+        }
     };
-    let body = match Limited::new(body, shared.max_request_bytes).collect().await {
+    // A body that stops coming would hold its room forever: the idle
+    // timeout bounds the whole body as it bounds the headers.
+    let collect = Limited::new(body, shared.max_request_bytes).collect();
+    let collected = match shared.idle_timeout {
+        Some(timeout) => match tokio::time::timeout(timeout, collect).await {
+            Ok(collected) => collected,
+            Err(_) => {
+                return into_response(Reply::text(
+                    408,
+                    "Request timeout",
+                    Some("the body did not arrive within idle_timeout_ms"),
+                ))
+            }
+        },
+        None => collect.await,
+    };
+    let body = match collected {
         Ok(collected) => collected.to_bytes(),
         Err(e) => {
             if e.is::<http_body_util::LengthLimitError>() {

@@ -1,7 +1,7 @@
 //! What clients can make the REST gateway hold is bounded, and each bound
 //! answers with a clear status: bodies (413), answers (400 with advice),
-//! connections (closed at once), idle connections (closed), read-only
-//! mode (403).
+//! connections (closed at once), idle connections (closed), bodies that
+//! stop coming (408), read-only mode (403).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -161,4 +161,48 @@ fn a_read_only_gateway_refuses_every_change_and_serves_reads() {
     assert!(f.db.table_exists("t"));
     assert_eq!(f.get("/t/r", JSON).status, 404);
     assert_eq!(f.get("/", "text/plain").text(), "t\n");
+}
+
+#[test]
+fn requests_without_a_body_never_wait_for_the_in_flight_budget() {
+    let f = Fixture::with(RestConfig {
+        max_in_flight_bytes: 1024,
+        ..Default::default()
+    });
+    f.create_table("t", &["cf"]);
+    // Takes the whole budget: a JSON body declared and never sent.
+    let mut held = TcpStream::connect(f.addr).unwrap();
+    held.write_all(b"PUT /t/r HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{").unwrap();
+    while f.server().open_connections() < 1 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Reads still answer (a server that reserved room for them would
+    // make this wait until the held request gives up).
+    assert_eq!(f.get("/t/schema", JSON).status, 200);
+    assert_eq!(f.get("/t/r", JSON).status, 404);
+    drop(held);
+}
+
+#[test]
+fn a_body_that_stops_coming_is_answered_request_timeout_and_frees_its_room() {
+    let f = Fixture::with(RestConfig {
+        idle_timeout_ms: 50,
+        max_in_flight_bytes: 1024,
+        ..Default::default()
+    });
+    f.create_table("t", &["cf"]);
+    let mut stream = TcpStream::connect(f.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    stream
+        .write_all(b"PUT /t/r HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+        .unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let reply = parse_reply(&raw);
+    assert_eq!(reply.status, 408, "{}", reply.text());
+    // The room it held is free again: a body that needs it is served.
+    let body = json_row(b"r", &[(b"cf:q", None, b"v")]);
+    assert_eq!(f.put("/t/r", JSON, &body).status, 200);
 }

@@ -131,8 +131,11 @@ pub fn request(
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body).unwrap();
+    // One write: headers and body arrive together, so a short idle
+    // timeout in a test never sees a pause between them.
+    let mut request = head.into_bytes();
+    request.extend_from_slice(body);
+    stream.write_all(&request).unwrap();
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).unwrap();
     parse_reply(&raw)
