@@ -6,12 +6,10 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use basalt_rest::RestConfig;
-use common::{json_cells, json_row, parse_reply, Fixture};
+use common::{exchange_raw, hold, json_cells, json_row, parse_reply, Fixture};
 
 const JSON: &str = "application/json";
 
@@ -23,15 +21,7 @@ fn a_body_over_max_request_bytes_is_refused_before_it_is_read() {
     });
     f.create_table("t", &["cf"]);
     // Declares far more than it sends: refused from the header alone.
-    let mut stream = TcpStream::connect(f.addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    stream
-        .write_all(b"PUT /t/r/cf:q HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000000\r\n\r\nabc")
-        .unwrap();
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
+    let raw = exchange_raw(f.addr, b"PUT /t/r/cf:q HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000000\r\n\r\nabc");
     let reply = parse_reply(&raw);
     assert_eq!(reply.status, 413);
     assert!(
@@ -105,19 +95,11 @@ fn connections_beyond_max_connections_are_closed_at_once() {
         ..Default::default()
     });
     // Holds the one connection open: a request whose body never comes.
-    let mut held = TcpStream::connect(f.addr).unwrap();
-    held.write_all(b"PUT /t/r/cf:q HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
-        .unwrap();
-    while f.server().open_connections() < 1 {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut refused = TcpStream::connect(f.addr).unwrap();
-    refused
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    let _ = refused.write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n");
-    let mut raw = Vec::new();
-    let _ = refused.read_to_end(&mut raw);
+    let held = hold(
+        &f,
+        b"PUT /t/r/cf:q HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n",
+    );
+    let raw = exchange_raw(f.addr, b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n");
     assert!(raw.is_empty(), "refused connections get no answer");
     assert_eq!(f.server().stats().refused_connections, 1);
     drop(held);
@@ -133,16 +115,9 @@ fn a_connection_that_sends_no_request_is_closed_after_the_idle_timeout() {
         idle_timeout_ms: 50,
         ..Default::default()
     });
-    let mut stream = TcpStream::connect(f.addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    stream.write_all(b"GET /vers").unwrap();
-    let mut raw = Vec::new();
     // Returns when the server closes the connection (it may first answer
-    // 408); a server that never closed it would fail on the read timeout.
-    let result = stream.read_to_end(&mut raw);
-    assert!(result.is_ok(), "{result:?}");
+    // 408); a server that never closed it would hit the hang guard.
+    let raw = exchange_raw(f.addr, b"GET /vers");
     let text = String::from_utf8_lossy(&raw);
     assert!(raw.is_empty() || text.starts_with("HTTP/1.1 408"), "{text}");
 }
@@ -171,11 +146,7 @@ fn requests_without_a_body_never_wait_for_the_in_flight_budget() {
     });
     f.create_table("t", &["cf"]);
     // Takes the whole budget: a JSON body declared and never sent.
-    let mut held = TcpStream::connect(f.addr).unwrap();
-    held.write_all(b"PUT /t/r HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{").unwrap();
-    while f.server().open_connections() < 1 {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let held = hold(&f, b"PUT /t/r HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{");
     // Reads still answer (a server that reserved room for them would
     // make this wait until the held request gives up).
     assert_eq!(f.get("/t/schema", JSON).status, 200);
@@ -191,15 +162,7 @@ fn a_body_that_stops_coming_is_answered_request_timeout_and_frees_its_room() {
         ..Default::default()
     });
     f.create_table("t", &["cf"]);
-    let mut stream = TcpStream::connect(f.addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    stream
-        .write_all(b"PUT /t/r HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
-        .unwrap();
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
+    let raw = exchange_raw(f.addr, b"PUT /t/r HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{");
     let reply = parse_reply(&raw);
     assert_eq!(reply.status, 408, "{}", reply.text());
     // The room it held is free again: a body that needs it is served.

@@ -119,10 +119,6 @@ pub fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> Reply {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
@@ -135,10 +131,34 @@ pub fn request(
     // timeout in a test never sees a pause between them.
     let mut request = head.into_bytes();
     request.extend_from_slice(body);
-    stream.write_all(&request).unwrap();
+    parse_reply(&exchange_raw(addr, &request))
+}
+
+/// Writes `bytes` as they are on a new connection and reads until the
+/// server closes it: whatever it answered, perhaps nothing. The read
+/// timeout is a hang guard only.
+pub fn exchange_raw(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    // A refused connection may be closed before the write lands.
+    let _ = stream.write_all(bytes);
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    parse_reply(&raw)
+    let _ = stream.read_to_end(&mut raw);
+    raw
+}
+
+/// A connection held open mid-request (`bytes` written, the rest never
+/// sent), returned once the server counts it.
+pub fn hold(f: &Fixture, bytes: &[u8]) -> TcpStream {
+    let open = f.server().open_connections();
+    let mut stream = TcpStream::connect(f.addr).unwrap();
+    stream.write_all(bytes).unwrap();
+    while f.server().open_connections() <= open {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    stream
 }
 
 pub fn parse_reply(raw: &[u8]) -> Reply {
