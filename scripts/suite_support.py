@@ -84,7 +84,7 @@ class Server:
     when anything fails.
     """
 
-    GATEWAY_FLAGS = ("--thrift-port", "--thrift2-port")
+    GATEWAY_FLAGS = ("--thrift-port", "--thrift2-port", "--rest-port")
 
     def __init__(self, suite, binary, ports):
         self.suite = suite

@@ -1,5 +1,6 @@
 //! `basalt`: the command-line entry point. `basalt serve` runs the HBase
-//! Thrift1 gateway on an embedded database; `basalt shell` is HBase's shell.
+//! Thrift1 gateway (and, when enabled, the REST gateway) on an embedded
+//! database; `basalt shell` is HBase's shell.
 
 // No crate of the workspace needs unsafe code; the compiler keeps it so.
 #![forbid(unsafe_code)]
@@ -11,6 +12,7 @@ use clap::{Parser, Subcommand};
 use serde::Deserialize;
 
 use basalt::{Database, Options};
+use basalt_rest::{RestConfig, RestServer};
 use basalt_thrift::{Flavour, Server, ServerConfig};
 
 mod shell;
@@ -28,7 +30,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the HBase Thrift1 API (happybase and other Thrift clients).
+    /// Serve the HBase Thrift1 API (happybase and other Thrift clients)
+    /// and, with --rest-port, HBase's REST API.
     Serve(ServeArgs),
     /// The HBase shell: HBase's commands against a server or a data directory.
     Shell(shell::ShellArgs),
@@ -84,7 +87,13 @@ struct ServeArgs {
     /// Do not serve Thrift2.
     #[arg(long, conflicts_with = "thrift2_port")]
     no_thrift2: bool,
-    /// Address to listen on (default 127.0.0.1).
+    /// REST (Stargate) port (default 8080; 0 picks a free one).
+    #[arg(long, value_name = "PORT")]
+    rest_port: Option<u16>,
+    /// Do not serve REST.
+    #[arg(long, conflicts_with = "rest_port")]
+    no_rest: bool,
+    /// Address to listen on, for every gateway (default 127.0.0.1).
     #[arg(long, value_name = "ADDR")]
     bind: Option<String>,
 }
@@ -111,6 +120,21 @@ struct ServeArgs {
 /// [thrift2]           # the same settings; port 9091; enabled = false turns it off
 /// port = 9091
 ///
+/// [rest]              # HBase's REST gateway; enabled = false turns it off
+/// enabled = true
+/// bind = "127.0.0.1"
+/// port = 8080
+/// worker_threads = 2
+/// max_blocking_threads = 32
+/// max_connections = 1000
+/// idle_timeout_ms = 60000
+/// max_request_bytes = 16777216
+/// max_in_flight_bytes = 67108864
+/// max_response_cells = 100000
+/// max_scanners = 4096
+/// scanner_lease_ms = 60000
+/// read_only = false
+///
 /// [database]          # engine options (see basalt::Options)
 /// wal_segment_bytes = 67108864
 /// ```
@@ -123,6 +147,8 @@ struct Config {
     thrift: ServerConfig,
     /// The Thrift2 server.
     thrift2: Thrift2Config,
+    /// The REST server.
+    rest: RestConfig,
     /// The embedded database.
     database: Options,
 }
@@ -200,7 +226,16 @@ fn init_logging(default_level: &str) {
         .init();
 }
 
-fn load_config(args: &ServeArgs) -> Result<(Options, ServerConfig, Option<ServerConfig>), String> {
+/// What `basalt serve` runs: the database's options and each gateway's
+/// settings (`None` for a gateway turned off).
+struct ServePlan {
+    options: Options,
+    thrift: ServerConfig,
+    thrift2: Option<ServerConfig>,
+    rest: Option<RestConfig>,
+}
+
+fn load_config(args: &ServeArgs) -> Result<ServePlan, String> {
     let mut config = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -222,21 +257,45 @@ fn load_config(args: &ServeArgs) -> Result<(Options, ServerConfig, Option<Server
     if let Some(port) = args.thrift2_port {
         config.thrift2.server.port = port;
     }
+    if let Some(port) = args.rest_port {
+        config.rest.port = port;
+    }
     if let Some(bind) = &args.bind {
         config.thrift.bind = bind.clone();
         config.thrift2.server.bind = bind.clone();
+        config.rest.bind = bind.clone();
     }
     let thrift2 = (config.thrift2.enabled && !args.no_thrift2).then_some(config.thrift2.server);
-    Ok((config.database, config.thrift, thrift2))
+    let rest = (config.rest.enabled && !args.no_rest).then_some(config.rest);
+    Ok(ServePlan {
+        options: config.database,
+        thrift: config.thrift,
+        thrift2,
+        rest,
+    })
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {
-    let (options, thrift, thrift2) = load_config(&args)?;
+    let ServePlan {
+        options,
+        thrift,
+        thrift2,
+        rest,
+    } = load_config(&args)?;
     // The ports first: a taken port then fails at once, before the data
     // directory is created, locked or replayed.
-    let bound = Server::bind(&thrift).map_err(|e| listen_error(&thrift, &e, "--thrift-port"))?;
+    let bound = Server::bind(&thrift)
+        .map_err(|e| listen_error(&thrift.bind, thrift.port, "--thrift-port", &e))?;
     let bound2 = match &thrift2 {
-        Some(c) => Some(Server::bind(c).map_err(|e| listen_error(c, &e, "--thrift2-port"))?),
+        Some(c) => {
+            Some(Server::bind(c).map_err(|e| listen_error(&c.bind, c.port, "--thrift2-port", &e))?)
+        }
+        None => None,
+    };
+    let rest_bound = match &rest {
+        Some(c) => Some(
+            RestServer::bind(c).map_err(|e| listen_error(&c.bind, c.port, "--rest-port", &e))?,
+        ),
         None => None,
     };
     let dir = options.data_dir.clone();
@@ -252,14 +311,28 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let server = bound.serve(db.clone()).map_err(|e| {
         // The database is closed before reporting, so its log is synced.
         let _ = db.close();
-        listen_error(&thrift, &e, "--thrift-port")
+        listen_error(&thrift.bind, thrift.port, "--thrift-port", &e)
     })?;
+    // Thrift1 first: its "listening" line stays the first one printed.
     let server2 = match (bound2, &thrift2) {
         (Some(b), Some(c)) => match b.serve_as(db.clone(), Flavour::Thrift2) {
             Ok(s) => Some(s),
             Err(e) => {
                 let _ = server.shutdown();
-                return Err(listen_error(c, &e, "--thrift2-port"));
+                return Err(listen_error(&c.bind, c.port, "--thrift2-port", &e));
+            }
+        },
+        _ => None,
+    };
+    let rest_server = match (rest_bound, &rest) {
+        (Some(b), Some(c)) => match b.serve(db.clone()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                if let Some(s) = server2 {
+                    s.stop();
+                }
+                let _ = server.shutdown();
+                return Err(listen_error(&c.bind, c.port, "--rest-port", &e));
             }
         },
         _ => None,
@@ -268,8 +341,20 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     if let Some(s) = &server2 {
         db.register_gateway("thrift2", s.local_addr());
     }
+    if let Some(s) = &rest_server {
+        db.register_gateway("rest", s.local_addr());
+    }
+    // After every gateway's own "listening" line: whoever watches the log
+    // (tests, scripts) knows from this one that all of them serve.
+    let gateways = db.gateways();
+    let list: Vec<String> = gateways.iter().map(ToString::to_string).collect();
+    tracing::info!(count = gateways.len(), gateways = %list.join(", "), "gateways serving");
     let waited = server.wait_for_signal();
-    // Thrift2 shares the database: it stops first, Thrift1 closes it.
+    // The other gateways share the database: they stop first, and
+    // Thrift1's shutdown closes it.
+    if let Some(s) = rest_server {
+        s.shutdown();
+    }
     if let Some(s) = server2 {
         s.stop();
     }
@@ -348,10 +433,10 @@ fn repair(args: &RepairArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Why the Thrift port cannot be served, said so that the reader knows
-/// what to do.
-fn listen_error(thrift: &ServerConfig, e: &std::io::Error, flag: &str) -> String {
-    let address = format!("{}:{}", thrift.bind, thrift.port);
+/// Why a gateway's port cannot be served, said so that the reader knows
+/// what to do (`flag` chooses another port).
+fn listen_error(bind: &str, port: u16, flag: &str, e: &std::io::Error) -> String {
+    let address = format!("{bind}:{port}");
     match e.kind() {
         std::io::ErrorKind::AddrInUse => format!(
             "cannot listen on {address}: the port is already in use (another basalt serve?); \

@@ -42,8 +42,9 @@ fn readme_configuration_names_every_serve_option() {
     // The options as `basalt serve` deserializes them: whatever serde
     // writes for the defaults is exactly the set of keys it accepts.
     let thrift = toml::to_string(&basalt_thrift::ServerConfig::default()).unwrap();
+    let rest = toml::to_string(&basalt_rest::RestConfig::default()).unwrap();
     let database = toml::to_string(&basalt::Options::default()).unwrap();
-    for line in thrift.lines().chain(database.lines()) {
+    for line in thrift.lines().chain(rest.lines()).chain(database.lines()) {
         let Some((key, _)) = line.split_once(" = ") else {
             continue;
         };
@@ -52,7 +53,13 @@ fn readme_configuration_names_every_serve_option() {
             "README's Configuration section does not list `{key}`"
         );
     }
-    for flag in ["--data-dir", "--thrift-port", "--bind", "--config"] {
+    for flag in [
+        "--data-dir",
+        "--thrift-port",
+        "--rest-port",
+        "--bind",
+        "--config",
+    ] {
         assert!(section.contains(flag), "README does not list {flag}");
     }
 }

@@ -16,6 +16,8 @@ pub struct Server {
     pub port: u16,
     /// The Thrift2 port, unless `--no-thrift2` turned it off.
     pub thrift2_port: Option<u16>,
+    /// The REST port, unless `--no-rest` turned it off.
+    pub rest_port: Option<u16>,
 }
 
 impl Drop for Server {
@@ -40,26 +42,23 @@ pub fn serve_on(dir: &Path, port: u16) -> Server {
 }
 
 /// Starts `basalt serve` with `args` (in `cwd`, if given) and waits for
-/// its "listening" lines. Thrift2 gets a free port unless `args` say
-/// otherwise: tests run in parallel, and its default 9091 is one port.
+/// the "listening" line of every gateway it runs. Thrift2 and REST get
+/// free ports unless `args` say otherwise: tests run in parallel, and
+/// their defaults (9091, 8080) are one port each.
 // The child is waited for by `Server` (its drop, or the test); the lint
 // cannot follow it there.
 #[allow(clippy::zombie_processes)]
 pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
+    let mentions = |flag: &str, off: &str| args.iter().any(|a| a.starts_with(flag) || *a == off);
     let mut command = Command::new(env!("CARGO_BIN_EXE_basalt"));
+    command.arg("serve").args(args);
+    if !mentions("--thrift2-port", "--no-thrift2") {
+        command.args(["--thrift2-port", "0"]);
+    }
+    if !mentions("--rest-port", "--no-rest") {
+        command.args(["--rest-port", "0"]);
+    }
     command
-        .arg("serve")
-        .args(args)
-        .args(
-            if args
-                .iter()
-                .any(|a| a.starts_with("--thrift2-port") || *a == "--no-thrift2")
-            {
-                &[][..]
-            } else {
-                &["--thrift2-port", "0"][..]
-            },
-        )
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -79,29 +78,47 @@ pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
             let _ = tx.send(line);
         }
     });
-    let thrift2 = !args.contains(&"--no-thrift2");
-    let (mut port, mut thrift2_port) = (None, None);
-    // Thrift1 says where it listens first, then Thrift2.
-    while port.is_none() || (thrift2 && thrift2_port.is_none()) {
+    let (mut port, mut thrift2_port, mut rest_port) = (None, None, None);
+    // Every gateway says where it listens once the database is open;
+    // "database open" comes before them all, and the last gateway line
+    // before serving starts is the last of them.
+    let mut expected: Option<usize> = None;
+    let mut seen = 0;
+    while expected.is_none_or(|n| seen < n) {
         let line = rx
             .recv_timeout(TIMEOUT)
             .expect("the server never said where it listens");
-        if line.contains("listening") {
-            let address = line
+        if line.contains("gateways serving") {
+            let n = line
                 .split_whitespace()
-                .find_map(|w| w.strip_prefix("address="))
+                .find_map(|w| w.strip_prefix("count="))
+                .unwrap()
+                .parse()
                 .unwrap();
-            let p: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
-            if line.contains("Thrift2") {
-                thrift2_port = Some(p);
-            } else {
-                port = Some(p);
-            }
+            expected = Some(n);
+            continue;
+        }
+        if !line.contains("listening") {
+            continue;
+        }
+        let address = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("address="))
+            .unwrap();
+        let p: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
+        seen += 1;
+        if line.contains("Thrift2") {
+            thrift2_port = Some(p);
+        } else if line.contains("REST") {
+            rest_port = Some(p);
+        } else {
+            port = Some(p);
         }
     }
     Server {
         child,
         port: port.unwrap(),
         thrift2_port,
+        rest_port,
     }
 }

@@ -1,0 +1,506 @@
+//! The HTTP/1.1 server: hyper on tokio, one task per connection, each
+//! request's engine work on the capped blocking pool.
+//!
+//! What clients can make the server hold is bounded: connections
+//! (`max_connections`; one more is accepted and closed at once), the time
+//! to send a request's headers (`idle_timeout_ms`), each body
+//! (`max_request_bytes`, 413 beyond it), the bodies being read at once
+//! (`max_in_flight_bytes`: a request waits for room before its body is
+//! read), the cells of one answer (`max_response_cells`) and open
+//! scanners (`max_scanners`, expiring after `scanner_lease_ms` unused).
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Body, Incoming};
+use hyper::header::{HeaderMap, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use basalt::Database;
+
+use crate::media::Format;
+use crate::resources::{handle, Context, Reply, Request};
+use crate::scanners::Scanners;
+
+/// Settings of the REST gateway (the `[rest]` table of the config file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RestConfig {
+    /// Serve REST at all (`basalt serve` only; `--no-rest` turns it off).
+    /// Default true.
+    pub enabled: bool,
+    /// Address to listen on. Default `127.0.0.1`.
+    pub bind: String,
+    /// Port. Default 8080 (HBase REST's). 0 picks a free port.
+    pub port: u16,
+    /// Async worker threads (connections, HTTP parsing). Default 2.
+    pub worker_threads: usize,
+    /// Most threads running engine calls at once. Default 32.
+    pub max_blocking_threads: usize,
+    /// Most connections open at once; one more is accepted and closed at
+    /// once. Default 1000.
+    pub max_connections: usize,
+    /// Milliseconds a client may take to send a request's headers (and
+    /// so also the longest a connection may sit idle between requests),
+    /// and then its body; 0 never times out. Default 60 000.
+    pub idle_timeout_ms: u64,
+    /// Largest request body, in bytes; a larger one is answered 413
+    /// unread. Default 16 MiB.
+    pub max_request_bytes: usize,
+    /// Memory of requests being read, decoded and served at once. A
+    /// request waits for room before its body is read: its declared length
+    /// (or `max_request_bytes` when it declares none), times
+    /// [`DECODED_PER_BYTE`] for an XML or JSON body, whose decoded form the
+    /// garbage-input test measures under that multiple. A request larger
+    /// than the whole budget runs alone. Default 64 MiB.
+    pub max_in_flight_bytes: usize,
+    /// Most cells in one answer: a scanner's batch is capped to it, and a
+    /// row-range or multi-row read holding more is refused (400) with
+    /// advice to use a scanner. Default 100 000.
+    pub max_response_cells: usize,
+    /// Most scanners open at once (each holds engine state). Default 4096.
+    pub max_scanners: usize,
+    /// Milliseconds an unused scanner stays open. Default 60 000.
+    pub scanner_lease_ms: u64,
+    /// Refuse every change: PUT, POST and DELETE answer 403 (HBase's
+    /// `hbase.rest.readonly`). Default false.
+    pub read_only: bool,
+}
+
+impl Default for RestConfig {
+    fn default() -> Self {
+        RestConfig {
+            enabled: true,
+            bind: "127.0.0.1".into(),
+            port: 8080,
+            worker_threads: 2,
+            max_blocking_threads: 32,
+            max_connections: 1000,
+            idle_timeout_ms: 60_000,
+            max_request_bytes: 16 * 1024 * 1024,
+            max_in_flight_bytes: 64 * 1024 * 1024,
+            max_response_cells: 100_000,
+            max_scanners: 4096,
+            scanner_lease_ms: 60_000,
+            read_only: false,
+        }
+    }
+}
+
+/// Room an XML or JSON body holds in the in-flight budget per byte: its
+/// decoded tree and models cost at most about 27 times its size (the
+/// densest documents the decoders accept, measured by
+/// `tests/garbage_input.rs`).
+pub const DECODED_PER_BYTE: usize = 32;
+
+/// Counters for tests: what the server refused.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RestStats {
+    /// Connections refused for being over `max_connections`.
+    pub refused_connections: u64,
+    /// Requests refused for a body over `max_request_bytes`.
+    pub refused_bodies: u64,
+}
+
+#[derive(Debug)]
+struct Shared {
+    context: Arc<Context>,
+    max_connections: usize,
+    idle_timeout: Option<Duration>,
+    max_request_bytes: usize,
+    budget: Arc<Semaphore>,
+    budget_size: usize,
+    open_connections: AtomicUsize,
+    refused_connections: AtomicU64,
+    refused_bodies: AtomicU64,
+}
+
+/// The port, bound but not yet serving: [`RestServer::bind`] then
+/// [`Bound::serve`] finds a taken port before a data directory is opened.
+#[derive(Debug)]
+pub struct Bound {
+    runtime: tokio::runtime::Runtime,
+    listener: TcpListener,
+    config: RestConfig,
+}
+
+impl Bound {
+    /// The address the port is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Starts serving `db`; returns once the server accepts connections.
+    pub fn serve(self, db: Database) -> io::Result<RestServer> {
+        RestServer::serve_bound(self, db)
+    }
+}
+
+/// A running REST gateway. It serves a database it does not own: stopping
+/// it leaves the database open for its owner to close.
+#[derive(Debug)]
+pub struct RestServer {
+    runtime: Option<tokio::runtime::Runtime>,
+    local_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    accept_loop: Option<tokio::task::JoinHandle<()>>,
+    shared: Arc<Shared>,
+}
+
+impl RestServer {
+    /// Binds the port and serves `db` on it.
+    pub fn start(db: Database, config: &RestConfig) -> io::Result<RestServer> {
+        RestServer::bind(config)?.serve(db)
+    }
+
+    /// Binds the configured port (and builds the runtime that will serve
+    /// it) without serving anything yet.
+    pub fn bind(config: &RestConfig) -> io::Result<Bound> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.worker_threads.max(1))
+            .max_blocking_threads(config.max_blocking_threads.max(1))
+            .thread_name("basalt-rest")
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let listener = runtime.block_on(TcpListener::bind((config.bind.as_str(), config.port)))?;
+        Ok(Bound {
+            runtime,
+            listener,
+            config: config.clone(),
+        })
+    }
+
+    fn serve_bound(bound: Bound, db: Database) -> io::Result<RestServer> {
+        let Bound {
+            runtime,
+            listener,
+            config,
+        } = bound;
+        let local_addr = listener.local_addr()?;
+        let lease = Duration::from_millis(config.scanner_lease_ms.max(1));
+        let host = if local_addr.ip().is_unspecified() {
+            "localhost".to_string()
+        } else {
+            local_addr.ip().to_string()
+        };
+        let context = Arc::new(Context {
+            db,
+            scanners: Scanners::new(lease, config.max_scanners.max(1)),
+            max_response_cells: config.max_response_cells.max(1),
+            read_only: config.read_only,
+            location: format!("{host}:{}", local_addr.port()),
+        });
+        let budget_size = config
+            .max_in_flight_bytes
+            .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+        let shared = Arc::new(Shared {
+            context,
+            max_connections: config.max_connections.max(1),
+            idle_timeout: (config.idle_timeout_ms > 0)
+                .then(|| Duration::from_millis(config.idle_timeout_ms)),
+            max_request_bytes: config.max_request_bytes,
+            budget: Arc::new(Semaphore::new(budget_size)),
+            budget_size,
+            open_connections: AtomicUsize::new(0),
+            refused_connections: AtomicU64::new(0),
+            refused_bodies: AtomicU64::new(0),
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        runtime.spawn(expire_scanners(
+            Arc::clone(&shared),
+            lease,
+            shutdown_rx.clone(),
+        ));
+        let accept_loop = runtime.spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
+        tracing::info!(address = %local_addr, "REST gateway listening");
+        Ok(RestServer {
+            runtime: Some(runtime),
+            local_addr,
+            shutdown,
+            accept_loop: Some(accept_loop),
+            shared,
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Scanners currently open.
+    pub fn open_scanners(&self) -> usize {
+        self.shared.context.scanners.len()
+    }
+
+    /// Connections currently open.
+    pub fn open_connections(&self) -> usize {
+        self.shared.open_connections.load(Ordering::SeqCst)
+    }
+
+    /// What the server refused, for tests.
+    #[doc(hidden)]
+    pub fn stats(&self) -> RestStats {
+        RestStats {
+            refused_connections: self.shared.refused_connections.load(Ordering::SeqCst),
+            refused_bodies: self.shared.refused_bodies.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Stops accepting, lets requests in flight answer, closes every
+    /// connection and scanner. The database stays open.
+    pub fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        if let (Some(runtime), Some(accept_loop)) = (self.runtime.take(), self.accept_loop.take()) {
+            if let Err(e) = runtime.block_on(accept_loop) {
+                tracing::warn!(error = %e, "REST accept loop ended abnormally");
+            }
+            runtime.shutdown_timeout(Duration::from_secs(5));
+        }
+        self.shared.context.scanners.clear();
+        tracing::info!("REST gateway stopped");
+    }
+}
+
+async fn expire_scanners(
+    shared: Arc<Shared>,
+    lease: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let period = (lease / 4).clamp(Duration::from_millis(5), Duration::from_secs(5));
+    let mut ticker = tokio::time::interval(period);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                let expired = shared.context.scanners.expire(Instant::now());
+                if expired > 0 {
+                    tracing::info!(expired, "REST scanners expired after their lease");
+                }
+            }
+            _ = stopped(&mut shutdown) => return,
+        }
+    }
+}
+
+/// Resolves once shutdown is asked for (at once if it already was).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    // A closed channel means the server is gone: stop too.
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// Decrements the open-connection count when a connection task ends.
+struct Open(Arc<Shared>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open_connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    if shared.open_connections.load(Ordering::SeqCst) >= shared.max_connections {
+                        shared.refused_connections.fetch_add(1, Ordering::SeqCst);
+                        tracing::warn!(%peer, max = shared.max_connections, "REST connection refused: max_connections reached");
+                        drop(stream);
+                        continue;
+                    }
+                    shared.open_connections.fetch_add(1, Ordering::SeqCst);
+                    let open = Open(Arc::clone(&shared));
+                    connections.spawn(serve_connection(stream, open, shutdown.clone()));
+                }
+                Err(e) => {
+                    // Out of descriptors or a connection reset before
+                    // accept: pause instead of spinning.
+                    tracing::warn!(error = %e, "REST accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            _ = stopped(&mut shutdown) => break,
+        }
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    open: Open,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let shared = Arc::clone(&open.0);
+    let host = shared.context.location.clone();
+    let service = service_fn(move |request| {
+        let shared = Arc::clone(&shared);
+        let host = host.clone();
+        async move { Ok::<_, Infallible>(respond(shared, request, host).await) }
+    });
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new());
+    if let Some(timeout) = open.0.idle_timeout {
+        builder.header_read_timeout(timeout);
+    }
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "REST connection ended with an error");
+            }
+        }
+        _ = stopped(&mut shutdown) => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+    drop(open);
+}
+
+fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
+async fn respond(
+    shared: Arc<Shared>,
+    request: hyper::Request<Incoming>,
+    local: String,
+) -> hyper::Response<Full<Bytes>> {
+    let (parts, body) = request.into_parts();
+    // Exact for a Content-Length body and for no body at all (a GET);
+    // unknown only for a chunked one.
+    let declared = body
+        .size_hint()
+        .upper()
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    if declared.is_some_and(|n| n > shared.max_request_bytes) {
+        shared.refused_bodies.fetch_add(1, Ordering::SeqCst);
+        return into_response(too_large(shared.max_request_bytes));
+    }
+    // Room in the in-flight budget before the body is read; a lone
+    // request larger than the whole budget still passes once it is free,
+    // and a request without a body takes none.
+    let decoded = parts
+        .headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(Format::from_mime)
+        .is_some_and(|f| matches!(f, Format::Xml | Format::Json));
+    let per_byte = if decoded { DECODED_PER_BYTE } else { 1 };
+    let wanted = declared
+        .unwrap_or(shared.max_request_bytes)
+        .saturating_mul(per_byte)
+        .min(shared.budget_size);
+    let _held = if wanted == 0 {
+        None
+    } else {
+        let permits = u32::try_from(wanted).unwrap_or(u32::MAX);
+        match Arc::clone(&shared.budget).acquire_many_owned(permits).await {
+            Ok(permit) => Some(permit),
+            Err(_) => return into_response(Reply::text(503, "Unavailable", Some("shutting down"))),
+        }
+    };
+    // A body that stops coming would hold its room forever: the idle
+    // timeout bounds the whole body as it bounds the headers.
+    let collect = Limited::new(body, shared.max_request_bytes).collect();
+    let collected = match shared.idle_timeout {
+        Some(timeout) => match tokio::time::timeout(timeout, collect).await {
+            Ok(collected) => collected,
+            Err(_) => {
+                return into_response(Reply::text(
+                    408,
+                    "Request timeout",
+                    Some("the body did not arrive within idle_timeout_ms"),
+                ))
+            }
+        },
+        None => collect.await,
+    };
+    let body = match collected {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            if e.is::<http_body_util::LengthLimitError>() {
+                shared.refused_bodies.fetch_add(1, Ordering::SeqCst);
+                return into_response(too_large(shared.max_request_bytes));
+            }
+            return into_response(Reply::bad_request(&format!(
+                "the request body could not be read: {e}"
+            )));
+        }
+    };
+    let headers = &parts.headers;
+    let request = Request {
+        method: parts.method.as_str().to_string(),
+        path: parts.uri.path().to_string(),
+        query: parts.uri.query().map(str::to_string),
+        accept: header_text(headers, "accept"),
+        content_type: header_text(headers, "content-type"),
+        host: header_text(headers, "host").or(Some(local)),
+        x_row: headers.get("x-row").map(|v| v.as_bytes().to_vec()),
+        x_column: headers.get("x-column").map(|v| v.as_bytes().to_vec()),
+        x_timestamp: header_text(headers, "x-timestamp"),
+        body,
+    };
+    let context = Arc::clone(&shared.context);
+    let reply = match tokio::task::spawn_blocking(move || handle(&context, &request)).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            tracing::error!(error = %e, "REST request handler failed");
+            Reply::text(500, "Internal server error", None)
+        }
+    };
+    into_response(reply)
+}
+
+fn too_large(max: usize) -> Reply {
+    Reply::text(
+        413,
+        "Request entity too large",
+        Some(&format!(
+            "the body is larger than max_request_bytes ({max})"
+        )),
+    )
+}
+
+fn into_response(reply: Reply) -> hyper::Response<Full<Bytes>> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(reply.body)));
+    *response.status_mut() = hyper::StatusCode::from_u16(reply.status)
+        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    if let Some(content_type) = reply.content_type {
+        headers.insert(
+            hyper::header::CONTENT_TYPE,
+            HeaderValue::from_static(content_type),
+        );
+    }
+    for (name, value) in reply.headers {
+        // Values come from the server's own text (base64, numbers, paths
+        // it encoded); one that is not a valid header is left out.
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.append(name, value);
+        }
+    }
+    response
+}
