@@ -650,12 +650,20 @@ fn list_namespace(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         .map(|n| n.name)
         .filter(|n| pattern.as_ref().is_none_or(|p| p.is_match(n)))
         .collect();
-    ctx.line("NAMESPACE")?;
-    for n in &names {
-        ctx.line(n)?;
+    name_list(ctx, "NAMESPACE", &names)
+}
+
+/// A listing as HBase's `list` prints it: the heading, a name a line, the
+/// row count; the names are also the command's value.
+fn name_list(ctx: &mut Ctx<'_>, heading: &str, names: &[impl AsRef<str>]) -> ShellResult<Returned> {
+    ctx.line(heading)?;
+    for n in names {
+        ctx.line(n.as_ref())?;
     }
     ctx.line(format::rows(names.len() as u64))?;
-    Ok(Some(format::ruby_array(names.iter().map(|n| n.as_bytes()))))
+    Ok(Some(format::ruby_array(
+        names.iter().map(|n| n.as_ref().as_bytes()),
+    )))
 }
 
 fn list_namespace_tables(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
@@ -674,14 +682,7 @@ fn list_namespace_tables(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returne
         .iter()
         .map(|t| t.split_once(':').map_or(t.as_str(), |(_, q)| q))
         .collect();
-    ctx.line("TABLE")?;
-    for q in &qualifiers {
-        ctx.line(*q)?;
-    }
-    ctx.line(format::rows(qualifiers.len() as u64))?;
-    Ok(Some(format::ruby_array(
-        qualifiers.iter().map(|q| q.as_bytes()),
-    )))
+    name_list(ctx, "TABLE", &qualifiers)
 }
 
 // ---- ddl ----
@@ -913,12 +914,7 @@ fn list(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         .into_iter()
         .filter(|n| pattern.as_ref().is_none_or(|p| p.is_match(n)))
         .collect();
-    ctx.line("TABLE")?;
-    for n in &names {
-        ctx.line(n)?;
-    }
-    ctx.line(format::rows(names.len() as u64))?;
-    Ok(Some(format::ruby_array(names.iter().map(|n| n.as_bytes()))))
+    name_list(ctx, "TABLE", &names)
 }
 
 fn list_regions(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {

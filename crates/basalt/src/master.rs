@@ -411,14 +411,7 @@ impl Master {
     ) -> Result<()> {
         self.check_running()?;
         let mut catalog = self.catalog.lock();
-        if RESERVED_NAMESPACES.contains(&name) {
-            return Err(Error::Constraint(format!(
-                "Reserved namespace {name} cannot be modified"
-            )));
-        }
-        if !catalog.has_namespace(name) {
-            return Err(Error::NamespaceNotFound(name.to_string()));
-        }
+        user_namespace(&catalog, name, "modified")?;
         let mut updated = catalog.clone();
         let entry = updated.namespaces.entry(name.to_string()).or_default();
         entry.properties.extend(set);
@@ -433,14 +426,7 @@ impl Master {
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
         self.check_running()?;
         let mut catalog = self.catalog.lock();
-        if RESERVED_NAMESPACES.contains(&name) {
-            return Err(Error::Constraint(format!(
-                "Reserved namespace {name} cannot be removed"
-            )));
-        }
-        if !catalog.has_namespace(name) {
-            return Err(Error::NamespaceNotFound(name.to_string()));
-        }
+        user_namespace(&catalog, name, "removed")?;
         let tables = catalog
             .tables
             .keys()
@@ -500,6 +486,20 @@ impl Master {
             .cloned()
             .collect())
     }
+}
+
+/// Checks that `name` is a namespace a user created: a reserved one
+/// cannot be `what` (modified, removed), an unknown one is not found.
+fn user_namespace(catalog: &Catalog, name: &str, what: &str) -> Result<()> {
+    if RESERVED_NAMESPACES.contains(&name) {
+        return Err(Error::Constraint(format!(
+            "Reserved namespace {name} cannot be {what}"
+        )));
+    }
+    if !catalog.has_namespace(name) {
+        return Err(Error::NamespaceNotFound(name.to_string()));
+    }
+    Ok(())
 }
 
 fn no_such_family(table: &str, family: &str) -> Error {

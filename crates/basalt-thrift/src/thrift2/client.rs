@@ -518,18 +518,22 @@ impl Client2 {
         ns: &str,
         configuration: &BTreeMap<String, String>,
     ) -> ClientResult<()> {
-        let a = args::Namespace {
-            namespace_desc: Some(TNamespaceDescriptor {
-                name: Some(ns.to_string()),
-                configuration: Some(configuration.clone()),
-            }),
-        };
-        self.call_void("createNamespace", a.to_value())
+        self.call_namespace("createNamespace", ns, configuration)
     }
 
     /// `modifyNamespace`: the namespace's configuration becomes this one.
     pub fn modify_namespace(
         &mut self,
+        ns: &str,
+        configuration: &BTreeMap<String, String>,
+    ) -> ClientResult<()> {
+        self.call_namespace("modifyNamespace", ns, configuration)
+    }
+
+    /// A method whose one argument is a namespace descriptor.
+    fn call_namespace(
+        &mut self,
+        method: &str,
         ns: &str,
         configuration: &BTreeMap<String, String>,
     ) -> ClientResult<()> {
@@ -539,7 +543,7 @@ impl Client2 {
                 configuration: Some(configuration.clone()),
             }),
         };
-        self.call_void("modifyNamespace", a.to_value())
+        self.call_void(method, a.to_value())
     }
 
     /// `deleteNamespace`.
