@@ -821,6 +821,19 @@ impl Region {
         }
         let wal = self.wal()?;
         self.wait_for_memstore_room()?;
+        // The global budget after the region's own limit: a writer held
+        // by its region holds no global bytes meanwhile.
+        let mut reservation = match &self.context.memory {
+            Some(budget) => {
+                let bytes = writes
+                    .iter()
+                    .flat_map(|w| w.cells.iter())
+                    .map(Cell::heap_size)
+                    .sum();
+                Some(budget.reserve(bytes)?)
+            }
+            None => None,
+        };
         let updates = self.updates.read();
         if self.closed.load(Ordering::Acquire) {
             return Err(self.not_serving());
@@ -867,7 +880,7 @@ impl Region {
                 for cell in cells {
                     // A family dropped by a concurrent alter takes its cells with it.
                     if let Some(store) = stores.get(&cell.family) {
-                        store.insert(cell);
+                        store.insert_reserved(cell, reservation.as_mut());
                     }
                     bytes += cell.heap_size() as u64;
                 }
@@ -880,9 +893,14 @@ impl Region {
             self.mvcc.complete(s);
         }
         drop(updates);
+        // What a dropped family did not take goes back.
+        drop(reservation);
         self.mvcc.wait_for(last);
         self.commit_timestamps(staged);
         self.maybe_flush();
+        if let Some(budget) = &self.context.memory {
+            budget.after_write();
+        }
         Ok(())
     }
 
@@ -893,6 +911,17 @@ impl Region {
             .values()
             .map(|s| s.memstore_bytes())
             .sum()
+    }
+
+    /// Bytes in this region's active memstores, and in the snapshots being
+    /// flushed (already on their way out): the global budget flushes the
+    /// regions with the most active bytes first.
+    pub fn memstore_parts(&self) -> (usize, usize) {
+        self.stores
+            .read()
+            .values()
+            .map(|s| s.memstore_parts())
+            .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
     }
 
     /// Requests (or, without a scheduler, runs) a flush once the memstores
@@ -956,6 +985,9 @@ impl Region {
         if let Err(e) = &result {
             *self.last_flush_failure.lock() = e.to_string();
             self.failed_flushes.fetch_add(1, Ordering::SeqCst);
+            if let Some(budget) = &self.context.memory {
+                budget.flush_failed(&format!("{}: {e}", self.info.encoded_name()));
+            }
             // Writers waiting for room learn at once that it is not coming.
             let _guard = self.flushed_mutex.lock();
             self.flushed.notify_all();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use basalt_engine::compaction::CompactionPolicy;
+use basalt_engine::memory::BudgetLimits;
 use basalt_engine::wal::WalOptions;
 use basalt_engine::RegionConfig;
 
@@ -31,6 +32,30 @@ pub struct Options {
     /// Writers of a region wait while its memstores hold this many times the
     /// flush size (flushes are behind). Default 4 (HBase's block multiplier).
     pub memstore_block_multiplier: usize,
+    /// The memstores of all regions of the server together may hold at
+    /// most this many bytes (HBase's `hbase.regionserver.global.memstore.size`,
+    /// there a fraction of the heap). Past the low-water mark the largest
+    /// memstores are flushed first and writers are slowed; at this limit
+    /// writers wait (never fail) until flushes make room. Default 256 MiB:
+    /// two of HBase's 128 MiB flushes (one region filling while one
+    /// flushes), and a fixed amount whatever the machine, like RocksDB's
+    /// write buffers, so a load's memory is set by the configuration rather
+    /// than by how far flushes fall behind. Counted as HBase counts
+    /// memstores (cell sizes plus a fixed overhead per cell), so the process
+    /// holds somewhat more than this for them. Memory in all:
+    /// `global_memstore_bytes + block_cache_bytes` plus what requests in
+    /// flight hold (see `memory_total_bytes`).
+    pub global_memstore_bytes: usize,
+    /// The low-water mark as a fraction of `global_memstore_bytes`: above
+    /// it, flushes of the largest memstores are requested until the total
+    /// is under it again. Default 0.95 (HBase's
+    /// `hbase.regionserver.global.memstore.size.lower.limit`).
+    pub global_memstore_low_water: f64,
+    /// Between the low-water mark and the limit, a writer waits once for at
+    /// most this many milliseconds (less when a flush completes first)
+    /// before it writes, so flushes can catch up before writers reach the
+    /// limit. 0: no slowdown. Default 10.
+    pub global_memstore_slowdown_ms: u64,
     /// Size of the block cache shared by all stores. Default: a fifth of the
     /// machine's memory (256 MiB where that cannot be read).
     pub block_cache_bytes: usize,
@@ -90,6 +115,9 @@ impl Default for Options {
             max_value_bytes: RegionConfig::default().max_value_bytes,
             memstore_flush_bytes: 128 * 1024 * 1024,
             memstore_block_multiplier: 4,
+            global_memstore_bytes: 256 * 1024 * 1024,
+            global_memstore_low_water: 0.95,
+            global_memstore_slowdown_ms: 10,
             block_cache_bytes: default_block_cache_bytes(),
             compaction_min_files: 3,
             compaction_max_files: 10,
@@ -128,6 +156,14 @@ impl Options {
                 .saturating_mul(self.memstore_block_multiplier.max(1)),
             ..RegionConfig::default()
         }
+    }
+
+    pub(crate) fn memstore_budget_limits(&self) -> BudgetLimits {
+        BudgetLimits::new(
+            self.global_memstore_bytes,
+            self.global_memstore_low_water,
+            Duration::from_millis(self.global_memstore_slowdown_ms),
+        )
     }
 
     pub(crate) fn compaction_policy(&self) -> CompactionPolicy {
