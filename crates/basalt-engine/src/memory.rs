@@ -44,10 +44,15 @@ use parking_lot::{Condvar, Mutex};
 use basalt_types::{Error, Result};
 
 /// What a server does when memstores pass the low-water mark: request
-/// flushes, largest memstores first, until the total is expected to fall
-/// under it. Runs in the writer's thread; it must not wait for flushes
-/// unless it runs them itself (no background threads).
-pub type PressureHandler = Arc<dyn Fn() + Send + Sync>;
+/// flushes, largest memstores first, until the counted total is expected
+/// to be at most the argument (the low-water mark, or lower when a held
+/// writer needs more room than the limit leaves above it). Runs in a
+/// writer's thread; it must not wait for flushes unless it runs them
+/// itself (no background threads).
+pub type PressureHandler = Arc<dyn Fn(usize) + Send + Sync>;
+
+/// `relieve_target` when no run of the pressure handler is wanted.
+const NO_REQUEST: usize = usize::MAX;
 
 /// Limits of a [`MemstoreBudget`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +96,10 @@ pub struct MemstoreBudget {
     high_water: AtomicUsize,
     /// Guards the wait: a releaser takes it before notifying, so a writer
     /// that checked the total under it cannot miss the wake-up.
-    wait_lock: Mutex<()>,
+    wait_lock: Mutex<Held>,
+    /// The most bytes a writer held at the limit waits for (0: none held);
+    /// written under `wait_lock`, read by every write (`after_write`).
+    held_need: AtomicUsize,
     room: Condvar,
     closed: AtomicBool,
     /// Flushes that failed, and the last one's message (see the module docs).
@@ -102,9 +110,18 @@ pub struct MemstoreBudget {
     held_writes: AtomicU64,
     slowed_writes: AtomicU64,
     pressure: OnceLock<PressureHandler>,
-    /// One pressure handler run at a time (see `relieve`).
+    /// One pressure handler run at a time (see `relieve`), and the lowest
+    /// target asked for since the last run.
     relieving: AtomicBool,
-    relieve_wanted: AtomicBool,
+    relieve_target: AtomicUsize,
+}
+
+/// Writers held at the limit right now.
+#[derive(Debug, Default)]
+struct Held {
+    writers: usize,
+    /// The largest reservation among them.
+    need: usize,
 }
 
 impl std::fmt::Debug for MemstoreBudget {
@@ -124,7 +141,8 @@ impl MemstoreBudget {
             limits,
             total: AtomicUsize::new(0),
             high_water: AtomicUsize::new(0),
-            wait_lock: Mutex::new(()),
+            wait_lock: Mutex::new(Held::default()),
+            held_need: AtomicUsize::new(0),
             room: Condvar::new(),
             closed: AtomicBool::new(false),
             failed_flushes: AtomicU64::new(0),
@@ -133,7 +151,7 @@ impl MemstoreBudget {
             slowed_writes: AtomicU64::new(0),
             pressure: OnceLock::new(),
             relieving: AtomicBool::new(false),
-            relieve_wanted: AtomicBool::new(false),
+            relieve_target: AtomicUsize::new(NO_REQUEST),
         })
     }
 
@@ -180,42 +198,62 @@ impl MemstoreBudget {
         if self.try_add(bytes, self.limits.low_water_bytes) {
             return Ok(self.reservation(bytes));
         }
+        let mut held = false;
+        let result = self.reserve_slowly(bytes, &mut held);
+        if held {
+            let mut waiting = self.wait_lock.lock();
+            waiting.writers -= 1;
+            if waiting.writers == 0 {
+                waiting.need = 0;
+                self.held_need.store(0, Ordering::SeqCst);
+            }
+        }
+        result
+    }
+
+    /// Steps 2 and 3 of the module docs; sets `held` once the writer is
+    /// counted among the held ones.
+    fn reserve_slowly(self: &Arc<Self>, bytes: usize, held: &mut bool) -> Result<Reservation> {
         let failures_before = self.failed_flushes.load(Ordering::SeqCst);
         let mut slowed = false;
-        let mut held = false;
         loop {
-            self.check_waiting(failures_before)?;
+            self.check_open()?;
             // Outside the wait lock: without background threads the
             // handler flushes here, and a flush releases under that lock.
-            self.relieve();
-            let mut guard = self.wait_lock.lock();
-            self.check_waiting(failures_before)?;
+            self.relieve(bytes);
+            let mut waiting = self.wait_lock.lock();
+            self.check_open()?;
             if self.try_add(bytes, self.limits.low_water_bytes) {
                 return Ok(self.reservation(bytes));
             }
-            let fits = self.fits(self.total(), bytes, self.limits.limit_bytes);
-            if fits && slowed {
-                if self.try_add(bytes, self.limits.limit_bytes) {
-                    return Ok(self.reservation(bytes));
+            if self.fits(self.total(), bytes, self.limits.limit_bytes) {
+                if slowed {
+                    if self.try_add(bytes, self.limits.limit_bytes) {
+                        return Ok(self.reservation(bytes));
+                    }
+                    continue;
                 }
-                continue;
-            }
-            if fits {
-                // Step 2: one bounded wait, cut short by a release.
+                // Step 2: one bounded wait, cut short by a release. A
+                // failed flush does not fail a write that fits.
                 slowed = true;
                 self.slowed_writes.fetch_add(1, Ordering::Relaxed);
                 if !self.limits.slowdown.is_zero() {
-                    self.room.wait_for(&mut guard, self.limits.slowdown);
+                    self.room.wait_for(&mut waiting, self.limits.slowdown);
                 }
                 continue;
             }
             // Step 3: held until a release, a failed flush or the close
-            // notifies; the loop re-checks each time.
-            if !held {
-                held = true;
+            // notifies; the loop re-checks each time. Room comes only
+            // from flushes, so one failing meanwhile ends the wait.
+            self.check_flushes(failures_before)?;
+            if !*held {
+                *held = true;
                 self.held_writes.fetch_add(1, Ordering::Relaxed);
+                waiting.writers += 1;
+                waiting.need = waiting.need.max(bytes);
+                self.held_need.store(waiting.need, Ordering::SeqCst);
             }
-            self.room.wait(&mut guard);
+            self.room.wait(&mut waiting);
         }
     }
 
@@ -254,23 +292,32 @@ impl MemstoreBudget {
         self.room.notify_all();
     }
 
-    /// After a write: past the low-water mark, ask for flushes (the
-    /// writer that pushed the total there is the one that notices).
+    /// After a write: past the low-water mark, or while a writer is held,
+    /// ask for flushes (the writer that pushed the total there is the one
+    /// that notices; without background threads it is also the one that
+    /// flushes, which is what releases a held writer then).
     pub fn after_write(&self) {
-        if self.above_low_water() {
-            self.relieve();
+        let need = self.held_need.load(Ordering::SeqCst);
+        if need > 0 || self.above_low_water() {
+            self.relieve(need);
         }
     }
 
-    /// Runs the pressure handler. One thread runs it at a time; a thread
-    /// that finds it running leaves a request the runner picks up before
-    /// it stops, so no request is lost (without background threads a held
-    /// writer depends on some thread flushing).
-    fn relieve(&self) {
+    /// Runs the pressure handler with a target that leaves room for `need`
+    /// more bytes under the limit (and is at most the low-water mark). One
+    /// thread runs it at a time; a thread that finds it running leaves its
+    /// target for the runner, which picks it up before it stops, so no
+    /// request is lost (without background threads a held writer depends
+    /// on some thread flushing).
+    fn relieve(&self, need: usize) {
         let Some(handler) = self.pressure.get() else {
             return;
         };
-        self.relieve_wanted.store(true, Ordering::SeqCst);
+        let target = self
+            .limits
+            .low_water_bytes
+            .min(self.limits.limit_bytes.saturating_sub(need));
+        self.relieve_target.fetch_min(target, Ordering::SeqCst);
         loop {
             if self
                 .relieving
@@ -279,24 +326,32 @@ impl MemstoreBudget {
             {
                 return;
             }
-            while self.relieve_wanted.swap(false, Ordering::SeqCst) {
-                handler();
+            loop {
+                let target = self.relieve_target.swap(NO_REQUEST, Ordering::SeqCst);
+                if target == NO_REQUEST {
+                    break;
+                }
+                handler(target);
             }
             self.relieving.store(false, Ordering::SeqCst);
-            // A request left after the last swap but while `relieving` was
+            // A target left after the last swap but while `relieving` was
             // still set would be lost: take it.
-            if !self.relieve_wanted.load(Ordering::SeqCst) {
+            if self.relieve_target.load(Ordering::SeqCst) == NO_REQUEST {
                 return;
             }
         }
     }
 
-    fn check_waiting(&self, failures_before: u64) -> Result<()> {
+    fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::SeqCst) {
             return Err(Error::Closed(
                 "region server (a write was waiting for memstore room)".into(),
             ));
         }
+        Ok(())
+    }
+
+    fn check_flushes(&self, failures_before: u64) -> Result<()> {
         if self.failed_flushes.load(Ordering::SeqCst) != failures_before {
             return Err(Error::RegionTooBusy(format!(
                 "memstores of all regions hold {} bytes (global limit {}) and a flush \
@@ -329,8 +384,7 @@ impl MemstoreBudget {
                 Ordering::SeqCst,
             ) {
                 Ok(_) => {
-                    self.high_water
-                        .fetch_max(current + bytes, Ordering::SeqCst);
+                    self.high_water.fetch_max(current + bytes, Ordering::SeqCst);
                     return true;
                 }
                 Err(seen) => current = seen,
@@ -441,8 +495,8 @@ mod tests {
     fn the_pressure_handler_runs_past_the_low_water_mark() {
         let b = budget(1000);
         let (tx, rx) = mpsc::channel();
-        b.set_pressure_handler(Arc::new(move || {
-            let _ = tx.send(());
+        b.set_pressure_handler(Arc::new(move |target| {
+            let _ = tx.send(target);
         }));
         let mut r = b.reserve(400).unwrap();
         r.transfer(400);
@@ -451,7 +505,7 @@ mod tests {
         let mut r2 = b.reserve(200).unwrap();
         r2.transfer(200);
         b.after_write();
-        assert!(rx.try_recv().is_ok(), "past it: flushes are requested");
+        assert_eq!(rx.try_recv().ok(), Some(500), "past it: flushes down to it");
     }
 
     #[test]

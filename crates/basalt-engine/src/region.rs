@@ -924,6 +924,12 @@ impl Region {
             .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
     }
 
+    /// True while a flush of this region runs (its snapshots are on their
+    /// way to files).
+    pub fn is_flushing(&self) -> bool {
+        self.flush_lock.is_locked()
+    }
+
     /// Requests (or, without a scheduler, runs) a flush once the memstores
     /// pass the flush size.
     fn maybe_flush(&self) {

@@ -38,11 +38,11 @@ use basalt_types::descriptor::{ColumnFamilyDescriptor, KeepDeletedCells};
 use basalt_types::{Cell, Result};
 
 use crate::block_cache::{next_file_id, BlockCache};
-use crate::memory::{MemstoreBudget, Reservation};
 use crate::compaction::{self, CompactionPolicy};
 use crate::fs::FileStore;
 use crate::layout;
 use crate::manifest::{FileLink, ManifestFile, ManifestLog, StoreManifest};
+use crate::memory::{MemstoreBudget, Reservation};
 use crate::memstore::MemStore;
 use crate::scan::{ReadOptions, StoreScanner};
 use crate::source::{first_on_row, CellSource, MergedSource};

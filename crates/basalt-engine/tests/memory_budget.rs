@@ -34,7 +34,7 @@ fn fixture() -> Fixture {
     let pressure_calls = Arc::new(AtomicUsize::new(0));
     {
         let calls = Arc::clone(&pressure_calls);
-        budget.set_pressure_handler(Arc::new(move || {
+        budget.set_pressure_handler(Arc::new(move |_target| {
             calls.fetch_add(1, Ordering::SeqCst);
         }));
     }
@@ -103,7 +103,11 @@ fn memstore_bytes_are_counted_until_their_flush_commits() {
     f.region.put(&put(0)).unwrap();
     let (active, snapshot) = f.region.memstore_parts();
     assert_eq!(snapshot, 0);
-    assert_eq!(f.budget.total(), active, "the budget holds the memstore's bytes");
+    assert_eq!(
+        f.budget.total(),
+        active,
+        "the budget holds the memstore's bytes"
+    );
     f.region.flush().unwrap();
     assert_eq!(f.budget.total(), 0, "the committed flush returned them");
     assert_eq!(f.budget.high_water_bytes(), active);
@@ -115,10 +119,17 @@ fn writes_past_the_low_water_mark_ask_for_flushes() {
     let rows = fill_to_the_limit(&f);
     assert!(f.budget.above_low_water());
     assert!(f.pressure_calls.load(Ordering::SeqCst) > 0);
-    assert!(f.budget.slowed_writes() > 0, "the writes past it were slowed");
+    assert!(
+        f.budget.slowed_writes() > 0,
+        "the writes past it were slowed"
+    );
     assert!(f.budget.high_water_bytes() <= LIMIT);
     for row in 0..rows {
-        assert!(!f.region.get(&Get::new(format!("row{row:06}"))).unwrap().is_empty());
+        assert!(!f
+            .region
+            .get(&Get::new(format!("row{row:06}")))
+            .unwrap()
+            .is_empty());
     }
 }
 

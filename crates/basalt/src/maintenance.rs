@@ -186,12 +186,14 @@ impl Maintenance {
         }
     }
 
-    /// The global memstore budget passed its low-water mark: requests
-    /// flushes of the regions with the largest active memstores until the
-    /// total is expected to fall under it (HBase's flush-largest-first).
-    /// Snapshots being flushed and regions already queued count as on their
-    /// way out.
-    pub(crate) fn relieve_memory(&self, budget: &MemstoreBudget) {
+    /// The global memstore budget passed its low-water mark (or a writer
+    /// waits at its limit): requests flushes of the regions with the
+    /// largest memstores until the counted total is expected to be at most
+    /// `target` (HBase's flush-largest-first). Snapshots being flushed
+    /// right now and regions already queued count as on their way out; a
+    /// snapshot a failed flush left counts as flushable (flushing it again
+    /// is how a held writer learns that flushes fail).
+    pub(crate) fn relieve_memory(&self, budget: &MemstoreBudget, target: usize) {
         let regions: Vec<Arc<Region>> = self
             .regions
             .read()
@@ -203,22 +205,26 @@ impl Maintenance {
         let mut candidates = Vec::with_capacity(regions.len());
         for region in &regions {
             let (active, snapshot) = region.memstore_parts();
-            expected = expected.saturating_sub(snapshot);
             let id = region.info().id;
+            let flushable = if region.is_flushing() {
+                expected = expected.saturating_sub(snapshot);
+                active
+            } else {
+                active + snapshot
+            };
             if queued.contains(&id) {
-                expected = expected.saturating_sub(active);
-            } else if active > 0 {
-                candidates.push((active, id));
+                expected = expected.saturating_sub(flushable);
+            } else if flushable > 0 {
+                candidates.push((flushable, id));
             }
         }
         candidates.sort_unstable_by(|a, b| b.cmp(a));
-        let low_water = budget.limits().low_water_bytes;
-        for (active, id) in candidates {
-            if expected <= low_water {
+        for (flushable, id) in candidates {
+            if expected <= target {
                 break;
             }
             self.request_flush(id);
-            expected = expected.saturating_sub(active);
+            expected = expected.saturating_sub(flushable);
         }
     }
 

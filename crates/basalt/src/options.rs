@@ -44,7 +44,7 @@ pub struct Options {
     /// memstores (cell sizes plus a fixed overhead per cell), so the process
     /// holds somewhat more than this for them. Memory in all:
     /// `global_memstore_bytes + block_cache_bytes` plus what requests in
-    /// flight hold (see `memory_total_bytes`).
+    /// flight and open files hold; `memory_total_bytes` sets both at once.
     pub global_memstore_bytes: usize,
     /// The low-water mark as a fraction of `global_memstore_bytes`: above
     /// it, flushes of the largest memstores are requested until the total
@@ -59,6 +59,15 @@ pub struct Options {
     /// Size of the block cache shared by all stores. Default: a fifth of the
     /// machine's memory (256 MiB where that cannot be read).
     pub block_cache_bytes: usize,
+    /// One total for the server's two big memory users: when set, the block
+    /// cache gets 40% of it and the memstores of all regions 40% (HBase's
+    /// defaults: `hfile.block.cache.size` 0.4 and
+    /// `hbase.regionserver.global.memstore.size` 0.4 of the heap, which
+    /// HBase requires to add up to at most 0.8), replacing
+    /// `block_cache_bytes` and `global_memstore_bytes`; the other 20% is
+    /// headroom for requests in flight, indexes and bloom filters of open
+    /// files, and the process. Default: unset (the two options apply).
+    pub memory_total_bytes: Option<usize>,
     /// Fewest store files a minor compaction merges. Default 3.
     pub compaction_min_files: usize,
     /// Most store files a minor compaction merges. Default 10.
@@ -119,6 +128,7 @@ impl Default for Options {
             global_memstore_low_water: 0.95,
             global_memstore_slowdown_ms: 10,
             block_cache_bytes: default_block_cache_bytes(),
+            memory_total_bytes: None,
             compaction_min_files: 3,
             compaction_max_files: 10,
             compaction_ratio: 1.2,
@@ -158,9 +168,27 @@ impl Options {
         }
     }
 
+    /// The block cache's size: `block_cache_bytes`, or its share of
+    /// `memory_total_bytes` when that is set.
+    pub fn block_cache_size(&self) -> usize {
+        match self.memory_total_bytes {
+            Some(total) => share_of(total, MEMORY_SHARE_BLOCK_CACHE),
+            None => self.block_cache_bytes,
+        }
+    }
+
+    /// The global memstore limit: `global_memstore_bytes`, or its share of
+    /// `memory_total_bytes` when that is set.
+    pub fn global_memstore_size(&self) -> usize {
+        match self.memory_total_bytes {
+            Some(total) => share_of(total, MEMORY_SHARE_MEMSTORES),
+            None => self.global_memstore_bytes,
+        }
+    }
+
     pub(crate) fn memstore_budget_limits(&self) -> BudgetLimits {
         BudgetLimits::new(
-            self.global_memstore_bytes,
+            self.global_memstore_size(),
             self.global_memstore_low_water,
             Duration::from_millis(self.global_memstore_slowdown_ms),
         )
@@ -178,6 +206,14 @@ impl Options {
     }
 }
 
+/// Shares of `memory_total_bytes`, in percent (HBase's 0.4 and 0.4).
+const MEMORY_SHARE_BLOCK_CACHE: usize = 40;
+const MEMORY_SHARE_MEMSTORES: usize = 40;
+
+fn share_of(total: usize, percent: usize) -> usize {
+    (total / 100).saturating_mul(percent)
+}
+
 /// A fifth of the machine's memory, read from /proc/meminfo.
 fn default_block_cache_bytes() -> usize {
     let total_kib = std::fs::read_to_string("/proc/meminfo")
@@ -193,6 +229,28 @@ fn default_block_cache_bytes() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_memory_total_gives_the_cache_and_the_memstores_two_fifths_each() {
+        let mut o = Options::new("d");
+        o.block_cache_bytes = 1 << 20;
+        o.global_memstore_bytes = 2 << 20;
+        assert_eq!(o.block_cache_size(), 1 << 20, "unset: the options apply");
+        assert_eq!(o.global_memstore_size(), 2 << 20);
+        o.memory_total_bytes = Some(1000 << 20);
+        assert_eq!(o.block_cache_size(), 400 << 20);
+        assert_eq!(o.global_memstore_size(), 400 << 20);
+        assert!(o.block_cache_size() + o.global_memstore_size() <= (800 << 20));
+        assert_eq!(o.memstore_budget_limits().limit_bytes, 400 << 20);
+    }
+
+    #[test]
+    fn the_low_water_mark_defaults_to_hbase_s_lower_limit() {
+        let o = Options::new("d");
+        let limits = o.memstore_budget_limits();
+        assert_eq!(limits.limit_bytes, 256 << 20);
+        assert_eq!(limits.low_water_bytes, ((256 << 20) as f64 * 0.95) as usize);
+    }
 
     #[test]
     fn stepping_splits_a_lone_region_early() {

@@ -93,7 +93,7 @@ impl RegionServer {
         let budget = MemstoreBudget::new(options.memstore_budget_limits());
         let context = StoreContext {
             files,
-            cache: Some(Arc::new(BlockCache::new(options.block_cache_bytes))),
+            cache: Some(Arc::new(BlockCache::new(options.block_cache_size()))),
             policy: options.compaction_policy(),
             memory: Some(Arc::clone(&budget)),
         };
@@ -128,9 +128,9 @@ impl RegionServer {
         {
             let weak_maintenance = Arc::downgrade(&maintenance);
             let weak_budget = Arc::downgrade(&budget);
-            budget.set_pressure_handler(Arc::new(move || {
+            budget.set_pressure_handler(Arc::new(move |target| {
                 if let (Some(m), Some(b)) = (weak_maintenance.upgrade(), weak_budget.upgrade()) {
-                    m.relieve_memory(&b);
+                    m.relieve_memory(&b, target);
                 }
             }));
         }

@@ -77,7 +77,10 @@ fn concurrent_writers_never_push_memstores_past_the_global_limit() {
             let mut samples = 0u64;
             while writing.load(Ordering::SeqCst) {
                 let total = server.memstore_bytes();
-                assert!(total <= LIMIT, "memstores hold {total} bytes, limit {LIMIT}");
+                assert!(
+                    total <= LIMIT,
+                    "memstores hold {total} bytes, limit {LIMIT}"
+                );
                 samples += 1;
                 std::thread::yield_now();
             }
@@ -93,12 +96,17 @@ fn concurrent_writers_never_push_memstores_past_the_global_limit() {
                     .map(|t| db.table(&format!("t{t}")).unwrap())
                     .collect();
                 for i in 0..ROWS_PER_WRITER {
-                    let put = Put::new(row_key(w, i))
-                        .add("f", "a", value(w, i, 0))
-                        .add("f", "b", value(w, i, 1));
+                    let put = Put::new(row_key(w, i)).add("f", "a", value(w, i, 0)).add(
+                        "f",
+                        "b",
+                        value(w, i, 1),
+                    );
                     tables[i % TABLES].put(&put).unwrap();
                     let total = server.memstore_bytes();
-                    assert!(total <= LIMIT, "memstores hold {total} bytes, limit {LIMIT}");
+                    assert!(
+                        total <= LIMIT,
+                        "memstores hold {total} bytes, limit {LIMIT}"
+                    );
                 }
             })
         })
@@ -118,7 +126,9 @@ fn concurrent_writers_never_push_memstores_past_the_global_limit() {
         budget.slowed_writes() + budget.held_writes() > 0,
         "to pass the low-water mark a write must take the slow path"
     );
-    let files: usize = (0..TABLES).map(|t| store_files(&db, &format!("t{t}"))).sum();
+    let files: usize = (0..TABLES)
+        .map(|t| store_files(&db, &format!("t{t}")))
+        .sum();
     assert!(files > 0, "the budget made regions flush");
     eprintln!(
         "high-water {high} of {LIMIT}; writes slowed {}, held {}; monitor samples {samples}; store files {}",
@@ -131,8 +141,14 @@ fn concurrent_writers_never_push_memstores_past_the_global_limit() {
         for i in 0..ROWS_PER_WRITER {
             let table = db.table(&format!("t{}", i % TABLES)).unwrap();
             let row = table.get(&Get::new(row_key(w, i))).unwrap();
-            assert_eq!(row.value(b"f", b"a").map(|v| v.to_vec()), Some(value(w, i, 0)));
-            assert_eq!(row.value(b"f", b"b").map(|v| v.to_vec()), Some(value(w, i, 1)));
+            assert_eq!(
+                row.value(b"f", b"a").map(|v| v.to_vec()),
+                Some(value(w, i, 0))
+            );
+            assert_eq!(
+                row.value(b"f", b"b").map(|v| v.to_vec()),
+                Some(value(w, i, 1))
+            );
         }
     }
     db.close().unwrap();
@@ -164,8 +180,16 @@ fn the_budget_flushes_the_largest_memstores_first() {
         i += 1;
         assert!(i < 10_000, "the budget never flushed");
     }
-    assert_eq!(store_files(&db, "big"), 1, "the largest memstore was flushed");
-    assert_eq!(store_files(&db, "small"), 0, "the small one stayed in memory");
+    assert_eq!(
+        store_files(&db, "big"),
+        1,
+        "the largest memstore was flushed"
+    );
+    assert_eq!(
+        store_files(&db, "small"),
+        0,
+        "the small one stayed in memory"
+    );
     assert!(db.region_server().memstore_bytes() <= LIMIT / 2);
     db.close().unwrap();
 }
