@@ -343,3 +343,53 @@ fn worker(maintenance: &Weak<Maintenance>, queue: &WorkQueue, flush_only: bool) 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue_with(flushes: &[u64], compactions: &[u64]) -> WorkQueue {
+        let queue = WorkQueue::default();
+        {
+            let mut q = queue.queues.lock();
+            for &id in compactions {
+                q.queued_compactions.insert(id);
+                q.compactions.push_back(id);
+            }
+            for &id in flushes {
+                q.queued_flushes.insert(id);
+                q.flushes.push_back(id);
+            }
+            // Nothing waits: `next_task` returns `None` once empty.
+            q.stopping = true;
+        }
+        queue
+    }
+
+    fn drain(queue: &WorkQueue, flush_only: bool) -> Vec<String> {
+        std::iter::from_fn(|| queue.next_task(flush_only))
+            .map(|t| match t {
+                Task::Flush(id) => format!("flush {id}"),
+                Task::Compact(id) => format!("compact {id}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn queued_flushes_are_taken_before_queued_compactions() {
+        let queue = queue_with(&[3, 4], &[1, 2]);
+        assert_eq!(
+            drain(&queue, false),
+            ["flush 3", "flush 4", "compact 1", "compact 2"]
+        );
+        let q = queue.queues.lock();
+        assert!(q.queued_flushes.is_empty() && q.queued_compactions.is_empty());
+    }
+
+    #[test]
+    fn the_flush_only_worker_leaves_compactions_to_the_others() {
+        let queue = queue_with(&[7], &[1]);
+        assert_eq!(drain(&queue, true), ["flush 7"]);
+        assert_eq!(drain(&queue, false), ["compact 1"]);
+    }
+}
