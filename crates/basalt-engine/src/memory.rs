@@ -413,7 +413,7 @@ impl Reservation {
     /// (the budget's total does not change). Returns how many were covered;
     /// a write never inserts more than it reserved, but if it did, the
     /// excess is charged.
-    pub fn transfer(&mut self, bytes: usize) -> usize {
+    pub(crate) fn transfer(&mut self, bytes: usize) -> usize {
         let covered = bytes.min(self.bytes);
         self.bytes -= covered;
         if covered < bytes {

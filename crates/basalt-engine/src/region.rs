@@ -6,11 +6,17 @@
 //! 2. resolve the mutation into cells: server timestamps for `LATEST`,
 //!    "latest version" deletes turned into exact ones, increments and
 //!    appends computed from the current values;
-//! 3. take a write number from MVCC (it is also the WAL sequence id);
-//! 4. append one WAL record per row mutation and wait for the durability
+//! 3. wait for memstore room: the region's own blocking size, then a
+//!    reservation of the cells' bytes in the server's global memstore
+//!    budget (slowed past its low-water mark, held at its limit; see
+//!    `memory.rs`);
+//! 4. take a write number from MVCC (it is also the WAL sequence id);
+//! 5. append one WAL record per row mutation and wait for the durability
 //!    asked for (group commit shares the wait with other writers);
-//! 5. insert the cells into the family memstores;
-//! 6. complete the write number and wait until it is visible, then unlock.
+//! 6. insert the cells into the family memstores (their bytes move from
+//!    the reservation to the memstores);
+//! 7. complete the write number and wait until it is visible, then unlock;
+//!    past the flush size (or the budget's low-water mark) ask for flushes.
 //!
 //! Readers never lock: they take the MVCC read point and see every write at
 //! or below it, in full (see `mvcc.rs`).

@@ -49,7 +49,8 @@ pub struct Options {
     /// The low-water mark as a fraction of `global_memstore_bytes`: above
     /// it, flushes of the largest memstores are requested until the total
     /// is under it again. Default 0.95 (HBase's
-    /// `hbase.regionserver.global.memstore.size.lower.limit`).
+    /// `hbase.regionserver.global.memstore.size.lower.limit`); values
+    /// outside 0..=1 are clamped.
     pub global_memstore_low_water: f64,
     /// Between the low-water mark and the limit, a writer waits once for at
     /// most this many milliseconds (less when a flush completes first)
