@@ -193,3 +193,42 @@ fn the_budget_flushes_the_largest_memstores_first() {
     assert!(db.region_server().memstore_bytes() <= LIMIT / 2);
     db.close().unwrap();
 }
+
+#[test]
+fn a_log_replayed_past_the_budget_is_flushed_by_the_next_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(dir.path());
+    o.background_threads = 0;
+    o.global_memstore_bytes = 64 << 20;
+    {
+        let db = Database::open_with(o.clone()).unwrap();
+        db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")))
+            .unwrap();
+        let t = db.table("t").unwrap();
+        for i in 0..400 {
+            t.put(&Put::new(format!("r{i:04}")).add("f", "q", vec![b'v'; 1000]))
+                .unwrap();
+        }
+        // Dropped without close: the rows are only in the log.
+    }
+    o.global_memstore_bytes = LIMIT;
+    let db = Database::open_with(o).unwrap();
+    let server = db.region_server();
+    assert!(
+        server.memstore_bytes() > LIMIT,
+        "replay cannot be held back: {} bytes",
+        server.memstore_bytes()
+    );
+    let t = db.table("t").unwrap();
+    t.put(&Put::new("after").add("f", "q", "x")).unwrap();
+    assert!(
+        server.memstore_bytes() <= LIMIT,
+        "the write made room first: {} bytes",
+        server.memstore_bytes()
+    );
+    for i in 0..400 {
+        assert!(!t.get(&Get::new(format!("r{i:04}"))).unwrap().is_empty());
+    }
+    assert!(!t.get(&Get::new("after")).unwrap().is_empty());
+    db.close().unwrap();
+}
