@@ -919,9 +919,9 @@ impl Region {
             .sum()
     }
 
-    /// Bytes in this region's active memstores, and in the snapshots being
-    /// flushed (already on their way out): the global budget flushes the
-    /// regions with the most active bytes first.
+    /// Bytes in this region's active memstores, and in its snapshots (being
+    /// flushed, or left by a flush that failed): the global budget flushes
+    /// the regions holding the most first.
     pub fn memstore_parts(&self) -> (usize, usize) {
         self.stores
             .read()
