@@ -232,3 +232,32 @@ fn a_log_replayed_past_the_budget_is_flushed_by_the_next_write() {
     assert!(!t.get(&Get::new("after")).unwrap().is_empty());
     db.close().unwrap();
 }
+
+#[test]
+fn a_writer_held_at_the_limit_is_released_by_a_background_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(dir.path());
+    o.global_memstore_bytes = 10_000;
+    o.background_threads = 2;
+    let db = Database::open_with(o).unwrap();
+    db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")))
+        .unwrap();
+    let t = db.table("t").unwrap();
+    // 6 KB: under the low-water mark (9,500 bytes), so nothing flushes.
+    t.put(&Put::new("a").add("f", "q", vec![b'a'; 6_000]))
+        .unwrap();
+    let budget = db.region_server().memstore_budget();
+    assert_eq!(budget.held_writes(), 0);
+    assert_eq!(store_files(&db, "t"), 0);
+    // 6 KB more cannot fit under 10,000: the writer is held until the
+    // background flush it asked for commits and returns the first 6 KB.
+    t.put(&Put::new("b").add("f", "q", vec![b'b'; 6_000]))
+        .unwrap();
+    assert_eq!(budget.held_writes(), 1, "the second write was held");
+    assert!(store_files(&db, "t") >= 1, "a flush made the room");
+    assert!(db.region_server().memstore_high_water_bytes() <= 10_000);
+    for row in ["a", "b"] {
+        assert!(!t.get(&Get::new(row)).unwrap().is_empty());
+    }
+    db.close().unwrap();
+}
