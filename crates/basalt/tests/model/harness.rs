@@ -59,9 +59,9 @@ pub(crate) struct Config {
     /// `Options::region_split_bytes` (0: no automatic splits).
     pub(crate) split_bytes: u64,
     /// `Options::global_memstore_bytes`: the default (never reached by a
-    /// case), or a few flush sizes, so the global budget's flushes of the
-    /// largest memstores (and its held writers) happen between the
-    /// regions' own flushes.
+    /// case), or one flush size, so the global budget's flushes of the
+    /// largest memstores (and its slowed and held writers) happen before
+    /// the regions' own flushes.
     pub(crate) global_memstore_bytes: usize,
     /// Where store files, manifests and the catalog live (`None`: the
     /// local disk under the data directory). The fault run hands in one
