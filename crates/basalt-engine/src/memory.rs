@@ -206,6 +206,7 @@ impl MemstoreBudget {
             if waiting.writers == 0 {
                 waiting.need = 0;
                 self.held_need.store(0, Ordering::SeqCst);
+                tracing::info!(counted = self.total(), "held writes resumed");
             }
         }
         result
@@ -249,6 +250,15 @@ impl MemstoreBudget {
             if !*held {
                 *held = true;
                 self.held_writes.fetch_add(1, Ordering::Relaxed);
+                if waiting.writers == 0 {
+                    // Once per episode, as HBase logs "blocking updates".
+                    tracing::info!(
+                        counted = self.total(),
+                        limit = self.limits.limit_bytes,
+                        "memstores of all regions are at global_memstore_bytes: \
+                         writes are held until flushes make room"
+                    );
+                }
                 waiting.writers += 1;
                 waiting.need = waiting.need.max(bytes);
                 self.held_need.store(waiting.need, Ordering::SeqCst);
