@@ -329,6 +329,9 @@ impl RegionServer {
 
 impl Drop for RegionServer {
     fn drop(&mut self) {
+        // No flush will be scheduled any more: writers still holding
+        // regions must not wait for memstore room forever.
+        self.budget.close();
         if !self.shut_down.load(Ordering::SeqCst) {
             if let Err(e) = self.wal.close() {
                 tracing::warn!(error = %e, "closing the write-ahead log failed");
