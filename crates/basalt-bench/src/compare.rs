@@ -116,6 +116,11 @@ pub struct Measurement {
     pub peak_rss_kib: Option<u64>,
     /// The command that produced it.
     pub command: String,
+    /// Why the run does not count (operations failed, loaded records not
+    /// found): the results show it as failed instead of its throughput
+    /// ratio. The first error messages are in the contender's log.
+    #[serde(default)]
+    pub failed: Option<String>,
 }
 
 struct Ctx {
@@ -461,6 +466,7 @@ fn db_measurement(
         detail,
         peak_rss_kib: out.peak_rss_kib,
         command: out.command.clone(),
+        failed: None,
     }
 }
 
@@ -533,6 +539,30 @@ fn ycsb_measurement(
         detail,
         peak_rss_kib: out.peak_rss_kib,
         command: out.command.clone(),
+        failed: report.failure(),
+    }
+}
+
+impl Ctx {
+    /// Keeps a failed phase's first error messages in the contender's log
+    /// (`<label>.errors` beside its output), named in the results.
+    fn keep_errors(&self, label: &str, report: &PhaseReport) {
+        let Some(why) = report.failure() else {
+            return;
+        };
+        let path = self.logs.join(format!("{label}.errors"));
+        let mut text = format!("{label}: {why}\n");
+        for e in &report.first_errors {
+            text.push_str(e);
+            text.push('\n');
+        }
+        if let Err(e) = std::fs::write(&path, text) {
+            eprintln!("compare: cannot write {}: {e}", path.display());
+        }
+        eprintln!(
+            "compare: [{label}] FAILED: {why}; first errors in {}",
+            path.display()
+        );
     }
 }
 
@@ -583,6 +613,7 @@ fn ycsb_section(ctx: &mut Ctx) -> BenchResult<()> {
             };
             let out = ctx.run(&label, &program, &args)?;
             let report = read_report(&json)?;
+            ctx.keep_errors(&label, &report);
             ctx.measurements
                 .push(ycsb_measurement("ycsb", &report, contender, &out));
         }
@@ -700,6 +731,7 @@ fn net_section(ctx: &mut Ctx) -> BenchResult<()> {
         // is a benchmark artefact.
         out.peak_rss_kib = peak_rss_kib_of(&pid);
         let report = read_report(&json)?;
+        ctx.keep_errors(&label, &report);
         ctx.measurements
             .push(ycsb_measurement("ycsb-net", &report, "basalt-net", &out));
     }
@@ -747,8 +779,25 @@ fn fmt_rss(v: Option<u64>) -> String {
     v.map_or_else(|| "-".into(), |k| format!("{:.0}", k as f64 / 1024.0))
 }
 
-/// (section, workload, peer, basalt ops/s, peer ops/s).
-fn ratios(ms: &[Measurement]) -> Vec<(String, String, String, f64, f64)> {
+/// Basalt against one peer on one workload.
+struct Ratio {
+    section: String,
+    workload: String,
+    peer: String,
+    basalt_ops: f64,
+    peer_ops: f64,
+    /// Set when either run failed (see [`Measurement::failed`]): the pair
+    /// has no ratio then.
+    failed: Option<String>,
+}
+
+impl Ratio {
+    fn value(&self) -> f64 {
+        self.basalt_ops / self.peer_ops.max(1e-9)
+    }
+}
+
+fn ratios(ms: &[Measurement]) -> Vec<Ratio> {
     let mut out = Vec::new();
     for m in ms
         .iter()
@@ -758,13 +807,22 @@ fn ratios(ms: &[Measurement]) -> Vec<(String, String, String, f64, f64)> {
             .iter()
             .find(|b| b.contender == "basalt" && b.section == m.section && b.workload == m.workload)
         {
-            out.push((
-                m.section.clone(),
-                m.workload.clone(),
-                m.contender.clone(),
-                b.ops_per_sec,
-                m.ops_per_sec,
-            ));
+            let failed = [b, m]
+                .iter()
+                .filter_map(|x| {
+                    x.failed
+                        .as_ref()
+                        .map(|why| format!("{}: {why}", x.contender))
+                })
+                .collect::<Vec<_>>();
+            out.push(Ratio {
+                section: m.section.clone(),
+                workload: m.workload.clone(),
+                peer: m.contender.clone(),
+                basalt_ops: b.ops_per_sec,
+                peer_ops: m.ops_per_sec,
+                failed: (!failed.is_empty()).then(|| failed.join("; ")),
+            });
         }
     }
     // Group the peers of one workload together, in the order of the run.
@@ -773,7 +831,9 @@ fn ratios(ms: &[Measurement]) -> Vec<(String, String, String, f64, f64)> {
             .position(|m| m.section == section && m.workload == workload)
             .unwrap_or(usize::MAX)
     };
-    out.sort_by(|a, b| (first(&a.0, &a.1), &a.2).cmp(&(first(&b.0, &b.1), &b.2)));
+    out.sort_by(|a, b| {
+        (first(&a.section, &a.workload), &a.peer).cmp(&(first(&b.section, &b.workload), &b.peer))
+    });
     out
 }
 
@@ -784,6 +844,7 @@ struct NetTarget {
     target: f64,
     p99_us: Option<f64>,
     p99_limit_us: Option<f64>,
+    failed: Option<String>,
 }
 
 /// The network targets of the issue, for the workloads that ran.
@@ -800,6 +861,7 @@ fn net_targets(ms: &[Measurement]) -> Vec<NetTarget> {
             target: 40_000.0,
             p99_us: c.p99_us,
             p99_limit_us: Some(5_000.0),
+            failed: c.failed.clone(),
         });
     }
     if let Some(a) = find("A") {
@@ -809,6 +871,7 @@ fn net_targets(ms: &[Measurement]) -> Vec<NetTarget> {
             target: 25_000.0,
             p99_us: None,
             p99_limit_us: None,
+            failed: a.failed.clone(),
         });
     }
     out
@@ -900,14 +963,30 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
         "| Benchmark | Peer | Basalt ops/s | Peer ops/s | Basalt/peer | Target met |"
     );
     let _ = writeln!(s, "|---|---|---:|---:|---:|---|");
-    for (section, workload, peer, b, p) in ratios(ms) {
-        let ratio = b / p.max(1e-9);
+    for r in ratios(ms) {
+        let (section, workload, peer) = (&r.section, &r.workload, &r.peer);
+        let (b, p) = (r.basalt_ops, r.peer_ops);
         // The issue's targets: db_bench against RocksDB, YCSB against fjall.
         let targeted = TARGETED.contains(&workload.as_str())
             && matches!(
                 (section.as_str(), peer.as_str()),
                 ("db_bench", "rocksdb") | ("ycsb", "fjall")
             );
+        if let Some(why) = &r.failed {
+            // A run with errors or lost records has no ratio: its
+            // throughput is not comparable.
+            let met = if targeted {
+                "**no** (failed)"
+            } else {
+                "(failed)"
+            };
+            let _ = writeln!(
+                s,
+                "| {section} {workload} | {peer} | {b:.0} | {p:.0} | failed: {why} | {met} |"
+            );
+            continue;
+        }
+        let ratio = r.value();
         let met = if !targeted {
             "(no target)"
         } else if ratio >= 1.0 {
@@ -921,7 +1000,8 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
         );
     }
     for t in net_targets(ms) {
-        let ok = t.ops >= t.target
+        let ok = t.failed.is_none()
+            && t.ops >= t.target
             && match (t.p99_us, t.p99_limit_us) {
                 (Some(p), Some(l)) => p < l,
                 _ => true,
@@ -931,6 +1011,10 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
                 format!(", p99 {:.2} ms (limit {:.0} ms)", p / 1000.0, l / 1000.0)
             }
             _ => String::new(),
+        };
+        let p99_text = match &t.failed {
+            Some(why) => format!("{p99_text}; failed: {why}"),
+            None => p99_text,
         };
         let _ = writeln!(
             s,
@@ -958,6 +1042,10 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
         );
         let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---|");
         for m in rows {
+            let notes = match &m.failed {
+                Some(why) => format!("**FAILED** ({why}; first errors in its log); {}", m.detail),
+                None => m.detail.clone(),
+            };
             let _ = writeln!(
                 s,
                 "| {} | {} | {:.0} | {} | {} | {} | {} |",
@@ -967,7 +1055,7 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
                 fmt_opt(m.p50_us),
                 fmt_opt(m.p99_us),
                 fmt_rss(m.peak_rss_kib),
-                m.detail
+                notes
             );
         }
     }
@@ -996,12 +1084,23 @@ fn xml_escape(s: &str) -> String {
 /// A horizontal bar chart of Basalt/peer throughput ratios (and, for the
 /// network runs, throughput relative to the target), with the 1.0 line.
 pub fn render_svg(ms: &[Measurement], _args: &CompareArgs) -> String {
+    // A failed run draws no bar: its throughput is not a result.
     let mut bars: Vec<(String, f64)> = ratios(ms)
         .into_iter()
-        .map(|(section, w, peer, b, p)| (format!("{section} {w} vs {peer}"), b / p.max(1e-9)))
+        .map(|r| {
+            let label = format!("{} {} vs {}", r.section, r.workload, r.peer);
+            match r.failed {
+                Some(_) => (format!("{label} (failed)"), 0.0),
+                None => (label, r.value()),
+            }
+        })
         .collect();
     for t in net_targets(ms) {
-        bars.push((format!("{} vs target", t.label), t.ops / t.target));
+        let label = format!("{} vs target", t.label);
+        match t.failed {
+            Some(_) => bars.push((format!("{label} (failed)"), 0.0)),
+            None => bars.push((label, t.ops / t.target)),
+        }
     }
     let max = bars
         .iter()
@@ -1064,6 +1163,7 @@ mod tests {
             detail: String::new(),
             peak_rss_kib: Some(2048),
             command: "x".into(),
+            failed: None,
         }
     }
 
@@ -1078,14 +1178,35 @@ mod tests {
         ];
         let r = ratios(&ms);
         assert_eq!(r.len(), 2);
-        assert_eq!(r[0].1, "fillrandom");
-        assert!((r[0].3 / r[0].4 - 0.5).abs() < 1e-9);
-        assert!((r[1].3 / r[1].4 - 3.0).abs() < 1e-9);
+        assert_eq!(r[0].workload, "fillrandom");
+        assert!((r[0].value() - 0.5).abs() < 1e-9);
+        assert!((r[1].value() - 3.0).abs() < 1e-9);
+        assert!(r.iter().all(|r| r.failed.is_none()));
         let t = net_targets(&ms);
         assert_eq!(t.len(), 1);
         let svg = render_svg(&ms, &CompareArgs::parse_default());
         assert!(svg.starts_with("<svg") && svg.contains("0.50x") && svg.contains("3.00x"));
         assert!(svg.contains("1.25x") || svg.contains("vs target"));
+    }
+
+    #[test]
+    fn a_contender_whose_run_had_errors_counts_as_failed() {
+        let mut lossy = m("ycsb", "load", "basalt", 90_000.0);
+        lossy.failed = Some("18324 operations failed".into());
+        let mut net = m("ycsb-net", "C", "basalt-net", 50_000.0);
+        net.failed = Some("12 reads found no record where one should exist".into());
+        let ms = vec![lossy, m("ycsb", "load", "fjall", 30_000.0), net];
+        let r = ratios(&ms);
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            r[0].failed.as_deref(),
+            Some("basalt: 18324 operations failed")
+        );
+        let t = net_targets(&ms);
+        assert!(t[0].failed.is_some());
+        let svg = render_svg(&ms, &CompareArgs::parse_default());
+        assert!(svg.contains("(failed)"));
+        assert!(!svg.contains("3.00x"), "no ratio drawn for a failed run");
     }
 
     impl CompareArgs {

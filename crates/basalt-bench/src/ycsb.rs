@@ -94,6 +94,13 @@ pub struct PhaseReport {
     pub operations: u64,
     /// Reads (and read-modify-writes) that found no record: should be 0.
     pub reads_not_found: u64,
+    /// Operations that failed, over all types: should be 0.
+    #[serde(default)]
+    pub errors: u64,
+    /// The first error messages (at most [`KEPT_ERRORS`] per client
+    /// thread), for the contender's log.
+    #[serde(default)]
+    pub first_errors: Vec<String>,
     /// Per operation type, in YCSB's names.
     pub ops: Vec<(String, LatencySummary)>,
     /// Peak RSS of this process in KiB (the client for network targets).
@@ -133,6 +140,24 @@ impl PhaseReport {
         out
     }
 
+    /// Why this phase does not count as a result: operations failed, or
+    /// reads found nothing for records that were loaded or acknowledged
+    /// (a store that loses writes must not show a throughput). `None` for
+    /// a clean run.
+    pub fn failure(&self) -> Option<String> {
+        let mut why = Vec::new();
+        if self.errors > 0 {
+            why.push(format!("{} operations failed", self.errors));
+        }
+        if self.reads_not_found > 0 {
+            why.push(format!(
+                "{} reads found no record where one should exist",
+                self.reads_not_found
+            ));
+        }
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+
     /// The summary of one operation type.
     pub fn op(&self, kind: OpKind) -> Option<&LatencySummary> {
         self.ops
@@ -142,10 +167,15 @@ impl PhaseReport {
     }
 }
 
+/// Error messages each client thread keeps for the report.
+pub const KEPT_ERRORS: usize = 10;
+
 /// What one client thread measured.
 struct ThreadResult {
     hists: Vec<Latencies>,
     not_found: u64,
+    /// The thread's first error messages (at most `KEPT_ERRORS`).
+    errors: Vec<String>,
 }
 
 /// Paces a thread to its share of the target rate.
@@ -243,6 +273,7 @@ pub fn run_phase(
                         result: ThreadResult {
                             hists: vec![Latencies::new(); OpKind::ALL.len()],
                             not_found: 0,
+                            errors: Vec::new(),
                         },
                     };
                     let mut throttle = Throttle::new(per_thread_rate);
@@ -276,13 +307,16 @@ pub fn run_phase(
     bar.finish_and_clear();
     let mut hists = vec![Latencies::new(); OpKind::ALL.len()];
     let mut not_found = 0;
+    let mut first_errors = Vec::new();
     for r in results {
         let r = r?;
         for (total, h) in hists.iter_mut().zip(&r.hists) {
             total.merge(h);
         }
         not_found += r.not_found;
+        first_errors.extend(r.errors);
     }
+    let errors = hists.iter().map(|h| h.summary().errors).sum();
     let operations: u64 = hists.iter().map(Latencies::count).sum();
     let ops = OpKind::ALL
         .iter()
@@ -300,6 +334,8 @@ pub fn run_phase(
         throughput: operations as f64 / secs,
         operations,
         reads_not_found: not_found,
+        errors,
+        first_errors,
         ops,
         peak_rss_kib: peak_rss_kib(),
     })
@@ -329,6 +365,11 @@ impl Worker {
             }
             Err(e) => {
                 self.result.hists[kind.index()].record_error();
+                if self.result.errors.len() < KEPT_ERRORS {
+                    self.result
+                        .errors
+                        .push(format!("{} failed: {e}", kind.name()));
+                }
                 report_error(kind, &e);
                 None
             }
@@ -503,6 +544,97 @@ mod tests {
         assert!(record::decode(&v[..v.len() - 1]).is_err());
     }
 
+    /// A store that fails every insert after the first `ok` and finds
+    /// nothing on reads.
+    struct Lossy {
+        ok: u64,
+        inserts: Arc<AtomicU64>,
+    }
+
+    struct LossySession {
+        ok: u64,
+        inserts: Arc<AtomicU64>,
+    }
+
+    impl YcsbStore for Lossy {
+        fn name(&self) -> String {
+            "lossy".into()
+        }
+        fn prepare(&self) -> BenchResult<()> {
+            Ok(())
+        }
+        fn session(&self) -> BenchResult<Box<dyn YcsbSession>> {
+            Ok(Box::new(LossySession {
+                ok: self.ok,
+                inserts: Arc::clone(&self.inserts),
+            }))
+        }
+        fn finish(&self) -> BenchResult<()> {
+            Ok(())
+        }
+    }
+
+    impl YcsbSession for LossySession {
+        fn insert(&mut self, _: &[u8], _: &[(&str, &[u8])]) -> BenchResult<()> {
+            if self.inserts.fetch_add(1, Ordering::SeqCst) < self.ok {
+                Ok(())
+            } else {
+                Err(BenchError::new("region is splitting"))
+            }
+        }
+        fn read(&mut self, _: &[u8]) -> BenchResult<usize> {
+            Ok(0)
+        }
+        fn update(&mut self, _: &[u8], _: &[(&str, &[u8])]) -> BenchResult<()> {
+            Ok(())
+        }
+        fn scan(&mut self, _: &[u8], _: usize) -> BenchResult<usize> {
+            Ok(0)
+        }
+    }
+
+    fn config(workload: Workload) -> PhaseConfig {
+        PhaseConfig {
+            workload,
+            record_count: 50,
+            operation_count: 50,
+            threads: 1,
+            target_ops: None,
+            progress: false,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn a_load_with_failed_inserts_is_a_failure_and_keeps_the_first_messages() {
+        let store = Lossy {
+            ok: 20,
+            inserts: Arc::default(),
+        };
+        let report = run_phase(&store, Phase::Load, &config(Workload::A)).unwrap();
+        assert_eq!(report.errors, 30);
+        assert_eq!(report.operations, 20);
+        assert_eq!(report.first_errors.len(), KEPT_ERRORS);
+        assert!(report.first_errors[0].contains("region is splitting"));
+        let why = report.failure().unwrap();
+        assert!(why.contains("30 operations failed"), "{why}");
+    }
+
+    #[test]
+    fn reads_that_miss_loaded_records_make_a_run_a_failure() {
+        let store = Lossy {
+            ok: u64::MAX,
+            inserts: Arc::default(),
+        };
+        let report = run_phase(&store, Phase::Run, &config(Workload::C)).unwrap();
+        assert_eq!(report.errors, 0);
+        assert_eq!(report.reads_not_found, 50);
+        assert!(report
+            .failure()
+            .unwrap()
+            .contains("50 reads found no record"));
+    }
+
     #[test]
     fn ycsb_text_has_the_standard_names() {
         let report = PhaseReport {
@@ -514,6 +646,8 @@ mod tests {
             throughput: 10.0,
             operations: 10,
             reads_not_found: 0,
+            errors: 0,
+            first_errors: Vec::new(),
             ops: vec![(
                 "READ".into(),
                 LatencySummary {
@@ -523,6 +657,7 @@ mod tests {
             )],
             peak_rss_kib: Some(5),
         };
+        assert_eq!(report.failure(), None, "a clean run counts");
         let text = report.to_ycsb_text();
         assert!(text.contains("[OVERALL], Throughput(ops/sec), 10.00"));
         assert!(text.contains("[READ], 99thPercentileLatency(us), 0.000"));

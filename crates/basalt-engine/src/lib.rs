@@ -16,6 +16,7 @@ pub mod fs;
 pub mod layout;
 pub mod load;
 pub mod manifest;
+pub mod memory;
 pub mod memstore;
 pub mod mvcc;
 pub mod region;

@@ -15,6 +15,7 @@ use crossbeam_skiplist::SkipMap;
 
 use basalt_types::{Cell, CellType, Result};
 
+use crate::memory::{MemstoreBudget, Reservation};
 use crate::source::{first_on_row, CellSource};
 
 /// The memstore's key: a cell's coordinates without the family, which is
@@ -63,23 +64,74 @@ pub struct MemStore {
     family: Bytes,
     cells: SkipMap<MemKey, Bytes>,
     heap_size: AtomicUsize,
+    /// The server's global memstore budget, when there is one, and the
+    /// bytes of this memstore it counts: from insertion until the flush
+    /// that wrote them commits (`release_budget`) or the memstore drops.
+    budget: Option<Arc<MemstoreBudget>>,
+    counted: AtomicUsize,
 }
 
 impl MemStore {
     /// An empty memstore for `family`.
     pub fn new(family: Bytes) -> Self {
+        MemStore::with_budget(family, None)
+    }
+
+    /// An empty memstore for `family` whose bytes `budget` counts.
+    pub fn with_budget(family: Bytes, budget: Option<Arc<MemstoreBudget>>) -> Self {
         MemStore {
             family,
             cells: SkipMap::new(),
             heap_size: AtomicUsize::new(0),
+            budget,
+            counted: AtomicUsize::new(0),
         }
     }
 
     /// Adds a cell (its sequence id must be set). The family is implied.
+    /// The budget counts it at once, without waiting: this is for WAL
+    /// replay; writes reserve first and use [`MemStore::insert_reserved`].
     pub fn insert(&self, cell: &Cell) {
-        self.heap_size
-            .fetch_add(cell.heap_size(), AtomicOrdering::Relaxed);
+        let size = cell.heap_size();
+        if let Some(budget) = &self.budget {
+            budget.charge(size);
+            self.counted.fetch_add(size, AtomicOrdering::SeqCst);
+        }
+        self.add(cell, size);
+    }
+
+    /// Adds a cell whose bytes `reservation` holds: they move to this
+    /// memstore, and the budget's total does not change.
+    pub fn insert_reserved(&self, cell: &Cell, reservation: &mut Reservation) {
+        let size = cell.heap_size();
+        match &self.budget {
+            Some(budget) if Arc::ptr_eq(budget, reservation.budget()) => {
+                reservation.transfer(size);
+                self.counted.fetch_add(size, AtomicOrdering::SeqCst);
+            }
+            Some(budget) => {
+                // Not reserved in this memstore's budget (a caller bug):
+                // count it anyway; the reservation returns its own bytes.
+                budget.charge(size);
+                self.counted.fetch_add(size, AtomicOrdering::SeqCst);
+            }
+            None => {}
+        }
+        self.add(cell, size);
+    }
+
+    fn add(&self, cell: &Cell, size: usize) {
+        self.heap_size.fetch_add(size, AtomicOrdering::Relaxed);
         self.cells.insert(MemKey::of(cell), cell.value.clone());
+    }
+
+    /// Returns this memstore's bytes to the budget: its flush committed, so
+    /// the store files hold them (readers still holding the memstore keep
+    /// reading it; it is no longer what writers wait for).
+    pub fn release_budget(&self) {
+        if let Some(budget) = &self.budget {
+            budget.release(self.counted.swap(0, AtomicOrdering::SeqCst));
+        }
     }
 
     /// Approximate bytes held, for flush decisions.
@@ -107,6 +159,14 @@ impl MemStore {
             exhausted: true,
             chunk: FIRST_CHUNK,
         }
+    }
+}
+
+impl Drop for MemStore {
+    fn drop(&mut self) {
+        // A region closed or dropped with data in memory: its bytes leave
+        // the budget with it.
+        self.release_budget();
     }
 }
 

@@ -6,11 +6,17 @@
 //! 2. resolve the mutation into cells: server timestamps for `LATEST`,
 //!    "latest version" deletes turned into exact ones, increments and
 //!    appends computed from the current values;
-//! 3. take a write number from MVCC (it is also the WAL sequence id);
-//! 4. append one WAL record per row mutation and wait for the durability
+//! 3. wait for memstore room: the region's own blocking size, then a
+//!    reservation of the cells' bytes in the server's global memstore
+//!    budget (slowed past its low-water mark, held at its limit; see
+//!    `memory.rs`);
+//! 4. take a write number from MVCC (it is also the WAL sequence id);
+//! 5. append one WAL record per row mutation and wait for the durability
 //!    asked for (group commit shares the wait with other writers);
-//! 5. insert the cells into the family memstores;
-//! 6. complete the write number and wait until it is visible, then unlock.
+//! 6. insert the cells into the family memstores (their bytes move from
+//!    the reservation to the memstores);
+//! 7. complete the write number and wait until it is visible, then unlock;
+//!    past the flush size (or the budget's low-water mark) ask for flushes.
 //!
 //! Readers never lock: they take the MVCC read point and see every write at
 //! or below it, in full (see `mvcc.rs`).
@@ -821,6 +827,19 @@ impl Region {
         }
         let wal = self.wal()?;
         self.wait_for_memstore_room()?;
+        // The global budget after the region's own limit: a writer held
+        // by its region holds no global bytes meanwhile.
+        let mut reservation = match &self.context.memory {
+            Some(budget) => {
+                let bytes = writes
+                    .iter()
+                    .flat_map(|w| w.cells.iter())
+                    .map(Cell::heap_size)
+                    .sum();
+                Some(budget.reserve(bytes)?)
+            }
+            None => None,
+        };
         let updates = self.updates.read();
         if self.closed.load(Ordering::Acquire) {
             return Err(self.not_serving());
@@ -867,7 +886,7 @@ impl Region {
                 for cell in cells {
                     // A family dropped by a concurrent alter takes its cells with it.
                     if let Some(store) = stores.get(&cell.family) {
-                        store.insert(cell);
+                        store.insert_reserved(cell, reservation.as_mut());
                     }
                     bytes += cell.heap_size() as u64;
                 }
@@ -880,9 +899,14 @@ impl Region {
             self.mvcc.complete(s);
         }
         drop(updates);
+        // What a dropped family did not take goes back.
+        drop(reservation);
         self.mvcc.wait_for(last);
         self.commit_timestamps(staged);
         self.maybe_flush();
+        if let Some(budget) = &self.context.memory {
+            budget.after_write();
+        }
         Ok(())
     }
 
@@ -893,6 +917,23 @@ impl Region {
             .values()
             .map(|s| s.memstore_bytes())
             .sum()
+    }
+
+    /// Bytes in this region's active memstores, and in its snapshots (being
+    /// flushed, or left by a flush that failed): the global budget flushes
+    /// the regions holding the most first.
+    pub fn memstore_parts(&self) -> (usize, usize) {
+        self.stores
+            .read()
+            .values()
+            .map(|s| s.memstore_parts())
+            .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
+    }
+
+    /// True while a flush of this region runs (its snapshots are on their
+    /// way to files).
+    pub fn is_flushing(&self) -> bool {
+        self.flush_lock.is_locked()
     }
 
     /// Requests (or, without a scheduler, runs) a flush once the memstores
@@ -956,6 +997,9 @@ impl Region {
         if let Err(e) = &result {
             *self.last_flush_failure.lock() = e.to_string();
             self.failed_flushes.fetch_add(1, Ordering::SeqCst);
+            if let Some(budget) = &self.context.memory {
+                budget.flush_failed(&format!("{}: {e}", self.info.encoded_name()));
+            }
             // Writers waiting for room learn at once that it is not coming.
             let _guard = self.flushed_mutex.lock();
             self.flushed.notify_all();

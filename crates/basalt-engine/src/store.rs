@@ -42,6 +42,7 @@ use crate::compaction::{self, CompactionPolicy};
 use crate::fs::FileStore;
 use crate::layout;
 use crate::manifest::{FileLink, ManifestFile, ManifestLog, StoreManifest};
+use crate::memory::{MemstoreBudget, Reservation};
 use crate::memstore::MemStore;
 use crate::scan::{ReadOptions, StoreScanner};
 use crate::source::{first_on_row, CellSource, MergedSource};
@@ -58,6 +59,9 @@ pub struct StoreContext {
     pub cache: Option<Arc<BlockCache>>,
     /// When to compact.
     pub policy: CompactionPolicy,
+    /// The server's global memstore budget (none: only each region's own
+    /// flush and blocking sizes apply).
+    pub memory: Option<Arc<MemstoreBudget>>,
 }
 
 /// A store file in use, with its manifest entry.
@@ -245,7 +249,10 @@ impl Store {
         }
         Ok(Store {
             view: RwLock::new(Arc::new(StoreView {
-                active: Arc::new(MemStore::new(family.clone())),
+                active: Arc::new(MemStore::with_budget(
+                    family.clone(),
+                    context.memory.clone(),
+                )),
                 snapshot: None,
                 files,
             })),
@@ -305,9 +312,20 @@ impl Store {
         sequence_id >= self.first_sequence && sequence_id > self.flushed_through()
     }
 
-    /// Adds a cell to the active memstore.
+    /// Adds a cell to the active memstore (WAL replay: the budget counts
+    /// it without waiting).
     pub fn insert(&self, cell: &Cell) {
         self.view.read().active.insert(cell);
+    }
+
+    /// Adds a cell to the active memstore, moving its bytes out of the
+    /// write's reservation in the global budget (when there is one).
+    pub fn insert_reserved(&self, cell: &Cell, reservation: Option<&mut Reservation>) {
+        let view = self.view.read();
+        match reservation {
+            Some(reservation) => view.active.insert_reserved(cell, reservation),
+            None => view.active.insert(cell),
+        }
     }
 
     /// Sizes and counts.
@@ -333,6 +351,15 @@ impl Store {
             point_read_files: self.point_read_files.load(Ordering::Relaxed),
             point_read_skips: self.point_read_skips.load(Ordering::Relaxed),
         }
+    }
+
+    /// Bytes in the active memstore, and in the snapshot being flushed.
+    pub fn memstore_parts(&self) -> (usize, usize) {
+        let view = self.view.read();
+        (
+            view.active.heap_size(),
+            view.snapshot.as_ref().map_or(0, |s| s.heap_size()),
+        )
     }
 
     /// Bytes held in memory (active memstore and any snapshot).
@@ -423,7 +450,10 @@ impl Store {
         }
         let mut next = (**view).clone();
         next.snapshot = Some(Arc::clone(&next.active));
-        next.active = Arc::new(MemStore::new(self.family.clone()));
+        next.active = Arc::new(MemStore::with_budget(
+            self.family.clone(),
+            self.context.memory.clone(),
+        ));
         *view = Arc::new(next);
         true
     }
@@ -466,6 +496,9 @@ impl Store {
             }
             *view = Arc::new(next_view);
         }
+        // The file holds the snapshot's cells now: its bytes leave the
+        // global budget (readers still holding it keep reading it).
+        snapshot.release_budget();
         *self.snapshot_through.lock() = None;
         self.flushed_through.fetch_max(through, Ordering::AcqRel);
         Ok(())

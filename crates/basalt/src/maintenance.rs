@@ -5,24 +5,83 @@
 //!
 //! All of it runs through one scheduler. With `background_threads = 0` the
 //! work runs in the thread that asked for it, so tests are deterministic;
-//! otherwise a small pool of threads takes requests from a queue, and a
-//! region that asks again while its flush is queued is not queued twice.
-
-use std::collections::{HashMap, HashSet};
-use std::sync::mpsc;
+//! otherwise a small pool of threads takes requests from two queues, and a
+//! region that asks again while its flush (or compaction) is queued is not
+//! queued twice.
+//!
+//! Flushes come before compactions: memory is only returned by flushes,
+//! and writers wait for it (the region's blocking size, the global memstore
+//! budget), while a compaction only makes reads cheaper. So every worker
+//! takes a queued flush before a queued compaction, a background flush
+//! queues its follow-up compaction instead of running it, and with two or
+//! more threads the first one only flushes: a flush never waits behind
+//! compactions that occupy every thread (HBase keeps separate flush and
+//! compaction threads for the same reason).
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 
+use basalt_engine::memory::MemstoreBudget;
 use basalt_engine::wal::WriteAheadLog;
 use basalt_engine::{FlushRequester, Region};
 use basalt_types::Result;
 
+/// Work waiting for a thread. Invariant: a region id is in `flushes`
+/// exactly when it is in `queued_flushes` (likewise for compactions), so a
+/// region is never queued twice for the same work.
+#[derive(Debug, Default)]
+struct Queues {
+    flushes: VecDeque<u64>,
+    compactions: VecDeque<u64>,
+    queued_flushes: HashSet<u64>,
+    queued_compactions: HashSet<u64>,
+    /// Set by `shutdown`: workers finish what is queued, then stop.
+    stopping: bool,
+}
+
 enum Task {
     Flush(u64),
     Compact(u64),
-    Stop,
+}
+
+#[derive(Debug, Default)]
+struct WorkQueue {
+    queues: Mutex<Queues>,
+    /// Signalled when work is queued or the scheduler stops.
+    work: Condvar,
+}
+
+impl WorkQueue {
+    /// The next task for a worker, flushes first; `None` once stopping
+    /// with nothing left it may take.
+    fn next_task(&self, flush_only: bool) -> Option<Task> {
+        let mut queues = self.queues.lock();
+        loop {
+            if let Some(id) = queues.flushes.pop_front() {
+                queues.queued_flushes.remove(&id);
+                return Some(Task::Flush(id));
+            }
+            if !flush_only {
+                if let Some(id) = queues.compactions.pop_front() {
+                    queues.queued_compactions.remove(&id);
+                    return Some(Task::Compact(id));
+                }
+            }
+            if queues.stopping {
+                return None;
+            }
+            self.work.wait(&mut queues);
+        }
+    }
+
+    fn stop(&self) {
+        let mut queues = self.queues.lock();
+        queues.stopping = true;
+        self.work.notify_all();
+    }
 }
 
 /// What the master does after maintenance work on a region.
@@ -38,20 +97,14 @@ pub(crate) trait MaintenanceHooks: Send + Sync + std::fmt::Debug {
 pub(crate) struct Maintenance {
     regions: RwLock<HashMap<u64, Weak<Region>>>,
     wal: Arc<dyn WriteAheadLog>,
-    queue: Mutex<Option<mpsc::Sender<Task>>>,
+    /// Shared with the workers, which wait on it without keeping the
+    /// scheduler alive (dropping it stops them).
+    queue: Arc<WorkQueue>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-    queued: Mutex<HashSet<u64>>,
+    /// Background threads are running (otherwise work runs in the
+    /// caller's thread).
+    background: AtomicBool,
     hooks: OnceLock<Arc<dyn MaintenanceHooks>>,
-}
-
-impl std::fmt::Debug for Task {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Task::Flush(id) => write!(f, "Flush({id})"),
-            Task::Compact(id) => write!(f, "Compact({id})"),
-            Task::Stop => f.write_str("Stop"),
-        }
-    }
 }
 
 impl Maintenance {
@@ -60,30 +113,32 @@ impl Maintenance {
         let maintenance = Arc::new(Maintenance {
             regions: RwLock::new(HashMap::new()),
             wal,
-            queue: Mutex::new(None),
+            queue: Arc::new(WorkQueue::default()),
             workers: Mutex::new(Vec::new()),
-            queued: Mutex::new(HashSet::new()),
+            background: AtomicBool::new(false),
             hooks: OnceLock::new(),
         });
-        if threads > 0 {
-            let (tx, rx) = mpsc::channel::<Task>();
-            let rx = Arc::new(Mutex::new(rx));
-            let mut workers = maintenance.workers.lock();
-            for i in 0..threads {
-                let rx = Arc::clone(&rx);
-                let weak = Arc::downgrade(&maintenance);
-                let spawned = std::thread::Builder::new()
-                    .name(format!("basalt-maintenance-{i}"))
-                    .spawn(move || worker(&weak, &rx));
-                match spawned {
-                    Ok(handle) => workers.push(handle),
-                    Err(e) => tracing::error!(error = %e, "could not start a maintenance thread"),
-                }
-            }
-            if !workers.is_empty() {
-                *maintenance.queue.lock() = Some(tx);
+        let mut handles = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let weak = Arc::downgrade(&maintenance);
+            let queue = Arc::clone(&maintenance.queue);
+            // See the module docs: with two or more threads, the first
+            // one only flushes.
+            let flush_only = threads >= 2 && i == 0;
+            let spawned = std::thread::Builder::new()
+                .name(format!("basalt-maintenance-{i}"))
+                .spawn(move || worker(&weak, &queue, flush_only));
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => tracing::error!(error = %e, "could not start a maintenance thread"),
             }
         }
+        // No thread could start: the work runs inline rather than queued
+        // for nobody.
+        maintenance
+            .background
+            .store(!handles.is_empty(), Ordering::SeqCst);
+        *maintenance.workers.lock() = handles;
         maintenance
     }
 
@@ -118,18 +173,58 @@ impl Maintenance {
     /// Asks for a flush of region `id`, in the background if there are
     /// workers.
     pub(crate) fn request_flush(&self, id: u64) {
-        let queue = self.queue.lock().clone();
-        match queue {
-            Some(tx) => {
-                if self.queued.lock().insert(id) && tx.send(Task::Flush(id)).is_err() {
-                    self.queued.lock().remove(&id);
-                }
+        if self.background.load(Ordering::SeqCst) {
+            let mut queues = self.queue.queues.lock();
+            if !queues.stopping && queues.queued_flushes.insert(id) {
+                queues.flushes.push_back(id);
+                self.queue.work.notify_all();
             }
-            None => {
-                if let Err(e) = self.flush_region(id) {
-                    tracing::warn!(region = id, error = %e, "flush failed; the data stays in the WAL");
-                }
+            return;
+        }
+        if let Err(e) = self.flush_region(id) {
+            tracing::warn!(region = id, error = %e, "flush failed; the data stays in the WAL");
+        }
+    }
+
+    /// The global memstore budget passed its low-water mark (or a writer
+    /// waits at its limit): requests flushes of the regions with the
+    /// largest memstores until the counted total is expected to be at most
+    /// `target` (HBase's flush-largest-first). Snapshots being flushed
+    /// right now and regions already queued count as on their way out; a
+    /// snapshot a failed flush left counts as flushable (flushing it again
+    /// is how a held writer learns that flushes fail).
+    pub(crate) fn relieve_memory(&self, budget: &MemstoreBudget, target: usize) {
+        let regions: Vec<Arc<Region>> = self
+            .regions
+            .read()
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let queued: HashSet<u64> = self.queue.queues.lock().queued_flushes.clone();
+        let mut expected = budget.total();
+        let mut candidates = Vec::with_capacity(regions.len());
+        for region in &regions {
+            let (active, snapshot) = region.memstore_parts();
+            let id = region.info().id;
+            let flushable = if region.is_flushing() {
+                expected = expected.saturating_sub(snapshot);
+                active
+            } else {
+                active + snapshot
+            };
+            if queued.contains(&id) {
+                expected = expected.saturating_sub(flushable);
+            } else if flushable > 0 {
+                candidates.push((flushable, id));
             }
+        }
+        candidates.sort_unstable_by(|a, b| b.cmp(a));
+        for (flushable, id) in candidates {
+            if expected <= target {
+                break;
+            }
+            self.request_flush(id);
+            expected = expected.saturating_sub(flushable);
         }
     }
 
@@ -137,13 +232,23 @@ impl Maintenance {
     /// unflushed edits, runs a minor compaction if the region needs one, and
     /// lets the database split it if it grew too large.
     pub(crate) fn flush_region(&self, id: u64) -> Result<()> {
+        self.flush_then(id, true)
+    }
+
+    /// A flush and what follows it; `compact_inline` false queues the
+    /// compaction instead (a background flush: see the module docs).
+    fn flush_then(&self, id: u64, compact_inline: bool) -> Result<()> {
         let Some(region) = self.region(id) else {
             return Ok(());
         };
         region.flush()?;
         self.retire_wal()?;
-        if region.needs_compaction() && region.compact(false)? {
-            self.after_compaction(&region);
+        if compact_inline {
+            if region.needs_compaction() && region.compact(false)? {
+                self.after_compaction(&region);
+            }
+        } else if region.needs_compaction() {
+            self.request_compaction(id);
         }
         if let Some(hooks) = self.hooks.get() {
             hooks.after_flush(&region);
@@ -155,18 +260,18 @@ impl Maintenance {
     /// there are workers): after a split or merge, it rewrites the links to
     /// the parent's files.
     pub(crate) fn request_compaction(&self, id: u64) {
-        let queue = self.queue.lock().clone();
-        match queue {
-            Some(tx) => {
-                if tx.send(Task::Compact(id)).is_err() {
-                    tracing::warn!(region = id, "compaction not queued: maintenance stopped");
-                }
+        if self.background.load(Ordering::SeqCst) {
+            let mut queues = self.queue.queues.lock();
+            if queues.stopping {
+                tracing::warn!(region = id, "compaction not queued: maintenance stopped");
+            } else if queues.queued_compactions.insert(id) {
+                queues.compactions.push_back(id);
+                self.queue.work.notify_all();
             }
-            None => {
-                if let Err(e) = self.compact_region(id) {
-                    tracing::warn!(region = id, error = %e, "compaction failed");
-                }
-            }
+            return;
+        }
+        if let Err(e) = self.compact_region(id) {
+            tracing::warn!(region = id, error = %e, "compaction failed");
         }
     }
 
@@ -200,13 +305,8 @@ impl Maintenance {
 
     /// Stops the workers after the work already queued.
     pub(crate) fn shutdown(&self) {
-        let queue = self.queue.lock().take();
+        self.queue.stop();
         let mut workers = self.workers.lock();
-        if let Some(tx) = queue {
-            for _ in 0..workers.len() {
-                let _ = tx.send(Task::Stop);
-            }
-        }
         for handle in workers.drain(..) {
             if handle.join().is_err() {
                 tracing::error!("a maintenance thread panicked");
@@ -215,19 +315,23 @@ impl Maintenance {
     }
 }
 
-fn worker(maintenance: &Weak<Maintenance>, rx: &Mutex<mpsc::Receiver<Task>>) {
-    loop {
-        let task = match rx.lock().recv() {
-            Ok(task) => task,
-            Err(_) => return,
-        };
+impl Drop for Maintenance {
+    fn drop(&mut self) {
+        // Dropped without `shutdown` (a region server dropped without
+        // closing): the workers stop after what is queued. Not joined:
+        // the last reference may be a worker's own.
+        self.queue.stop();
+    }
+}
+
+fn worker(maintenance: &Weak<Maintenance>, queue: &WorkQueue, flush_only: bool) {
+    while let Some(task) = queue.next_task(flush_only) {
         let Some(m) = maintenance.upgrade() else {
             return;
         };
         match task {
             Task::Flush(id) => {
-                m.queued.lock().remove(&id);
-                if let Err(e) = m.flush_region(id) {
+                if let Err(e) = m.flush_then(id, false) {
                     tracing::warn!(region = id, error = %e, "background flush failed; the data stays in the WAL");
                 }
             }
@@ -236,7 +340,56 @@ fn worker(maintenance: &Weak<Maintenance>, rx: &Mutex<mpsc::Receiver<Task>>) {
                     tracing::warn!(region = id, error = %e, "background compaction failed");
                 }
             }
-            Task::Stop => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue_with(flushes: &[u64], compactions: &[u64]) -> WorkQueue {
+        let queue = WorkQueue::default();
+        {
+            let mut q = queue.queues.lock();
+            for &id in compactions {
+                q.queued_compactions.insert(id);
+                q.compactions.push_back(id);
+            }
+            for &id in flushes {
+                q.queued_flushes.insert(id);
+                q.flushes.push_back(id);
+            }
+            // Nothing waits: `next_task` returns `None` once empty.
+            q.stopping = true;
+        }
+        queue
+    }
+
+    fn drain(queue: &WorkQueue, flush_only: bool) -> Vec<String> {
+        std::iter::from_fn(|| queue.next_task(flush_only))
+            .map(|t| match t {
+                Task::Flush(id) => format!("flush {id}"),
+                Task::Compact(id) => format!("compact {id}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn queued_flushes_are_taken_before_queued_compactions() {
+        let queue = queue_with(&[3, 4], &[1, 2]);
+        assert_eq!(
+            drain(&queue, false),
+            ["flush 3", "flush 4", "compact 1", "compact 2"]
+        );
+        let q = queue.queues.lock();
+        assert!(q.queued_flushes.is_empty() && q.queued_compactions.is_empty());
+    }
+
+    #[test]
+    fn the_flush_only_worker_leaves_compactions_to_the_others() {
+        let queue = queue_with(&[7], &[1]);
+        assert_eq!(drain(&queue, true), ["flush 7"]);
+        assert_eq!(drain(&queue, false), ["compact 1"]);
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use basalt_engine::compaction::CompactionPolicy;
+use basalt_engine::memory::BudgetLimits;
 use basalt_engine::wal::WalOptions;
 use basalt_engine::RegionConfig;
 
@@ -31,9 +32,43 @@ pub struct Options {
     /// Writers of a region wait while its memstores hold this many times the
     /// flush size (flushes are behind). Default 4 (HBase's block multiplier).
     pub memstore_block_multiplier: usize,
+    /// The memstores of all regions of the server together may hold at
+    /// most this many bytes (HBase's `hbase.regionserver.global.memstore.size`,
+    /// there a fraction of the heap). Past the low-water mark the largest
+    /// memstores are flushed first and writers are slowed; at this limit
+    /// writers wait (never fail) until flushes make room. Default 256 MiB:
+    /// two of HBase's 128 MiB flushes (one region filling while one
+    /// flushes), and a fixed amount whatever the machine, like RocksDB's
+    /// write buffers, so a load's memory is set by the configuration rather
+    /// than by how far flushes fall behind. Counted as HBase counts
+    /// memstores (cell sizes plus a fixed overhead per cell), so the process
+    /// holds somewhat more than this for them. Memory in all:
+    /// `global_memstore_bytes + block_cache_bytes` plus what requests in
+    /// flight and open files hold; `memory_total_bytes` sets both at once.
+    pub global_memstore_bytes: usize,
+    /// The low-water mark as a fraction of `global_memstore_bytes`: above
+    /// it, flushes of the largest memstores are requested until the total
+    /// is under it again. Default 0.95 (HBase's
+    /// `hbase.regionserver.global.memstore.size.lower.limit`); values
+    /// outside 0..=1 are clamped.
+    pub global_memstore_low_water: f64,
+    /// Between the low-water mark and the limit, a writer waits once for at
+    /// most this many milliseconds (less when a flush completes first)
+    /// before it writes, so flushes can catch up before writers reach the
+    /// limit. 0: no slowdown. Default 10.
+    pub global_memstore_slowdown_ms: u64,
     /// Size of the block cache shared by all stores. Default: a fifth of the
     /// machine's memory (256 MiB where that cannot be read).
     pub block_cache_bytes: usize,
+    /// One total for the server's two big memory users: when set, the block
+    /// cache gets 40% of it and the memstores of all regions 40% (HBase's
+    /// defaults: `hfile.block.cache.size` 0.4 and
+    /// `hbase.regionserver.global.memstore.size` 0.4 of the heap, which
+    /// HBase requires to add up to at most 0.8), replacing
+    /// `block_cache_bytes` and `global_memstore_bytes`; the other 20% is
+    /// headroom for requests in flight, indexes and bloom filters of open
+    /// files, and the process. Default: unset (the two options apply).
+    pub memory_total_bytes: Option<usize>,
     /// Fewest store files a minor compaction merges. Default 3.
     pub compaction_min_files: usize,
     /// Most store files a minor compaction merges. Default 10.
@@ -90,7 +125,11 @@ impl Default for Options {
             max_value_bytes: RegionConfig::default().max_value_bytes,
             memstore_flush_bytes: 128 * 1024 * 1024,
             memstore_block_multiplier: 4,
+            global_memstore_bytes: 256 * 1024 * 1024,
+            global_memstore_low_water: 0.95,
+            global_memstore_slowdown_ms: 10,
             block_cache_bytes: default_block_cache_bytes(),
+            memory_total_bytes: None,
             compaction_min_files: 3,
             compaction_max_files: 10,
             compaction_ratio: 1.2,
@@ -130,6 +169,32 @@ impl Options {
         }
     }
 
+    /// The block cache's size: `block_cache_bytes`, or its share of
+    /// `memory_total_bytes` when that is set.
+    pub fn block_cache_size(&self) -> usize {
+        match self.memory_total_bytes {
+            Some(total) => share_of(total, MEMORY_SHARE_BLOCK_CACHE),
+            None => self.block_cache_bytes,
+        }
+    }
+
+    /// The global memstore limit: `global_memstore_bytes`, or its share of
+    /// `memory_total_bytes` when that is set.
+    pub fn global_memstore_size(&self) -> usize {
+        match self.memory_total_bytes {
+            Some(total) => share_of(total, MEMORY_SHARE_MEMSTORES),
+            None => self.global_memstore_bytes,
+        }
+    }
+
+    pub(crate) fn memstore_budget_limits(&self) -> BudgetLimits {
+        BudgetLimits::new(
+            self.global_memstore_size(),
+            self.global_memstore_low_water,
+            Duration::from_millis(self.global_memstore_slowdown_ms),
+        )
+    }
+
     pub(crate) fn compaction_policy(&self) -> CompactionPolicy {
         CompactionPolicy {
             min_files: self.compaction_min_files.max(2),
@@ -140,6 +205,14 @@ impl Options {
             ..CompactionPolicy::default()
         }
     }
+}
+
+/// Shares of `memory_total_bytes`, in percent (HBase's 0.4 and 0.4).
+const MEMORY_SHARE_BLOCK_CACHE: usize = 40;
+const MEMORY_SHARE_MEMSTORES: usize = 40;
+
+fn share_of(total: usize, percent: usize) -> usize {
+    (total / 100).saturating_mul(percent)
 }
 
 /// A fifth of the machine's memory, read from /proc/meminfo.
@@ -157,6 +230,28 @@ fn default_block_cache_bytes() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_memory_total_gives_the_cache_and_the_memstores_two_fifths_each() {
+        let mut o = Options::new("d");
+        o.block_cache_bytes = 1 << 20;
+        o.global_memstore_bytes = 2 << 20;
+        assert_eq!(o.block_cache_size(), 1 << 20, "unset: the options apply");
+        assert_eq!(o.global_memstore_size(), 2 << 20);
+        o.memory_total_bytes = Some(1000 << 20);
+        assert_eq!(o.block_cache_size(), 400 << 20);
+        assert_eq!(o.global_memstore_size(), 400 << 20);
+        assert!(o.block_cache_size() + o.global_memstore_size() <= (800 << 20));
+        assert_eq!(o.memstore_budget_limits().limit_bytes, 400 << 20);
+    }
+
+    #[test]
+    fn the_low_water_mark_defaults_to_hbase_s_lower_limit() {
+        let o = Options::new("d");
+        let limits = o.memstore_budget_limits();
+        assert_eq!(limits.limit_bytes, 256 << 20);
+        assert_eq!(limits.low_water_bytes, ((256 << 20) as f64 * 0.95) as usize);
+    }
 
     #[test]
     fn stepping_splits_a_lone_region_early() {

@@ -28,6 +28,7 @@ use parking_lot::RwLock;
 use basalt_engine::block_cache::{BlockCache, BlockCacheStats};
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
+use basalt_engine::memory::MemstoreBudget;
 use basalt_engine::wal::{ReplayReport, Wal, WriteAheadLog};
 use basalt_engine::{Clock, FamilyState, OpenFailure, Region, RegionInfo, StoreContext};
 use basalt_types::{Error, Result};
@@ -65,6 +66,9 @@ pub struct RegionServer {
     options: Options,
     clock: Arc<dyn Clock>,
     context: StoreContext,
+    /// The global memstore budget every region's memstores count in (also
+    /// in `context`, which hands it to the stores).
+    budget: Arc<MemstoreBudget>,
     wal: Arc<dyn WriteAheadLog>,
     maintenance: Arc<Maintenance>,
     /// Regions open on this server, by id.
@@ -86,10 +90,12 @@ impl RegionServer {
         regions: Vec<RegionSpec>,
         keep: &[(String, u64)],
     ) -> Result<(RegionServer, RecoveryReport)> {
+        let budget = MemstoreBudget::new(options.memstore_budget_limits());
         let context = StoreContext {
             files,
-            cache: Some(Arc::new(BlockCache::new(options.block_cache_bytes))),
+            cache: Some(Arc::new(BlockCache::new(options.block_cache_size()))),
             policy: options.compaction_policy(),
+            memory: Some(Arc::clone(&budget)),
         };
         let live: HashSet<PathBuf> = regions
             .iter()
@@ -119,6 +125,15 @@ impl RegionServer {
         })?;
         let wal: Arc<dyn WriteAheadLog> = wal;
         let maintenance = Maintenance::start(Arc::clone(&wal), options.background_threads);
+        {
+            let weak_maintenance = Arc::downgrade(&maintenance);
+            let weak_budget = Arc::downgrade(&budget);
+            budget.set_pressure_handler(Arc::new(move |target| {
+                if let (Some(m), Some(b)) = (weak_maintenance.upgrade(), weak_budget.upgrade()) {
+                    m.relieve_memory(&b, target);
+                }
+            }));
+        }
         let mut online = HashMap::with_capacity(opened.len());
         for (id, mut region) in opened {
             region.finish_recovery(replayed_max.get(&id).copied().unwrap_or(0));
@@ -142,6 +157,7 @@ impl RegionServer {
             options,
             clock,
             context,
+            budget,
             wal,
             maintenance,
             online: RwLock::new(online),
@@ -218,6 +234,24 @@ impl RegionServer {
             .unwrap_or_default()
     }
 
+    /// Bytes the memstores of all regions hold now (active, and snapshots
+    /// being flushed), plus what writes in flight have reserved.
+    pub fn memstore_bytes(&self) -> usize {
+        self.budget.total()
+    }
+
+    /// The most bytes memstores ever held together since the start: never
+    /// above `global_memstore_bytes`, except by WAL replay at start-up or
+    /// a single write larger than the limit (see `basalt_engine::memory`).
+    pub fn memstore_high_water_bytes(&self) -> usize {
+        self.budget.high_water_bytes()
+    }
+
+    /// The global memstore budget (limits, writes held and slowed so far).
+    pub fn memstore_budget(&self) -> &Arc<MemstoreBudget> {
+        &self.budget
+    }
+
     /// The file store, block cache and compaction policy regions share.
     pub fn store_context(&self) -> &StoreContext {
         &self.context
@@ -241,6 +275,9 @@ impl RegionServer {
         if self.shut_down.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
+        // Writers waiting for memstore room fail with `Closed` instead of
+        // waiting for flushes that will no longer be scheduled.
+        self.budget.close();
         self.maintenance.shutdown();
         for region in self.online_regions() {
             if region.open_failure().is_some() {
@@ -292,6 +329,9 @@ impl RegionServer {
 
 impl Drop for RegionServer {
     fn drop(&mut self) {
+        // No flush will be scheduled any more: writers still holding
+        // regions must not wait for memstore room forever.
+        self.budget.close();
         if !self.shut_down.load(Ordering::SeqCst) {
             if let Err(e) = self.wal.close() {
                 tracing::warn!(error = %e, "closing the write-ahead log failed");

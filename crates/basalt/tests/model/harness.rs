@@ -58,6 +58,11 @@ pub(crate) struct Config {
     pub(crate) formats: Vec<FamFormat>,
     /// `Options::region_split_bytes` (0: no automatic splits).
     pub(crate) split_bytes: u64,
+    /// `Options::global_memstore_bytes`: the default (never reached by a
+    /// case), or one flush size, so the global budget's flushes of the
+    /// largest memstores (and its slowed and held writers) happen before
+    /// the regions' own flushes.
+    pub(crate) global_memstore_bytes: usize,
     /// Where store files, manifests and the catalog live (`None`: the
     /// local disk under the data directory). The fault run hands in one
     /// that fails on demand; reopening uses the same store.
@@ -74,6 +79,7 @@ impl Default for Config {
             ratio: 1.2,
             formats: vec![FamFormat::default(); FAMS.len()],
             split_bytes: 0,
+            global_memstore_bytes: Options::default().global_memstore_bytes,
             files: None,
         }
     }
@@ -102,6 +108,9 @@ impl Config {
         o.compaction_max_files = self.max_files;
         o.compaction_ratio = self.ratio;
         o.region_split_bytes = self.split_bytes;
+        o.global_memstore_bytes = self.global_memstore_bytes;
+        // No wall-clock wait between the low-water mark and the limit.
+        o.global_memstore_slowdown_ms = 0;
         // Flushes and the compactions they trigger run in the writing
         // thread: deterministic.
         o.background_threads = 0;
