@@ -92,7 +92,7 @@ pub struct Reply {
 }
 
 impl Reply {
-    fn ok(format: Format, body: Vec<u8>) -> Reply {
+    pub(crate) fn ok(format: Format, body: Vec<u8>) -> Reply {
         Reply {
             status: 200,
             content_type: Some(format.mime()),
@@ -101,7 +101,7 @@ impl Reply {
         }
     }
 
-    fn empty(status: u16) -> Reply {
+    pub(crate) fn empty(status: u16) -> Reply {
         Reply {
             status,
             content_type: None,
@@ -129,11 +129,11 @@ impl Reply {
         Reply::text(400, "Bad request", Some(detail))
     }
 
-    fn not_found() -> Reply {
+    pub(crate) fn not_found() -> Reply {
         Reply::text(404, "Not found", None)
     }
 
-    fn not_acceptable(produces: &[Format]) -> Reply {
+    pub(crate) fn not_acceptable(produces: &[Format]) -> Reply {
         let offered: Vec<&str> = produces
             .iter()
             .filter(|f| **f != Format::Protobuf)
@@ -158,7 +158,7 @@ impl Reply {
         )
     }
 
-    fn method_not_allowed(allowed: &str) -> Reply {
+    pub(crate) fn method_not_allowed(allowed: &str) -> Reply {
         let mut reply = Reply::text(405, "Method not allowed", None);
         reply.headers.push(("Allow", allowed.to_string()));
         reply
@@ -170,7 +170,12 @@ impl Reply {
     /// server answers them; the detail is `<Java class>: <message>`.
     pub fn error(e: &Error) -> Reply {
         let (status, word) = match e.kind() {
-            ErrorKind::TableNotFound | ErrorKind::NoSuchFamily => (404, "Not found"),
+            ErrorKind::TableNotFound | ErrorKind::NoSuchFamily | ErrorKind::NamespaceNotFound => {
+                (404, "Not found")
+            }
+            // HBase's REST server forbids creating what exists and dropping
+            // a namespace that still holds tables.
+            ErrorKind::NamespaceExists | ErrorKind::Constraint => (403, "Forbidden"),
             ErrorKind::InvalidArgument | ErrorKind::FilterSyntax | ErrorKind::NotALong => {
                 (400, "Bad request")
             }
@@ -197,9 +202,9 @@ pub(crate) struct Context {
     pub location: String,
 }
 
-const CELL_FORMATS: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf, Format::Binary];
-const MODEL_FORMATS: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf];
-const TEXT_FIRST: &[Format] = &[Format::Text, Format::Xml, Format::Json, Format::Protobuf];
+pub(crate) const CELL_FORMATS: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf, Format::Binary];
+pub(crate) const MODEL_FORMATS: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf];
+pub(crate) const TEXT_FIRST: &[Format] = &[Format::Text, Format::Xml, Format::Json, Format::Protobuf];
 
 /// Answers one request.
 pub(crate) fn handle(ctx: &Context, request: &Request) -> Reply {
@@ -219,6 +224,8 @@ pub(crate) fn handle(ctx: &Context, request: &Request) -> Reply {
         [] => only_get(method, || table_list(ctx, request)),
         ["version"] | ["version", "rest"] => only_get(method, || version(request)),
         ["version", "cluster"] => only_get(method, || cluster_version(request)),
+        ["status", "cluster"] => only_get(method, || crate::cluster::status(ctx, request)),
+        ["namespaces", rest @ ..] => crate::cluster::namespaces(ctx, request, rest),
         [table, rest @ ..] => {
             let table = match percent_decode(table, false) {
                 Ok(name) => String::from_utf8_lossy(&name).into_owned(),
@@ -504,9 +511,109 @@ fn versions(query: &[(String, Vec<u8>)]) -> Result<u32, Reply> {
 fn time_range(stamps: Stamps) -> basalt::Result<Option<TimeRange>> {
     match stamps {
         Stamps::All => Ok(None),
-        Stamps::At(ts) => TimeRange::at(ts).map(Some),
+        // HBase reads one timestamp in a row specification as the END of
+        // the time range: the newest versions written before it.
+        Stamps::At(ts) => TimeRange::new(0, ts).map(Some),
         Stamps::Range(start, end) => TimeRange::new(start, end).map(Some),
     }
+}
+
+/// The scan of a multi-row specification (`<start>,<end>`, `<prefix>*`,
+/// `*`) with the query parameters of HBase's stateless scan: `startrow`,
+/// `endrow` (plain keys; with `reversed=true` the start is the larger
+/// key), `column` (repeatable, `family` or `family:qualifier`),
+/// `starttime`, `endtime`, `maxversions`, `limit` (rows), `reversed` and
+/// `filter` (a FilterModel or the filter language).
+fn stateless_scan(
+    rows: &Rows,
+    spec: &RowSpec,
+    range: Option<TimeRange>,
+    versions: u32,
+    query: &[(String, Vec<u8>)],
+) -> basalt::Result<Scan> {
+    let param = |name: &str| -> Option<&Vec<u8>> {
+        query.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v)
+    };
+    let number = |name: &str| -> basalt::Result<Option<i64>> {
+        param(name)
+            .map(|v| {
+                String::from_utf8_lossy(v).trim().parse::<i64>().map_err(|_| {
+                    Error::invalid(format!(
+                        "{name} is not an integer: {:?}",
+                        String::from_utf8_lossy(v)
+                    ))
+                })
+            })
+            .transpose()
+    };
+    let reversed = match param("reversed").map(|v| String::from_utf8_lossy(v).to_lowercase()) {
+        None => false,
+        Some(v) if v == "true" => true,
+        Some(v) if v == "false" => false,
+        Some(v) => {
+            return Err(Error::invalid(format!(
+                "reversed is neither true nor false: {v:?}"
+            )))
+        }
+    };
+    let versions = match number("maxversions")? {
+        Some(n) if n > 0 => u32::try_from(n).unwrap_or(u32::MAX),
+        Some(n) => {
+            return Err(Error::invalid(format!(
+                "maxversions is not a positive integer: {n}"
+            )))
+        }
+        None => versions,
+    };
+    let mut scan = Scan::new().max_versions(versions).reversed(reversed);
+    scan = match rows {
+        Rows::Range(start, end) => {
+            let scan = scan.start_row(start.clone());
+            if end.is_empty() {
+                scan
+            } else {
+                scan.stop_row(end.clone())
+            }
+        }
+        Rows::Prefix(prefix) if prefix.is_empty() => scan,
+        Rows::Prefix(prefix) => scan.prefix(prefix.clone()),
+        Rows::Single(_) => scan,
+    };
+    if let Some(start) = param("startrow").filter(|v| !v.is_empty()) {
+        scan = scan.start_row(Bytes::from(start.clone()));
+    }
+    if let Some(end) = param("endrow").filter(|v| !v.is_empty()) {
+        scan = scan.stop_row(Bytes::from(end.clone()));
+    }
+    for column in &spec.columns {
+        scan = Column::parse(column).select_in_scan(scan);
+    }
+    for (_, column) in query.iter().filter(|(k, _)| k == "column") {
+        for part in column.split(|b| *b == b',').filter(|p| !p.is_empty()) {
+            scan = Column::parse(part).select_in_scan(scan);
+        }
+    }
+    let (start_time, end_time) = (number("starttime")?, number("endtime")?);
+    if let Some(range) = range {
+        scan = scan.time_range(range);
+    } else if start_time.is_some() || end_time.is_some() {
+        scan = scan.time_range(TimeRange::new(
+            start_time.unwrap_or(0),
+            end_time.unwrap_or(i64::MAX),
+        )?);
+    }
+    if let Some(limit) = number("limit")? {
+        let limit = usize::try_from(limit)
+            .map_err(|_| Error::invalid(format!("limit is negative: {limit}")))?;
+        scan = scan.limit(limit);
+    }
+    if let Some(filter) = param("filter") {
+        let text = String::from_utf8_lossy(filter);
+        scan = scan.filter(
+            crate::filter_model::parse(&text).map_err(|e| Error::invalid(e.0))?,
+        );
+    }
+    Ok(scan)
 }
 
 fn read_rows(
@@ -552,25 +659,7 @@ fn read_rows(
             })
         }
         rows => {
-            let mut scan = Scan::new().max_versions(versions);
-            scan = match rows {
-                Rows::Range(start, end) => {
-                    let scan = scan.start_row(start.clone());
-                    if end.is_empty() {
-                        scan
-                    } else {
-                        scan.stop_row(end.clone())
-                    }
-                }
-                Rows::Prefix(prefix) => scan.prefix(prefix.clone()),
-                Rows::Single(_) => scan,
-            };
-            for column in &spec.columns {
-                scan = Column::parse(column).select_in_scan(scan);
-            }
-            if let Some(range) = range {
-                scan = scan.time_range(range);
-            }
+            let scan = stateless_scan(rows, spec, range, versions, query)?;
             let mut rows = Vec::new();
             let mut cells = 0;
             for row in t.scan(&scan)? {
@@ -618,7 +707,7 @@ fn read_rows(
 }
 
 /// Reads the body as one of `consumes`, or the reply that says why not.
-fn read_body<T>(
+pub(crate) fn read_body<T>(
     request: &Request,
     consumes: &[Format],
     decode: impl FnOnce(Format, &[u8]) -> Result<T, crate::model::BadBody>,
@@ -840,13 +929,13 @@ fn create_scanner(ctx: &Context, request: &Request, table: &str) -> Reply {
         Ok(model) => model,
         Err(reply) => return reply,
     };
-    if model.filter.is_some() {
-        return Reply::bad_request(
-            "scanner filters are not supported by this gateway yet; \
-             leave out the filter or use the Thrift gateway's filter strings",
-        );
-    }
     let mut scan = Scan::new().max_versions(model.max_versions.unwrap_or(u32::MAX));
+    if let Some(text) = model.filter.as_deref().filter(|t| !t.trim().is_empty()) {
+        match crate::filter_model::parse(text) {
+            Ok(filter) => scan = scan.filter(filter),
+            Err(e) => return Reply::bad_request(&e.0),
+        }
+    }
     if !model.start_row.is_empty() {
         scan = scan.start_row(model.start_row.clone());
     }
@@ -970,7 +1059,7 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 /// A table name as a URL path segment.
-fn encode_segment(text: &str) -> String {
+pub(crate) fn encode_segment(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~:".contains(&b) {
