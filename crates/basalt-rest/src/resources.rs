@@ -488,6 +488,9 @@ fn row(ctx: &Context, request: &Request, table: &str, segments: &[&str]) -> Repl
     };
     match request.method.as_str() {
         "GET" => read_rows(ctx, request, table, &spec, &query),
+        "PUT" | "POST" | "DELETE" if query.iter().any(|(k, _)| k == "check") => {
+            check_and_mutate(ctx, request, table, &spec, &query)
+        }
         "PUT" | "POST" => write_cells(ctx, request, table, &spec),
         "DELETE" => delete_cells(ctx, table, &spec),
         _ => Reply::method_not_allowed("GET, PUT, POST, DELETE"),
@@ -1069,4 +1072,204 @@ pub(crate) fn encode_segment(text: &str) -> String {
         }
     }
     out
+}
+
+/// `?check=put|delete|increment|append` on `/<table>/<row>[/<column>]`:
+/// HBase's check-and-mutate and atomic counters over REST.
+///
+/// - `check=put` (PUT/POST): the cell set's row holds the new cells, and
+///   its LAST cell is the check: its column's latest value must equal the
+///   cell's value. As in HBase the checked column must also be among the
+///   cells written. 304 when the check fails.
+/// - `check=delete` (DELETE): the last cell is the check; the cells
+///   before it name the columns (or families) to delete; a lone check
+///   cell deletes its own column. 304 when the check fails.
+/// - `check=increment` / `check=append` (PUT/POST): each cell adds its
+///   value (a decimal integer as text) to, or appends its value to, its
+///   column. With `rr=true` the answer is the new values as a cell set.
+fn check_and_mutate(
+    ctx: &Context,
+    request: &Request,
+    table: &str,
+    spec: &RowSpec,
+    query: &[(String, Vec<u8>)],
+) -> Reply {
+    let check = query
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "check")
+        .map(|(_, v)| String::from_utf8_lossy(v).to_lowercase())
+        .unwrap_or_default();
+    let return_result = query
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "rr")
+        .is_some_and(|(_, v)| v.eq_ignore_ascii_case(b"true"));
+    let method = request.method.as_str();
+    match (check.as_str(), method) {
+        ("put", "PUT" | "POST")
+        | ("delete", "DELETE")
+        | ("increment", "PUT" | "POST")
+        | ("append", "PUT" | "POST") => {}
+        ("put" | "increment" | "append", _) => {
+            return Reply::method_not_allowed("PUT, POST");
+        }
+        ("delete", _) => return Reply::method_not_allowed("DELETE"),
+        (other, _) => {
+            return Reply::bad_request(&format!(
+                "check={other} is not one of put, delete, increment, append"
+            ))
+        }
+    }
+    let set = match read_body(request, MODEL_FORMATS, CellSet::decode) {
+        Ok(set) => set,
+        Err(reply) => return reply,
+    };
+    let url_row = match &spec.rows {
+        Rows::Single(row) => Some(row.clone()),
+        _ => None,
+    };
+    let Some(row) = set.rows.into_iter().next() else {
+        return Reply::bad_request("the cell set holds no row");
+    };
+    let Some(key) = row.key.clone().or(url_row) else {
+        return Reply::bad_request("the row has no key and the URL names no single row");
+    };
+    // A cell without a column takes the URL's first column.
+    let mut cells = Vec::with_capacity(row.cells.len());
+    for (i, cell) in row.cells.into_iter().enumerate() {
+        let Some(column) = cell.column.clone().or_else(|| spec.columns.first().cloned())
+        else {
+            return Reply::bad_request(&format!("Cell {i} has no column and the URL names none"));
+        };
+        cells.push((column, cell));
+    }
+    let table = match ctx.db.table(table) {
+        Ok(table) => table,
+        Err(e) => return Reply::error(&e),
+    };
+    let qualified = |column: &Bytes| match Column::parse(column) {
+        Column::Qualified(f, q) if !q.is_empty() => Ok((f, q)),
+        _ => Err(Reply::bad_request(&format!(
+            "column {:?} is not family:qualifier",
+            String::from_utf8_lossy(column)
+        ))),
+    };
+    match check.as_str() {
+        "put" => {
+            if cells.len() < 2 {
+                return Reply::bad_request(
+                    "check=put takes the cells to write and, last, the cell to check",
+                );
+            }
+            let Some((check_column, check_cell)) = cells.pop() else {
+                return Reply::bad_request("no cell to check");
+            };
+            let (family, qualifier) = match qualified(&check_column) {
+                Ok(fq) => fq,
+                Err(reply) => return reply,
+            };
+            if !cells.iter().any(|(c, _)| *c == check_column) {
+                return Reply::bad_request(
+                    "the checked column is not among the cells written (HBase requires it)",
+                );
+            }
+            let mut put = Put::new(key.clone());
+            for (column, cell) in cells {
+                let (f, q) = Column::parse(&column).family_qualifier();
+                put = match cell.timestamp {
+                    Some(ts) => put.add_at(f, q, ts, cell.value),
+                    None => put.add(f, q, cell.value),
+                };
+            }
+            let mutate = basalt::CheckAndMutate::new(key, family, qualifier)
+                .if_equals(check_cell.value)
+                .then(put);
+            run_check(&table, mutate)
+        }
+        "delete" => {
+            let Some((check_column, check_cell)) = cells.pop() else {
+                return Reply::bad_request("check=delete takes, last, the cell to check");
+            };
+            let (family, qualifier) = match qualified(&check_column) {
+                Ok(fq) => fq,
+                Err(reply) => return reply,
+            };
+            let mut delete = basalt::Delete::new(key.clone());
+            if cells.is_empty() {
+                delete = delete.columns(family.clone(), qualifier.clone());
+            }
+            for (column, cell) in cells {
+                delete = match (Column::parse(&column), cell.timestamp) {
+                    (Column::Family(f), Some(ts)) => delete.family_at(f, ts),
+                    (Column::Family(f), None) => delete.family(f),
+                    (Column::Qualified(f, q), Some(ts)) => delete.columns_at(f, q, ts),
+                    (Column::Qualified(f, q), None) => delete.columns(f, q),
+                };
+            }
+            let mutate = basalt::CheckAndMutate::new(key, family, qualifier)
+                .if_equals(check_cell.value)
+                .then(delete);
+            run_check(&table, mutate)
+        }
+        kind => {
+            if cells.is_empty() {
+                return Reply::bad_request(&format!("check={kind} takes at least one cell"));
+            }
+            let result = if kind == "increment" {
+                let mut increment = basalt::Increment::new(key);
+                for (column, cell) in cells {
+                    let (f, q) = match qualified(&column) {
+                        Ok(fq) => fq,
+                        Err(reply) => return reply,
+                    };
+                    let text = String::from_utf8_lossy(&cell.value);
+                    let Ok(delta) = text.trim().parse::<i64>() else {
+                        return Reply::bad_request(&format!(
+                            "an increment's value is a decimal integer, not {text:?}"
+                        ));
+                    };
+                    increment = increment.add(f, q, delta);
+                }
+                table.increment(&increment)
+            } else {
+                let mut append = basalt::Append::new(key);
+                for (column, cell) in cells {
+                    let (f, q) = match qualified(&column) {
+                        Ok(fq) => fq,
+                        Err(reply) => return reply,
+                    };
+                    append = append.add(f, q, cell.value);
+                }
+                table.append(&append)
+            };
+            match result {
+                Ok(row) if return_result => {
+                    let Some(format) = negotiate(request.accept.as_deref(), MODEL_FORMATS) else {
+                        return Reply::not_acceptable(MODEL_FORMATS);
+                    };
+                    let set = CellSet {
+                        rows: vec![RowModel {
+                            key: Some(row.row.clone()),
+                            cells: row.cells.iter().map(cell_model).collect(),
+                        }],
+                    };
+                    Reply::ok(format, set.encode(format))
+                }
+                Ok(_) => Reply::empty(200),
+                Err(e) => Reply::error(&e),
+            }
+        }
+    }
+}
+
+/// Runs a check-and-mutate: 200 when applied, 304 (HBase's answer) when
+/// the check failed.
+fn run_check(table: &basalt::Table, mutate: basalt::Result<basalt::CheckAndMutate>) -> Reply {
+    match mutate.and_then(|m| table.check_and_mutate(&m)) {
+        Ok(true) => Reply::empty(200),
+        // A 304 carries no body (HTTP forbids one).
+        Ok(false) => Reply::empty(304),
+        Err(e) => Reply::error(&e),
+    }
 }
