@@ -247,8 +247,7 @@ pub fn decode_namespace_properties(
     }
     match format {
         Format::Json => {
-            let value: Value = serde_json::from_slice(body)
-                .map_err(|e| BadBody(format!("NamespaceProperties is not valid JSON: {e}")))?;
+            let value: Value = crate::model::parse_json(body, "NamespaceProperties")?;
             let fields = value
                 .as_object()
                 .and_then(|o| o.get("properties"))

@@ -83,8 +83,10 @@ pub fn parse(text: &str) -> Read<Filter> {
     if !trimmed.starts_with('{') {
         return Filter::parse(trimmed).map_err(|e| bad(format!("filter: {e}")));
     }
-    let value: Value =
-        serde_json::from_str(trimmed).map_err(|e| bad(format!("filter is not valid JSON: {e}")))?;
+    // The same density check as request bodies: a filter arrives inside
+    // one.
+    let value: Value = crate::model::parse_json(trimmed.as_bytes(), "filter")
+        .map_err(|e| bad(format!("filter is not valid JSON: {e}")))?;
     filter(&value, "filter")
 }
 

@@ -633,7 +633,7 @@ pub const BYTES_PER_JSON_NODE: usize = 4;
 /// Structural characters every JSON document may hold whatever its size.
 pub const FREE_JSON_NODES: usize = 64;
 
-fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Read<T> {
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Read<T> {
     // Counted before parsing, so a dense document is refused before its
     // tree is built.
     let mut nodes = 0usize;

@@ -15,6 +15,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use basalt_rest::media::Format;
+use basalt_rest::cluster::decode_namespace_properties;
+use basalt_rest::filter_model;
 use basalt_rest::model::{CellSet, ScannerModel, TableSchema};
 use basalt_rest::path::{parse_query, RowSpec};
 use proptest::prelude::*;
@@ -52,7 +54,19 @@ fn decode_all(format: Format, body: &[u8]) {
     check_bounded("TableSchema", peak, body.len(), FACTOR, CONSTANT);
     let (_, peak) = peak_while(|| ScannerModel::decode(format, body));
     check_bounded("Scanner", peak, body.len(), FACTOR, CONSTANT);
+    let (_, peak) = peak_while(|| decode_namespace_properties(format, body));
+    check_bounded("NamespaceProperties", peak, body.len(), FACTOR, CONSTANT);
 }
+
+/// FilterModel documents, valid, for the mutations to start from.
+const FILTERS: &[&str] = &[
+    r#"{"type":"PrefixFilter","value":"cm93"}"#,
+    r#"{"type":"FilterList","op":"MUST_PASS_ONE","filters":[{"type":"RowFilter","op":"EQUAL","comparator":{"type":"RegexStringComparator","value":".+-2"}},{"type":"KeyOnlyFilter"}]}"#,
+    r#"{"type":"SingleColumnValueFilter","op":"LESS","family":"Y2Y=","qualifier":"YQ==","ifMissing":true,"latestVersion":true,"comparator":{"type":"BinaryComparator","value":"MTA="}}"#,
+    r#"{"type":"SkipFilter","filters":[{"type":"TimestampsFilter","timestamps":[1,"2"]}]}"#,
+    r#"{"type":"ColumnRangeFilter","minColumn":"YQ==","maxColumn":"Yw==","minColumnInclusive":true}"#,
+    "PrefixFilter('row') AND KeyOnlyFilter()",
+];
 
 proptest! {
     #![proptest_config(config(256))]
@@ -73,6 +87,21 @@ proptest! {
         let mut body = body.to_vec();
         mutate(&mut body, &mutations);
         decode_all(format, &body);
+    }
+
+    #[test]
+    fn random_and_mutated_filter_models_never_panic_the_filter_reader(
+        sample in 0..FILTERS.len(),
+        mutations in arb_mutations(),
+        random in "[ -~]{0,64}",
+    ) {
+        let mut text = FILTERS[sample].as_bytes().to_vec();
+        mutate(&mut text, &mutations);
+        // A regular expression's compiled program is not bounded by the
+        // input's size (the regex crate caps it), so only panics are
+        // checked here.
+        let _ = filter_model::parse(&String::from_utf8_lossy(&text));
+        let _ = filter_model::parse(&random);
     }
 
     #[test]
