@@ -16,6 +16,7 @@ use basalt::{ErrorKind, NamespaceDescriptor};
 
 use crate::media::{negotiate, Format};
 use crate::model::{encode_table_list, BadBody};
+use crate::protobuf::{Reader, Writer};
 use crate::resources::{Context, Reply, Request, MODEL_FORMATS, TEXT_FIRST};
 use crate::xml::{escape, DECLARATION};
 
@@ -92,6 +93,38 @@ impl ClusterStatus {
     /// The status as JSON, XML or HBase's text form.
     pub fn encode(&self, format: Format) -> Vec<u8> {
         match format {
+            Format::Protobuf => {
+                // StorageClusterStatus: liveNodes = 1, deadNodes = 2,
+                // regions = 3, requests = 4, averageLoad = 5 (double);
+                // Node: name = 1, startCode = 2, requests = 3,
+                // heapSizeMB = 4, maxHeapSizeMB = 5, regions = 6; Region:
+                // name = 1, stores = 2, storefiles = 3, storefileSizeMB = 4,
+                // memstoreSizeMB = 5, readRequestsCount = 7,
+                // writeRequestsCount = 8.
+                let mut node = Writer::new();
+                node.string(1, &self.node);
+                node.int(2, 0);
+                node.int(3, clamp(self.requests()));
+                node.int(4, 0);
+                node.int(5, 0);
+                for r in &self.regions {
+                    let mut region = Writer::new();
+                    region.bytes(1, &r.name);
+                    region.int(2, clamp(r.stores));
+                    region.int(3, clamp(r.storefiles));
+                    region.int(4, clamp(r.storefile_size_mb));
+                    region.int(5, clamp(r.memstore_size_mb));
+                    region.int(7, clamp(r.read_requests));
+                    region.int(8, clamp(r.write_requests));
+                    node.message(6, region);
+                }
+                let mut status = Writer::new();
+                status.message(1, node);
+                status.int(3, clamp(self.regions.len() as u64));
+                status.int(4, clamp(self.requests()));
+                status.double(5, self.average_load());
+                status.finish()
+            }
             Format::Json => {
                 let regions: Vec<Value> = self
                     .regions
@@ -189,6 +222,8 @@ pub(crate) fn status(ctx: &Context, request: &Request) -> Reply {
 /// HBase's `Namespaces`: the names.
 pub fn encode_namespaces(names: &[String], format: Format) -> Vec<u8> {
     match format {
+        // Namespaces: namespace = 1 (repeated).
+        Format::Protobuf => crate::model::strings_message(1, names),
         Format::Json => json!({ "Namespace": names }).to_string().into_bytes(),
         Format::Xml => {
             let mut out = String::from(DECLARATION);
@@ -213,6 +248,17 @@ pub fn encode_namespace_properties(
     format: Format,
 ) -> Vec<u8> {
     match format {
+        Format::Protobuf => {
+            // NamespaceProperties: props = 1; Property: key = 1, value = 2.
+            let mut w = Writer::new();
+            for (k, v) in properties {
+                let mut p = Writer::new();
+                p.string(1, k);
+                p.string(2, v);
+                w.message(1, p);
+            }
+            w.finish()
+        }
         Format::Json => json!({ "properties": properties }).to_string().into_bytes(),
         Format::Xml => {
             let mut out = String::from(DECLARATION);
@@ -286,6 +332,28 @@ pub fn decode_namespace_properties(
                     properties.insert(text("key"), text("value"));
                 }
             }
+        }
+        Format::Protobuf => {
+            let mut read = || -> crate::protobuf::Read<()> {
+                let mut r = Reader::new(body);
+                while let Some((field, value)) = r.next_field()? {
+                    if field != 1 {
+                        continue;
+                    }
+                    let (mut k, mut v) = (String::new(), String::new());
+                    let mut p = Reader::new(value.bytes("props")?);
+                    while let Some((field, value)) = p.next_field()? {
+                        match field {
+                            1 => k = value.string("key")?,
+                            2 => v = value.string("value")?,
+                            _ => {}
+                        }
+                    }
+                    properties.insert(k, v);
+                }
+                Ok(())
+            };
+            read().map_err(|e| BadBody(format!("protobuf NamespaceProperties: {e}")))?;
         }
         other => {
             return Err(BadBody(format!(
@@ -416,4 +484,9 @@ fn namespace(ctx: &Context, request: &Request, name: &str) -> Reply {
         },
         _ => Reply::method_not_allowed("GET, POST, PUT, DELETE"),
     }
+}
+
+/// A counter as a protobuf integer field (they are signed there).
+fn clamp(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }

@@ -33,6 +33,7 @@ mod json;
 pub mod media;
 pub mod model;
 pub mod path;
+pub mod protobuf;
 pub(crate) mod resources;
 mod scanners;
 mod server;

@@ -134,11 +134,7 @@ impl Reply {
     }
 
     pub(crate) fn not_acceptable(produces: &[Format]) -> Reply {
-        let offered: Vec<&str> = produces
-            .iter()
-            .filter(|f| **f != Format::Protobuf)
-            .map(|f| f.mime())
-            .collect();
+        let offered: Vec<&str> = produces.iter().map(|f| f.mime()).collect();
         Reply::text(
             406,
             "Not acceptable",
@@ -284,10 +280,11 @@ fn version(request: &Request) -> Reply {
     Reply::ok(format, model.encode(format))
 }
 
-/// `GET /version/cluster`.
+/// `GET /version/cluster`: HBase has no protobuf form of it.
 fn cluster_version(request: &Request) -> Reply {
-    let Some(format) = negotiate(request.accept.as_deref(), TEXT_FIRST) else {
-        return Reply::not_acceptable(TEXT_FIRST);
+    const FORMATS: &[Format] = &[Format::Text, Format::Xml, Format::Json];
+    let Some(format) = negotiate(request.accept.as_deref(), FORMATS) else {
+        return Reply::not_acceptable(FORMATS);
     };
     Reply::ok(format, encode_cluster_version(CLUSTER_VERSION, format))
 }
@@ -719,16 +716,8 @@ pub(crate) fn read_body<T>(
         .content_type
         .as_deref()
         .and_then(Format::from_mime)
-        .filter(|f| consumes.contains(f) && *f != Format::Protobuf)
-        .ok_or_else(|| {
-            Reply::unsupported(
-                &consumes
-                    .iter()
-                    .copied()
-                    .filter(|f| *f != Format::Protobuf)
-                    .collect::<Vec<_>>(),
-            )
-        })?;
+        .filter(|f| consumes.contains(f))
+        .ok_or_else(|| Reply::unsupported(consumes))?;
     decode(format, &request.body).map_err(|e| Reply::bad_request(&e.0))
 }
 
