@@ -374,8 +374,12 @@ pub(crate) fn namespaces(ctx: &Context, request: &Request, rest: &[&str]) -> Rep
                 let Some(format) = negotiate(request.accept.as_deref(), TEXT_FIRST) else {
                     return Reply::not_acceptable(TEXT_FIRST);
                 };
-                let names: Vec<String> =
-                    ctx.db.list_namespaces().into_iter().map(|n| n.name).collect();
+                let names: Vec<String> = ctx
+                    .db
+                    .list_namespaces()
+                    .into_iter()
+                    .map(|n| n.name)
+                    .collect();
                 Reply::ok(format, encode_namespaces(&names, format))
             }
             _ => Reply::method_not_allowed("GET"),

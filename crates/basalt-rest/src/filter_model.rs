@@ -188,9 +188,8 @@ fn comparator(fields: &Map<String, Value>, what: &str) -> Read<Comparator> {
     match kind {
         "BinaryComparator" => Ok(Comparator::Binary(bytes(fields, "value", &what)?)),
         "BinaryPrefixComparator" => Ok(Comparator::BinaryPrefix(bytes(fields, "value", &what)?)),
-        "RegexStringComparator" => {
-            Comparator::regex(text(fields, "value", &what)?).map_err(|e| bad(format!("{what}: {e}")))
-        }
+        "RegexStringComparator" => Comparator::regex(text(fields, "value", &what)?)
+            .map_err(|e| bad(format!("{what}: {e}"))),
         "SubstringComparator" => Ok(Comparator::substring(text(fields, "value", &what)?)),
         other => Err(bad(format!(
             "{what}: comparator type {other:?} is not supported; Basalt has {}",
@@ -511,10 +510,9 @@ mod tests {
     fn unknown_types_and_malformed_fields_are_named_in_the_error() {
         let unknown = parse(r#"{"type":"RandomRowFilter","chance":0.5}"#).unwrap_err();
         assert!(unknown.0.contains("RandomRowFilter"), "{unknown}");
-        let comparator = parse(
-            r#"{"type":"ValueFilter","op":"EQUAL","comparator":{"type":"NullComparator"}}"#,
-        )
-        .unwrap_err();
+        let comparator =
+            parse(r#"{"type":"ValueFilter","op":"EQUAL","comparator":{"type":"NullComparator"}}"#)
+                .unwrap_err();
         assert!(comparator.0.contains("NullComparator"), "{comparator}");
         let op = parse(
             r#"{"type":"RowFilter","op":"SIMILAR","comparator":{"type":"BinaryComparator","value":""}}"#,

@@ -86,12 +86,9 @@ pub fn negotiate(accept: Option<&str>, produces: &[Format]) -> Option<Format> {
         })
         .collect();
     ranges.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    ranges.iter().find_map(|(_, _, range)| {
-        produces
-            .iter()
-            .copied()
-            .find(|f| f.matches(range))
-    })
+    ranges
+        .iter()
+        .find_map(|(_, _, range)| produces.iter().copied().find(|f| f.matches(range)))
 }
 
 #[cfg(test)]

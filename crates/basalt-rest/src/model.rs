@@ -233,7 +233,9 @@ impl CellSet {
                     .collect::<Read<Vec<_>>>()?;
                 Ok(CellSet { rows })
             }
-            Format::Protobuf => decode_cell_set_protobuf(body).map_err(|e| bad(format!("protobuf CellSet: {e}"))),
+            Format::Protobuf => {
+                decode_cell_set_protobuf(body).map_err(|e| bad(format!("protobuf CellSet: {e}")))
+            }
             other => Err(bad(format!(
                 "a cell set cannot be read as {}",
                 other.mime()
@@ -771,6 +773,175 @@ fn parse_positive(text: &str, what: &str) -> Read<u64> {
     }
 }
 
+/// A message of one repeated string field.
+pub(crate) fn strings_message(field: u32, values: &[String]) -> Vec<u8> {
+    let mut w = Writer::new();
+    for v in values {
+        w.string(field, v);
+    }
+    w.finish()
+}
+
+/// A schema attribute: name = 1, value = 2.
+fn attribute(name: &str, value: &str) -> Writer {
+    let mut a = Writer::new();
+    a.string(1, name);
+    a.string(2, value);
+    a
+}
+
+fn decode_cell_set_protobuf(body: &[u8]) -> crate::protobuf::Read<CellSet> {
+    // As for JSON: a row or cell per BYTES_PER_JSON_NODE bytes at most (a
+    // cell holding a value takes four), counted before anything is built,
+    // so two-byte empty cells cannot make the models cost forty times the
+    // body.
+    let mut nodes = 0usize;
+    let mut set = Reader::new(body);
+    while let Some((field, value)) = set.next_field()? {
+        if field == 1 {
+            nodes += 1;
+            let mut row = Reader::new(value.bytes("Row")?);
+            while let Some((field, _)) = row.next_field()? {
+                nodes += usize::from(field == 2);
+            }
+        }
+    }
+    if nodes > body.len() / BYTES_PER_JSON_NODE + FREE_JSON_NODES {
+        return Err(format!(
+            "denser than one row or cell per {BYTES_PER_JSON_NODE} bytes"
+        ));
+    }
+    let mut rows = Vec::new();
+    let mut set = Reader::new(body);
+    while let Some((field, value)) = set.next_field()? {
+        if field != 1 {
+            continue;
+        }
+        let mut row = RowModel {
+            key: None,
+            cells: Vec::new(),
+        };
+        let mut r = Reader::new(value.bytes("Row")?);
+        while let Some((field, value)) = r.next_field()? {
+            match field {
+                1 => row.key = Some(Bytes::copy_from_slice(value.bytes("Row key")?)),
+                2 => {
+                    let mut cell = CellModel {
+                        column: None,
+                        timestamp: None,
+                        value: Bytes::new(),
+                    };
+                    let mut c = Reader::new(value.bytes("Cell")?);
+                    while let Some((field, value)) = c.next_field()? {
+                        match field {
+                            2 => cell.column = Some(Bytes::copy_from_slice(value.bytes("column")?)),
+                            3 => cell.timestamp = Some(value.int("timestamp")?),
+                            4 => cell.value = Bytes::copy_from_slice(value.bytes("data")?),
+                            _ => {}
+                        }
+                    }
+                    row.cells.push(cell);
+                }
+                _ => {}
+            }
+        }
+        rows.push(row);
+    }
+    Ok(CellSet { rows })
+}
+
+fn decode_attribute(bytes: &[u8]) -> crate::protobuf::Read<(String, String)> {
+    let (mut name, mut value) = (String::new(), String::new());
+    let mut a = Reader::new(bytes);
+    while let Some((field, v)) = a.next_field()? {
+        match field {
+            1 => name = v.string("attribute name")?,
+            2 => value = v.string("attribute value")?,
+            _ => {}
+        }
+    }
+    Ok((name, value))
+}
+
+fn decode_schema_protobuf(body: &[u8]) -> crate::protobuf::Read<TableSchema> {
+    let mut schema = TableSchema::default();
+    let mut r = Reader::new(body);
+    while let Some((field, value)) = r.next_field()? {
+        match field {
+            1 => schema.name = value.string("name")?,
+            2 => schema
+                .options
+                .push(decode_attribute(value.bytes("attrs")?)?),
+            3 => {
+                let mut column = ColumnSchema::default();
+                let mut c = Reader::new(value.bytes("ColumnSchema")?);
+                while let Some((field, value)) = c.next_field()? {
+                    let mut set = |k: &str, v: String| {
+                        if !column.options.iter().any(|(name, _)| name == k) {
+                            column.options.push((k.to_string(), v));
+                        }
+                    };
+                    match field {
+                        1 => column.name = value.string("ColumnSchema name")?,
+                        2 => {
+                            let (k, v) = decode_attribute(value.bytes("ColumnSchema attrs")?)?;
+                            column.options.retain(|(name, _)| *name != k);
+                            column.options.push((k, v));
+                        }
+                        3 => set("TTL", value.int32("ttl")?.to_string()),
+                        4 => set("VERSIONS", value.int32("maxVersions")?.to_string()),
+                        5 => set("COMPRESSION", value.string("compression")?),
+                        _ => {}
+                    }
+                }
+                if column.name.is_empty() {
+                    return Err(format!("ColumnSchema {} has no name", schema.columns.len()));
+                }
+                schema.columns.push(column);
+            }
+            // inMemory (4) is a family option in Basalt; readOnly (5) is
+            // refused when set, like the READONLY attribute.
+            5 if value.boolean("readOnly")? => {
+                schema.options.push(("READONLY".into(), "true".into()));
+            }
+            _ => {}
+        }
+    }
+    Ok(schema)
+}
+
+fn decode_scanner_protobuf(body: &[u8], model: &mut ScannerModel) -> crate::protobuf::Read<()> {
+    let positive = |v: i64, what: &str| -> crate::protobuf::Read<u64> {
+        u64::try_from(v)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{what} is not a positive integer: {v}"))
+    };
+    let mut r = Reader::new(body);
+    while let Some((field, value)) = r.next_field()? {
+        match field {
+            1 => model.start_row = Bytes::copy_from_slice(value.bytes("startRow")?),
+            2 => model.end_row = Bytes::copy_from_slice(value.bytes("endRow")?),
+            3 => model
+                .columns
+                .push(Bytes::copy_from_slice(value.bytes("columns")?)),
+            4 => model.batch = Some(positive(i64::from(value.int32("batch")?), "batch")?),
+            5 => model.start_time = value.int("startTime")?,
+            6 => model.end_time = value.int("endTime")?,
+            7 => {
+                let n = positive(i64::from(value.int32("maxVersions")?), "maxVersions")?;
+                model.max_versions = Some(u32::try_from(n).unwrap_or(u32::MAX));
+            }
+            8 => model.filter = Some(value.string("filter")?),
+            12 => model.limit = Some(positive(i64::from(value.int32("limit")?), "limit")?),
+            // caching (9), labels (10), cacheBlocks (11) change nothing in
+            // what a scanner returns.
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -858,149 +1029,4 @@ mod tests {
         let err = ScannerModel::decode(Format::Json, br#"{"batch":0}"#).err();
         assert!(err.is_some_and(|e| e.0.contains("Scanner batch")));
     }
-}
-
-/// A message of one repeated string field.
-pub(crate) fn strings_message(field: u32, values: &[String]) -> Vec<u8> {
-    let mut w = Writer::new();
-    for v in values {
-        w.string(field, v);
-    }
-    w.finish()
-}
-
-/// A schema attribute: name = 1, value = 2.
-fn attribute(name: &str, value: &str) -> Writer {
-    let mut a = Writer::new();
-    a.string(1, name);
-    a.string(2, value);
-    a
-}
-
-fn decode_cell_set_protobuf(body: &[u8]) -> crate::protobuf::Read<CellSet> {
-    let mut rows = Vec::new();
-    let mut set = Reader::new(body);
-    while let Some((field, value)) = set.next_field()? {
-        if field != 1 {
-            continue;
-        }
-        let mut row = RowModel {
-            key: None,
-            cells: Vec::new(),
-        };
-        let mut r = Reader::new(value.bytes("Row")?);
-        while let Some((field, value)) = r.next_field()? {
-            match field {
-                1 => row.key = Some(Bytes::copy_from_slice(value.bytes("Row key")?)),
-                2 => {
-                    let mut cell = CellModel {
-                        column: None,
-                        timestamp: None,
-                        value: Bytes::new(),
-                    };
-                    let mut c = Reader::new(value.bytes("Cell")?);
-                    while let Some((field, value)) = c.next_field()? {
-                        match field {
-                            2 => cell.column = Some(Bytes::copy_from_slice(value.bytes("column")?)),
-                            3 => cell.timestamp = Some(value.int("timestamp")?),
-                            4 => cell.value = Bytes::copy_from_slice(value.bytes("data")?),
-                            _ => {}
-                        }
-                    }
-                    row.cells.push(cell);
-                }
-                _ => {}
-            }
-        }
-        rows.push(row);
-    }
-    Ok(CellSet { rows })
-}
-
-fn decode_attribute(bytes: &[u8]) -> crate::protobuf::Read<(String, String)> {
-    let (mut name, mut value) = (String::new(), String::new());
-    let mut a = Reader::new(bytes);
-    while let Some((field, v)) = a.next_field()? {
-        match field {
-            1 => name = v.string("attribute name")?,
-            2 => value = v.string("attribute value")?,
-            _ => {}
-        }
-    }
-    Ok((name, value))
-}
-
-fn decode_schema_protobuf(body: &[u8]) -> crate::protobuf::Read<TableSchema> {
-    let mut schema = TableSchema::default();
-    let mut r = Reader::new(body);
-    while let Some((field, value)) = r.next_field()? {
-        match field {
-            1 => schema.name = value.string("name")?,
-            2 => schema.options.push(decode_attribute(value.bytes("attrs")?)?),
-            3 => {
-                let mut column = ColumnSchema::default();
-                let mut c = Reader::new(value.bytes("ColumnSchema")?);
-                while let Some((field, value)) = c.next_field()? {
-                    let mut set = |k: &str, v: String| {
-                        if !column.options.iter().any(|(name, _)| name == k) {
-                            column.options.push((k.to_string(), v));
-                        }
-                    };
-                    match field {
-                        1 => column.name = value.string("ColumnSchema name")?,
-                        2 => {
-                            let (k, v) = decode_attribute(value.bytes("ColumnSchema attrs")?)?;
-                            column.options.retain(|(name, _)| *name != k);
-                            column.options.push((k, v));
-                        }
-                        3 => set("TTL", value.int32("ttl")?.to_string()),
-                        4 => set("VERSIONS", value.int32("maxVersions")?.to_string()),
-                        5 => set("COMPRESSION", value.string("compression")?),
-                        _ => {}
-                    }
-                }
-                if column.name.is_empty() {
-                    return Err(format!("ColumnSchema {} has no name", schema.columns.len()));
-                }
-                schema.columns.push(column);
-            }
-            // inMemory (4) is a family option in Basalt; readOnly (5) is
-            // refused when set, like the READONLY attribute.
-            5 if value.boolean("readOnly")? => {
-                schema.options.push(("READONLY".into(), "true".into()));
-            }
-            _ => {}
-        }
-    }
-    Ok(schema)
-}
-
-fn decode_scanner_protobuf(body: &[u8], model: &mut ScannerModel) -> crate::protobuf::Read<()> {
-    let positive = |v: i64, what: &str| -> crate::protobuf::Read<u64> {
-        u64::try_from(v)
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{what} is not a positive integer: {v}"))
-    };
-    let mut r = Reader::new(body);
-    while let Some((field, value)) = r.next_field()? {
-        match field {
-            1 => model.start_row = Bytes::copy_from_slice(value.bytes("startRow")?),
-            2 => model.end_row = Bytes::copy_from_slice(value.bytes("endRow")?),
-            3 => model.columns.push(Bytes::copy_from_slice(value.bytes("columns")?)),
-            4 => model.batch = Some(positive(i64::from(value.int32("batch")?), "batch")?),
-            5 => model.start_time = value.int("startTime")?,
-            6 => model.end_time = value.int("endTime")?,
-            7 => {
-                let n = positive(i64::from(value.int32("maxVersions")?), "maxVersions")?;
-                model.max_versions = Some(u32::try_from(n).unwrap_or(u32::MAX));
-            }
-            8 => model.filter = Some(value.string("filter")?),
-            12 => model.limit = Some(positive(i64::from(value.int32("limit")?), "limit")?),
-            // caching (9), labels (10), cacheBlocks (11) change nothing in
-            // what a scanner returns.
-            _ => {}
-        }
-    }
-    Ok(())
 }

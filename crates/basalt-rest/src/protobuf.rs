@@ -177,7 +177,8 @@ impl<'a> Reader<'a> {
             return Ok(None);
         }
         let key = self.varint()?;
-        let field = u32::try_from(key >> 3).map_err(|_| format!("field number too large: {key}"))?;
+        let field =
+            u32::try_from(key >> 3).map_err(|_| format!("field number too large: {key}"))?;
         if field == 0 {
             return Err("field number 0".into());
         }
@@ -245,9 +246,18 @@ mod tests {
             .next_field()
             .unwrap_err()
             .contains("claims 5 bytes"));
-        assert!(Reader::new(&[0x08, 0x80]).next_field().unwrap_err().contains("truncated"));
-        assert!(Reader::new(&[0x0b]).next_field().unwrap_err().contains("wire type 3"));
-        assert!(Reader::new(&[0x00]).next_field().unwrap_err().contains("field number 0"));
+        assert!(Reader::new(&[0x08, 0x80])
+            .next_field()
+            .unwrap_err()
+            .contains("truncated"));
+        assert!(Reader::new(&[0x0b])
+            .next_field()
+            .unwrap_err()
+            .contains("wire type 3"));
+        assert!(Reader::new(&[0x00])
+            .next_field()
+            .unwrap_err()
+            .contains("field number 0"));
         assert!(Reader::new(&[0x08; 12]).next_field().is_ok());
         let long = [0xffu8; 11];
         assert!(Reader::new(&[&[0x08u8][..], &long].concat())

@@ -198,9 +198,11 @@ pub(crate) struct Context {
     pub location: String,
 }
 
-pub(crate) const CELL_FORMATS: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf, Format::Binary];
+pub(crate) const CELL_FORMATS: &[Format] =
+    &[Format::Xml, Format::Json, Format::Protobuf, Format::Binary];
 pub(crate) const MODEL_FORMATS: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf];
-pub(crate) const TEXT_FIRST: &[Format] = &[Format::Text, Format::Xml, Format::Json, Format::Protobuf];
+pub(crate) const TEXT_FIRST: &[Format] =
+    &[Format::Text, Format::Xml, Format::Json, Format::Protobuf];
 
 /// Answers one request.
 pub(crate) fn handle(ctx: &Context, request: &Request) -> Reply {
@@ -537,12 +539,15 @@ fn stateless_scan(
     let number = |name: &str| -> basalt::Result<Option<i64>> {
         param(name)
             .map(|v| {
-                String::from_utf8_lossy(v).trim().parse::<i64>().map_err(|_| {
-                    Error::invalid(format!(
-                        "{name} is not an integer: {:?}",
-                        String::from_utf8_lossy(v)
-                    ))
-                })
+                String::from_utf8_lossy(v)
+                    .trim()
+                    .parse::<i64>()
+                    .map_err(|_| {
+                        Error::invalid(format!(
+                            "{name} is not an integer: {:?}",
+                            String::from_utf8_lossy(v)
+                        ))
+                    })
             })
             .transpose()
     };
@@ -609,9 +614,7 @@ fn stateless_scan(
     }
     if let Some(filter) = param("filter") {
         let text = String::from_utf8_lossy(filter);
-        scan = scan.filter(
-            crate::filter_model::parse(&text).map_err(|e| Error::invalid(e.0))?,
-        );
+        scan = scan.filter(crate::filter_model::parse(&text).map_err(|e| Error::invalid(e.0))?);
     }
     Ok(scan)
 }
@@ -1127,7 +1130,10 @@ fn check_and_mutate(
     // A cell without a column takes the URL's first column.
     let mut cells = Vec::with_capacity(row.cells.len());
     for (i, cell) in row.cells.into_iter().enumerate() {
-        let Some(column) = cell.column.clone().or_else(|| spec.columns.first().cloned())
+        let Some(column) = cell
+            .column
+            .clone()
+            .or_else(|| spec.columns.first().cloned())
         else {
             return Reply::bad_request(&format!("Cell {i} has no column and the URL names none"));
         };

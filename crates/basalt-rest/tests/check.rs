@@ -22,19 +22,35 @@ fn check_put_writes_only_when_the_last_cell_matches_and_answers_304_otherwise() 
     let seed = json_row(b"r", &[(b"cf:a", None, b"1")]);
     assert_eq!(f.put("/t/r", "application/json", &seed).status, 200);
 
-    let body = json_row(b"r", &[(b"cf:a", None, b"2"), (b"cf:b", None, b"x"), (b"cf:a", None, b"1")]);
-    assert_eq!(f.put("/t/r?check=put", "application/json", &body).status, 200);
+    let body = json_row(
+        b"r",
+        &[
+            (b"cf:a", None, b"2"),
+            (b"cf:b", None, b"x"),
+            (b"cf:a", None, b"1"),
+        ],
+    );
+    assert_eq!(
+        f.put("/t/r?check=put", "application/json", &body).status,
+        200
+    );
     assert_eq!(value_of(&f, "/t/r/cf:a").unwrap(), b"2");
     assert_eq!(value_of(&f, "/t/r/cf:b").unwrap(), b"x");
 
     // The check value is now stale.
     let body = json_row(b"r", &[(b"cf:a", None, b"3"), (b"cf:a", None, b"1")]);
-    assert_eq!(f.post("/t/r?check=put", "application/json", &body).status, 304);
+    assert_eq!(
+        f.post("/t/r?check=put", "application/json", &body).status,
+        304
+    );
     assert_eq!(value_of(&f, "/t/r/cf:a").unwrap(), b"2");
 
     // HBase requires the checked column among the cells written.
     let body = json_row(b"r", &[(b"cf:b", None, b"y"), (b"cf:a", None, b"2")]);
-    assert_eq!(f.put("/t/r?check=put", "application/json", &body).status, 400);
+    assert_eq!(
+        f.put("/t/r?check=put", "application/json", &body).status,
+        400
+    );
 }
 
 #[test]
@@ -45,19 +61,34 @@ fn check_delete_deletes_only_when_the_check_cell_matches() {
     assert_eq!(f.put("/t/r", "application/json", &seed).status, 200);
 
     let miss = json_row(b"r", &[(b"cf:b", None, b""), (b"cf:a", None, b"nope")]);
-    let reply = f.send("DELETE", "/t/r?check=delete", &[("Content-Type", "application/json")], &miss);
+    let reply = f.send(
+        "DELETE",
+        "/t/r?check=delete",
+        &[("Content-Type", "application/json")],
+        &miss,
+    );
     assert_eq!(reply.status, 304);
     assert!(value_of(&f, "/t/r/cf:b").is_some());
 
     let hit = json_row(b"r", &[(b"cf:b", None, b""), (b"cf:a", None, b"1")]);
-    let reply = f.send("DELETE", "/t/r?check=delete", &[("Content-Type", "application/json")], &hit);
+    let reply = f.send(
+        "DELETE",
+        "/t/r?check=delete",
+        &[("Content-Type", "application/json")],
+        &hit,
+    );
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert!(value_of(&f, "/t/r/cf:b").is_none());
     assert!(value_of(&f, "/t/r/cf:a").is_some());
 
     // A lone check cell deletes its own column.
     let alone = json_row(b"r", &[(b"cf:a", None, b"1")]);
-    let reply = f.send("DELETE", "/t/r?check=delete", &[("Content-Type", "application/json")], &alone);
+    let reply = f.send(
+        "DELETE",
+        "/t/r?check=delete",
+        &[("Content-Type", "application/json")],
+        &alone,
+    );
     assert_eq!(reply.status, 200);
     assert!(value_of(&f, "/t/r/cf:a").is_none());
 }
@@ -67,11 +98,18 @@ fn check_increment_and_append_change_counters_and_can_return_the_result() {
     let f = Fixture::new();
     f.create_table("t", &["cf"]);
     let inc = json_row(b"r", &[(b"cf:n", None, b"5")]);
-    assert_eq!(f.put("/t/r?check=increment", "application/json", &inc).status, 200);
+    assert_eq!(
+        f.put("/t/r?check=increment", "application/json", &inc)
+            .status,
+        200
+    );
     let reply = f.send(
         "POST",
         "/t/r?check=increment&rr=true",
-        &[("Content-Type", "application/json"), ("Accept", "application/json")],
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json"),
+        ],
         &inc,
     );
     assert_eq!(reply.status, 200, "{}", reply.text());
@@ -79,13 +117,26 @@ fn check_increment_and_append_change_counters_and_can_return_the_result() {
     assert_eq!(value, 10i64.to_be_bytes());
 
     let app = json_row(b"r", &[(b"cf:s", None, b"ab")]);
-    assert_eq!(f.put("/t/r?check=append", "application/json", &app).status, 200);
-    assert_eq!(f.put("/t/r?check=append", "application/json", &app).status, 200);
+    assert_eq!(
+        f.put("/t/r?check=append", "application/json", &app).status,
+        200
+    );
+    assert_eq!(
+        f.put("/t/r?check=append", "application/json", &app).status,
+        200
+    );
     assert_eq!(value_of(&f, "/t/r/cf:s").unwrap(), b"abab");
 
     let bad = json_row(b"r", &[(b"cf:n", None, b"five")]);
-    assert_eq!(f.put("/t/r?check=increment", "application/json", &bad).status, 400);
-    assert_eq!(f.put("/t/r?check=swap", "application/json", &inc).status, 400);
+    assert_eq!(
+        f.put("/t/r?check=increment", "application/json", &bad)
+            .status,
+        400
+    );
+    assert_eq!(
+        f.put("/t/r?check=swap", "application/json", &inc).status,
+        400
+    );
     assert_eq!(f.get("/t/r?check=put", "application/json").status, 200);
 }
 
@@ -110,7 +161,10 @@ fn a_stateless_scan_takes_rows_columns_limit_and_reversed_from_the_query() {
     f.create_table("t", &["cf"]);
     for i in 0..5 {
         let row = format!("row-{i}");
-        let body = json_row(row.as_bytes(), &[(b"cf:a", None, b"x"), (b"cf:b", None, b"y")]);
+        let body = json_row(
+            row.as_bytes(),
+            &[(b"cf:a", None, b"x"), (b"cf:b", None, b"y")],
+        );
         assert_eq!(f.put("/t/fakerow", "application/json", &body).status, 200);
     }
     let keys = |path: &str| -> Vec<String> {
@@ -127,7 +181,9 @@ fn a_stateless_scan_takes_rows_columns_limit_and_reversed_from_the_query() {
         ["row-3", "row-2"]
     );
     assert_eq!(keys("/t/*?startrow=row-1&limit=2"), ["row-1", "row-2"]);
-    let one_column = f.get("/t/*?column=cf:b&endrow=row-1", "application/json").json();
+    let one_column = f
+        .get("/t/*?column=cf:b&endrow=row-1", "application/json")
+        .json();
     assert_eq!(one_column["Row"][0]["Cell"].as_array().unwrap().len(), 1);
     let filtered = keys("/t/*?filter=PrefixFilter('row-4')");
     assert_eq!(filtered, ["row-4"]);

@@ -11,7 +11,11 @@ fn the_cluster_status_lists_every_region_of_every_table_with_its_requests() {
     let f = Fixture::new();
     f.create_table("a", &["cf"]);
     f.create_table("b", &["cf", "cf2"]);
-    let write = f.put("/a/r", "application/json", &json_row(b"r", &[(b"cf:q", None, b"v")]));
+    let write = f.put(
+        "/a/r",
+        "application/json",
+        &json_row(b"r", &[(b"cf:q", None, b"v")]),
+    );
     assert_eq!(write.status, 200);
     assert_eq!(f.get("/a/r", "application/json").status, 200);
 
@@ -33,7 +37,11 @@ fn the_cluster_status_lists_every_region_of_every_table_with_its_requests() {
     assert_eq!(regions[0]["writeRequestsCount"], 1);
 
     let xml = f.get("/status/cluster", "text/xml");
-    assert!(xml.text().contains("<ClusterStatus regions=\"2\""), "{}", xml.text());
+    assert!(
+        xml.text().contains("<ClusterStatus regions=\"2\""),
+        "{}",
+        xml.text()
+    );
     let text = f.get("/status/cluster", "text/plain");
     assert!(text.text().starts_with("1 live servers"), "{}", text.text());
 }

@@ -27,8 +27,18 @@ fn load(f: &Fixture) {
     for i in 0..20i64 {
         let put = Put::new(Bytes::from(format!("r{i:02}")))
             .add_at("cf", "a", 100 + i % 3, Bytes::from(format!("va{i}")))
-            .add_at("cf", "b", 100 + i % 2, Bytes::from(format!("{:03}", i * 7 % 20)))
-            .add_at("cf2", "c", 300, Bytes::from(if i % 2 == 0 { "even" } else { "odd" }));
+            .add_at(
+                "cf",
+                "b",
+                100 + i % 2,
+                Bytes::from(format!("{:03}", i * 7 % 20)),
+            )
+            .add_at(
+                "cf2",
+                "c",
+                300,
+                Bytes::from(if i % 2 == 0 { "even" } else { "odd" }),
+            );
         table.put(&put).unwrap();
     }
 }
@@ -108,14 +118,22 @@ fn filter_models_select_what_the_same_filter_strings_select_over_thrift1() {
         },
     )
     .unwrap();
-    let mut client = Client::connect(thrift.local_addr(), false, Protocol::Binary { strict: true }).unwrap();
+    let mut client = Client::connect(
+        thrift.local_addr(),
+        false,
+        Protocol::Binary { strict: true },
+    )
+    .unwrap();
 
     let cases: Vec<(serde_json::Value, &str)> = vec![
         (
             serde_json::json!({"type": "PrefixFilter", "value": b64(b"r1")}),
             "PrefixFilter('r1')",
         ),
-        (with_type(binary("LESS", "r05"), "RowFilter"), "RowFilter(<, 'binary:r05')"),
+        (
+            with_type(binary("LESS", "r05"), "RowFilter"),
+            "RowFilter(<, 'binary:r05')",
+        ),
         (
             serde_json::json!({"type": "ValueFilter", "op": "EQUAL",
                 "comparator": {"type": "SubstringComparator", "value": "VA1"}}),
@@ -166,9 +184,18 @@ fn filter_models_select_what_the_same_filter_strings_select_over_thrift1() {
             serde_json::json!({"type": "ColumnPaginationFilter", "limit": 1, "offset": 1}),
             "ColumnPaginationFilter(1, 1)",
         ),
-        (serde_json::json!({"type": "ColumnCountGetFilter", "limit": 2}), "ColumnCountGetFilter(2)"),
-        (serde_json::json!({"type": "PageFilter", "value": "4"}), "PageFilter(4)"),
-        (serde_json::json!({"type": "FirstKeyOnlyFilter"}), "FirstKeyOnlyFilter()"),
+        (
+            serde_json::json!({"type": "ColumnCountGetFilter", "limit": 2}),
+            "ColumnCountGetFilter(2)",
+        ),
+        (
+            serde_json::json!({"type": "PageFilter", "value": "4"}),
+            "PageFilter(4)",
+        ),
+        (
+            serde_json::json!({"type": "FirstKeyOnlyFilter"}),
+            "FirstKeyOnlyFilter()",
+        ),
         (
             serde_json::json!({"type": "InclusiveStopFilter", "value": b64(b"r03")}),
             "InclusiveStopFilter('r03')",
@@ -194,7 +221,10 @@ fn filter_models_select_what_the_same_filter_strings_select_over_thrift1() {
     for (model, language) in cases {
         let over_thrift = thrift_scan(&mut client, language);
         let over_rest = rest_scan(&f, &model.to_string());
-        assert!(!over_thrift.is_empty(), "{language} selects nothing: a weak case");
+        assert!(
+            !over_thrift.is_empty(),
+            "{language} selects nothing: a weak case"
+        );
         assert_eq!(over_rest, over_thrift, "{model} versus {language}");
         // The filter language is read by the REST scanner too.
         assert_eq!(rest_scan(&f, language), over_thrift, "{language} over REST");
@@ -206,7 +236,8 @@ fn filter_models_select_what_the_same_filter_strings_select_over_thrift1() {
 fn an_unknown_filter_type_is_a_readable_400() {
     let f = Fixture::new();
     load(&f);
-    let body = serde_json::json!({"filter": r#"{"type":"RandomRowFilter","chance":0.5}"#}).to_string();
+    let body =
+        serde_json::json!({"filter": r#"{"type":"RandomRowFilter","chance":0.5}"#}).to_string();
     let reply = f.put("/t/scanner", "application/json", body.as_bytes());
     assert_eq!(reply.status, 400);
     assert!(reply.text().contains("RandomRowFilter"), "{}", reply.text());

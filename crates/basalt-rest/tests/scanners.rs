@@ -134,11 +134,7 @@ fn a_scanner_on_a_missing_table_is_not_found_and_a_malformed_filter_is_refused()
         br#"{"filter":"{\"type\":\"PrefixFilter\",\"value\":\"@@\"}"}"#,
     );
     assert_eq!(reply.status, 400);
-    assert!(
-        reply.text().contains("not base64"),
-        "{}",
-        reply.text()
-    );
+    assert!(reply.text().contains("not base64"), "{}", reply.text());
     assert_eq!(f.server().open_scanners(), 0);
 }
 
