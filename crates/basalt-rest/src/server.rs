@@ -451,8 +451,14 @@ async fn respond(
         }
     };
     let headers = &parts.headers;
+    // HEAD is answered as GET would be; hyper sends the headers (with the
+    // body's Content-Length) and leaves the body out.
+    let method = match parts.method.as_str() {
+        "HEAD" => "GET".to_string(),
+        other => other.to_string(),
+    };
     let request = Request {
-        method: parts.method.as_str().to_string(),
+        method,
         path: parts.uri.path().to_string(),
         query: parts.uri.query().map(str::to_string),
         accept: header_text(headers, "accept"),

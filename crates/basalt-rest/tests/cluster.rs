@@ -93,3 +93,24 @@ fn a_namespace_created_with_xml_properties_keeps_them() {
     let bad = f.put("/namespaces/ns2", "application/json", b"{\"properties\":");
     assert_eq!(bad.status, 400);
 }
+
+#[test]
+fn head_answers_a_gets_headers_without_its_body() {
+    let f = Fixture::new();
+    f.create_table("t", &["cf"]);
+    let raw = common::exchange_raw(
+        f.addr,
+        b"HEAD /status/cluster HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
+    );
+    let text = String::from_utf8_lossy(&raw).to_string();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\r\n\r\n"),
+        "no body after the headers: {text}"
+    );
+}
