@@ -1177,9 +1177,11 @@ fn check_and_mutate(
                     None => put.add(f, q, cell.value),
                 };
             }
-            let mutate = basalt::CheckAndMutate::new(key, family, qualifier)
-                .if_equals(check_cell.value)
-                .then(put);
+            let mutate = expect(
+                basalt::CheckAndMutate::new(key, family, qualifier),
+                check_cell.value,
+            )
+            .then(put);
             run_check(&table, mutate)
         }
         "delete" => {
@@ -1202,9 +1204,11 @@ fn check_and_mutate(
                     (Column::Qualified(f, q), None) => delete.columns(f, q),
                 };
             }
-            let mutate = basalt::CheckAndMutate::new(key, family, qualifier)
-                .if_equals(check_cell.value)
-                .then(delete);
+            let mutate = expect(
+                basalt::CheckAndMutate::new(key, family, qualifier),
+                check_cell.value,
+            )
+            .then(delete);
             run_check(&table, mutate)
         }
         kind => {
@@ -1255,6 +1259,17 @@ fn check_and_mutate(
                 Err(e) => Reply::error(&e),
             }
         }
+    }
+}
+
+/// The check's condition: an empty expected value means the column must
+/// be absent, as HBase reads an empty check value ("put if absent");
+/// otherwise its newest value must equal the expected one.
+fn expect(check: basalt::CheckAndMutate, value: Bytes) -> basalt::CheckAndMutate {
+    if value.is_empty() {
+        check.if_absent()
+    } else {
+        check.if_equals(value)
     }
 }
 

@@ -45,6 +45,18 @@ fn check_put_writes_only_when_the_last_cell_matches_and_answers_304_otherwise() 
     );
     assert_eq!(value_of(&f, "/t/r/cf:a").unwrap(), b"2");
 
+    // An empty check value means "only if the column is absent".
+    let body = json_row(b"r", &[(b"cf:c", None, b"new"), (b"cf:c", None, b"")]);
+    assert_eq!(
+        f.put("/t/r?check=put", "application/json", &body).status,
+        200
+    );
+    assert_eq!(value_of(&f, "/t/r/cf:c").unwrap(), b"new");
+    assert_eq!(
+        f.put("/t/r?check=put", "application/json", &body).status,
+        304
+    );
+
     // HBase requires the checked column among the cells written.
     let body = json_row(b"r", &[(b"cf:b", None, b"y"), (b"cf:a", None, b"2")]);
     assert_eq!(
