@@ -196,7 +196,7 @@ impl ClusterStatus {
                 );
                 for r in &self.regions {
                     out.push_str(&format!(
-                        "        {}\n            stores={}\n            storefiless={}\n            storefileSizeMB={}\n            memstoreSizeMB={}\n",
+                        "        {}\n            stores={}\n            storefiles={}\n            storefileSizeMB={}\n            memstoreSizeMB={}\n",
                         String::from_utf8_lossy(&r.name),
                         r.stores,
                         r.storefiles,

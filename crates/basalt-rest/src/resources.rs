@@ -1177,7 +1177,7 @@ fn check_and_mutate(
                     None => put.add(f, q, cell.value),
                 };
             }
-            let mutate = expect(
+            let mutate = with_condition(
                 basalt::CheckAndMutate::new(key, family, qualifier),
                 check_cell.value,
             )
@@ -1204,7 +1204,7 @@ fn check_and_mutate(
                     (Column::Qualified(f, q), None) => delete.columns(f, q),
                 };
             }
-            let mutate = expect(
+            let mutate = with_condition(
                 basalt::CheckAndMutate::new(key, family, qualifier),
                 check_cell.value,
             )
@@ -1265,7 +1265,7 @@ fn check_and_mutate(
 /// The check's condition: an empty expected value means the column must
 /// be absent, as HBase reads an empty check value ("put if absent");
 /// otherwise its newest value must equal the expected one.
-fn expect(check: basalt::CheckAndMutate, value: Bytes) -> basalt::CheckAndMutate {
+fn with_condition(check: basalt::CheckAndMutate, value: Bytes) -> basalt::CheckAndMutate {
     if value.is_empty() {
         check.if_absent()
     } else {
