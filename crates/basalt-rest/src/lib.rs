@@ -27,11 +27,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cluster;
+pub mod filter_model;
 mod json;
 pub mod media;
 pub mod model;
 pub mod path;
-mod resources;
+pub mod protobuf;
+pub(crate) mod resources;
 mod scanners;
 mod server;
 pub mod xml;

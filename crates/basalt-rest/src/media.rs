@@ -57,19 +57,13 @@ impl Format {
     }
 }
 
-/// What the gateway can currently write: protobuf is recognised but not
-/// yet encoded, so it is never chosen.
-fn writable(format: Format) -> bool {
-    format != Format::Protobuf
-}
-
 /// The format to answer in: the client's most preferred media range (by
 /// `q`, then order) that matches one of `produces`, taking the first
 /// match in `produces`. `None` when nothing acceptable can be written
 /// (HTTP 406). No `Accept` header accepts anything.
 pub fn negotiate(accept: Option<&str>, produces: &[Format]) -> Option<Format> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-        return produces.iter().copied().find(|f| writable(*f));
+        return produces.first().copied();
     };
     let mut ranges: Vec<(f32, usize, String)> = accept
         .split(',')
@@ -92,12 +86,9 @@ pub fn negotiate(accept: Option<&str>, produces: &[Format]) -> Option<Format> {
         })
         .collect();
     ranges.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    ranges.iter().find_map(|(_, _, range)| {
-        produces
-            .iter()
-            .copied()
-            .find(|f| writable(*f) && f.matches(range))
-    })
+    ranges
+        .iter()
+        .find_map(|(_, _, range)| produces.iter().copied().find(|f| f.matches(range)))
 }
 
 #[cfg(test)]
@@ -125,8 +116,15 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_alone_is_not_acceptable_yet() {
-        assert_eq!(negotiate(Some("application/x-protobuf"), CELLS), None);
+    fn protobuf_is_chosen_by_either_name_and_unproduced_types_are_not() {
+        assert_eq!(
+            negotiate(Some("application/x-protobuf"), CELLS),
+            Some(Format::Protobuf)
+        );
+        assert_eq!(
+            negotiate(Some("application/protobuf"), CELLS),
+            Some(Format::Protobuf)
+        );
         assert_eq!(negotiate(Some("text/plain"), CELLS), None);
     }
 

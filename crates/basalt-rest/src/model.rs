@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 
 use crate::json::{CellSetJson, ScannerJson, SchemaJson};
 use crate::media::Format;
+use crate::protobuf::{Reader, Writer};
 use crate::xml::{self, escape, Element, DECLARATION};
 
 /// Why a request body could not be read as a model.
@@ -76,6 +77,28 @@ impl CellSet {
     /// The cell set as XML or JSON.
     pub fn encode(&self, format: Format) -> Vec<u8> {
         match format {
+            Format::Protobuf => {
+                // CellSet: rows = 1; Row: key = 1, values = 2; Cell: row = 1
+                // (unused inside a set), column = 2, timestamp = 3, data = 4.
+                let mut set = Writer::new();
+                for row in &self.rows {
+                    let mut r = Writer::new();
+                    r.bytes(1, row.key.as_deref().unwrap_or_default());
+                    for cell in &row.cells {
+                        let mut c = Writer::new();
+                        if let Some(column) = &cell.column {
+                            c.bytes(2, column);
+                        }
+                        if let Some(ts) = cell.timestamp {
+                            c.int(3, ts);
+                        }
+                        c.bytes(4, &cell.value);
+                        r.message(2, c);
+                    }
+                    set.message(1, r);
+                }
+                set.finish()
+            }
             Format::Json => {
                 let rows: Vec<Value> = self
                     .rows
@@ -210,6 +233,9 @@ impl CellSet {
                     .collect::<Read<Vec<_>>>()?;
                 Ok(CellSet { rows })
             }
+            Format::Protobuf => {
+                decode_cell_set_protobuf(body).map_err(|e| bad(format!("protobuf CellSet: {e}")))
+            }
             other => Err(bad(format!(
                 "a cell set cannot be read as {}",
                 other.mime()
@@ -221,6 +247,8 @@ impl CellSet {
 /// HBase's `TableList`.
 pub fn encode_table_list(names: &[String], format: Format) -> Vec<u8> {
     match format {
+        // TableList: name = 1 (repeated).
+        Format::Protobuf => strings_message(1, names),
         Format::Json => {
             let tables: Vec<Value> = names.iter().map(|n| json!({ "name": n })).collect();
             json!({ "table": tables }).to_string().into_bytes()
@@ -266,6 +294,41 @@ impl TableSchema {
     /// The schema as XML, JSON or HBase's text form.
     pub fn encode(&self, format: Format) -> Vec<u8> {
         match format {
+            Format::Protobuf => {
+                // TableSchema: name = 1, attrs = 2 (name = 1, value = 2),
+                // columns = 3; ColumnSchema: name = 1, attrs = 2, ttl = 3,
+                // maxVersions = 4, compression = 5.
+                let mut schema = Writer::new();
+                schema.string(1, &self.name);
+                for (k, v) in &self.options {
+                    schema.message(2, attribute(k, v));
+                }
+                for c in &self.columns {
+                    let mut column = Writer::new();
+                    column.string(1, &c.name);
+                    for (k, v) in &c.options {
+                        column.message(2, attribute(k, v));
+                    }
+                    for (k, v) in &c.options {
+                        match k.as_str() {
+                            "TTL" => {
+                                if let Ok(ttl) = v.parse::<i32>() {
+                                    column.int(3, i64::from(ttl));
+                                }
+                            }
+                            "VERSIONS" => {
+                                if let Ok(n) = v.parse::<i32>() {
+                                    column.int(4, i64::from(n));
+                                }
+                            }
+                            "COMPRESSION" => column.string(5, v),
+                            _ => {}
+                        }
+                    }
+                    schema.message(3, column);
+                }
+                schema.finish()
+            }
             Format::Json => {
                 let mut object = Map::new();
                 object.insert("name".into(), json!(self.name));
@@ -383,6 +446,9 @@ impl TableSchema {
                     columns,
                 })
             }
+            Format::Protobuf => {
+                decode_schema_protobuf(body).map_err(|e| bad(format!("protobuf TableSchema: {e}")))
+            }
             other => Err(bad(format!("a schema cannot be read as {}", other.mime()))),
         }
     }
@@ -407,6 +473,17 @@ impl VersionModel {
     /// The version as XML, JSON or HBase's text line.
     pub fn encode(&self, format: Format) -> Vec<u8> {
         match format {
+            Format::Protobuf => {
+                // Version: restVersion = 1, jvmVersion = 2, osVersion = 3,
+                // serverVersion = 4, jerseyVersion = 5.
+                let mut w = Writer::new();
+                w.string(1, &self.rest);
+                w.string(2, &self.jvm);
+                w.string(3, &self.os);
+                w.string(4, &self.server);
+                w.string(5, &self.jersey);
+                w.finish()
+            }
             Format::Json => json!({
                 "REST": self.rest,
                 "JVM": self.jvm,
@@ -465,6 +542,22 @@ pub struct RegionModel {
 /// HBase's `TableInfo`: a table's regions.
 pub fn encode_table_info(table: &str, regions: &[RegionModel], format: Format) -> Vec<u8> {
     match format {
+        Format::Protobuf => {
+            // TableInfo: name = 1, regions = 2; Region: name = 1,
+            // startKey = 2, endKey = 3, id = 4, location = 5.
+            let mut info = Writer::new();
+            info.string(1, table);
+            for r in regions {
+                let mut region = Writer::new();
+                region.string(1, &String::from_utf8_lossy(&r.name));
+                region.bytes(2, &r.start_key);
+                region.bytes(3, &r.end_key);
+                region.int(4, i64::try_from(r.id).unwrap_or(i64::MAX));
+                region.string(5, &r.location);
+                info.message(2, region);
+            }
+            info.finish()
+        }
         Format::Json => {
             let regions: Vec<Value> = regions
                 .iter()
@@ -583,6 +676,10 @@ impl ScannerModel {
                 let filter = root.children_named("filter").next();
                 model.filter = filter.map(|f| f.text.clone());
             }
+            Format::Protobuf => {
+                decode_scanner_protobuf(body, &mut model)
+                    .map_err(|e| bad(format!("protobuf Scanner: {e}")))?;
+            }
             other => return Err(bad(format!("a scanner cannot be read as {}", other.mime()))),
         }
         Ok(model)
@@ -633,7 +730,7 @@ pub const BYTES_PER_JSON_NODE: usize = 4;
 /// Structural characters every JSON document may hold whatever its size.
 pub const FREE_JSON_NODES: usize = 64;
 
-fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Read<T> {
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Read<T> {
     // Counted before parsing, so a dense document is refused before its
     // tree is built.
     let mut nodes = 0usize;
@@ -674,6 +771,175 @@ fn parse_positive(text: &str, what: &str) -> Read<u64> {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(bad(format!("{what} is not a positive integer: {text:?}"))),
     }
+}
+
+/// A message of one repeated string field.
+pub(crate) fn strings_message(field: u32, values: &[String]) -> Vec<u8> {
+    let mut w = Writer::new();
+    for v in values {
+        w.string(field, v);
+    }
+    w.finish()
+}
+
+/// A schema attribute: name = 1, value = 2.
+fn attribute(name: &str, value: &str) -> Writer {
+    let mut a = Writer::new();
+    a.string(1, name);
+    a.string(2, value);
+    a
+}
+
+fn decode_cell_set_protobuf(body: &[u8]) -> crate::protobuf::Read<CellSet> {
+    // As for JSON: a row or cell per BYTES_PER_JSON_NODE bytes at most (a
+    // cell holding a value takes four), counted before anything is built,
+    // so two-byte empty cells cannot make the models cost forty times the
+    // body.
+    let mut nodes = 0usize;
+    let mut set = Reader::new(body);
+    while let Some((field, value)) = set.next_field()? {
+        if field == 1 {
+            nodes += 1;
+            let mut row = Reader::new(value.bytes("Row")?);
+            while let Some((field, _)) = row.next_field()? {
+                nodes += usize::from(field == 2);
+            }
+        }
+    }
+    if nodes > body.len() / BYTES_PER_JSON_NODE + FREE_JSON_NODES {
+        return Err(format!(
+            "denser than one row or cell per {BYTES_PER_JSON_NODE} bytes"
+        ));
+    }
+    let mut rows = Vec::new();
+    let mut set = Reader::new(body);
+    while let Some((field, value)) = set.next_field()? {
+        if field != 1 {
+            continue;
+        }
+        let mut row = RowModel {
+            key: None,
+            cells: Vec::new(),
+        };
+        let mut r = Reader::new(value.bytes("Row")?);
+        while let Some((field, value)) = r.next_field()? {
+            match field {
+                1 => row.key = Some(Bytes::copy_from_slice(value.bytes("Row key")?)),
+                2 => {
+                    let mut cell = CellModel {
+                        column: None,
+                        timestamp: None,
+                        value: Bytes::new(),
+                    };
+                    let mut c = Reader::new(value.bytes("Cell")?);
+                    while let Some((field, value)) = c.next_field()? {
+                        match field {
+                            2 => cell.column = Some(Bytes::copy_from_slice(value.bytes("column")?)),
+                            3 => cell.timestamp = Some(value.int("timestamp")?),
+                            4 => cell.value = Bytes::copy_from_slice(value.bytes("data")?),
+                            _ => {}
+                        }
+                    }
+                    row.cells.push(cell);
+                }
+                _ => {}
+            }
+        }
+        rows.push(row);
+    }
+    Ok(CellSet { rows })
+}
+
+fn decode_attribute(bytes: &[u8]) -> crate::protobuf::Read<(String, String)> {
+    let (mut name, mut value) = (String::new(), String::new());
+    let mut a = Reader::new(bytes);
+    while let Some((field, v)) = a.next_field()? {
+        match field {
+            1 => name = v.string("attribute name")?,
+            2 => value = v.string("attribute value")?,
+            _ => {}
+        }
+    }
+    Ok((name, value))
+}
+
+fn decode_schema_protobuf(body: &[u8]) -> crate::protobuf::Read<TableSchema> {
+    let mut schema = TableSchema::default();
+    let mut r = Reader::new(body);
+    while let Some((field, value)) = r.next_field()? {
+        match field {
+            1 => schema.name = value.string("name")?,
+            2 => schema
+                .options
+                .push(decode_attribute(value.bytes("attrs")?)?),
+            3 => {
+                let mut column = ColumnSchema::default();
+                let mut c = Reader::new(value.bytes("ColumnSchema")?);
+                while let Some((field, value)) = c.next_field()? {
+                    let mut set = |k: &str, v: String| {
+                        if !column.options.iter().any(|(name, _)| name == k) {
+                            column.options.push((k.to_string(), v));
+                        }
+                    };
+                    match field {
+                        1 => column.name = value.string("ColumnSchema name")?,
+                        2 => {
+                            let (k, v) = decode_attribute(value.bytes("ColumnSchema attrs")?)?;
+                            column.options.retain(|(name, _)| *name != k);
+                            column.options.push((k, v));
+                        }
+                        3 => set("TTL", value.int32("ttl")?.to_string()),
+                        4 => set("VERSIONS", value.int32("maxVersions")?.to_string()),
+                        5 => set("COMPRESSION", value.string("compression")?),
+                        _ => {}
+                    }
+                }
+                if column.name.is_empty() {
+                    return Err(format!("ColumnSchema {} has no name", schema.columns.len()));
+                }
+                schema.columns.push(column);
+            }
+            // inMemory (4) is a family option in Basalt; readOnly (5) is
+            // refused when set, like the READONLY attribute.
+            5 if value.boolean("readOnly")? => {
+                schema.options.push(("READONLY".into(), "true".into()));
+            }
+            _ => {}
+        }
+    }
+    Ok(schema)
+}
+
+fn decode_scanner_protobuf(body: &[u8], model: &mut ScannerModel) -> crate::protobuf::Read<()> {
+    let positive = |v: i64, what: &str| -> crate::protobuf::Read<u64> {
+        u64::try_from(v)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{what} is not a positive integer: {v}"))
+    };
+    let mut r = Reader::new(body);
+    while let Some((field, value)) = r.next_field()? {
+        match field {
+            1 => model.start_row = Bytes::copy_from_slice(value.bytes("startRow")?),
+            2 => model.end_row = Bytes::copy_from_slice(value.bytes("endRow")?),
+            3 => model
+                .columns
+                .push(Bytes::copy_from_slice(value.bytes("columns")?)),
+            4 => model.batch = Some(positive(i64::from(value.int32("batch")?), "batch")?),
+            5 => model.start_time = value.int("startTime")?,
+            6 => model.end_time = value.int("endTime")?,
+            7 => {
+                let n = positive(i64::from(value.int32("maxVersions")?), "maxVersions")?;
+                model.max_versions = Some(u32::try_from(n).unwrap_or(u32::MAX));
+            }
+            8 => model.filter = Some(value.string("filter")?),
+            12 => model.limit = Some(positive(i64::from(value.int32("limit")?), "limit")?),
+            // caching (9), labels (10), cacheBlocks (11) change nothing in
+            // what a scanner returns.
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

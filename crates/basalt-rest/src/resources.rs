@@ -92,7 +92,7 @@ pub struct Reply {
 }
 
 impl Reply {
-    fn ok(format: Format, body: Vec<u8>) -> Reply {
+    pub(crate) fn ok(format: Format, body: Vec<u8>) -> Reply {
         Reply {
             status: 200,
             content_type: Some(format.mime()),
@@ -101,7 +101,7 @@ impl Reply {
         }
     }
 
-    fn empty(status: u16) -> Reply {
+    pub(crate) fn empty(status: u16) -> Reply {
         Reply {
             status,
             content_type: None,
@@ -129,16 +129,12 @@ impl Reply {
         Reply::text(400, "Bad request", Some(detail))
     }
 
-    fn not_found() -> Reply {
+    pub(crate) fn not_found() -> Reply {
         Reply::text(404, "Not found", None)
     }
 
-    fn not_acceptable(produces: &[Format]) -> Reply {
-        let offered: Vec<&str> = produces
-            .iter()
-            .filter(|f| **f != Format::Protobuf)
-            .map(|f| f.mime())
-            .collect();
+    pub(crate) fn not_acceptable(produces: &[Format]) -> Reply {
+        let offered: Vec<&str> = produces.iter().map(|f| f.mime()).collect();
         Reply::text(
             406,
             "Not acceptable",
@@ -158,7 +154,7 @@ impl Reply {
         )
     }
 
-    fn method_not_allowed(allowed: &str) -> Reply {
+    pub(crate) fn method_not_allowed(allowed: &str) -> Reply {
         let mut reply = Reply::text(405, "Method not allowed", None);
         reply.headers.push(("Allow", allowed.to_string()));
         reply
@@ -170,7 +166,12 @@ impl Reply {
     /// server answers them; the detail is `<Java class>: <message>`.
     pub fn error(e: &Error) -> Reply {
         let (status, word) = match e.kind() {
-            ErrorKind::TableNotFound | ErrorKind::NoSuchFamily => (404, "Not found"),
+            ErrorKind::TableNotFound | ErrorKind::NoSuchFamily | ErrorKind::NamespaceNotFound => {
+                (404, "Not found")
+            }
+            // HBase's REST server forbids creating what exists and dropping
+            // a namespace that still holds tables.
+            ErrorKind::NamespaceExists | ErrorKind::Constraint => (403, "Forbidden"),
             ErrorKind::InvalidArgument | ErrorKind::FilterSyntax | ErrorKind::NotALong => {
                 (400, "Bad request")
             }
@@ -197,9 +198,11 @@ pub(crate) struct Context {
     pub location: String,
 }
 
-const CELL_FORMATS: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf, Format::Binary];
-const MODEL_FORMATS: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf];
-const TEXT_FIRST: &[Format] = &[Format::Text, Format::Xml, Format::Json, Format::Protobuf];
+pub(crate) const CELL_FORMATS: &[Format] =
+    &[Format::Xml, Format::Json, Format::Protobuf, Format::Binary];
+pub(crate) const MODEL_FORMATS: &[Format] = &[Format::Xml, Format::Json, Format::Protobuf];
+pub(crate) const TEXT_FIRST: &[Format] =
+    &[Format::Text, Format::Xml, Format::Json, Format::Protobuf];
 
 /// Answers one request.
 pub(crate) fn handle(ctx: &Context, request: &Request) -> Reply {
@@ -219,6 +222,8 @@ pub(crate) fn handle(ctx: &Context, request: &Request) -> Reply {
         [] => only_get(method, || table_list(ctx, request)),
         ["version"] | ["version", "rest"] => only_get(method, || version(request)),
         ["version", "cluster"] => only_get(method, || cluster_version(request)),
+        ["status", "cluster"] => only_get(method, || crate::cluster::status(ctx, request)),
+        ["namespaces", rest @ ..] => crate::cluster::namespaces(ctx, request, rest),
         [table, rest @ ..] => {
             let table = match percent_decode(table, false) {
                 Ok(name) => String::from_utf8_lossy(&name).into_owned(),
@@ -277,10 +282,11 @@ fn version(request: &Request) -> Reply {
     Reply::ok(format, model.encode(format))
 }
 
-/// `GET /version/cluster`.
+/// `GET /version/cluster`: HBase has no protobuf form of it.
 fn cluster_version(request: &Request) -> Reply {
-    let Some(format) = negotiate(request.accept.as_deref(), TEXT_FIRST) else {
-        return Reply::not_acceptable(TEXT_FIRST);
+    const FORMATS: &[Format] = &[Format::Text, Format::Xml, Format::Json];
+    let Some(format) = negotiate(request.accept.as_deref(), FORMATS) else {
+        return Reply::not_acceptable(FORMATS);
     };
     Reply::ok(format, encode_cluster_version(CLUSTER_VERSION, format))
 }
@@ -481,6 +487,9 @@ fn row(ctx: &Context, request: &Request, table: &str, segments: &[&str]) -> Repl
     };
     match request.method.as_str() {
         "GET" => read_rows(ctx, request, table, &spec, &query),
+        "PUT" | "POST" | "DELETE" if query.iter().any(|(k, _)| k == "check") => {
+            check_and_mutate(ctx, request, table, &spec, &query)
+        }
         "PUT" | "POST" => write_cells(ctx, request, table, &spec),
         "DELETE" => delete_cells(ctx, table, &spec),
         _ => Reply::method_not_allowed("GET, PUT, POST, DELETE"),
@@ -504,9 +513,110 @@ fn versions(query: &[(String, Vec<u8>)]) -> Result<u32, Reply> {
 fn time_range(stamps: Stamps) -> basalt::Result<Option<TimeRange>> {
     match stamps {
         Stamps::All => Ok(None),
-        Stamps::At(ts) => TimeRange::at(ts).map(Some),
+        // HBase reads one timestamp in a row specification as the END of
+        // the time range: the newest versions written before it.
+        Stamps::At(ts) => TimeRange::new(0, ts).map(Some),
         Stamps::Range(start, end) => TimeRange::new(start, end).map(Some),
     }
+}
+
+/// The scan of a multi-row specification (`<start>,<end>`, `<prefix>*`,
+/// `*`) with the query parameters of HBase's stateless scan: `startrow`,
+/// `endrow` (plain keys; with `reversed=true` the start is the larger
+/// key), `column` (repeatable, `family` or `family:qualifier`),
+/// `starttime`, `endtime`, `maxversions`, `limit` (rows), `reversed` and
+/// `filter` (a FilterModel or the filter language).
+fn stateless_scan(
+    rows: &Rows,
+    spec: &RowSpec,
+    range: Option<TimeRange>,
+    versions: u32,
+    query: &[(String, Vec<u8>)],
+) -> basalt::Result<Scan> {
+    let param = |name: &str| -> Option<&Vec<u8>> {
+        query.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v)
+    };
+    let number = |name: &str| -> basalt::Result<Option<i64>> {
+        param(name)
+            .map(|v| {
+                String::from_utf8_lossy(v)
+                    .trim()
+                    .parse::<i64>()
+                    .map_err(|_| {
+                        Error::invalid(format!(
+                            "{name} is not an integer: {:?}",
+                            String::from_utf8_lossy(v)
+                        ))
+                    })
+            })
+            .transpose()
+    };
+    let reversed = match param("reversed").map(|v| String::from_utf8_lossy(v).to_lowercase()) {
+        None => false,
+        Some(v) if v == "true" => true,
+        Some(v) if v == "false" => false,
+        Some(v) => {
+            return Err(Error::invalid(format!(
+                "reversed is neither true nor false: {v:?}"
+            )))
+        }
+    };
+    let versions = match number("maxversions")? {
+        Some(n) if n > 0 => u32::try_from(n).unwrap_or(u32::MAX),
+        Some(n) => {
+            return Err(Error::invalid(format!(
+                "maxversions is not a positive integer: {n}"
+            )))
+        }
+        None => versions,
+    };
+    let mut scan = Scan::new().max_versions(versions).reversed(reversed);
+    scan = match rows {
+        Rows::Range(start, end) => {
+            let scan = scan.start_row(start.clone());
+            if end.is_empty() {
+                scan
+            } else {
+                scan.stop_row(end.clone())
+            }
+        }
+        Rows::Prefix(prefix) if prefix.is_empty() => scan,
+        Rows::Prefix(prefix) => scan.prefix(prefix.clone()),
+        Rows::Single(_) => scan,
+    };
+    if let Some(start) = param("startrow").filter(|v| !v.is_empty()) {
+        scan = scan.start_row(Bytes::from(start.clone()));
+    }
+    if let Some(end) = param("endrow").filter(|v| !v.is_empty()) {
+        scan = scan.stop_row(Bytes::from(end.clone()));
+    }
+    for column in &spec.columns {
+        scan = Column::parse(column).select_in_scan(scan);
+    }
+    for (_, column) in query.iter().filter(|(k, _)| k == "column") {
+        for part in column.split(|b| *b == b',').filter(|p| !p.is_empty()) {
+            scan = Column::parse(part).select_in_scan(scan);
+        }
+    }
+    let (start_time, end_time) = (number("starttime")?, number("endtime")?);
+    if let Some(range) = range {
+        scan = scan.time_range(range);
+    } else if start_time.is_some() || end_time.is_some() {
+        scan = scan.time_range(TimeRange::new(
+            start_time.unwrap_or(0),
+            end_time.unwrap_or(i64::MAX),
+        )?);
+    }
+    if let Some(limit) = number("limit")? {
+        let limit = usize::try_from(limit)
+            .map_err(|_| Error::invalid(format!("limit is negative: {limit}")))?;
+        scan = scan.limit(limit);
+    }
+    if let Some(filter) = param("filter") {
+        let text = String::from_utf8_lossy(filter);
+        scan = scan.filter(crate::filter_model::parse(&text).map_err(|e| Error::invalid(e.0))?);
+    }
+    Ok(scan)
 }
 
 fn read_rows(
@@ -552,25 +662,7 @@ fn read_rows(
             })
         }
         rows => {
-            let mut scan = Scan::new().max_versions(versions);
-            scan = match rows {
-                Rows::Range(start, end) => {
-                    let scan = scan.start_row(start.clone());
-                    if end.is_empty() {
-                        scan
-                    } else {
-                        scan.stop_row(end.clone())
-                    }
-                }
-                Rows::Prefix(prefix) => scan.prefix(prefix.clone()),
-                Rows::Single(_) => scan,
-            };
-            for column in &spec.columns {
-                scan = Column::parse(column).select_in_scan(scan);
-            }
-            if let Some(range) = range {
-                scan = scan.time_range(range);
-            }
+            let scan = stateless_scan(rows, spec, range, versions, query)?;
             let mut rows = Vec::new();
             let mut cells = 0;
             for row in t.scan(&scan)? {
@@ -618,7 +710,7 @@ fn read_rows(
 }
 
 /// Reads the body as one of `consumes`, or the reply that says why not.
-fn read_body<T>(
+pub(crate) fn read_body<T>(
     request: &Request,
     consumes: &[Format],
     decode: impl FnOnce(Format, &[u8]) -> Result<T, crate::model::BadBody>,
@@ -627,16 +719,8 @@ fn read_body<T>(
         .content_type
         .as_deref()
         .and_then(Format::from_mime)
-        .filter(|f| consumes.contains(f) && *f != Format::Protobuf)
-        .ok_or_else(|| {
-            Reply::unsupported(
-                &consumes
-                    .iter()
-                    .copied()
-                    .filter(|f| *f != Format::Protobuf)
-                    .collect::<Vec<_>>(),
-            )
-        })?;
+        .filter(|f| consumes.contains(f))
+        .ok_or_else(|| Reply::unsupported(consumes))?;
     decode(format, &request.body).map_err(|e| Reply::bad_request(&e.0))
 }
 
@@ -840,13 +924,13 @@ fn create_scanner(ctx: &Context, request: &Request, table: &str) -> Reply {
         Ok(model) => model,
         Err(reply) => return reply,
     };
-    if model.filter.is_some() {
-        return Reply::bad_request(
-            "scanner filters are not supported by this gateway yet; \
-             leave out the filter or use the Thrift gateway's filter strings",
-        );
-    }
     let mut scan = Scan::new().max_versions(model.max_versions.unwrap_or(u32::MAX));
+    if let Some(text) = model.filter.as_deref().filter(|t| !t.trim().is_empty()) {
+        match crate::filter_model::parse(text) {
+            Ok(filter) => scan = scan.filter(filter),
+            Err(e) => return Reply::bad_request(&e.0),
+        }
+    }
     if !model.start_row.is_empty() {
         scan = scan.start_row(model.start_row.clone());
     }
@@ -970,7 +1054,7 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 /// A table name as a URL path segment.
-fn encode_segment(text: &str) -> String {
+pub(crate) fn encode_segment(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~:".contains(&b) {
@@ -980,4 +1064,222 @@ fn encode_segment(text: &str) -> String {
         }
     }
     out
+}
+
+/// `?check=put|delete|increment|append` on `/<table>/<row>[/<column>]`:
+/// HBase's check-and-mutate and atomic counters over REST.
+///
+/// - `check=put` (PUT/POST): the cell set's row holds the new cells, and
+///   its LAST cell is the check: its column's latest value must equal the
+///   cell's value. As in HBase the checked column must also be among the
+///   cells written. 304 when the check fails.
+/// - `check=delete` (DELETE): the last cell is the check; the cells
+///   before it name the columns (or families) to delete; a lone check
+///   cell deletes its own column. 304 when the check fails.
+/// - `check=increment` / `check=append` (PUT/POST): each cell adds its
+///   value (a decimal integer as text) to, or appends its value to, its
+///   column. With `rr=true` the answer is the new values as a cell set.
+fn check_and_mutate(
+    ctx: &Context,
+    request: &Request,
+    table: &str,
+    spec: &RowSpec,
+    query: &[(String, Vec<u8>)],
+) -> Reply {
+    let check = query
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "check")
+        .map(|(_, v)| String::from_utf8_lossy(v).to_lowercase())
+        .unwrap_or_default();
+    let return_result = query
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "rr")
+        .is_some_and(|(_, v)| v.eq_ignore_ascii_case(b"true"));
+    let method = request.method.as_str();
+    match (check.as_str(), method) {
+        ("put", "PUT" | "POST")
+        | ("delete", "DELETE")
+        | ("increment", "PUT" | "POST")
+        | ("append", "PUT" | "POST") => {}
+        ("put" | "increment" | "append", _) => {
+            return Reply::method_not_allowed("PUT, POST");
+        }
+        ("delete", _) => return Reply::method_not_allowed("DELETE"),
+        (other, _) => {
+            return Reply::bad_request(&format!(
+                "check={other} is not one of put, delete, increment, append"
+            ))
+        }
+    }
+    let set = match read_body(request, MODEL_FORMATS, CellSet::decode) {
+        Ok(set) => set,
+        Err(reply) => return reply,
+    };
+    let url_row = match &spec.rows {
+        Rows::Single(row) => Some(row.clone()),
+        _ => None,
+    };
+    let Some(row) = set.rows.into_iter().next() else {
+        return Reply::bad_request("the cell set holds no row");
+    };
+    let Some(key) = row.key.clone().or(url_row) else {
+        return Reply::bad_request("the row has no key and the URL names no single row");
+    };
+    // A cell without a column takes the URL's first column.
+    let mut cells = Vec::with_capacity(row.cells.len());
+    for (i, cell) in row.cells.into_iter().enumerate() {
+        let Some(column) = cell
+            .column
+            .clone()
+            .or_else(|| spec.columns.first().cloned())
+        else {
+            return Reply::bad_request(&format!("Cell {i} has no column and the URL names none"));
+        };
+        cells.push((column, cell));
+    }
+    let table = match ctx.db.table(table) {
+        Ok(table) => table,
+        Err(e) => return Reply::error(&e),
+    };
+    let qualified = |column: &Bytes| match Column::parse(column) {
+        Column::Qualified(f, q) if !q.is_empty() => Ok((f, q)),
+        _ => Err(Reply::bad_request(&format!(
+            "column {:?} is not family:qualifier",
+            String::from_utf8_lossy(column)
+        ))),
+    };
+    match check.as_str() {
+        "put" => {
+            if cells.len() < 2 {
+                return Reply::bad_request(
+                    "check=put takes the cells to write and, last, the cell to check",
+                );
+            }
+            let Some((check_column, check_cell)) = cells.pop() else {
+                return Reply::bad_request("no cell to check");
+            };
+            let (family, qualifier) = match qualified(&check_column) {
+                Ok(fq) => fq,
+                Err(reply) => return reply,
+            };
+            if !cells.iter().any(|(c, _)| *c == check_column) {
+                return Reply::bad_request(
+                    "the checked column is not among the cells written (HBase requires it)",
+                );
+            }
+            let mut put = Put::new(key.clone());
+            for (column, cell) in cells {
+                let (f, q) = Column::parse(&column).family_qualifier();
+                put = match cell.timestamp {
+                    Some(ts) => put.add_at(f, q, ts, cell.value),
+                    None => put.add(f, q, cell.value),
+                };
+            }
+            let mutate = with_condition(
+                basalt::CheckAndMutate::new(key, family, qualifier),
+                check_cell.value,
+            )
+            .then(put);
+            run_check(&table, mutate)
+        }
+        "delete" => {
+            let Some((check_column, check_cell)) = cells.pop() else {
+                return Reply::bad_request("check=delete takes, last, the cell to check");
+            };
+            let (family, qualifier) = match qualified(&check_column) {
+                Ok(fq) => fq,
+                Err(reply) => return reply,
+            };
+            let mut delete = basalt::Delete::new(key.clone());
+            if cells.is_empty() {
+                delete = delete.columns(family.clone(), qualifier.clone());
+            }
+            for (column, cell) in cells {
+                delete = match (Column::parse(&column), cell.timestamp) {
+                    (Column::Family(f), Some(ts)) => delete.family_at(f, ts),
+                    (Column::Family(f), None) => delete.family(f),
+                    (Column::Qualified(f, q), Some(ts)) => delete.columns_at(f, q, ts),
+                    (Column::Qualified(f, q), None) => delete.columns(f, q),
+                };
+            }
+            let mutate = with_condition(
+                basalt::CheckAndMutate::new(key, family, qualifier),
+                check_cell.value,
+            )
+            .then(delete);
+            run_check(&table, mutate)
+        }
+        kind => {
+            if cells.is_empty() {
+                return Reply::bad_request(&format!("check={kind} takes at least one cell"));
+            }
+            let result = if kind == "increment" {
+                let mut increment = basalt::Increment::new(key);
+                for (column, cell) in cells {
+                    let (f, q) = match qualified(&column) {
+                        Ok(fq) => fq,
+                        Err(reply) => return reply,
+                    };
+                    let text = String::from_utf8_lossy(&cell.value);
+                    let Ok(delta) = text.trim().parse::<i64>() else {
+                        return Reply::bad_request(&format!(
+                            "an increment's value is a decimal integer, not {text:?}"
+                        ));
+                    };
+                    increment = increment.add(f, q, delta);
+                }
+                table.increment(&increment)
+            } else {
+                let mut append = basalt::Append::new(key);
+                for (column, cell) in cells {
+                    let (f, q) = match qualified(&column) {
+                        Ok(fq) => fq,
+                        Err(reply) => return reply,
+                    };
+                    append = append.add(f, q, cell.value);
+                }
+                table.append(&append)
+            };
+            match result {
+                Ok(row) if return_result => {
+                    let Some(format) = negotiate(request.accept.as_deref(), MODEL_FORMATS) else {
+                        return Reply::not_acceptable(MODEL_FORMATS);
+                    };
+                    let set = CellSet {
+                        rows: vec![RowModel {
+                            key: Some(row.row.clone()),
+                            cells: row.cells.iter().map(cell_model).collect(),
+                        }],
+                    };
+                    Reply::ok(format, set.encode(format))
+                }
+                Ok(_) => Reply::empty(200),
+                Err(e) => Reply::error(&e),
+            }
+        }
+    }
+}
+
+/// The check's condition: an empty expected value means the column must
+/// be absent, as HBase reads an empty check value ("put if absent");
+/// otherwise its newest value must equal the expected one.
+fn with_condition(check: basalt::CheckAndMutate, value: Bytes) -> basalt::CheckAndMutate {
+    if value.is_empty() {
+        check.if_absent()
+    } else {
+        check.if_equals(value)
+    }
+}
+
+/// Runs a check-and-mutate: 200 when applied, 304 (HBase's answer) when
+/// the check failed.
+fn run_check(table: &basalt::Table, mutate: basalt::Result<basalt::CheckAndMutate>) -> Reply {
+    match mutate.and_then(|m| table.check_and_mutate(&m)) {
+        Ok(true) => Reply::empty(200),
+        // A 304 carries no body (HTTP forbids one).
+        Ok(false) => Reply::empty(304),
+        Err(e) => Reply::error(&e),
+    }
 }

@@ -407,9 +407,14 @@ async fn respond(
         .get(hyper::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(Format::from_mime)
-        .is_some_and(|f| matches!(f, Format::Xml | Format::Json));
+        .is_some_and(|f| matches!(f, Format::Xml | Format::Json | Format::Protobuf));
     let per_byte = if decoded { DECODED_PER_BYTE } else { 1 };
+    // A gzipped body may inflate up to max_request_bytes: its room is
+    // reserved for that size, not for what arrives on the wire.
+    let gzipped = header_text(&parts.headers, "content-encoding")
+        .is_some_and(|e| e.trim().eq_ignore_ascii_case("gzip"));
     let wanted = declared
+        .filter(|_| !gzipped)
         .unwrap_or(shared.max_request_bytes)
         .saturating_mul(per_byte)
         .min(shared.budget_size);
@@ -450,9 +455,32 @@ async fn respond(
             )));
         }
     };
+    let body = if gzipped {
+        match gunzip(&body, shared.max_request_bytes) {
+            Ok(Some(body)) => body,
+            Ok(None) => {
+                shared.refused_bodies.fetch_add(1, Ordering::SeqCst);
+                return into_response(too_large(shared.max_request_bytes));
+            }
+            Err(e) => {
+                return into_response(Reply::bad_request(&format!(
+                    "the gzip body could not be inflated: {e}"
+                )))
+            }
+        }
+    } else {
+        body
+    };
     let headers = &parts.headers;
+    let gzip_answer = header_text(headers, "accept-encoding").is_some_and(|e| accepts_gzip(&e));
+    // HEAD is answered as GET would be; hyper sends the headers (with the
+    // body's Content-Length) and leaves the body out.
+    let method = match parts.method.as_str() {
+        "HEAD" => "GET".to_string(),
+        other => other.to_string(),
+    };
     let request = Request {
-        method: parts.method.as_str().to_string(),
+        method,
         path: parts.uri.path().to_string(),
         query: parts.uri.query().map(str::to_string),
         accept: header_text(headers, "accept"),
@@ -464,7 +492,15 @@ async fn respond(
         body,
     };
     let context = Arc::clone(&shared.context);
-    let reply = match tokio::task::spawn_blocking(move || handle(&context, &request)).await {
+    let answer = move || {
+        let reply = handle(&context, &request);
+        if gzip_answer {
+            gzip_reply(reply)
+        } else {
+            reply
+        }
+    };
+    let reply = match tokio::task::spawn_blocking(answer).await {
         Ok(reply) => reply,
         Err(e) => {
             tracing::error!(error = %e, "REST request handler failed");
@@ -472,6 +508,53 @@ async fn respond(
         }
     };
     into_response(reply)
+}
+
+/// Inflates a gzip body; `None` when it inflates past `max` bytes (a
+/// small body must not become a large one unchecked).
+fn gunzip(body: &[u8], max: usize) -> std::io::Result<Option<Bytes>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    flate2::read::GzDecoder::new(body)
+        .take(limit)
+        .read_to_end(&mut out)?;
+    if out.len() > max {
+        return Ok(None);
+    }
+    Ok(Some(Bytes::from(out)))
+}
+
+/// Whether `Accept-Encoding` takes gzip (`gzip` or `*`, with a q above 0).
+fn accepts_gzip(header: &str) -> bool {
+    header.split(',').any(|part| {
+        let mut pieces = part.split(';');
+        let coding = pieces.next().unwrap_or("").trim().to_ascii_lowercase();
+        let q = pieces
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case("q"))
+            .map_or(1.0, |(_, v)| v.trim().parse::<f32>().unwrap_or(0.0));
+        (coding == "gzip" || coding == "*") && q > 0.0
+    })
+}
+
+/// The reply's body gzipped, with `Content-Encoding`; an empty body, or
+/// one gzip fails on, goes as it is.
+fn gzip_reply(mut reply: Reply) -> Reply {
+    use std::io::Write;
+    if reply.body.is_empty() {
+        return reply;
+    }
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    let compressed = encoder
+        .write_all(&reply.body)
+        .and_then(|()| encoder.finish());
+    if let Ok(compressed) = compressed {
+        reply.body = compressed;
+        reply.headers.push(("Content-Encoding", "gzip".into()));
+        reply.headers.push(("Vary", "Accept-Encoding".into()));
+    }
+    reply
 }
 
 fn too_large(max: usize) -> Reply {

@@ -14,6 +14,8 @@
 //! beside this file; commit that file when it appears.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use basalt_rest::cluster::decode_namespace_properties;
+use basalt_rest::filter_model;
 use basalt_rest::media::Format;
 use basalt_rest::model::{CellSet, ScannerModel, TableSchema};
 use basalt_rest::path::{parse_query, RowSpec};
@@ -42,6 +44,10 @@ const SAMPLES: &[(Format, &[u8])] = &[
     (Format::Json, br#"{"name":"t","ColumnSchema":[{"name":"cf","VERSIONS":"3"}]}"#),
     (Format::Xml, br#"<Scanner batch="2" startRow="YQ=="><column>Y2Y=</column><filter>x</filter></Scanner>"#),
     (Format::Json, br#"{"batch":2,"startRow":"YQ==","column":["Y2Y="]}"#),
+    // A protobuf CellSet: one row "r" with a cell cf:q = v at timestamp 1.
+    (Format::Protobuf, b"\x0a\x0f\x0a\x01r\x12\x0a\x12\x04cf:q\x18\x01\x22\x01v"),
+    // A protobuf Scanner: startRow, a column, batch, a filter.
+    (Format::Protobuf, b"\x0a\x01a\x1a\x02cf\x20\x02\x42\x01x"),
 ];
 
 /// Decodes `body` as every model in `format`, checking the bound on each.
@@ -52,14 +58,26 @@ fn decode_all(format: Format, body: &[u8]) {
     check_bounded("TableSchema", peak, body.len(), FACTOR, CONSTANT);
     let (_, peak) = peak_while(|| ScannerModel::decode(format, body));
     check_bounded("Scanner", peak, body.len(), FACTOR, CONSTANT);
+    let (_, peak) = peak_while(|| decode_namespace_properties(format, body));
+    check_bounded("NamespaceProperties", peak, body.len(), FACTOR, CONSTANT);
 }
+
+/// FilterModel documents, valid, for the mutations to start from.
+const FILTERS: &[&str] = &[
+    r#"{"type":"PrefixFilter","value":"cm93"}"#,
+    r#"{"type":"FilterList","op":"MUST_PASS_ONE","filters":[{"type":"RowFilter","op":"EQUAL","comparator":{"type":"RegexStringComparator","value":".+-2"}},{"type":"KeyOnlyFilter"}]}"#,
+    r#"{"type":"SingleColumnValueFilter","op":"LESS","family":"Y2Y=","qualifier":"YQ==","ifMissing":true,"latestVersion":true,"comparator":{"type":"BinaryComparator","value":"MTA="}}"#,
+    r#"{"type":"SkipFilter","filters":[{"type":"TimestampsFilter","timestamps":[1,"2"]}]}"#,
+    r#"{"type":"ColumnRangeFilter","minColumn":"YQ==","maxColumn":"Yw==","minColumnInclusive":true}"#,
+    "PrefixFilter('row') AND KeyOnlyFilter()",
+];
 
 proptest! {
     #![proptest_config(config(256))]
 
     #[test]
     fn random_bytes_never_panic_a_body_decoder(body in proptest::collection::vec(any::<u8>(), 0..512)) {
-        for format in [Format::Xml, Format::Json, Format::Text, Format::Binary] {
+        for format in [Format::Xml, Format::Json, Format::Text, Format::Binary, Format::Protobuf] {
             decode_all(format, &body);
         }
     }
@@ -73,6 +91,21 @@ proptest! {
         let mut body = body.to_vec();
         mutate(&mut body, &mutations);
         decode_all(format, &body);
+    }
+
+    #[test]
+    fn random_and_mutated_filter_models_never_panic_the_filter_reader(
+        sample in 0..FILTERS.len(),
+        mutations in arb_mutations(),
+        random in "[ -~]{0,64}",
+    ) {
+        let mut text = FILTERS[sample].as_bytes().to_vec();
+        mutate(&mut text, &mutations);
+        // A regular expression's compiled program is not bounded by the
+        // input's size (the regex crate caps it), so only panics are
+        // checked here.
+        let _ = filter_model::parse(&String::from_utf8_lossy(&text));
+        let _ = filter_model::parse(&random);
     }
 
     #[test]
@@ -124,6 +157,33 @@ fn densest() -> Vec<(&'static str, Format, Vec<u8>)> {
             wrap("<TableSchema>", r#"<ColumnSchema n=""/>"#, "</TableSchema>"),
         ),
         ("JSON numbers", Format::Json, wrap("[", "0,", "0]")),
+        (
+            "protobuf empty rows",
+            Format::Protobuf,
+            wrap("", "\x0a\x00", ""),
+        ),
+        (
+            "protobuf empty cells",
+            Format::Protobuf,
+            // One row holding as many empty cells as 256 KiB allows.
+            {
+                let cells = "\x12\x00".repeat(n);
+                let mut body = vec![0x0a];
+                let mut len = cells.len();
+                while len >= 0x80 {
+                    body.push((len as u8) | 0x80);
+                    len >>= 7;
+                }
+                body.push(len as u8);
+                body.extend_from_slice(cells.as_bytes());
+                body
+            },
+        ),
+        (
+            "protobuf attributes",
+            Format::Protobuf,
+            wrap("", "\x12\x00", ""),
+        ),
         ("JSON empty lists", Format::Json, wrap("[", "[],", "[]]")),
         (
             "JSON cells",

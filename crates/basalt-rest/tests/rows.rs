@@ -140,9 +140,10 @@ fn versions_and_timestamps_select_cells() {
     assert_eq!(stamps("/t/r/cf:a?v=3"), vec![30, 20, 10]);
     assert_eq!(
         stamps("/t/r/cf:a/20"),
-        vec![20],
-        "one timestamp is exactly that version"
+        vec![10],
+        "one timestamp ends the range, as in HBase's RowSpec: the newest version before it"
     );
+    assert_eq!(stamps("/t/r/cf:a/21"), vec![20]);
     assert_eq!(
         stamps("/t/r/cf:a/10,30?v=5"),
         vec![20, 10],

@@ -1,0 +1,496 @@
+//! `/status/cluster` and `/namespaces`: the cluster's load as HBase's
+//! `StorageClusterStatus`, and namespaces through the core's namespace API.
+//!
+//! Basalt is one process: the status reports one live node (the gateway's
+//! own address) holding every region of every table, with the request
+//! counters, store files and memstore sizes the engine keeps per region.
+//! There is no JVM heap, so the heap fields report 0.
+
+use std::collections::BTreeMap;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use serde_json::{json, Map, Value};
+
+use basalt::{ErrorKind, NamespaceDescriptor};
+
+use crate::media::{negotiate, Format};
+use crate::model::{encode_table_list, BadBody};
+use crate::protobuf::{Reader, Writer};
+use crate::resources::{Context, Reply, Request, MODEL_FORMATS, TEXT_FIRST};
+use crate::xml::{escape, DECLARATION};
+
+const MB: u64 = 1 << 20;
+
+/// One region in the status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionStatus {
+    /// HBase's region name (`table,start,id.hash.`).
+    pub name: Vec<u8>,
+    /// Families.
+    pub stores: u64,
+    /// Store files over the families.
+    pub storefiles: u64,
+    /// Bytes in store files, in MB (rounded down).
+    pub storefile_size_mb: u64,
+    /// Bytes in the memstores, in MB (rounded down).
+    pub memstore_size_mb: u64,
+    /// Gets and scans served.
+    pub read_requests: u64,
+    /// Row mutations applied.
+    pub write_requests: u64,
+}
+
+/// HBase's `StorageClusterStatus` for a one-node cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterStatus {
+    /// The node's `host:port`.
+    pub node: String,
+    /// Every region of every table.
+    pub regions: Vec<RegionStatus>,
+}
+
+impl ClusterStatus {
+    /// Reads the regions and their load from the database.
+    pub(crate) fn collect(ctx: &Context) -> ClusterStatus {
+        let mut regions = Vec::new();
+        for table in ctx.db.list_tables() {
+            // A table dropped between the listing and here is left out.
+            let Ok(summaries) = ctx.db.list_regions(&table) else {
+                continue;
+            };
+            for r in summaries {
+                regions.push(RegionStatus {
+                    name: r.info.region_name().to_vec(),
+                    stores: r.stores.len() as u64,
+                    storefiles: r.store_files() as u64,
+                    storefile_size_mb: r.store_file_bytes() / MB,
+                    memstore_size_mb: r.load.memstore_bytes / MB,
+                    read_requests: r.load.read_requests,
+                    write_requests: r.load.write_requests,
+                });
+            }
+        }
+        ClusterStatus {
+            node: ctx.location.clone(),
+            regions,
+        }
+    }
+
+    /// Requests over every region.
+    pub fn requests(&self) -> u64 {
+        self.regions
+            .iter()
+            .map(|r| r.read_requests + r.write_requests)
+            .sum()
+    }
+
+    /// Regions per live node.
+    pub fn average_load(&self) -> f64 {
+        self.regions.len() as f64
+    }
+
+    /// The status as JSON, XML or HBase's text form.
+    pub fn encode(&self, format: Format) -> Vec<u8> {
+        match format {
+            Format::Protobuf => {
+                // StorageClusterStatus: liveNodes = 1, deadNodes = 2,
+                // regions = 3, requests = 4, averageLoad = 5 (double);
+                // Node: name = 1, startCode = 2, requests = 3,
+                // heapSizeMB = 4, maxHeapSizeMB = 5, regions = 6; Region:
+                // name = 1, stores = 2, storefiles = 3, storefileSizeMB = 4,
+                // memstoreSizeMB = 5, readRequestsCount = 7,
+                // writeRequestsCount = 8.
+                let mut node = Writer::new();
+                node.string(1, &self.node);
+                node.int(2, 0);
+                node.int(3, clamp(self.requests()));
+                node.int(4, 0);
+                node.int(5, 0);
+                for r in &self.regions {
+                    let mut region = Writer::new();
+                    region.bytes(1, &r.name);
+                    region.int(2, clamp(r.stores));
+                    region.int(3, clamp(r.storefiles));
+                    region.int(4, clamp(r.storefile_size_mb));
+                    region.int(5, clamp(r.memstore_size_mb));
+                    region.int(7, clamp(r.read_requests));
+                    region.int(8, clamp(r.write_requests));
+                    node.message(6, region);
+                }
+                let mut status = Writer::new();
+                status.message(1, node);
+                status.int(3, clamp(self.regions.len() as u64));
+                status.int(4, clamp(self.requests()));
+                status.double(5, self.average_load());
+                status.finish()
+            }
+            Format::Json => {
+                let regions: Vec<Value> = self
+                    .regions
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "name": BASE64.encode(&r.name),
+                            "stores": r.stores,
+                            "storefiles": r.storefiles,
+                            "storefileSizeMB": r.storefile_size_mb,
+                            "memstoreSizeMB": r.memstore_size_mb,
+                            "readRequestsCount": r.read_requests,
+                            "writeRequestsCount": r.write_requests,
+                        })
+                    })
+                    .collect();
+                json!({
+                    "regions": self.regions.len(),
+                    "requests": self.requests(),
+                    "averageLoad": self.average_load(),
+                    "LiveNodes": [{
+                        "name": self.node,
+                        "startCode": 0,
+                        "requests": self.requests(),
+                        "heapSizeMB": 0,
+                        "maxHeapSizeMB": 0,
+                        "Region": regions,
+                    }],
+                    "DeadNodes": [],
+                })
+                .to_string()
+                .into_bytes()
+            }
+            Format::Xml => {
+                let mut out = String::from(DECLARATION);
+                out.push_str(&format!(
+                    r#"<ClusterStatus regions="{}" requests="{}" averageLoad="{}"><LiveNodes>"#,
+                    self.regions.len(),
+                    self.requests(),
+                    self.average_load()
+                ));
+                out.push_str(&format!(
+                    r#"<Node name="{}" startCode="0" requests="{}" heapSizeMB="0" maxHeapSizeMB="0">"#,
+                    escape(&self.node),
+                    self.requests()
+                ));
+                for r in &self.regions {
+                    out.push_str(&format!(
+                        r#"<Region name="{}" stores="{}" storefiles="{}" storefileSizeMB="{}" memstoreSizeMB="{}" readRequestsCount="{}" writeRequestsCount="{}"/>"#,
+                        BASE64.encode(&r.name),
+                        r.stores,
+                        r.storefiles,
+                        r.storefile_size_mb,
+                        r.memstore_size_mb,
+                        r.read_requests,
+                        r.write_requests
+                    ));
+                }
+                out.push_str("</Node></LiveNodes><DeadNodes/></ClusterStatus>");
+                out.into_bytes()
+            }
+            _ => {
+                let mut out = format!(
+                    "1 live servers, 0 dead servers, {:.4} average load\n\n1 live servers\n    {} 0\n        requests={}, regions={}\n\n",
+                    self.average_load(),
+                    self.node,
+                    self.requests(),
+                    self.regions.len()
+                );
+                for r in &self.regions {
+                    out.push_str(&format!(
+                        "        {}\n            stores={}\n            storefiles={}\n            storefileSizeMB={}\n            memstoreSizeMB={}\n",
+                        String::from_utf8_lossy(&r.name),
+                        r.stores,
+                        r.storefiles,
+                        r.storefile_size_mb,
+                        r.memstore_size_mb
+                    ));
+                }
+                out.push_str("\n0 dead servers\n");
+                out.into_bytes()
+            }
+        }
+    }
+}
+
+/// `GET /status/cluster`.
+pub(crate) fn status(ctx: &Context, request: &Request) -> Reply {
+    let Some(format) = negotiate(request.accept.as_deref(), TEXT_FIRST) else {
+        return Reply::not_acceptable(TEXT_FIRST);
+    };
+    Reply::ok(format, ClusterStatus::collect(ctx).encode(format))
+}
+
+/// HBase's `Namespaces`: the names.
+pub fn encode_namespaces(names: &[String], format: Format) -> Vec<u8> {
+    match format {
+        // Namespaces: namespace = 1 (repeated).
+        Format::Protobuf => crate::model::strings_message(1, names),
+        Format::Json => json!({ "Namespace": names }).to_string().into_bytes(),
+        Format::Xml => {
+            let mut out = String::from(DECLARATION);
+            out.push_str("<Namespaces>");
+            for name in names {
+                out.push_str(&format!("<Namespace>{}</Namespace>", escape(name)));
+            }
+            out.push_str("</Namespaces>");
+            out.into_bytes()
+        }
+        _ => names
+            .iter()
+            .map(|n| format!("{n}\n"))
+            .collect::<String>()
+            .into_bytes(),
+    }
+}
+
+/// HBase's `NamespaceProperties`: a namespace's properties.
+pub fn encode_namespace_properties(
+    properties: &BTreeMap<String, String>,
+    format: Format,
+) -> Vec<u8> {
+    match format {
+        Format::Protobuf => {
+            // NamespaceProperties: props = 1; Property: key = 1, value = 2.
+            let mut w = Writer::new();
+            for (k, v) in properties {
+                let mut p = Writer::new();
+                p.string(1, k);
+                p.string(2, v);
+                w.message(1, p);
+            }
+            w.finish()
+        }
+        Format::Json => json!({ "properties": properties }).to_string().into_bytes(),
+        Format::Xml => {
+            let mut out = String::from(DECLARATION);
+            out.push_str("<NamespaceProperties><properties>");
+            for (k, v) in properties {
+                out.push_str(&format!(
+                    "<entry><key>{}</key><value>{}</value></entry>",
+                    escape(k),
+                    escape(v)
+                ));
+            }
+            out.push_str("</properties></NamespaceProperties>");
+            out.into_bytes()
+        }
+        _ => properties
+            .iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect::<String>()
+            .into_bytes(),
+    }
+}
+
+/// Reads a `NamespaceProperties` body (XML or JSON); an empty body is no
+/// properties.
+pub fn decode_namespace_properties(
+    format: Format,
+    body: &[u8],
+) -> Result<BTreeMap<String, String>, BadBody> {
+    let mut properties = BTreeMap::new();
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(properties);
+    }
+    match format {
+        Format::Json => {
+            let value: Value = crate::model::parse_json(body, "NamespaceProperties")?;
+            let fields = value
+                .as_object()
+                .and_then(|o| o.get("properties"))
+                .map(|p| p.as_object().cloned().unwrap_or_else(Map::new));
+            let Some(fields) = fields else {
+                return Err(BadBody(
+                    "NamespaceProperties needs a \"properties\" object".into(),
+                ));
+            };
+            for (k, v) in fields {
+                let v = match v {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                properties.insert(k, v);
+            }
+        }
+        Format::Xml => {
+            let root = crate::xml::parse(body)
+                .map_err(|e| BadBody(format!("NamespaceProperties is not valid XML: {e}")))?;
+            if root.name != "NamespaceProperties" {
+                return Err(BadBody(format!(
+                    "expected <NamespaceProperties>, found <{}>",
+                    root.name
+                )));
+            }
+            for list in root.children_named("properties") {
+                for entry in list.children_named("entry") {
+                    let text = |name: &str| {
+                        entry
+                            .children_named(name)
+                            .next()
+                            .map(|e| e.text.clone())
+                            .unwrap_or_default()
+                    };
+                    properties.insert(text("key"), text("value"));
+                }
+            }
+        }
+        Format::Protobuf => {
+            let mut read = || -> crate::protobuf::Read<()> {
+                let mut r = Reader::new(body);
+                while let Some((field, value)) = r.next_field()? {
+                    if field != 1 {
+                        continue;
+                    }
+                    let (mut k, mut v) = (String::new(), String::new());
+                    let mut p = Reader::new(value.bytes("props")?);
+                    while let Some((field, value)) = p.next_field()? {
+                        match field {
+                            1 => k = value.string("key")?,
+                            2 => v = value.string("value")?,
+                            _ => {}
+                        }
+                    }
+                    properties.insert(k, v);
+                }
+                Ok(())
+            };
+            read().map_err(|e| BadBody(format!("protobuf NamespaceProperties: {e}")))?;
+        }
+        other => {
+            return Err(BadBody(format!(
+                "NamespaceProperties cannot be read as {}",
+                other.mime()
+            )))
+        }
+    }
+    Ok(properties)
+}
+
+/// `/namespaces[/<ns>[/tables]]`.
+pub(crate) fn namespaces(ctx: &Context, request: &Request, rest: &[&str]) -> Reply {
+    let method = request.method.as_str();
+    match rest {
+        [] => match method {
+            "GET" => {
+                let Some(format) = negotiate(request.accept.as_deref(), TEXT_FIRST) else {
+                    return Reply::not_acceptable(TEXT_FIRST);
+                };
+                let names: Vec<String> = ctx
+                    .db
+                    .list_namespaces()
+                    .into_iter()
+                    .map(|n| n.name)
+                    .collect();
+                Reply::ok(format, encode_namespaces(&names, format))
+            }
+            _ => Reply::method_not_allowed("GET"),
+        },
+        [name] => {
+            let name = match crate::path::percent_decode(name, false) {
+                Ok(name) => String::from_utf8_lossy(&name).into_owned(),
+                Err(e) => return Reply::bad_request(&e),
+            };
+            namespace(ctx, request, &name)
+        }
+        [name, "tables"] => match method {
+            "GET" => {
+                let name = match crate::path::percent_decode(name, false) {
+                    Ok(name) => String::from_utf8_lossy(&name).into_owned(),
+                    Err(e) => return Reply::bad_request(&e),
+                };
+                let Some(format) = negotiate(request.accept.as_deref(), TEXT_FIRST) else {
+                    return Reply::not_acceptable(TEXT_FIRST);
+                };
+                match ctx.db.list_namespace_tables(&name) {
+                    Ok(tables) => {
+                        // HBase lists a namespace's tables by their
+                        // qualifier, without the `ns:` prefix.
+                        let prefix = format!("{name}:");
+                        let names: Vec<String> = tables
+                            .iter()
+                            .map(|t| t.strip_prefix(&prefix).unwrap_or(t).to_string())
+                            .collect();
+                        Reply::ok(format, encode_table_list(&names, format))
+                    }
+                    Err(e) => Reply::error(&e),
+                }
+            }
+            _ => Reply::method_not_allowed("GET"),
+        },
+        _ => Reply::not_found(),
+    }
+}
+
+/// `/namespaces/<ns>`: properties (GET), create (POST), alter or create
+/// (PUT), drop (DELETE).
+fn namespace(ctx: &Context, request: &Request, name: &str) -> Reply {
+    match request.method.as_str() {
+        "GET" => {
+            let Some(format) = negotiate(request.accept.as_deref(), TEXT_FIRST) else {
+                return Reply::not_acceptable(TEXT_FIRST);
+            };
+            match ctx.db.describe_namespace(name) {
+                Ok(ns) => Reply::ok(format, encode_namespace_properties(&ns.properties, format)),
+                Err(e) => Reply::error(&e),
+            }
+        }
+        method @ ("POST" | "PUT") => {
+            let properties = if request.body.is_empty() {
+                BTreeMap::new()
+            } else {
+                match crate::resources::read_body(
+                    request,
+                    MODEL_FORMATS,
+                    decode_namespace_properties,
+                ) {
+                    Ok(p) => p,
+                    Err(reply) => return reply,
+                }
+            };
+            let exists = match ctx.db.describe_namespace(name) {
+                Ok(_) => true,
+                Err(e) if e.kind() == ErrorKind::NamespaceNotFound => false,
+                Err(e) => return Reply::error(&e),
+            };
+            if exists {
+                if method == "POST" {
+                    return Reply::text(
+                        403,
+                        "Forbidden",
+                        Some(&format!(
+                            "namespace {name} already exists; PUT changes its properties"
+                        )),
+                    );
+                }
+                return match ctx.db.alter_namespace(name, properties, &[]) {
+                    Ok(()) => Reply::empty(200),
+                    Err(e) => Reply::error(&e),
+                };
+            }
+            let descriptor = NamespaceDescriptor {
+                name: name.to_string(),
+                properties,
+            };
+            match ctx.db.create_namespace(descriptor) {
+                Ok(()) => {
+                    let mut reply = Reply::empty(201);
+                    reply.headers.push((
+                        "Location",
+                        format!("/namespaces/{}", crate::resources::encode_segment(name)),
+                    ));
+                    reply
+                }
+                Err(e) => Reply::error(&e),
+            }
+        }
+        "DELETE" => match ctx.db.drop_namespace(name) {
+            Ok(()) => Reply::empty(200),
+            Err(e) => Reply::error(&e),
+        },
+        _ => Reply::method_not_allowed("GET, POST, PUT, DELETE"),
+    }
+}
+
+/// A counter as a protobuf integer field (they are signed there).
+fn clamp(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
