@@ -93,6 +93,7 @@ class Server:
         self.data = tempfile.mkdtemp(prefix=f"basalt-{suite}-")
         self.log_path = os.path.join(self.data, "server.log")
         self.process = None
+        self.log_printed = False
 
     def __enter__(self):
         args = [self.binary, "serve", "--data-dir", os.path.join(self.data, "db")]
@@ -120,8 +121,15 @@ class Server:
         sys.exit(f"{self.suite}: server did not start listening on port {port}")
 
     def print_log(self):
-        self.log.flush()
-        print(open(self.log_path).read(), flush=True)
+        """The server's log so far (once: a failure inside the `with` block
+        prints it, and the exit then does not print it again)."""
+        if self.log_printed:
+            return
+        self.log_printed = True
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.log_path) as f:
+            print(f.read(), flush=True)
 
     def __exit__(self, exc_type, exc, tb):
         self.process.send_signal(signal.SIGTERM)
