@@ -88,10 +88,13 @@ impl StoreFile {
     }
 
     /// A source over the file's cells (a link's rows only), keeping the
-    /// file alive while it is read. `stop_row` ends a point read early.
-    fn source(self: &Arc<Self>, stop_row: Option<Bytes>) -> FileSource {
+    /// file alive while it is read. `stop_row` ends a point read early;
+    /// `fill_cache` false keeps the blocks it reads out of the block cache
+    /// (compactions: see `StoreFileSource::set_fill_cache`).
+    fn source(self: &Arc<Self>, stop_row: Option<Bytes>, fill_cache: bool) -> FileSource {
         let mut inner = self.reader.source();
         inner.set_stop_row(stop_row);
+        inner.set_fill_cache(fill_cache);
         let (lower, upper) = match &self.entry.link {
             Some(link) => (
                 (!link.lower.is_empty()).then(|| link.lower.clone()),
@@ -409,7 +412,7 @@ impl Store {
             }
             // A point read needs nothing past its row: reading the row's
             // last cell then never loads the next block.
-            sources.push(Box::new(file.source(row.map(Bytes::copy_from_slice))));
+            sources.push(Box::new(file.source(row.map(Bytes::copy_from_slice), true)));
         }
         Ok(MergedSource::new(sources))
     }
@@ -585,7 +588,8 @@ impl Store {
         };
         let sources: Vec<Box<dyn CellSource>> = selected
             .iter()
-            .map(|f| Box::new(f.source(None)) as Box<dyn CellSource>)
+            // The inputs are read once and deleted after: not cached.
+            .map(|f| Box::new(f.source(None, false)) as Box<dyn CellSource>)
             .collect();
         let mut merged = MergedSource::new(sources);
         merged.seek(&first_on_row(b""))?;
@@ -732,7 +736,7 @@ impl Store {
         let mut rows = largest.reader.index_rows()?;
         if rows.len() < 3 && largest.reader.index_levels() == 1 {
             rows.clear();
-            let mut source = largest.source(None);
+            let mut source = largest.source(None, false);
             source.seek(&first_on_row(lower))?;
             while let Some(cell) = source.peek() {
                 if rows.last() != Some(&cell.row) {

@@ -391,6 +391,7 @@ impl StoreFileReader {
             current: None,
             blocks_read: 0,
             stop_row: None,
+            fill_cache: true,
         }
     }
 
@@ -611,6 +612,9 @@ pub struct StoreFileSource {
     /// Nothing past this row is wanted (a point read): the source ends
     /// instead of loading a block that can only hold later rows.
     stop_row: Option<Bytes>,
+    /// Whether blocks read from the file go into the block cache (blocks
+    /// already cached are used either way).
+    fill_cache: bool,
 }
 
 impl std::fmt::Debug for StoreFileSource {
@@ -630,6 +634,16 @@ impl StoreFileSource {
         self.stop_row = row;
     }
 
+    /// Stops (or restarts) putting the blocks this source reads from the
+    /// file into the block cache, as HBase does for compactions and for a
+    /// scan with `cacheBlocks` off: a compaction reads every block of its
+    /// inputs once, files that are deleted when it ends, and caching them
+    /// would evict the blocks readers use (and hold their memory until
+    /// eviction). Cached blocks are still read from the cache.
+    pub fn set_fill_cache(&mut self, fill: bool) {
+        self.fill_cache = fill;
+    }
+
     /// Data blocks this source has loaded (from the cache or the file).
     pub fn blocks_read(&self) -> u64 {
         self.blocks_read
@@ -646,7 +660,7 @@ impl StoreFileSource {
         let reuse = matches!(&self.block, Some((p, h, _)) if *p == pos && *h == handle);
         if !reuse {
             self.block = None;
-            let cacheable = self.reader.cache_data.load(Ordering::Relaxed);
+            let cacheable = self.fill_cache && self.reader.cache_data.load(Ordering::Relaxed);
             let payload = self.reader.read_block(handle, BlockKind::Data, cacheable)?;
             self.blocks_read += 1;
             self.reader

@@ -1065,6 +1065,52 @@ fn block_cache_serves_rereads_and_honours_blockcache_false() {
 }
 
 #[test]
+fn a_source_that_does_not_fill_the_cache_reads_cached_blocks_and_adds_none() {
+    let store: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let path = Path::new("/k/compaction-input");
+    let cells = many_rows(2000, 3);
+    write(
+        &store,
+        path,
+        &cells,
+        options(
+            Compression::None,
+            DataBlockEncoding::None,
+            BloomType::None,
+            4096,
+        ),
+    );
+    let cache = Arc::new(BlockCache::new(64 << 20));
+    let reader = StoreFileReader::open(
+        Arc::clone(&store),
+        path,
+        next_file_id(),
+        Some(Arc::clone(&cache)),
+    )
+    .unwrap();
+    let blocks = reader.meta().data_block_count;
+    assert!(blocks > 4);
+
+    // A compaction-like pass: every block read from the file, none cached.
+    let mut pass = reader.source();
+    pass.set_fill_cache(false);
+    pass.seek(&first_on_row(b"")).unwrap();
+    assert_eq!(drain(&mut pass).unwrap(), cells);
+    assert_eq!(reader.stats().data_blocks_from_file, blocks);
+    assert_eq!(cache.stats().blocks, 0, "no data block was cached");
+
+    // Blocks a reader cached are still taken from the cache.
+    scan_all(&reader).unwrap();
+    assert_eq!(cache.stats().blocks, blocks);
+    let from_file = reader.stats().data_blocks_from_file;
+    let mut pass = reader.source();
+    pass.set_fill_cache(false);
+    pass.seek(&first_on_row(b"")).unwrap();
+    assert_eq!(drain(&mut pass).unwrap(), cells);
+    assert_eq!(reader.stats().data_blocks_from_file, from_file);
+}
+
+#[test]
 fn in_memory_family_blocks_survive_other_traffic() {
     let store: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
     let hot = Path::new("/k/hot");
