@@ -10,7 +10,10 @@
 //!
 //! - **single**: blocks read once (every new block of an ordinary family);
 //! - **multi**: blocks read again after being cached (promoted on a hit);
-//! - **in-memory**: blocks of IN_MEMORY families (never demoted or promoted).
+//! - **in-memory**: blocks of IN_MEMORY families, and every file's leaf
+//!   index and bloom blocks (never demoted or promoted; see
+//!   `StoreFileReader`'s `read_block` for why index and bloom blocks are
+//!   kept here).
 //!
 //! When a shard is over its capacity it evicts the least recently used
 //! block of the first tier in this order that applies:
@@ -44,7 +47,8 @@ pub fn next_file_id() -> u64 {
 pub enum BlockPriority {
     /// An ordinary block: single-access until hit again.
     Normal,
-    /// A block of an IN_MEMORY family: evicted last.
+    /// A block of an IN_MEMORY family, or an index or bloom block:
+    /// evicted last.
     InMemory,
 }
 

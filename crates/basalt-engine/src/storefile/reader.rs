@@ -427,7 +427,15 @@ impl StoreFileReader {
             decode_block(&raw, handle, kind).map_err(|m| self.corruption(handle.offset, m))?;
         if cacheable {
             if let Some(cache) = &self.cache {
-                let priority = if self.in_memory.load(Ordering::Relaxed) {
+                // Leaf index and bloom blocks compete like an IN_MEMORY
+                // family's blocks (evicted last): every lookup in the file
+                // reads them first, they are a small fraction of its size,
+                // and losing one to a scan of other data costs an extra
+                // file read on each later get. HBase likewise keeps index
+                // and bloom blocks apart from data blocks (the on-heap
+                // first level of its combined cache).
+                let meta = matches!(kind, BlockKind::LeafIndex | BlockKind::Bloom);
+                let priority = if meta || self.in_memory.load(Ordering::Relaxed) {
                     BlockPriority::InMemory
                 } else {
                     BlockPriority::Normal

@@ -1111,6 +1111,68 @@ fn a_source_that_does_not_fill_the_cache_reads_cached_blocks_and_adds_none() {
 }
 
 #[test]
+fn index_and_bloom_blocks_survive_a_scan_of_other_data() {
+    let store: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    // A file with a two-level index and a bloom filter: a point read
+    // touches a bloom chunk, a leaf index block and a data block.
+    let mut rng = Rng(11);
+    let cells = random_cells(&mut rng, 20_000);
+    let indexed = Path::new("/k/indexed");
+    let mut opts = options(
+        Compression::None,
+        DataBlockEncoding::None,
+        BloomType::Row,
+        256,
+    );
+    opts.index_block_size = 512;
+    write(&store, indexed, &cells, opts);
+    // Another file whose scan alone is several times the cache.
+    let other = Path::new("/k/other");
+    let bulk = many_rows(20_000, 3);
+    write(
+        &store,
+        other,
+        &bulk,
+        options(
+            Compression::None,
+            DataBlockEncoding::None,
+            BloomType::None,
+            4096,
+        ),
+    );
+    let cache = Arc::new(BlockCache::new(256 << 10));
+    let reader = StoreFileReader::open(
+        Arc::clone(&store),
+        indexed,
+        next_file_id(),
+        Some(Arc::clone(&cache)),
+    )
+    .unwrap();
+    assert_eq!(reader.index_levels(), 2);
+    let scanner = StoreFileReader::open(
+        Arc::clone(&store),
+        other,
+        next_file_id(),
+        Some(Arc::clone(&cache)),
+    )
+    .unwrap();
+    let row = cells[cells.len() / 2].row.clone();
+    let point_read = |reader: &Arc<StoreFileReader>| {
+        assert!(reader.may_contain_row(&row).unwrap());
+        let mut s = reader.source();
+        s.seek(&first_on_row(&row)).unwrap();
+        assert_eq!(s.peek().map(|c| c.row.clone()), Some(row.clone()));
+    };
+    point_read(&reader);
+    scan_all(&scanner).unwrap();
+    assert!(cache.stats().evictions > 0, "the scan overflowed the cache");
+    // Only the data block was pushed out: the second read misses once.
+    let misses = cache.stats().misses;
+    point_read(&reader);
+    assert_eq!(cache.stats().misses - misses, 1);
+}
+
+#[test]
 fn in_memory_family_blocks_survive_other_traffic() {
     let store: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
     let hot = Path::new("/k/hot");
