@@ -13,7 +13,7 @@ use basalt_bench::workload::TABLE;
 use basalt_bench::ycsb::{record, YcsbSession, YcsbStore};
 use basalt_bench::{BenchError, BenchResult};
 use clap::{Parser, Subcommand};
-use fjall::{Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -65,26 +65,27 @@ fn fjall_err(e: fjall::Error) -> BenchError {
     BenchError::new(format!("fjall: {e}"))
 }
 
-/// fjall with the YCSB records: one partition, one value per record.
+/// fjall (3.x) with the YCSB records: one keyspace (fjall 3's name for
+/// what 2.x called a partition), one value per record.
 struct Fjall {
+    db: Database,
     keyspace: Keyspace,
-    partition: PartitionHandle,
     persist: bool,
 }
 
 impl Fjall {
     fn open(dir: &Path, cache_bytes: Option<usize>, persist: bool) -> BenchResult<Self> {
-        let mut config = Config::new(dir);
+        let mut builder = Database::builder(dir);
         if let Some(bytes) = cache_bytes {
-            config = config.cache_size(bytes as u64);
+            builder = builder.cache_size(bytes as u64);
         }
-        let keyspace = config.open().map_err(fjall_err)?;
-        let partition = keyspace
-            .open_partition(TABLE, PartitionCreateOptions::default())
+        let db = builder.open().map_err(fjall_err)?;
+        let keyspace = db
+            .keyspace(TABLE, KeyspaceCreateOptions::default)
             .map_err(fjall_err)?;
         Ok(Fjall {
+            db,
             keyspace,
-            partition,
             persist,
         })
     }
@@ -101,32 +102,28 @@ impl YcsbStore for Fjall {
 
     fn session(&self) -> BenchResult<Box<dyn YcsbSession>> {
         Ok(Box::new(FjallSession {
+            db: self.db.clone(),
             keyspace: self.keyspace.clone(),
-            partition: self.partition.clone(),
             persist: self.persist,
         }))
     }
 
     fn finish(&self) -> BenchResult<()> {
-        self.keyspace
-            .persist(PersistMode::SyncAll)
-            .map_err(fjall_err)
+        self.db.persist(PersistMode::SyncAll).map_err(fjall_err)
     }
 }
 
 struct FjallSession {
+    db: Database,
     keyspace: Keyspace,
-    partition: PartitionHandle,
     persist: bool,
 }
 
 impl FjallSession {
     fn write(&self, key: &[u8], value: Vec<u8>) -> BenchResult<()> {
-        self.partition.insert(key, value).map_err(fjall_err)?;
+        self.keyspace.insert(key, value).map_err(fjall_err)?;
         if self.persist {
-            self.keyspace
-                .persist(PersistMode::Buffer)
-                .map_err(fjall_err)?;
+            self.db.persist(PersistMode::Buffer).map_err(fjall_err)?;
         }
         Ok(())
     }
@@ -138,7 +135,7 @@ impl YcsbSession for FjallSession {
     }
 
     fn read(&mut self, key: &[u8]) -> BenchResult<usize> {
-        match self.partition.get(key).map_err(fjall_err)? {
+        match self.keyspace.get(key).map_err(fjall_err)? {
             Some(v) => Ok(record::decode(&v)?.len()),
             None => Ok(0),
         }
@@ -147,7 +144,7 @@ impl YcsbSession for FjallSession {
     fn update(&mut self, key: &[u8], fields: &[(&str, &[u8])]) -> BenchResult<()> {
         // One value per record: an update merges into the stored record, as
         // YCSB's RocksDB binding does.
-        let merged = match self.partition.get(key).map_err(fjall_err)? {
+        let merged = match self.keyspace.get(key).map_err(fjall_err)? {
             Some(v) => record::merge(&v, fields)?,
             None => record::encode(fields),
         };
@@ -156,8 +153,8 @@ impl YcsbSession for FjallSession {
 
     fn scan(&mut self, start: &[u8], count: usize) -> BenchResult<usize> {
         let mut rows = 0;
-        for item in self.partition.range(start..).take(count) {
-            let (_, v) = item.map_err(fjall_err)?;
+        for item in self.keyspace.range(start..).take(count) {
+            let v = item.value().map_err(fjall_err)?;
             record::decode(&v)?;
             rows += 1;
         }

@@ -739,8 +739,29 @@ fn net_section(ctx: &mut Ctx) -> BenchResult<()> {
     Ok(())
 }
 
-fn machine_info() -> String {
+/// The version of `package` that `bench/peers/Cargo.lock` pins (what the
+/// peers binary was built with), or "unknown".
+fn locked_version(lock: &str, package: &str) -> String {
+    let name = format!("name = \"{package}\"");
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == name {
+            if let Some(version) = lines
+                .next()
+                .and_then(|l| l.trim().strip_prefix("version = "))
+            {
+                return version.trim_matches('"').to_string();
+            }
+        }
+    }
+    "unknown".into()
+}
+
+fn machine_info(repo: &Path) -> String {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let peers_lock =
+        std::fs::read_to_string(repo.join("bench/peers/Cargo.lock")).unwrap_or_default();
+    let fjall = locked_version(&peers_lock, "fjall");
     let cpu = read("/proc/cpuinfo")
         .lines()
         .find_map(|l| {
@@ -767,7 +788,7 @@ fn machine_info() -> String {
     let db_bench = run("sh", &["-c", "db_bench --version 2>&1 | head -1"]);
     format!(
         "- CPU: {cpu}, {cores} cores\n- Memory: {mem}\n- Kernel: {kernel}\n- {rustc}\n\
-         - Basalt commit: {commit}\n- RocksDB: {db_bench} (Debian rocksdb-tools)\n- fjall: 2.11 (crates.io); librocksdb 7.8.3 (Debian librocksdb-dev) for YCSB\n"
+         - Basalt commit: {commit}\n- RocksDB: {db_bench} (Debian rocksdb-tools)\n- fjall: {fjall} (crates.io); librocksdb 7.8.3 (Debian librocksdb-dev) for YCSB\n"
     )
 }
 
@@ -908,7 +929,7 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
          resident set (`/usr/bin/time -f %M`; for Thrift, the server's VmHWM).\n",
         elapsed.as_secs_f64() / 60.0
     );
-    let _ = writeln!(s, "## Machine\n\n{}", machine_info());
+    let _ = writeln!(s, "## Machine\n\n{}", machine_info(&a.repo));
     let _ = writeln!(
         s,
         "The machine is shared: other engineers compiled on the same 2 cores during the run, \
@@ -1150,6 +1171,17 @@ pub fn render_svg(ms: &[Measurement], _args: &CompareArgs) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_peers_lock_file_names_the_fjall_version_in_the_results() {
+        let lock = "[[package]]\nname = \"fjall\"\nversion = \"3.1.13\"\nsource = \"registry\"\n\n\
+                    [[package]]\nname = \"lsm-tree\"\nversion = \"3.1.10\"\n";
+        assert_eq!(locked_version(lock, "fjall"), "3.1.13");
+        assert_eq!(locked_version(lock, "lsm-tree"), "3.1.10");
+        assert_eq!(locked_version(lock, "rocksdb"), "unknown");
+        assert_eq!(locked_version("", "fjall"), "unknown");
+    }
+
     use super::*;
 
     fn m(section: &str, workload: &str, contender: &str, ops: f64) -> Measurement {
