@@ -203,30 +203,21 @@ impl Client {
     }
 
     fn call_result(&mut self, method: &str, args: Value) -> ClientResult<Option<Value>> {
-        let Value::Struct(fields) = self.call_raw(method, args)? else {
-            return Err(ClientError::Protocol("result is not a struct".into()));
-        };
-        let mut success = None;
-        for (id, value) in fields {
-            let p = ClientError::Protocol;
-            match id {
-                0 => success = Some(value),
-                1 => {
-                    let e = IOError::from_value(value).map_err(p)?;
-                    return Err(ClientError::Io(e.message.unwrap_or_default()));
-                }
-                2 => {
-                    let e = IllegalArgument::from_value(value).map_err(p)?;
-                    return Err(ClientError::IllegalArgument(e.message.unwrap_or_default()));
-                }
-                3 => {
-                    let e = AlreadyExists::from_value(value).map_err(p)?;
-                    return Err(ClientError::AlreadyExists(e.message.unwrap_or_default()));
-                }
-                _ => {}
-            }
-        }
-        Ok(success)
+        let reply = self.call_raw(method, args)?;
+        result_or_exception(reply, |id, value| match id {
+            1 => Some(
+                IOError::from_value(value).map(|e| ClientError::Io(e.message.unwrap_or_default())),
+            ),
+            2 => Some(
+                IllegalArgument::from_value(value)
+                    .map(|e| ClientError::IllegalArgument(e.message.unwrap_or_default())),
+            ),
+            3 => Some(
+                AlreadyExists::from_value(value)
+                    .map(|e| ClientError::AlreadyExists(e.message.unwrap_or_default())),
+            ),
+            _ => None,
+        })
     }
 
     // ---- typed methods, one per service method ----
@@ -847,4 +838,26 @@ pub fn family(name: &str) -> ColumnDescriptor {
         block_cache_enabled: Some(false),
         time_to_live: Some(i32::MAX),
     }
+}
+
+/// A method's reply struct: its result (field 0), if any, or the declared
+/// exception `exception` decodes from the field id it came in (`None` for
+/// ids the method does not declare, which are skipped). Both services'
+/// clients read replies through this.
+pub(crate) fn result_or_exception(
+    reply: Value,
+    exception: impl Fn(i16, Value) -> Option<Result<ClientError, String>>,
+) -> ClientResult<Option<Value>> {
+    let Value::Struct(fields) = reply else {
+        return Err(ClientError::Protocol("result is not a struct".into()));
+    };
+    let mut success = None;
+    for (id, value) in fields {
+        if id == 0 {
+            success = Some(value);
+        } else if let Some(decoded) = exception(id, value) {
+            return Err(decoded.unwrap_or_else(ClientError::Protocol));
+        }
+    }
+    Ok(success)
 }

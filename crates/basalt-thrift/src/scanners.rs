@@ -26,43 +26,53 @@ pub(crate) struct OpenScanner {
 }
 
 impl OpenScanner {
-    /// The next rows with cells, at most `rows` of them and stopping once
-    /// about `max_bytes` of cells are collected (so a reply stays under the
-    /// frame limit); fewer (or none) once the scanner runs out. Both
-    /// gateways' "next rows" calls read through this.
+    /// The next rows with cells (see [`take_rows`]). Both gateways'
+    /// "next rows" calls read through this.
     pub(crate) fn next_rows(
         &self,
         rows: usize,
         max_bytes: usize,
     ) -> Result<Vec<basalt::RowResult>, basalt::Error> {
-        let mut out = Vec::new();
-        let mut state = self.state.lock();
-        let mut bytes = 0usize;
-        while out.len() < rows && bytes < max_bytes {
-            let Some(scanner) = state.as_mut() else {
-                break;
-            };
-            match scanner.next() {
-                Some(Ok(result)) => {
-                    bytes += result
-                        .cells
-                        .iter()
-                        .map(|c| c.value.len() + c.qualifier.len() + c.family.len() + 16)
-                        .sum::<usize>();
-                    if !result.is_empty() {
-                        out.push(result);
-                    }
-                }
-                Some(Err(e)) => {
-                    *state = None;
-                    return Err(e);
-                }
-                // Exhausted: later calls answer with no rows.
-                None => *state = None,
-            }
-        }
-        Ok(out)
+        take_rows(&mut self.state.lock(), rows, max_bytes)
     }
+}
+
+/// The next rows with cells of `state`'s scanner, at most `rows` of them
+/// and stopping once about `max_bytes` of cells are collected (so a reply
+/// stays under the frame limit); fewer (or none) once the scanner runs
+/// out, which (as an error does) leaves `state` empty. Registered scanners
+/// and Thrift2's one-call `getScannerResults` share it.
+pub(crate) fn take_rows(
+    state: &mut Option<basalt::Scanner>,
+    rows: usize,
+    max_bytes: usize,
+) -> Result<Vec<basalt::RowResult>, basalt::Error> {
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    while out.len() < rows && bytes < max_bytes {
+        let Some(scanner) = state.as_mut() else {
+            break;
+        };
+        match scanner.next() {
+            Some(Ok(result)) => {
+                bytes += result
+                    .cells
+                    .iter()
+                    .map(|c| c.value.len() + c.qualifier.len() + c.family.len() + 16)
+                    .sum::<usize>();
+                if !result.is_empty() {
+                    out.push(result);
+                }
+            }
+            Some(Err(e)) => {
+                *state = None;
+                return Err(e);
+            }
+            // Exhausted: later calls answer with no rows.
+            None => *state = None,
+        }
+    }
+    Ok(out)
 }
 
 /// Why a scanner could not be registered: which cap it hit.

@@ -8,7 +8,7 @@ use std::net::ToSocketAddrs;
 
 use bytes::Bytes;
 
-use crate::client::{Client, ClientError, ClientResult};
+use crate::client::{result_or_exception, Client, ClientError, ClientResult};
 use crate::protocol::{Protocol, Value};
 use crate::types::{app_error, Thrift};
 
@@ -43,26 +43,17 @@ impl Client2 {
 
     /// Calls a method; its result (field 0) if any, or its exception.
     pub fn call_result(&mut self, method: &str, args: Value) -> ClientResult<Option<Value>> {
-        let Value::Struct(fields) = self.inner.call_raw(method, args)? else {
-            return Err(ClientError::Protocol("result is not a struct".into()));
-        };
-        let mut success = None;
-        for (id, value) in fields {
-            let p = ClientError::Protocol;
-            match id {
-                0 => success = Some(value),
-                1 => {
-                    let e = TIOError::from_value(value).map_err(p)?;
-                    return Err(ClientError::Io(e.message.unwrap_or_default()));
-                }
-                2 => {
-                    let e = TIllegalArgument::from_value(value).map_err(p)?;
-                    return Err(ClientError::IllegalArgument(e.message.unwrap_or_default()));
-                }
-                _ => {}
-            }
-        }
-        Ok(success)
+        let reply = self.inner.call_raw(method, args)?;
+        result_or_exception(reply, |id, value| match id {
+            1 => Some(
+                TIOError::from_value(value).map(|e| ClientError::Io(e.message.unwrap_or_default())),
+            ),
+            2 => Some(
+                TIllegalArgument::from_value(value)
+                    .map(|e| ClientError::IllegalArgument(e.message.unwrap_or_default())),
+            ),
+            _ => None,
+        })
     }
 
     /// Calls a method and decodes its result.

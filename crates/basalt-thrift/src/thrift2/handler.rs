@@ -498,23 +498,10 @@ impl Service2 {
         let table = self.table(a.table)?;
         let scan = scan_of(required(a.tscan, "tscan")?)?;
         let rows = usize::try_from(a.num_rows.unwrap_or(1)).unwrap_or(0);
-        let mut out = Vec::new();
-        let mut bytes = 0usize;
         // The scanner lives for this call only, so it is never registered.
-        for result in table.scan(&scan)? {
-            if out.len() >= rows || bytes >= self.max_reply_bytes {
-                break;
-            }
-            let result = result?;
-            bytes += result
-                .cells
-                .iter()
-                .map(|c| c.value.len() + c.qualifier.len() + c.family.len() + 16)
-                .sum::<usize>();
-            if !result.is_empty() {
-                out.push(result_of(&result));
-            }
-        }
+        let mut scanner = Some(table.scan(&scan)?);
+        let results = crate::scanners::take_rows(&mut scanner, rows, self.max_reply_bytes)?;
+        let out: Vec<TResult> = results.iter().map(result_of).collect();
         Ok(Some(out.to_value()))
     }
 
