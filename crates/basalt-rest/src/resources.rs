@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 
 use bytes::Bytes;
 
+use basalt::admin::FamilyInfo;
 use basalt::column::Column;
 use basalt::{
     ColumnFamilyDescriptor, Database, Error, ErrorKind, FamilyChange, Get, Mutation, Put, Scan,
@@ -440,13 +441,9 @@ fn schema_model(descriptor: &TableDescriptor) -> TableSchema {
         columns: descriptor
             .families()
             .iter()
-            .map(|f| ColumnSchema {
-                name: f.name().to_string(),
-                options: f
-                    .options()
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
+            .map(|f| {
+                let FamilyInfo { name, options } = FamilyInfo::of(f);
+                ColumnSchema { name, options }
             })
             .collect(),
     }

@@ -290,6 +290,21 @@ pub struct FamilyInfo {
     pub options: Vec<(String, String)>,
 }
 
+impl FamilyInfo {
+    /// The family's name and every option as text, as gateways describe
+    /// a family.
+    pub fn of(family: &ColumnFamilyDescriptor) -> FamilyInfo {
+        FamilyInfo {
+            name: family.name().to_string(),
+            options: family
+                .options()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        }
+    }
+}
+
 /// One region and its load.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RegionInfoReply {
@@ -524,14 +539,7 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                 .descriptor
                 .families()
                 .iter()
-                .map(|f| FamilyInfo {
-                    name: f.name().to_string(),
-                    options: f
-                        .options()
-                        .into_iter()
-                        .map(|(k, v)| (k.to_string(), v))
-                        .collect(),
-                })
+                .map(FamilyInfo::of)
                 .collect();
             families.sort_by(|a, b| a.name.cmp(&b.name));
             Ok(AdminReply::Table(TableReply {

@@ -148,6 +148,21 @@ fn open(store: &Arc<dyn FileStore>, path: &Path) -> Arc<StoreFileReader> {
     StoreFileReader::open(Arc::clone(store), path, next_file_id(), None).unwrap()
 }
 
+/// A reader of the file at `path` whose blocks go through `cache`.
+fn open_cached(
+    store: &Arc<dyn FileStore>,
+    path: &Path,
+    cache: &Arc<BlockCache>,
+) -> Arc<StoreFileReader> {
+    StoreFileReader::open(
+        Arc::clone(store),
+        path,
+        next_file_id(),
+        Some(Arc::clone(cache)),
+    )
+    .unwrap()
+}
+
 fn drain(s: &mut dyn CellSource) -> basalt_types::Result<Vec<Cell>> {
     let mut out = vec![];
     while let Some(c) = s.peek() {
@@ -1019,13 +1034,7 @@ fn block_cache_serves_rereads_and_honours_blockcache_false() {
         ),
     );
     let cache = Arc::new(BlockCache::new(64 << 20));
-    let reader = StoreFileReader::open(
-        Arc::clone(&store),
-        path,
-        next_file_id(),
-        Some(Arc::clone(&cache)),
-    )
-    .unwrap();
+    let reader = open_cached(&store, path, &cache);
     let blocks = reader.meta().data_block_count;
     assert_eq!(scan_all(&reader).unwrap(), cells);
     assert_eq!(reader.stats().data_blocks_from_file, blocks);
@@ -1081,13 +1090,7 @@ fn a_source_that_does_not_fill_the_cache_reads_cached_blocks_and_adds_none() {
         ),
     );
     let cache = Arc::new(BlockCache::new(64 << 20));
-    let reader = StoreFileReader::open(
-        Arc::clone(&store),
-        path,
-        next_file_id(),
-        Some(Arc::clone(&cache)),
-    )
-    .unwrap();
+    let reader = open_cached(&store, path, &cache);
     let blocks = reader.meta().data_block_count;
     assert!(blocks > 4);
 
@@ -1141,21 +1144,9 @@ fn index_and_bloom_blocks_survive_a_scan_of_other_data() {
         ),
     );
     let cache = Arc::new(BlockCache::new(256 << 10));
-    let reader = StoreFileReader::open(
-        Arc::clone(&store),
-        indexed,
-        next_file_id(),
-        Some(Arc::clone(&cache)),
-    )
-    .unwrap();
+    let reader = open_cached(&store, indexed, &cache);
     assert_eq!(reader.index_levels(), 2);
-    let scanner = StoreFileReader::open(
-        Arc::clone(&store),
-        other,
-        next_file_id(),
-        Some(Arc::clone(&cache)),
-    )
-    .unwrap();
+    let scanner = open_cached(&store, other, &cache);
     let row = cells[cells.len() / 2].row.clone();
     let point_read = |reader: &Arc<StoreFileReader>| {
         assert!(reader.may_contain_row(&row).unwrap());
@@ -1211,13 +1202,7 @@ fn in_memory_family_blocks_survive_other_traffic() {
         },
     )
     .unwrap();
-    let cold_reader = StoreFileReader::open(
-        Arc::clone(&store),
-        cold,
-        next_file_id(),
-        Some(Arc::clone(&cache)),
-    )
-    .unwrap();
+    let cold_reader = open_cached(&store, cold, &cache);
     scan_all(&hot_reader).unwrap();
     for _ in 0..2 {
         scan_all(&cold_reader).unwrap();
@@ -1250,13 +1235,7 @@ fn concurrent_sources_share_a_reader_and_cache() {
         ),
     );
     let cache = Arc::new(BlockCache::new(256 << 10));
-    let reader = StoreFileReader::open(
-        Arc::clone(&store),
-        path,
-        next_file_id(),
-        Some(Arc::clone(&cache)),
-    )
-    .unwrap();
+    let reader = open_cached(&store, path, &cache);
     let cells = Arc::new(cells);
     let threads: Vec<_> = (0..4u64)
         .map(|t| {
