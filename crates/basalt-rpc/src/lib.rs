@@ -1,0 +1,42 @@
+//! HBase's native RPC for Basalt: a Basalt server looks like an HBase 2.x
+//! cluster to HBase's own clients (Java, hbase-driver, gohbase...), which
+//! find it through ZooKeeper (or `ClientMetaService`) and speak protobuf
+//! RPC to its master and region server ports.
+//!
+//! The pipeline of one call:
+//! 1. `server`: accept; read the preamble (`HBas`, version 0, auth SIMPLE)
+//!    and the connection header (service, cell-block codec), each bounded.
+//! 2. `frame`: read a length-prefixed frame; split it into the request
+//!    header, the parameter and the cell block (`cellblock`: HBase's
+//!    KeyValue codec).
+//! 3. `services`: find the method in the connection's service; run it on
+//!    the blocking pool (`client_service`, `master_service`,
+//!    `admin_service`, `registry`), `meta` answering for `hbase:meta`.
+//! 4. `server`: write the response header (with the exception, if any),
+//!    the answer and its cell block; calls on one connection are answered
+//!    in completion order, each tagged with its call id.
+//!
+//! Formats and the list of served methods: docs/native-rpc.md.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod admin_service;
+pub mod call;
+pub mod cellblock;
+pub mod client_service;
+pub mod context;
+pub mod error;
+pub mod filters;
+pub mod frame;
+pub mod master_service;
+pub mod meta;
+pub mod proto;
+pub mod registry;
+pub mod scanners;
+pub mod server;
+pub mod services;
+
+pub use context::{Identity, RpcContext, RpcLimits};
+pub use error::RpcError;
+pub use server::{RpcConfig, RpcServer};

@@ -1,0 +1,9 @@
+//! HBase's protobuf messages, written for Basalt from the published field
+//! names and numbers (no `.proto` file is copied; no build step). Each
+//! module follows one of HBase's `.proto` files; fields Basalt never reads
+//! are left out, which protobuf decoding tolerates by design.
+
+pub mod client;
+pub mod filter;
+pub mod hbase;
+pub mod rpc;
