@@ -122,7 +122,10 @@ mod tests {
     #[test]
     fn a_missing_table_is_final_and_keeps_hbases_class() {
         let error = RpcError::from(Error::TableNotFound("t".into()));
-        assert_eq!(error.class, "org.apache.hadoop.hbase.TableNotFoundException");
+        assert_eq!(
+            error.class,
+            "org.apache.hadoop.hbase.TableNotFoundException"
+        );
         assert!(error.do_not_retry);
     }
 

@@ -3,9 +3,7 @@
 //! decoding skips them.
 
 use super::filter::{Comparator, Filter};
-use super::hbase::{
-    Cell, ColumnFamilyTimeRange, NameBytesPair, RegionSpecifier, TimeRange,
-};
+use super::hbase::{Cell, ColumnFamilyTimeRange, NameBytesPair, RegionSpecifier, TimeRange};
 
 /// A family and optionally some of its qualifiers.
 #[derive(Clone, PartialEq, prost::Message)]
