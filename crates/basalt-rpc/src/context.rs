@@ -9,6 +9,10 @@ use basalt::Database;
 use crate::proto::hbase::ServerName;
 use crate::scanners::Scanners;
 
+/// The HBase version Basalt answers as (cluster status, `VersionInfo`,
+/// the region server znode): the 2.x line whose protocol it speaks.
+pub const HBASE_VERSION: &str = "2.6.1";
+
 /// The identity this process announces (in ZooKeeper, `hbase:meta` and
 /// `ClientMetaService`): where native clients reach the master and the
 /// region server.
