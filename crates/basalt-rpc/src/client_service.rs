@@ -1,6 +1,1007 @@
-//! Placeholder replaced by the full service (work in progress in this change).
+//! `ClientService`: reads, writes, scans and batches, each addressed to a
+//! region by name.
+//!
+//! Basalt's `Table` routes rows to regions itself; this service adds what a
+//! native client relies on: the region named must still be served
+//! (`NotServingRegionException` after a split or merge, so the client
+//! re-reads `hbase:meta`) and must hold the row (`WrongRegionException`
+//! otherwise, as HBase), and a scan answers for one region only
+//! (`more_results_in_region` false at its end, so the client moves on to
+//! the next region).
 
-use crate::call::Method;
+use std::sync::Arc;
 
-/// The methods served.
-pub const METHODS: &[Method] = &[];
+use basalt::{
+    Append, CheckAndMutate, Condition as BasaltCondition, Delete, Durability, Get as BasaltGet,
+    Increment, Mutation, Put, RegionInfo, RowMutations, RowResult, Scan as BasaltScan, TimeRange,
+};
+use basalt_types::{Cell, CellType, CompareOp, LATEST_TIMESTAMP};
+use bytes::Bytes;
+
+use crate::call::{cell_from_proto, encode, Call, Method};
+use crate::error::{RpcError, OUT_OF_ORDER_SCANNER_NEXT};
+use crate::filters::{decode_comparator, decode_filter};
+use crate::meta::{self, Target};
+use crate::proto::client::{
+    mutation_proto::{DeleteType, MutationType},
+    Column, Condition, Get, GetRequest, GetResponse, MultiRequest, MultiResponse, MutateRequest,
+    MutateResponse, MutationProto, RegionAction, RegionActionResult, ResultOrException, Scan,
+    ScanRequest, ScanResponse,
+};
+use crate::proto::hbase::{CompareType, RegionSpecifier};
+use crate::scanners::{RowBounds, ScanState};
+
+/// The methods served; `BulkLoadHFile`, `PrepareBulkLoad`,
+/// `CleanupBulkLoad`, `ExecService` and `ExecRegionServerService` are
+/// answered with `DoNotRetryIOException` (no bulk load, no coprocessors).
+pub const METHODS: &[Method] = &[
+    Method {
+        name: "Get",
+        handler: get,
+    },
+    Method {
+        name: "Mutate",
+        handler: mutate,
+    },
+    Method {
+        name: "Scan",
+        handler: scan,
+    },
+    Method {
+        name: "Multi",
+        handler: multi,
+    },
+];
+
+/// A region's row is outside the region named (HBase's class).
+const WRONG_REGION: &str = "org.apache.hadoop.hbase.regionserver.WrongRegionException";
+
+/// The user region `spec` names, checked to hold `row`.
+fn region_for_row(
+    call: &Call<'_>,
+    spec: Option<&RegionSpecifier>,
+    row: &[u8],
+) -> Result<RegionInfo, RpcError> {
+    let info = meta::resolve_user_region(call.ctx, spec)?;
+    if !info.contains(row) {
+        return Err(RpcError::new(
+            WRONG_REGION,
+            format!(
+                "row {} is outside region {}",
+                String::from_utf8_lossy(row),
+                String::from_utf8_lossy(&info.region_name())
+            ),
+            false,
+        ));
+    }
+    Ok(info)
+}
+
+fn time_range(range: Option<&crate::proto::hbase::TimeRange>) -> Result<TimeRange, RpcError> {
+    let Some(range) = range else {
+        return Ok(TimeRange::all());
+    };
+    let min = i64::try_from(range.from.unwrap_or(0)).unwrap_or(i64::MAX);
+    let max = i64::try_from(range.to.unwrap_or(i64::MAX as u64)).unwrap_or(i64::MAX);
+    Ok(TimeRange::new(min, max)?)
+}
+
+fn columns_into(columns: &[Column], mut add: impl FnMut(Bytes, Option<Bytes>)) {
+    for column in columns {
+        if column.qualifier.is_empty() {
+            add(column.family.clone(), None);
+        } else {
+            for q in &column.qualifier {
+                add(column.family.clone(), Some(q.clone()));
+            }
+        }
+    }
+}
+
+/// A protobuf `Get` as Basalt's, with the per-family window HBase's
+/// `store_limit`/`store_offset` ask for (applied to the answer).
+fn to_get(get: &Get) -> Result<(BasaltGet, Option<(usize, usize)>), RpcError> {
+    if get.closest_row_before.unwrap_or(false) {
+        return Err(RpcError::do_not_retry(
+            "Get.closest_row_before (HBase 1's getRowOrBefore) is not served: use a reversed scan",
+        ));
+    }
+    if !get.cf_time_range.is_empty() {
+        return Err(RpcError::do_not_retry(
+            "per-family time ranges (cf_time_range) are not supported by Basalt",
+        ));
+    }
+    let mut out = BasaltGet::new(get.row.clone());
+    columns_into(&get.column, |f, q| match q {
+        Some(q) => out.columns.add_column(f, q),
+        None => out.columns.add_family(f),
+    });
+    out.max_versions = get.max_versions.unwrap_or(1).max(1);
+    out.time_range = time_range(get.time_range.as_ref())?;
+    if let Some(filter) = &get.filter {
+        out.filter = Some(decode_filter(filter)?);
+    }
+    Ok((out, store_window(get.store_limit, get.store_offset)))
+}
+
+fn store_window(limit: Option<u32>, offset: Option<u32>) -> Option<(usize, usize)> {
+    let limit = limit.filter(|&l| l > 0).map(|l| l as usize);
+    let offset = offset.unwrap_or(0) as usize;
+    (limit.is_some() || offset > 0).then(|| (limit.unwrap_or(usize::MAX), offset))
+}
+
+/// HBase's `store_limit`/`store_offset`: per family, skip `offset` cells
+/// and keep at most `limit` (cells come sorted by family).
+fn apply_store_window(cells: Vec<Cell>, window: Option<(usize, usize)>) -> Vec<Cell> {
+    let Some((limit, offset)) = window else {
+        return cells;
+    };
+    let mut out = Vec::with_capacity(cells.len());
+    let mut family: Option<Bytes> = None;
+    let mut seen = 0usize;
+    for cell in cells {
+        if family.as_ref() != Some(&cell.family) {
+            family = Some(cell.family.clone());
+            seen = 0;
+        }
+        if seen >= offset && seen - offset < limit {
+            out.push(cell);
+        }
+        seen += 1;
+    }
+    out
+}
+
+fn get(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: GetRequest = Call::decode(param, "GetRequest")?;
+    let get = request
+        .get
+        .ok_or_else(|| RpcError::missing("GetRequest.get"))?;
+    let result = match meta::resolve(call.ctx, request.region.as_ref())? {
+        Target::Meta => {
+            let (query, _) = to_get(&get)?;
+            let row = meta::rows(call.ctx)
+                .into_iter()
+                .find(|r| r.row == query.row)
+                .map(|r| select_meta_columns(r, &get.column))
+                .unwrap_or_default();
+            if get.existence_only.unwrap_or(false) {
+                exists(!row.cells.is_empty())
+            } else {
+                call.result(row.cells, false)
+            }
+        }
+        Target::Region { info, .. } => {
+            if !info.contains(&get.row) {
+                return Err(region_for_row(call, request.region.as_ref(), &get.row)
+                    .err()
+                    .unwrap_or_else(|| RpcError::not_serving(b"")));
+            }
+            let table = call.ctx.db.table(&info.table)?;
+            let (query, window) = to_get(&get)?;
+            if get.existence_only.unwrap_or(false) {
+                exists(table.exists(&query)?)
+            } else {
+                let row = table.get(&query)?;
+                call.result(apply_store_window(row.cells, window), false)
+            }
+        }
+    };
+    Ok(encode(&GetResponse {
+        result: Some(result),
+    }))
+}
+
+fn exists(found: bool) -> crate::proto::client::Result {
+    crate::proto::client::Result {
+        exists: Some(found),
+        ..Default::default()
+    }
+}
+
+fn select_meta_columns(row: RowResult, columns: &[Column]) -> RowResult {
+    if columns.is_empty() {
+        return row;
+    }
+    let cells = row
+        .cells
+        .into_iter()
+        .filter(|c| {
+            columns.iter().any(|col| {
+                col.family == c.family
+                    && (col.qualifier.is_empty() || col.qualifier.contains(&c.qualifier))
+            })
+        })
+        .collect();
+    RowResult {
+        row: row.row,
+        cells,
+    }
+}
+
+fn durability(code: Option<i32>) -> Option<Durability> {
+    use crate::proto::client::mutation_proto::Durability as D;
+    match code.and_then(|c| D::try_from(c).ok()) {
+        Some(D::SkipWal) => Some(Durability::SkipWal),
+        Some(D::AsyncWal) => Some(Durability::AsyncWal),
+        Some(D::SyncWal) => Some(Durability::SyncWal),
+        Some(D::FsyncWal) => Some(Durability::FsyncWal),
+        Some(D::UseDefault) | None => None,
+    }
+}
+
+/// The cells of a mutation: inside the message, or counted and taken from
+/// the request's cell block.
+fn mutation_cells(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Vec<Cell>, RpcError> {
+    let row = mutation.row.clone().unwrap_or_default();
+    let default_ts = mutation.timestamp.map_or(LATEST_TIMESTAMP, |t| {
+        i64::try_from(t).unwrap_or(LATEST_TIMESTAMP)
+    });
+    let mut cells = Vec::new();
+    if let Some(count) = mutation.associated_cell_count.filter(|&c| c > 0) {
+        cells.extend(call.take_request_cells(count as usize)?);
+    }
+    for column in &mutation.column_value {
+        for qv in &column.qualifier_value {
+            let cell_type = match qv.delete_type.map(DeleteType::try_from) {
+                None => CellType::Put,
+                Some(Ok(DeleteType::DeleteOneVersion)) => CellType::Delete,
+                Some(Ok(DeleteType::DeleteMultipleVersions)) => CellType::DeleteColumn,
+                Some(Ok(DeleteType::DeleteFamily)) => CellType::DeleteFamily,
+                Some(Ok(DeleteType::DeleteFamilyVersion)) => CellType::DeleteFamilyVersion,
+                Some(Err(_)) => {
+                    return Err(RpcError::do_not_retry(format!(
+                        "unknown delete type {:?}",
+                        qv.delete_type
+                    )))
+                }
+            };
+            let proto_cell = crate::proto::hbase::Cell {
+                row: Some(row.clone()),
+                family: Some(column.family.clone()),
+                qualifier: qv.qualifier.clone(),
+                timestamp: Some(qv.timestamp.map_or(default_ts as u64, |t| t)),
+                cell_type: Some(cell_type as i32),
+                value: qv.value.clone(),
+                tags: None,
+            };
+            cells.push(cell_from_proto(&proto_cell)?);
+        }
+    }
+    if cells.iter().any(|c| c.row != row) {
+        return Err(RpcError::do_not_retry(
+            "a mutation's cells must all be on the mutation's row",
+        ));
+    }
+    Ok(cells)
+}
+
+/// One write of a `MutationProto`.
+#[derive(Debug)]
+enum Op {
+    /// A put or a delete (what row mutations may hold).
+    Row(Mutation),
+    /// An increment (answers the new values).
+    Increment(Increment),
+    /// An append (answers the new values).
+    Append(Append),
+}
+
+impl Op {
+    /// The put or delete, for row mutations; increments and appends are
+    /// refused there (Basalt's row mutations hold puts and deletes only).
+    fn into_row_mutation(self) -> Result<Mutation, RpcError> {
+        match self {
+            Op::Row(m) => Ok(m),
+            Op::Increment(_) | Op::Append(_) => Err(RpcError::do_not_retry(
+                "an atomic row mutation or check-and-mutate may hold puts and deletes only in Basalt (no increments or appends)",
+            )),
+        }
+    }
+}
+
+/// A protobuf mutation as Basalt's.
+fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Op, RpcError> {
+    let row = mutation
+        .row
+        .clone()
+        .ok_or_else(|| RpcError::missing("MutationProto.row"))?;
+    let kind = mutation
+        .mutate_type
+        .and_then(|t| MutationType::try_from(t).ok())
+        .ok_or_else(|| {
+            RpcError::do_not_retry(format!("unknown mutation type {:?}", mutation.mutate_type))
+        })?;
+    let cells = mutation_cells(call, mutation)?;
+    let durability = durability(mutation.durability);
+    Ok(match kind {
+        MutationType::Put => {
+            let mut put = Put::new(row);
+            for c in cells {
+                if c.cell_type != CellType::Put {
+                    return Err(RpcError::do_not_retry("a Put carries a delete marker"));
+                }
+                put = put.add_at(c.family, c.qualifier, c.timestamp, c.value);
+            }
+            if let Some(d) = durability {
+                put = put.durability(d);
+            }
+            Op::Row(Mutation::Put(put))
+        }
+        MutationType::Delete => {
+            let ts = mutation.timestamp.map_or(LATEST_TIMESTAMP, |t| {
+                i64::try_from(t).unwrap_or(LATEST_TIMESTAMP)
+            });
+            let mut delete = if ts == LATEST_TIMESTAMP {
+                Delete::new(row)
+            } else {
+                Delete::with_timestamp(row, ts)
+            };
+            for c in cells {
+                let latest = c.timestamp == LATEST_TIMESTAMP;
+                delete = match c.cell_type {
+                    CellType::Delete if latest => delete.column(c.family, c.qualifier),
+                    CellType::Delete => delete.column_at(c.family, c.qualifier, c.timestamp),
+                    CellType::DeleteColumn => delete.columns_at(c.family, c.qualifier, c.timestamp),
+                    CellType::DeleteFamily => delete.family_at(c.family, c.timestamp),
+                    CellType::DeleteFamilyVersion => delete.family_version(c.family, c.timestamp),
+                    // A Delete's column without a delete type: HBase reads
+                    // it as "all versions of the column".
+                    CellType::Put => delete.columns_at(c.family, c.qualifier, c.timestamp),
+                };
+            }
+            if let Some(d) = durability {
+                delete = delete.durability(d);
+            }
+            Op::Row(Mutation::Delete(delete))
+        }
+        MutationType::Increment => {
+            let mut increment = Increment::new(row);
+            for c in cells {
+                let amount: [u8; 8] = c.value[..].try_into().map_err(|_| {
+                    RpcError::do_not_retry(format!(
+                        "an increment amount must be an 8-byte long, got {} bytes",
+                        c.value.len()
+                    ))
+                })?;
+                increment = increment.add(c.family, c.qualifier, i64::from_be_bytes(amount));
+            }
+            if let Some(d) = durability {
+                increment = increment.durability(d);
+            }
+            Op::Increment(increment)
+        }
+        MutationType::Append => {
+            let mut append = Append::new(row);
+            for c in cells {
+                append = append.add(c.family, c.qualifier, c.value);
+            }
+            if let Some(d) = durability {
+                append = append.durability(d);
+            }
+            Op::Append(append)
+        }
+    })
+}
+
+/// A condition of check-and-mutate as Basalt's.
+fn to_check(condition: &Condition, mutations: RowMutations) -> Result<CheckAndMutate, RpcError> {
+    if condition.filter.is_some() {
+        return Err(RpcError::do_not_retry(
+            "check-and-mutate with a filter condition is not supported by Basalt: use a column condition",
+        ));
+    }
+    let family = condition
+        .family
+        .clone()
+        .ok_or_else(|| RpcError::missing("Condition.family"))?;
+    let qualifier = condition.qualifier.clone().unwrap_or_default();
+    let op = condition
+        .compare_type
+        .and_then(|c| CompareType::try_from(c).ok())
+        .ok_or_else(|| RpcError::missing("Condition.compare_type"))?;
+    let comparator = match &condition.comparator {
+        Some(c) => decode_comparator(c)?,
+        None => None,
+    };
+    let test = match (op, comparator) {
+        // HBase: a null value with EQUAL means "the column is absent".
+        (CompareType::Equal, None) => BasaltCondition::Absent,
+        (_, None) => {
+            return Err(RpcError::do_not_retry(format!(
+                "a check against a missing value supports only EQUAL, got {op:?}"
+            )))
+        }
+        (op, Some(comparator)) => BasaltCondition::Compare {
+            op: compare_op(op)?,
+            comparator,
+        },
+    };
+    Ok(CheckAndMutate {
+        row: condition.row.clone(),
+        family,
+        qualifier,
+        condition: test,
+        time_range: time_range(condition.time_range.as_ref())?,
+        mutations,
+    })
+}
+
+/// HBase's compare type as Basalt's operator; `NO_OP` is refused.
+pub fn compare_op(op: CompareType) -> Result<CompareOp, RpcError> {
+    Ok(match op {
+        CompareType::Less => CompareOp::Less,
+        CompareType::LessOrEqual => CompareOp::LessOrEqual,
+        CompareType::Equal => CompareOp::Equal,
+        CompareType::NotEqual => CompareOp::NotEqual,
+        CompareType::GreaterOrEqual => CompareOp::GreaterOrEqual,
+        CompareType::Greater => CompareOp::Greater,
+        CompareType::NoOp => {
+            return Err(RpcError::do_not_retry(
+                "compare type NO_OP is not supported",
+            ))
+        }
+    })
+}
+
+/// Whether an increment or append answers its new values: HBase's
+/// `_rr_` attribute ("return results"), true unless set to false.
+fn returns_results(mutation: &MutationProto) -> bool {
+    // Java's `Bytes.toBytes(false)` is one zero byte.
+    !mutation
+        .attribute
+        .iter()
+        .any(|a| a.name == "_rr_" && a.value.as_deref() == Some(&[0][..]))
+}
+
+/// Applies one mutation; the answer's `Result` for increments and appends.
+fn apply(
+    call: &mut Call<'_>,
+    table: &basalt::Table,
+    op: Op,
+    want_result: bool,
+) -> Result<Option<crate::proto::client::Result>, RpcError> {
+    Ok(match op {
+        Op::Row(Mutation::Put(put)) => {
+            table.put(&put)?;
+            None
+        }
+        Op::Row(Mutation::Delete(delete)) => {
+            table.delete(&delete)?;
+            None
+        }
+        Op::Increment(increment) => {
+            let row = table.increment(&increment)?;
+            want_result.then(|| call.result(row.cells, false))
+        }
+        Op::Append(append) => {
+            let row = table.append(&append)?;
+            want_result.then(|| call.result(row.cells, false))
+        }
+    })
+}
+
+fn mutate(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: MutateRequest = Call::decode(param, "MutateRequest")?;
+    let mutation = request
+        .mutation
+        .as_ref()
+        .ok_or_else(|| RpcError::missing("MutateRequest.mutation"))?;
+    let row = mutation.row.clone().unwrap_or_default();
+    let info = region_for_row(call, request.region.as_ref(), &row)?;
+    let table = call.ctx.db.table(&info.table)?;
+    let want_result = returns_results(mutation);
+    let converted = to_mutation(call, mutation)?;
+    let response = match &request.condition {
+        Some(condition) => {
+            if condition.row != row {
+                return Err(RpcError::do_not_retry(
+                    "a check-and-mutate must check the row it mutates",
+                ));
+            }
+            let check = to_check(
+                condition,
+                RowMutations::new(row.clone()).add(converted.into_row_mutation()?)?,
+            )?;
+            MutateResponse {
+                result: None,
+                processed: Some(table.check_and_mutate(&check)?),
+            }
+        }
+        None => MutateResponse {
+            result: apply(call, &table, converted, want_result)?,
+            processed: Some(true),
+        },
+    };
+    Ok(encode(&response))
+}
+
+fn multi(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: MultiRequest = Call::decode(param, "MultiRequest")?;
+    let mut response = MultiResponse::default();
+    for (i, action) in request.region_action.iter().enumerate() {
+        // HBase 2.0-2.3 sent one condition for the whole request.
+        let condition = action.condition.as_ref().or(if i == 0 {
+            request.condition.as_ref()
+        } else {
+            None
+        });
+        let result = match region_action(call, action, condition) {
+            Ok(result) => result,
+            Err(error) => RegionActionResult {
+                exception: Some(error.to_name_bytes()),
+                ..Default::default()
+            },
+        };
+        if i == 0 && request.condition.is_some() {
+            response.processed = result.processed;
+        }
+        response.region_action_result.push(result);
+    }
+    Ok(encode(&response))
+}
+
+/// One region's actions: all or nothing when `atomic` (a row mutation,
+/// optionally conditional), else each on its own with its own answer.
+fn region_action(
+    call: &mut Call<'_>,
+    action: &RegionAction,
+    condition: Option<&Condition>,
+) -> Result<RegionActionResult, RpcError> {
+    let info = meta::resolve_user_region(call.ctx, action.region.as_ref())?;
+    let table = call.ctx.db.table(&info.table)?;
+    let mut result = RegionActionResult::default();
+    if action.atomic.unwrap_or(false) || condition.is_some() {
+        let mut group: Option<RowMutations> = None;
+        for a in &action.action {
+            let mutation = a.mutation.as_ref().ok_or_else(|| {
+                RpcError::do_not_retry("an atomic region action holds only mutations")
+            })?;
+            let row = mutation.row.clone().unwrap_or_default();
+            if !info.contains(&row) {
+                return Err(region_for_row(call, action.region.as_ref(), &row)
+                    .err()
+                    .unwrap_or_else(|| RpcError::not_serving(b"")));
+            }
+            let converted = to_mutation(call, mutation)?.into_row_mutation()?;
+            group = Some(match group {
+                None => RowMutations::new(row).add(converted)?,
+                Some(g) => g.add(converted)?,
+            });
+        }
+        let Some(group) = group else {
+            return Ok(result);
+        };
+        let processed = match condition {
+            Some(condition) => table.check_and_mutate(&to_check(condition, group)?)?,
+            None => {
+                table.mutate_row(&group)?;
+                true
+            }
+        };
+        result.processed = Some(processed);
+        for a in &action.action {
+            result.result_or_exception.push(ResultOrException {
+                index: a.index,
+                result: Some(crate::proto::client::Result::default()),
+                exception: None,
+            });
+        }
+        return Ok(result);
+    }
+    for a in &action.action {
+        let outcome = one_action(call, &table, &info, a);
+        result.result_or_exception.push(match outcome {
+            Ok(r) => ResultOrException {
+                index: a.index,
+                result: Some(r),
+                exception: None,
+            },
+            Err(error) => ResultOrException {
+                index: a.index,
+                result: None,
+                exception: Some(error.to_name_bytes()),
+            },
+        });
+    }
+    Ok(result)
+}
+
+fn one_action(
+    call: &mut Call<'_>,
+    table: &basalt::Table,
+    info: &RegionInfo,
+    action: &crate::proto::client::Action,
+) -> Result<crate::proto::client::Result, RpcError> {
+    if let Some(get) = &action.get {
+        check_row(info, &get.row)?;
+        let (query, window) = to_get(get)?;
+        if get.existence_only.unwrap_or(false) {
+            return Ok(exists(table.exists(&query)?));
+        }
+        let row = table.get(&query)?;
+        return Ok(call.result(apply_store_window(row.cells, window), false));
+    }
+    if let Some(mutation) = &action.mutation {
+        check_row(info, &mutation.row.clone().unwrap_or_default())?;
+        let want = returns_results(mutation);
+        let converted = to_mutation(call, mutation)?;
+        return Ok(apply(call, table, converted, want)?.unwrap_or_default());
+    }
+    if action.service_call.is_some() {
+        return Err(RpcError::do_not_retry(
+            "coprocessor calls are not served by Basalt",
+        ));
+    }
+    Err(RpcError::do_not_retry(
+        "an action holds neither a get nor a mutation",
+    ))
+}
+
+fn check_row(info: &RegionInfo, row: &[u8]) -> Result<(), RpcError> {
+    if info.contains(row) {
+        Ok(())
+    } else {
+        Err(RpcError::new(
+            WRONG_REGION,
+            format!(
+                "row {} is outside region {}",
+                String::from_utf8_lossy(row),
+                String::from_utf8_lossy(&info.region_name())
+            ),
+            false,
+        ))
+    }
+}
+
+/// The bounds a scan may return in a region: the scan's own (with HBase's
+/// inclusive/exclusive flags) cut to the region's `[start, end)`.
+fn scan_bounds(scan: &Scan, region_start: &Bytes, region_end: &Bytes) -> RowBounds {
+    let reversed = scan.reversed.unwrap_or(false);
+    let start = scan.start_row.clone().unwrap_or_default();
+    let stop = scan.stop_row.clone().unwrap_or_default();
+    let include_start = scan.include_start_row.unwrap_or(true);
+    let include_stop = scan.include_stop_row.unwrap_or(false);
+    // For a reversed scan the start row is the high end.
+    let (mut low, mut high) = if reversed {
+        ((stop, include_stop), (start, include_start))
+    } else {
+        ((start, include_start), (stop, include_stop))
+    };
+    if !region_start.is_empty() && (low.0.is_empty() || low.0 < *region_start) {
+        low = (region_start.clone(), true);
+    }
+    if !region_end.is_empty() && (high.0.is_empty() || high.0 >= *region_end) {
+        high = (region_end.clone(), false);
+    }
+    RowBounds { low, high }
+}
+
+/// Basalt's scan for `bounds`: a superset where Basalt's start-inclusive,
+/// stop-exclusive rows cannot say it exactly (the rest is cut per row).
+fn to_scan(scan: &Scan, bounds: &RowBounds) -> Result<BasaltScan, RpcError> {
+    let reversed = scan.reversed.unwrap_or(false);
+    let mut out = BasaltScan::new().reversed(reversed);
+    let (low, low_inclusive) = &bounds.low;
+    let (high, high_inclusive) = &bounds.high;
+    if reversed {
+        // Start at the high end (inclusive), stop before the low end.
+        if !high.is_empty() {
+            out = out.start_row(high.clone());
+        }
+        if !low.is_empty() && !low_inclusive {
+            out = out.stop_row(low.clone());
+        }
+    } else {
+        if !low.is_empty() {
+            let mut start = low.to_vec();
+            if !low_inclusive {
+                start.push(0);
+            }
+            out = out.start_row(start);
+        }
+        if !high.is_empty() {
+            let mut stop = high.to_vec();
+            if *high_inclusive {
+                stop.push(0);
+            }
+            out = out.stop_row(stop);
+        }
+    }
+    columns_into(&scan.column, |f, q| match q {
+        Some(q) => out.columns.add_column(f, q),
+        None => out.columns.add_family(f),
+    });
+    out.max_versions = scan.max_versions.unwrap_or(1).max(1);
+    out.time_range = time_range(scan.time_range.as_ref())?;
+    if let Some(filter) = &scan.filter {
+        out.filter = Some(decode_filter(filter)?);
+    }
+    if let Some(batch) = scan.batch_size.filter(|&b| b > 0) {
+        out.batch = Some(batch as usize);
+    }
+    if !scan.cf_time_range.is_empty() {
+        return Err(RpcError::do_not_retry(
+            "per-family time ranges (cf_time_range) are not supported by Basalt",
+        ));
+    }
+    Ok(out)
+}
+
+fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: ScanRequest = Call::decode(param, "ScanRequest")?;
+    let ctx = call.ctx;
+    let (id, scanner, opened) = match request.scanner_id {
+        Some(id) => {
+            if request.close_scanner.unwrap_or(false) && request.number_of_rows.unwrap_or(0) == 0 {
+                ctx.scanners.close(id);
+                return Ok(encode(&ScanResponse {
+                    scanner_id: Some(id),
+                    more_results: Some(false),
+                    ..Default::default()
+                }));
+            }
+            let scanner = ctx.scanners.get(id)?;
+            if let Some(seq) = request.next_call_seq {
+                let mut state = scanner.state.lock();
+                if seq != state.next_call_seq {
+                    let expected = state.next_call_seq;
+                    drop(state);
+                    ctx.scanners.close(id);
+                    return Err(RpcError::new(
+                        OUT_OF_ORDER_SCANNER_NEXT,
+                        format!("scanner {id}: expected next_call_seq {expected}, got {seq} (a retried call whose answer was lost); reopen the scan"),
+                        true,
+                    ));
+                }
+                state.next_call_seq += 1;
+            }
+            (id, scanner, false)
+        }
+        None => {
+            let scan = request
+                .scan
+                .as_ref()
+                .ok_or_else(|| RpcError::missing("ScanRequest.scan"))?;
+            let state = open_scan(call, request.region.as_ref(), scan, request.limit_of_rows)?;
+            let (id, scanner) = ctx.scanners.register(call.connection, state)?;
+            (id, scanner, true)
+        }
+    };
+    if request.renew.unwrap_or(false) && !opened && request.number_of_rows.unwrap_or(0) == 0 {
+        // A lease renewal only (the lease was renewed by the lookup).
+        return Ok(encode(&ScanResponse {
+            scanner_id: Some(id),
+            more_results: Some(true),
+            more_results_in_region: Some(true),
+            ttl: Some(ctx.scanners.lease_seconds()),
+            ..Default::default()
+        }));
+    }
+    let caching = request
+        .scan
+        .as_ref()
+        .and_then(|s| s.caching)
+        .filter(|&c| c > 0);
+    let rows_wanted = request
+        .number_of_rows
+        .filter(|&n| n > 0)
+        .or(caching)
+        .map_or(ctx.limits.default_scan_rows, |n| n as usize);
+    let max_bytes = request
+        .scan
+        .as_ref()
+        .and_then(|s| s.max_result_size)
+        .filter(|&m| m > 0)
+        .map_or(ctx.limits.max_scan_answer_bytes, |m| {
+            usize::try_from(m)
+                .unwrap_or(usize::MAX)
+                .min(ctx.limits.max_frame_bytes / 2)
+        });
+    let mut response = ScanResponse {
+        scanner_id: Some(id),
+        ttl: Some(ctx.scanners.lease_seconds()),
+        ..Default::default()
+    };
+    let partial_ok = request.client_handles_partials.unwrap_or(false);
+    let mut state = scanner.state.lock();
+    let fetched = fetch(&mut state, rows_wanted, max_bytes, partial_ok);
+    let fetched = match fetched {
+        Ok(f) => f,
+        Err(e) => {
+            drop(state);
+            ctx.scanners.close(id);
+            return Err(e);
+        }
+    };
+    for (cells, partial) in fetched {
+        response.partial_flag_per_result.push(partial);
+        if call.uses_cell_blocks() {
+            response.cells_per_result.push(cells.len() as u32);
+            call.push_response_cells(cells);
+        } else {
+            let result = call.result(cells, partial);
+            response.results.push(result);
+        }
+    }
+    let more_in_region = !state.region_exhausted;
+    let more = !state.scan_done;
+    drop(state);
+    response.more_results_in_region = Some(more_in_region);
+    response.more_results = Some(more);
+    if !more_in_region || !more || request.close_scanner.unwrap_or(false) {
+        // HBase closes a scanner with nothing more to give, and the client
+        // does not call it again.
+        ctx.scanners.close(id);
+    }
+    Ok(encode(&response))
+}
+
+/// Opens the engine's scan (or `hbase:meta`'s rows) for a new scanner.
+fn open_scan(
+    call: &Call<'_>,
+    spec: Option<&RegionSpecifier>,
+    scan: &Scan,
+    limit_of_rows: Option<u32>,
+) -> Result<ScanState, RpcError> {
+    let reversed = scan.reversed.unwrap_or(false);
+    let (bounds, rows): (
+        RowBounds,
+        Box<dyn Iterator<Item = basalt::Result<RowResult>> + Send>,
+    ) = match meta::resolve(call.ctx, spec)? {
+        Target::Meta => {
+            let bounds = scan_bounds(scan, &Bytes::new(), &Bytes::new());
+            let mut rows: Vec<RowResult> = meta::rows(call.ctx)
+                .into_iter()
+                .filter(|r| meta_in_bounds(&bounds, &r.row))
+                .map(|r| select_meta_columns(r, &scan.column))
+                .filter(|r| !r.cells.is_empty())
+                .collect();
+            if reversed {
+                rows.reverse();
+            }
+            (bounds, Box::new(rows.into_iter().map(Ok)))
+        }
+        Target::Region { info, .. } => {
+            let bounds = scan_bounds(scan, &info.start_key, &info.end_key);
+            let table = call.ctx.db.table(&info.table)?;
+            let scanner = table.scan(&to_scan(scan, &bounds)?)?;
+            (bounds, Box::new(scanner))
+        }
+    };
+    Ok(ScanState {
+        rows: Some(rows),
+        bounds,
+        reversed,
+        carried: Vec::new(),
+        remaining_limit: limit_of_rows.filter(|&l| l > 0).map(u64::from),
+        next_call_seq: 0,
+        region_exhausted: false,
+        scan_done: false,
+        store_window: store_window(scan.store_limit, scan.store_offset),
+    })
+}
+
+/// `hbase:meta`'s rows are compared in meta order, not byte order.
+fn meta_in_bounds(bounds: &RowBounds, row: &[u8]) -> bool {
+    use std::cmp::Ordering::*;
+    let (low, low_inclusive) = &bounds.low;
+    let (high, high_inclusive) = &bounds.high;
+    let above = low.is_empty()
+        || match meta::compare_meta_rows(row, low) {
+            Greater => true,
+            Equal => *low_inclusive,
+            Less => false,
+        };
+    let below = high.is_empty()
+        || match meta::compare_meta_rows(row, high) {
+            Less => true,
+            Equal => *high_inclusive,
+            Greater => false,
+        };
+    above && below
+}
+
+/// The next rows of a scanner: at most `rows`, stopping once about
+/// `max_bytes` are collected. With `partial_ok`, a row bigger than what is
+/// left of `max_bytes` is cut and the rest carried to the next call (the
+/// client reassembles it); otherwise rows are whole.
+fn fetch(
+    state: &mut ScanState,
+    rows: usize,
+    max_bytes: usize,
+    partial_ok: bool,
+) -> Result<Vec<(Vec<Cell>, bool)>, RpcError> {
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    let size = |c: &Cell| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len() + 24;
+    while out.len() < rows && bytes < max_bytes && !state.scan_done {
+        let cells = if !state.carried.is_empty() {
+            std::mem::take(&mut state.carried)
+        } else {
+            let Some(source) = state.rows.as_mut() else {
+                state.region_exhausted = true;
+                break;
+            };
+            match source.next() {
+                Some(Ok(row)) => {
+                    if !state.bounds.above_low(&row.row) || !state.bounds.below_high(&row.row) {
+                        // Outside the region's part of the scan: in order,
+                        // so nothing later is inside either (a reversed
+                        // scan meets rows above its high end first only
+                        // when it starts at the region's exclusive end).
+                        let past = if state.reversed {
+                            !state.bounds.above_low(&row.row)
+                        } else {
+                            !state.bounds.below_high(&row.row)
+                        };
+                        if past {
+                            state.rows = None;
+                            state.region_exhausted = true;
+                            break;
+                        }
+                        continue;
+                    }
+                    let cells = match state.store_window {
+                        Some(w) => apply_store_window(row.cells, Some(w)),
+                        None => row.cells,
+                    };
+                    if cells.is_empty() {
+                        continue;
+                    }
+                    cells
+                }
+                Some(Err(e)) => {
+                    state.rows = None;
+                    return Err(e.into());
+                }
+                None => {
+                    state.rows = None;
+                    state.region_exhausted = true;
+                    break;
+                }
+            }
+        };
+        let row_bytes: usize = cells.iter().map(size).sum();
+        if partial_ok && bytes + row_bytes > max_bytes && cells.len() > 1 {
+            // Cut the row where the answer fills; at least one cell goes.
+            let mut taken = 0usize;
+            let mut n = 0usize;
+            for c in &cells {
+                if n > 0 && bytes + taken + size(c) > max_bytes {
+                    break;
+                }
+                taken += size(c);
+                n += 1;
+            }
+            if n < cells.len() {
+                let mut head = cells;
+                let tail = head.split_off(n);
+                state.carried = tail;
+                out.push((head, true));
+                break;
+            }
+            bytes += row_bytes;
+            out.push((cells, false));
+        } else {
+            bytes += row_bytes;
+            out.push((cells, false));
+        }
+        if let Some(remaining) = state.remaining_limit.as_mut() {
+            // A row counts when its last part is answered.
+            if state.carried.is_empty() {
+                *remaining = remaining.saturating_sub(1);
+                if *remaining == 0 {
+                    state.scan_done = true;
+                    state.rows = None;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Keeps `Arc` in use for scanners held across calls (documentation of
+/// the ownership model: the table of scanners holds them).
+#[allow(dead_code)]
+type Held = Arc<crate::scanners::OpenScanner>;

@@ -196,3 +196,117 @@ pub fn meta_cell(
         value,
     }
 }
+
+/// HBase's order of `hbase:meta` rows: by table, then start key, then the
+/// rest (id and encoded name). Plain byte order would put the region whose
+/// start key is `a\x00` before the one starting at `a` (`\x00` < `,`).
+pub fn compare_meta_rows(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    fn parts(row: &[u8]) -> (&[u8], Option<(&[u8], &[u8])>) {
+        match row.iter().position(|&c| c == b',') {
+            None => (row, None),
+            Some(first) => {
+                let rest = &row[first + 1..];
+                match rest.iter().rposition(|&c| c == b',') {
+                    None => (&row[..first], Some((rest, &[][..]))),
+                    Some(last) => (&row[..first], Some((&rest[..last], &rest[last + 1..]))),
+                }
+            }
+        }
+    }
+    let (table_a, rest_a) = parts(a);
+    let (table_b, rest_b) = parts(b);
+    table_a.cmp(table_b).then_with(|| rest_a.cmp(&rest_b))
+}
+
+/// Every row `hbase:meta` would hold now, in meta order: for each table its
+/// state row, then one row per region.
+pub fn rows(ctx: &RpcContext) -> Vec<basalt::RowResult> {
+    let identity = &ctx.identity;
+    let ts = i64::try_from(identity.start_code).unwrap_or(i64::MAX);
+    let server = Bytes::from(format!("{}:{}", identity.host, identity.region_server_port));
+    let server_name = Bytes::from(identity.region_server_text());
+    let start_code = long_bytes(ts);
+    let mut rows = Vec::new();
+    for table in ctx.db.list_tables() {
+        let Ok(info) = ctx.db.describe_table(&table) else {
+            // Dropped between the listing and now.
+            continue;
+        };
+        let state = proto::hbase::TableState {
+            state: if info.enabled {
+                proto::hbase::table_state::State::Enabled as i32
+            } else {
+                proto::hbase::table_state::State::Disabled as i32
+            },
+        };
+        let row = Bytes::from(table.clone().into_bytes());
+        rows.push(basalt::RowResult {
+            row: row.clone(),
+            cells: vec![meta_cell(
+                &row,
+                b"table",
+                b"state",
+                ts,
+                Bytes::from(prost::Message::encode_to_vec(&state)),
+            )],
+        });
+        for region in info.regions {
+            let row = region.info.region_name();
+            let mut regioninfo = PB_MAGIC.to_vec();
+            prost::Message::encode(&region_info_proto(&region.info), &mut regioninfo)
+                .unwrap_or_default();
+            let state: &'static [u8] = match region.state {
+                RegionState::Open => b"OPEN",
+                _ => b"FAILED_OPEN",
+            };
+            // HBase's qualifiers in byte order: regioninfo, seqnumDuringOpen,
+            // server, serverstartcode, sn, state.
+            let cells = vec![
+                meta_cell(&row, b"info", b"regioninfo", ts, Bytes::from(regioninfo)),
+                meta_cell(&row, b"info", b"seqnumDuringOpen", ts, long_bytes(1)),
+                meta_cell(&row, b"info", b"server", ts, server.clone()),
+                meta_cell(&row, b"info", b"serverstartcode", ts, start_code.clone()),
+                meta_cell(&row, b"info", b"sn", ts, server_name.clone()),
+                meta_cell(&row, b"info", b"state", ts, Bytes::from_static(state)),
+            ];
+            rows.push(basalt::RowResult { row, cells });
+        }
+    }
+    rows.sort_by(|a, b| compare_meta_rows(&a.row, &b.row));
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn meta_rows_sort_by_table_then_start_key() {
+        assert_eq!(
+            compare_meta_rows(b"t,a,1.x.", b"t,a\x00,1.y."),
+            Ordering::Less
+        );
+        assert_eq!(compare_meta_rows(b"t", b"t,,1.x."), Ordering::Less);
+        assert_eq!(compare_meta_rows(b"t,,1.x.", b"t1,,1.x."), Ordering::Less);
+        assert_eq!(
+            compare_meta_rows(b"t,a,b,1.x.", b"t,a,b,1.x."),
+            Ordering::Equal
+        );
+        // A start key holding a comma still sorts by its bytes.
+        assert_eq!(
+            compare_meta_rows(b"t,a,b,1.x.", b"t,b,1.y."),
+            Ordering::Less
+        );
+    }
+
+    #[test]
+    fn table_names_split_into_namespace_and_qualifier() {
+        let name = table_name_proto("ns:t");
+        assert_eq!(name.namespace, b"ns");
+        assert_eq!(table_name_text(&name).unwrap(), "ns:t");
+        let name = table_name_proto("t");
+        assert_eq!(name.namespace, b"default");
+        assert_eq!(table_name_text(&name).unwrap(), "t");
+    }
+}

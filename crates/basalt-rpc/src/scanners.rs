@@ -1,25 +1,258 @@
-//! Open scanners (work in progress in this change).
+//! Open scanners of `ClientService.Scan`: ids, owners, leases, the
+//! expected call sequence, and what each still owes its client.
+//!
+//! Scanner ids are global (HBase's clients send an id on whichever
+//! connection they hold), counters from a random start so ids of a restarted
+//! server do not collide with stale ones. A scanner unused for a lease
+//! (HBase: 60 s) is dropped the next time the table is full or swept; a
+//! connection that closes drops the scanners it opened.
 
-/// Open scanners.
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use basalt_types::Cell;
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::error::{RpcError, SERVER_TOO_BUSY, UNKNOWN_SCANNER};
+
+/// The key range a region scanner may return, after the scan's own bounds
+/// are cut to the region's: rows outside are never answered (the next
+/// region's rows belong to the client's next scanner).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowBounds {
+    /// Lowest row, and whether it is included; empty means unbounded.
+    pub low: (Bytes, bool),
+    /// Highest row, and whether it is included; empty means unbounded.
+    pub high: (Bytes, bool),
+}
+
+impl RowBounds {
+    /// True when `row` is above the low bound.
+    pub fn above_low(&self, row: &[u8]) -> bool {
+        let (low, inclusive) = &self.low;
+        low.is_empty() || row > &low[..] || (*inclusive && row == &low[..])
+    }
+
+    /// True when `row` is below the high bound.
+    pub fn below_high(&self, row: &[u8]) -> bool {
+        let (high, inclusive) = &self.high;
+        high.is_empty() || row < &high[..] || (*inclusive && row == &high[..])
+    }
+}
+
+/// What an open scanner holds between calls.
+pub struct ScanState {
+    /// The engine's scan (across regions: the bounds keep it in one).
+    pub rows: Option<Box<dyn Iterator<Item = basalt::Result<basalt::RowResult>> + Send>>,
+    /// Rows the scan may return.
+    pub bounds: RowBounds,
+    /// Rows in descending order.
+    pub reversed: bool,
+    /// Cells of a row already read but not yet answered (a row cut by the
+    /// answer's size limit).
+    pub carried: Vec<Cell>,
+    /// Rows the whole scan may still return (`None`: no limit).
+    pub remaining_limit: Option<u64>,
+    /// The `next_call_seq` the next call must carry, when it carries one.
+    pub next_call_seq: u64,
+    /// Set once the scan has nothing more in this region.
+    pub region_exhausted: bool,
+    /// Set once the whole scan is over (limit reached): `more_results` false.
+    pub scan_done: bool,
+    /// Per-family cell cap and skip (`store_limit`, `store_offset`).
+    pub store_window: Option<(usize, usize)>,
+}
+
+impl std::fmt::Debug for ScanState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScanState")
+            .field("bounds", &self.bounds)
+            .field("reversed", &self.reversed)
+            .field("next_call_seq", &self.next_call_seq)
+            .field("region_exhausted", &self.region_exhausted)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One registered scanner.
+#[derive(Debug)]
+pub struct OpenScanner {
+    /// The connection that opened it.
+    pub owner: u64,
+    /// Held for the length of one call: also keeps the sweeper away.
+    pub state: Mutex<ScanState>,
+    last_used: Mutex<Instant>,
+}
+
+/// The table of open scanners.
 #[derive(Debug)]
 pub struct Scanners {
+    open: Mutex<HashMap<u64, Arc<OpenScanner>>>,
+    next_id: AtomicU64,
     capacity: usize,
-    lease_ms: u64,
+    lease: Duration,
 }
 
 impl Scanners {
     /// A table of at most `capacity` scanners with `lease_ms` leases.
     pub fn new(capacity: usize, lease_ms: u64) -> Scanners {
-        Scanners { capacity, lease_ms }
+        // Ids below 2^52 stay exact in clients that hold them as doubles.
+        let start = rand::random::<u64>() % (1 << 40) + 1;
+        Scanners {
+            open: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(start),
+            capacity,
+            lease: Duration::from_millis(lease_ms),
+        }
     }
 
-    /// The lease in milliseconds.
-    pub fn lease_ms(&self) -> u64 {
-        self.lease_ms
+    /// The lease in whole seconds (what `ScanResponse.ttl` reports).
+    pub fn lease_seconds(&self) -> u32 {
+        u32::try_from(self.lease.as_secs()).unwrap_or(u32::MAX)
     }
 
-    /// The capacity.
-    pub fn capacity(&self) -> usize {
-        self.capacity
+    /// Registers a scanner for `owner`; refuses when the table is full of
+    /// scanners still within their lease.
+    pub fn register(
+        &self,
+        owner: u64,
+        state: ScanState,
+    ) -> Result<(u64, Arc<OpenScanner>), RpcError> {
+        let mut open = self.open.lock();
+        if open.len() >= self.capacity {
+            let lease = self.lease;
+            open.retain(|_, s| s.last_used.lock().elapsed() < lease);
+        }
+        if open.len() >= self.capacity {
+            return Err(RpcError::new(
+                SERVER_TOO_BUSY,
+                format!(
+                    "{} scanners are open (the limit, [rpc] max_scanners); close some or wait for their leases",
+                    self.capacity
+                ),
+                false,
+            ));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let scanner = Arc::new(OpenScanner {
+            owner,
+            state: Mutex::new(state),
+            last_used: Mutex::new(Instant::now()),
+        });
+        open.insert(id, Arc::clone(&scanner));
+        Ok((id, scanner))
+    }
+
+    /// The scanner `id`, its lease renewed; `UnknownScannerException` when
+    /// it is closed, expired or was never opened.
+    pub fn get(&self, id: u64) -> Result<Arc<OpenScanner>, RpcError> {
+        let mut open = self.open.lock();
+        let expired = match open.get(&id) {
+            None => true,
+            Some(s) => s.last_used.lock().elapsed() >= self.lease,
+        };
+        if expired {
+            open.remove(&id);
+            return Err(RpcError::new(
+                UNKNOWN_SCANNER,
+                format!("unknown scanner {id}: closed, expired after its lease, or never opened"),
+                true,
+            ));
+        }
+        let scanner = open
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| RpcError::new(UNKNOWN_SCANNER, format!("unknown scanner {id}"), true))?;
+        *scanner.last_used.lock() = Instant::now();
+        Ok(scanner)
+    }
+
+    /// Closes scanner `id`; true when it was open.
+    pub fn close(&self, id: u64) -> bool {
+        self.open.lock().remove(&id).is_some()
+    }
+
+    /// Closes every scanner `owner` opened (its connection went away).
+    pub fn close_owned_by(&self, owner: u64) {
+        self.open.lock().retain(|_, s| s.owner != owner);
+    }
+
+    /// Open scanners now.
+    pub fn len(&self) -> usize {
+        self.open.lock().len()
+    }
+
+    /// True when none is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state() -> ScanState {
+        ScanState {
+            rows: None,
+            bounds: RowBounds {
+                low: (Bytes::new(), true),
+                high: (Bytes::new(), false),
+            },
+            reversed: false,
+            carried: Vec::new(),
+            remaining_limit: None,
+            next_call_seq: 0,
+            region_exhausted: false,
+            scan_done: false,
+            store_window: None,
+        }
+    }
+
+    #[test]
+    fn a_closed_scanner_is_unknown() {
+        let scanners = Scanners::new(4, 60_000);
+        let (id, _) = scanners.register(1, state()).unwrap();
+        assert!(scanners.get(id).is_ok());
+        assert!(scanners.close(id));
+        assert_eq!(scanners.get(id).unwrap_err().class, UNKNOWN_SCANNER);
+    }
+
+    #[test]
+    fn a_full_table_refuses_until_a_lease_runs_out() {
+        let scanners = Scanners::new(1, 0);
+        scanners.register(1, state()).unwrap();
+        // A zero lease: the first scanner has expired by the second open.
+        assert!(scanners.register(1, state()).is_ok());
+        let scanners = Scanners::new(1, 60_000);
+        scanners.register(1, state()).unwrap();
+        assert_eq!(
+            scanners.register(1, state()).unwrap_err().class,
+            SERVER_TOO_BUSY
+        );
+    }
+
+    #[test]
+    fn a_closed_connection_releases_its_scanners() {
+        let scanners = Scanners::new(8, 60_000);
+        scanners.register(1, state()).unwrap();
+        scanners.register(2, state()).unwrap();
+        scanners.close_owned_by(1);
+        assert_eq!(scanners.len(), 1);
+    }
+
+    #[test]
+    fn bounds_honour_inclusiveness() {
+        let b = RowBounds {
+            low: (Bytes::from_static(b"b"), false),
+            high: (Bytes::from_static(b"d"), true),
+        };
+        assert!(!b.above_low(b"b"));
+        assert!(b.above_low(b"c"));
+        assert!(b.below_high(b"d"));
+        assert!(!b.below_high(b"e"));
     }
 }

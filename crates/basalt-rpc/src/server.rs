@@ -1,9 +1,579 @@
-//! The server (work in progress in this change).
+//! The native RPC server: HBase's master port (16000) and region server
+//! port (16020) in one process, as HBase's standalone mode runs them. Either
+//! port serves every service; the connection header names the one its
+//! calls are for.
+//!
+//! 1. Accept (beyond `max_connections` a connection is closed at once).
+//! 2. Read the 6-byte preamble and the connection header, each within the
+//!    idle timeout; refuse an unknown service or an unsupported codec with
+//!    an exception frame, then close.
+//! 3. Per frame: wait for room for its bytes in the in-flight budget,
+//!    read it, split it (`frame`), decode its cell block (`cellblock`).
+//! 4. Run the method on the blocking pool (engine calls block on the
+//!    write-ahead log); at most `max_calls_per_connection` at once per
+//!    connection. Answers go back in completion order, each tagged with its
+//!    call id (HBase's clients match them by id).
+//! 5. A connection that closes releases its scanners.
 
-/// Server configuration.
-#[derive(Debug, Clone, Default)]
-pub struct RpcConfig {}
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The server.
+use basalt::Database;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, Semaphore};
+
+use crate::call::Call;
+use crate::cellblock;
+use crate::context::{Identity, RpcContext, RpcLimits};
+use crate::error::{RpcError, BAD_REQUEST, UNKNOWN_SERVICE};
+use crate::frame::{self, NO_CALL};
+use crate::proto::rpc::ConnectionHeader;
+use crate::services;
+
+/// `[rpc]` of the configuration file: HBase's native RPC gateway.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RpcConfig {
+    /// Serve native RPC (also turned on by `--zookeeper` and
+    /// `--native-rpc`).
+    pub enabled: bool,
+    /// Address to listen on.
+    pub bind: String,
+    /// The master's port (HBase's `hbase.master.port`, 16000; 0 picks a
+    /// free one).
+    pub master_port: u16,
+    /// The region server's port (HBase's `hbase.regionserver.port`, 16020;
+    /// 0 picks a free one).
+    pub region_server_port: u16,
+    /// The host name announced to clients (ZooKeeper, `hbase:meta`); by
+    /// default the bind address, or the machine's name when binding every
+    /// interface.
+    pub hostname: Option<String>,
+    /// Async worker threads.
+    pub worker_threads: usize,
+    /// Engine calls running at once, over all connections.
+    pub max_blocking_threads: usize,
+    /// Bytes of request frames held at once, over all connections: a frame
+    /// waits for room before its body is read.
+    pub max_in_flight_bytes: usize,
+    /// Largest request frame.
+    pub max_frame_bytes: usize,
+    /// Open connections at most.
+    pub max_connections: usize,
+    /// A connection silent this long is closed (0: never).
+    pub idle_timeout_ms: u64,
+    /// Open scanners at most.
+    pub max_scanners: usize,
+    /// Scanner lease.
+    pub scanner_lease_ms: u64,
+    /// Rows per scan answer when the client asks for none.
+    pub default_scan_rows: usize,
+    /// Bytes per scan answer when the client sets no limit.
+    pub max_scan_answer_bytes: usize,
+    /// Calls answered at once per connection.
+    pub max_calls_per_connection: usize,
+}
+
+impl Default for RpcConfig {
+    fn default() -> Self {
+        let limits = RpcLimits::default();
+        RpcConfig {
+            enabled: false,
+            bind: "127.0.0.1".to_string(),
+            master_port: 16000,
+            region_server_port: 16020,
+            hostname: None,
+            worker_threads: 2,
+            max_blocking_threads: 32,
+            max_in_flight_bytes: 256 << 20,
+            max_frame_bytes: limits.max_frame_bytes,
+            max_connections: limits.max_connections,
+            idle_timeout_ms: limits.idle_timeout_ms,
+            max_scanners: limits.max_scanners,
+            scanner_lease_ms: limits.scanner_lease_ms,
+            default_scan_rows: limits.default_scan_rows,
+            max_scan_answer_bytes: limits.max_scan_answer_bytes,
+            max_calls_per_connection: limits.max_calls_per_connection,
+        }
+    }
+}
+
+impl RpcConfig {
+    fn limits(&self) -> RpcLimits {
+        RpcLimits {
+            max_frame_bytes: self.max_frame_bytes.max(1024),
+            max_connections: self.max_connections.max(1),
+            idle_timeout_ms: self.idle_timeout_ms,
+            max_scanners: self.max_scanners.max(1),
+            scanner_lease_ms: self.scanner_lease_ms.max(1),
+            default_scan_rows: self.default_scan_rows.max(1),
+            max_scan_answer_bytes: self.max_scan_answer_bytes.max(1024),
+            max_calls_per_connection: self.max_calls_per_connection.max(1),
+        }
+    }
+}
+
+/// The two ports, bound but not serving yet (so a taken port fails before
+/// the data directory is opened).
 #[derive(Debug)]
-pub struct RpcServer {}
+pub struct RpcBound {
+    runtime: tokio::runtime::Runtime,
+    master: TcpListener,
+    region_server: TcpListener,
+    config: RpcConfig,
+}
+
+impl RpcBound {
+    /// The master port's address.
+    pub fn master_addr(&self) -> io::Result<SocketAddr> {
+        self.master.local_addr()
+    }
+
+    /// The region server port's address.
+    pub fn region_server_addr(&self) -> io::Result<SocketAddr> {
+        self.region_server.local_addr()
+    }
+
+    /// The runtime the server runs on (ZooKeeper registration runs there
+    /// too).
+    pub fn runtime(&self) -> &tokio::runtime::Runtime {
+        &self.runtime
+    }
+
+    /// Starts serving `db` with `cluster_id`; returns once both ports
+    /// accept calls.
+    pub fn serve(self, db: Database, cluster_id: String) -> io::Result<RpcServer> {
+        let RpcBound {
+            runtime,
+            master,
+            region_server,
+            config,
+        } = self;
+        let master_addr = master.local_addr()?;
+        let rs_addr = region_server.local_addr()?;
+        let host = match &config.hostname {
+            Some(h) => h.clone(),
+            None if master_addr.ip().is_unspecified() => local_hostname(),
+            None => master_addr.ip().to_string(),
+        };
+        let identity = Identity {
+            host,
+            master_port: master_addr.port(),
+            region_server_port: rs_addr.port(),
+            start_code: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(1, |d| d.as_millis() as u64),
+            cluster_id,
+        };
+        let limits = config.limits();
+        let budget = config
+            .max_in_flight_bytes
+            .clamp(1024, Semaphore::MAX_PERMITS);
+        let shared = Arc::new(Shared {
+            ctx: RpcContext::new(Arc::new(db.clone()), identity, limits.clone()),
+            budget: Arc::new(Semaphore::new(budget)),
+            budget_size: budget,
+            next_connection: AtomicU64::new(1),
+            open_connections: AtomicUsize::new(0),
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let loops = vec![
+            runtime.spawn(accept_loop(
+                master,
+                Arc::clone(&shared),
+                shutdown_rx.clone(),
+            )),
+            runtime.spawn(accept_loop(region_server, Arc::clone(&shared), shutdown_rx)),
+        ];
+        tracing::info!(
+            master = %master_addr,
+            region_server = %rs_addr,
+            host = %shared.ctx.identity.host,
+            "native HBase RPC listening"
+        );
+        Ok(RpcServer {
+            runtime: Some(runtime),
+            shared,
+            shutdown,
+            loops,
+            master_addr,
+            region_server_addr: rs_addr,
+        })
+    }
+}
+
+/// The machine's host name, for announcing a server bound to every
+/// interface; `localhost` when it cannot be read.
+fn local_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+#[derive(Debug)]
+struct Shared {
+    ctx: RpcContext,
+    budget: Arc<Semaphore>,
+    budget_size: usize,
+    next_connection: AtomicU64,
+    open_connections: AtomicUsize,
+}
+
+/// A running native RPC server.
+#[derive(Debug)]
+pub struct RpcServer {
+    runtime: Option<tokio::runtime::Runtime>,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    loops: Vec<tokio::task::JoinHandle<()>>,
+    master_addr: SocketAddr,
+    region_server_addr: SocketAddr,
+}
+
+impl RpcServer {
+    /// Binds both ports as configured.
+    pub fn bind(config: &RpcConfig) -> io::Result<RpcBound> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.worker_threads.max(1))
+            .max_blocking_threads(config.max_blocking_threads.max(1))
+            .thread_name("basalt-rpc")
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let master = runtime.block_on(TcpListener::bind((
+            config.bind.as_str(),
+            config.master_port,
+        )))?;
+        let region_server = runtime.block_on(TcpListener::bind((
+            config.bind.as_str(),
+            config.region_server_port,
+        )))?;
+        Ok(RpcBound {
+            runtime,
+            master,
+            region_server,
+            config: config.clone(),
+        })
+    }
+
+    /// The master port's address.
+    pub fn master_addr(&self) -> SocketAddr {
+        self.master_addr
+    }
+
+    /// The region server port's address.
+    pub fn region_server_addr(&self) -> SocketAddr {
+        self.region_server_addr
+    }
+
+    /// Who this server says it is.
+    pub fn identity(&self) -> &Identity {
+        &self.shared.ctx.identity
+    }
+
+    /// The shared state (tests, ZooKeeper registration).
+    pub fn context(&self) -> &RpcContext {
+        &self.shared.ctx
+    }
+
+    /// Runs `future` on the server's runtime.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> Option<F::Output> {
+        self.runtime.as_ref().map(|r| r.block_on(future))
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.shared.open_connections.load(Ordering::SeqCst)
+    }
+
+    /// Bytes of requests held now (tests: the budget drains).
+    pub fn in_flight_bytes(&self) -> usize {
+        self.shared.budget_size - self.shared.budget.available_permits()
+    }
+
+    /// Stops accepting and closes every connection; the database stays
+    /// open (the process's other gateways share it).
+    pub fn stop(mut self) {
+        self.stop_serving();
+        tracing::info!("native HBase RPC stopped");
+    }
+
+    fn stop_serving(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(runtime) = self.runtime.take() {
+            for l in self.loops.drain(..) {
+                let _ = runtime.block_on(l);
+            }
+            runtime.shutdown_timeout(Duration::from_secs(5));
+        }
+    }
+}
+
+impl Drop for RpcServer {
+    fn drop(&mut self) {
+        self.stop_serving();
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let open = shared.open_connections.fetch_add(1, Ordering::SeqCst);
+                if open >= shared.ctx.limits.max_connections {
+                    shared.open_connections.fetch_sub(1, Ordering::SeqCst);
+                    tracing::warn!(limit = shared.ctx.limits.max_connections, "native RPC connection refused: too many open");
+                    drop(stream);
+                    continue;
+                }
+                let _ = stream.set_nodelay(true);
+                let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+                let shared = Arc::clone(&shared);
+                let shutdown = shutdown.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = connection(stream, id, &shared, shutdown).await {
+                        tracing::debug!(connection = id, error = %e, "native RPC connection ended");
+                    }
+                    shared.ctx.scanners.close_owned_by(id);
+                    shared.open_connections.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        }
+    }
+}
+
+/// Reads exactly `buf.len()` bytes within the idle timeout.
+async fn read_within(
+    stream: &mut tokio::net::tcp::OwnedReadHalf,
+    buf: &mut [u8],
+    idle: Option<Duration>,
+) -> io::Result<()> {
+    match idle {
+        Some(idle) => match tokio::time::timeout(idle, stream.read_exact(buf)).await {
+            Ok(r) => r.map(|_| ()),
+            Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "idle timeout")),
+        },
+        None => stream.read_exact(buf).await.map(|_| ()),
+    }
+}
+
+/// Writes a fatal answer (no call) and gives up on the connection.
+async fn fatal(
+    writer: &mut tokio::net::tcp::OwnedWriteHalf,
+    call_id: u32,
+    error: &RpcError,
+) -> io::Result<()> {
+    let frame = frame::encode_response(call_id, Err(error));
+    writer.write_all(&frame).await?;
+    writer.flush().await?;
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        error.to_string(),
+    ))
+}
+
+async fn connection(
+    stream: TcpStream,
+    id: u64,
+    shared: &Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) -> io::Result<()> {
+    let limits = &shared.ctx.limits;
+    let idle = (limits.idle_timeout_ms > 0).then(|| Duration::from_millis(limits.idle_timeout_ms));
+    let (mut reader, mut writer) = stream.into_split();
+    // 1. Preamble and connection header.
+    let mut preamble = [0u8; 6];
+    read_within(&mut reader, &mut preamble, idle).await?;
+    if let Err(e) = frame::check_preamble(&preamble) {
+        return fatal(&mut writer, NO_CALL, &e).await;
+    }
+    let mut len = [0u8; 4];
+    read_within(&mut reader, &mut len, idle).await?;
+    let header_len = u32::from_be_bytes(len) as usize;
+    if header_len > frame::MAX_CONNECTION_HEADER_BYTES {
+        let e = RpcError::new(
+            BAD_REQUEST,
+            format!(
+                "connection header of {header_len} bytes is over the {}-byte limit",
+                frame::MAX_CONNECTION_HEADER_BYTES
+            ),
+            true,
+        );
+        return fatal(&mut writer, NO_CALL, &e).await;
+    }
+    let mut header = vec![0u8; header_len];
+    read_within(&mut reader, &mut header, idle).await?;
+    let header = match <ConnectionHeader as prost::Message>::decode(&header[..]) {
+        Ok(h) => h,
+        Err(e) => {
+            return fatal(
+                &mut writer,
+                NO_CALL,
+                &RpcError::undecodable("connection header", e),
+            )
+            .await
+        }
+    };
+    let service = header.service_name.clone().unwrap_or_default();
+    if services::methods(&service).is_none() {
+        let e = RpcError::new(UNKNOWN_SERVICE, format!("service {service:?} is not served (served: ClientService, MasterService, AdminService, ClientMetaService)"), true);
+        return fatal(&mut writer, NO_CALL, &e).await;
+    }
+    let cell_blocks = match header.cell_block_codec_class.as_deref() {
+        None | Some("") => false,
+        Some(codec) if cellblock::is_supported_codec(codec) => true,
+        Some(codec) => {
+            let e = RpcError::new(
+                "org.apache.hadoop.hbase.ipc.UnsupportedCellCodecException",
+                format!(
+                    "cell block codec {codec} is not supported (use {})",
+                    cellblock::KEY_VALUE_CODEC
+                ),
+                true,
+            );
+            return fatal(&mut writer, NO_CALL, &e).await;
+        }
+    };
+    if let Some(compressor) = header
+        .cell_block_compressor_class
+        .as_deref()
+        .filter(|c| !c.is_empty())
+    {
+        let e = RpcError::new("org.apache.hadoop.hbase.ipc.UnsupportedCompressionCodecException", format!("cell block compressor {compressor} is not supported: send cell blocks uncompressed"), true);
+        return fatal(&mut writer, NO_CALL, &e).await;
+    }
+    let service: &'static str = services::services()
+        .into_iter()
+        .map(|(name, _)| name)
+        .find(|name| *name == service)
+        .unwrap_or("");
+
+    // 4. Answers leave through one writer task, in completion order.
+    let (answers, mut outbox) = mpsc::channel::<Vec<u8>>(limits.max_calls_per_connection);
+    let writer_task = tokio::spawn(async move {
+        while let Some(frame) = outbox.recv().await {
+            if writer.write_all(&frame).await.is_err() {
+                break;
+            }
+        }
+        let _ = writer.shutdown().await;
+    });
+    let calls = Arc::new(Semaphore::new(limits.max_calls_per_connection));
+    let result = loop {
+        // 3. One frame.
+        let mut len = [0u8; 4];
+        let read = tokio::select! {
+            _ = shutdown.changed() => break Ok(()),
+            r = read_within(&mut reader, &mut len, idle) => r,
+        };
+        if let Err(e) = read {
+            break if e.kind() == io::ErrorKind::UnexpectedEof {
+                Ok(())
+            } else {
+                Err(e)
+            };
+        }
+        let frame_len = u32::from_be_bytes(len) as usize;
+        if frame_len > limits.max_frame_bytes {
+            let e = RpcError::new(
+                "org.apache.hadoop.hbase.exceptions.RequestTooBigException",
+                format!("a request of {frame_len} bytes is over the {}-byte limit ([rpc] max_frame_bytes)", limits.max_frame_bytes),
+                true,
+            );
+            let _ = answers.send(frame::encode_response(NO_CALL, Err(&e))).await;
+            break Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
+        }
+        let permits = frame_len.clamp(1, shared.budget_size) as u32;
+        let Ok(held) = Arc::clone(&shared.budget).acquire_many_owned(permits).await else {
+            break Ok(());
+        };
+        let mut body = vec![0u8; frame_len];
+        if let Err(e) = read_within(&mut reader, &mut body, idle).await {
+            break Err(e);
+        }
+        let request = match frame::split_request(Bytes::from(body)) {
+            Ok(r) => r,
+            Err((Some(call_id), e)) => {
+                let _ = answers.send(frame::encode_response(call_id, Err(&e))).await;
+                continue;
+            }
+            Err((None, e)) => {
+                let _ = answers.send(frame::encode_response(NO_CALL, Err(&e))).await;
+                break Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
+            }
+        };
+        let Ok(slot) = Arc::clone(&calls).acquire_owned().await else {
+            break Ok(());
+        };
+        let shared = Arc::clone(shared);
+        let answers = answers.clone();
+        tokio::spawn(async move {
+            let call_id = request.header.call_id.unwrap_or(0);
+            let frame = tokio::task::spawn_blocking(move || {
+                let answer = run_call(&shared.ctx, id, service, &request, cell_blocks);
+                drop(held);
+                match answer {
+                    Ok((message, cells)) => frame::encode_response(call_id, Ok((&message, &cells))),
+                    Err(e) => frame::encode_response(call_id, Err(&e)),
+                }
+            })
+            .await
+            .unwrap_or_else(|e| {
+                let error = RpcError::new(
+                    "java.io.IOException",
+                    format!("the call failed inside the server: {e}"),
+                    false,
+                );
+                frame::encode_response(call_id, Err(&error))
+            });
+            let _ = answers.send(frame).await;
+            drop(slot);
+        });
+    };
+    // Calls in flight still answer: the writer ends when the last sender
+    // (each running call holds one) is gone.
+    drop(answers);
+    let _ = writer_task.await;
+    result
+}
+
+/// Decodes the cell block, finds the method, runs it: the answer message
+/// and its cell block.
+fn run_call(
+    ctx: &RpcContext,
+    connection: u64,
+    service: &str,
+    request: &frame::Request,
+    cell_blocks: bool,
+) -> Result<(Vec<u8>, Vec<u8>), RpcError> {
+    let method_name = request.header.method_name.as_deref().unwrap_or("");
+    let Some(method) = services::find(service, method_name) else {
+        return Err(RpcError::unsupported(service, method_name));
+    };
+    // Every cell takes at least 20 bytes on the wire.
+    let cells = if request.cell_block.is_empty() {
+        Vec::new()
+    } else {
+        cellblock::decode(&request.cell_block, request.cell_block.len() / 20 + 1)?
+    };
+    let mut call = Call::new(ctx, connection, cells, cell_blocks);
+    let message = (method.handler)(&mut call, &request.param)?;
+    let out_cells = call.take_response_cells();
+    let mut block = Vec::with_capacity(cellblock::encoded_len(&out_cells));
+    cellblock::encode(&out_cells, &mut block);
+    Ok((message, block))
+}
