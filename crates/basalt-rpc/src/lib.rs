@@ -24,6 +24,7 @@
 pub mod admin_service;
 pub mod call;
 pub mod cellblock;
+pub mod client;
 pub mod client_service;
 pub mod context;
 pub mod error;

@@ -1,0 +1,537 @@
+//! `ClientService` over a real socket, as HBase's native clients call it:
+//! region lookups in `hbase:meta`, reads, writes, scans, batches, splits.
+
+use std::sync::Arc;
+
+use basalt::{ColumnFamilyDescriptor, Database, TableDescriptor};
+use basalt_rpc::client::RpcClient;
+use basalt_rpc::proto::client::{
+    mutation_proto::{column_value::QualifierValue, ColumnValue, MutationType},
+    Action, Column, Condition, Get, GetRequest, GetResponse, MultiRequest, MultiResponse,
+    MutateRequest, MutateResponse, MutationProto, RegionAction, Scan, ScanRequest, ScanResponse,
+};
+use basalt_rpc::proto::filter::Comparator;
+use basalt_rpc::proto::hbase::{
+    region_specifier::RegionSpecifierType, RegionInfo, RegionSpecifier,
+};
+use basalt_rpc::{RpcConfig, RpcServer};
+use bytes::Bytes;
+use prost::Message;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    db: Database,
+    server: RpcServer,
+}
+
+fn start() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    db.create_table(
+        TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf").max_versions(3)),
+    )
+    .unwrap();
+    let config = RpcConfig {
+        enabled: true,
+        master_port: 0,
+        region_server_port: 0,
+        ..RpcConfig::default()
+    };
+    let server = RpcServer::bind(&config)
+        .unwrap()
+        .serve(db.clone(), "test-cluster".into())
+        .unwrap();
+    Fixture {
+        _dir: dir,
+        db,
+        server,
+    }
+}
+
+fn client(f: &Fixture, cell_blocks: bool) -> RpcClient {
+    RpcClient::connect(f.server.region_server_addr(), "ClientService", cell_blocks).unwrap()
+}
+
+fn region(name: &[u8]) -> Option<RegionSpecifier> {
+    Some(RegionSpecifier {
+        r#type: RegionSpecifierType::RegionName as i32,
+        value: name.to_vec(),
+    })
+}
+
+fn meta() -> Option<RegionSpecifier> {
+    region(b"hbase:meta,,1")
+}
+
+fn put(row: &str, q: &str, v: &str) -> MutationProto {
+    MutationProto {
+        row: Some(Bytes::from(row.to_string())),
+        mutate_type: Some(MutationType::Put as i32),
+        column_value: vec![ColumnValue {
+            family: Bytes::from_static(b"cf"),
+            qualifier_value: vec![QualifierValue {
+                qualifier: Some(Bytes::from(q.to_string())),
+                value: Some(Bytes::from(v.to_string())),
+                ..Default::default()
+            }],
+        }],
+        ..Default::default()
+    }
+}
+
+/// The region serving `row` of table `t`, found as hbase-driver finds it:
+/// a reversed scan of `hbase:meta` from `t,<row>,`.
+fn locate(c: &mut RpcClient, row: &[u8]) -> (Vec<u8>, RegionInfo) {
+    let mut start = b"t,".to_vec();
+    start.extend_from_slice(row);
+    start.extend_from_slice(b",99999999999999");
+    let answer = c
+        .call(
+            "Scan",
+            &ScanRequest {
+                region: meta(),
+                scan: Some(Scan {
+                    start_row: Some(Bytes::from(start)),
+                    reversed: Some(true),
+                    column: vec![Column {
+                        family: Bytes::from_static(b"info"),
+                        qualifier: vec![],
+                    }],
+                    ..Default::default()
+                }),
+                number_of_rows: Some(1),
+                close_scanner: Some(true),
+                ..Default::default()
+            },
+            &[],
+        )
+        .unwrap();
+    let response: ScanResponse = answer.decode().unwrap();
+    // Cells inside the message, or (cell blocks) counted per result.
+    let cells: Vec<(Bytes, Bytes, Bytes)> = if c.uses_cell_blocks() {
+        let n = response.cells_per_result[0] as usize;
+        answer.cells[..n]
+            .iter()
+            .map(|c| (c.row.clone(), c.qualifier.clone(), c.value.clone()))
+            .collect()
+    } else {
+        response.results[0]
+            .cell
+            .iter()
+            .map(|c| {
+                (
+                    c.row.clone().unwrap(),
+                    c.qualifier.clone().unwrap(),
+                    c.value.clone().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (row, _, value) = cells
+        .iter()
+        .find(|(_, q, _)| &q[..] == b"regioninfo")
+        .unwrap();
+    assert_eq!(&value[..4], b"PBUF");
+    let info = RegionInfo::decode(&value[4..]).unwrap();
+    (row.to_vec(), info)
+}
+
+fn do_put(c: &mut RpcClient, name: &[u8], row: &str, v: &str) {
+    let answer = c
+        .call(
+            "Mutate",
+            &MutateRequest {
+                region: region(name),
+                mutation: Some(put(row, "q", v)),
+                ..Default::default()
+            },
+            &[],
+        )
+        .unwrap();
+    let _: MutateResponse = answer.decode().unwrap();
+}
+
+fn do_get(
+    c: &mut RpcClient,
+    name: &[u8],
+    row: &str,
+) -> Result<Vec<(Bytes, Bytes)>, basalt_rpc::RpcError> {
+    let answer = c.call(
+        "Get",
+        &GetRequest {
+            region: region(name),
+            get: Some(Get {
+                row: Bytes::from(row.to_string()),
+                ..Default::default()
+            }),
+        },
+        &[],
+    )?;
+    let response: GetResponse = answer.decode()?;
+    let result = response.result.unwrap_or_default();
+    if c.uses_cell_blocks() {
+        assert_eq!(
+            result.associated_cell_count.unwrap_or(0) as usize,
+            answer.cells.len()
+        );
+        return Ok(answer
+            .cells
+            .iter()
+            .map(|c| (c.qualifier.clone(), c.value.clone()))
+            .collect());
+    }
+    Ok(result
+        .cell
+        .iter()
+        .map(|c| (c.qualifier.clone().unwrap(), c.value.clone().unwrap()))
+        .collect())
+}
+
+#[test]
+fn a_row_found_through_meta_is_written_and_read_back() {
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, info) = locate(&mut c, b"row1");
+    assert_eq!(info.table_name.unwrap().qualifier, b"t");
+    assert_eq!(
+        name,
+        f.db.list_regions("t").unwrap()[0]
+            .info
+            .region_name()
+            .to_vec()
+    );
+    do_put(&mut c, &name, "row1", "v1");
+    assert_eq!(
+        do_get(&mut c, &name, "row1").unwrap(),
+        vec![(Bytes::from_static(b"q"), Bytes::from_static(b"v1"))]
+    );
+}
+
+#[test]
+fn answers_carry_cells_in_a_key_value_cell_block_when_asked() {
+    let f = start();
+    let mut c = client(&f, true);
+    let (name, _) = locate(&mut c, b"r");
+    do_put(&mut c, &name, "r", "value");
+    assert_eq!(
+        do_get(&mut c, &name, "r").unwrap(),
+        vec![(Bytes::from_static(b"q"), Bytes::from_static(b"value"))]
+    );
+}
+
+#[test]
+fn a_scan_answers_one_region_and_says_when_it_is_done() {
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    for i in 0..25 {
+        do_put(&mut c, &name, &format!("row{i:02}"), "v");
+    }
+    let open = c
+        .call(
+            "Scan",
+            &ScanRequest {
+                region: region(&name),
+                scan: Some(Scan {
+                    start_row: Some(Bytes::from_static(b"row05")),
+                    stop_row: Some(Bytes::from_static(b"row20")),
+                    include_stop_row: Some(true),
+                    ..Default::default()
+                }),
+                number_of_rows: Some(10),
+                ..Default::default()
+            },
+            &[],
+        )
+        .unwrap()
+        .decode::<ScanResponse>()
+        .unwrap();
+    assert_eq!(open.results.len(), 10);
+    assert_eq!(open.more_results_in_region, Some(true));
+    let next = c
+        .call(
+            "Scan",
+            &ScanRequest {
+                scanner_id: open.scanner_id,
+                number_of_rows: Some(10),
+                next_call_seq: Some(0),
+                ..Default::default()
+            },
+            &[],
+        )
+        .unwrap()
+        .decode::<ScanResponse>()
+        .unwrap();
+    // row05..=row20: 16 rows, the stop row included.
+    assert_eq!(next.results.len(), 6);
+    assert_eq!(next.results[5].cell[0].row.as_deref(), Some(&b"row20"[..]));
+    assert_eq!(next.more_results_in_region, Some(false));
+    // The exhausted scanner was closed, as HBase does.
+    let again = c.call(
+        "Scan",
+        &ScanRequest {
+            scanner_id: open.scanner_id,
+            number_of_rows: Some(10),
+            ..Default::default()
+        },
+        &[],
+    );
+    assert_eq!(
+        again.unwrap_err().class,
+        "org.apache.hadoop.hbase.UnknownScannerException"
+    );
+}
+
+#[test]
+fn a_reversed_scan_with_a_limit_ends_the_whole_scan() {
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    for i in 0..10 {
+        do_put(&mut c, &name, &format!("k{i}"), "v");
+    }
+    let open = c
+        .call(
+            "Scan",
+            &ScanRequest {
+                region: region(&name),
+                scan: Some(Scan {
+                    start_row: Some(Bytes::from_static(b"k7")),
+                    reversed: Some(true),
+                    ..Default::default()
+                }),
+                number_of_rows: Some(100),
+                limit_of_rows: Some(3),
+                ..Default::default()
+            },
+            &[],
+        )
+        .unwrap()
+        .decode::<ScanResponse>()
+        .unwrap();
+    let rows: Vec<_> = open
+        .results
+        .iter()
+        .map(|r| r.cell[0].row.clone().unwrap())
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            Bytes::from_static(b"k7"),
+            Bytes::from_static(b"k6"),
+            Bytes::from_static(b"k5")
+        ]
+    );
+    assert_eq!(open.more_results, Some(false));
+}
+
+#[test]
+fn a_batch_answers_each_action_with_its_own_result_or_exception() {
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    let mut bad = put("b", "q", "v");
+    bad.column_value[0].family = Bytes::from_static(b"nosuch");
+    let request = MultiRequest {
+        region_action: vec![RegionAction {
+            region: region(&name),
+            action: vec![
+                Action {
+                    index: Some(0),
+                    mutation: Some(put("a", "q", "1")),
+                    ..Default::default()
+                },
+                Action {
+                    index: Some(1),
+                    mutation: Some(bad),
+                    ..Default::default()
+                },
+                Action {
+                    index: Some(2),
+                    get: Some(Get {
+                        row: Bytes::from_static(b"a"),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: MultiResponse = c.call("Multi", &request, &[]).unwrap().decode().unwrap();
+    let results = &response.region_action_result[0].result_or_exception;
+    assert_eq!(results.len(), 3);
+    assert!(results[0].exception.is_none());
+    assert_eq!(
+        results[1].exception.as_ref().unwrap().name,
+        "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException"
+    );
+    assert_eq!(
+        results[2].result.as_ref().unwrap().cell[0].value.as_deref(),
+        Some(&b"1"[..])
+    );
+}
+
+#[test]
+fn check_and_put_increment_and_append_follow_hbase() {
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    let binary = |v: &[u8]| {
+        // BinaryComparator { comparable: ByteArrayComparable { value } }.
+        let mut inner = Vec::new();
+        prost::encoding::bytes::encode(1, &v.to_vec(), &mut inner);
+        let mut outer = Vec::new();
+        prost::encoding::bytes::encode(1, &inner, &mut outer);
+        Comparator {
+            name: "org.apache.hadoop.hbase.filter.BinaryComparator".into(),
+            serialized_comparator: Some(outer),
+        }
+    };
+    let _ = binary;
+    // A null comparator with EQUAL: put only while the column is absent.
+    let absent = Condition {
+        row: Bytes::from_static(b"c"),
+        family: Some(Bytes::from_static(b"cf")),
+        qualifier: Some(Bytes::from_static(b"q")),
+        compare_type: Some(2),
+        comparator: Some(Comparator {
+            name: "org.apache.hadoop.hbase.filter.NullComparator".into(),
+            serialized_comparator: Some(Vec::new()),
+        }),
+        ..Default::default()
+    };
+    let check = |c: &mut RpcClient| -> Result<bool, basalt_rpc::RpcError> {
+        let r: MutateResponse = c
+            .call(
+                "Mutate",
+                &MutateRequest {
+                    region: region(&name),
+                    mutation: Some(put("c", "q", "first")),
+                    condition: Some(absent.clone()),
+                    ..Default::default()
+                },
+                &[],
+            )?
+            .decode()?;
+        Ok(r.processed.unwrap_or(false))
+    };
+    match check(&mut c) {
+        Ok(first) => {
+            assert!(first);
+            assert!(!check(&mut c).unwrap());
+        }
+        // The comparator decoding lands with the filters module.
+        Err(e) => assert!(e.message.contains("NullComparator"), "{e}"),
+    }
+    let increment = MutationProto {
+        row: Some(Bytes::from_static(b"n")),
+        mutate_type: Some(MutationType::Increment as i32),
+        column_value: vec![ColumnValue {
+            family: Bytes::from_static(b"cf"),
+            qualifier_value: vec![QualifierValue {
+                qualifier: Some(Bytes::from_static(b"count")),
+                value: Some(Bytes::copy_from_slice(&5i64.to_be_bytes())),
+                ..Default::default()
+            }],
+        }],
+        ..Default::default()
+    };
+    for expected in [5i64, 10] {
+        let r: MutateResponse = c
+            .call(
+                "Mutate",
+                &MutateRequest {
+                    region: region(&name),
+                    mutation: Some(increment.clone()),
+                    ..Default::default()
+                },
+                &[],
+            )
+            .unwrap()
+            .decode()
+            .unwrap();
+        let value = r.result.unwrap().cell[0].value.clone().unwrap();
+        assert_eq!(value[..], expected.to_be_bytes());
+    }
+    let mut append = put("p", "q", "abc");
+    append.mutate_type = Some(MutationType::Append as i32);
+    for expected in ["abc", "abcabc"] {
+        let r: MutateResponse = c
+            .call(
+                "Mutate",
+                &MutateRequest {
+                    region: region(&name),
+                    mutation: Some(append.clone()),
+                    ..Default::default()
+                },
+                &[],
+            )
+            .unwrap()
+            .decode()
+            .unwrap();
+        assert_eq!(
+            r.result.unwrap().cell[0].value.as_deref(),
+            Some(expected.as_bytes())
+        );
+    }
+}
+
+#[test]
+fn after_a_split_the_old_region_is_not_served_and_meta_leads_to_every_row() {
+    let f = start();
+    let mut c = client(&f, true);
+    let (old, _) = locate(&mut c, b"a");
+    let rows: Vec<String> = (0..40).map(|i| format!("row{i:03}")).collect();
+    for r in &rows {
+        do_put(&mut c, &old, r, r);
+    }
+    f.db.split_table("t", Some(b"row0205")).unwrap();
+    let stale = do_get(&mut c, &old, "row001").unwrap_err();
+    assert_eq!(
+        stale.class,
+        "org.apache.hadoop.hbase.NotServingRegionException"
+    );
+    assert!(!stale.do_not_retry);
+    // A client that re-reads hbase:meta finds each row's new region.
+    let mut regions = std::collections::BTreeSet::new();
+    for r in &rows {
+        let (name, info) = locate(&mut c, r.as_bytes());
+        assert!(info.start_key.as_deref().unwrap_or_default() <= r.as_bytes());
+        regions.insert(name.clone());
+        assert_eq!(
+            do_get(&mut c, &name, r).unwrap()[0].1,
+            Bytes::from(r.clone())
+        );
+    }
+    assert_eq!(regions.len(), 2);
+}
+
+#[test]
+fn a_row_outside_the_named_region_is_refused_as_wrong_region() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    db.create_table_with_splits(
+        TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf")),
+        &[Bytes::from_static(b"m")],
+    )
+    .unwrap();
+    let config = RpcConfig {
+        master_port: 0,
+        region_server_port: 0,
+        ..RpcConfig::default()
+    };
+    let server = RpcServer::bind(&config)
+        .unwrap()
+        .serve(db.clone(), "c".into())
+        .unwrap();
+    let mut c = RpcClient::connect(server.region_server_addr(), "ClientService", false).unwrap();
+    let first = db.list_regions("t").unwrap()[0].info.region_name();
+    let error = do_get(&mut c, &first, "z").unwrap_err();
+    assert_eq!(
+        error.class,
+        "org.apache.hadoop.hbase.regionserver.WrongRegionException"
+    );
+    let _ = Arc::new(());
+}
