@@ -86,10 +86,11 @@ class Server:
 
     GATEWAY_FLAGS = ("--thrift-port", "--thrift2-port", "--rest-port")
 
-    def __init__(self, suite, binary, ports):
+    def __init__(self, suite, binary, ports, extra_args=()):
         self.suite = suite
         self.binary = binary
         self.ports = dict(ports)
+        self.extra_args = list(extra_args)
         self.data = tempfile.mkdtemp(prefix=f"basalt-{suite}-")
         self.log_path = os.path.join(self.data, "server.log")
         self.process = None
@@ -99,6 +100,10 @@ class Server:
         args = [self.binary, "serve", "--data-dir", os.path.join(self.data, "db")]
         for flag in self.GATEWAY_FLAGS:
             args += [flag, str(self.ports.get(flag, 0))]
+        for flag, port in self.ports.items():
+            if flag not in self.GATEWAY_FLAGS:
+                args += [flag, str(port)]
+        args += self.extra_args
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
@@ -147,4 +152,57 @@ class Server:
             self.print_log()
             sys.exit(f"{self.suite}: server exited with {code} after SIGTERM")
         shutil.rmtree(self.data, ignore_errors=True)
+        return False
+
+
+ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
+
+
+class ZooKeeper:
+    """The real ZooKeeper (Debian's `zookeeper` package, which scripts/test
+    installs) on a free loopback port with a temporary data directory;
+    killed on exit. `connect_string` is what clients and `basalt serve
+    --zookeeper` take."""
+
+    def __init__(self, suite):
+        self.suite = suite
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix=f"zookeeper-{suite}-")
+        self.connect_string = f"127.0.0.1:{self.port}"
+        self.process = None
+
+    def __enter__(self):
+        if not os.path.exists(ZOOKEEPER_JAR):
+            sys.exit(f"{self.suite}: {ZOOKEEPER_JAR} is missing: install Debian's "
+                     "zookeeper package (scripts/test does)")
+        cfg = os.path.join(self.dir, "zoo.cfg")
+        with open(cfg, "w") as f:
+            f.write(f"tickTime=500\ndataDir={self.dir}/data\nclientPort={self.port}\n"
+                    "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+                    "4lw.commands.whitelist=ruok\nmaxSessionTimeout=60000\n")
+        self.log = open(os.path.join(self.dir, "zookeeper.log"), "w")
+        # The jar's manifest names its dependencies' paths in /usr/share/java.
+        self.process = subprocess.Popen(
+            ["java", "-cp", f"/etc/zookeeper/conf:{ZOOKEEPER_JAR}",
+             "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg],
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                sys.exit(f"{self.suite}: zookeeper exited with {self.process.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"ruok")
+                    if s.recv(4) == b"imok":
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.2)
+        sys.exit(f"{self.suite}: zookeeper did not start on port {self.port}")
+
+    def __exit__(self, exc_type, exc, tb):
+        self.process.kill()
+        self.process.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
         return False

@@ -13,6 +13,8 @@ use serde::Deserialize;
 
 use basalt::{Database, Options};
 use basalt_rest::{RestConfig, RestServer};
+use basalt_rpc::zk::{ZkConfig, ZkRegistration};
+use basalt_rpc::{RpcConfig, RpcServer};
 use basalt_thrift::{Flavour, Server, ServerConfig};
 
 mod shell;
@@ -96,6 +98,20 @@ struct ServeArgs {
     /// Address to listen on, for every gateway (default 127.0.0.1).
     #[arg(long, value_name = "ADDR")]
     bind: Option<String>,
+    /// Serve HBase's native RPC (master and region server ports) for
+    /// HBase's own clients; implied by --zookeeper.
+    #[arg(long)]
+    native_rpc: bool,
+    /// Register in ZooKeeper (HOST:PORT[,HOST:PORT...]) so native HBase
+    /// clients find this server with only hbase.zookeeper.quorum set.
+    #[arg(long, value_name = "QUORUM")]
+    zookeeper: Option<String>,
+    /// Native RPC master port (default 16000; 0 picks a free one).
+    #[arg(long, value_name = "PORT")]
+    master_port: Option<u16>,
+    /// Native RPC region server port (default 16020; 0 picks a free one).
+    #[arg(long, value_name = "PORT")]
+    region_server_port: Option<u16>,
 }
 
 /// The configuration file: every option has a default, so an empty (or
@@ -135,6 +151,28 @@ struct ServeArgs {
 /// scanner_lease_ms = 60000
 /// read_only = false
 ///
+/// [rpc]               # HBase's native RPC; on with --native-rpc or --zookeeper
+/// enabled = false
+/// bind = "127.0.0.1"
+/// master_port = 16000
+/// region_server_port = 16020
+/// # hostname = "db1.example.com"   # announced to clients; default: the bind address
+/// max_frame_bytes = 67108864
+/// max_in_flight_bytes = 268435456
+/// max_connections = 1000
+/// idle_timeout_ms = 600000
+/// max_scanners = 4096
+/// scanner_lease_ms = 60000
+/// default_scan_rows = 100
+/// max_scan_answer_bytes = 2097152
+/// max_calls_per_connection = 64
+///
+/// [zookeeper]         # registration for native clients; on with --zookeeper
+/// # quorum = "zk1:2181,zk2:2181"
+/// znode_parent = "/hbase"
+/// session_timeout_ms = 30000
+/// connect_timeout_ms = 10000
+///
 /// [database]          # engine options (see basalt::Options)
 /// wal_segment_bytes = 67108864
 /// ```
@@ -149,8 +187,34 @@ struct Config {
     thrift2: Thrift2Config,
     /// The REST server.
     rest: RestConfig,
+    /// HBase's native RPC.
+    rpc: RpcConfig,
+    /// ZooKeeper registration.
+    zookeeper: ZkConfigFile,
     /// The embedded database.
     database: Options,
+}
+
+/// `[zookeeper]`: where to register; no quorum means no registration.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ZkConfigFile {
+    quorum: Option<String>,
+    znode_parent: String,
+    session_timeout_ms: u64,
+    connect_timeout_ms: u64,
+}
+
+impl Default for ZkConfigFile {
+    fn default() -> Self {
+        let d = ZkConfig::default();
+        ZkConfigFile {
+            quorum: None,
+            znode_parent: d.znode_parent,
+            session_timeout_ms: d.session_timeout_ms,
+            connect_timeout_ms: d.connect_timeout_ms,
+        }
+    }
 }
 
 /// `[thrift2]`: a Thrift server's settings, and whether to run it.
@@ -233,6 +297,8 @@ struct ServePlan {
     thrift: ServerConfig,
     thrift2: Option<ServerConfig>,
     rest: Option<RestConfig>,
+    rpc: Option<RpcConfig>,
+    zookeeper: Option<ZkConfig>,
 }
 
 fn load_config(args: &ServeArgs) -> Result<ServePlan, String> {
@@ -264,7 +330,26 @@ fn load_config(args: &ServeArgs) -> Result<ServePlan, String> {
         config.thrift.bind = bind.clone();
         config.thrift2.server.bind = bind.clone();
         config.rest.bind = bind.clone();
+        config.rpc.bind = bind.clone();
     }
+    if let Some(port) = args.master_port {
+        config.rpc.master_port = port;
+    }
+    if let Some(port) = args.region_server_port {
+        config.rpc.region_server_port = port;
+    }
+    if let Some(quorum) = &args.zookeeper {
+        config.zookeeper.quorum = Some(quorum.clone());
+    }
+    let zookeeper = config.zookeeper.quorum.clone().map(|quorum| ZkConfig {
+        quorum,
+        znode_parent: config.zookeeper.znode_parent.clone(),
+        session_timeout_ms: config.zookeeper.session_timeout_ms,
+        connect_timeout_ms: config.zookeeper.connect_timeout_ms,
+    });
+    // Registering in ZooKeeper only makes sense with something to find.
+    let rpc = (config.rpc.enabled || args.native_rpc || zookeeper.is_some())
+        .then_some(config.rpc.clone());
     let thrift2 = (config.thrift2.enabled && !args.no_thrift2).then_some(config.thrift2.server);
     let rest = (config.rest.enabled && !args.no_rest).then_some(config.rest);
     Ok(ServePlan {
@@ -272,6 +357,8 @@ fn load_config(args: &ServeArgs) -> Result<ServePlan, String> {
         thrift: config.thrift,
         thrift2,
         rest,
+        rpc,
+        zookeeper,
     })
 }
 
@@ -281,6 +368,8 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         thrift,
         thrift2,
         rest,
+        rpc,
+        zookeeper,
     } = load_config(&args)?;
     // The ports first: a taken port then fails at once, before the data
     // directory is created, locked or replayed.
@@ -296,6 +385,15 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         Some(c) => Some(
             RestServer::bind(c).map_err(|e| listen_error(&c.bind, c.port, "--rest-port", &e))?,
         ),
+        None => None,
+    };
+    let rpc_bound = match &rpc {
+        Some(c) => Some(RpcServer::bind(c).map_err(|e| {
+            format!(
+                "cannot listen for native RPC on {} ports {} and {}: {e} (choose others with --master-port and --region-server-port)",
+                c.bind, c.master_port, c.region_server_port
+            )
+        })?),
         None => None,
     };
     let dir = options.data_dir.clone();
@@ -337,6 +435,50 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         },
         _ => None,
     };
+    let stop_others = |rest_server: Option<RestServer>, server2: Option<Server>| {
+        if let Some(s) = rest_server {
+            s.shutdown();
+        }
+        if let Some(s) = server2 {
+            s.stop();
+        }
+    };
+    let rpc_server = match rpc_bound {
+        Some(b) => {
+            let started = basalt_rpc::server::load_or_create_cluster_id(&dir)
+                .map_err(|e| format!("cannot read or create the cluster id in {}: {e}", dir.display()))
+                .and_then(|id| b.serve(db.clone(), id).map_err(|e| format!("native RPC failed to start: {e}")));
+            match started {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    stop_others(rest_server, server2);
+                    let _ = server.shutdown();
+                    return Err(e);
+                }
+            }
+        }
+        None => None,
+    };
+    let registration = match (&rpc_server, &zookeeper) {
+        (Some(s), Some(zk)) => {
+            match s.block_on(ZkRegistration::register(zk, s.identity())) {
+                Some(Ok(r)) => {
+                    tracing::info!(quorum = %zk.quorum, znode_parent = %zk.znode_parent, "registered in ZooKeeper");
+                    Some(r)
+                }
+                Some(Err(e)) => {
+                    if let Some(s) = rpc_server {
+                        s.stop();
+                    }
+                    stop_others(rest_server, server2);
+                    let _ = server.shutdown();
+                    return Err(format!("cannot register in ZooKeeper: {e}"));
+                }
+                None => None,
+            }
+        }
+        _ => None,
+    };
     db.register_gateway("thrift", server.local_addr());
     if let Some(s) = &server2 {
         db.register_gateway("thrift2", s.local_addr());
@@ -344,20 +486,28 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     if let Some(s) = &rest_server {
         db.register_gateway("rest", s.local_addr());
     }
+    if let Some(s) = &rpc_server {
+        db.register_gateway("hbase-master", s.master_addr());
+        db.register_gateway("hbase-regionserver", s.region_server_addr());
+    }
     // After every gateway's own "listening" line: whoever watches the log
     // (tests, scripts) knows from this one that all of them serve.
     let gateways = db.gateways();
     let list: Vec<String> = gateways.iter().map(ToString::to_string).collect();
     tracing::info!(count = gateways.len(), gateways = %list.join(", "), "gateways serving");
     let waited = server.wait_for_signal();
-    // The other gateways share the database: they stop first, and
-    // Thrift1's shutdown closes it.
-    if let Some(s) = rest_server {
-        s.shutdown();
+    // Out of ZooKeeper first: clients stop being sent here.
+    if let (Some(s), Some(r)) = (&rpc_server, registration) {
+        if let Some(Err(e)) = s.block_on(r.deregister()) {
+            tracing::warn!(error = %e, "leaving ZooKeeper failed; the session's nodes go when it expires");
+        }
     }
-    if let Some(s) = server2 {
+    if let Some(s) = rpc_server {
         s.stop();
     }
+    // The other gateways share the database: they stop first, and
+    // Thrift1's shutdown closes it.
+    stop_others(rest_server, server2);
     let closed = server.shutdown();
     waited.map_err(|e| format!("waiting for signals failed: {e}"))?;
     closed.map_err(|e| format!("closing the database failed: {e}"))

@@ -577,3 +577,46 @@ fn run_call(
     cellblock::encode(&out_cells, &mut block);
     Ok((message, block))
 }
+
+/// The cluster id of the data set in `data_dir` (HBase's `hbase.id`):
+/// read from `cluster.id`, or created there once as a random UUID. Clients
+/// use it to tell clusters apart, so it must survive restarts.
+pub fn load_or_create_cluster_id(data_dir: &std::path::Path) -> io::Result<String> {
+    let path = data_dir.join("cluster.id");
+    match std::fs::read_to_string(&path) {
+        Ok(id) if !id.trim().is_empty() => return Ok(id.trim().to_string()),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let bytes: [u8; 16] = rand::random();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    // A version-4 UUID's text form.
+    let id = format!(
+        "{}-{}-4{}-{:x}{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[13..16],
+        (bytes[8] & 0x3) | 0x8,
+        &hex[17..20],
+        &hex[20..32]
+    );
+    // Written whole then renamed: a crash leaves the old state or the new.
+    let tmp = data_dir.join("cluster.id.tmp");
+    std::fs::write(&tmp, format!("{id}\n"))?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cluster_id_is_created_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = load_or_create_cluster_id(dir.path()).unwrap();
+        assert_eq!(first.len(), 36);
+        assert_eq!(load_or_create_cluster_id(dir.path()).unwrap(), first);
+    }
+}
