@@ -690,7 +690,9 @@ async fn connect(shared: &Shared) -> Result<Client, ZkError> {
     match tokio::time::timeout(limit, connector.connect(&shared.connect_string)).await {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(e)) => Err(failed(e.to_string())),
-        Err(_) => Err(failed("no session established".to_owned())),
+        Err(_) => Err(failed(
+            "no ZooKeeper server answered with a session (is it running there?)".to_owned(),
+        )),
     }
 }
 
