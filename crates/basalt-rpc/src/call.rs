@@ -141,7 +141,7 @@ pub fn cell_from_proto(cell: &proto::hbase::Cell) -> Result<Cell, RpcError> {
             .map_or(basalt_types::LATEST_TIMESTAMP, |t| t as i64),
         cell_type,
         sequence_id: 0,
-        value: cell.value.clone().unwrap_or_else(Bytes::new),
+        value: cell.value.clone().unwrap_or_default(),
     })
 }
 

@@ -37,6 +37,7 @@ pub mod registry;
 pub mod scanners;
 pub mod server;
 pub mod services;
+pub mod zk;
 
 pub use context::{Identity, RpcContext, RpcLimits};
 pub use error::RpcError;
