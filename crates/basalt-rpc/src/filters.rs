@@ -71,8 +71,9 @@ pub const MAX_DEPTH: usize = 64;
 /// ranges included: every row of a scan runs through all of them.
 pub const MAX_FILTERS: usize = 10_000;
 
-/// Longest piece of a client's pattern quoted back in an error.
-const MAX_SHOWN_CHARS: usize = 60;
+/// Longest piece of a client's text (a class name, a pattern) quoted back
+/// in an error.
+const MAX_SHOWN_CHARS: usize = 100;
 
 /// Reads a filter; a class Basalt does not have is a `DoNotRetryIOException`
 /// naming it.
@@ -557,7 +558,16 @@ mod java_flags {
     pub const UNICODE_CASE: i32 = 0x40;
     pub const CANON_EQ: i32 = 0x80;
     pub const UNICODE_CHARACTER_CLASS: i32 = 0x100;
-    pub const ALL: i32 = 0x1ff;
+    /// Every flag Java defines.
+    pub const ALL: i32 = UNIX_LINES
+        | CASE_INSENSITIVE
+        | COMMENTS
+        | MULTILINE
+        | LITERAL
+        | DOTALL
+        | UNICODE_CASE
+        | CANON_EQ
+        | UNICODE_CHARACTER_CLASS;
 }
 
 /// A `RegexStringComparator` as a Basalt regex: Java's flags become inline
@@ -612,8 +622,8 @@ fn regex(name: &str, m: pb::RegexStringComparator) -> Result<Comparator, RpcErro
             "pattern flag CANON_EQ (128) is not available in Basalt's regex engine",
         ));
     }
-    // Already how Basalt's engine behaves (see above).
-    let _ = (UNIX_LINES, UNICODE_CASE, UNICODE_CHARACTER_CLASS);
+    // UNIX_LINES, UNICODE_CASE and UNICODE_CHARACTER_CLASS need nothing:
+    // they are how Basalt's engine behaves already (see above).
     let literal = flags & LITERAL != 0;
     let mut inline = String::new();
     if flags & CASE_INSENSITIVE != 0 {
