@@ -5,7 +5,6 @@
 use std::collections::VecDeque;
 
 use basalt_types::{Cell, CellType};
-use bytes::Bytes;
 
 use crate::context::RpcContext;
 use crate::error::RpcError;
