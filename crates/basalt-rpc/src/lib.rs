@@ -34,6 +34,7 @@ pub mod meta;
 pub mod proto;
 pub mod registry;
 pub mod scanners;
+pub mod schema;
 pub mod server;
 pub mod services;
 
