@@ -1,6 +1,292 @@
-//! Placeholder replaced by the full service (work in progress in this change).
+//! `AdminService`: what HBase clients ask a region server about its own
+//! regions (their identity and load), and the per-region flush and
+//! compaction `Admin.flush*` / `Admin.compact*` send to the region's
+//! server.
+//!
+//! The regions online here are `hbase:meta`'s (built from Basalt's
+//! catalog) and every open region of every enabled table: a disabled
+//! table's regions are closed in HBase's terms, and a region whose files
+//! failed to open is in transition (`FAILED_OPEN`); calls naming either
+//! answer `NotServingRegionException`.
+//!
+//! Methods not served, answered with `DoNotRetryIOException` naming the
+//! method (the server does that for any method missing from [`METHODS`]):
+//! `GetStoreFile`, `OpenRegion`, `WarmupRegion`, `CloseRegion`,
+//! `CompactionSwitch`, `ReplicateWALEntry`, `Replay`, `RollWALWriter`,
+//! `StopServer`, `UpdateFavoredNodes`, `UpdateConfiguration`,
+//! `ClearCompactionQueues`, `ClearRegionBlockCache`,
+//! `GetSpaceQuotaSnapshots`, `ExecuteProcedures`, `GetSlowLogResponses`,
+//! `GetLargeLogResponses`, `ClearSlowLogsResponses`, `GetLogEntries`.
+//! Opening, closing and moving regions is the master's business in
+//! Basalt, done inside DDL, split and merge.
 
-use crate::call::Method;
+use basalt::{RegionInfo, RegionState, RegionSummary};
+
+use crate::call::{encode, Call, Method};
+use crate::context::RpcContext;
+use crate::error::RpcError;
+use crate::meta::{self, Target, META_REGION_NAME, META_TABLE};
+use crate::proto::admin as a;
+use crate::proto::cluster_status::RegionLoad;
+use crate::proto::hbase::{region_specifier::RegionSpecifierType, EmptyMsg, RegionSpecifier};
 
 /// The methods served.
-pub const METHODS: &[Method] = &[];
+pub const METHODS: &[Method] = &[
+    Method {
+        name: "GetRegionInfo",
+        handler: get_region_info,
+    },
+    Method {
+        name: "GetOnlineRegion",
+        handler: get_online_region,
+    },
+    Method {
+        name: "FlushRegion",
+        handler: flush_region,
+    },
+    Method {
+        name: "CompactRegion",
+        handler: compact_region,
+    },
+    Method {
+        name: "GetServerInfo",
+        handler: get_server_info,
+    },
+    Method {
+        name: "GetRegionLoad",
+        handler: get_region_load,
+    },
+];
+
+type Answer = Result<Vec<u8>, RpcError>;
+
+/// Milliseconds since the epoch, by the system clock (0 before 1970).
+pub(crate) fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A region named by its full name.
+pub(crate) fn region_name_spec(name: &[u8]) -> RegionSpecifier {
+    RegionSpecifier {
+        r#type: RegionSpecifierType::RegionName as i32,
+        value: name.to_vec(),
+    }
+}
+
+/// The regions of user tables online here: every open region of every
+/// enabled table, tables in name order, regions in key order.
+pub(crate) fn online_regions(ctx: &RpcContext) -> Vec<RegionSummary> {
+    let mut out = Vec::new();
+    for name in ctx.db.list_tables() {
+        // A table dropped since the listing is not part of the answer.
+        let Ok(info) = ctx.db.describe_table(&name) else {
+            continue;
+        };
+        if info.enabled {
+            out.extend(
+                info.regions
+                    .into_iter()
+                    .filter(|r| r.state == RegionState::Open),
+            );
+        }
+    }
+    out
+}
+
+fn mib(bytes: u64) -> Option<u32> {
+    Some(u32::try_from(bytes >> 20).unwrap_or(u32::MAX))
+}
+
+/// A region's load as HBase reports it (sizes in whole MiB, rounded down).
+pub(crate) fn region_load(region: &RegionSummary) -> RegionLoad {
+    let memstore: u64 = region.stores.iter().map(|(_, s)| s.memstore_bytes).sum();
+    RegionLoad {
+        region_specifier: Some(region_name_spec(&region.info.region_name())),
+        stores: Some(u32::try_from(region.stores.len()).unwrap_or(u32::MAX)),
+        storefiles: Some(u32::try_from(region.store_files()).unwrap_or(u32::MAX)),
+        // Basalt does not track uncompressed sizes; the stored size is
+        // the closest figure it has.
+        store_uncompressed_size_mb: mib(region.store_file_bytes()),
+        storefile_size_mb: mib(region.store_file_bytes()),
+        mem_store_size_mb: mib(memstore),
+        read_requests_count: Some(region.load.read_requests),
+        write_requests_count: Some(region.load.write_requests),
+        // Every file is on this process's own storage.
+        data_locality: Some(1.0),
+    }
+}
+
+/// `hbase:meta`'s load: it has no files or memstore of its own (its rows
+/// are built from Basalt's catalog on each read).
+pub(crate) fn meta_region_load() -> RegionLoad {
+    RegionLoad {
+        region_specifier: Some(region_name_spec(META_REGION_NAME)),
+        stores: Some(2),
+        storefiles: Some(0),
+        store_uncompressed_size_mb: Some(0),
+        storefile_size_mb: Some(0),
+        mem_store_size_mb: Some(0),
+        read_requests_count: Some(0),
+        write_requests_count: Some(0),
+        data_locality: Some(1.0),
+    }
+}
+
+/// A region this server serves: `hbase:meta`, or an open region of an
+/// enabled table; anything else is `NotServingRegionException`.
+fn served(call: &Call<'_>, spec: Option<&RegionSpecifier>) -> Result<Option<RegionInfo>, RpcError> {
+    match meta::resolve(call.ctx, spec)? {
+        Target::Meta => Ok(None),
+        Target::Region { info, state } => {
+            let enabled = call.ctx.db.is_table_enabled(&info.table).unwrap_or(false);
+            if !enabled || state != RegionState::Open {
+                return Err(RpcError::not_serving(&info.region_name()));
+            }
+            Ok(Some(info))
+        }
+    }
+}
+
+/// Refuses a family the region's table does not have (HBase's
+/// `NoSuchColumnFamilyException`).
+fn check_family(call: &Call<'_>, info: &RegionInfo, family: Option<&[u8]>) -> Result<(), RpcError> {
+    let Some(family) = family.filter(|f| !f.is_empty()) else {
+        return Ok(());
+    };
+    let descriptor = call.ctx.db.describe_table(&info.table)?.descriptor;
+    if descriptor.get_family(family).is_none() {
+        return Err(basalt::Error::NoSuchFamily {
+            table: info.table.clone(),
+            family: String::from_utf8_lossy(family).into_owned(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The region's identity; the compaction state (`NONE`: Basalt's
+/// compactions run inside calls and in the background without a state to
+/// report) and the row a split would use, when asked.
+fn get_region_info(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<a::GetRegionInfoRequest>(param, "GetRegionInfoRequest")?;
+    let compaction_state = request
+        .compaction_state
+        .unwrap_or(false)
+        .then_some(a::get_region_info_response::CompactionState::None as i32);
+    let answer = match served(call, request.region.as_ref())? {
+        None => a::GetRegionInfoResponse {
+            region_info: Some(meta::meta_region_info()),
+            compaction_state,
+            splittable: Some(false),
+            mergeable: Some(false),
+            best_split_row: None,
+        },
+        Some(info) => {
+            let best_split_row = if request.best_split_row.unwrap_or(false) {
+                match call.ctx.db.region_server().region(info.id) {
+                    Some(region) => region.split_point()?.map(|k| k.to_vec()),
+                    None => None,
+                }
+            } else {
+                None
+            };
+            a::GetRegionInfoResponse {
+                region_info: Some(meta::region_info_proto(&info)),
+                compaction_state,
+                splittable: Some(true),
+                mergeable: Some(true),
+                best_split_row,
+            }
+        }
+    };
+    Ok(encode(&answer))
+}
+
+fn get_online_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<EmptyMsg>(param, "GetOnlineRegionRequest")?;
+    let mut regions = vec![meta::meta_region_info()];
+    regions.extend(
+        online_regions(call.ctx)
+            .iter()
+            .map(|r| meta::region_info_proto(&r.info)),
+    );
+    Ok(encode(&a::GetOnlineRegionResponse {
+        region_info: regions,
+    }))
+}
+
+/// Flushes the region now. Basalt flushes whole regions: a family named
+/// is checked to exist and the region flushed. `if_older_than_ts` is a
+/// hint to skip a redundant flush; Basalt does not keep the time of the
+/// last flush, and flushing again costs at most a small file, so it always
+/// flushes. `hbase:meta` has no memstore: nothing to flush.
+fn flush_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<a::FlushRegionRequest>(param, "FlushRegionRequest")?;
+    let flushed = match served(call, request.region.as_ref())? {
+        None => false,
+        Some(info) => {
+            check_family(call, &info, request.family.as_deref())?;
+            call.ctx.db.region_server().flush_region(info.id)?;
+            true
+        }
+    };
+    Ok(encode(&a::FlushRegionResponse {
+        last_flush_time: Some(now_millis()),
+        flushed: Some(flushed),
+        wrote_flush_wal_marker: Some(false),
+    }))
+}
+
+/// Compacts the region now (major or minor). Basalt compacts a region's
+/// stores together under one gate: a family named is checked to exist and
+/// the whole region compacted, which includes it. `hbase:meta` has no
+/// files: nothing to compact.
+fn compact_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<a::CompactRegionRequest>(param, "CompactRegionRequest")?;
+    if let Some(info) = served(call, request.region.as_ref())? {
+        check_family(call, &info, request.family.as_deref())?;
+        call.ctx.db.compact_region(
+            info.encoded_name().as_bytes(),
+            request.major.unwrap_or(false),
+        )?;
+    }
+    Ok(encode(&EmptyMsg {}))
+}
+
+/// This region server; it has no web UI (port 0).
+fn get_server_info(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<EmptyMsg>(param, "GetServerInfoRequest")?;
+    Ok(encode(&a::GetServerInfoResponse {
+        server_info: Some(a::ServerInfo {
+            server_name: Some(call.ctx.identity.region_server()),
+            webui_port: Some(0),
+        }),
+    }))
+}
+
+/// The loads of one table's online regions (none for a table that does
+/// not exist or is disabled, as HBase's region server answers), or of
+/// every region online here.
+fn get_region_load(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<a::GetRegionLoadRequest>(param, "GetRegionLoadRequest")?;
+    let table = request
+        .table_name
+        .as_ref()
+        .map(meta::table_name_text)
+        .transpose()?;
+    let mut loads = Vec::new();
+    if table.as_deref().is_none_or(|t| t == META_TABLE) {
+        loads.push(meta_region_load());
+    }
+    loads.extend(
+        online_regions(call.ctx)
+            .iter()
+            .filter(|r| table.as_deref().is_none_or(|t| r.info.table == t))
+            .map(region_load),
+    );
+    Ok(encode(&a::GetRegionLoadResponse {
+        region_loads: loads,
+    }))
+}

@@ -35,6 +35,7 @@ pub mod meta;
 pub mod proto;
 pub mod registry;
 pub mod scanners;
+pub mod schema;
 pub mod server;
 pub mod services;
 pub mod zk;

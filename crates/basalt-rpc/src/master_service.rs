@@ -1,6 +1,1176 @@
-//! Placeholder replaced by the full service (work in progress in this change).
+//! `MasterService`: what HBase clients' `Admin` calls on the master port
+//! (DDL, namespaces, cluster status, the master's switches, region
+//! operations and procedure polling).
+//!
+//! Basalt's DDL is synchronous: when a call answers, the work is done and
+//! committed. HBase's clients still expect a procedure id in each DDL
+//! answer and poll `getProcedureResult` with it, so every successful DDL
+//! call is handed an id from a counter and remembered, with its times,
+//! among the last [`REMEMBERED_PROCEDURES`]; polling answers `FINISHED`,
+//! and an id never handed out (or long forgotten) answers `NOT_FOUND`,
+//! which HBase's clients also read as done. A failed call answers its
+//! exception directly and gets no id.
+//!
+//! Exceptions keep HBase's classes (`TableExistsException`,
+//! `TableNotFoundException`, `TableNotDisabledException`,
+//! `TableNotEnabledException`, `NamespaceExistException`,
+//! `NamespaceNotFoundException`, `InvalidFamilyOperationException`,
+//! `UnknownRegionException`, `ConstraintException`), so a client's
+//! `catch` clauses work unchanged.
+//!
+//! One process is the whole cluster: one master (this one, active), one
+//! region server, no backup masters, no dead servers. The balancer, the
+//! normalizer, the catalog janitor and cleaner switches are kept so a
+//! client reads back what it set; with a single server there is never a
+//! region to move, so a balance "runs" and moves nothing. The split and
+//! merge switches do gate the `SplitRegion` and `MergeTableRegions` calls
+//! (as HBase's do); Basalt's automatic splits are governed by its own
+//! configuration.
+//!
+//! Methods not served, answered with `DoNotRetryIOException` naming the
+//! method (the server does that for any method missing from [`METHODS`]):
+//! `Shutdown`, `StopMaster`, `OfflineRegion`, `ExecMasterService`
+//! (coprocessor endpoints), `Snapshot`, `GetCompletedSnapshots`,
+//! `DeleteSnapshot`, `IsSnapshotDone`, `RestoreSnapshot`, `SetQuota`,
+//! `getLastMajorCompactionTimestamp`,
+//! `getLastMajorCompactionTimestampForRegion`, `getSecurityCapabilities`,
+//! `AbortProcedure`, `GetProcedures`, `GetLocks`, `AddReplicationPeer`,
+//! `RemoveReplicationPeer`, `EnableReplicationPeer`,
+//! `DisableReplicationPeer`, `GetReplicationPeerConfig`,
+//! `UpdateReplicationPeerConfig`, `ListReplicationPeers`,
+//! `ListDecommissionedRegionServers`, `DecommissionRegionServers`,
+//! `RecommissionRegionServer`, `GetSpaceQuotaRegionSizes`,
+//! `GetQuotaStates`, `ClearDeadServers`, `SwitchRpcThrottle`,
+//! `IsRpcThrottleEnabled`, `SwitchExceedThrottleQuota`, `Grant`, `Revoke`,
+//! `GetUserPermissions`, `HasUserPermissions`, `GetLogEntries`,
+//! `ModifyTableStoreFileTracker`, `ModifyColumnStoreFileTracker`,
+//! `FlushMasterStore`; and `ExecProcedure` / `IsProcedureDone` for any
+//! procedure but `flush-table-proc`.
 
-use crate::call::Method;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use basalt::{namespace_of, Error, FamilyChange, RegionState};
+
+use crate::admin_service::{
+    meta_region_load, now_millis, online_regions, region_load, region_name_spec,
+};
+use crate::call::{encode, Call, Method};
+use crate::context::{Switches, HBASE_VERSION};
+use crate::error::RpcError;
+use crate::meta::{self, table_name_proto, Target, META_TABLE};
+use crate::proto::cluster_status::{
+    self as status, region_state::State as RegionStateCode, StatusOption,
+};
+use crate::proto::hbase::{self as pb, table_state::State as TableStateCode};
+use crate::proto::master::{self as m, get_procedure_result_response::State as ProcState};
+use crate::schema;
 
 /// The methods served.
-pub const METHODS: &[Method] = &[];
+pub const METHODS: &[Method] = &[
+    method("GetTableDescriptors", get_table_descriptors),
+    method("GetTableNames", get_table_names),
+    method("GetTableState", get_table_state),
+    method("GetSchemaAlterStatus", get_schema_alter_status),
+    method("CreateTable", create_table),
+    method("DeleteTable", delete_table),
+    method("truncateTable", truncate_table),
+    method("EnableTable", enable_table),
+    method("DisableTable", disable_table),
+    method("ModifyTable", modify_table),
+    method("AddColumn", add_column),
+    method("ModifyColumn", modify_column),
+    method("DeleteColumn", delete_column),
+    method("CreateNamespace", create_namespace),
+    method("ModifyNamespace", modify_namespace),
+    method("DeleteNamespace", delete_namespace),
+    method("GetNamespaceDescriptor", get_namespace_descriptor),
+    method("ListNamespaceDescriptors", list_namespace_descriptors),
+    method("ListNamespaces", list_namespaces),
+    method(
+        "ListTableDescriptorsByNamespace",
+        list_table_descriptors_by_namespace,
+    ),
+    method("ListTableNamesByNamespace", list_table_names_by_namespace),
+    method("IsMasterRunning", is_master_running),
+    method("IsMasterInMaintenanceMode", is_master_in_maintenance_mode),
+    method("GetClusterStatus", get_cluster_status),
+    method("Balance", balance),
+    method("SetBalancerRunning", set_balancer_running),
+    method("IsBalancerEnabled", is_balancer_enabled),
+    method("Normalize", normalize),
+    method("SetNormalizerRunning", set_normalizer_running),
+    method("IsNormalizerEnabled", is_normalizer_enabled),
+    method("RunCatalogScan", run_catalog_scan),
+    method("EnableCatalogJanitor", enable_catalog_janitor),
+    method("IsCatalogJanitorEnabled", is_catalog_janitor_enabled),
+    method("RunCleanerChore", run_cleaner_chore),
+    method("SetCleanerChoreRunning", set_cleaner_chore_running),
+    method("IsCleanerChoreEnabled", is_cleaner_chore_enabled),
+    method("SwitchSnapshotCleanup", switch_snapshot_cleanup),
+    method("IsSnapshotCleanupEnabled", is_snapshot_cleanup_enabled),
+    method("SetSplitOrMergeEnabled", set_split_or_merge_enabled),
+    method("IsSplitOrMergeEnabled", is_split_or_merge_enabled),
+    method("SplitRegion", split_region),
+    method("MergeTableRegions", merge_table_regions),
+    method("AssignRegion", assign_region),
+    method("UnassignRegion", assign_region),
+    method("MoveRegion", assign_region),
+    method("getProcedureResult", get_procedure_result),
+    method("ExecProcedure", exec_procedure),
+    method("ExecProcedureWithRet", exec_procedure),
+    method("IsProcedureDone", is_procedure_done),
+];
+
+const fn method(
+    name: &'static str,
+    handler: fn(&mut Call<'_>, &[u8]) -> Result<Vec<u8>, RpcError>,
+) -> Method {
+    Method { name, handler }
+}
+
+type Answer = Result<Vec<u8>, RpcError>;
+
+/// HBase's exception for a family operation that the table's families
+/// forbid (adding one that exists, deleting or modifying one that does
+/// not, deleting the last one). Basalt's error table has no kind for it:
+/// Basalt's own `alter` reports these as `InvalidArgument` or
+/// `NoSuchFamily`, which map to other classes, so the check is made here
+/// first to answer HBase's class. Like HBase's, it is final.
+pub const INVALID_FAMILY_OPERATION: &str =
+    "org.apache.hadoop.hbase.InvalidFamilyOperationException";
+
+/// HBase's exception for a region the master does not know (assign,
+/// unassign, move, split, merge). Basalt's error table has no kind for
+/// it: the region server's `NotServingRegionException` would make the
+/// client retry a call that cannot succeed.
+pub const UNKNOWN_REGION: &str = "org.apache.hadoop.hbase.UnknownRegionException";
+
+/// How many finished procedures `getProcedureResult` remembers.
+pub const REMEMBERED_PROCEDURES: usize = 1024;
+
+/// How long `ExecProcedure` tells the client to wait at most: the work is
+/// already done when it answers, so the client's first poll sees it done.
+const EXEC_PROCEDURE_TIMEOUT_MS: i64 = 60_000;
+
+/// HBase's signature of the procedure `Admin.flush(table)` runs.
+const FLUSH_TABLE_PROCEDURE: &str = "flush-table-proc";
+
+// ---- procedures ----
+
+/// A DDL call that finished: its id and times.
+#[derive(Debug, Clone, Copy)]
+struct Finished {
+    id: u64,
+    submitted: u64,
+    finished: u64,
+}
+
+/// The ids handed out and the last finished procedures.
+///
+/// Process-wide rather than per `RpcContext`: the context has no slot for
+/// it, and ids from one counter never collide even when one process
+/// serves several databases (tests do).
+struct Procedures {
+    next: AtomicU64,
+    finished: Mutex<VecDeque<Finished>>,
+}
+
+static PROCEDURES: Procedures = Procedures {
+    next: AtomicU64::new(1),
+    finished: Mutex::new(VecDeque::new()),
+};
+
+/// Hands out the id of a DDL call that started at `submitted` and has
+/// just finished, remembering it.
+fn finished_procedure(submitted: u64) -> u64 {
+    let id = PROCEDURES.next.fetch_add(1, Ordering::SeqCst);
+    let mut finished = PROCEDURES.finished.lock();
+    if finished.len() == REMEMBERED_PROCEDURES {
+        finished.pop_front();
+    }
+    finished.push_back(Finished {
+        id,
+        submitted,
+        finished: now_millis(),
+    });
+    id
+}
+
+fn find_procedure(id: u64) -> Option<Finished> {
+    PROCEDURES
+        .finished
+        .lock()
+        .iter()
+        .rev()
+        .find(|p| p.id == id)
+        .copied()
+}
+
+/// The answer of a DDL call that succeeded.
+fn procedure_answer(submitted: u64) -> Answer {
+    Ok(encode(&m::ProcIdResponse {
+        proc_id: Some(finished_procedure(submitted)),
+    }))
+}
+
+// ---- shared helpers ----
+
+/// Basalt's name of the table in a required field.
+fn table_name(name: Option<&pb::TableName>, field: &str) -> Result<String, RpcError> {
+    meta::table_name_text(name.ok_or_else(|| RpcError::missing(field))?)
+}
+
+/// Refuses DDL on `hbase:meta`: Basalt builds it from its catalog, it is
+/// not a table that can be altered.
+fn refuse_meta(name: &str) -> Result<(), RpcError> {
+    if name == META_TABLE {
+        return Err(RpcError::do_not_retry(
+            "hbase:meta is built from Basalt's catalog and cannot be altered, disabled, truncated or deleted",
+        ));
+    }
+    Ok(())
+}
+
+fn family_error(message: String) -> RpcError {
+    RpcError::new(INVALID_FAMILY_OPERATION, message, true)
+}
+
+fn unknown_region(message: String) -> RpcError {
+    RpcError::new(UNKNOWN_REGION, message, true)
+}
+
+/// A region the master knows, or `UnknownRegionException` (what HBase's
+/// master answers where the region server would say "not serving").
+fn known_region(call: &Call<'_>, spec: Option<&pb::RegionSpecifier>) -> Result<Target, RpcError> {
+    meta::resolve(call.ctx, spec).map_err(|e| {
+        if e.class == crate::error::NOT_SERVING_REGION {
+            unknown_region(e.message)
+        } else {
+            e
+        }
+    })
+}
+
+/// The tables a listing shows, by Basalt name, in order: user tables,
+/// plus `hbase:meta` when system tables are asked for; filtered by
+/// namespace and by a Java-style pattern matching the whole name.
+fn listed_tables(
+    call: &Call<'_>,
+    regex: Option<&str>,
+    include_sys_tables: bool,
+    namespace: Option<&str>,
+) -> Result<Vec<String>, RpcError> {
+    let pattern = match regex.filter(|r| !r.is_empty()) {
+        None => None,
+        // Java's `matches`: the whole name must match.
+        Some(r) => Some(regex::Regex::new(&format!("^(?:{r})$")).map_err(|e| {
+            RpcError::do_not_retry(format!("invalid table name pattern '{r}': {e}"))
+        })?),
+    };
+    let mut names = call.ctx.db.list_tables();
+    if include_sys_tables {
+        names.push(META_TABLE.to_string());
+        names.sort();
+    }
+    Ok(names
+        .into_iter()
+        .filter(|n| {
+            include_sys_tables || namespace_of(n) != basalt_types::descriptor::SYSTEM_NAMESPACE
+        })
+        .filter(|n| {
+            namespace
+                .filter(|ns| !ns.is_empty())
+                .is_none_or(|ns| namespace_of(n) == ns)
+        })
+        .filter(|n| {
+            pattern.as_ref().is_none_or(|p| {
+                // A default-namespace table matches as `t` or `default:t`.
+                p.is_match(n)
+                    || (!n.contains(':')
+                        && p.is_match(&format!("{}:{n}", basalt::DEFAULT_NAMESPACE)))
+            })
+        })
+        .collect())
+}
+
+/// The schema of `name`, `None` when it does not exist (dropped since it
+/// was listed, or never there).
+fn schema_of(call: &Call<'_>, name: &str) -> Result<Option<pb::TableSchema>, RpcError> {
+    if name == META_TABLE {
+        return Ok(Some(schema::meta_table_schema()));
+    }
+    match call.ctx.db.describe_table(name) {
+        Ok(info) => Ok(Some(schema::table_schema(&info.descriptor))),
+        Err(Error::TableNotFound(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn schemas_of(call: &Call<'_>, names: &[String]) -> Result<Vec<pb::TableSchema>, RpcError> {
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        out.extend(schema_of(call, name)?);
+    }
+    Ok(out)
+}
+
+/// The tables of a namespace, `hbase:meta` included for `hbase`.
+fn namespace_tables(call: &Call<'_>, namespace: &str) -> Result<Vec<String>, RpcError> {
+    let mut names = call.ctx.db.list_namespace_tables(namespace)?;
+    if namespace == basalt_types::descriptor::SYSTEM_NAMESPACE {
+        names.insert(0, META_TABLE.to_string());
+    }
+    Ok(names)
+}
+
+fn namespace_name(name: Option<String>) -> Result<String, RpcError> {
+    name.filter(|n| !n.is_empty())
+        .ok_or_else(|| RpcError::missing("namespaceName"))
+}
+
+fn bool_answer(value: bool) -> Answer {
+    Ok(encode(&m::BoolResponse { value: Some(value) }))
+}
+
+/// Sets a switch from a one-boolean request and answers its previous value.
+fn set_switch(param: &[u8], what: &str, switch: &std::sync::atomic::AtomicBool) -> Answer {
+    let request = Call::decode::<m::SwitchRequest>(param, what)?;
+    let on = request
+        .on
+        .ok_or_else(|| RpcError::missing("the new switch value"))?;
+    bool_answer(Switches::swap(switch, on))
+}
+
+// ---- tables ----
+
+/// By names: the tables that exist (a missing one is left out, which is
+/// how HBase's clients learn a table does not exist). Otherwise by
+/// pattern, namespace and whether system tables are wanted.
+fn get_table_descriptors(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request =
+        Call::decode::<m::GetTableDescriptorsRequest>(param, "GetTableDescriptorsRequest")?;
+    let names = if request.table_names.is_empty() {
+        listed_tables(
+            call,
+            request.regex.as_deref(),
+            request.include_sys_tables.unwrap_or(false),
+            request.namespace.as_deref(),
+        )?
+    } else {
+        request
+            .table_names
+            .iter()
+            .map(meta::table_name_text)
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    Ok(encode(&m::GetTableDescriptorsResponse {
+        table_schema: schemas_of(call, &names)?,
+    }))
+}
+
+fn get_table_names(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<m::GetTableNamesRequest>(param, "GetTableNamesRequest")?;
+    let names = listed_tables(
+        call,
+        request.regex.as_deref(),
+        request.include_sys_tables.unwrap_or(false),
+        request.namespace.as_deref(),
+    )?;
+    Ok(encode(&m::TableNamesResponse {
+        table_names: names.iter().map(|n| table_name_proto(n)).collect(),
+    }))
+}
+
+fn get_table_state(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<m::TableRequest>(param, "GetTableStateRequest")?;
+    let name = table_name(request.table_name.as_ref(), "table_name")?;
+    let enabled = name == META_TABLE || call.ctx.db.is_table_enabled(&name)?;
+    let state = if enabled {
+        TableStateCode::Enabled
+    } else {
+        TableStateCode::Disabled
+    };
+    Ok(encode(&m::GetTableStateResponse {
+        table_state: Some(m::TableState {
+            state: Some(state as i32),
+        }),
+    }))
+}
+
+/// Schema changes apply to every region before the call answers: none is
+/// ever left to update.
+fn get_schema_alter_status(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<m::TableRequest>(param, "GetSchemaAlterStatusRequest")?;
+    let name = table_name(request.table_name.as_ref(), "table_name")?;
+    let regions = if name == META_TABLE {
+        1
+    } else {
+        call.ctx.db.list_regions(&name)?.len()
+    };
+    Ok(encode(&m::GetSchemaAlterStatusResponse {
+        yet_to_update_regions: Some(0),
+        total_regions: Some(u32::try_from(regions).unwrap_or(u32::MAX)),
+    }))
+}
+
+/// Creates the table pre-split at the keys given. HBase's Java client
+/// sorts the keys before sending them; others may not, and the order
+/// carries no meaning, so they are sorted here too (duplicates and empty
+/// keys are still refused by Basalt).
+fn create_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::CreateTableRequest>(param, "CreateTableRequest")?;
+    let table_schema = request
+        .table_schema
+        .as_ref()
+        .ok_or_else(|| RpcError::missing("table_schema"))?;
+    let descriptor = schema::table_descriptor(table_schema)?;
+    if descriptor.name() == META_TABLE {
+        return Err(Error::TableExists(META_TABLE.to_string()).into());
+    }
+    let mut splits: Vec<Bytes> = request.split_keys.into_iter().map(Bytes::from).collect();
+    splits.sort();
+    call.ctx.db.create_table_with_splits(descriptor, &splits)?;
+    procedure_answer(submitted)
+}
+
+fn delete_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::TableRequest>(param, "DeleteTableRequest")?;
+    let name = table_name(request.table_name.as_ref(), "table_name")?;
+    refuse_meta(&name)?;
+    call.ctx.db.drop_table(&name)?;
+    procedure_answer(submitted)
+}
+
+/// Empties a disabled table and leaves it enabled, as HBase's truncate
+/// does (its clients wait for the table to come back enabled).
+///
+/// With `preserveSplits` the regions keep their boundaries. Without it
+/// the table comes back as one region: the emptied regions are merged,
+/// each merge a committed step, so a crash at any point leaves the table
+/// there, empty and enabled, only in more regions than asked (dropping
+/// and creating it again could lose the table to a crash in between).
+fn truncate_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::TruncateTableRequest>(param, "TruncateTableRequest")?;
+    let name = table_name(request.table_name.as_ref(), "tableName")?;
+    refuse_meta(&name)?;
+    let db = &call.ctx.db;
+    // Basalt's truncate checks this too; checked first so the table is not
+    // enabled below when the client forgot to disable it.
+    if db.is_table_enabled(&name)? {
+        return Err(Error::TableEnabled(name).into());
+    }
+    db.truncate_table(&name)?;
+    db.enable_table(&name)?;
+    if !request.preserve_splits.unwrap_or(false) {
+        loop {
+            let regions = db.list_regions(&name)?;
+            let [first, second, ..] = regions.as_slice() else {
+                break;
+            };
+            db.merge_regions(
+                first.info.encoded_name().as_bytes(),
+                second.info.encoded_name().as_bytes(),
+            )?;
+        }
+    }
+    procedure_answer(submitted)
+}
+
+fn enable_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::TableRequest>(param, "EnableTableRequest")?;
+    let name = table_name(request.table_name.as_ref(), "table_name")?;
+    refuse_meta(&name)?;
+    call.ctx.db.enable_table(&name)?;
+    procedure_answer(submitted)
+}
+
+fn disable_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::TableRequest>(param, "DisableTableRequest")?;
+    let name = table_name(request.table_name.as_ref(), "table_name")?;
+    refuse_meta(&name)?;
+    call.ctx.db.disable_table(&name)?;
+    procedure_answer(submitted)
+}
+
+/// The table's families become exactly those given: new ones added,
+/// missing ones deleted (with their data), the others replaced whole
+/// (options left out take their defaults, as in HBase, whose new
+/// descriptor is the one sent).
+fn modify_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::ModifyTableRequest>(param, "ModifyTableRequest")?;
+    let name = table_name(request.table_name.as_ref(), "table_name")?;
+    refuse_meta(&name)?;
+    let table_schema = request
+        .table_schema
+        .as_ref()
+        .ok_or_else(|| RpcError::missing("table_schema"))?;
+    let wanted = schema::table_descriptor(table_schema)?;
+    if wanted.name() != name {
+        return Err(RpcError::do_not_retry(format!(
+            "ModifyTable of {name} carries the schema of {}; a table cannot be renamed",
+            wanted.name()
+        )));
+    }
+    let current = call.ctx.db.describe_table(&name)?.descriptor;
+    let mut changes = Vec::new();
+    for family in current.families() {
+        if wanted.get_family(family.name().as_bytes()).is_none() {
+            changes.push(FamilyChange::Delete(family.name().to_string()));
+        }
+    }
+    for family in wanted.families() {
+        changes.push(match current.get_family(family.name().as_bytes()) {
+            Some(_) => FamilyChange::Modify(family.clone()),
+            None => FamilyChange::Add(family.clone()),
+        });
+    }
+    call.ctx.db.alter_table(&name, &changes)?;
+    procedure_answer(submitted)
+}
+
+/// The table's descriptor, for a family operation on it.
+fn families_of(call: &Call<'_>, name: &str) -> Result<basalt::TableDescriptor, RpcError> {
+    refuse_meta(name)?;
+    Ok(call.ctx.db.describe_table(name)?.descriptor)
+}
+
+fn add_column(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::ColumnRequest>(param, "AddColumnRequest")?;
+    let name = table_name(request.table_name.as_ref(), "table_name")?;
+    let family = schema::family_descriptor(
+        request
+            .column_families
+            .as_ref()
+            .ok_or_else(|| RpcError::missing("column_families"))?,
+    )?;
+    if families_of(call, &name)?
+        .get_family(family.name().as_bytes())
+        .is_some()
+    {
+        return Err(family_error(format!(
+            "column family '{}' already exists in table '{name}'; it cannot be added again",
+            family.name()
+        )));
+    }
+    call.ctx
+        .db
+        .alter_table(&name, &[FamilyChange::Add(family)])?;
+    procedure_answer(submitted)
+}
+
+/// The family given replaces the old one whole: options left out take
+/// their defaults (HBase's new descriptor is the one sent).
+fn modify_column(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::ColumnRequest>(param, "ModifyColumnRequest")?;
+    let name = table_name(request.table_name.as_ref(), "table_name")?;
+    let family = schema::family_descriptor(
+        request
+            .column_families
+            .as_ref()
+            .ok_or_else(|| RpcError::missing("column_families"))?,
+    )?;
+    if families_of(call, &name)?
+        .get_family(family.name().as_bytes())
+        .is_none()
+    {
+        return Err(family_error(format!(
+            "column family '{}' does not exist in table '{name}'; it cannot be modified",
+            family.name()
+        )));
+    }
+    call.ctx
+        .db
+        .alter_table(&name, &[FamilyChange::Modify(family)])?;
+    procedure_answer(submitted)
+}
+
+fn delete_column(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::DeleteColumnRequest>(param, "DeleteColumnRequest")?;
+    let name = table_name(request.table_name.as_ref(), "table_name")?;
+    let column = request
+        .column_name
+        .ok_or_else(|| RpcError::missing("column_name"))?;
+    let shown = String::from_utf8_lossy(&column).into_owned();
+    let current = families_of(call, &name)?;
+    if current.get_family(&column).is_none() {
+        return Err(family_error(format!(
+            "column family '{shown}' does not exist in table '{name}'; it cannot be deleted"
+        )));
+    }
+    if current.families().len() == 1 {
+        return Err(family_error(format!(
+            "column family '{shown}' is the only one of table '{name}'; it cannot be deleted"
+        )));
+    }
+    call.ctx
+        .db
+        .alter_table(&name, &[FamilyChange::Delete(shown)])?;
+    procedure_answer(submitted)
+}
+
+// ---- namespaces ----
+
+fn create_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::NamespaceRequest>(param, "CreateNamespaceRequest")?;
+    let namespace = schema::namespace_descriptor(
+        request
+            .namespace_descriptor
+            .as_ref()
+            .ok_or_else(|| RpcError::missing("namespaceDescriptor"))?,
+    )?;
+    call.ctx.db.create_namespace(namespace)?;
+    procedure_answer(submitted)
+}
+
+/// HBase replaces the namespace's configuration with the one given: keys
+/// it no longer names are removed.
+fn modify_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::NamespaceRequest>(param, "ModifyNamespaceRequest")?;
+    let wanted = schema::namespace_descriptor(
+        request
+            .namespace_descriptor
+            .as_ref()
+            .ok_or_else(|| RpcError::missing("namespaceDescriptor"))?,
+    )?;
+    let current = call.ctx.db.describe_namespace(&wanted.name)?;
+    let unset: Vec<String> = current
+        .properties
+        .keys()
+        .filter(|k| !wanted.properties.contains_key(*k))
+        .cloned()
+        .collect();
+    call.ctx
+        .db
+        .alter_namespace(&wanted.name, wanted.properties, &unset)?;
+    procedure_answer(submitted)
+}
+
+fn delete_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::NamespaceNameRequest>(param, "DeleteNamespaceRequest")?;
+    call.ctx
+        .db
+        .drop_namespace(&namespace_name(request.namespace_name)?)?;
+    procedure_answer(submitted)
+}
+
+fn get_namespace_descriptor(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<m::NamespaceNameRequest>(param, "GetNamespaceDescriptorRequest")?;
+    let namespace = call
+        .ctx
+        .db
+        .describe_namespace(&namespace_name(request.namespace_name)?)?;
+    Ok(encode(&m::GetNamespaceDescriptorResponse {
+        namespace_descriptor: Some(schema::namespace_message(&namespace)),
+    }))
+}
+
+fn list_namespace_descriptors(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "ListNamespaceDescriptorsRequest")?;
+    Ok(encode(&m::ListNamespaceDescriptorsResponse {
+        namespace_descriptor: call
+            .ctx
+            .db
+            .list_namespaces()
+            .iter()
+            .map(schema::namespace_message)
+            .collect(),
+    }))
+}
+
+fn list_namespaces(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "ListNamespacesRequest")?;
+    Ok(encode(&m::ListNamespacesResponse {
+        namespace_name: call
+            .ctx
+            .db
+            .list_namespaces()
+            .into_iter()
+            .map(|n| n.name)
+            .collect(),
+    }))
+}
+
+fn list_table_descriptors_by_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request =
+        Call::decode::<m::NamespaceNameRequest>(param, "ListTableDescriptorsByNamespaceRequest")?;
+    let names = namespace_tables(call, &namespace_name(request.namespace_name)?)?;
+    Ok(encode(&m::ListTableDescriptorsByNamespaceResponse {
+        table_schema: schemas_of(call, &names)?,
+    }))
+}
+
+fn list_table_names_by_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request =
+        Call::decode::<m::NamespaceNameRequest>(param, "ListTableNamesByNamespaceRequest")?;
+    let names = namespace_tables(call, &namespace_name(request.namespace_name)?)?;
+    Ok(encode(&m::TableNamesResponse {
+        table_names: names.iter().map(|n| table_name_proto(n)).collect(),
+    }))
+}
+
+// ---- the master and the cluster ----
+
+fn is_master_running(_call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "IsMasterRunningRequest")?;
+    bool_answer(true)
+}
+
+fn is_master_in_maintenance_mode(_call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "IsInMaintenanceModeRequest")?;
+    bool_answer(false)
+}
+
+fn get_cluster_status(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request =
+        Call::decode::<status::GetClusterStatusRequest>(param, "GetClusterStatusRequest")?;
+    Ok(encode(&status::GetClusterStatusResponse {
+        cluster_status: Some(cluster_status(call, &request.options)),
+    }))
+}
+
+/// The cluster: this process as master and only region server, with the
+/// loads of the regions it serves (`hbase:meta`'s included). Only the
+/// parts asked for are filled in; no option asks for all, as in HBase.
+fn cluster_status(call: &Call<'_>, options: &[i32]) -> status::ClusterStatus {
+    let ctx = call.ctx;
+    let want = |o: StatusOption| options.is_empty() || options.contains(&(o as i32));
+    let now = now_millis();
+    let mut out = status::ClusterStatus::default();
+    if want(StatusOption::HbaseVersion) {
+        out.hbase_version = Some(status::HBaseVersionFileContent {
+            version: Some(HBASE_VERSION.to_string()),
+        });
+    }
+    if want(StatusOption::ClusterId) {
+        out.cluster_id = Some(pb::ClusterId {
+            cluster_id: ctx.identity.cluster_id.clone(),
+        });
+    }
+    if want(StatusOption::Master) {
+        out.master = Some(ctx.identity.master());
+    }
+    if want(StatusOption::BalancerOn) {
+        out.balancer_on = Some(Switches::get(&ctx.switches.balancer));
+    }
+    if want(StatusOption::ServersName) {
+        out.servers_name = vec![ctx.identity.region_server()];
+    }
+    if want(StatusOption::LiveServers) {
+        let regions = online_regions(ctx);
+        let mut loads = vec![meta_region_load()];
+        loads.extend(regions.iter().map(region_load));
+        let reads: u64 = regions.iter().map(|r| r.load.read_requests).sum();
+        let writes: u64 = regions.iter().map(|r| r.load.write_requests).sum();
+        let rate: f64 = regions
+            .iter()
+            .map(|r| r.load.read_requests_per_sec + r.load.write_requests_per_sec)
+            .sum();
+        out.live_servers = vec![status::LiveServerInfo {
+            server: Some(ctx.identity.region_server()),
+            server_load: Some(status::ServerLoad {
+                number_of_requests: Some(rate.round() as u64),
+                total_number_of_requests: Some(reads.saturating_add(writes)),
+                used_heap_mb: None,
+                max_heap_mb: None,
+                region_loads: loads,
+                report_start_time: Some(ctx.identity.start_code),
+                report_end_time: Some(now),
+                info_server_port: Some(0),
+            }),
+        }];
+    }
+    let want_transitions = want(StatusOption::RegionsInTransition);
+    let want_counts = want(StatusOption::TableToRegionsCount);
+    if want_transitions || want_counts {
+        if want_counts {
+            out.table_region_states_count
+                .push(region_states_count(META_TABLE, 1, 0, 0));
+        }
+        for name in ctx.db.list_tables() {
+            // A table dropped since the listing is not part of the answer.
+            let Ok(info) = ctx.db.describe_table(&name) else {
+                continue;
+            };
+            let failed: Vec<_> = info
+                .regions
+                .iter()
+                .filter(|r| r.state != RegionState::Open)
+                .collect();
+            if want_transitions && info.enabled {
+                out.regions_in_transition.extend(failed.iter().map(|r| {
+                    status::RegionInTransition {
+                        spec: Some(region_name_spec(&r.info.region_name())),
+                        region_state: Some(status::RegionState {
+                            region_info: Some(meta::region_info_proto(&r.info)),
+                            state: Some(RegionStateCode::FailedOpen as i32),
+                            stamp: Some(now),
+                        }),
+                    }
+                }));
+            }
+            if want_counts {
+                let total = info.regions.len();
+                let (open, closed, failed) = if info.enabled {
+                    (total - failed.len(), 0, failed.len())
+                } else {
+                    (0, total, 0)
+                };
+                out.table_region_states_count
+                    .push(region_states_count(&name, open, closed, failed));
+            }
+        }
+    }
+    out
+}
+
+fn region_states_count(
+    table: &str,
+    open: usize,
+    closed: usize,
+    in_transition: usize,
+) -> status::TableRegionStatesCount {
+    let count = |n: usize| Some(u32::try_from(n).unwrap_or(u32::MAX));
+    status::TableRegionStatesCount {
+        table_name: Some(table_name_proto(table)),
+        region_states_count: Some(status::RegionStatesCount {
+            open_regions: count(open),
+            split_regions: count(0),
+            closed_regions: count(closed),
+            regions_in_transition: count(in_transition),
+            total_regions: count(open + closed + in_transition),
+        }),
+    }
+}
+
+/// With one region server there is never a region to move: a balancer
+/// that is on "runs" and plans nothing; one that is off does not run (as
+/// HBase answers when its balancer is off).
+fn balance(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::BalanceRequest>(param, "BalanceRequest")?;
+    Ok(encode(&m::BalanceResponse {
+        balancer_ran: Some(Switches::get(&call.ctx.switches.balancer)),
+        moves_calculated: Some(0),
+        moves_executed: Some(0),
+    }))
+}
+
+fn set_balancer_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    set_switch(
+        param,
+        "SetBalancerRunningRequest",
+        &call.ctx.switches.balancer,
+    )
+}
+
+fn is_balancer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "IsBalancerEnabledRequest")?;
+    bool_answer(Switches::get(&call.ctx.switches.balancer))
+}
+
+/// Basalt has no region normalizer (it never merges small regions by
+/// itself): a normalizer that is on "runs" with nothing to do, one that is
+/// off does not run, as HBase answers.
+fn normalize(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "NormalizeRequest")?;
+    bool_answer(Switches::get(&call.ctx.switches.normalizer))
+}
+
+fn set_normalizer_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    set_switch(
+        param,
+        "SetNormalizerRunningRequest",
+        &call.ctx.switches.normalizer,
+    )
+}
+
+fn is_normalizer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "IsNormalizerEnabledRequest")?;
+    bool_answer(Switches::get(&call.ctx.switches.normalizer))
+}
+
+/// Basalt's janitor drops retired split and merge parents as soon as no
+/// region links to their files (after the compaction that rewrites the
+/// links), whatever the switch says: a scan on demand finds nothing left.
+fn run_catalog_scan(_call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "RunCatalogScanRequest")?;
+    Ok(encode(&m::RunCatalogScanResponse {
+        scan_result: Some(0),
+    }))
+}
+
+fn enable_catalog_janitor(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    set_switch(
+        param,
+        "EnableCatalogJanitorRequest",
+        &call.ctx.switches.catalog_janitor,
+    )
+}
+
+fn is_catalog_janitor_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "IsCatalogJanitorEnabledRequest")?;
+    bool_answer(Switches::get(&call.ctx.switches.catalog_janitor))
+}
+
+/// HBase's cleaner chore deletes archived WALs and files; Basalt deletes
+/// its obsolete files as soon as they are unused, so there is nothing left
+/// for a run on demand. It "runs" when the switch is on.
+fn run_cleaner_chore(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "RunCleanerChoreRequest")?;
+    bool_answer(Switches::get(&call.ctx.switches.cleaner_chore))
+}
+
+fn set_cleaner_chore_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    set_switch(
+        param,
+        "SetCleanerChoreRunningRequest",
+        &call.ctx.switches.cleaner_chore,
+    )
+}
+
+fn is_cleaner_chore_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "IsCleanerChoreEnabledRequest")?;
+    bool_answer(Switches::get(&call.ctx.switches.cleaner_chore))
+}
+
+/// Kept for read-back only: Basalt has no snapshots to clean up.
+fn switch_snapshot_cleanup(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    set_switch(
+        param,
+        "SetSnapshotCleanupRequest",
+        &call.ctx.switches.snapshot_cleanup,
+    )
+}
+
+fn is_snapshot_cleanup_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "IsSnapshotCleanupEnabledRequest")?;
+    bool_answer(Switches::get(&call.ctx.switches.snapshot_cleanup))
+}
+
+fn switch_of<'a>(
+    call: &'a Call<'_>,
+    code: i32,
+) -> Result<&'a std::sync::atomic::AtomicBool, RpcError> {
+    match m::MasterSwitchType::try_from(code) {
+        Ok(m::MasterSwitchType::Split) => Ok(&call.ctx.switches.split),
+        Ok(m::MasterSwitchType::Merge) => Ok(&call.ctx.switches.merge),
+        Err(_) => Err(RpcError::do_not_retry(format!(
+            "unknown MasterSwitchType {code}"
+        ))),
+    }
+}
+
+fn set_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request =
+        Call::decode::<m::SetSplitOrMergeEnabledRequest>(param, "SetSplitOrMergeEnabledRequest")?;
+    let enabled = request
+        .enabled
+        .ok_or_else(|| RpcError::missing("enabled"))?;
+    let switches = request
+        .switch_types
+        .iter()
+        .map(|&code| switch_of(call, code))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(encode(&m::SetSplitOrMergeEnabledResponse {
+        prev_value: switches
+            .into_iter()
+            .map(|s| Switches::swap(s, enabled))
+            .collect(),
+    }))
+}
+
+fn is_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request =
+        Call::decode::<m::IsSplitOrMergeEnabledRequest>(param, "IsSplitOrMergeEnabledRequest")?;
+    let code = request
+        .switch_type
+        .ok_or_else(|| RpcError::missing("switch_type"))?;
+    bool_answer(Switches::get(switch_of(call, code)?))
+}
+
+// ---- regions ----
+
+/// Refuses a split or merge the client turned off, as HBase does.
+fn check_switch(switch: &std::sync::atomic::AtomicBool, what: &str) -> Result<(), RpcError> {
+    if Switches::get(switch) {
+        return Ok(());
+    }
+    Err(RpcError::do_not_retry(format!(
+        "the {what} switch is off (SetSplitOrMergeEnabled); no {what} was made"
+    )))
+}
+
+/// Splits the region at `split_row`, or near the middle of its data
+/// without one. The region is named by its `RegionInfo`: found by table
+/// and region id among the regions served now.
+fn split_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::SplitTableRegionRequest>(param, "SplitTableRegionRequest")?;
+    check_switch(&call.ctx.switches.split, "split")?;
+    let info = request
+        .region_info
+        .as_ref()
+        .ok_or_else(|| RpcError::missing("region_info"))?;
+    let table = table_name(info.table_name.as_ref(), "region_info.table_name")?;
+    if table == META_TABLE {
+        return Err(RpcError::do_not_retry(
+            "hbase:meta has one region and cannot be split",
+        ));
+    }
+    let region = call
+        .ctx
+        .db
+        .list_regions(&table)?
+        .into_iter()
+        .find(|r| r.info.id == info.region_id)
+        .ok_or_else(|| {
+            unknown_region(format!(
+                "table {table} has no region with id {} (it split or merged since)",
+                info.region_id
+            ))
+        })?;
+    let split_row = request.split_row.as_deref().filter(|k| !k.is_empty());
+    call.ctx
+        .db
+        .split_region(region.info.encoded_name().as_bytes(), split_row)?;
+    procedure_answer(submitted)
+}
+
+/// Merges two or more adjacent regions of a table into one, left to
+/// right (Basalt merges two at a time; each step is committed). `forcible`
+/// cannot make regions that are not adjacent mergeable: Basalt refuses
+/// them whatever it says.
+fn merge_table_regions(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<m::MergeTableRegionsRequest>(param, "MergeTableRegionsRequest")?;
+    check_switch(&call.ctx.switches.merge, "merge")?;
+    if request.region.len() < 2 {
+        return Err(RpcError::do_not_retry(format!(
+            "a merge needs at least two regions; {} given",
+            request.region.len()
+        )));
+    }
+    let mut regions = Vec::with_capacity(request.region.len());
+    for spec in &request.region {
+        match known_region(call, Some(spec))? {
+            Target::Region { info, .. } => regions.push(info),
+            Target::Meta => {
+                return Err(RpcError::do_not_retry(
+                    "hbase:meta has one region and cannot be merged",
+                ))
+            }
+        }
+    }
+    regions.sort_by(|a, b| a.start_key.cmp(&b.start_key));
+    let db = &call.ctx.db;
+    let mut merged = regions[0].clone();
+    for next in &regions[1..] {
+        db.merge_regions(
+            merged.encoded_name().as_bytes(),
+            next.encoded_name().as_bytes(),
+        )?;
+        // The merged region starts where the first one did.
+        merged = db
+            .list_regions(&merged.table)?
+            .into_iter()
+            .map(|r| r.info)
+            .find(|r| r.start_key == merged.start_key)
+            .ok_or_else(|| RpcError::do_not_retry("the merged region vanished"))?;
+    }
+    procedure_answer(submitted)
+}
+
+/// `AssignRegion`, `UnassignRegion` and `MoveRegion`: with one region
+/// server every region is assigned to it and has nowhere else to go, so a
+/// region that exists is answered with success and left as it is (an
+/// unassign does not close it: Basalt has no per-region close, and the
+/// only server would have to reopen it). One that does not exist is an
+/// `UnknownRegionException`, as from HBase's master.
+fn assign_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<m::RegionRequest>(param, "RegionRequest")?;
+    known_region(call, request.region.as_ref())?;
+    Ok(encode(&m::Empty {}))
+}
+
+// ---- procedures ----
+
+fn get_procedure_result(_call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<m::GetProcedureResultRequest>(param, "GetProcedureResultRequest")?;
+    let id = request
+        .proc_id
+        .ok_or_else(|| RpcError::missing("proc_id"))?;
+    Ok(encode(&match find_procedure(id) {
+        Some(p) => m::GetProcedureResultResponse {
+            state: Some(ProcState::Finished as i32),
+            submitted_time: Some(p.submitted),
+            last_update: Some(p.finished),
+        },
+        None => m::GetProcedureResultResponse {
+            state: Some(ProcState::NotFound as i32),
+            submitted_time: None,
+            last_update: None,
+        },
+    }))
+}
+
+/// The signature of a named procedure, refusing all but the table flush
+/// (HBase's `Admin.flush(table)` runs `flush-table-proc`).
+fn flush_procedure(
+    procedure: Option<&m::ProcedureDescription>,
+) -> Result<&m::ProcedureDescription, RpcError> {
+    let procedure = procedure.ok_or_else(|| RpcError::missing("procedure"))?;
+    match procedure.signature.as_deref() {
+        Some(FLUSH_TABLE_PROCEDURE) => Ok(procedure),
+        other => Err(RpcError::do_not_retry(format!(
+            "procedure {} is not served by Basalt (only {FLUSH_TABLE_PROCEDURE} is)",
+            other.unwrap_or("(no signature)")
+        ))),
+    }
+}
+
+/// `flush-table-proc`: flushes every region of the table named by the
+/// instance before answering. A `columnfamily` option flushes the whole
+/// table: Basalt flushes regions, not single families.
+fn exec_procedure(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<m::ExecProcedureRequest>(param, "ExecProcedureRequest")?;
+    let procedure = flush_procedure(request.procedure.as_ref())?;
+    let instance = procedure
+        .instance
+        .as_deref()
+        .filter(|i| !i.is_empty())
+        .ok_or_else(|| RpcError::missing("the table to flush (instance)"))?;
+    let name = match instance.split_once(':') {
+        Some((ns, q)) if ns == basalt::DEFAULT_NAMESPACE => q,
+        _ => instance,
+    };
+    // hbase:meta lives in Basalt's catalog: nothing to flush.
+    if name != META_TABLE {
+        call.ctx.db.flush_table(name)?;
+    }
+    Ok(encode(&m::ExecProcedureResponse {
+        expected_timeout: Some(EXEC_PROCEDURE_TIMEOUT_MS),
+        return_data: None,
+    }))
+}
+
+/// A flush is done when `ExecProcedure` answers.
+fn is_procedure_done(_call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<m::IsProcedureDoneRequest>(param, "IsProcedureDoneRequest")?;
+    flush_procedure(request.procedure.as_ref())?;
+    Ok(encode(&m::IsProcedureDoneResponse { done: Some(true) }))
+}

@@ -3,7 +3,11 @@
 //! module follows one of HBase's `.proto` files; fields Basalt never reads
 //! are left out, which protobuf decoding tolerates by design.
 
+pub mod admin;
 pub mod client;
+pub mod cluster_status;
 pub mod filter;
 pub mod hbase;
+pub mod master;
+pub mod registry;
 pub mod rpc;
