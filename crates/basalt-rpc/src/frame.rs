@@ -99,6 +99,32 @@ fn delimited(frame: &Bytes, at: &mut usize, what: &str) -> Result<Bytes, RpcErro
     Ok(out)
 }
 
+/// Reads the parameter: a varint length and that many bytes.
+///
+/// A length that overruns the frame when no cell block follows is read as
+/// "the rest of the frame", which is what HBase's server does: its protobuf
+/// reader stops at the end of the buffer whatever limit it was given. One
+/// client relies on it: hbase-driver 1.1.1 writes the parameter's length
+/// through a text round trip that turns every varint byte >= 0x80 into two
+/// bytes, so any parameter of 128 bytes or more arrives with an inflated
+/// length (the frame length itself is right).
+fn parameter(frame: &Bytes, at: &mut usize, cell_block_len: usize) -> Result<Bytes, RpcError> {
+    let mut rest = &frame[*at..];
+    let before = rest.len();
+    let len = prost::encoding::decode_varint(&mut rest)
+        .map_err(|_| bad("parameter length", *at, frame.len()))?;
+    *at += before - rest.len();
+    let left = frame.len() - *at;
+    let len = match usize::try_from(len) {
+        Ok(len) if len <= left => len,
+        _ if cell_block_len == 0 => left,
+        _ => return Err(bad("parameter", *at, frame.len())),
+    };
+    let out = frame.slice(*at..*at + len);
+    *at += len;
+    Ok(out)
+}
+
 /// Splits one frame (without its 4-byte length) into header, parameter and
 /// cell block. The header is decoded; an error carries the call id when
 /// the header was readable (`Err((Some(id), e))`) so the answer can name
@@ -109,16 +135,16 @@ pub fn split_request(frame: Bytes) -> Result<Request, (Option<u32>, RpcError)> {
     let header = RequestHeader::decode(header_bytes)
         .map_err(|e| (None, bad(&format!("request header ({e})"), 0, frame.len())))?;
     let call_id = header.call_id;
-    let param = if header.request_param.unwrap_or(false) {
-        delimited(&frame, &mut at, "parameter").map_err(|e| (call_id, e))?
-    } else {
-        Bytes::new()
-    };
     let cell_block_len = header
         .cell_block_meta
         .as_ref()
         .and_then(|m| m.length)
         .unwrap_or(0) as usize;
+    let param = if header.request_param.unwrap_or(false) {
+        parameter(&frame, &mut at, cell_block_len).map_err(|e| (call_id, e))?
+    } else {
+        Bytes::new()
+    };
     if cell_block_len != frame.len() - at {
         return Err((
             call_id,
@@ -280,6 +306,24 @@ mod tests {
         let (id, error) = split_request(Bytes::from(framed[4..].to_vec())).unwrap_err();
         assert_eq!(id, Some(3));
         assert!(error.message.contains("cell block"), "{}", error.message);
+    }
+
+    #[test]
+    fn an_overrunning_parameter_length_without_a_cell_block_reads_the_rest_of_the_frame() {
+        let param = TableName {
+            namespace: vec![b'n'; 100],
+            qualifier: vec![b'q'; 100],
+        };
+        let framed = encode_request(5, "Get", &param, b"");
+        let mut body = framed[4..].to_vec();
+        // The parameter's varint (2 bytes for ~200) re-encoded the way
+        // hbase-driver 1.1.1 does: each byte >= 0x80 as two UTF-8 bytes.
+        let header_len = body[0] as usize + 1;
+        let varint: Vec<u8> = body[header_len..header_len + 2].to_vec();
+        let text: String = varint.iter().map(|&b| char::from(b)).collect();
+        body.splice(header_len..header_len + 2, text.into_bytes());
+        let request = split_request(Bytes::from(body)).unwrap();
+        assert_eq!(TableName::decode(request.param).unwrap(), param);
     }
 
     #[test]
