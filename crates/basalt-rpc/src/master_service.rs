@@ -339,10 +339,9 @@ fn bool_answer(value: bool) -> Answer {
 /// Sets a switch from a one-boolean request and answers its previous value.
 fn set_switch(param: &[u8], what: &str, switch: &std::sync::atomic::AtomicBool) -> Answer {
     let request = Call::decode::<m::SwitchRequest>(param, what)?;
-    let on = request
-        .on
-        .ok_or_else(|| RpcError::missing("the new switch value"))?;
-    bool_answer(Switches::swap(switch, on))
+    // An absent value is protobuf's default, as encoders that skip
+    // default values (proto3-style) leave it out.
+    bool_answer(Switches::swap(switch, request.on.unwrap_or(false)))
 }
 
 // ---- tables ----
@@ -978,9 +977,8 @@ fn switch_of<'a>(
 fn set_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request =
         Call::decode::<m::SetSplitOrMergeEnabledRequest>(param, "SetSplitOrMergeEnabledRequest")?;
-    let enabled = request
-        .enabled
-        .ok_or_else(|| RpcError::missing("enabled"))?;
+    // Absent fields read as protobuf's defaults (see `set_switch`).
+    let enabled = request.enabled.unwrap_or(false);
     let switches = request
         .switch_types
         .iter()
@@ -999,7 +997,7 @@ fn is_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
         Call::decode::<m::IsSplitOrMergeEnabledRequest>(param, "IsSplitOrMergeEnabledRequest")?;
     let code = request
         .switch_type
-        .ok_or_else(|| RpcError::missing("switch_type"))?;
+        .unwrap_or(m::MasterSwitchType::Split as i32);
     bool_answer(Switches::get(switch_of(call, code)?))
 }
 
@@ -1111,9 +1109,8 @@ fn assign_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
 
 fn get_procedure_result(_call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::GetProcedureResultRequest>(param, "GetProcedureResultRequest")?;
-    let id = request
-        .proc_id
-        .ok_or_else(|| RpcError::missing("proc_id"))?;
+    // Id 0 is never handed out: an absent id answers NOT_FOUND.
+    let id = request.proc_id.unwrap_or(0);
     Ok(encode(&match find_procedure(id) {
         Some(p) => m::GetProcedureResultResponse {
             state: Some(ProcState::Finished as i32),

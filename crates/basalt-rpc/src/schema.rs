@@ -7,7 +7,9 @@
 //! are matched exactly (HBase's are case-sensitive bytes); values are
 //! parsed by Basalt's own `set_option`, so the native RPC, the shell and
 //! the Thrift gateways accept the same spellings and refuse the same
-//! mistakes.
+//! mistakes. An attribute left out takes HBase's default, which is
+//! Basalt's for every option but `VERSIONS` (1 in HBase, see
+//! [`HBASE_DEFAULT_VERSIONS`]).
 //!
 //! Attributes Basalt has no counterpart for:
 //! - Refused, because ignoring them would silently give weaker guarantees
@@ -52,6 +54,12 @@ pub const FAMILY_ATTRIBUTES: [&str; 11] = [
     "NEW_VERSION_BEHAVIOR",
 ];
 
+/// HBase's default VERSIONS (its `ColumnFamilyDescriptorBuilder`'s): a
+/// family created by an HBase client without the attribute keeps one
+/// version. Basalt's own default is 3 (Thrift1's), so it is set here for
+/// the clients that expect HBase's; every other HBase default is Basalt's.
+pub const HBASE_DEFAULT_VERSIONS: u32 = 1;
+
 /// HBase's `FOREVER` TTL on the wire: `Integer.MAX_VALUE` seconds, the
 /// number HBase's clients parse (they do not read the word `FOREVER`).
 const FOREVER_SECONDS: &str = "2147483647";
@@ -74,13 +82,13 @@ fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, RpcError> {
     std::str::from_utf8(bytes).map_err(|_| invalid(format!("{what} is not UTF-8: {bytes:?}")))
 }
 
-/// A family descriptor from its schema: defaults, then every attribute
+/// A family descriptor from its schema: HBase's defaults, then every attribute
 /// Basalt keeps, checked as a whole.
 pub fn family_descriptor(
     schema: &pb::ColumnFamilySchema,
 ) -> Result<ColumnFamilyDescriptor, RpcError> {
     let name = utf8(&schema.name, "a column family name")?;
-    let mut family = ColumnFamilyDescriptor::new(name);
+    let mut family = ColumnFamilyDescriptor::new(name).max_versions(HBASE_DEFAULT_VERSIONS);
     for pair in &schema.attributes {
         let key = String::from_utf8_lossy(&pair.first);
         let key = key.as_ref();
@@ -364,7 +372,17 @@ mod tests {
             ("versions", "4"),
         ]))
         .unwrap();
-        assert_eq!(family, ColumnFamilyDescriptor::new("cf"));
+        assert_eq!(family, ColumnFamilyDescriptor::new("cf").max_versions(1));
+    }
+
+    #[test]
+    fn a_family_without_attributes_gets_hbases_defaults() {
+        let family = family_descriptor(&family_with(&[])).unwrap();
+        assert_eq!(family.max_versions, 1);
+        assert_eq!(family.ttl_seconds, None);
+        assert_eq!(family.bloom_filter, BloomType::Row);
+        assert_eq!(family.block_size, 65536);
+        assert!(family.block_cache);
     }
 
     #[test]

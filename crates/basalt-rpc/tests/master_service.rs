@@ -259,6 +259,18 @@ fn a_table_created_with_split_keys_is_described_with_its_families_and_regions() 
 }
 
 #[test]
+fn a_family_created_without_attributes_keeps_one_version_as_in_hbase() {
+    let s = server();
+    s.create("t", &["f"], &[]);
+    let described = s.describe("t").unwrap();
+    assert_eq!(attribute(&described.column_families[0], "VERSIONS"), "1");
+    assert_eq!(
+        s.db().describe_table("t").unwrap().descriptor.families()[0].max_versions,
+        1
+    );
+}
+
+#[test]
 fn a_table_in_a_namespace_is_created_there() {
     let s = server();
     s.ddl(
