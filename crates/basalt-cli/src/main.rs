@@ -446,8 +446,16 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let rpc_server = match rpc_bound {
         Some(b) => {
             let started = basalt_rpc::server::load_or_create_cluster_id(&dir)
-                .map_err(|e| format!("cannot read or create the cluster id in {}: {e}", dir.display()))
-                .and_then(|id| b.serve(db.clone(), id).map_err(|e| format!("native RPC failed to start: {e}")));
+                .map_err(|e| {
+                    format!(
+                        "cannot read or create the cluster id in {}: {e}",
+                        dir.display()
+                    )
+                })
+                .and_then(|id| {
+                    b.serve(db.clone(), id)
+                        .map_err(|e| format!("native RPC failed to start: {e}"))
+                });
             match started {
                 Ok(s) => Some(s),
                 Err(e) => {
@@ -460,23 +468,21 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         None => None,
     };
     let registration = match (&rpc_server, &zookeeper) {
-        (Some(s), Some(zk)) => {
-            match s.block_on(ZkRegistration::register(zk, s.identity())) {
-                Some(Ok(r)) => {
-                    tracing::info!(quorum = %zk.quorum, znode_parent = %zk.znode_parent, "registered in ZooKeeper");
-                    Some(r)
-                }
-                Some(Err(e)) => {
-                    if let Some(s) = rpc_server {
-                        s.stop();
-                    }
-                    stop_others(rest_server, server2);
-                    let _ = server.shutdown();
-                    return Err(format!("cannot register in ZooKeeper: {e}"));
-                }
-                None => None,
+        (Some(s), Some(zk)) => match s.block_on(ZkRegistration::register(zk, s.identity())) {
+            Some(Ok(r)) => {
+                tracing::info!(quorum = %zk.quorum, znode_parent = %zk.znode_parent, "registered in ZooKeeper");
+                Some(r)
             }
-        }
+            Some(Err(e)) => {
+                if let Some(s) = rpc_server {
+                    s.stop();
+                }
+                stop_others(rest_server, server2);
+                let _ = server.shutdown();
+                return Err(format!("cannot register in ZooKeeper: {e}"));
+            }
+            None => None,
+        },
         _ => None,
     };
     db.register_gateway("thrift", server.local_addr());

@@ -255,7 +255,10 @@ pub fn rows(ctx: &RpcContext) -> Vec<basalt::RowResult> {
             let mut regioninfo = PB_MAGIC.to_vec();
             prost::Message::encode(&region_info_proto(&region.info), &mut regioninfo)
                 .unwrap_or_default();
+            // A disabled table's regions are closed in HBase's meta; a
+            // region that failed to open says so (AdminService agrees).
             let state: &'static [u8] = match region.state {
+                _ if !info.enabled => b"CLOSED",
                 RegionState::Open => b"OPEN",
                 _ => b"FAILED_OPEN",
             };
@@ -298,6 +301,16 @@ mod tests {
             compare_meta_rows(b"t,a,b,1.x.", b"t,b,1.y."),
             Ordering::Less
         );
+    }
+
+    #[test]
+    fn required_fields_are_written_even_when_they_hold_their_default() {
+        // Java's parser refuses a message missing a required field: an
+        // ENABLED (0) table state must still be on the wire.
+        let state = proto::hbase::TableState {
+            state: proto::hbase::table_state::State::Enabled as i32,
+        };
+        assert_eq!(prost::Message::encode_to_vec(&state), vec![0x08, 0x00]);
     }
 
     #[test]

@@ -114,7 +114,9 @@ fn an_unknown_method_is_named_and_the_connection_stays_usable() {
         error.message
     );
     assert!(error.do_not_retry);
-    let error = c.call("Get", &TableName::default(), &[]).unwrap_err();
+    let error = c
+        .call("Get", &basalt_rpc::proto::hbase::EmptyMsg {}, &[])
+        .unwrap_err();
     assert!(error.message.contains("missing"), "{}", error.message);
 }
 

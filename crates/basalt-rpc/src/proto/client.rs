@@ -9,7 +9,7 @@ use super::hbase::{Cell, ColumnFamilyTimeRange, NameBytesPair, RegionSpecifier, 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Column {
     /// The family.
-    #[prost(bytes = "bytes", tag = "1")]
+    #[prost(bytes = "bytes", required, tag = "1")]
     pub family: bytes::Bytes,
     /// Qualifiers; none means the whole family.
     #[prost(bytes = "bytes", repeated, tag = "2")]
@@ -20,7 +20,7 @@ pub struct Column {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Get {
     /// The row.
-    #[prost(bytes = "bytes", tag = "1")]
+    #[prost(bytes = "bytes", required, tag = "1")]
     pub row: bytes::Bytes,
     /// Columns to read; none means all.
     #[prost(message, repeated, tag = "2")]
@@ -104,7 +104,7 @@ pub struct GetResponse {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Condition {
     /// The row checked.
-    #[prost(bytes = "bytes", tag = "1")]
+    #[prost(bytes = "bytes", required, tag = "1")]
     pub row: bytes::Bytes,
     /// Family of the checked column.
     #[prost(bytes = "bytes", optional, tag = "2")]
@@ -208,7 +208,7 @@ pub mod mutation_proto {
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct ColumnValue {
         /// The family.
-        #[prost(bytes = "bytes", tag = "1")]
+        #[prost(bytes = "bytes", required, tag = "1")]
         pub family: bytes::Bytes,
         /// Its cells.
         #[prost(message, repeated, tag = "2")]
@@ -449,13 +449,13 @@ pub struct Action {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct CoprocessorServiceCall {
     /// The row.
-    #[prost(bytes = "vec", tag = "1")]
+    #[prost(bytes = "vec", required, tag = "1")]
     pub row: Vec<u8>,
     /// Service.
-    #[prost(string, tag = "2")]
+    #[prost(string, required, tag = "2")]
     pub service_name: String,
     /// Method.
-    #[prost(string, tag = "3")]
+    #[prost(string, required, tag = "3")]
     pub method_name: String,
 }
 

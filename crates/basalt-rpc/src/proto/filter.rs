@@ -6,7 +6,7 @@
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Filter {
     /// e.g. `org.apache.hadoop.hbase.filter.PrefixFilter`.
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub name: String,
     /// The class's own message.
     #[prost(bytes = "vec", optional, tag = "2")]
@@ -17,7 +17,7 @@ pub struct Filter {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Comparator {
     /// e.g. `org.apache.hadoop.hbase.filter.BinaryComparator`.
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub name: String,
     /// The class's own message.
     #[prost(bytes = "vec", optional, tag = "2")]
@@ -35,7 +35,7 @@ pub struct Comparator {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct NestedFilter {
     /// The Java class name.
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub name: String,
     /// The class's own message.
     #[prost(bytes = "bytes", optional, tag = "2")]
@@ -46,7 +46,7 @@ pub struct NestedFilter {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ColumnCountGetFilter {
     /// Columns to return.
-    #[prost(int32, tag = "1")]
+    #[prost(int32, required, tag = "1")]
     pub limit: i32,
 }
 
@@ -54,7 +54,7 @@ pub struct ColumnCountGetFilter {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ColumnPaginationFilter {
     /// Columns to return per row.
-    #[prost(int32, tag = "1")]
+    #[prost(int32, required, tag = "1")]
     pub limit: i32,
     /// Columns to skip first.
     #[prost(int32, optional, tag = "2")]
@@ -68,7 +68,7 @@ pub struct ColumnPaginationFilter {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ColumnPrefixFilter {
     /// The prefix.
-    #[prost(bytes = "bytes", tag = "1")]
+    #[prost(bytes = "bytes", required, tag = "1")]
     pub prefix: bytes::Bytes,
 }
 
@@ -93,7 +93,7 @@ pub struct ColumnRangeFilter {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct CompareFilter {
     /// A [`CompareType`](super::hbase::CompareType).
-    #[prost(enumeration = "super::hbase::CompareType", tag = "1")]
+    #[prost(enumeration = "super::hbase::CompareType", required, tag = "1")]
     pub compare_op: i32,
     /// What to compare with.
     #[prost(message, optional, tag = "2")]
@@ -139,7 +139,7 @@ pub enum FilterListOperator {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct FilterList {
     /// A [`FilterListOperator`].
-    #[prost(enumeration = "FilterListOperator", tag = "1")]
+    #[prost(enumeration = "FilterListOperator", required, tag = "1")]
     pub operator: i32,
     /// The members.
     #[prost(message, repeated, tag = "2")]
@@ -170,7 +170,7 @@ pub struct InclusiveStopFilter {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct KeyOnlyFilter {
     /// Replace each value by its length.
-    #[prost(bool, tag = "1")]
+    #[prost(bool, required, tag = "1")]
     pub len_as_val: bool,
 }
 
@@ -186,7 +186,7 @@ pub struct MultipleColumnPrefixFilter {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct PageFilter {
     /// Rows to return.
-    #[prost(int64, tag = "1")]
+    #[prost(int64, required, tag = "1")]
     pub page_size: i64,
 }
 
@@ -224,7 +224,7 @@ pub struct SingleColumnValueFilter {
     #[prost(bytes = "bytes", optional, tag = "2")]
     pub column_qualifier: Option<bytes::Bytes>,
     /// A [`CompareType`](super::hbase::CompareType).
-    #[prost(enumeration = "super::hbase::CompareType", tag = "3")]
+    #[prost(enumeration = "super::hbase::CompareType", required, tag = "3")]
     pub compare_op: i32,
     /// What to compare with.
     #[prost(message, optional, tag = "4")]
@@ -311,13 +311,13 @@ pub struct MultiRowRangeFilter {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ColumnValueFilter {
     /// Column family.
-    #[prost(bytes = "bytes", tag = "1")]
+    #[prost(bytes = "bytes", required, tag = "1")]
     pub family: bytes::Bytes,
     /// Column qualifier.
-    #[prost(bytes = "bytes", tag = "2")]
+    #[prost(bytes = "bytes", required, tag = "2")]
     pub qualifier: bytes::Bytes,
     /// A [`CompareType`](super::hbase::CompareType).
-    #[prost(enumeration = "super::hbase::CompareType", tag = "3")]
+    #[prost(enumeration = "super::hbase::CompareType", required, tag = "3")]
     pub compare_op: i32,
     /// What to compare with.
     #[prost(message, optional, tag = "4")]
@@ -360,13 +360,13 @@ pub struct NullComparator {}
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct RegexStringComparator {
     /// The pattern.
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub pattern: String,
     /// `java.util.regex.Pattern` flags.
-    #[prost(int32, tag = "2")]
+    #[prost(int32, required, tag = "2")]
     pub pattern_flags: i32,
     /// The charset cell bytes are decoded with.
-    #[prost(string, tag = "3")]
+    #[prost(string, required, tag = "3")]
     pub charset: String,
     /// `JAVA` (the default) or `JONI`.
     #[prost(string, optional, tag = "4")]
@@ -377,6 +377,6 @@ pub struct RegexStringComparator {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct SubstringComparator {
     /// The needle (HBase's client sends it lower-cased).
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub substr: String,
 }

@@ -25,10 +25,10 @@ pub enum CompareType {
 #[derive(Clone, PartialEq, Eq, Hash, prost::Message)]
 pub struct TableName {
     /// The namespace (`default` for unqualified names).
-    #[prost(bytes = "vec", tag = "1")]
+    #[prost(bytes = "vec", required, tag = "1")]
     pub namespace: Vec<u8>,
     /// The table's name inside its namespace.
-    #[prost(bytes = "vec", tag = "2")]
+    #[prost(bytes = "vec", required, tag = "2")]
     pub qualifier: Vec<u8>,
 }
 
@@ -53,7 +53,7 @@ pub struct TableSchema {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TableState {
     /// The state.
-    #[prost(enumeration = "table_state::State", tag = "1")]
+    #[prost(enumeration = "table_state::State", required, tag = "1")]
     pub state: i32,
 }
 
@@ -78,7 +78,7 @@ pub mod table_state {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ColumnFamilySchema {
     /// The family name.
-    #[prost(bytes = "vec", tag = "1")]
+    #[prost(bytes = "vec", required, tag = "1")]
     pub name: Vec<u8>,
     /// Options (`VERSIONS`, `TTL`, `BLOOMFILTER`...), name and value as bytes.
     #[prost(message, repeated, tag = "2")]
@@ -92,7 +92,7 @@ pub struct ColumnFamilySchema {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct RegionInfo {
     /// HBase's region id (creation time in milliseconds).
-    #[prost(uint64, tag = "1")]
+    #[prost(uint64, required, tag = "1")]
     pub region_id: u64,
     /// The table.
     #[prost(message, optional, tag = "2")]
@@ -118,10 +118,14 @@ pub struct RegionInfo {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct RegionSpecifier {
     /// How `value` names the region.
-    #[prost(enumeration = "region_specifier::RegionSpecifierType", tag = "1")]
+    #[prost(
+        enumeration = "region_specifier::RegionSpecifierType",
+        required,
+        tag = "1"
+    )]
     pub r#type: i32,
     /// The full region name or the encoded name.
-    #[prost(bytes = "vec", tag = "2")]
+    #[prost(bytes = "vec", required, tag = "2")]
     pub value: Vec<u8>,
 }
 
@@ -153,7 +157,7 @@ pub struct TimeRange {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ColumnFamilyTimeRange {
     /// The family.
-    #[prost(bytes = "vec", tag = "1")]
+    #[prost(bytes = "vec", required, tag = "1")]
     pub column_family: Vec<u8>,
     /// Its range.
     #[prost(message, optional, tag = "2")]
@@ -164,7 +168,7 @@ pub struct ColumnFamilyTimeRange {
 #[derive(Clone, PartialEq, Eq, Hash, prost::Message)]
 pub struct ServerName {
     /// Host name clients connect to.
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub host_name: String,
     /// RPC port.
     #[prost(uint32, optional, tag = "2")]
@@ -178,10 +182,10 @@ pub struct ServerName {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct NameStringPair {
     /// The name.
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub name: String,
     /// The value.
-    #[prost(string, tag = "2")]
+    #[prost(string, required, tag = "2")]
     pub value: String,
 }
 
@@ -189,7 +193,7 @@ pub struct NameStringPair {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct NameBytesPair {
     /// The name.
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub name: String,
     /// The value.
     #[prost(bytes = "vec", optional, tag = "2")]
@@ -200,10 +204,10 @@ pub struct NameBytesPair {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct BytesBytesPair {
     /// The first (a name).
-    #[prost(bytes = "vec", tag = "1")]
+    #[prost(bytes = "vec", required, tag = "1")]
     pub first: Vec<u8>,
     /// The second (a value).
-    #[prost(bytes = "vec", tag = "2")]
+    #[prost(bytes = "vec", required, tag = "2")]
     pub second: Vec<u8>,
 }
 
@@ -211,7 +215,7 @@ pub struct BytesBytesPair {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct NamespaceDescriptor {
     /// The name.
-    #[prost(bytes = "vec", tag = "1")]
+    #[prost(bytes = "vec", required, tag = "1")]
     pub name: Vec<u8>,
     /// Properties.
     #[prost(message, repeated, tag = "2")]
@@ -222,22 +226,22 @@ pub struct NamespaceDescriptor {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct VersionInfo {
     /// Version string.
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub version: String,
     /// Source URL.
-    #[prost(string, tag = "2")]
+    #[prost(string, required, tag = "2")]
     pub url: String,
     /// Source revision.
-    #[prost(string, tag = "3")]
+    #[prost(string, required, tag = "3")]
     pub revision: String,
     /// Who built it.
-    #[prost(string, tag = "4")]
+    #[prost(string, required, tag = "4")]
     pub user: String,
     /// When.
-    #[prost(string, tag = "5")]
+    #[prost(string, required, tag = "5")]
     pub date: String,
     /// Source checksum.
-    #[prost(string, tag = "6")]
+    #[prost(string, required, tag = "6")]
     pub src_checksum: String,
     /// Major version.
     #[prost(uint32, optional, tag = "7")]
@@ -257,7 +261,7 @@ pub struct RegionLocation {
     #[prost(message, optional, tag = "2")]
     pub server_name: Option<ServerName>,
     /// Sequence number at open.
-    #[prost(int64, tag = "3")]
+    #[prost(int64, required, tag = "3")]
     pub seq_num: i64,
 }
 
@@ -343,7 +347,7 @@ pub struct Master {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ClusterId {
     /// A UUID string.
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub cluster_id: String,
 }
 
@@ -351,6 +355,6 @@ pub struct ClusterId {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ClusterUp {
     /// A date string.
-    #[prost(string, tag = "1")]
+    #[prost(string, required, tag = "1")]
     pub start_date: String,
 }
