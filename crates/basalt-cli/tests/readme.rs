@@ -44,7 +44,13 @@ fn readme_configuration_names_every_serve_option() {
     let thrift = toml::to_string(&basalt_thrift::ServerConfig::default()).unwrap();
     let rest = toml::to_string(&basalt_rest::RestConfig::default()).unwrap();
     let database = toml::to_string(&basalt::Options::default()).unwrap();
-    for line in thrift.lines().chain(rest.lines()).chain(database.lines()) {
+    let rpc = toml::to_string(&basalt_rpc::RpcConfig::default()).unwrap();
+    for line in thrift
+        .lines()
+        .chain(rest.lines())
+        .chain(database.lines())
+        .chain(rpc.lines())
+    {
         let Some((key, _)) = line.split_once(" = ") else {
             continue;
         };
@@ -59,6 +65,10 @@ fn readme_configuration_names_every_serve_option() {
         "--rest-port",
         "--bind",
         "--config",
+        "--zookeeper",
+        "--native-rpc",
+        "--master-port",
+        "--region-server-port",
     ] {
         assert!(section.contains(flag), "README does not list {flag}");
     }

@@ -173,7 +173,7 @@ pub fn encode_response(call_id: u32, outcome: Result<(&[u8], &[u8]), &RpcError>)
         Ok((_, cells)) => ResponseHeader {
             call_id: Some(call_id),
             exception: None,
-            cell_block_meta: (!cells.is_empty()).then(|| CellBlockMeta {
+            cell_block_meta: (!cells.is_empty()).then_some(CellBlockMeta {
                 length: Some(cells.len() as u32),
             }),
         },
@@ -254,7 +254,7 @@ pub fn encode_request(
         call_id: Some(call_id),
         method_name: Some(method.to_string()),
         request_param: Some(true),
-        cell_block_meta: (!cell_block.is_empty()).then(|| CellBlockMeta {
+        cell_block_meta: (!cell_block.is_empty()).then_some(CellBlockMeta {
             length: Some(cell_block.len() as u32),
         }),
         priority: None,

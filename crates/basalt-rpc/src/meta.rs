@@ -201,7 +201,9 @@ pub fn meta_cell(
 /// rest (id and encoded name). Plain byte order would put the region whose
 /// start key is `a\x00` before the one starting at `a` (`\x00` < `,`).
 pub fn compare_meta_rows(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    fn parts(row: &[u8]) -> (&[u8], Option<(&[u8], &[u8])>) {
+    /// The table, and (for region rows) the start key and the rest.
+    type Parts<'a> = (&'a [u8], Option<(&'a [u8], &'a [u8])>);
+    fn parts(row: &[u8]) -> Parts<'_> {
         match row.iter().position(|&c| c == b',') {
             None => (row, None),
             Some(first) => {

@@ -1,5 +1,6 @@
 //! `ClientService` over a real socket, as HBase's native clients call it:
 //! region lookups in `hbase:meta`, reads, writes, scans, batches, splits.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
