@@ -4,62 +4,23 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-
-use basalt::{ColumnFamilyDescriptor, Database, Put, TableDescriptor};
+use basalt::{ColumnFamilyDescriptor, Put, TableDescriptor};
 use basalt_rpc::call::Call;
 use basalt_rpc::meta::{meta_region_info, table_name_proto};
 use basalt_rpc::proto::admin::{self as a, get_region_info_response::CompactionState};
 use basalt_rpc::proto::hbase::{region_specifier::RegionSpecifierType, EmptyMsg, RegionSpecifier};
 use basalt_rpc::proto::registry as r;
 use basalt_rpc::services::{find, ADMIN_SERVICE, CLIENT_META_SERVICE};
-use basalt_rpc::{Identity, RpcContext, RpcError, RpcLimits};
+use basalt_rpc::RpcError;
 use prost::Message;
 
 const NOT_SERVING: &str = "org.apache.hadoop.hbase.NotServingRegionException";
 const NO_SUCH_FAMILY: &str = "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException";
 
-/// A server over a fresh database; the context goes before the directory.
-struct Server {
-    ctx: RpcContext,
-    _dir: tempfile::TempDir,
-}
-
-fn server() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
-    let identity = Identity {
-        host: "basalt.test".into(),
-        master_port: 16000,
-        region_server_port: 16020,
-        start_code: 1_700_000_000_000,
-        cluster_id: "cluster-under-test".into(),
-    };
-    Server {
-        ctx: RpcContext::new(Arc::new(db), identity, RpcLimits::default()),
-        _dir: dir,
-    }
-}
+mod common;
+use common::{server, Server};
 
 impl Server {
-    fn db(&self) -> &Database {
-        &self.ctx.db
-    }
-
-    fn call_on<A: Message + Default>(
-        &self,
-        service: &str,
-        method: &str,
-        request: &impl Message,
-    ) -> Result<A, RpcError> {
-        let handler = find(service, method)
-            .unwrap_or_else(|| panic!("{service}.{method} is not served"))
-            .handler;
-        let mut call = Call::new(&self.ctx, 1, Vec::new(), false);
-        let answer = handler(&mut call, &request.encode_to_vec())?;
-        Ok(A::decode(&answer[..]).unwrap())
-    }
-
     fn call<A: Message + Default>(
         &self,
         method: &str,

@@ -4,10 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-
-use basalt::{Database, Get, Put, Scan};
-use basalt_rpc::call::Call;
+use basalt::{Get, Put, Scan};
 use basalt_rpc::meta::table_name_proto;
 use basalt_rpc::proto::admin::GetOnlineRegionResponse;
 use basalt_rpc::proto::cluster_status::{
@@ -20,7 +17,7 @@ use basalt_rpc::proto::hbase::{
 };
 use basalt_rpc::proto::master::{self as m, get_procedure_result_response::State as ProcState};
 use basalt_rpc::services::{find, ADMIN_SERVICE, MASTER_SERVICE};
-use basalt_rpc::{Identity, RpcContext, RpcError, RpcLimits};
+use basalt_rpc::RpcError;
 use prost::Message;
 
 const TABLE_EXISTS: &str = "org.apache.hadoop.hbase.TableExistsException";
@@ -35,47 +32,10 @@ const UNKNOWN_REGION: &str = "org.apache.hadoop.hbase.UnknownRegionException";
 const DO_NOT_RETRY: &str = "org.apache.hadoop.hbase.DoNotRetryIOException";
 const ILLEGAL_ARGUMENT: &str = "java.lang.IllegalArgumentException";
 
-/// A server over a fresh database; the context goes before the directory.
-struct Server {
-    ctx: RpcContext,
-    _dir: tempfile::TempDir,
-}
-
-fn server() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path().join("db")).unwrap();
-    let identity = Identity {
-        host: "basalt.test".into(),
-        master_port: 16000,
-        region_server_port: 16020,
-        start_code: 1_700_000_000_000,
-        cluster_id: "cluster-under-test".into(),
-    };
-    Server {
-        ctx: RpcContext::new(Arc::new(db), identity, RpcLimits::default()),
-        _dir: dir,
-    }
-}
+mod common;
+use common::{server, Server};
 
 impl Server {
-    fn db(&self) -> &Database {
-        &self.ctx.db
-    }
-
-    fn call_on<A: Message + Default>(
-        &self,
-        service: &str,
-        method: &str,
-        request: &impl Message,
-    ) -> Result<A, RpcError> {
-        let handler = find(service, method)
-            .unwrap_or_else(|| panic!("{service}.{method} is not served"))
-            .handler;
-        let mut call = Call::new(&self.ctx, 1, Vec::new(), false);
-        let answer = handler(&mut call, &request.encode_to_vec())?;
-        Ok(A::decode(&answer[..]).unwrap())
-    }
-
     fn call<A: Message + Default>(
         &self,
         method: &str,

@@ -1,0 +1,53 @@
+//! The handler-level fixture the service tests share: a context over a
+//! fresh database, and calls by service and method name.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::sync::Arc;
+
+use basalt::Database;
+use basalt_rpc::call::Call;
+use basalt_rpc::services::find;
+use basalt_rpc::{Identity, RpcContext, RpcError, RpcLimits};
+use prost::Message;
+
+/// A server over a fresh database; the context goes before the directory.
+pub struct Server {
+    pub ctx: RpcContext,
+    _dir: tempfile::TempDir,
+}
+
+pub fn server() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path().join("db")).unwrap();
+    let identity = Identity {
+        host: "basalt.test".into(),
+        master_port: 16000,
+        region_server_port: 16020,
+        start_code: 1_700_000_000_000,
+        cluster_id: "cluster-under-test".into(),
+    };
+    Server {
+        ctx: RpcContext::new(Arc::new(db), identity, RpcLimits::default()),
+        _dir: dir,
+    }
+}
+
+impl Server {
+    pub fn db(&self) -> &Database {
+        &self.ctx.db
+    }
+
+    pub fn call_on<A: Message + Default>(
+        &self,
+        service: &str,
+        method: &str,
+        request: &impl Message,
+    ) -> Result<A, RpcError> {
+        let handler = find(service, method)
+            .unwrap_or_else(|| panic!("{service}.{method} is not served"))
+            .handler;
+        let mut call = Call::new(&self.ctx, 1, Vec::new(), false);
+        let answer = handler(&mut call, &request.encode_to_vec())?;
+        Ok(A::decode(&answer[..]).unwrap())
+    }
+}
