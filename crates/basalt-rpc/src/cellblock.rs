@@ -71,6 +71,23 @@ pub fn encoded_len(cells: &[Cell]) -> usize {
         .sum()
 }
 
+/// How many cells `block` holds, by their length prefixes alone (to meter
+/// its decoded size before decoding); a malformed block counts the cells
+/// before the damage (decoding then refuses it).
+pub fn count_cells(block: &[u8]) -> usize {
+    let mut at = 0usize;
+    let mut count = 0usize;
+    while let Some(len) = block.get(at..at + 4) {
+        let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        at = match at.checked_add(4 + len) {
+            Some(next) if next <= block.len() => next,
+            _ => break,
+        };
+        count += 1;
+    }
+    count
+}
+
 /// A checked reader over a cell block.
 struct Reader<'a> {
     block: &'a Bytes,

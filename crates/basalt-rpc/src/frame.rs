@@ -334,11 +334,135 @@ mod tests {
         assert!(check_preamble(b"HBas\x00\x51").is_err());
     }
 
+    #[test]
+    fn many_tiny_submessages_are_charged_their_decoded_structs() {
+        use crate::proto::client::{Action, MultiRequest, RegionAction};
+        let request = MultiRequest {
+            region_action: vec![RegionAction {
+                action: vec![Action::default(); 1000],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let bytes = request.encode_to_vec();
+        let bound = decoded_size_bound(&bytes);
+        // A few bytes per action on the wire, a whole struct each decoded.
+        assert!(bytes.len() < 4 * 1000, "{}", bytes.len());
+        assert!(bound >= 1000 * std::mem::size_of::<Action>(), "{bound}");
+    }
+
+    #[test]
+    fn a_large_value_is_charged_about_its_size_once() {
+        use crate::proto::client::mutation_proto::column_value::QualifierValue;
+        use crate::proto::client::{mutation_proto::ColumnValue, MutateRequest, MutationProto};
+        let value = bytes::Bytes::from(vec![7u8; 1 << 20]);
+        let request = MutateRequest {
+            mutation: Some(MutationProto {
+                row: Some(bytes::Bytes::from_static(b"r")),
+                column_value: vec![ColumnValue {
+                    family: bytes::Bytes::from_static(b"cf"),
+                    qualifier_value: vec![QualifierValue {
+                        value: Some(value),
+                        ..Default::default()
+                    }],
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let bound = decoded_size_bound(&request.encode_to_vec());
+        assert!(
+            bound >= 1 << 20 && bound < (1 << 20) + 64 * MAX_DECODED_FIELD,
+            "{bound}"
+        );
+    }
+
     proptest! {
+        #[test]
+        fn decoded_size_bounds_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decoded_size_bound(&bytes);
+        }
+
         #[test]
         fn garbage_frames_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let _ = split_request(Bytes::from(bytes.clone()));
             let _ = split_response(Bytes::from(bytes));
         }
     }
+}
+
+/// The most memory one decoded protobuf field can take besides its bytes:
+/// the largest message struct Basalt decodes (a repeated submessage is one
+/// such struct per element, however few bytes it arrived in).
+const MAX_DECODED_FIELD: usize = {
+    use crate::proto::client as c;
+    let sizes = [
+        std::mem::size_of::<c::Action>(),
+        std::mem::size_of::<c::RegionAction>(),
+        std::mem::size_of::<c::MutationProto>(),
+        std::mem::size_of::<c::Get>(),
+        std::mem::size_of::<c::Scan>(),
+        std::mem::size_of::<c::Condition>(),
+        std::mem::size_of::<crate::proto::hbase::ColumnFamilySchema>(),
+        std::mem::size_of::<crate::proto::hbase::TableSchema>(),
+    ];
+    let mut max = 0;
+    let mut i = 0;
+    while i < sizes.len() {
+        if sizes[i] > max {
+            max = sizes[i];
+        }
+        i += 1;
+    }
+    max + 64
+};
+
+/// An upper bound of the memory `message` takes once decoded, found by one
+/// walk of its bytes before anything is decoded (as the Thrift gateway
+/// meters its requests): every length-delimited field may be a submessage
+/// (it is walked too when its bytes read as one) and is charged the
+/// largest struct; scalars are charged 16 bytes (a `Vec` element at most);
+/// bytes are charged once more (a copy), at their innermost level only. Nesting deeper than 64 charges
+/// the rest as bytes.
+pub fn decoded_size_bound(message: &[u8]) -> usize {
+    fn walk(mut bytes: &[u8], depth: usize) -> Option<usize> {
+        let mut total = 0usize;
+        while !bytes.is_empty() {
+            let key = prost::encoding::decode_varint(&mut bytes).ok()?;
+            match key & 7 {
+                0 => {
+                    prost::encoding::decode_varint(&mut bytes).ok()?;
+                    total += 16;
+                }
+                1 => {
+                    bytes = bytes.get(8..)?;
+                    total += 16;
+                }
+                5 => {
+                    bytes = bytes.get(4..)?;
+                    total += 16;
+                }
+                2 => {
+                    let len =
+                        usize::try_from(prost::encoding::decode_varint(&mut bytes).ok()?).ok()?;
+                    let inner = bytes.get(..len)?;
+                    bytes = &bytes[len..];
+                    let nested = if depth < 64 {
+                        walk(inner, depth + 1)
+                    } else {
+                        None
+                    };
+                    // A submessage is charged what its fields take; bytes
+                    // (or what does not walk as a message) their length:
+                    // each byte counts once, at its innermost level.
+                    total += MAX_DECODED_FIELD + nested.unwrap_or(len);
+                }
+                _ => return None,
+            }
+        }
+        Some(total)
+    }
+    // Bytes that do not walk as a message will not decode as one either;
+    // charge them as bytes (the decoder refuses them).
+    walk(message, 0).unwrap_or(message.len())
 }

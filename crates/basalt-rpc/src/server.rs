@@ -178,6 +178,7 @@ impl RpcBound {
         let shared = Arc::new(Shared {
             ctx: RpcContext::new(Arc::new(db.clone()), identity, limits.clone()),
             budget: Arc::new(Semaphore::new(budget)),
+            decoded: Arc::new(Semaphore::new(budget)),
             budget_size: budget,
             next_connection: AtomicU64::new(1),
             open_connections: AtomicUsize::new(0),
@@ -221,7 +222,12 @@ fn local_hostname() -> String {
 #[derive(Debug)]
 struct Shared {
     ctx: RpcContext,
+    /// Wire bytes of requests held.
     budget: Arc<Semaphore>,
+    /// Bytes requests take once decoded (a bound measured before decoding,
+    /// as the Thrift gateway meters): a request of many tiny elements
+    /// cannot grow the process far beyond what the wire budget says.
+    decoded: Arc<Semaphore>,
     budget_size: usize,
     next_connection: AtomicU64,
     open_connections: AtomicUsize,
@@ -297,6 +303,11 @@ impl RpcServer {
     /// Bytes of requests held now (tests: the budget drains).
     pub fn in_flight_bytes(&self) -> usize {
         self.shared.budget_size - self.shared.budget.available_permits()
+    }
+
+    /// Decoded bytes reserved by requests now (tests: the budget drains).
+    pub fn decoded_bytes_reserved(&self) -> usize {
+        self.shared.budget_size - self.shared.decoded.available_permits()
     }
 
     /// Stops accepting and closes every connection; the database stays
@@ -516,6 +527,29 @@ async fn connection(
                 break Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
             }
         };
+        let decoded_bound = frame::decoded_size_bound(&request.param)
+            + request.cell_block.len()
+            + cellblock::count_cells(&request.cell_block)
+                * std::mem::size_of::<basalt_types::Cell>();
+        if decoded_bound > shared.budget_size {
+            let call_id = request.header.call_id.unwrap_or(0);
+            let e = RpcError::new(
+                "org.apache.hadoop.hbase.exceptions.RequestTooBigException",
+                format!(
+                    "the request would take up to {decoded_bound} bytes decoded, over [rpc] max_in_flight_bytes ({}); send it in smaller batches",
+                    shared.budget_size
+                ),
+                true,
+            );
+            let _ = answers.send(frame::encode_response(call_id, Err(&e))).await;
+            continue;
+        }
+        let Ok(decoded_held) = Arc::clone(&shared.decoded)
+            .acquire_many_owned(decoded_bound.max(1) as u32)
+            .await
+        else {
+            break Ok(());
+        };
         let Ok(slot) = Arc::clone(&calls).acquire_owned().await else {
             break Ok(());
         };
@@ -526,6 +560,7 @@ async fn connection(
             let frame = tokio::task::spawn_blocking(move || {
                 let answer = run_call(&shared.ctx, id, service, &request, cell_blocks);
                 drop(held);
+                drop(decoded_held);
                 match answer {
                     Ok((message, cells)) => frame::encode_response(call_id, Ok((&message, &cells))),
                     Err(e) => frame::encode_response(call_id, Err(&e)),

@@ -137,6 +137,45 @@ fn an_absurd_frame_length_is_refused_before_any_allocation() {
 }
 
 #[test]
+fn a_request_of_many_tiny_elements_is_refused_by_its_decoded_size() {
+    use basalt_rpc::proto::client::{Action, MultiRequest, RegionAction};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let config = RpcConfig {
+        master_port: 0,
+        region_server_port: 0,
+        max_in_flight_bytes: 4 << 20,
+        ..RpcConfig::default()
+    };
+    let server = RpcServer::bind(&config)
+        .unwrap()
+        .serve(db.clone(), "c".into())
+        .unwrap();
+    // ~400 KB on the wire, hundreds of MB as decoded structs.
+    let request = MultiRequest {
+        region_action: vec![RegionAction {
+            action: vec![Action::default(); 200_000],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let mut c = RpcClient::connect(server.region_server_addr(), "ClientService", false).unwrap();
+    let error = c.call("Multi", &request, &[]).unwrap_err();
+    assert_eq!(
+        error.class,
+        "org.apache.hadoop.hbase.exceptions.RequestTooBigException"
+    );
+    assert!(error.message.contains("decoded"), "{}", error.message);
+    // The connection goes on; nothing stays reserved.
+    let error = c
+        .call("NoSuchMethod", &TableName::default(), &[])
+        .unwrap_err();
+    assert_eq!(error.class, "org.apache.hadoop.hbase.DoNotRetryIOException");
+    assert_eq!(server.decoded_bytes_reserved(), 0);
+    assert_eq!(server.in_flight_bytes(), 0);
+}
+
+#[test]
 fn an_absurd_connection_header_length_is_refused() {
     let (_d, _db, server) = start();
     let mut s = raw(server.region_server_addr());
