@@ -270,6 +270,82 @@ pub fn encode_request(
     out
 }
 
+/// The most memory one decoded protobuf field can take besides its bytes:
+/// the largest message struct Basalt decodes (a repeated submessage is one
+/// such struct per element, however few bytes it arrived in).
+const MAX_DECODED_FIELD: usize = {
+    use crate::proto::client as c;
+    let sizes = [
+        std::mem::size_of::<c::Action>(),
+        std::mem::size_of::<c::RegionAction>(),
+        std::mem::size_of::<c::MutationProto>(),
+        std::mem::size_of::<c::Get>(),
+        std::mem::size_of::<c::Scan>(),
+        std::mem::size_of::<c::Condition>(),
+        std::mem::size_of::<crate::proto::hbase::ColumnFamilySchema>(),
+        std::mem::size_of::<crate::proto::hbase::TableSchema>(),
+    ];
+    let mut max = 0;
+    let mut i = 0;
+    while i < sizes.len() {
+        if sizes[i] > max {
+            max = sizes[i];
+        }
+        i += 1;
+    }
+    max + 64
+};
+
+/// An upper bound of the memory `message` takes once decoded, found by one
+/// walk of its bytes before anything is decoded (as the Thrift gateway
+/// meters its requests): every length-delimited field may be a submessage
+/// (it is walked too when its bytes read as one) and is charged the
+/// largest struct; scalars are charged 16 bytes (a `Vec` element at most);
+/// bytes are charged once more (a copy), at their innermost level only. Nesting deeper than 64 charges
+/// the rest as bytes.
+pub fn decoded_size_bound(message: &[u8]) -> usize {
+    fn walk(mut bytes: &[u8], depth: usize) -> Option<usize> {
+        let mut total = 0usize;
+        while !bytes.is_empty() {
+            let key = prost::encoding::decode_varint(&mut bytes).ok()?;
+            match key & 7 {
+                0 => {
+                    prost::encoding::decode_varint(&mut bytes).ok()?;
+                    total += 16;
+                }
+                1 => {
+                    bytes = bytes.get(8..)?;
+                    total += 16;
+                }
+                5 => {
+                    bytes = bytes.get(4..)?;
+                    total += 16;
+                }
+                2 => {
+                    let len =
+                        usize::try_from(prost::encoding::decode_varint(&mut bytes).ok()?).ok()?;
+                    let inner = bytes.get(..len)?;
+                    bytes = &bytes[len..];
+                    let nested = if depth < 64 {
+                        walk(inner, depth + 1)
+                    } else {
+                        None
+                    };
+                    // A submessage is charged what its fields take; bytes
+                    // (or what does not walk as a message) their length:
+                    // each byte counts once, at its innermost level.
+                    total += MAX_DECODED_FIELD + nested.unwrap_or(len);
+                }
+                _ => return None,
+            }
+        }
+        Some(total)
+    }
+    // Bytes that do not walk as a message will not decode as one either;
+    // charge them as bytes (the decoder refuses them).
+    walk(message, 0).unwrap_or(message.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,7 +448,7 @@ mod tests {
         };
         let bound = decoded_size_bound(&request.encode_to_vec());
         assert!(
-            bound >= 1 << 20 && bound < (1 << 20) + 64 * MAX_DECODED_FIELD,
+            (1 << 20..(1 << 20) + 64 * MAX_DECODED_FIELD).contains(&bound),
             "{bound}"
         );
     }
@@ -389,80 +465,4 @@ mod tests {
             let _ = split_response(Bytes::from(bytes));
         }
     }
-}
-
-/// The most memory one decoded protobuf field can take besides its bytes:
-/// the largest message struct Basalt decodes (a repeated submessage is one
-/// such struct per element, however few bytes it arrived in).
-const MAX_DECODED_FIELD: usize = {
-    use crate::proto::client as c;
-    let sizes = [
-        std::mem::size_of::<c::Action>(),
-        std::mem::size_of::<c::RegionAction>(),
-        std::mem::size_of::<c::MutationProto>(),
-        std::mem::size_of::<c::Get>(),
-        std::mem::size_of::<c::Scan>(),
-        std::mem::size_of::<c::Condition>(),
-        std::mem::size_of::<crate::proto::hbase::ColumnFamilySchema>(),
-        std::mem::size_of::<crate::proto::hbase::TableSchema>(),
-    ];
-    let mut max = 0;
-    let mut i = 0;
-    while i < sizes.len() {
-        if sizes[i] > max {
-            max = sizes[i];
-        }
-        i += 1;
-    }
-    max + 64
-};
-
-/// An upper bound of the memory `message` takes once decoded, found by one
-/// walk of its bytes before anything is decoded (as the Thrift gateway
-/// meters its requests): every length-delimited field may be a submessage
-/// (it is walked too when its bytes read as one) and is charged the
-/// largest struct; scalars are charged 16 bytes (a `Vec` element at most);
-/// bytes are charged once more (a copy), at their innermost level only. Nesting deeper than 64 charges
-/// the rest as bytes.
-pub fn decoded_size_bound(message: &[u8]) -> usize {
-    fn walk(mut bytes: &[u8], depth: usize) -> Option<usize> {
-        let mut total = 0usize;
-        while !bytes.is_empty() {
-            let key = prost::encoding::decode_varint(&mut bytes).ok()?;
-            match key & 7 {
-                0 => {
-                    prost::encoding::decode_varint(&mut bytes).ok()?;
-                    total += 16;
-                }
-                1 => {
-                    bytes = bytes.get(8..)?;
-                    total += 16;
-                }
-                5 => {
-                    bytes = bytes.get(4..)?;
-                    total += 16;
-                }
-                2 => {
-                    let len =
-                        usize::try_from(prost::encoding::decode_varint(&mut bytes).ok()?).ok()?;
-                    let inner = bytes.get(..len)?;
-                    bytes = &bytes[len..];
-                    let nested = if depth < 64 {
-                        walk(inner, depth + 1)
-                    } else {
-                        None
-                    };
-                    // A submessage is charged what its fields take; bytes
-                    // (or what does not walk as a message) their length:
-                    // each byte counts once, at its innermost level.
-                    total += MAX_DECODED_FIELD + nested.unwrap_or(len);
-                }
-                _ => return None,
-            }
-        }
-        Some(total)
-    }
-    // Bytes that do not walk as a message will not decode as one either;
-    // charge them as bytes (the decoder refuses them).
-    walk(message, 0).unwrap_or(message.len())
 }
