@@ -9,8 +9,6 @@
 //! (`more_results_in_region` false at its end, so the client moves on to
 //! the next region).
 
-use std::sync::Arc;
-
 use basalt::{
     Append, CheckAndMutate, Condition as BasaltCondition, Delete, Durability, Get as BasaltGet,
     Increment, Mutation, Put, RegionInfo, RowMutations, RowResult, Scan as BasaltScan, TimeRange,
@@ -63,17 +61,7 @@ fn region_for_row(
     row: &[u8],
 ) -> Result<RegionInfo, RpcError> {
     let info = meta::resolve_user_region(call.ctx, spec)?;
-    if !info.contains(row) {
-        return Err(RpcError::new(
-            WRONG_REGION,
-            format!(
-                "row {} is outside region {}",
-                String::from_utf8_lossy(row),
-                String::from_utf8_lossy(&info.region_name())
-            ),
-            false,
-        ));
-    }
+    check_row(&info, row)?;
     Ok(info)
 }
 
@@ -172,11 +160,7 @@ fn get(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
             }
         }
         Target::Region { info, .. } => {
-            if !info.contains(&get.row) {
-                return Err(region_for_row(call, request.region.as_ref(), &get.row)
-                    .err()
-                    .unwrap_or_else(|| RpcError::not_serving(b"")));
-            }
+            check_row(&info, &get.row)?;
             let table = call.ctx.db.table(&info.table)?;
             let (query, window) = to_get(&get)?;
             if get.existence_only.unwrap_or(false) {
@@ -558,11 +542,7 @@ fn region_action(
                 RpcError::do_not_retry("an atomic region action holds only mutations")
             })?;
             let row = mutation.row.clone().unwrap_or_default();
-            if !info.contains(&row) {
-                return Err(region_for_row(call, action.region.as_ref(), &row)
-                    .err()
-                    .unwrap_or_else(|| RpcError::not_serving(b"")));
-            }
+            check_row(&info, &row)?;
             let converted = to_mutation(call, mutation)?.into_row_mutation()?;
             group = Some(match group {
                 None => RowMutations::new(row).add(converted)?,
@@ -1000,8 +980,3 @@ fn fetch(
     }
     Ok(out)
 }
-
-/// Keeps `Arc` in use for scanners held across calls (documentation of
-/// the ownership model: the table of scanners holds them).
-#[allow(dead_code)]
-type Held = Arc<crate::scanners::OpenScanner>;
