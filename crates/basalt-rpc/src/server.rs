@@ -192,11 +192,16 @@ impl RpcBound {
             )),
             runtime.spawn(accept_loop(region_server, Arc::clone(&shared), shutdown_rx)),
         ];
+        // One line per port, as every gateway says where it listens.
         tracing::info!(
-            master = %master_addr,
-            region_server = %rs_addr,
+            address = %master_addr,
             host = %shared.ctx.identity.host,
-            "native HBase RPC listening"
+            "HBase native RPC master listening"
+        );
+        tracing::info!(
+            address = %rs_addr,
+            host = %shared.ctx.identity.host,
+            "HBase native RPC region server listening"
         );
         Ok(RpcServer {
             runtime: Some(runtime),

@@ -18,6 +18,10 @@ pub struct Server {
     pub thrift2_port: Option<u16>,
     /// The REST port, unless `--no-rest` turned it off.
     pub rest_port: Option<u16>,
+    /// The native RPC master port, when native RPC is on.
+    pub master_port: Option<u16>,
+    /// The native RPC region server port, when native RPC is on.
+    pub region_server_port: Option<u16>,
 }
 
 impl Drop for Server {
@@ -79,6 +83,7 @@ pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
         }
     });
     let (mut port, mut thrift2_port, mut rest_port) = (None, None, None);
+    let (mut master_port, mut region_server_port) = (None, None);
     // Every gateway says where it listens once the database is open;
     // "database open" comes before them all, and the last gateway line
     // before serving starts is the last of them.
@@ -107,7 +112,11 @@ pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
             .unwrap();
         let p: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
         seen += 1;
-        if line.contains("Thrift2") {
+        if line.contains("RPC master") {
+            master_port = Some(p);
+        } else if line.contains("RPC region server") {
+            region_server_port = Some(p);
+        } else if line.contains("Thrift2") {
             thrift2_port = Some(p);
         } else if line.contains("REST") {
             rest_port = Some(p);
@@ -118,6 +127,8 @@ pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
     Server {
         child,
         port: port.unwrap(),
+        master_port,
+        region_server_port,
         thrift2_port,
         rest_port,
     }
