@@ -111,3 +111,105 @@ fn an_unreachable_zookeeper_fails_start_up_once_with_a_clear_error() {
     assert_eq!(errors.len(), 1, "the error once, stderr: {stderr}");
     assert!(errors[0].contains(&port.to_string()), "{}", errors[0]);
 }
+
+/// The server's peak resident size (VmHWM).
+fn peak_rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kb * 1024
+}
+
+/// A `Multi` call of `n` empty actions: two bytes each on the wire, a
+/// whole decoded struct each in memory.
+fn tiny_actions(n: usize) -> basalt_rpc::proto::client::MultiRequest {
+    use basalt_rpc::proto::client::{Action, MultiRequest, RegionAction};
+    MultiRequest {
+        region_action: vec![RegionAction {
+            action: vec![Action::default(); n],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn sixteen_senders_of_tiny_element_requests_stay_under_the_memory_bound() {
+    // 64 MiB of requests in flight, 64 MiB decoded: the peak stays under
+    // twice the budget plus the process (docs/native-rpc.md).
+    const BOUND: u64 = 256 * 1024 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("basalt.toml");
+    std::fs::write(
+        &config,
+        "[rpc]\nmax_in_flight_bytes = 67108864\nmax_frame_bytes = 16777216\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let server = common::start(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--thrift-port",
+            "0",
+            "--native-rpc",
+            "--master-port",
+            "0",
+            "--region-server-port",
+            "0",
+        ],
+        None,
+    );
+    let port = server.region_server_port.unwrap();
+    // Refused by its decoded size: ~16 MiB on the wire, gigabytes decoded.
+    let worst = std::sync::Arc::new(tiny_actions(8_000_000));
+    // Under the decoded budget: decoded, then answered (no region named).
+    let allowed = std::sync::Arc::new(tiny_actions(20_000));
+    let senders: Vec<_> = (0..16)
+        .map(|i| {
+            let request = if i < 8 {
+                std::sync::Arc::clone(&worst)
+            } else {
+                std::sync::Arc::clone(&allowed)
+            };
+            std::thread::spawn(move || {
+                let mut c =
+                    RpcClient::connect(("127.0.0.1", port), "ClientService", false).unwrap();
+                let answer = c.call("Multi", &*request, &[]);
+                if i < 8 {
+                    let e = answer.unwrap_err();
+                    assert_eq!(
+                        e.class,
+                        "org.apache.hadoop.hbase.exceptions.RequestTooBigException"
+                    );
+                } else {
+                    let multi: basalt_rpc::proto::client::MultiResponse =
+                        answer.unwrap().decode().unwrap();
+                    assert!(multi.region_action_result[0].exception.is_some());
+                }
+            })
+        })
+        .collect();
+    for sender in senders {
+        sender.join().unwrap();
+    }
+    // The server still serves.
+    assert!(!cluster_id(&server).is_empty());
+    let peak = peak_rss_bytes(server.child.id());
+    eprintln!("basalt serve peak RSS: {} MiB", peak / (1024 * 1024));
+    assert!(
+        peak < BOUND,
+        "peak RSS {} MiB is over the {} MiB bound",
+        peak / (1024 * 1024),
+        BOUND / (1024 * 1024)
+    );
+}
