@@ -170,6 +170,24 @@ impl Scanners {
         Ok(scanner)
     }
 
+    /// Drops every scanner unused for a lease (the server calls it every
+    /// half lease, so an abandoned scan's engine state does not wait for
+    /// the table to fill); answers how many went.
+    pub fn sweep(&self) -> usize {
+        let lease = self.lease;
+        let mut open = self.open.lock();
+        let before = open.len();
+        // A scanner in use is locked by its call: its lease was renewed
+        // when the call looked it up, so it is never expired here.
+        open.retain(|_, s| s.last_used.lock().elapsed() < lease);
+        before - open.len()
+    }
+
+    /// The lease.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
     /// Closes scanner `id`; true when it was open.
     pub fn close(&self, id: u64) -> bool {
         self.open.lock().remove(&id).is_some()
@@ -233,6 +251,17 @@ mod tests {
             scanners.register(1, state()).unwrap_err().class,
             SERVER_TOO_BUSY
         );
+    }
+
+    #[test]
+    fn a_sweep_drops_only_scanners_past_their_lease() {
+        let scanners = Scanners::new(8, 0);
+        scanners.register(1, state()).unwrap();
+        assert_eq!(scanners.sweep(), 1);
+        let scanners = Scanners::new(8, 60_000);
+        scanners.register(1, state()).unwrap();
+        assert_eq!(scanners.sweep(), 0);
+        assert_eq!(scanners.len(), 1);
     }
 
     #[test]

@@ -184,7 +184,28 @@ impl RpcBound {
             open_connections: AtomicUsize::new(0),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
+        // Abandoned scanners go after their lease even when nobody opens
+        // another one.
+        let sweeper = {
+            let shared = Arc::clone(&shared);
+            let mut stop = shutdown_rx.clone();
+            let every = (shared.ctx.scanners.lease() / 2).max(Duration::from_millis(100));
+            runtime.spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = stop.changed() => return,
+                        _ = tokio::time::sleep(every) => {
+                            let gone = shared.ctx.scanners.sweep();
+                            if gone > 0 {
+                                tracing::debug!(scanners = gone, "native RPC scanners expired");
+                            }
+                        }
+                    }
+                }
+            })
+        };
         let loops = vec![
+            sweeper,
             runtime.spawn(accept_loop(
                 master,
                 Arc::clone(&shared),

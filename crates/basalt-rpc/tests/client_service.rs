@@ -536,3 +536,64 @@ fn a_row_outside_the_named_region_is_refused_as_wrong_region() {
     );
     let _ = Arc::new(());
 }
+
+#[test]
+fn an_abandoned_scanner_expires_after_its_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf")))
+        .unwrap();
+    let config = RpcConfig {
+        master_port: 0,
+        region_server_port: 0,
+        scanner_lease_ms: 200,
+        ..RpcConfig::default()
+    };
+    let server = RpcServer::bind(&config)
+        .unwrap()
+        .serve(db.clone(), "c".into())
+        .unwrap();
+    let mut c = RpcClient::connect(server.region_server_addr(), "ClientService", false).unwrap();
+    let (name, _) = locate(&mut c, b"a");
+    for i in 0..5 {
+        do_put(&mut c, &name, &format!("r{i}"), "v");
+    }
+    let open: ScanResponse = c
+        .call(
+            "Scan",
+            &ScanRequest {
+                region: region(&name),
+                scan: Some(Scan::default()),
+                number_of_rows: Some(1),
+                ..Default::default()
+            },
+            &[],
+        )
+        .unwrap()
+        .decode()
+        .unwrap();
+    assert_eq!(open.more_results_in_region, Some(true));
+    // The sweeper runs every half lease; wait (generously) until it has.
+    let mut gone = false;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if server.context().scanners.is_empty() {
+            gone = true;
+            break;
+        }
+    }
+    assert!(gone, "the scanner outlived its lease");
+    let next = c.call(
+        "Scan",
+        &ScanRequest {
+            scanner_id: open.scanner_id,
+            number_of_rows: Some(1),
+            ..Default::default()
+        },
+        &[],
+    );
+    assert_eq!(
+        next.unwrap_err().class,
+        "org.apache.hadoop.hbase.UnknownScannerException"
+    );
+}
