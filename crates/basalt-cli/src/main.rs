@@ -170,7 +170,7 @@ struct ServeArgs {
 /// [zookeeper]         # registration for native clients; on with --zookeeper
 /// # quorum = "zk1:2181,zk2:2181"
 /// znode_parent = "/hbase"
-/// session_timeout_ms = 30000
+/// session_timeout_ms = 10000
 /// connect_timeout_ms = 10000
 ///
 /// [database]          # engine options (see basalt::Options)

@@ -103,7 +103,7 @@ impl Default for ZkConfig {
         ZkConfig {
             quorum: "127.0.0.1:2181".to_owned(),
             znode_parent: "/hbase".to_owned(),
-            session_timeout_ms: 30_000,
+            session_timeout_ms: 10_000,
             connect_timeout_ms: 10_000,
         }
     }
