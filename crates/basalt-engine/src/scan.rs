@@ -904,31 +904,38 @@ pub(crate) fn read_row<F: FamilyCandidates>(
                     | ReturnCode::IncludeAndNextCol
                     | ReturnCode::IncludeAndSeekNextRow
             );
-            if include {
-                if counts_as_version {
-                    included_in_column += 1;
-                }
-                let cell = match filter.as_mut() {
-                    Some(f) => f.transform_cell(cell.clone()),
-                    None => cell.clone(),
-                };
-                cells.push(cell);
-            }
+            // What the code asks of the family is done before the cell
+            // moves into the result (it is not needed after): no copy of
+            // the cell for the result.
+            let mut end_row = false;
             match code {
                 ReturnCode::Include | ReturnCode::Skip => {}
                 ReturnCode::IncludeAndNextCol | ReturnCode::NextCol => family.skip_column(&cell)?,
-                ReturnCode::IncludeAndSeekNextRow | ReturnCode::NextRow => break 'families,
+                ReturnCode::IncludeAndSeekNextRow | ReturnCode::NextRow => end_row = true,
                 ReturnCode::SeekNextUsingHint => {
                     let hint = filter.as_mut().and_then(|f| f.next_cell_hint(&cell));
                     match hint {
                         // Hints follow forward cell order: one outside this
                         // row means nothing more of the row can pass.
-                        Some(h) if h.row != *row => break 'families,
+                        Some(h) if h.row != *row => end_row = true,
                         Some(h) => seek_hint = Some(h),
                         // No hint: the cell is simply skipped.
                         None => {}
                     }
                 }
+            }
+            if include {
+                if counts_as_version {
+                    included_in_column += 1;
+                }
+                let cell = match filter.as_mut() {
+                    Some(f) => f.transform_cell(cell),
+                    None => cell,
+                };
+                cells.push(cell);
+            }
+            if end_row {
+                break 'families;
             }
         }
     }
