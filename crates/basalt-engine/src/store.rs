@@ -87,6 +87,15 @@ impl StoreFile {
         &self.reader
     }
 
+    /// False when the file is a link whose rows exclude `row` (see
+    /// [`FileSource`]: outside them the file shows no cells).
+    fn link_admits(&self, row: &[u8]) -> bool {
+        self.entry.link.as_ref().is_none_or(|link| {
+            (link.lower.is_empty() || row >= &link.lower[..])
+                && (link.upper.is_empty() || row < &link.upper[..])
+        })
+    }
+
     /// A source over the file's cells (a link's rows only), keeping the
     /// file alive while it is read. `stop_row` ends a point read early;
     /// `fill_cache` false keeps the blocks it reads out of the block cache
@@ -108,17 +117,6 @@ impl StoreFile {
             upper,
             _file: Arc::clone(self),
         }
-    }
-}
-
-impl StoreFile {
-    /// False when the file is a link whose rows exclude `row` (see
-    /// [`FileSource`]: outside them the file shows no cells).
-    fn link_admits(&self, row: &[u8]) -> bool {
-        self.entry.link.as_ref().is_none_or(|link| {
-            (link.lower.is_empty() || row >= &link.lower[..])
-                && (link.upper.is_empty() || row < &link.upper[..])
-        })
     }
 }
 

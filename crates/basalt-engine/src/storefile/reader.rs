@@ -18,7 +18,7 @@ use basalt_types::query::TimeRange;
 use basalt_types::{BloomType, Cell, ColumnFamilyDescriptor, Error, Result};
 
 use super::block::{BlockCursor, RESTART_INTERVAL};
-use super::bloom::{bloom_hash, bloom_key, BloomChunk};
+use super::bloom::{bloom_key_hash, BloomChunk};
 use super::format::{
     check_handle, compare_target, decode_block, decode_key, BlockHandle, BlockKind, DecodeResult,
     Trailer, TRAILER_LEN,
@@ -377,9 +377,7 @@ impl StoreFileReader {
             .bloom_blocks_read
             .fetch_add(1, Ordering::Relaxed);
         let bloom = BloomChunk::new(payload).map_err(|m| self.corruption(handle.offset, m))?;
-        let mut key = Vec::with_capacity(row.len() + qualifier.len() + 5);
-        bloom_key(self.meta.bloom, row, qualifier, &mut key);
-        Ok(bloom.may_contain(bloom_hash(&key)))
+        Ok(bloom.may_contain(bloom_key_hash(self.meta.bloom, row, qualifier)))
     }
 
     /// Appends the cells of `row` to `out`, in KeyValue order: the
@@ -447,7 +445,7 @@ impl StoreFileReader {
             }
             // As in `StoreFileSource::advance`: blocks are checksummed one
             // by one, so check they follow each other.
-            let follows = match (cursor.key_ref(), out.last()) {
+            let follows = match (cursor.key_ref(), out[first..].last()) {
                 (Some(k), Some(last)) => compare_target(last, family, &k) == CmpOrdering::Less,
                 _ => false,
             };
