@@ -31,6 +31,21 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 /// naming the offset it started at, and `*pos` is then unspecified.
 #[inline]
 pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> CodingResult<u64> {
+    // Most varints of the formats are lengths under 128: one byte, taken
+    // here without entering the loop (block reads decode four per cell).
+    if let Some(&b) = buf.get(*pos) {
+        if b < 0x80 {
+            *pos += 1;
+            return Ok(u64::from(b));
+        }
+    }
+    get_long_varint(buf, pos)
+}
+
+/// [`get_varint`] for the general case, out of line so the one-byte case
+/// stays small enough to inline.
+#[inline(never)]
+fn get_long_varint(buf: &[u8], pos: &mut usize) -> CodingResult<u64> {
     let start = *pos;
     let mut v: u64 = 0;
     for i in 0..MAX_VARINT_LEN {

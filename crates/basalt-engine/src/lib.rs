@@ -19,6 +19,7 @@ pub mod manifest;
 pub mod memory;
 pub mod memstore;
 pub mod mvcc;
+mod point_get;
 pub mod region;
 pub mod row_lock;
 pub mod scan;

@@ -149,6 +149,38 @@ impl MemStore {
         self.cells.is_empty()
     }
 
+    /// Appends the cells of `row` visible at `read_point` to `out`, in
+    /// KeyValue order: the point-get path's read of a memstore, one search
+    /// of the skip list and no buffering. The cells share `row` and the
+    /// memstore's qualifier and value bytes (no copies).
+    pub fn row_cells(&self, row: &Bytes, read_point: u64, out: &mut Vec<Cell>) {
+        let start = MemKey {
+            row: row.clone(),
+            // Sorts before every key of the row (see `first_on_row`).
+            qualifier: Bytes::new(),
+            timestamp: i64::MAX,
+            cell_type: CellType::DeleteFamily,
+            sequence_id: u64::MAX,
+        };
+        for entry in self.cells.range(start..) {
+            let key = entry.key();
+            if key.row != *row {
+                break;
+            }
+            if key.sequence_id <= read_point {
+                out.push(Cell {
+                    row: row.clone(),
+                    family: self.family.clone(),
+                    qualifier: key.qualifier.clone(),
+                    timestamp: key.timestamp,
+                    cell_type: key.cell_type,
+                    sequence_id: key.sequence_id,
+                    value: entry.value().clone(),
+                });
+            }
+        }
+    }
+
     /// A source over the cells visible at `read_point`.
     pub fn source(self: &Arc<Self>, read_point: u64) -> MemStoreSource {
         MemStoreSource {

@@ -43,8 +43,9 @@ use crate::layout;
 use crate::load::{LoadCounters, RegionLoad};
 use crate::manifest::ManifestFile;
 use crate::mvcc::Mvcc;
+use crate::point_get::{self, FamilyRow};
 use crate::row_lock::RowLocks;
-use crate::scan::{ReadOptions, RegionScanner, RowRange, ScanShape, StoreScanner};
+use crate::scan::{ReadOptions, RegionScanner, RowRange, RowRules, ScanShape, StoreScanner};
 use crate::store::{Store, StoreContext, StoreStats};
 use crate::wal::{WalEdit, WriteAheadLog};
 
@@ -1215,7 +1216,9 @@ impl Region {
 
     // ----------------------------------------------------------------- reads
 
-    /// Reads one row.
+    /// Reads one row, through the point-get path (`point_get.rs`): each
+    /// family's cells of the row straight from its store, then the same
+    /// rules and filter loop as a scan.
     pub fn get(&self, get: &Get) -> Result<RowResult> {
         self.check_row(&get.row)?;
         if get.max_versions == 0 {
@@ -1227,23 +1230,29 @@ impl Region {
             raw: false,
             now: self.clock.now_millis(),
         };
-        let stores = self.store_scanners(&get.columns, &options, Some(&get.row))?;
+        let read_point = self.mvcc.read_point();
+        let stores = self.stores_read(&get.columns)?;
+        let mut families = Vec::with_capacity(stores.len());
+        for store in &stores {
+            let cells = store.row_cells(read_point, &get.row, options.time_range.min)?;
+            let qualifiers = get.columns.qualifiers(store.family()).cloned();
+            let rules = RowRules::new(store.descriptor(), qualifiers, &options);
+            families.push(FamilyRow::new(cells, rules));
+        }
         let filter = get.filter.as_ref().map(|f| f.build(false));
-        let mut scanner = RegionScanner::new(
-            stores,
-            filter,
-            ScanShape {
-                range: RowRange::single(get.row.clone()),
-                reversed: false,
-                max_versions: get.max_versions,
-                raw: false,
-                batch: None,
-                limit: Some(1),
-            },
-        )?;
-        let result = scanner.next_result()?;
-        self.record_read(&scanner);
-        Ok(result.unwrap_or_default())
+        let (cells, metrics) =
+            point_get::read_one_row(&mut families, &get.row, filter, get.max_versions)?;
+        self.load.record_read(
+            metrics.rows_scanned,
+            metrics.cells_scanned,
+            self.clock.as_ref(),
+        );
+        Ok(cells
+            .map(|cells| RowResult {
+                row: get.row.clone(),
+                cells,
+            })
+            .unwrap_or_default())
     }
 
     /// Opens a scanner over this region's part of `scan`.
@@ -1270,7 +1279,7 @@ impl Region {
             raw: scan.raw,
             now: self.clock.now_millis(),
         };
-        let stores = self.store_scanners(&scan.columns, &options, None)?;
+        let stores = self.store_scanners(&scan.columns, &options)?;
         RegionScanner::new(
             stores,
             filter,
@@ -1292,28 +1301,36 @@ impl Region {
             .record_read(m.rows_scanned, m.cells_scanned, self.clock.as_ref());
     }
 
-    /// One scanner per family read. `row` narrows a point read so store
-    /// files that cannot hold the row are skipped.
+    /// One scanner per family read.
     fn store_scanners(
         &self,
         columns: &ColumnSelection,
         options: &ReadOptions,
-        row: Option<&[u8]>,
     ) -> Result<Vec<StoreScanner>> {
         let read_point = self.mvcc.read_point();
+        self.stores_read(columns)?
+            .iter()
+            .map(|store| {
+                let qualifiers = columns.qualifiers(store.family()).cloned();
+                store.scanner(read_point, None, qualifiers, options)
+            })
+            .collect::<Result<Vec<_>>>()
+    }
+
+    /// The stores a read of `columns` reads, in family order; an error
+    /// names the first selected family the region does not have.
+    fn stores_read(&self, columns: &ColumnSelection) -> Result<Vec<Arc<Store>>> {
         let stores = self.stores.read();
         for family in columns.families().keys() {
             if !stores.contains_key(family) {
                 return Err(self.no_such_family(family));
             }
         }
-        stores
+        Ok(stores
             .iter()
             .filter(|(name, _)| columns.includes_family(name))
-            .map(|(name, store)| {
-                store.scanner(read_point, row, columns.qualifiers(name).cloned(), options)
-            })
-            .collect::<Result<Vec<_>>>()
+            .map(|(_, store)| Arc::clone(store))
+            .collect())
     }
 
     /// The newest visible version of a column within `range`.

@@ -57,6 +57,28 @@ pub struct ReadOptions {
 /// One family's part of a read: the storage rules over its merged sources.
 pub struct StoreScanner {
     source: MergedSource,
+    /// The row whose state `rules` holds.
+    current_row: Option<Bytes>,
+    rules: RowRules,
+}
+
+impl std::fmt::Debug for StoreScanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreScanner")
+            .field("family", &self.rules.family.name())
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// The storage rules of one family, applied to one row's cells met in
+/// KeyValue order: which of them are candidates (see the module comment).
+///
+/// Both read paths feed cells through it: [`StoreScanner`] from its merged
+/// sources, the point-get path (`point_get.rs`) from the few cells of one
+/// row it collects. Sharing it is what keeps their answers the same.
+#[derive(Debug)]
+pub(crate) struct RowRules {
     family: Arc<ColumnFamilyDescriptor>,
     /// `None` reads every qualifier.
     qualifiers: Option<BTreeSet<Bytes>>,
@@ -64,19 +86,21 @@ pub struct StoreScanner {
     raw: bool,
     /// Puts older than this are expired (`i64::MIN` without a TTL).
     oldest_unexpired: i64,
-    /// The row whose state `row` and `column` hold.
-    current_row: Option<Bytes>,
     row: RowDeletes,
     column: ColumnState,
 }
 
-impl std::fmt::Debug for StoreScanner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoreScanner")
-            .field("family", &self.family.name())
-            .field("source", &self.source)
-            .finish()
-    }
+/// What [`RowRules::judge`] decides about one cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// A candidate: the read's filter and versions decide next.
+    Candidate,
+    /// Not returned; the next cell may be.
+    Skip,
+    /// Not returned, and no later version of its column can be: the
+    /// caller ends the column ([`RowRules::end_column`]) and may step over
+    /// the rest of it.
+    EndColumn,
 }
 
 /// Family-wide delete markers seen so far in the current row.
@@ -148,19 +172,10 @@ impl StoreScanner {
         qualifiers: Option<BTreeSet<Bytes>>,
         options: &ReadOptions,
     ) -> Self {
-        let oldest_unexpired = family
-            .ttl_millis()
-            .map_or(i64::MIN, |ttl| options.now.saturating_sub(ttl));
         StoreScanner {
             source,
-            family,
-            qualifiers,
-            time_range: options.time_range,
-            raw: options.raw,
-            oldest_unexpired,
             current_row: None,
-            row: RowDeletes::default(),
-            column: ColumnState::default(),
+            rules: RowRules::new(family, qualifiers, options),
         }
     }
 
@@ -194,17 +209,15 @@ impl StoreScanner {
 
     fn reset_row(&mut self) {
         self.current_row = None;
-        self.row = RowDeletes::default();
-        self.column = ColumnState::default();
+        self.rules.start_row();
     }
 
     /// Stops returning versions of the column of `cell` (the filter or the
     /// read's max versions are done with it).
     pub fn skip_column(&mut self, cell: &Cell) -> Result<()> {
-        if self.column.qualifier.as_ref() != Some(&cell.qualifier) {
+        if !self.rules.end_column(cell) {
             return Ok(());
         }
-        self.column.exhausted = true;
         // Family markers share the empty qualifier and must still be seen, so
         // only non-empty columns are skipped.
         if cell.qualifier.is_empty() {
@@ -231,74 +244,128 @@ impl StoreScanner {
     }
 
     /// The next candidate cell of `row`, or `None` when the row is done here.
-    pub fn next_candidate(&mut self, row: &[u8]) -> Result<Option<Cell>> {
-        if self.current_row.as_deref() != Some(row) {
+    pub fn next_candidate(&mut self, row: &Bytes) -> Result<Option<Cell>> {
+        if self.current_row.as_ref() != Some(row) {
             self.reset_row();
-            self.current_row = Some(Bytes::copy_from_slice(row));
+            self.current_row = Some(row.clone());
         }
         loop {
             let Some(cell) = self.source.peek() else {
                 return Ok(None);
             };
-            if &cell.row[..] != row {
+            if cell.row != *row {
                 return Ok(None);
             }
             let cell = cell.clone();
             self.source.advance()?;
-            if self.column.qualifier.as_ref() != Some(&cell.qualifier) {
-                self.column = ColumnState {
-                    qualifier: Some(cell.qualifier.clone()),
-                    ..ColumnState::default()
-                };
-                if self.family.new_version_behavior {
-                    // The family markers are points of every column's history.
-                    let points = self.row.family_markers.iter().map(|m| m.seq);
-                    self.column.history = points
-                        .chain([u64::MAX])
-                        .map(|seq| (seq, Vec::new()))
-                        .collect();
-                }
+            match self.rules.judge(&cell) {
+                Verdict::Candidate => return Ok(Some(cell)),
+                Verdict::Skip => {}
+                Verdict::EndColumn => self.skip_column(&cell)?,
             }
-            if self.raw {
-                // Raw reads track no deletes, so a column the read is done
-                // with ends for markers too (the empty qualifier included).
-                if !self.column.exhausted && self.raw_candidate(&cell) {
-                    return Ok(Some(cell));
-                }
-                continue;
-            }
-            if cell.cell_type.is_delete() {
-                self.track_marker(&cell);
-                continue;
-            }
-            if self.column.exhausted || !self.selected(&cell.qualifier) {
-                if !cell.qualifier.is_empty() {
-                    self.skip_column(&cell)?;
-                }
-                continue;
-            }
+        }
+    }
+}
+
+impl RowRules {
+    /// The rules of `family` for a read with `options`, reading only
+    /// `qualifiers` (every qualifier when `None`).
+    pub(crate) fn new(
+        family: Arc<ColumnFamilyDescriptor>,
+        qualifiers: Option<BTreeSet<Bytes>>,
+        options: &ReadOptions,
+    ) -> Self {
+        let oldest_unexpired = family
+            .ttl_millis()
+            .map_or(i64::MIN, |ttl| options.now.saturating_sub(ttl));
+        RowRules {
+            family,
+            qualifiers,
+            time_range: options.time_range,
+            raw: options.raw,
+            oldest_unexpired,
+            row: RowDeletes::default(),
+            column: ColumnState::default(),
+        }
+    }
+
+    /// Forgets the markers and column state of the row before.
+    pub(crate) fn start_row(&mut self) {
+        self.row = RowDeletes::default();
+        self.column = ColumnState::default();
+    }
+
+    /// Ends the column of `cell` if it is the one being read: none of its
+    /// later versions is a candidate. False when `cell` is of another
+    /// column (nothing changes then).
+    pub(crate) fn end_column(&mut self, cell: &Cell) -> bool {
+        if self.column.qualifier.as_ref() != Some(&cell.qualifier) {
+            return false;
+        }
+        self.column.exhausted = true;
+        true
+    }
+
+    /// Decides about the next cell of the row (cells must come in KeyValue
+    /// order, all of one row and family, each exactly once).
+    pub(crate) fn judge(&mut self, cell: &Cell) -> Verdict {
+        if self.column.qualifier.as_ref() != Some(&cell.qualifier) {
+            self.column = ColumnState {
+                qualifier: Some(cell.qualifier.clone()),
+                ..ColumnState::default()
+            };
             if self.family.new_version_behavior {
-                if !self.new_version_visible(&cell) {
-                    continue;
-                }
-            } else if self.is_deleted(cell.timestamp)
-                || self.column.last_version_ts == Some(cell.timestamp)
-            {
-                continue;
+                // The family markers are points of every column's history.
+                let points = self.row.family_markers.iter().map(|m| m.seq);
+                self.column.history = points
+                    .chain([u64::MAX])
+                    .map(|seq| (seq, Vec::new()))
+                    .collect();
             }
-            self.column.last_version_ts = Some(cell.timestamp);
-            self.column.versions += 1;
-            let beyond_versions = self.column.versions > self.family.max_versions;
-            let expired = self.column.versions > self.family.min_versions
-                && cell.timestamp < self.oldest_unexpired;
-            if beyond_versions || expired {
-                // Older versions are older still: beyond the limit or expired too.
-                self.skip_column(&cell)?;
-                continue;
+        }
+        if self.raw {
+            // Raw reads track no deletes, so a column the read is done
+            // with ends for markers too (the empty qualifier included).
+            if !self.column.exhausted && self.raw_candidate(cell) {
+                return Verdict::Candidate;
             }
-            if self.time_range.contains(cell.timestamp) {
-                return Ok(Some(cell));
+            return Verdict::Skip;
+        }
+        if cell.cell_type.is_delete() {
+            self.track_marker(cell);
+            return Verdict::Skip;
+        }
+        if self.column.exhausted || !self.selected(&cell.qualifier) {
+            // The empty qualifier is also where family markers live: its
+            // column is never ended early, so they are all seen.
+            return if cell.qualifier.is_empty() {
+                Verdict::Skip
+            } else {
+                Verdict::EndColumn
+            };
+        }
+        if self.family.new_version_behavior {
+            if !self.new_version_visible(cell) {
+                return Verdict::Skip;
             }
+        } else if self.is_deleted(cell.timestamp)
+            || self.column.last_version_ts == Some(cell.timestamp)
+        {
+            return Verdict::Skip;
+        }
+        self.column.last_version_ts = Some(cell.timestamp);
+        self.column.versions += 1;
+        let beyond_versions = self.column.versions > self.family.max_versions;
+        let expired = self.column.versions > self.family.min_versions
+            && cell.timestamp < self.oldest_unexpired;
+        if beyond_versions || expired {
+            // Older versions are older still: beyond the limit or expired too.
+            return Verdict::EndColumn;
+        }
+        if self.time_range.contains(cell.timestamp) {
+            Verdict::Candidate
+        } else {
+            Verdict::Skip
         }
     }
 
@@ -729,90 +796,158 @@ impl RegionScanner {
 
     /// Reads one row through the filter; `None` when nothing of it is returned.
     fn read_row(&mut self, row: &Bytes) -> Result<Option<Vec<Cell>>> {
-        if let Some(filter) = self.filter.as_mut() {
-            filter.reset();
-            if filter.filter_row_key(row) {
-                return Ok(None);
-            }
+        let shape = RowShape {
+            max_versions: self.max_versions,
+            raw: self.raw,
+        };
+        read_row(
+            &mut self.stores,
+            row,
+            self.filter.as_deref_mut(),
+            shape,
+            &mut self.metrics,
+        )
+    }
+}
+
+/// One family's candidates in a row, as [`read_row`] consumes them: a
+/// [`StoreScanner`] over merged sources, or the point-get path's cells of
+/// one row (`point_get.rs`).
+pub(crate) trait FamilyCandidates {
+    /// True when the family has cells of `row` to read.
+    fn holds_row(&self, row: &Bytes) -> bool;
+
+    /// The next candidate cell of `row`, or `None` when the row is done.
+    fn next_candidate(&mut self, row: &Bytes) -> Result<Option<Cell>>;
+
+    /// Stops returning versions of the column of `cell`.
+    fn skip_column(&mut self, cell: &Cell) -> Result<()>;
+}
+
+impl FamilyCandidates for StoreScanner {
+    fn holds_row(&self, row: &Bytes) -> bool {
+        self.peek_row() == Some(row)
+    }
+
+    fn next_candidate(&mut self, row: &Bytes) -> Result<Option<Cell>> {
+        StoreScanner::next_candidate(self, row)
+    }
+
+    fn skip_column(&mut self, cell: &Cell) -> Result<()> {
+        StoreScanner::skip_column(self, cell)
+    }
+}
+
+/// What [`read_row`] needs of the read besides its filter.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowShape {
+    /// Versions per column to return.
+    pub max_versions: u32,
+    /// Markers are returned and do not count as versions.
+    pub raw: bool,
+}
+
+/// Reads one row across `families` (in family order) through the read's
+/// filter and max versions; `None` when nothing of it is returned.
+///
+/// The one loop both read paths use (scans through [`RegionScanner`],
+/// gets through `point_get.rs`), so a filter sees the same cells in the
+/// same order whichever path serves the read.
+pub(crate) fn read_row<F: FamilyCandidates>(
+    families: &mut [F],
+    row: &Bytes,
+    mut filter: Option<&mut (dyn CellFilter + 'static)>,
+    shape: RowShape,
+    metrics: &mut ScanMetrics,
+) -> Result<Option<Vec<Cell>>> {
+    if let Some(filter) = filter.as_mut() {
+        filter.reset();
+        if filter.filter_row_key(row) {
+            return Ok(None);
         }
-        let mut cells = Vec::new();
-        let mut seek_hint: Option<Cell> = None;
-        let mut included_in_column = 0u32;
-        let mut column: Option<(Bytes, Bytes)> = None;
-        'stores: for store in &mut self.stores {
-            if store.peek_row() != Some(row) {
-                continue;
-            }
-            while let Some(cell) = store.next_candidate(row)? {
-                self.metrics.cells_scanned += 1;
-                if let Some(hint) = &seek_hint {
-                    if cell.compare_key(hint).is_lt() {
-                        continue;
-                    }
-                    seek_hint = None;
-                }
-                let same_column = column
-                    .as_ref()
-                    .is_some_and(|(f, q)| *f == cell.family && *q == cell.qualifier);
-                if !same_column {
-                    column = Some((cell.family.clone(), cell.qualifier.clone()));
-                    included_in_column = 0;
-                }
-                let counts_as_version = !(self.raw && cell.cell_type.is_delete());
-                if counts_as_version && included_in_column >= self.max_versions {
-                    store.skip_column(&cell)?;
+    }
+    let mut cells = Vec::new();
+    let mut seek_hint: Option<Cell> = None;
+    let mut included_in_column = 0u32;
+    let mut column: Option<(Bytes, Bytes)> = None;
+    'families: for family in families.iter_mut() {
+        if !family.holds_row(row) {
+            continue;
+        }
+        while let Some(cell) = family.next_candidate(row)? {
+            metrics.cells_scanned += 1;
+            if let Some(hint) = &seek_hint {
+                if cell.compare_key(hint).is_lt() {
                     continue;
                 }
-                let code = match self.filter.as_mut() {
-                    Some(f) => f.filter_cell(&cell),
-                    None => ReturnCode::Include,
+                seek_hint = None;
+            }
+            let same_column = column
+                .as_ref()
+                .is_some_and(|(f, q)| *f == cell.family && *q == cell.qualifier);
+            if !same_column {
+                column = Some((cell.family.clone(), cell.qualifier.clone()));
+                included_in_column = 0;
+            }
+            let counts_as_version = !(shape.raw && cell.cell_type.is_delete());
+            if counts_as_version && included_in_column >= shape.max_versions {
+                family.skip_column(&cell)?;
+                continue;
+            }
+            let code = match filter.as_mut() {
+                Some(f) => f.filter_cell(&cell),
+                None => ReturnCode::Include,
+            };
+            let include = matches!(
+                code,
+                ReturnCode::Include
+                    | ReturnCode::IncludeAndNextCol
+                    | ReturnCode::IncludeAndSeekNextRow
+            );
+            // What the code asks of the family is done before the cell
+            // moves into the result (it is not needed after): no copy of
+            // the cell for the result.
+            let mut end_row = false;
+            match code {
+                ReturnCode::Include | ReturnCode::Skip => {}
+                ReturnCode::IncludeAndNextCol | ReturnCode::NextCol => family.skip_column(&cell)?,
+                ReturnCode::IncludeAndSeekNextRow | ReturnCode::NextRow => end_row = true,
+                ReturnCode::SeekNextUsingHint => {
+                    let hint = filter.as_mut().and_then(|f| f.next_cell_hint(&cell));
+                    match hint {
+                        // Hints follow forward cell order: one outside this
+                        // row means nothing more of the row can pass.
+                        Some(h) if h.row != *row => end_row = true,
+                        Some(h) => seek_hint = Some(h),
+                        // No hint: the cell is simply skipped.
+                        None => {}
+                    }
+                }
+            }
+            if include {
+                if counts_as_version {
+                    included_in_column += 1;
+                }
+                let cell = match filter.as_mut() {
+                    Some(f) => f.transform_cell(cell),
+                    None => cell,
                 };
-                let include = matches!(
-                    code,
-                    ReturnCode::Include
-                        | ReturnCode::IncludeAndNextCol
-                        | ReturnCode::IncludeAndSeekNextRow
-                );
-                if include {
-                    if counts_as_version {
-                        included_in_column += 1;
-                    }
-                    let cell = match self.filter.as_mut() {
-                        Some(f) => f.transform_cell(cell.clone()),
-                        None => cell.clone(),
-                    };
-                    cells.push(cell);
-                }
-                match code {
-                    ReturnCode::Include | ReturnCode::Skip => {}
-                    ReturnCode::IncludeAndNextCol | ReturnCode::NextCol => {
-                        store.skip_column(&cell)?
-                    }
-                    ReturnCode::IncludeAndSeekNextRow | ReturnCode::NextRow => break 'stores,
-                    ReturnCode::SeekNextUsingHint => {
-                        let hint = self.filter.as_mut().and_then(|f| f.next_cell_hint(&cell));
-                        match hint {
-                            // Hints follow forward cell order: one outside this
-                            // row means nothing more of the row can pass.
-                            Some(h) if h.row != *row => break 'stores,
-                            Some(h) => seek_hint = Some(h),
-                            // No hint: the cell is simply skipped.
-                            None => {}
-                        }
-                    }
-                }
+                cells.push(cell);
+            }
+            if end_row {
+                break 'families;
             }
         }
-        if let Some(filter) = self.filter.as_mut() {
-            if filter.has_filter_row() {
-                filter.filter_row_cells(&mut cells);
-            }
-            if cells.is_empty() || filter.filter_row() {
-                return Ok(None);
-            }
-        }
-        Ok((!cells.is_empty()).then_some(cells))
     }
+    if let Some(filter) = filter.as_mut() {
+        if filter.has_filter_row() {
+            filter.filter_row_cells(&mut cells);
+        }
+        if cells.is_empty() || filter.filter_row() {
+            return Ok(None);
+        }
+    }
+    Ok((!cells.is_empty()).then_some(cells))
 }
 
 #[cfg(test)]

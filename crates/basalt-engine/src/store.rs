@@ -87,6 +87,15 @@ impl StoreFile {
         &self.reader
     }
 
+    /// False when the file is a link whose rows exclude `row` (see
+    /// [`FileSource`]: outside them the file shows no cells).
+    fn link_admits(&self, row: &[u8]) -> bool {
+        self.entry.link.as_ref().is_none_or(|link| {
+            (link.lower.is_empty() || row >= &link.lower[..])
+                && (link.upper.is_empty() || row < &link.upper[..])
+        })
+    }
+
     /// A source over the file's cells (a link's rows only), keeping the
     /// file alive while it is read. `stop_row` ends a point read early;
     /// `fill_cache` false keeps the blocks it reads out of the block cache
@@ -392,29 +401,81 @@ impl Store {
             sources.push(Box::new(snapshot.source(read_point)));
         }
         for file in &view.files {
-            if file
-                .reader
-                .time_range()
-                .is_some_and(|(_, newest)| newest < oldest_wanted)
-            {
+            if !self.file_wanted(file, row, oldest_wanted)? {
                 continue;
-            }
-            if let Some(row) = row {
-                let in_range = file
-                    .reader
-                    .key_range()
-                    .is_some_and(|(first, last)| row >= &first.row[..] && row <= &last.row[..]);
-                if !in_range || !file.reader.may_contain_row(row)? {
-                    self.point_read_skips.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-                self.point_read_files.fetch_add(1, Ordering::Relaxed);
             }
             // A point read needs nothing past its row: reading the row's
             // last cell then never loads the next block.
             sources.push(Box::new(file.source(row.map(Bytes::copy_from_slice), true)));
         }
         Ok(MergedSource::new(sources))
+    }
+
+    /// Whether a read must look at `file` (see [`Store::source`]): not when
+    /// all its cells are older than `oldest_wanted`, nor, for a point read
+    /// of `row`, when its key range or bloom filter rule the row out. Both
+    /// read paths ask here, so they skip the same files.
+    fn file_wanted(
+        &self,
+        file: &StoreFile,
+        row: Option<&[u8]>,
+        oldest_wanted: i64,
+    ) -> Result<bool> {
+        if file
+            .reader
+            .time_range()
+            .is_some_and(|(_, newest)| newest < oldest_wanted)
+        {
+            return Ok(false);
+        }
+        if let Some(row) = row {
+            let in_range = file
+                .reader
+                .key_range()
+                .is_some_and(|(first, last)| row >= &first.row[..] && row <= &last.row[..]);
+            if !in_range || !file.reader.may_contain_row(row)? {
+                self.point_read_skips.fetch_add(1, Ordering::Relaxed);
+                return Ok(false);
+            }
+            self.point_read_files.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(true)
+    }
+
+    /// The cells of `row` a read at `read_point` sees, in KeyValue order:
+    /// the point-get path's read of this store (no sources, no merge
+    /// heap). The same parts as [`Store::source`] with a row are read (the
+    /// active memstore, the snapshot being flushed, the files
+    /// [`Store::file_wanted`] admits, a linked file only within its rows),
+    /// each for the row alone; every part's cells are already in order, so
+    /// putting them in order is a merge of a few sorted runs.
+    pub fn row_cells(&self, read_point: u64, row: &Bytes, oldest_wanted: i64) -> Result<Vec<Cell>> {
+        let view = Arc::clone(&self.view.read());
+        let mut cells = Vec::new();
+        // Parts that added cells: each adds one sorted run.
+        let mut runs = 0;
+        view.active.row_cells(row, read_point, &mut cells);
+        runs += usize::from(!cells.is_empty());
+        if let Some(snapshot) = &view.snapshot {
+            let before = cells.len();
+            snapshot.row_cells(row, read_point, &mut cells);
+            runs += usize::from(cells.len() > before);
+        }
+        for file in &view.files {
+            if !self.file_wanted(file, Some(row), oldest_wanted)? || !file.link_admits(row) {
+                continue;
+            }
+            let before = cells.len();
+            file.reader.row_cells(row, &mut cells)?;
+            runs += usize::from(cells.len() > before);
+        }
+        if runs > 1 {
+            // A stable sort finds the sorted runs and merges them; equal
+            // keys (which the view's invariant rules out) would keep the
+            // order of the merged sources, memstore first.
+            cells.sort_by(|a, b| a.compare_key(b));
+        }
+        Ok(cells)
     }
 
     /// A scanner of this store for a read.

@@ -113,7 +113,8 @@ impl DataBlockBuilder {
 ///
 /// Invariant: when `valid`, `key` holds the full key of the entry that
 /// starts at `entry_pos`, `row_len` its row length and `value` its value
-/// range; `next_pos` is where the following entry starts.
+/// range; `next_pos` is where the following entry starts; the key's bytes
+/// from `shared` on are also in the block, from `suffix_at`.
 #[derive(Debug)]
 pub(crate) struct BlockCursor {
     data: Bytes,
@@ -124,6 +125,10 @@ pub(crate) struct BlockCursor {
     key: Vec<u8>,
     row_len: usize,
     value: (usize, usize),
+    /// Bytes of `key` taken from the previous entry.
+    shared: usize,
+    /// Where the rest of `key` (its unshared bytes) lies in `data`.
+    suffix_at: usize,
     valid: bool,
 }
 
@@ -152,6 +157,8 @@ impl BlockCursor {
             key: Vec::new(),
             row_len: 0,
             value: (0, 0),
+            shared: 0,
+            suffix_at: 0,
             valid: false,
         };
         // Restart offsets must start at 0 and increase inside the entry
@@ -212,6 +219,7 @@ impl BlockCursor {
                 if self.valid { self.key.len() } else { 0 }
             ));
         }
+        let suffix_at = d.pos();
         let suffix = d.bytes(unshared)?;
         let value_start = d.pos();
         d.bytes(value_len)?;
@@ -228,6 +236,8 @@ impl BlockCursor {
         decode_key(&self.key, row_len)?;
         self.row_len = row_len;
         self.value = (value_start, value_start + value_len);
+        self.shared = shared;
+        self.suffix_at = suffix_at;
         self.next_pos = d.pos();
         self.valid = true;
         Ok(true)
@@ -242,18 +252,40 @@ impl BlockCursor {
     }
 
     /// The current entry as a cell of `family`; reuses `prev`'s row and
-    /// qualifier buffers when they are equal, so a row's cells share them.
+    /// qualifier when they are equal, so a row's cells share them.
     pub(crate) fn cell(&self, family: &Bytes, prev: Option<&Cell>) -> Option<Cell> {
         let k = self.key_ref()?;
         let row = match prev {
             Some(p) if p.row.as_ref() == k.row => p.row.clone(),
-            _ => Bytes::copy_from_slice(k.row),
+            _ => self.key_bytes(0, k.row),
         };
+        Some(self.cell_with_row(row, family, prev, &k))
+    }
+
+    /// The current entry as a cell of `family` in `row`, which the caller
+    /// knows is the entry's row (a point get passes the row it reads).
+    pub(crate) fn cell_in_row(
+        &self,
+        row: &Bytes,
+        family: &Bytes,
+        prev: Option<&Cell>,
+    ) -> Option<Cell> {
+        let k = self.key_ref()?;
+        Some(self.cell_with_row(row.clone(), family, prev, &k))
+    }
+
+    fn cell_with_row(
+        &self,
+        row: Bytes,
+        family: &Bytes,
+        prev: Option<&Cell>,
+        k: &KeyRef<'_>,
+    ) -> Cell {
         let qualifier = match prev {
             Some(p) if p.qualifier.as_ref() == k.qualifier => p.qualifier.clone(),
-            _ => Bytes::copy_from_slice(k.qualifier),
+            _ => self.key_bytes(self.row_len, k.qualifier),
         };
-        Some(Cell {
+        Cell {
             row,
             family: family.clone(),
             qualifier,
@@ -261,13 +293,43 @@ impl BlockCursor {
             cell_type: k.cell_type,
             sequence_id: k.sequence_id,
             value: self.data.slice(self.value.0..self.value.1),
-        })
+        }
+    }
+
+    /// `part`, the bytes of the current key from `at` on, as a view of the
+    /// block when the entry stores them whole (past the bytes it shares
+    /// with the previous key: always without prefix encoding); a copy
+    /// otherwise. Views cost no allocation; like values, they keep the
+    /// block's memory alive while held.
+    fn key_bytes(&self, at: usize, part: &[u8]) -> Bytes {
+        if at >= self.shared {
+            let start = self.suffix_at + (at - self.shared);
+            if let Some(view) = self.data.get(start..start + part.len()) {
+                if view == part {
+                    return self.data.slice(start..start + part.len());
+                }
+            }
+        }
+        Bytes::copy_from_slice(part)
     }
 
     /// Positions at the first entry at or after `target`; false (and not
     /// valid) when every entry sorts before it.
     pub(crate) fn seek(&mut self, target: &Cell, family: &[u8]) -> DecodeResult<bool> {
-        // Last restart point whose key sorts before the target: the answer
+        self.seek_by(|k| compare_target(target, family, k) == Ordering::Greater)
+    }
+
+    /// Positions at the first entry of `row` or of a later row; false (and
+    /// not valid) when every entry's row sorts before it.
+    pub(crate) fn seek_row(&mut self, row: &[u8]) -> DecodeResult<bool> {
+        self.seek_by(|k| k.row < row)
+    }
+
+    /// Positions at the first entry for which `before` is false (`before`
+    /// must be true for a prefix of the entries, false after it); false
+    /// (and not valid) when it is true for every entry.
+    fn seek_by(&mut self, before: impl Fn(&KeyRef<'_>) -> bool) -> DecodeResult<bool> {
+        // Last restart point whose key is before the target: the answer
         // is at or after it (and before the next restart point's key).
         let (mut lo, mut hi) = (0, self.restart_count);
         while hi - lo > 1 {
@@ -276,11 +338,7 @@ impl BlockCursor {
             if !self.step()? {
                 return Err(format!("restart point {mid} has no entry"));
             }
-            let before = match self.key_ref() {
-                Some(k) => compare_target(target, family, &k) == Ordering::Greater,
-                None => false,
-            };
-            if before {
+            if self.key_ref().is_some_and(|k| before(&k)) {
                 lo = mid;
             } else {
                 hi = mid;
@@ -288,10 +346,8 @@ impl BlockCursor {
         }
         self.reset_to_restart(lo);
         while self.step()? {
-            if let Some(k) = self.key_ref() {
-                if compare_target(target, family, &k) != Ordering::Greater {
-                    return Ok(true);
-                }
+            if self.key_ref().is_some_and(|k| !before(&k)) {
+                return Ok(true);
             }
         }
         Ok(false)

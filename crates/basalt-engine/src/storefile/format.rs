@@ -107,11 +107,13 @@ impl<'a> Decoder<'a> {
         self.remaining() == 0
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self) -> DecodeResult<u64> {
         coding::get_varint(self.buf, &mut self.pos)
     }
 
     /// A varint that must fit in `usize` and be at most `max`.
+    #[inline]
     pub(crate) fn len(&mut self, max: usize, what: &str) -> DecodeResult<usize> {
         let v = self.varint()?;
         usize::try_from(v)

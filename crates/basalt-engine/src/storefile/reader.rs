@@ -18,7 +18,7 @@ use basalt_types::query::TimeRange;
 use basalt_types::{BloomType, Cell, ColumnFamilyDescriptor, Error, Result};
 
 use super::block::{BlockCursor, RESTART_INTERVAL};
-use super::bloom::{bloom_hash, bloom_key, BloomChunk};
+use super::bloom::{bloom_key_hash, BloomChunk};
 use super::format::{
     check_handle, compare_target, decode_block, decode_key, BlockHandle, BlockKind, DecodeResult,
     Trailer, TRAILER_LEN,
@@ -377,9 +377,97 @@ impl StoreFileReader {
             .bloom_blocks_read
             .fetch_add(1, Ordering::Relaxed);
         let bloom = BloomChunk::new(payload).map_err(|m| self.corruption(handle.offset, m))?;
-        let mut key = Vec::with_capacity(row.len() + qualifier.len() + 5);
-        bloom_key(self.meta.bloom, row, qualifier, &mut key);
-        Ok(bloom.may_contain(bloom_hash(&key)))
+        Ok(bloom.may_contain(bloom_key_hash(self.meta.bloom, row, qualifier)))
+    }
+
+    /// Appends the cells of `row` to `out`, in KeyValue order: the
+    /// point-get read of one file, without a source. The index names the
+    /// one data block where the row starts (its first block whose last row
+    /// is at or after `row`); a binary search over that block's restart
+    /// points finds the row's first entry; reading goes on while the row
+    /// lasts, into the next block only when the index says the row
+    /// continues there. Cells carry `row` itself and the block's bytes
+    /// (values, and qualifiers wherever the block stores them whole), so a
+    /// cached block is read without copying.
+    ///
+    /// The caller has already asked [`Self::may_contain_row`]; this reads
+    /// the index regardless.
+    pub fn row_cells(&self, row: &Bytes, out: &mut Vec<Cell>) -> Result<()> {
+        let mut memo = None;
+        let after = |e: &IndexEntry<'_>| -> DecodeResult<bool> {
+            Ok(decode_key(e.key, e.row_len)?.row >= &row[..])
+        };
+        let Some((mut pos, mut handle)) = self.locate(&mut memo, &after)? else {
+            return Ok(());
+        };
+        let family = &self.meta.family;
+        let mut cursor = self.data_block(handle)?;
+        if !cursor
+            .seek_row(row)
+            .map_err(|m| self.corruption(handle.offset, m))?
+        {
+            return Err(self.corruption(
+                handle.offset,
+                "data block ends below the last key its index entry names".to_string(),
+            ));
+        }
+        let first = out.len();
+        loop {
+            if cursor.key_ref().is_none_or(|k| k.row != &row[..]) {
+                return Ok(());
+            }
+            let prev = out[first..].last();
+            if let Some(cell) = cursor.cell_in_row(row, family, prev) {
+                out.push(cell);
+            }
+            if cursor
+                .step()
+                .map_err(|m| self.corruption(handle.offset, m))?
+            {
+                continue;
+            }
+            // The block is done: the row goes on only in a block cut
+            // mid-row, which the index flags.
+            if !self.row_continues_after(pos, &mut memo)? {
+                return Ok(());
+            }
+            let Some(next) = self.next_pos(pos, &mut memo)? else {
+                return Ok(());
+            };
+            pos = next;
+            handle = self.handle_at(pos, &mut memo)?;
+            cursor = self.data_block(handle)?;
+            if !cursor
+                .step()
+                .map_err(|m| self.corruption(handle.offset, m))?
+            {
+                return Err(self.corruption(handle.offset, "empty data block".to_string()));
+            }
+            // As in `StoreFileSource::advance`: blocks are checksummed one
+            // by one, so check they follow each other.
+            let follows = match (cursor.key_ref(), out[first..].last()) {
+                (Some(k), Some(last)) => compare_target(last, family, &k) == CmpOrdering::Less,
+                _ => false,
+            };
+            if !follows {
+                return Err(self.corruption(
+                    handle.offset,
+                    "data block does not continue the key order of the one before".to_string(),
+                ));
+            }
+        }
+    }
+
+    /// A data block through the cache (filled as the family's BLOCKCACHE
+    /// says), counted as a source's block is, with a cursor before its
+    /// first entry.
+    fn data_block(&self, handle: BlockHandle) -> Result<BlockCursor> {
+        let cacheable = self.cache_data.load(Ordering::Relaxed);
+        let payload = self.read_block(handle, BlockKind::Data, cacheable)?;
+        self.counters
+            .data_blocks_read
+            .fetch_add(1, Ordering::Relaxed);
+        BlockCursor::new(payload).map_err(|m| self.corruption(handle.offset, m))
     }
 
     /// A source over the whole file (not yet positioned: seek first).
@@ -551,6 +639,14 @@ impl StoreFileReader {
             .row
             .to_vec();
         Ok((row, e.handle))
+    }
+
+    /// The handle of the data block at `pos`.
+    fn handle_at(&self, pos: BlockPos, memo: &mut LeafMemo) -> Result<BlockHandle> {
+        let leaf = self.leaf(pos.leaf, memo)?;
+        let at = self.index_offset(Some(pos.leaf));
+        let e = leaf.entry(pos.entry).map_err(|m| self.corruption(at, m))?;
+        Ok(e.handle)
     }
 
     /// True when the block after `pos` continues the row `pos` ends with.
