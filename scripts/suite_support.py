@@ -179,7 +179,10 @@ class ZooKeeper:
         with open(cfg, "w") as f:
             f.write(f"tickTime=500\ndataDir={self.dir}/data\nclientPort={self.port}\n"
                     "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
-                    "4lw.commands.whitelist=ruok\nmaxSessionTimeout=60000\n")
+                    "4lw.commands.whitelist=ruok\nmaxSessionTimeout=60000\n"
+                    # Clients that open a session per call (hbase-driver
+                    # does) pass ZooKeeper's default of 60 per address.
+                    "maxClientCnxns=0\n")
         self.log = open(os.path.join(self.dir, "zookeeper.log"), "w")
         # The jar's manifest names its dependencies' paths in /usr/share/java.
         self.process = subprocess.Popen(
