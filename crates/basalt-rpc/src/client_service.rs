@@ -721,7 +721,16 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
                     ..Default::default()
                 }));
             }
-            let scanner = ctx.scanners.get(id)?;
+            let scanner = match ctx.scanners.get(id) {
+                Ok(scanner) => scanner,
+                // HBase answers a call on a scanner it closed by itself (a
+                // region with nothing more to give) with an empty answer:
+                // clients still send a `next` or a `close` for it.
+                Err(_) if ctx.scanners.was_recently_closed(id) => {
+                    return Ok(encode(&ScanResponse::default()));
+                }
+                Err(e) => return Err(e),
+            };
             if let Some(seq) = request.next_call_seq {
                 let mut state = scanner.state.lock();
                 if seq != state.next_call_seq {

@@ -59,7 +59,7 @@ use crate::admin_service::{
     meta_region_load, now_millis, online_regions, region_load, region_name_spec,
 };
 use crate::call::{encode, Call, Method};
-use crate::context::{Switches, HBASE_VERSION};
+use crate::context::{RpcContext, Switches, HBASE_VERSION};
 use crate::error::RpcError;
 use crate::meta::{self, table_name_proto, Target, META_TABLE};
 use crate::proto::cluster_status::{
@@ -785,8 +785,11 @@ fn cluster_status(call: &Call<'_>, options: &[i32]) -> status::ClusterStatus {
             server_load: Some(status::ServerLoad {
                 number_of_requests: Some(rate.round() as u64),
                 total_number_of_requests: Some(reads.saturating_add(writes)),
-                used_heap_mb: None,
-                max_heap_mb: None,
+                // Basalt has no Java heap; what plays its part is the
+                // memory the server budgets: memstores plus block cache,
+                // used and configured (the shell's `status` shows the same).
+                used_heap_mb: Some(mib(memory_used(ctx))),
+                max_heap_mb: Some(mib(memory_budget(ctx)).max(1)),
                 region_loads: loads,
                 report_start_time: Some(ctx.identity.start_code),
                 report_end_time: Some(now),
@@ -1170,4 +1173,23 @@ fn is_procedure_done(_call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::IsProcedureDoneRequest>(param, "IsProcedureDoneRequest")?;
     flush_procedure(request.procedure.as_ref())?;
     Ok(encode(&m::IsProcedureDoneResponse { done: Some(true) }))
+}
+
+/// Bytes the server's budgeted memory holds now: memstores and cached
+/// blocks.
+fn memory_used(ctx: &RpcContext) -> u64 {
+    let server = ctx.db.region_server();
+    server.memstore_bytes() as u64 + server.block_cache_stats().bytes
+}
+
+/// Bytes the server may budget: the global memstore limit and the block
+/// cache's capacity.
+fn memory_budget(ctx: &RpcContext) -> u64 {
+    let server = ctx.db.region_server();
+    server.memstore_high_water_bytes() as u64 + server.block_cache_stats().capacity
+}
+
+/// Whole MiB, saturating.
+fn mib(bytes: u64) -> u32 {
+    u32::try_from(bytes >> 20).unwrap_or(u32::MAX)
 }

@@ -91,6 +91,11 @@ pub struct OpenScanner {
 #[derive(Debug)]
 pub struct Scanners {
     open: Mutex<HashMap<u64, Arc<OpenScanner>>>,
+    /// Scanners closed within the last lease, and when: a call on one of
+    /// them is answered with an empty answer instead of an exception, as
+    /// HBase does (it closes a scanner with nothing more to give by itself,
+    /// and clients still send a `next` or a `close` for it).
+    recently_closed: Mutex<HashMap<u64, Instant>>,
     next_id: AtomicU64,
     capacity: usize,
     lease: Duration,
@@ -103,6 +108,7 @@ impl Scanners {
         let start = rand::random::<u64>() % (1 << 40) + 1;
         Scanners {
             open: Mutex::new(HashMap::new()),
+            recently_closed: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(start),
             capacity,
             lease: Duration::from_millis(lease_ms),
@@ -190,7 +196,27 @@ impl Scanners {
 
     /// Closes scanner `id`; true when it was open.
     pub fn close(&self, id: u64) -> bool {
-        self.open.lock().remove(&id).is_some()
+        let was_open = self.open.lock().remove(&id).is_some();
+        if was_open {
+            let mut closed = self.recently_closed.lock();
+            // Bounded: entries older than a lease go when the map is full.
+            if closed.len() >= self.capacity {
+                let lease = self.lease;
+                closed.retain(|_, at| at.elapsed() < lease);
+            }
+            if closed.len() < self.capacity.saturating_mul(2) {
+                closed.insert(id, Instant::now());
+            }
+        }
+        was_open
+    }
+
+    /// True when scanner `id` was closed less than a lease ago.
+    pub fn was_recently_closed(&self, id: u64) -> bool {
+        self.recently_closed
+            .lock()
+            .get(&id)
+            .is_some_and(|at| at.elapsed() < self.lease)
     }
 
     /// Closes every scanner `owner` opened (its connection went away).
@@ -237,6 +263,16 @@ mod tests {
         assert!(scanners.get(id).is_ok());
         assert!(scanners.close(id));
         assert_eq!(scanners.get(id).unwrap_err().class, UNKNOWN_SCANNER);
+    }
+
+    #[test]
+    fn a_closed_scanner_is_remembered_for_a_lease() {
+        let scanners = Scanners::new(4, 60_000);
+        let (id, _) = scanners.register(1, state()).unwrap();
+        assert!(!scanners.was_recently_closed(id));
+        scanners.close(id);
+        assert!(scanners.was_recently_closed(id));
+        assert!(!scanners.was_recently_closed(id + 1));
     }
 
     #[test]
