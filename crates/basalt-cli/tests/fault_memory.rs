@@ -69,20 +69,6 @@ fn list_message(code: u8, width: usize, n: usize) -> Vec<u8> {
     out.to_vec()
 }
 
-fn peak_rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .unwrap()
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kb * 1024
-}
-
 #[test]
 fn eight_senders_of_sixteen_mib_of_tiny_elements_and_eight_of_the_largest_decoded_form_stay_under_the_memory_bound(
 ) {
@@ -145,7 +131,7 @@ fn eight_senders_of_sixteen_mib_of_tiny_elements_and_eight_of_the_largest_decode
     c.get_table_names().unwrap();
     drop(TcpStream::connect(("127.0.0.1", port)));
 
-    let peak = peak_rss_bytes(server.child.id());
+    let peak = common::peak_rss_bytes(server.child.id());
     eprintln!("basalt serve peak RSS: {} MiB", peak / (1024 * 1024));
     assert!(
         peak < PEAK_RSS_BOUND_BYTES,

@@ -6,16 +6,10 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
 use basalt_rpc::client::RpcClient;
 use basalt_rpc::proto::hbase::EmptyMsg;
 use basalt_rpc::proto::master::BoolResponse;
 use basalt_rpc::proto::registry::GetClusterIdResponse;
-
-/// Hang guard only.
-const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn cluster_id(server: &common::Server) -> String {
     let port = server.region_server_port.unwrap();
@@ -75,56 +69,37 @@ fn an_unreachable_zookeeper_fails_start_up_once_with_a_clear_error() {
         .port();
     let config = dir.path().join("basalt.toml");
     std::fs::write(&config, "[zookeeper]\nconnect_timeout_ms = 2000\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
-        .args(["serve", "--config", config.to_str().unwrap()])
-        .args(["--data-dir", dir.path().join("data").to_str().unwrap()])
-        .args([
+    let data = dir.path().join("data");
+    let quorum = format!("127.0.0.1:{port}");
+    let (code, stderr) = common::run_to_exit(
+        &[
+            "serve",
+            "--config",
+            config.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
             "--thrift-port",
             "0",
             "--thrift2-port",
             "0",
             "--rest-port",
             "0",
-        ])
-        .args(["--master-port", "0", "--region-server-port", "0"])
-        .args(["--zookeeper", &format!("127.0.0.1:{port}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + TIMEOUT;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("basalt serve kept waiting for a ZooKeeper that is not there");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+            "--master-port",
+            "0",
+            "--region-server-port",
+            "0",
+            "--zookeeper",
+            &quorum,
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1), "stderr: {stderr}");
     let errors: Vec<&str> = stderr
         .lines()
         .filter(|l| l.starts_with("basalt: cannot register in ZooKeeper"))
         .collect();
     assert_eq!(errors.len(), 1, "the error once, stderr: {stderr}");
     assert!(errors[0].contains(&port.to_string()), "{}", errors[0]);
-}
-
-/// The server's peak resident size (VmHWM).
-fn peak_rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .unwrap()
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kb * 1024
 }
 
 /// A `Multi` call of `n` empty actions: two bytes each on the wire, a
@@ -204,7 +179,7 @@ fn sixteen_senders_of_tiny_element_requests_stay_under_the_memory_bound() {
     }
     // The server still serves.
     assert!(!cluster_id(&server).is_empty());
-    let peak = peak_rss_bytes(server.child.id());
+    let peak = common::peak_rss_bytes(server.child.id());
     eprintln!("basalt serve peak RSS: {} MiB", peak / (1024 * 1024));
     assert!(
         peak < BOUND,

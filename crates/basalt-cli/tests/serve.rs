@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use basalt_thrift::client::{family, put};
 use basalt_thrift::types::BatchMutation;
@@ -152,28 +152,18 @@ fn taken_port_fails_once_before_touching_data() {
     // Holds the port for the whole test.
     let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
-        .args(["serve", "--data-dir", data.to_str().unwrap()])
-        .args(["--thrift-port", &port])
-        // Logging at its most talkative: the error must still show once.
-        .env("RUST_LOG", "debug")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Hang guard: a server that started anyway would never exit.
-    let deadline = Instant::now() + TIMEOUT;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("basalt serve kept running on a taken port");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    // Logging at its most talkative: the error must still show once.
+    let (code, stderr) = common::run_to_exit(
+        &[
+            "serve",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--thrift-port",
+            &port,
+        ],
+        &[("RUST_LOG", "debug")],
+    );
+    assert_eq!(code, Some(1), "stderr: {stderr}");
     let mentions: Vec<&str> = stderr
         .lines()
         .filter(|l| l.contains("cannot listen"))
