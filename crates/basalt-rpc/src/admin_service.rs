@@ -155,7 +155,7 @@ fn check_family(call: &Call<'_>, info: &RegionInfo, family: Option<&[u8]>) -> Re
     let Some(family) = family.filter(|f| !f.is_empty()) else {
         return Ok(());
     };
-    let descriptor = call.ctx.db.describe_table(&info.table)?.descriptor;
+    let descriptor = call.ctx.db.table(&info.table)?.descriptor();
     if descriptor.get_family(family).is_none() {
         return Err(basalt::Error::NoSuchFamily {
             table: info.table.clone(),

@@ -60,9 +60,13 @@ fn region_for_row(
     spec: Option<&RegionSpecifier>,
     row: &[u8],
 ) -> Result<RegionInfo, RpcError> {
-    let info = meta::resolve_user_region(call.ctx, spec)?;
-    check_row(&info, row)?;
-    Ok(info)
+    match meta::resolve_for_row(call.ctx, spec, row)? {
+        Target::Region { info, .. } => {
+            check_row(&info, row)?;
+            Ok(info)
+        }
+        Target::Meta => Err(meta::meta_is_read_only()),
+    }
 }
 
 fn time_range(range: Option<&crate::proto::hbase::TimeRange>) -> Result<TimeRange, RpcError> {
@@ -145,7 +149,7 @@ fn get(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     let get = request
         .get
         .ok_or_else(|| RpcError::missing("GetRequest.get"))?;
-    let result = match meta::resolve(call.ctx, request.region.as_ref())? {
+    let result = match meta::resolve_for_row(call.ctx, request.region.as_ref(), &get.row)? {
         Target::Meta => {
             let (query, _) = to_get(&get)?;
             let row = meta::rows(call.ctx)

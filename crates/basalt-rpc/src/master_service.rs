@@ -303,8 +303,10 @@ fn schema_of(call: &Call<'_>, name: &str) -> Result<Option<pb::TableSchema>, Rpc
     if name == META_TABLE {
         return Ok(Some(schema::meta_table_schema()));
     }
-    match call.ctx.db.describe_table(name) {
-        Ok(info) => Ok(Some(schema::table_schema(&info.descriptor))),
+    // The descriptor alone: `describe_table` would also gather every
+    // region's load.
+    match call.ctx.db.table(name) {
+        Ok(table) => Ok(Some(schema::table_schema(&table.descriptor()))),
         Err(Error::TableNotFound(_)) => Ok(None),
         Err(e) => Err(e.into()),
     }
@@ -520,7 +522,7 @@ fn modify_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
             wanted.name()
         )));
     }
-    let current = call.ctx.db.describe_table(&name)?.descriptor;
+    let current = call.ctx.db.table(&name)?.descriptor();
     let mut changes = Vec::new();
     for family in current.families() {
         if wanted.get_family(family.name().as_bytes()).is_none() {
@@ -540,7 +542,7 @@ fn modify_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
 /// The table's descriptor, for a family operation on it.
 fn families_of(call: &Call<'_>, name: &str) -> Result<basalt::TableDescriptor, RpcError> {
     refuse_meta(name)?;
-    Ok(call.ctx.db.describe_table(name)?.descriptor)
+    Ok(call.ctx.db.table(name)?.descriptor())
 }
 
 fn add_column(call: &mut Call<'_>, param: &[u8]) -> Answer {

@@ -128,34 +128,59 @@ pub fn resolve(
     let tables: Vec<String> = if encoded {
         ctx.db.list_tables()
     } else {
-        // Table names have no commas: the name is everything before the
-        // first one.
-        let table = name
-            .iter()
-            .position(|&b| b == b',')
-            .and_then(|i| std::str::from_utf8(&name[..i]).ok())
-            .ok_or_else(|| RpcError::not_serving(name))?;
+        let table = table_of_region_name(name).ok_or_else(|| RpcError::not_serving(name))?;
         vec![table.to_string()]
     };
     for table in tables {
-        let Ok(regions) = ctx.db.list_regions(&table) else {
+        let Ok(regions) = ctx.db.region_states(&table) else {
             continue;
         };
-        for region in regions {
+        for (info, state) in regions {
             let matches = if encoded {
-                region.info.encoded_name().as_bytes() == name
+                info.encoded_name().as_bytes() == name
             } else {
-                region.info.region_name() == name
+                info.region_name() == name
             };
             if matches {
-                return Ok(Target::Region {
-                    info: region.info,
-                    state: region.state,
-                });
+                return Ok(Target::Region { info, state });
             }
         }
     }
     Err(RpcError::not_serving(name))
+}
+
+/// The table part of a full region name: table names have no commas, so
+/// it is everything before the first one.
+fn table_of_region_name(name: &[u8]) -> Option<&str> {
+    let comma = name.iter().position(|&b| b == b',')?;
+    std::str::from_utf8(&name[..comma]).ok()
+}
+
+/// What `spec` names, for a call on `row`. Every read and write comes
+/// here, so the usual case is one locator lookup: the region serving `row`
+/// now is the one named. Anything else (an encoded name, a region split or
+/// merged since, a disabled table) takes [`resolve`]'s full listing, which
+/// also says why.
+pub fn resolve_for_row(
+    ctx: &RpcContext,
+    spec: Option<&proto::hbase::RegionSpecifier>,
+    row: &[u8],
+) -> Result<Target, RpcError> {
+    if let Some(spec) = spec.filter(|s| s.r#type == RegionSpecifierType::RegionName as i32) {
+        if let Some(table) = table_of_region_name(&spec.value) {
+            if let Ok(region) = ctx.db.locator().locate(table, row) {
+                // A region that failed to open goes the long way: the
+                // listing carries the failure's details.
+                if region.info().region_name() == spec.value && region.open_failure().is_none() {
+                    return Ok(Target::Region {
+                        info: region.info().clone(),
+                        state: RegionState::Open,
+                    });
+                }
+            }
+        }
+    }
+    resolve(ctx, spec)
 }
 
 /// The region `spec` names, refusing `hbase:meta` (for calls that only make
@@ -166,10 +191,15 @@ pub fn resolve_user_region(
 ) -> Result<RegionInfo, RpcError> {
     match resolve(ctx, spec)? {
         Target::Region { info, .. } => Ok(info),
-        Target::Meta => Err(RpcError::do_not_retry(
-            "hbase:meta is served from Basalt's catalog and cannot be written, flushed, split or compacted",
-        )),
+        Target::Meta => Err(meta_is_read_only()),
     }
+}
+
+/// The answer to a write, flush, split or compaction of `hbase:meta`.
+pub fn meta_is_read_only() -> RpcError {
+    RpcError::do_not_retry(
+        "hbase:meta is served from Basalt's catalog and cannot be written, flushed, split or compacted",
+    )
 }
 
 /// An 8-byte big-endian long, as HBase's `Bytes.toBytes(long)`.
@@ -230,12 +260,15 @@ pub fn rows(ctx: &RpcContext) -> Vec<basalt::RowResult> {
     let start_code = long_bytes(ts);
     let mut rows = Vec::new();
     for table in ctx.db.list_tables() {
-        let Ok(info) = ctx.db.describe_table(&table) else {
-            // Dropped between the listing and now.
+        // Either fails when the table was dropped since the listing.
+        let (Ok(enabled), Ok(regions)) = (
+            ctx.db.is_table_enabled(&table),
+            ctx.db.region_states(&table),
+        ) else {
             continue;
         };
         let state = proto::hbase::TableState {
-            state: if info.enabled {
+            state: if enabled {
                 proto::hbase::table_state::State::Enabled as i32
             } else {
                 proto::hbase::table_state::State::Disabled as i32
@@ -252,15 +285,15 @@ pub fn rows(ctx: &RpcContext) -> Vec<basalt::RowResult> {
                 Bytes::from(prost::Message::encode_to_vec(&state)),
             )],
         });
-        for region in info.regions {
-            let row = region.info.region_name();
+        for (region, region_state) in regions {
+            let row = region.region_name();
             let mut regioninfo = PB_MAGIC.to_vec();
-            prost::Message::encode(&region_info_proto(&region.info), &mut regioninfo)
+            prost::Message::encode(&region_info_proto(&region), &mut regioninfo)
                 .unwrap_or_default();
             // A disabled table's regions are closed in HBase's meta; a
             // region that failed to open says so (AdminService agrees).
-            let state: &'static [u8] = match region.state {
-                _ if !info.enabled => b"CLOSED",
+            let state: &'static [u8] = match region_state {
+                _ if !enabled => b"CLOSED",
                 RegionState::Open => b"OPEN",
                 _ => b"FAILED_OPEN",
             };

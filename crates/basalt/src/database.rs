@@ -313,19 +313,24 @@ impl Database {
                 .iter()
                 .map(|r| RegionSummary {
                     info: r.info().clone(),
-                    state: match r.open_failure() {
-                        None => RegionState::Open,
-                        Some(f) => RegionState::FailedOpen {
-                            file: f.path.clone(),
-                            offset: f.offset,
-                            reason: f.reason.clone(),
-                        },
-                    },
+                    state: region_state(r),
                     load: r.load(),
                     stores: r.store_stats(),
                 })
                 .collect(),
         })
+    }
+
+    /// The table's regions in key order with their state only: what a
+    /// lookup needs, without the loads and store statistics
+    /// [`Database::list_regions`] gathers from every store.
+    pub fn region_states(&self, name: &str) -> Result<Vec<(RegionInfo, RegionState)>> {
+        let state = self.inner.locator.table(name)?;
+        Ok(state
+            .regions()
+            .iter()
+            .map(|r| (r.info().clone(), region_state(r)))
+            .collect())
     }
 
     /// The table's regions in key order, with their load (HBase's
@@ -524,5 +529,17 @@ pub(crate) fn lock_directory(dir: &Path) -> Result<File> {
         Ok(()) => Ok(file),
         Err(fs::TryLockError::WouldBlock) => Err(Error::Locked { path }),
         Err(fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
+    }
+}
+
+/// Open, or failed to open and why.
+fn region_state(region: &basalt_engine::Region) -> RegionState {
+    match region.open_failure() {
+        None => RegionState::Open,
+        Some(f) => RegionState::FailedOpen {
+            file: f.path.clone(),
+            offset: f.offset,
+            reason: f.reason.clone(),
+        },
     }
 }
