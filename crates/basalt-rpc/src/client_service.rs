@@ -152,7 +152,7 @@ fn get(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     let result = match meta::resolve_for_row(call.ctx, request.region.as_ref(), &get.row)? {
         Target::Meta => {
             let (query, _) = to_get(&get)?;
-            let row = meta::rows(call.ctx)
+            let row = meta::rows_for_key(call.ctx, &query.row)
                 .into_iter()
                 .find(|r| r.row == query.row)
                 .map(|r| select_meta_columns(r, &get.column))

@@ -84,16 +84,25 @@ fn bad(what: &str, at: usize, len: usize) -> RpcError {
 }
 
 /// Reads a varint length and the bytes it counts from `frame` at `*at`.
-fn delimited(frame: &Bytes, at: &mut usize, what: &str) -> Result<Bytes, RpcError> {
+/// With `overrun_reads_rest`, a length beyond the frame reads the rest of
+/// it instead (see [`parameter`]).
+fn delimited(
+    frame: &Bytes,
+    at: &mut usize,
+    what: &str,
+    overrun_reads_rest: bool,
+) -> Result<Bytes, RpcError> {
     let mut rest = &frame[*at..];
     let before = rest.len();
     let len = prost::encoding::decode_varint(&mut rest)
         .map_err(|_| bad(&format!("{what} length"), *at, frame.len()))?;
     *at += before - rest.len();
-    let len = usize::try_from(len)
-        .ok()
-        .filter(|&l| l <= frame.len() - *at)
-        .ok_or_else(|| bad(what, *at, frame.len()))?;
+    let left = frame.len() - *at;
+    let len = match usize::try_from(len) {
+        Ok(len) if len <= left => len,
+        _ if overrun_reads_rest => left,
+        _ => return Err(bad(what, *at, frame.len())),
+    };
     let out = frame.slice(*at..*at + len);
     *at += len;
     Ok(out)
@@ -109,20 +118,7 @@ fn delimited(frame: &Bytes, at: &mut usize, what: &str) -> Result<Bytes, RpcErro
 /// bytes, so any parameter of 128 bytes or more arrives with an inflated
 /// length (the frame length itself is right).
 fn parameter(frame: &Bytes, at: &mut usize, cell_block_len: usize) -> Result<Bytes, RpcError> {
-    let mut rest = &frame[*at..];
-    let before = rest.len();
-    let len = prost::encoding::decode_varint(&mut rest)
-        .map_err(|_| bad("parameter length", *at, frame.len()))?;
-    *at += before - rest.len();
-    let left = frame.len() - *at;
-    let len = match usize::try_from(len) {
-        Ok(len) if len <= left => len,
-        _ if cell_block_len == 0 => left,
-        _ => return Err(bad("parameter", *at, frame.len())),
-    };
-    let out = frame.slice(*at..*at + len);
-    *at += len;
-    Ok(out)
+    delimited(frame, at, "parameter", cell_block_len == 0)
 }
 
 /// Splits one frame (without its 4-byte length) into header, parameter and
@@ -131,7 +127,8 @@ fn parameter(frame: &Bytes, at: &mut usize, cell_block_len: usize) -> Result<Byt
 /// the call.
 pub fn split_request(frame: Bytes) -> Result<Request, (Option<u32>, RpcError)> {
     let mut at = 0;
-    let header_bytes = delimited(&frame, &mut at, "request header").map_err(|e| (None, e))?;
+    let header_bytes =
+        delimited(&frame, &mut at, "request header", false).map_err(|e| (None, e))?;
     let header = RequestHeader::decode(header_bytes)
         .map_err(|e| (None, bad(&format!("request header ({e})"), 0, frame.len())))?;
     let call_id = header.call_id;

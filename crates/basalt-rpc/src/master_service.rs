@@ -346,6 +346,12 @@ fn set_switch(param: &[u8], what: &str, switch: &std::sync::atomic::AtomicBool) 
     bool_answer(Switches::swap(switch, request.on.unwrap_or(false)))
 }
 
+/// Answers a switch's value to a request that carries nothing.
+fn read_switch(param: &[u8], what: &str, switch: &std::sync::atomic::AtomicBool) -> Answer {
+    Call::decode::<m::Empty>(param, what)?;
+    bool_answer(Switches::get(switch))
+}
+
 // ---- tables ----
 
 /// By names: the tables that exist (a missing one is left out, which is
@@ -883,16 +889,18 @@ fn set_balancer_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
 }
 
 fn is_balancer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    Call::decode::<m::Empty>(param, "IsBalancerEnabledRequest")?;
-    bool_answer(Switches::get(&call.ctx.switches.balancer))
+    read_switch(
+        param,
+        "IsBalancerEnabledRequest",
+        &call.ctx.switches.balancer,
+    )
 }
 
 /// Basalt has no region normalizer (it never merges small regions by
 /// itself): a normalizer that is on "runs" with nothing to do, one that is
 /// off does not run, as HBase answers.
 fn normalize(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    Call::decode::<m::Empty>(param, "NormalizeRequest")?;
-    bool_answer(Switches::get(&call.ctx.switches.normalizer))
+    read_switch(param, "NormalizeRequest", &call.ctx.switches.normalizer)
 }
 
 fn set_normalizer_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
@@ -904,8 +912,11 @@ fn set_normalizer_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
 }
 
 fn is_normalizer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    Call::decode::<m::Empty>(param, "IsNormalizerEnabledRequest")?;
-    bool_answer(Switches::get(&call.ctx.switches.normalizer))
+    read_switch(
+        param,
+        "IsNormalizerEnabledRequest",
+        &call.ctx.switches.normalizer,
+    )
 }
 
 /// Basalt's janitor drops retired split and merge parents as soon as no
@@ -927,16 +938,22 @@ fn enable_catalog_janitor(call: &mut Call<'_>, param: &[u8]) -> Answer {
 }
 
 fn is_catalog_janitor_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    Call::decode::<m::Empty>(param, "IsCatalogJanitorEnabledRequest")?;
-    bool_answer(Switches::get(&call.ctx.switches.catalog_janitor))
+    read_switch(
+        param,
+        "IsCatalogJanitorEnabledRequest",
+        &call.ctx.switches.catalog_janitor,
+    )
 }
 
 /// HBase's cleaner chore deletes archived WALs and files; Basalt deletes
 /// its obsolete files as soon as they are unused, so there is nothing left
 /// for a run on demand. It "runs" when the switch is on.
 fn run_cleaner_chore(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    Call::decode::<m::Empty>(param, "RunCleanerChoreRequest")?;
-    bool_answer(Switches::get(&call.ctx.switches.cleaner_chore))
+    read_switch(
+        param,
+        "RunCleanerChoreRequest",
+        &call.ctx.switches.cleaner_chore,
+    )
 }
 
 fn set_cleaner_chore_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
@@ -948,8 +965,11 @@ fn set_cleaner_chore_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
 }
 
 fn is_cleaner_chore_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    Call::decode::<m::Empty>(param, "IsCleanerChoreEnabledRequest")?;
-    bool_answer(Switches::get(&call.ctx.switches.cleaner_chore))
+    read_switch(
+        param,
+        "IsCleanerChoreEnabledRequest",
+        &call.ctx.switches.cleaner_chore,
+    )
 }
 
 /// Kept for read-back only: Basalt has no snapshots to clean up.
@@ -962,8 +982,11 @@ fn switch_snapshot_cleanup(call: &mut Call<'_>, param: &[u8]) -> Answer {
 }
 
 fn is_snapshot_cleanup_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    Call::decode::<m::Empty>(param, "IsSnapshotCleanupEnabledRequest")?;
-    bool_answer(Switches::get(&call.ctx.switches.snapshot_cleanup))
+    read_switch(
+        param,
+        "IsSnapshotCleanupEnabledRequest",
+        &call.ctx.switches.snapshot_cleanup,
+    )
 }
 
 fn switch_of<'a>(

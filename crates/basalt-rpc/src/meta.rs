@@ -253,13 +253,31 @@ pub fn compare_meta_rows(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 /// Every row `hbase:meta` would hold now, in meta order: for each table its
 /// state row, then one row per region.
 pub fn rows(ctx: &RpcContext) -> Vec<basalt::RowResult> {
+    rows_of(ctx, ctx.db.list_tables())
+}
+
+/// The rows of `hbase:meta` for one row key: its table's rows (a get needs
+/// no other table's regions).
+pub fn rows_for_key(ctx: &RpcContext, key: &[u8]) -> Vec<basalt::RowResult> {
+    let table = match key.iter().position(|&b| b == b',') {
+        Some(comma) => &key[..comma],
+        None => key,
+    };
+    match std::str::from_utf8(table) {
+        Ok(table) if ctx.db.table_exists(table) => rows_of(ctx, vec![table.to_string()]),
+        _ => Vec::new(),
+    }
+}
+
+/// The rows of `tables`, in meta order.
+fn rows_of(ctx: &RpcContext, tables: Vec<String>) -> Vec<basalt::RowResult> {
     let identity = &ctx.identity;
     let ts = i64::try_from(identity.start_code).unwrap_or(i64::MAX);
     let server = Bytes::from(format!("{}:{}", identity.host, identity.region_server_port));
     let server_name = Bytes::from(identity.region_server_text());
     let start_code = long_bytes(ts);
     let mut rows = Vec::new();
-    for table in ctx.db.list_tables() {
+    for table in tables {
         // Either fails when the table was dropped since the listing.
         let (Ok(enabled), Ok(regions)) = (
             ctx.db.is_table_enabled(&table),

@@ -156,24 +156,20 @@ impl Scanners {
     /// it is closed, expired or was never opened.
     pub fn get(&self, id: u64) -> Result<Arc<OpenScanner>, RpcError> {
         let mut open = self.open.lock();
-        let expired = match open.get(&id) {
-            None => true,
-            Some(s) => s.last_used.lock().elapsed() >= self.lease,
-        };
-        if expired {
-            open.remove(&id);
-            return Err(RpcError::new(
-                UNKNOWN_SCANNER,
-                format!("unknown scanner {id}: closed, expired after its lease, or never opened"),
-                true,
-            ));
+        if let Some(scanner) = open.get(&id) {
+            let mut last_used = scanner.last_used.lock();
+            if last_used.elapsed() < self.lease {
+                *last_used = Instant::now();
+                drop(last_used);
+                return Ok(Arc::clone(scanner));
+            }
         }
-        let scanner = open
-            .get(&id)
-            .cloned()
-            .ok_or_else(|| RpcError::new(UNKNOWN_SCANNER, format!("unknown scanner {id}"), true))?;
-        *scanner.last_used.lock() = Instant::now();
-        Ok(scanner)
+        open.remove(&id);
+        Err(RpcError::new(
+            UNKNOWN_SCANNER,
+            format!("unknown scanner {id}: closed, expired after its lease, or never opened"),
+            true,
+        ))
     }
 
     /// Drops every scanner unused for a lease (the server calls it every

@@ -465,11 +465,14 @@ async fn connection(
             .await
         }
     };
-    let service = header.service_name.clone().unwrap_or_default();
-    if services::methods(&service).is_none() {
-        let e = RpcError::new(UNKNOWN_SERVICE, format!("service {service:?} is not served (served: ClientService, MasterService, AdminService, ClientMetaService)"), true);
+    let requested = header.service_name.as_deref().unwrap_or_default();
+    let Some((service, _)) = services::services()
+        .into_iter()
+        .find(|(name, _)| *name == requested)
+    else {
+        let e = RpcError::new(UNKNOWN_SERVICE, format!("service {requested:?} is not served (served: ClientService, MasterService, AdminService, ClientMetaService)"), true);
         return fatal(&mut writer, NO_CALL, &e).await;
-    }
+    };
     let cell_blocks = match header.cell_block_codec_class.as_deref() {
         None | Some("") => false,
         Some(codec) if cellblock::is_supported_codec(codec) => true,
@@ -493,11 +496,6 @@ async fn connection(
         let e = RpcError::new("org.apache.hadoop.hbase.ipc.UnsupportedCompressionCodecException", format!("cell block compressor {compressor} is not supported: send cell blocks uncompressed"), true);
         return fatal(&mut writer, NO_CALL, &e).await;
     }
-    let service: &'static str = services::services()
-        .into_iter()
-        .map(|(name, _)| name)
-        .find(|name| *name == service)
-        .unwrap_or("");
 
     // 4. Answers leave through one writer task, in completion order.
     let (answers, mut outbox) = mpsc::channel::<Vec<u8>>(limits.max_calls_per_connection);
