@@ -1312,7 +1312,7 @@ impl Region {
             .iter()
             .map(|store| {
                 let qualifiers = columns.qualifiers(store.family()).cloned();
-                store.scanner(read_point, None, qualifiers, options)
+                store.scanner(read_point, qualifiers, options)
             })
             .collect::<Result<Vec<_>>>()
     }

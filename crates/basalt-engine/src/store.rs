@@ -97,12 +97,11 @@ impl StoreFile {
     }
 
     /// A source over the file's cells (a link's rows only), keeping the
-    /// file alive while it is read. `stop_row` ends a point read early;
-    /// `fill_cache` false keeps the blocks it reads out of the block cache
-    /// (compactions: see `StoreFileSource::set_fill_cache`).
-    fn source(self: &Arc<Self>, stop_row: Option<Bytes>, fill_cache: bool) -> FileSource {
+    /// file alive while it is read. `fill_cache` false keeps the blocks it
+    /// reads out of the block cache (compactions: see
+    /// `StoreFileSource::set_fill_cache`).
+    fn source(self: &Arc<Self>, fill_cache: bool) -> FileSource {
         let mut inner = self.reader.source();
-        inner.set_stop_row(stop_row);
         inner.set_fill_cache(fill_cache);
         let (lower, upper) = match &self.entry.link {
             Some(link) => (
@@ -380,20 +379,15 @@ impl Store {
         view.active.heap_size() + view.snapshot.as_ref().map_or(0, |s| s.heap_size())
     }
 
-    /// The merged sources a read at `read_point` sees. With `row`, files that
-    /// cannot hold the row (key range, bloom filter) are left out.
+    /// The merged sources a scan at `read_point` sees (a get reads
+    /// [`Store::row_cells`] instead).
     ///
     /// Files whose newest cell is older than `oldest_wanted` are left out
     /// too: their puts are outside the read's time range, and their delete
     /// markers only cover puts older still. (A file of only *newer* cells
     /// cannot be skipped: its versions count towards the family's VERSIONS
     /// and its markers hide older puts.)
-    pub fn source(
-        &self,
-        read_point: u64,
-        row: Option<&[u8]>,
-        oldest_wanted: i64,
-    ) -> Result<MergedSource> {
+    pub fn source(&self, read_point: u64, oldest_wanted: i64) -> Result<MergedSource> {
         let view = Arc::clone(&self.view.read());
         let mut sources: Vec<Box<dyn CellSource>> = Vec::with_capacity(view.files.len() + 2);
         sources.push(Box::new(view.active.source(read_point)));
@@ -401,12 +395,10 @@ impl Store {
             sources.push(Box::new(snapshot.source(read_point)));
         }
         for file in &view.files {
-            if !self.file_wanted(file, row, oldest_wanted)? {
+            if !self.file_wanted(file, None, oldest_wanted)? {
                 continue;
             }
-            // A point read needs nothing past its row: reading the row's
-            // last cell then never loads the next block.
-            sources.push(Box::new(file.source(row.map(Bytes::copy_from_slice), true)));
+            sources.push(Box::new(file.source(true)));
         }
         Ok(MergedSource::new(sources))
     }
@@ -482,11 +474,10 @@ impl Store {
     pub fn scanner(
         &self,
         read_point: u64,
-        row: Option<&[u8]>,
         qualifiers: Option<std::collections::BTreeSet<Bytes>>,
         options: &ReadOptions,
     ) -> Result<StoreScanner> {
-        let source = self.source(read_point, row, options.time_range.min)?;
+        let source = self.source(read_point, options.time_range.min)?;
         Ok(StoreScanner::new(
             source,
             self.descriptor(),
@@ -650,7 +641,7 @@ impl Store {
         let sources: Vec<Box<dyn CellSource>> = selected
             .iter()
             // The inputs are read once and deleted after: not cached.
-            .map(|f| Box::new(f.source(None, false)) as Box<dyn CellSource>)
+            .map(|f| Box::new(f.source(false)) as Box<dyn CellSource>)
             .collect();
         let mut merged = MergedSource::new(sources);
         merged.seek(&first_on_row(b""))?;
@@ -797,7 +788,7 @@ impl Store {
         let mut rows = largest.reader.index_rows()?;
         if rows.len() < 3 && largest.reader.index_levels() == 1 {
             rows.clear();
-            let mut source = largest.source(None, false);
+            let mut source = largest.source(false);
             source.seek(&first_on_row(lower))?;
             while let Some(cell) = source.peek() {
                 if rows.last() != Some(&cell.row) {

@@ -478,7 +478,6 @@ impl StoreFileReader {
             block: None,
             current: None,
             blocks_read: 0,
-            stop_row: None,
             fill_cache: true,
         }
     }
@@ -713,9 +712,6 @@ pub struct StoreFileSource {
     block: Option<(BlockPos, BlockHandle, BlockCursor)>,
     current: Option<Cell>,
     blocks_read: u64,
-    /// Nothing past this row is wanted (a point read): the source ends
-    /// instead of loading a block that can only hold later rows.
-    stop_row: Option<Bytes>,
     /// Whether blocks read from the file go into the block cache (blocks
     /// already cached are used either way).
     fill_cache: bool,
@@ -732,12 +728,6 @@ impl std::fmt::Debug for StoreFileSource {
 }
 
 impl StoreFileSource {
-    /// Ends the source after `row` (a point read of that row), so that
-    /// reading the row's last cell never loads the next block.
-    pub fn set_stop_row(&mut self, row: Option<Bytes>) {
-        self.stop_row = row;
-    }
-
     /// Stops (or restarts) putting the blocks this source reads from the
     /// file into the block cache, as HBase does for compactions and for a
     /// scan with `cacheBlocks` off: a compaction reads every block of its
@@ -825,19 +815,6 @@ impl StoreFileSource {
         let Some((pos, handle)) = reader.locate(&mut self.memo, &after)? else {
             return Ok(());
         };
-        if let Some(stop) = &self.stop_row {
-            // The block found starts after the previous block's last row
-            // (unless that row was cut): if that row already reaches the
-            // last row wanted, the block can only hold rows past it.
-            if let Some(prev) = reader.prev_pos(pos, &mut self.memo)? {
-                let (prev_last_row, _) = reader.entry_at(prev, &mut self.memo)?;
-                if prev_last_row[..] >= stop[..]
-                    && !reader.row_continues_after(prev, &mut self.memo)?
-                {
-                    return Ok(());
-                }
-            }
-        }
         let cursor = self.load(pos, handle)?;
         let found = cursor
             .seek(target, &family)
@@ -869,12 +846,6 @@ impl StoreFileSource {
             return Ok(());
         }
         let pos = *pos;
-        if let Some(stop) = &self.stop_row {
-            if prev.row[..] >= stop[..] && !reader.row_continues_after(pos, &mut self.memo)? {
-                // Every later block starts past the last row wanted.
-                return Ok(());
-            }
-        }
         let Some(next) = reader.next_pos(pos, &mut self.memo)? else {
             return Ok(());
         };
