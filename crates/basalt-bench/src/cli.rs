@@ -44,6 +44,10 @@ pub struct YcsbArgs {
     /// Block cache size of embedded targets, in bytes.
     #[arg(long)]
     pub cache_bytes: Option<usize>,
+    /// Data block size (BLOCKSIZE) of the table an embedded Basalt target
+    /// creates, in bytes (default: HBase's 64 KiB).
+    #[arg(long)]
+    pub block_size: Option<u32>,
     /// Append each phase's report as a JSON line to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,

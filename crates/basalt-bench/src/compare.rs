@@ -56,6 +56,12 @@ pub struct CompareArgs {
     /// Block cache of every contender, in bytes.
     #[arg(long, default_value_t = 1 << 30)]
     pub cache_bytes: usize,
+    /// Data block size of every embedded contender, in bytes: RocksDB's
+    /// and fjall's default (4 KiB), given to Basalt's tables as BLOCKSIZE
+    /// so all read blocks of one size. The Thrift runs keep HBase's 64 KiB
+    /// (Thrift1's ColumnDescriptor cannot set it).
+    #[arg(long, default_value_t = 4096)]
+    pub block_size: u32,
     /// YCSB: records.
     #[arg(long, default_value_t = 1_000_000)]
     pub records: u64,
@@ -385,6 +391,7 @@ fn db_bench_args(
         format!("--threads={threads}"),
         format!("--seek_nexts={}", a.seek_nexts),
         format!("--cache_size={}", a.cache_bytes),
+        format!("--block_size={}", a.block_size),
         "--compression_type=none".to_string(),
         "--histogram=1".to_string(),
         format!("--use_existing_db={}", u8::from(existing)),
@@ -607,6 +614,7 @@ fn ycsb_section(ctx: &mut Ctx) -> BenchResult<()> {
             ));
             let program = if contender == "basalt" {
                 args.insert(0, "bench".into());
+                args.extend(["--block-size".into(), ctx.args.block_size.to_string()]);
                 ctx.basalt.clone()
             } else {
                 ctx.peers.clone()
@@ -938,8 +946,9 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
     let _ = writeln!(s, "## Settings\n");
     let _ = writeln!(
         s,
-        "- db_bench: {} keys of {} bytes, values of {} bytes, compression off, cache {} MiB for \
-         both, WAL on without sync (Basalt SYNC_WAL: each write reaches the OS, as RocksDB's \
+        "- db_bench: {} keys of {} bytes, values of {} bytes, compression off, cache {} MiB and \
+         data blocks of {} bytes for both (RocksDB db_bench's default block size; Basalt's \
+         table gets it as BLOCKSIZE, whose HBase default is 64 KiB), WAL on without sync (Basalt SYNC_WAL: each write reaches the OS, as RocksDB's \
          WAL does with `--sync=0`); readrandom {} reads (second pass in the process counts: warm \
          cache); seekrandom {} seeks of 1 + {} entries; fillsync {} threads, each writing num/1000 \
          = {} entries fsynced (db_bench's documented fillsync, passed as `--writes` to both; \
@@ -948,6 +957,7 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
         a.key_size,
         a.value_size,
         a.cache_bytes >> 20,
+        a.block_size,
         a.reads,
         a.seeks,
         a.seek_nexts,
@@ -958,21 +968,23 @@ fn render_markdown(ctx: &Ctx, svg: &str, elapsed: Duration) -> String {
         s,
         "- YCSB embedded: {} records of 10 fields x 100 bytes, {} threads, {} operations (E: {}), \
          zipfian 0.99 (scrambled; latest for D), load once then A, B, C, F, D, E on the same \
-         data. Basalt: one column per field, one version kept. fjall: one value per record \
+         data. Data blocks of {} bytes for every contender (fjall's and RocksDB's default; \
+         Basalt's BLOCKSIZE). Basalt: one column per field, one version kept. fjall: one value per record \
          (fields serialised), an update reads, merges and rewrites the record; every write is \
          followed by `persist(Buffer)` so it reaches the OS like Basalt's SYNC_WAL. RocksDB \
          (unless --no-ycsb-rocksdb): the system's librocksdb 7.8 through its C API, records \
          stored like fjall's, compression off, LRU block cache of the same size, WAL on \
          without sync.",
-        a.records, a.threads, a.ops, a.scan_ops
+        a.records, a.threads, a.ops, a.scan_ops, a.block_size
     );
     let _ = writeln!(
         s,
         "- YCSB over the network: `basalt serve` on loopback, {} connections (binary protocol, \
          buffered transport), {} operations each for C and A, client on the same machine; the \
          table is created over Thrift with one version, block cache on and ROW bloom (HBase \
-         shell defaults; Thrift's own ColumnDescriptor defaults turn both off), the server's \
-         block cache sized like the embedded runs.\n",
+         shell defaults; Thrift's own ColumnDescriptor defaults turn both off) and HBase's \
+         64 KiB blocks (Thrift1 cannot set BLOCKSIZE), the server's block cache sized like the \
+         embedded runs.\n",
         a.net_threads, a.net_ops
     );
     let _ = writeln!(

@@ -24,18 +24,24 @@ pub fn bench_family(name: &str) -> ColumnFamilyDescriptor {
 #[derive(Debug)]
 pub struct BasaltEmbedded {
     db: Database,
+    block_size: Option<u32>,
 }
 
 impl BasaltEmbedded {
-    /// Opens the database at `dir` with a block cache of `cache_bytes`.
-    pub fn open(dir: PathBuf, cache_bytes: Option<usize>) -> BenchResult<Self> {
+    /// Opens the database at `dir` with a block cache of `cache_bytes`; the
+    /// table it creates has data blocks of `block_size` (default: HBase's).
+    pub fn open(
+        dir: PathBuf,
+        cache_bytes: Option<usize>,
+        block_size: Option<u32>,
+    ) -> BenchResult<Self> {
         let mut options = Options::new(&dir);
         if let Some(bytes) = cache_bytes {
             options.block_cache_bytes = bytes;
         }
         let db = Database::open_with(options)
             .map_err(|e| BenchError::new(format!("cannot open {}: {e}", dir.display())))?;
-        Ok(BasaltEmbedded { db })
+        Ok(BasaltEmbedded { db, block_size })
     }
 
     /// The database.
@@ -51,8 +57,12 @@ impl YcsbStore for BasaltEmbedded {
 
     fn prepare(&self) -> BenchResult<()> {
         if !self.db.table_exists(TABLE) {
+            let mut family = bench_family(FAMILY);
+            if let Some(bytes) = self.block_size {
+                family = family.block_size(bytes);
+            }
             self.db
-                .create_table(TableDescriptor::new(TABLE).family(bench_family(FAMILY)))?;
+                .create_table(TableDescriptor::new(TABLE).family(family))?;
         }
         Ok(())
     }
@@ -258,6 +268,7 @@ pub struct BasaltKv {
     db: Database,
     table: Table,
     compression: basalt::Compression,
+    block_size: u32,
     family: Bytes,
     qualifier: Bytes,
     durability: basalt::Durability,
@@ -270,6 +281,7 @@ impl BasaltKv {
         dir: PathBuf,
         cache_bytes: Option<usize>,
         compression: basalt::Compression,
+        block_size: u32,
         disable_wal: bool,
     ) -> BenchResult<Self> {
         let mut options = Options::new(&dir);
@@ -278,11 +290,12 @@ impl BasaltKv {
         }
         let db = Database::open_with(options)
             .map_err(|e| BenchError::new(format!("cannot open {}: {e}", dir.display())))?;
-        let table = Self::ensure_table(&db, compression)?;
+        let table = Self::ensure_table(&db, compression, block_size)?;
         Ok(BasaltKv {
             db,
             table,
             compression,
+            block_size,
             family: Bytes::from_static(DB_BENCH_FAMILY.as_bytes()),
             qualifier: Bytes::from_static(DB_BENCH_QUALIFIER.as_bytes()),
             durability: if disable_wal {
@@ -293,12 +306,16 @@ impl BasaltKv {
         })
     }
 
-    fn ensure_table(db: &Database, compression: basalt::Compression) -> BenchResult<Table> {
+    fn ensure_table(
+        db: &Database,
+        compression: basalt::Compression,
+        block_size: u32,
+    ) -> BenchResult<Table> {
         if !db.table_exists(DB_BENCH_TABLE) {
-            db.create_table(
-                TableDescriptor::new(DB_BENCH_TABLE)
-                    .family(bench_family(DB_BENCH_FAMILY).compression(compression)),
-            )?;
+            let family = bench_family(DB_BENCH_FAMILY)
+                .compression(compression)
+                .block_size(block_size);
+            db.create_table(TableDescriptor::new(DB_BENCH_TABLE).family(family))?;
         }
         Ok(db.table(DB_BENCH_TABLE)?)
     }
@@ -315,7 +332,7 @@ impl crate::dbbench::KvStore for BasaltKv {
             self.db.disable_table(DB_BENCH_TABLE)?;
             self.db.drop_table(DB_BENCH_TABLE)?;
         }
-        self.table = Self::ensure_table(&self.db, self.compression)?;
+        self.table = Self::ensure_table(&self.db, self.compression, self.block_size)?;
         Ok(())
     }
 

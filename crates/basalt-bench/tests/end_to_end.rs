@@ -22,7 +22,7 @@ fn config(workload: Workload, records: u64, ops: u64) -> PhaseConfig {
 #[test]
 fn ycsb_load_and_run_against_basalt_embedded() {
     let dir = tempfile::tempdir().unwrap();
-    let store = BasaltEmbedded::open(dir.path().to_path_buf(), Some(8 << 20)).unwrap();
+    let store = BasaltEmbedded::open(dir.path().to_path_buf(), Some(8 << 20), Some(4096)).unwrap();
     let load = run_phase(&store, Phase::Load, &config(Workload::A, 500, 0)).unwrap();
     assert_eq!(load.operations, 500);
     assert_eq!(load.op(OpKind::Insert).map(|s| s.operations), Some(500));
@@ -69,6 +69,7 @@ fn db_bench_sequence_against_basalt_embedded() {
         dir.path().to_path_buf(),
         Some(8 << 20),
         basalt::Compression::None,
+        4096,
         false,
     )
     .unwrap();

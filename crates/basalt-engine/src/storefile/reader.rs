@@ -90,6 +90,11 @@ struct Counters {
     bytes_read: AtomicU64,
 }
 
+/// Below this many leaves, [`StoreFileReader::index_rows`] reads the
+/// leaves: enough root entries are evenly spread split candidates on
+/// their own, a handful are not.
+pub const FEW_LEAVES_FOR_SPLIT: usize = 16;
+
 /// An open store file. Cheap to share (`Arc`); any number of sources may
 /// read it concurrently.
 #[derive(Debug)]
@@ -251,23 +256,42 @@ impl StoreFileReader {
         }
     }
 
-    /// The rows the root index names (the last row of each data block, or
-    /// of each leaf index block's span), in order: evenly spread over the
-    /// file's data, they are where a region can be cut near its middle.
+    /// Rows the index names (the last row of data blocks or of leaf index
+    /// blocks' spans), in order: evenly spread over the file's data, they
+    /// are where a region can be cut near its middle.
+    ///
+    /// A two-level index whose root names fewer than
+    /// [`FEW_LEAVES_FOR_SPLIT`] leaves is read down to its leaves: with two
+    /// or three leaves the root's rows are the ends of huge spans (the last
+    /// one is the file's last row), and the middle of those is nowhere near
+    /// the middle of the data; a split there leaves one daughter nearly
+    /// empty and the other as large as the parent.
     pub fn index_rows(&self) -> Result<Vec<Bytes>> {
+        if self.trailer.index_levels == 2 && self.root.len() < FEW_LEAVES_FOR_SPLIT {
+            let mut rows = Vec::new();
+            let mut memo = None;
+            for leaf in 0..self.root.len() {
+                let block = self.leaf(leaf, &mut memo)?;
+                let at = self.index_offset(Some(leaf));
+                self.push_index_rows(&block, at, &mut rows)?;
+            }
+            return Ok(rows);
+        }
         let mut rows = Vec::with_capacity(self.root.len());
-        for i in 0..self.root.len() {
-            let entry = self
-                .root
-                .entry(i)
-                .map_err(|m| self.corruption(self.trailer.root_index.offset, m))?;
-            let key = decode_key(entry.key, entry.row_len)
-                .map_err(|m| self.corruption(self.trailer.root_index.offset, m))?;
+        self.push_index_rows(&self.root, self.trailer.root_index.offset, &mut rows)?;
+        Ok(rows)
+    }
+
+    /// Appends the distinct rows of `block`'s entries to `rows`.
+    fn push_index_rows(&self, block: &IndexBlock, at: u64, rows: &mut Vec<Bytes>) -> Result<()> {
+        for i in 0..block.len() {
+            let entry = block.entry(i).map_err(|m| self.corruption(at, m))?;
+            let key = decode_key(entry.key, entry.row_len).map_err(|m| self.corruption(at, m))?;
             if rows.last().map(|r: &Bytes| &r[..]) != Some(key.row) {
                 rows.push(Bytes::copy_from_slice(key.row));
             }
         }
-        Ok(rows)
+        Ok(())
     }
 
     /// Smallest and largest timestamps (inclusive); `None` when empty.

@@ -686,6 +686,39 @@ fn two_level_index_with_tiny_blocks() {
 }
 
 #[test]
+fn split_candidates_of_a_file_with_few_leaves_come_from_the_leaves() {
+    // A root naming only a few leaves names the ends of huge spans (the
+    // last is the file's last row): the middle of those rows is far from
+    // the middle of the data, and a region split there leaves one daughter
+    // almost empty. The candidates must come from the leaves.
+    let mut rng = Rng(11);
+    let cells = normalise(random_cells(&mut rng, 20_000));
+    let store: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let path = Path::new("/t/few-leaves");
+    let mut opts = options(
+        Compression::None,
+        DataBlockEncoding::None,
+        BloomType::None,
+        256,
+    );
+    opts.index_block_size = 32 << 10;
+    write(&store, path, &cells, opts);
+    let reader = open(&store, path);
+    assert_eq!(reader.index_levels(), 2);
+    let mut rows: Vec<Bytes> = cells.iter().map(|c| c.row.clone()).collect();
+    rows.dedup();
+    let candidates = reader.index_rows().unwrap();
+    assert!(candidates.len() > 100, "{} candidates", candidates.len());
+    let middle = &candidates[candidates.len() / 2];
+    let position = rows.partition_point(|r| r < middle);
+    let share = position as f64 / rows.len() as f64;
+    assert!(
+        (0.4..=0.6).contains(&share),
+        "the middle candidate is at {share:.2} of the rows"
+    );
+}
+
+#[test]
 fn files_work_on_local_disk() {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn FileStore> = Arc::new(LocalFileStore::new());
