@@ -50,7 +50,7 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
@@ -227,21 +227,37 @@ impl Inner {
         F: std::future::Future<Output = object_store::Result<T>> + Send + 'static,
     {
         let bound = self.bound(payload);
-        match self.bridge.run(bound, future) {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(self.failed(op, path, key, &e)),
-            Err(Interrupted::TimedOut) => Err(Error::io(
+        let started = Instant::now();
+        let timed_out = |detail: String| {
+            Error::io(
                 path,
                 io::Error::new(
                     io::ErrorKind::TimedOut,
                     format!(
                         "object storage {}: {op} of key {key} did not complete within {bound:?} \
                          (the store is unreachable or too slow; the bound is the storage \
-                         request timeout)",
+                         request timeout){detail}",
                         self.name
                     ),
                 ),
-            )),
+            )
+        };
+        match self.bridge.run(bound, future) {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => {
+                let error = self.failed(op, path, key, &e);
+                // The client gives up by itself once its retries have used
+                // the request timeout: that is a timeout too, whatever the
+                // last attempt's error was.
+                let retried_out = matches!(&error, Error::Io { source, .. } if source.kind() == io::ErrorKind::Other)
+                    && started.elapsed() >= self.config.request_timeout;
+                if retried_out {
+                    Err(timed_out(format!("; last error: {e}")))
+                } else {
+                    Err(error)
+                }
+            }
+            Err(Interrupted::TimedOut) => Err(timed_out(String::new())),
             Err(Interrupted::ShutDown) => Err(Error::io(
                 path,
                 io::Error::other(format!(
