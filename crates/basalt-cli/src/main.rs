@@ -427,14 +427,19 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         None => None,
     };
     let dir = options.data_dir.clone();
-    let storage = open_storage(&storage, &dir).map_err(|e| format!("cannot use the storage: {e}"))?;
+    let storage =
+        open_storage(&storage, &dir).map_err(|e| format!("cannot use the storage: {e}"))?;
     let mut builder = Database::builder(options);
     if let Some(s) = &storage {
         tracing::info!(url = %s.url, cache_bytes = s.cache_stats().capacity_bytes, "data on object storage");
         builder = builder.file_store(s.file_store());
     }
     let db = builder.open().map_err(|e| match &storage {
-        Some(s) => format!("cannot open the database on {} (data directory {}): {e}", s.url, dir.display()),
+        Some(s) => format!(
+            "cannot open the database on {} (data directory {}): {e}",
+            s.url,
+            dir.display()
+        ),
         None => format!("cannot open data directory {}: {e}", dir.display()),
     })?;
     let report = db.recovery_report();

@@ -24,8 +24,12 @@ mod moto;
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn client(server: &Server) -> Client {
-    let c = Client::connect(("127.0.0.1", server.port), false, Protocol::Binary { strict: true })
-        .unwrap();
+    let c = Client::connect(
+        ("127.0.0.1", server.port),
+        false,
+        Protocol::Binary { strict: true },
+    )
+    .unwrap();
     c.set_timeout(Some(TIMEOUT)).unwrap();
     c
 }
@@ -36,7 +40,10 @@ fn terminate(mut server: Server) {
         .status()
         .unwrap();
     assert!(status.success());
-    assert!(server.child.wait().unwrap().success(), "a clean stop exits 0");
+    assert!(
+        server.child.wait().unwrap().success(),
+        "a clean stop exits 0"
+    );
 }
 
 fn write_rows(c: &mut Client, from: usize, to: usize) {
@@ -56,7 +63,14 @@ fn rows(c: &mut Client) -> Vec<(Bytes, Bytes)> {
         .into_iter()
         .map(|r| {
             let row = r.row.unwrap();
-            let value = r.columns.unwrap().into_values().next().unwrap().value.unwrap();
+            let value = r
+                .columns
+                .unwrap()
+                .into_values()
+                .next()
+                .unwrap()
+                .value
+                .unwrap();
             (row, value)
         })
         .collect()
@@ -102,7 +116,12 @@ fn hand_over(storage: &str, env: &[(&str, &str)]) {
     // The first directory's own state: its lock, its log, its cache.
     for entry in std::fs::read_dir(first.path().join("data")).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        assert!(["LOCK", "wal", "cache", "cluster-id"].iter().any(|n| name.starts_with(n)), "{name}");
+        assert!(
+            ["LOCK", "wal", "cache", "cluster-id"]
+                .iter()
+                .any(|n| name.starts_with(n)),
+            "{name}"
+        );
     }
 }
 
@@ -148,5 +167,8 @@ fn a_malformed_storage_url_fails_at_start_naming_it() {
         &[],
     );
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("storage URL \"s3://No_Such_Bucket\""), "{stderr}");
+    assert!(
+        stderr.contains("storage URL \"s3://No_Such_Bucket\""),
+        "{stderr}"
+    );
 }

@@ -132,10 +132,7 @@ mod tests {
     #[test]
     fn a_call_that_never_finishes_times_out() {
         let bridge = Bridge::new(1).unwrap();
-        let outcome = bridge.run(
-            Duration::from_millis(50),
-            std::future::pending::<()>(),
-        );
+        let outcome = bridge.run(Duration::from_millis(50), std::future::pending::<()>());
         assert_eq!(outcome, Err(Interrupted::TimedOut));
     }
 }

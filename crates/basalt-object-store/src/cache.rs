@@ -322,7 +322,7 @@ impl CachedFileStore {
                 }
             }
         }
-        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found.sort_by_key(|entry| entry.0);
         let mut index = self.index.lock();
         for (_, id, len) in found {
             index.insert(id, len);

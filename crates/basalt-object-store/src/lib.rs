@@ -165,9 +165,10 @@ pub fn open_storage(config: &StorageConfig, data_dir: &Path) -> Result<Option<St
     let url = StorageUrl::parse(text)?;
     let store_config = config.store_config();
     let (store, prefix): (Arc<dyn ObjectStore>, String) = match &url {
-        StorageUrl::S3 { bucket, prefix } => {
-            (Arc::new(s3_store(config, bucket, &store_config)?), prefix.clone())
-        }
+        StorageUrl::S3 { bucket, prefix } => (
+            Arc::new(s3_store(config, bucket, &store_config)?),
+            prefix.clone(),
+        ),
         StorageUrl::File { dir } => {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
             let local = LocalFileSystem::new_with_prefix(dir)

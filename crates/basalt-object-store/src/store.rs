@@ -129,14 +129,16 @@ impl ObjectFileStore {
             .map(str::to_owned)
             .collect();
         for segment in &prefix {
-            PathPart::parse(segment).map_err(|e| {
-                Error::invalid(format!("object storage {name}: key prefix: {e}"))
-            })?;
+            PathPart::parse(segment)
+                .map_err(|e| Error::invalid(format!("object storage {name}: key prefix: {e}")))?;
         }
         let bridge = Bridge::new(config.runtime_threads).map_err(|e| {
             Error::io(
                 &name,
-                io::Error::new(e.kind(), format!("cannot start the object storage runtime: {e}")),
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot start the object storage runtime: {e}"),
+                ),
             )
         })?;
         Ok(ObjectFileStore {
@@ -271,9 +273,8 @@ impl Inner {
     fn failed(&self, op: &str, path: &Path, key: &Key, e: &object_store::Error) -> Error {
         let kind = match e {
             object_store::Error::NotFound { .. } => io::ErrorKind::NotFound,
-            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. } => {
-                io::ErrorKind::AlreadyExists
-            }
+            object_store::Error::AlreadyExists { .. }
+            | object_store::Error::Precondition { .. } => io::ErrorKind::AlreadyExists,
             object_store::Error::PermissionDenied { .. }
             | object_store::Error::Unauthenticated { .. } => io::ErrorKind::PermissionDenied,
             _ => io::ErrorKind::Other,
@@ -282,7 +283,10 @@ impl Inner {
             path,
             io::Error::new(
                 kind,
-                format!("object storage {}: {op} of key {key} failed: {e}", self.name),
+                format!(
+                    "object storage {}: {op} of key {key} failed: {e}",
+                    self.name
+                ),
             ),
         )
     }
@@ -481,17 +485,18 @@ impl FileStore for ObjectFileStore {
         }
         let key = self.inner.key_of(dir)?;
         let store = Arc::clone(&self.inner.store);
-        self.inner.call("DELETE (prefix)", dir, &key, 0, async move {
-            let locations = futures_util::stream::iter(keys.into_iter().map(Ok)).boxed();
-            let mut deleted = store.delete_stream(locations);
-            while let Some(outcome) = deleted.next().await {
-                match outcome {
-                    Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e),
+        self.inner
+            .call("DELETE (prefix)", dir, &key, 0, async move {
+                let locations = futures_util::stream::iter(keys.into_iter().map(Ok)).boxed();
+                let mut deleted = store.delete_stream(locations);
+                while let Some(outcome) = deleted.next().await {
+                    match outcome {
+                        Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
                 }
-            }
-            Ok(())
-        })
+                Ok(())
+            })
     }
 }
 
@@ -558,9 +563,10 @@ impl FileWriter for ObjectWriter {
             mode: PutMode::Create,
             ..PutOptions::default()
         };
-        self.inner.call("PUT", &self.path, &self.key, self.written, async move {
-            store.put_opts(&location, payload, options).await
-        })?;
+        self.inner
+            .call("PUT", &self.path, &self.key, self.written, async move {
+                store.put_opts(&location, payload, options).await
+            })?;
         Ok(self.written)
     }
 }

@@ -50,7 +50,9 @@ impl StorageUrl {
             return Err(bad("contains a control character"));
         }
         if text.contains('%') {
-            return Err(bad("percent-escapes are not supported; write the name as it is"));
+            return Err(bad(
+                "percent-escapes are not supported; write the name as it is",
+            ));
         }
         if let Some(rest) = text.strip_prefix("s3://") {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
@@ -73,7 +75,9 @@ impl StorageUrl {
             }
             let dir = rest.trim_end_matches('/');
             if dir.is_empty() {
-                return Err(bad("the file system's root cannot be the storage directory"));
+                return Err(bad(
+                    "the file system's root cannot be the storage directory",
+                ));
             }
             for segment in dir[1..].split('/') {
                 check_segment(segment).map_err(|why| bad(&why))?;

@@ -42,7 +42,10 @@ fn object_storage_in_a_directory_keeps_the_contract() {
     contract::check_all(store.as_ref(), data.path());
     // The keys are the paths below the data directory.
     assert!(shared.path().join("visible/sub/a").is_file());
-    assert!(!data.path().join("visible").exists(), "nothing lands in the data directory");
+    assert!(
+        !data.path().join("visible").exists(),
+        "nothing lands in the data directory"
+    );
 }
 
 #[test]

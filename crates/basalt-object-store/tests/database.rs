@@ -37,8 +37,10 @@ fn value(i: usize, round: usize) -> String {
 fn round_trip(config: &StorageConfig) {
     let first_dir = tempfile::tempdir().unwrap();
     let db = open(config, first_dir.path());
-    db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f").block_size(4096)))
-        .unwrap();
+    db.create_table(
+        TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f").block_size(4096)),
+    )
+    .unwrap();
     db.create_table(TableDescriptor::new("gone").family(ColumnFamilyDescriptor::new("f")))
         .unwrap();
     let table = db.table("t").unwrap();

@@ -23,7 +23,9 @@ const LIVENESS: Duration = Duration::from_secs(120);
 const PART: u64 = 1000;
 
 fn data(len: usize, seed: u32) -> Vec<u8> {
-    (0..len as u32).map(|i| ((i * 31 + seed) % 253) as u8).collect()
+    (0..len as u32)
+        .map(|i| ((i * 31 + seed) % 253) as u8)
+        .collect()
 }
 
 fn write(store: &dyn FileStore, path: &Path, bytes: &[u8]) {
@@ -87,7 +89,11 @@ fn a_warm_working_set_is_read_without_remote_requests() {
         }
     }
     let warm = cache.stats();
-    assert_eq!(remote.calls(FaultOp::Read), reads, "no remote read once warm");
+    assert_eq!(
+        remote.calls(FaultOp::Read),
+        reads,
+        "no remote read once warm"
+    );
     assert_eq!(warm.misses, cold.misses);
     assert_eq!(warm.fetched_bytes, cold.fetched_bytes);
     assert!(warm.hits > cold.hits);
@@ -176,7 +182,10 @@ fn the_cache_outlives_a_restart_and_a_smaller_budget_trims_it() {
     failing.fail_from(FaultOp::Read, 1);
     let cache = CachedFileStore::open(Arc::new(failing.clone()), "/db", config(1 << 20)).unwrap();
     assert_eq!(cache.stats().parts, 8);
-    assert_eq!(&cache.read_range(f, 10, 7_000).unwrap()[..], &bytes[10..7_010]);
+    assert_eq!(
+        &cache.read_range(f, 10, 7_000).unwrap()[..],
+        &bytes[10..7_010]
+    );
     drop(cache);
     let cache = CachedFileStore::open(Arc::new(failing), "/db", config(3 * PART)).unwrap();
     assert_eq!(cache.stats().parts, 3);
@@ -273,9 +282,18 @@ fn cached_ranges_stay_readable_while_s3_is_down_and_uncached_reads_fail_clearly(
     })
     .unwrap_err()
     .to_string();
-    assert!(err.contains(&format!("object storage {}", storage.url)), "{err}");
-    assert!(err.contains("db/data/t/cold.sst"), "the key is named: {err}");
-    assert!(err.contains("HEAD") || err.contains("GET"), "the operation is named: {err}");
+    assert!(
+        err.contains(&format!("object storage {}", storage.url)),
+        "{err}"
+    );
+    assert!(
+        err.contains("db/data/t/cold.sst"),
+        "the key is named: {err}"
+    );
+    assert!(
+        err.contains("HEAD") || err.contains("GET"),
+        "the operation is named: {err}"
+    );
 }
 
 #[test]

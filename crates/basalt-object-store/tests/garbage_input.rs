@@ -20,8 +20,11 @@ fn valid_urls() -> impl Strategy<Value = String> {
 
 /// A valid URL with bytes changed, inserted or cut.
 fn mutated() -> impl Strategy<Value = String> {
-    (valid_urls(), prop::collection::vec((any::<usize>(), any::<char>(), 0u8..3), 1..6)).prop_map(
-        |(url, edits)| {
+    (
+        valid_urls(),
+        prop::collection::vec((any::<usize>(), any::<char>(), 0u8..3), 1..6),
+    )
+        .prop_map(|(url, edits)| {
             let mut chars: Vec<char> = url.chars().collect();
             for (at, c, kind) in edits {
                 let i = at % (chars.len() + 1);
@@ -32,8 +35,7 @@ fn mutated() -> impl Strategy<Value = String> {
                 }
             }
             chars.into_iter().collect()
-        },
-    )
+        })
 }
 
 fn check(text: &str) {
@@ -69,7 +71,14 @@ proptest! {
 #[test]
 fn opening_garbage_s3_storage_fails_cleanly_or_makes_no_request() {
     let data = tempfile::tempdir().unwrap();
-    for url in ["s3://", "s3://x", "s3://bucket/%", "s3://bucket/a//b", "gs://bucket", ""] {
+    for url in [
+        "s3://",
+        "s3://x",
+        "s3://bucket/%",
+        "s3://bucket/a//b",
+        "gs://bucket",
+        "",
+    ] {
         let config = StorageConfig {
             // A port nothing listens on: opening must not contact it.
             endpoint: Some("http://127.0.0.1:9".into()),
@@ -86,13 +95,16 @@ fn opening_garbage_s3_storage_fails_cleanly_or_makes_no_request() {
     };
     assert!(open_storage(&config, data.path()).unwrap().is_some());
     // No URL: the local data directory, as always.
-    assert!(open_storage(&StorageConfig::default(), data.path()).unwrap().is_none());
+    assert!(open_storage(&StorageConfig::default(), data.path())
+        .unwrap()
+        .is_none());
 }
 
 #[test]
 fn the_storage_settings_refuse_unknown_keys_and_wrong_types() {
     let parse = |text: &str| toml::from_str::<StorageConfig>(text);
-    let config = parse("url = \"s3://bucket/p\"\ncache_bytes = 1024\nrequest_timeout_ms = 5\n").unwrap();
+    let config =
+        parse("url = \"s3://bucket/p\"\ncache_bytes = 1024\nrequest_timeout_ms = 5\n").unwrap();
     assert_eq!(config.cache_bytes, 1024);
     assert_eq!(config.part_bytes, StorageConfig::default().part_bytes);
     assert!(parse("bucket = \"x\"").is_err());

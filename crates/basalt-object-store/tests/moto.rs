@@ -36,7 +36,10 @@ fn moto_refuses_a_second_conditional_put_of_a_key() {
         ..PutOptions::default()
     };
     runtime.block_on(async {
-        store.put_opts(&key, "first".into(), create()).await.unwrap();
+        store
+            .put_opts(&key, "first".into(), create())
+            .await
+            .unwrap();
         let second = store.put_opts(&key, "second".into(), create()).await;
         assert!(
             matches!(

@@ -88,8 +88,14 @@ pub fn range_reads_return_exact_bytes_and_refuse_the_past_end(store: &dyn FileSt
     let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
     write(store, &f, &data);
     assert_eq!(&store.read_range(&f, 0, 10).unwrap()[..], &data[..10]);
-    assert_eq!(&store.read_range(&f, 4321, 1234).unwrap()[..], &data[4321..5555]);
-    assert_eq!(&store.read_range(&f, 9_990, 10).unwrap()[..], &data[9_990..]);
+    assert_eq!(
+        &store.read_range(&f, 4321, 1234).unwrap()[..],
+        &data[4321..5555]
+    );
+    assert_eq!(
+        &store.read_range(&f, 9_990, 10).unwrap()[..],
+        &data[9_990..]
+    );
     assert_eq!(&store.read_range(&f, 0, data.len()).unwrap()[..], &data[..]);
     assert!(store.read_range(&f, 5, 0).unwrap().is_empty());
     for (offset, len) in [(9_995, 10), (10_000, 1), (20_000, 5), (u64::MAX - 2, 5)] {
@@ -127,8 +133,14 @@ pub fn listings_show_files_and_directories_one_level_down(store: &dyn FileStore,
         store.list_dirs(dir).unwrap(),
         vec![dir.join("x"), dir.join("y")]
     );
-    assert_eq!(store.list(&dir.join("y")).unwrap(), Vec::<std::path::PathBuf>::new());
-    assert_eq!(store.list_dirs(&dir.join("y")).unwrap(), vec![dir.join("y/z")]);
+    assert_eq!(
+        store.list(&dir.join("y")).unwrap(),
+        Vec::<std::path::PathBuf>::new()
+    );
+    assert_eq!(
+        store.list_dirs(&dir.join("y")).unwrap(),
+        vec![dir.join("y/z")]
+    );
     assert!(store.list(&dir.join("nothing")).unwrap().is_empty());
     assert!(store.list_dirs(&dir.join("nothing")).unwrap().is_empty());
     // A sibling whose name starts like a directory is not inside it.
@@ -156,7 +168,10 @@ pub fn prefix_listing_and_deletion_cover_every_depth(store: &dyn FileStore, dir:
         store.list_prefix(&dir.join("tree")).unwrap(),
         vec![shallow.clone(), other.clone()]
     );
-    assert_eq!(store.list_dirs(&dir.join("tree")).unwrap(), vec![dir.join("tree/z")]);
+    assert_eq!(
+        store.list_dirs(&dir.join("tree")).unwrap(),
+        vec![dir.join("tree/z")]
+    );
     store.delete_prefix(&dir.join("tree")).unwrap();
     assert!(store.list_prefix(&dir.join("tree")).unwrap().is_empty());
     assert!(store.exists(&outside).unwrap(), "a prefix is whole names");

@@ -18,7 +18,13 @@ pub fn unique_bucket(test: &str) -> String {
     let n = N.fetch_add(1, Ordering::Relaxed);
     let mut name: String = test
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .take(40)
         .collect();
     name = name.trim_matches('-').to_owned();

@@ -75,9 +75,10 @@ pub(crate) struct Config {
 
 /// Makes a file store rooted at a data directory (object storage runs).
 #[derive(Clone)]
-pub(crate) struct StorageFactory(
-    pub(crate) Arc<dyn Fn(&std::path::Path) -> Arc<dyn FileStore> + Send + Sync>,
-);
+pub(crate) struct StorageFactory(pub(crate) Arc<MakeFileStore>);
+
+/// What a [`StorageFactory`] calls.
+pub(crate) type MakeFileStore = dyn Fn(&std::path::Path) -> Arc<dyn FileStore> + Send + Sync;
 
 impl fmt::Debug for StorageFactory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -218,12 +218,15 @@ fn run_on_object_storage(name: &str, for_case: impl Fn(u64) -> basalt_object_sto
 fn engine_matches_reference_model_on_a_shared_directory() {
     let shared = tempfile::tempdir().unwrap();
     let root = shared.path().to_path_buf();
-    run_on_object_storage("engine_matches_reference_model_on_a_shared_directory", move |n| {
-        basalt_object_store::StorageConfig::for_url(format!(
-            "file://{}",
-            root.join(format!("case-{n}")).display()
-        ))
-    });
+    run_on_object_storage(
+        "engine_matches_reference_model_on_a_shared_directory",
+        move |n| {
+            basalt_object_store::StorageConfig::for_url(format!(
+                "file://{}",
+                root.join(format!("case-{n}")).display()
+            ))
+        },
+    );
 }
 
 #[test]
