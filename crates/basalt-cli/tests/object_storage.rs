@@ -172,3 +172,64 @@ fn a_malformed_storage_url_fails_at_start_naming_it() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_storage_section_of_the_config_file_is_read_and_the_flag_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let from_file = dir.path().join("from-file");
+    let from_flag = dir.path().join("from-flag");
+    let config = dir.path().join("basalt.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[storage]\nurl = \"file://{}\"\ncache_bytes = 1048576\npart_bytes = 65536\n\
+             request_timeout_ms = 10000\n",
+            from_file.display()
+        ),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let base = [
+        "--config",
+        config.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--thrift-port",
+        "0",
+    ];
+    let server = start_with_env(&base, None, &[]);
+    let mut c = client(&server);
+    c.create_table(b"t", vec![family("cf")]).unwrap();
+    write_rows(&mut c, 0, 10);
+    drop(c);
+    terminate(server);
+    assert!(from_file.join("data/default/t").is_dir());
+
+    let flag = format!("file://{}", from_flag.display());
+    let mut args = base.to_vec();
+    args.extend(["--storage", &flag]);
+    let server = start_with_env(&args, None, &[]);
+    let mut c = client(&server);
+    assert!(
+        c.get_table_names().unwrap().is_empty(),
+        "a new, empty storage"
+    );
+    c.create_table(b"u", vec![family("cf")]).unwrap();
+    drop(c);
+    terminate(server);
+    let listing = format!("{:?}", walk(&from_flag));
+    assert!(from_flag.join("catalog").is_dir(), "{listing}");
+    assert!(!from_file.join("data/default/u").exists());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries {
+            let p = e.unwrap().path();
+            out.extend(walk(&p));
+            out.push(p);
+        }
+    }
+    out
+}
