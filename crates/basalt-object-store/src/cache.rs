@@ -16,12 +16,14 @@
 //! ```text
 //! <cache dir>/
 //!   IDENTITY                      the store the cache belongs to (its URL)
+//!                                 and the part size
 //!   parts/<path below the root>/<part index>-<length>
 //!   tmp/<n>.part                  parts being written
 //! ```
 //!
-//! A cache directory serves one store: when `IDENTITY` names another, every
-//! part is dropped at open.
+//! A cache directory serves one store with one part size: when `IDENTITY`
+//! names another store or part size (a part index means another range
+//! then), every part is dropped at open.
 //!
 //! # A read, step by step
 //!
@@ -218,15 +220,15 @@ impl CachedFileStore {
         let tmp_dir = dir.join(TMP_DIR);
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let identity_path = dir.join(IDENTITY_FILE);
+        let expected = format!("{}\npart_bytes {}\n", config.identity, config.part_bytes);
         let identity = match fs::read_to_string(&identity_path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::io(&identity_path, e)),
         };
-        if identity.as_deref() != Some(config.identity.as_str()) {
+        if identity.as_deref() != Some(expected.as_str()) {
             remove_dir_if_present(&parts_dir)?;
-            fs::write(&identity_path, &config.identity)
-                .map_err(|e| Error::io(&identity_path, e))?;
+            fs::write(&identity_path, &expected).map_err(|e| Error::io(&identity_path, e))?;
         }
         // Parts being written when the process stopped are incomplete.
         remove_dir_if_present(&tmp_dir)?;

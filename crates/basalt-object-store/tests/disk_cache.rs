@@ -160,7 +160,7 @@ fn a_torn_part_file_is_never_served() {
 }
 
 #[test]
-fn the_cache_outlives_a_restart_and_a_smaller_budget_trims_it() {
+fn the_cache_outlives_a_restart_a_smaller_budget_trims_it_and_a_new_part_size_empties_it() {
     let dir = tempfile::tempdir().unwrap();
     let remote = Arc::new(MemFileStore::new());
     let config = |capacity| DiskCacheConfig {
@@ -190,6 +190,17 @@ fn the_cache_outlives_a_restart_and_a_smaller_budget_trims_it() {
     let cache = CachedFileStore::open(Arc::new(failing), "/db", config(3 * PART)).unwrap();
     assert_eq!(cache.stats().parts, 3);
     assert!(cache.stats().bytes <= 3 * PART);
+    // With another part size, a part index means another range: the
+    // cache starts empty, and reads are right.
+    drop(cache);
+    let mut resized = config(1 << 20);
+    resized.part_bytes = PART / 4;
+    let cache = CachedFileStore::open(remote.clone(), "/db", resized).unwrap();
+    assert_eq!(cache.stats().parts, 0);
+    assert_eq!(
+        &cache.read_range(f, 3_000, 10).unwrap()[..],
+        &bytes[3_000..3_010]
+    );
     // A cache directory of another store starts empty.
     drop(cache);
     let mut other = config(1 << 20);
