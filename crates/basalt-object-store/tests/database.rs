@@ -149,3 +149,69 @@ fn a_database_on_a_shared_directory_reopens_from_a_new_data_directory() {
     assert!(shared.path().join("data/default/t").is_dir());
     assert!(!shared.path().join("data/default/gone").exists());
 }
+
+#[test]
+fn a_database_keeps_serving_cached_reads_and_logged_writes_while_s3_is_down() {
+    let Some(mut moto) = moto::start_or_skip(
+        "a_database_keeps_serving_cached_reads_and_logged_writes_while_s3_is_down",
+    ) else {
+        return;
+    };
+    let mut config = moto_config(&moto, "down-db", "db");
+    config.request_timeout_ms = 2_000;
+    config.part_bytes = 64 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let storage = open_storage(&config, dir.path()).unwrap().unwrap();
+    let mut o = options(dir.path());
+    // A tiny block cache: reads come from the disk cache.
+    o.block_cache_bytes = 4096;
+    let db = Database::builder(o)
+        .file_store(storage.file_store())
+        .open()
+        .unwrap();
+    db.create_table(
+        TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f").block_size(1024)),
+    )
+    .unwrap();
+    let table = db.table("t").unwrap();
+    for i in 0..500 {
+        table
+            .put(&Put::new(format!("row{i:04}")).add("f", "q", value(i, 0)))
+            .unwrap();
+    }
+    db.flush_table("t").unwrap();
+    let scan = |table: &basalt::Table| -> Vec<basalt::RowResult> {
+        table
+            .scan(&Scan::new())
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect()
+    };
+    let before = scan(&table);
+    assert_eq!(before.len(), 500);
+    let warm = storage.cache_stats();
+
+    moto.stop();
+    // Reads of what was read before: from the disk cache, no request.
+    let after = scan(&table);
+    assert_eq!(after.len(), 500);
+    for (a, b) in after.iter().zip(&before) {
+        assert_eq!(a.row, b.row);
+        assert_eq!(a.value(b"f", b"q"), b.value(b"f", b"q"));
+    }
+    let stats = storage.cache_stats();
+    assert_eq!(stats.misses, warm.misses);
+    assert!(stats.hits > warm.hits, "the disk cache served the reads");
+    // Writes go to the local log and the memstore, and are read back.
+    table
+        .put(&Put::new("new").add("f", "q", "while down"))
+        .unwrap();
+    let got = table.get(&Get::new("new")).unwrap();
+    assert_eq!(&got.value(b"f", b"q").unwrap()[..], b"while down");
+    // A flush cannot publish its file: a clear error, not a hang.
+    let err = db.flush_table("t").unwrap_err().to_string();
+    assert!(err.contains("object storage s3://"), "{err}");
+    // And the data is still all there.
+    assert_eq!(scan(&table).len(), 501);
+    db.close().unwrap();
+}
