@@ -477,7 +477,11 @@ impl FileStore for CachedFileStore {
         if len == 0 {
             return Ok(Bytes::new());
         }
-        let Some(relative) = self.relative(path) else {
+        // A zero budget caches nothing: read just the range, not its parts.
+        let cacheable = self
+            .relative(path)
+            .filter(|_| self.config.capacity_bytes > 0);
+        let Some(relative) = cacheable else {
             return self.inner.read_range(path, offset, len);
         };
         let part = self.config.part_bytes;

@@ -134,6 +134,24 @@ fn the_cache_stays_within_its_budget_evicting_the_least_recently_used() {
 }
 
 #[test]
+fn a_zero_budget_caches_nothing_and_reads_only_the_range_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, remote) = cached_mem(dir.path(), 0);
+    let f = Path::new("/db/f");
+    let bytes = data(3_000, 10);
+    write(&cache, f, &bytes);
+    for _ in 0..3 {
+        assert_eq!(
+            &cache.read_range(f, 1_500, 20).unwrap()[..],
+            &bytes[1_500..1_520]
+        );
+    }
+    assert_eq!(remote.calls(FaultOp::Read), 3);
+    assert_eq!(cache.stats(), Default::default());
+    assert!(part_files(dir.path()).is_empty());
+}
+
+#[test]
 fn a_torn_part_file_is_never_served() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, remote) = cached_mem(dir.path(), 1 << 20);
