@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use serde::Deserialize;
 
 use basalt::{Database, Options};
+use basalt_object_store::{open_storage, StorageConfig};
 use basalt_rest::{RestConfig, RestServer};
 use basalt_rpc::zk::{ZkConfig, ZkRegistration};
 use basalt_rpc::{RpcConfig, RpcServer};
@@ -77,9 +78,15 @@ struct ServeArgs {
     /// TOML configuration file; flags given here override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Data directory (default ./basalt-data).
+    /// Data directory (default ./basalt-data). With --storage it holds
+    /// only local state: the lock, the write-ahead log, the disk cache.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// Keep the data on object storage: s3://BUCKET[/PREFIX] (endpoint,
+    /// region and credentials from the AWS_* environment variables) or
+    /// file:///SHARED/DIR. Default: the data directory.
+    #[arg(long, value_name = "URL")]
+    storage: Option<String>,
     /// Thrift port (default 9090; 0 picks a free one).
     #[arg(long, value_name = "PORT")]
     thrift_port: Option<u16>,
@@ -173,6 +180,21 @@ struct ServeArgs {
 /// session_timeout_ms = 10000
 /// connect_timeout_ms = 10000
 ///
+/// [storage]           # object storage (docs/object-storage.md); no url: the data directory
+/// # url = "s3://bucket/prefix"     # or "file:///shared/dir"; --storage overrides
+/// # endpoint = "http://127.0.0.1:9000"   # else AWS_ENDPOINT_URL; implies path-style
+/// # region = "us-east-1"           # else AWS_REGION
+/// # access_key_id = "..."          # else AWS_ACCESS_KEY_ID
+/// # secret_access_key = "..."      # else AWS_SECRET_ACCESS_KEY
+/// # allow_http = false             # else AWS_ALLOW_HTTP
+/// # cache_dir = "basalt-data/cache"
+/// cache_bytes = 1073741824
+/// part_bytes = 1048576
+/// request_timeout_ms = 30000
+/// min_bytes_per_sec = 1048576
+/// max_object_bytes = 5368709120
+/// runtime_threads = 2
+///
 /// [database]          # engine options (see basalt::Options)
 /// wal_segment_bytes = 67108864
 /// ```
@@ -191,6 +213,8 @@ struct Config {
     rpc: RpcConfig,
     /// ZooKeeper registration.
     zookeeper: ZkConfigFile,
+    /// Where the data lives (object storage).
+    storage: StorageConfig,
     /// The embedded database.
     database: Options,
 }
@@ -294,6 +318,7 @@ fn init_logging(default_level: &str) {
 /// settings (`None` for a gateway turned off).
 struct ServePlan {
     options: Options,
+    storage: StorageConfig,
     thrift: ServerConfig,
     thrift2: Option<ServerConfig>,
     rest: Option<RestConfig>,
@@ -316,6 +341,9 @@ fn load_config(args: &ServeArgs) -> Result<ServePlan, String> {
     }
     if let Some(dir) = &args.data_dir {
         config.database.data_dir = dir.clone();
+    }
+    if let Some(url) = &args.storage {
+        config.storage.url = Some(url.clone());
     }
     if let Some(port) = args.thrift_port {
         config.thrift.port = port;
@@ -354,6 +382,7 @@ fn load_config(args: &ServeArgs) -> Result<ServePlan, String> {
     let rest = (config.rest.enabled && !args.no_rest).then_some(config.rest);
     Ok(ServePlan {
         options: config.database,
+        storage: config.storage,
         thrift: config.thrift,
         thrift2,
         rest,
@@ -365,6 +394,7 @@ fn load_config(args: &ServeArgs) -> Result<ServePlan, String> {
 fn serve(args: ServeArgs) -> Result<(), String> {
     let ServePlan {
         options,
+        storage,
         thrift,
         thrift2,
         rest,
@@ -397,8 +427,21 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         None => None,
     };
     let dir = options.data_dir.clone();
-    let db = Database::open_with(options)
-        .map_err(|e| format!("cannot open data directory {}: {e}", dir.display()))?;
+    let storage =
+        open_storage(&storage, &dir).map_err(|e| format!("cannot use the storage: {e}"))?;
+    let mut builder = Database::builder(options);
+    if let Some(s) = &storage {
+        tracing::info!(url = %s.url, cache_bytes = s.cache_stats().capacity_bytes, "data on object storage");
+        builder = builder.file_store(s.file_store());
+    }
+    let db = builder.open().map_err(|e| match &storage {
+        Some(s) => format!(
+            "cannot open the database on {} (data directory {}): {e}",
+            s.url,
+            dir.display()
+        ),
+        None => format!("cannot open data directory {}: {e}", dir.display()),
+    })?;
     let report = db.recovery_report();
     tracing::info!(
         data_dir = %dir.display(),
@@ -514,9 +557,46 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     // The other gateways share the database: they stop first, and
     // Thrift1's shutdown closes it.
     stop_others(rest_server, server2);
-    let closed = server.shutdown();
+    let closed = match &storage {
+        None => server.shutdown(),
+        Some(s) => {
+            // The write-ahead log is still local: a clean stop flushes
+            // every table, so the object store alone holds all the data
+            // and another data directory can take over.
+            server.stop();
+            let flushed = flush_all(&db);
+            let closed = db.close().and(flushed);
+            let stats = s.cache_stats();
+            tracing::info!(
+                hits = stats.hits,
+                misses = stats.misses,
+                hit_ratio = format!("{:.3}", stats.hit_ratio()),
+                cached_bytes = stats.bytes,
+                evictions = stats.evictions,
+                "disk cache"
+            );
+            closed
+        }
+    };
     waited.map_err(|e| format!("waiting for signals failed: {e}"))?;
     closed.map_err(|e| format!("closing the database failed: {e}"))
+}
+
+/// Flushes every table (enabled or not: a disabled table has nothing in
+/// memory); the first failure is returned after trying them all.
+fn flush_all(db: &Database) -> basalt::Result<()> {
+    let mut first = Ok(());
+    for table in db.list_tables() {
+        if let Err(e) = db.flush_table(&table) {
+            if !matches!(e, basalt::Error::TableDisabled(_)) {
+                tracing::warn!(table = %table, error = %e, "flush at shutdown failed; the write-ahead log keeps its edits");
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+    }
+    first
 }
 
 /// `basalt check`: every problem on stdout, then the one-line summary.

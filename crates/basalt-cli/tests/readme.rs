@@ -45,11 +45,13 @@ fn readme_configuration_names_every_serve_option() {
     let rest = toml::to_string(&basalt_rest::RestConfig::default()).unwrap();
     let database = toml::to_string(&basalt::Options::default()).unwrap();
     let rpc = toml::to_string(&basalt_rpc::RpcConfig::default()).unwrap();
+    let storage = toml::to_string(&basalt_object_store::StorageConfig::default()).unwrap();
     for line in thrift
         .lines()
         .chain(rest.lines())
         .chain(database.lines())
         .chain(rpc.lines())
+        .chain(storage.lines())
     {
         let Some((key, _)) = line.split_once(" = ") else {
             continue;
@@ -61,6 +63,7 @@ fn readme_configuration_names_every_serve_option() {
     }
     for flag in [
         "--data-dir",
+        "--storage",
         "--thrift-port",
         "--rest-port",
         "--bind",

@@ -6,7 +6,10 @@
 //! **deleted**. Nothing is appended to or modified after publication, and
 //! there is no rename: object stores have no atomic one. A local-disk store
 //! ([`LocalFileStore`]) and an in-memory one ([`MemFileStore`]) implement
-//! the interface today; an `object_store`-backed one can stand beside them.
+//! the interface here; the `basalt-object-store` crate implements it on S3,
+//! S3-compatible servers and shared directories (`ObjectFileStore`), with a
+//! disk cache in front (`CachedFileStore`), and runs one contract suite
+//! against all of them.
 //!
 //! [`FaultyFileStore`] wraps any store and makes chosen calls fail, for
 //! crash and error-path tests.

@@ -5,6 +5,8 @@
 //! <root>/
 //!   LOCK                                   the process lock (local only)
 //!   wal/<segment>.log                      the local write-ahead log
+//!   cache/                                 the disk cache of object
+//!                                          storage (local only)
 //!   catalog/<version: 20 digits>.json      catalog versions, write-once
 //!   catalog.json                           the catalog of format 1 and 2
 //!                                          (read, then superseded)
@@ -19,8 +21,13 @@
 //! which is why a region directory is always `<table dir>/<region id>`.
 //!
 //! Every other module asks this one for a path instead of joining names
-//! itself, so a later change of layout (object storage, directories named
-//! by table id) is made here and checked by the format fixtures.
+//! itself, so a later change of layout (directories named by table id) is
+//! made here and checked by the format fixtures.
+//!
+//! On object storage (`basalt-object-store`) the same paths name objects:
+//! a path's part below `<root>` becomes the object's key below the
+//! storage URL's prefix (`data/default/t/7/cf/...sst`), so the tree above
+//! is the key layout too, less what stays local (`LOCK`, `wal/`, `cache/`).
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +41,8 @@ pub const CATALOG_DIR: &str = "catalog";
 pub const LEGACY_CATALOG_FILE: &str = "catalog.json";
 /// The directory under which every table's regions live.
 pub const DATA_DIR: &str = "data";
+/// The local directory of the object storage disk cache.
+pub const OBJECT_CACHE_DIR: &str = "cache";
 /// Where `basalt repair` moves damaged files it takes out of service
 /// (never read by the database, never deleted by it).
 pub const QUARANTINE_DIR: &str = "quarantine";
@@ -53,6 +62,11 @@ pub fn lock_file(root: &Path) -> PathBuf {
 /// The local write-ahead log's directory.
 pub fn wal_dir(root: &Path) -> PathBuf {
     root.join(WAL_DIR)
+}
+
+/// The default directory of the disk cache in front of object storage.
+pub fn object_cache_dir(root: &Path) -> PathBuf {
+    root.join(OBJECT_CACHE_DIR)
 }
 
 /// The directory holding the catalog's versions.

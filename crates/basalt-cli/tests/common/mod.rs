@@ -51,8 +51,13 @@ pub fn serve_on(dir: &Path, port: u16) -> Server {
 /// their defaults (9091, 8080) are one port each.
 // The child is waited for by `Server` (its drop, or the test); the lint
 // cannot follow it there.
-#[allow(clippy::zombie_processes)]
 pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
+    start_with_env(args, cwd, &[])
+}
+
+/// [`start`] with extra environment variables for the server.
+#[allow(clippy::zombie_processes)]
+pub fn start_with_env(args: &[&str], cwd: Option<&Path>, env: &[(&str, &str)]) -> Server {
     let mentions = |flag: &str, off: &str| args.iter().any(|a| a.starts_with(flag) || *a == off);
     let mut command = Command::new(env!("CARGO_BIN_EXE_basalt"));
     command.arg("serve").args(args);
@@ -63,6 +68,7 @@ pub fn start(args: &[&str], cwd: Option<&Path>) -> Server {
         command.args(["--rest-port", "0"]);
     }
     command
+        .envs(env.iter().copied())
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

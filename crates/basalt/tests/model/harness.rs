@@ -67,6 +67,23 @@ pub(crate) struct Config {
     /// local disk under the data directory). The fault run hands in one
     /// that fails on demand; reopening uses the same store.
     pub(crate) files: Option<Arc<dyn FileStore>>,
+    /// Makes the file store for the case's data directory when `files` is
+    /// `None` (object storage is rooted at the data directory, which the
+    /// harness creates); `None`: the local disk.
+    pub(crate) storage: Option<StorageFactory>,
+}
+
+/// Makes a file store rooted at a data directory (object storage runs).
+#[derive(Clone)]
+pub(crate) struct StorageFactory(pub(crate) Arc<MakeFileStore>);
+
+/// What a [`StorageFactory`] calls.
+pub(crate) type MakeFileStore = dyn Fn(&std::path::Path) -> Arc<dyn FileStore> + Send + Sync;
+
+impl fmt::Debug for StorageFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("StorageFactory")
+    }
 }
 
 impl Default for Config {
@@ -81,6 +98,7 @@ impl Default for Config {
             split_bytes: 0,
             global_memstore_bytes: Options::default().global_memstore_bytes,
             files: None,
+            storage: None,
         }
     }
 }
@@ -190,8 +208,14 @@ pub(crate) struct Harness {
 pub(crate) type StoreState = Vec<(usize, u64)>;
 
 impl Harness {
-    pub(crate) fn new(config: Config) -> Harness {
+    pub(crate) fn new(mut config: Config) -> Harness {
         let dir = tempfile::tempdir().unwrap();
+        if config.files.is_none() {
+            if let Some(storage) = &config.storage {
+                // One store for the whole case: reopening uses it again.
+                config.files = Some((storage.0)(dir.path()));
+            }
+        }
         let clock = ManualClock::new(START_MS);
         let db = config.open(dir.path(), &clock).unwrap();
         let desc = FAMS

@@ -59,6 +59,12 @@
 //! boundaries), and after every step the regions must cover the key space
 //! with no gap and no overlap.
 //!
+//! The first property runs again with the store files, manifests and
+//! catalog on object storage (`basalt-object-store`, behind its disk
+//! cache): on a shared directory (`file://`) and on a real S3-compatible
+//! server (moto, `test-support/moto.rs`), [`OBJECT_CASES`] cases each
+//! (`MODEL_OBJECT_CASES` overrides); what is checked does not change.
+//!
 //! `PROPTEST_CASES` sets the number of random cases (default
 //! [`DEFAULT_CASES`]); `MODEL_STATS=1` prints how often interesting
 //! situations came up.
@@ -163,6 +169,87 @@ proptest! {
             eprintln!("{:#?}", STATS.lock().unwrap());
         }
     }
+}
+
+// ------------------------------------------------------------------ object storage
+
+#[path = "../../../../test-support/moto.rs"]
+mod moto;
+
+/// Random cases of each object storage run: every flush, compaction and
+/// reopen makes requests, so a case costs more than on the local disk.
+const OBJECT_CASES: u32 = 16;
+
+/// The first property with the files on the storage `for_case(n)` names
+/// for case `n`.
+fn run_on_object_storage(name: &str, for_case: impl Fn(u64) -> basalt_object_store::StorageConfig) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let cases = env_u64("MODEL_OBJECT_CASES").map_or(OBJECT_CASES, |n| n as u32);
+    let case = Arc::new(AtomicU64::new(0));
+    let for_case = Arc::new(for_case);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/model/regressions/engine_matches_reference_model_on_object_storage.txt"
+        )))),
+        max_shrink_iters: 256,
+        ..ProptestConfig::default()
+    });
+    let outcome = runner.run(&(config(), vec(step(), 20..120)), |(mut config, steps)| {
+        // Every case (and every shrink step) in a fresh place.
+        let n = case.fetch_add(1, Ordering::Relaxed);
+        let storage = for_case(n);
+        config.storage = Some(StorageFactory(Arc::new(move |dir: &std::path::Path| {
+            basalt_object_store::open_storage(&storage, dir)
+                .unwrap()
+                .unwrap()
+                .file_store()
+        })));
+        run_steps(&config, &steps).map_err(TestCaseError::fail)?;
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{name}: {e}");
+    }
+}
+
+#[test]
+fn engine_matches_reference_model_on_a_shared_directory() {
+    let shared = tempfile::tempdir().unwrap();
+    let root = shared.path().to_path_buf();
+    run_on_object_storage(
+        "engine_matches_reference_model_on_a_shared_directory",
+        move |n| {
+            basalt_object_store::StorageConfig::for_url(format!(
+                "file://{}",
+                root.join(format!("case-{n}")).display()
+            ))
+        },
+    );
+}
+
+#[test]
+fn engine_matches_reference_model_on_s3() {
+    let Some(moto) = moto::start_or_skip("engine_matches_reference_model_on_s3") else {
+        return;
+    };
+    let bucket = format!("model-{}", std::process::id());
+    moto.create_bucket(&bucket);
+    let endpoint = moto.endpoint();
+    run_on_object_storage("engine_matches_reference_model_on_s3", move |n| {
+        basalt_object_store::StorageConfig {
+            url: Some(format!("s3://{bucket}/case-{n}")),
+            endpoint: Some(endpoint.clone()),
+            region: Some(moto::REGION.to_owned()),
+            access_key_id: Some(moto::ACCESS_KEY.to_owned()),
+            secret_access_key: Some(moto::SECRET_KEY.to_owned()),
+            allow_http: Some(true),
+            // Small parts: the cases' files are a few KiB.
+            part_bytes: 4096,
+            ..basalt_object_store::StorageConfig::default()
+        }
+    });
 }
 
 // ------------------------------------------------------------------ faults

@@ -462,6 +462,7 @@ pub(crate) fn config() -> impl Strategy<Value = Config> {
                     Options::default().global_memstore_bytes
                 },
                 files: None,
+                storage: None,
             },
         )
 }
