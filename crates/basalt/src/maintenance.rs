@@ -1,4 +1,5 @@
-//! Background work: flushes, the compactions they trigger, retiring WAL
+//! Background work: flushes, the compactions they trigger (and the check
+//! for one after a region opens, as HBase does), retiring WAL
 //! segments that every region has flushed past, and the region work that
 //! follows them (the split check after a flush, the catalog janitor after a
 //! compaction), which the database supplies as [`MaintenanceHooks`].
@@ -272,6 +273,19 @@ impl Maintenance {
         }
         if let Err(e) = self.compact_region(id) {
             tracing::warn!(region = id, error = %e, "compaction failed");
+        }
+    }
+
+    /// After a region opens: queues a minor compaction if its files call
+    /// for one, as HBase checks after every region open. Without it a
+    /// region that is only read after a restart keeps every small file
+    /// its last close flushed (no flush comes to trigger the check), and
+    /// each point read pays a bloom check and often a block per file.
+    /// Without background workers nothing is queued: tests that run
+    /// maintenance by hand decide when compactions happen.
+    pub(crate) fn check_compaction_after_open(&self, region: &Region) {
+        if self.background.load(Ordering::SeqCst) && region.needs_compaction() {
+            self.request_compaction(region.info().id);
         }
     }
 

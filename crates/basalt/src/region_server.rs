@@ -140,6 +140,7 @@ impl RegionServer {
             region.attach_wal(Arc::clone(&wal));
             let region = Arc::new(region);
             maintenance.register(&region);
+            maintenance.check_compaction_after_open(&region);
             online.insert(id, region);
         }
         let recovery = recovery_report(&report, replayed, skipped);

@@ -226,6 +226,50 @@ fn flush_and_compactions_keep_reads_and_shrink_the_file_count() {
 }
 
 #[test]
+fn a_region_opened_with_too_many_files_is_compacted_without_a_write() {
+    // HBase checks for a compaction after every region open: a region that
+    // is only read after a restart would otherwise keep every file its
+    // last close flushed.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(options(dir.path())).unwrap();
+    write_overlapping_files(&db, BloomType::Row);
+    let files = store_totals(&db, "t").files;
+    assert!(files >= 4, "{files} files");
+    let before: Vec<RowResult> = db
+        .table("t")
+        .unwrap()
+        .scan(&Scan::new())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    db.close().unwrap();
+
+    let mut o = Options::new(dir.path());
+    o.background_threads = 1;
+    o.compaction_min_files = 3;
+    o.compaction_max_files = 10;
+    let db = Database::open_with(o).unwrap();
+    // A liveness bound, not a speed check: the background worker gets a
+    // minute to do what takes milliseconds.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while store_totals(&db, "t").files >= files {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no compaction after the open"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let after: Vec<RowResult> = db
+        .table("t")
+        .unwrap()
+        .scan(&Scan::new())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(before, after);
+}
+
+#[test]
 fn automatic_flushes_and_minor_compactions_bound_the_file_count() {
     let dir = tempfile::tempdir().unwrap();
     let mut o = Options::new(dir.path());
