@@ -20,6 +20,7 @@ pub mod memory;
 pub mod memstore;
 pub mod mvcc;
 mod point_get;
+pub mod read_tier;
 pub mod region;
 pub mod row_lock;
 pub mod scan;

@@ -91,6 +91,23 @@ impl crate::server::Dispatch for Service {
     fn call(&self, conn: u64, method: &str, body: Value) -> Outcome {
         Service::call(self, conn, method, body)
     }
+
+    fn is_read_only(&self, method: &str) -> bool {
+        matches!(
+            method,
+            "get"
+                | "getVer"
+                | "getVerTs"
+                | "getRow"
+                | "getRowWithColumns"
+                | "getRowTs"
+                | "getRowWithColumnsTs"
+                | "getRows"
+                | "getRowsWithColumns"
+                | "getRowsTs"
+                | "getRowsWithColumnsTs"
+        )
+    }
 }
 
 impl Service {

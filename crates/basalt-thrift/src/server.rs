@@ -63,10 +63,43 @@ impl Flavour {
 }
 
 /// A service the server runs: answers one decoded call. Calls block (the
-/// server runs them on its blocking pool).
+/// server runs them on its blocking pool, or first on the connection's own
+/// thread with memory-only reads when [`Dispatch::is_read_only`] says so).
 pub(crate) trait Dispatch: Send + Sync + std::fmt::Debug + 'static {
     /// Runs `method` for connection `conn` and builds its answer.
     fn call(&self, conn: u64, method: &str, body: Value) -> Outcome;
+
+    /// True for methods that only read rows and change nothing (not even a
+    /// scanner's position), so a memory-only attempt whose answer is
+    /// dropped can be run again on the pool.
+    fn is_read_only(&self, _method: &str) -> bool {
+        false
+    }
+}
+
+/// Runs one call: a read-only method first on this (runtime) thread with
+/// memory-only reads, which answers a read whose data is in memstores and
+/// the block cache without a hand-off to the blocking pool (a wake-up
+/// there and one back, which cost more than such a read); every other call,
+/// and a read that needed a file, on the blocking pool, so nothing that
+/// waits on a disk or object storage holds a thread that serves
+/// connections (`basalt::read_tier`).
+async fn run_call(service: &Arc<dyn Dispatch>, id: u64, name: &str, body: Value) -> Outcome {
+    if service.is_read_only(name) {
+        let attempt = body.clone();
+        if let Some(outcome) = basalt::read_tier::memory_only(|| service.call(id, name, attempt)) {
+            return outcome;
+        }
+    }
+    let service = Arc::clone(service);
+    let method = name.to_string();
+    match tokio::task::spawn_blocking(move || service.call(id, &method, body)).await {
+        Ok(outcome) => outcome,
+        Err(e) => Outcome::Application(
+            app_error::INTERNAL_ERROR,
+            format!("Internal error processing {name}: {e}"),
+        ),
+    }
 }
 
 /// Settings of a Thrift server (the `[thrift]` and `[thrift2]` tables of
@@ -713,15 +746,7 @@ async fn serve_connection(
             Incoming::Call { header, body } => {
                 let oneway = header.kind == MessageType::Oneway;
                 let outcome = if matches!(header.kind, MessageType::Call | MessageType::Oneway) {
-                    let service = Arc::clone(&shared.service);
-                    let name = header.name.clone();
-                    match tokio::task::spawn_blocking(move || service.call(id, &name, body)).await {
-                        Ok(outcome) => outcome,
-                        Err(e) => Outcome::Application(
-                            app_error::INTERNAL_ERROR,
-                            format!("Internal error processing {}: {e}", header.name),
-                        ),
-                    }
+                    run_call(&shared.service, id, &header.name, body).await
                 } else {
                     Outcome::Application(
                         app_error::INVALID_MESSAGE_TYPE,

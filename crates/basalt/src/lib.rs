@@ -62,6 +62,8 @@ pub use basalt_engine::block_cache::BlockCacheStats;
 pub use basalt_engine::fs;
 /// Where every file and directory of a data set lives.
 pub use basalt_engine::layout;
+/// Memory-only reads for gateways (see the module).
+pub use basalt_engine::read_tier;
 /// The write-ahead log's contract and today's local implementation.
 pub use basalt_engine::wal::{Wal, WriteAheadLog};
 pub use basalt_engine::{

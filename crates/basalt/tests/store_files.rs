@@ -393,3 +393,57 @@ fn reads_skip_files_older_than_their_time_range() {
     assert_eq!(old.len(), 500);
     assert_eq!(everything.len(), 500);
 }
+
+#[test]
+fn memory_only_reads_answer_from_memstores_and_the_block_cache_and_refuse_the_rest() {
+    // What a gateway relies on to answer in-memory reads on its own thread
+    // (basalt::read_tier): a memory-only attempt either returns exactly
+    // what a normal read returns, or nothing (and a normal read follows).
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(options(dir.path())).unwrap();
+    db.create_table(
+        TableDescriptor::new("t")
+            .family(ColumnFamilyDescriptor::new("f"))
+            .family(ColumnFamilyDescriptor::new("nocache").block_cache(false)),
+    )
+    .unwrap();
+    let table = db.table("t").unwrap();
+    for i in 0..100 {
+        table
+            .put(
+                &Put::new(format!("r{i:03}"))
+                    .add("f", "q", format!("v{i}"))
+                    .add("nocache", "q", format!("n{i}")),
+            )
+            .unwrap();
+    }
+    db.flush_table("t").unwrap();
+    db.close().unwrap();
+
+    // A fresh process: nothing cached.
+    let db = Database::open_with(options(dir.path())).unwrap();
+    let table = db.table("t").unwrap();
+    let get = Get::new("r042").family("f");
+    assert!(
+        read_tier::memory_only(|| table.get(&get)).is_none(),
+        "a cold block needs the file"
+    );
+    let normal = table.get(&get).unwrap();
+    assert_eq!(normal.cells.len(), 1);
+    let warm = read_tier::memory_only(|| table.get(&get)).expect("the block is cached now");
+    assert_eq!(warm.unwrap(), normal);
+
+    // A family without a block cache always needs its file.
+    let uncached = Get::new("r042").family("nocache");
+    assert!(table.get(&uncached).unwrap().cells.len() == 1);
+    assert!(read_tier::memory_only(|| table.get(&uncached)).is_none());
+
+    // A row only in the memstore needs no file at all (the files' key
+    // ranges rule it out).
+    table.put(&Put::new("s000").add("f", "q", "fresh")).unwrap();
+    let fresh = read_tier::memory_only(|| table.get(&Get::new("s000").family("f")))
+        .expect("memstore rows are in memory")
+        .unwrap();
+    assert_eq!(&fresh.cells[0].value[..], b"fresh");
+    assert!(!read_tier::is_memory_only());
+}

@@ -523,6 +523,8 @@ impl StoreFileReader {
                 return Ok(block);
             }
         }
+        // A gateway's memory-only attempt ends here (`read_tier`).
+        crate::read_tier::before_file_read(&self.path)?;
         let raw = self
             .store
             .read_range(&self.path, handle.offset, handle.size as usize)?;

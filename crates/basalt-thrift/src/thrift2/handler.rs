@@ -83,6 +83,10 @@ pub(crate) struct Service2 {
 }
 
 impl crate::server::Dispatch for Service2 {
+    fn is_read_only(&self, method: &str) -> bool {
+        matches!(method, "get" | "getMultiple" | "exists" | "existsAll")
+    }
+
     fn call(&self, conn: u64, method: &str, body: Value) -> Outcome {
         let Some(result) = self.dispatch(conn, method, body) else {
             return Outcome::Application(
