@@ -37,8 +37,12 @@ pub use reader::{ReaderOptions, ReaderStats, StoreFileReader, StoreFileSource};
 pub use writer::StoreFileWriter;
 
 /// Default target size of an index block before the index grows a second
-/// level.
-pub const DEFAULT_INDEX_BLOCK_SIZE: usize = 64 * 1024;
+/// level. Small on purpose: a point read binary-searches the root (held in
+/// memory, its upper levels hot in the CPU cache) and then one leaf, and a
+/// 64 KiB leaf of ~1,400 entries cost ~11 cache-missing probes per file
+/// (25% of a cold readrandom's samples against 16% with 4 KiB leaves).
+/// RocksDB's partitioned indexes use the same 4 KiB.
+pub const DEFAULT_INDEX_BLOCK_SIZE: usize = 4 * 1024;
 
 /// How to write a store file.
 #[derive(Debug, Clone, PartialEq, Eq)]

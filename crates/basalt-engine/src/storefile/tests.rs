@@ -1111,17 +1111,16 @@ fn a_source_that_does_not_fill_the_cache_reads_cached_blocks_and_adds_none() {
     let store: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
     let path = Path::new("/k/compaction-input");
     let cells = many_rows(2000, 3);
-    write(
-        &store,
-        path,
-        &cells,
-        options(
-            Compression::None,
-            DataBlockEncoding::None,
-            BloomType::None,
-            4096,
-        ),
+    let mut opts = options(
+        Compression::None,
+        DataBlockEncoding::None,
+        BloomType::None,
+        4096,
     );
+    // One index level: the cache then holds data blocks only, which is
+    // what this test counts.
+    opts.index_block_size = 64 << 10;
+    write(&store, path, &cells, opts);
     let cache = Arc::new(BlockCache::new(64 << 20));
     let reader = open_cached(&store, path, &cache);
     let blocks = reader.meta().data_block_count;
