@@ -76,13 +76,20 @@ struct Entry {
     data: Bytes,
     charge: usize,
     tier: Tier,
-    /// The entry's position in its tier's LRU order.
+    /// The entry's key in its tier's LRU order.
     tick: u64,
+    /// When it was last used: `tick` or later. A hit only sets this (a
+    /// hash lookup and a store, no reordering under the shard's lock); the
+    /// entry is moved to its place when eviction reaches its old one.
+    used: u64,
 }
 
 /// One shard. Invariant: every map entry appears exactly once in the order
-/// of its tier, under its current tick, and `bytes[t]` is the sum of the
-/// charges of tier `t`'s entries.
+/// of its tier, under its `tick` (which is at most its `used`), and
+/// `bytes[t]` is the sum of the charges of tier `t`'s entries. The first
+/// entry of an order whose `used` is past its `tick` was used since it was
+/// placed: eviction re-places it under `used` instead of evicting it, so
+/// blocks still leave in least-recently-used order.
 #[derive(Debug, Default)]
 struct Shard {
     map: HashMap<Key, Entry>,
@@ -125,6 +132,14 @@ impl Shard {
             let Some((_, key)) = self.order[tier as usize].pop_first() else {
                 break;
             };
+            if let Some(e) = self.map.get_mut(&key) {
+                if e.used > e.tick {
+                    // Used since it was placed: to its place, not out.
+                    e.tick = e.used;
+                    self.order[tier as usize].insert(e.tick, key);
+                    continue;
+                }
+            }
             if let Some(e) = self.map.remove(&key) {
                 self.bytes[tier as usize] -= e.charge;
                 evicted += 1;
@@ -227,21 +242,27 @@ impl BlockCache {
         let tick = shard.next_tick();
         let found = match shard.map.get_mut(&key) {
             Some(e) => {
-                let old = (e.tier, e.tick);
-                if e.tier == Tier::Single {
+                e.used = tick;
+                // A first hit promotes a single-access block: it changes
+                // tier, so it moves now. Later hits only mark it used.
+                let promoted = (e.tier == Tier::Single).then(|| {
+                    let old_tick = e.tick;
                     e.tier = Tier::Multi;
-                }
-                e.tick = tick;
-                Some((old, e.tier, e.charge, e.data.clone()))
+                    e.tick = tick;
+                    (old_tick, e.charge)
+                });
+                Some((promoted, e.data.clone()))
             }
             None => None,
         };
         match found {
-            Some(((old_tier, old_tick), tier, charge, data)) => {
-                shard.order[old_tier as usize].remove(&old_tick);
-                shard.order[tier as usize].insert(tick, key);
-                shard.bytes[old_tier as usize] -= charge;
-                shard.bytes[tier as usize] += charge;
+            Some((promoted, data)) => {
+                if let Some((old_tick, charge)) = promoted {
+                    shard.order[Tier::Single as usize].remove(&old_tick);
+                    shard.order[Tier::Multi as usize].insert(tick, key);
+                    shard.bytes[Tier::Single as usize] -= charge;
+                    shard.bytes[Tier::Multi as usize] += charge;
+                }
                 drop(shard);
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 Some(data)
@@ -279,6 +300,7 @@ impl BlockCache {
                 charge,
                 tier,
                 tick,
+                used: tick,
             },
         );
         shard.order[tier as usize].insert(tick, key);
@@ -370,6 +392,27 @@ mod tests {
         assert!(s.blocks <= 100);
         // The block hit once (multi tier) survived the stream of single blocks.
         assert!(cache.contains(1, 0));
+    }
+
+    #[test]
+    fn a_block_hit_since_it_was_cached_outlives_blocks_used_less_recently() {
+        // Hits only mark a block used; eviction must still take the least
+        // recently used one (in a tier without promotion: in-memory).
+        let block = Bytes::from(vec![0u8; 1 << 20]);
+        let cache = BlockCache::new((7 << 20) / 2);
+        for offset in [1, 2, 3] {
+            cache.insert(9, offset, block.clone(), BlockPriority::InMemory);
+        }
+        assert!(cache.get(9, 1).is_some());
+        cache.insert(9, 4, block.clone(), BlockPriority::InMemory);
+        assert!(cache.contains(9, 1), "used most recently but one");
+        assert!(!cache.contains(9, 2), "the least recently used went");
+        assert!(cache.contains(9, 3) && cache.contains(9, 4));
+        // Block 1 was re-placed under its hit, which came after block 3
+        // was cached: 3 is next.
+        cache.insert(9, 5, block, BlockPriority::InMemory);
+        assert!(!cache.contains(9, 3));
+        assert!(cache.contains(9, 1) && cache.contains(9, 4) && cache.contains(9, 5));
     }
 
     #[test]
