@@ -34,7 +34,7 @@ use basalt_types::{ColumnFamilyDescriptor, Error, NamespaceDescriptor, Result, T
 use crate::catalog::{Catalog, NamespaceEntry, RegionEntry, RegionState, TableEntry};
 use crate::locator::{RegionLocator, TableLocation};
 use crate::options::Options;
-use crate::region_server::{RecoveryReport, RegionServer, RegionSpec};
+use crate::region_server::{RecoveryReport, RegionServer, RegionSpec, WalPlacement};
 use crate::split::validate_split_keys;
 
 use handover::MasterHooks;
@@ -74,6 +74,7 @@ impl Master {
         options: Options,
         clock: Arc<dyn Clock>,
         files: Arc<dyn FileStore>,
+        wal: &WalPlacement,
     ) -> Result<(Arc<Master>, RecoveryReport)> {
         let catalog = Catalog::load(files.as_ref(), root)?;
         let mut specs = Vec::new();
@@ -95,6 +96,7 @@ impl Master {
             Arc::clone(&files),
             specs,
             &keep,
+            wal,
         )?;
         let server = Arc::new(server);
         let locator = Arc::new(RegionLocator::new());

@@ -299,6 +299,7 @@ impl Master {
                     &layout::store_dir(&dir, &family),
                     links,
                     through,
+                    self.server.store_context().fence.clone(),
                 )?;
             }
         }
