@@ -432,7 +432,12 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let mut builder = Database::builder(options);
     if let Some(s) = &storage {
         tracing::info!(url = %s.url, cache_bytes = s.cache_stats().capacity_bytes, "data on object storage");
-        builder = builder.file_store(s.file_store());
+        // The log goes to the storage too: the data directory holds only
+        // the lock and the caches, and a second process on the same
+        // storage fences this one (docs/object-storage.md, "Fencing").
+        builder = builder
+            .file_store(s.file_store())
+            .wal_in_file_store(s.wal_options());
     }
     let db = builder.open().map_err(|e| match &storage {
         Some(s) => format!(
