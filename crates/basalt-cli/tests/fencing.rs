@@ -2,10 +2,11 @@
 //! (a shared directory, and S3 on moto): server A takes writes and is
 //! frozen with SIGSTOP; server B starts on another data directory with the
 //! same storage, takes the data over (replaying A's log) and takes writes;
-//! A is thawed and a client keeps writing to it. Every write A answers
-//! after the takeover fails with the fenced error, and nothing written to A
-//! after the takeover is ever visible through B, also after B restarts;
-//! everything either server acknowledged before is.
+//! A is thawed and a client asks it for DDL, then keeps writing to it.
+//! The DDL and every write A answers after the takeover fail with the
+//! fenced error, and nothing written to A after the takeover is ever
+//! visible through B, also after B restarts; everything either server
+//! acknowledged before is.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
@@ -105,9 +106,13 @@ fn a_stale_server_is_fenced_by_the_one_that_took_over(storage: &str, env: &[(&st
         acknowledged.push(row);
     }
 
-    // A wakes up and is asked to write: every write fails, fenced.
+    // A wakes up. Its first request is DDL: the catalog version it would
+    // store was stored by B at open, so it is fenced.
     signal(&a, "CONT");
     let mut to_a = client(&a);
+    let err = to_a.create_table(b"late", vec![family("cf")]).unwrap_err();
+    assert!(err.to_string().contains("fenced"), "{err}");
+    // Every write fails, fenced.
     let mut answered_by_a = Vec::new();
     for i in 0..20 {
         let row = format!("a-after-{i:03}");
@@ -135,6 +140,7 @@ fn a_stale_server_is_fenced_by_the_one_that_took_over(storage: &str, env: &[(&st
     }
     acknowledged.sort();
     assert_eq!(all_rows(&mut to_b), acknowledged);
+    assert_eq!(to_b.get_table_names().unwrap(), vec![Bytes::from("t")]);
     drop(to_b);
     drop(to_a);
 
@@ -152,6 +158,7 @@ fn a_stale_server_is_fenced_by_the_one_that_took_over(storage: &str, env: &[(&st
     let c = serve(storage, &dirs.path().join("c"), env);
     let mut to_c = client(&c);
     assert_eq!(all_rows(&mut to_c), acknowledged);
+    assert_eq!(to_c.get_table_names().unwrap(), vec![Bytes::from("t")]);
     // A, fenced, is still running and keeps answering with the error.
     let mut to_a = client(&a);
     let err = write(&mut to_a, "a-late").unwrap_err();

@@ -22,7 +22,7 @@ use crate::fs::FileStore;
 use crate::layout;
 
 /// True for the error `finish` reports when the name was taken.
-pub(crate) fn is_already_exists(error: &Error) -> bool {
+pub fn is_already_exists(error: &Error) -> bool {
     matches!(error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists)
 }
 
