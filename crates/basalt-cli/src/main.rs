@@ -565,9 +565,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let closed = match &storage {
         None => server.shutdown(),
         Some(s) => {
-            // The write-ahead log is still local: a clean stop flushes
-            // every table, so the object store alone holds all the data
-            // and another data directory can take over.
+            // A clean stop flushes every table, so the next owner (this
+            // or another data directory) replays nothing. A fenced server
+            // fails here with the fenced error and exits 1.
             server.stop();
             let flushed = flush_all(&db);
             let closed = db.close().and(flushed);
