@@ -93,6 +93,9 @@ enum Kind {
     Claim = 3,
     /// The owner closed the log cleanly: no writer of it is left.
     Closed = 4,
+    /// Voids the object just before it (a batch whose publication was
+    /// reported failed but landed anyway): replay skips that batch.
+    Void = 5,
 }
 
 impl Kind {
@@ -102,6 +105,7 @@ impl Kind {
             2 => Some(Kind::Fence),
             3 => Some(Kind::Claim),
             4 => Some(Kind::Closed),
+            5 => Some(Kind::Void),
             _ => None,
         }
     }
@@ -151,6 +155,8 @@ struct Decoded {
     kind: Kind,
     epoch: u64,
     edits: Vec<WalEdit>,
+    /// For a `Void`: the sequence number it voids.
+    voids: Option<u64>,
 }
 
 /// Builds a log object: header, then the framed records (as in segments).
@@ -202,6 +208,19 @@ fn decode_object(bytes: &Bytes) -> std::result::Result<Decoded, String> {
     if crc32c::crc32c(&body) != body_crc {
         return Err("body checksum mismatch".into());
     }
+    if kind == Kind::Void {
+        // The body is the voided sequence number, nothing else.
+        if body.len() != 8 || records != 0 {
+            return Err(format!("a void object of {} body bytes", body.len()));
+        }
+        let voided = coding::u64_le(&body, 0, "voided sequence")?;
+        return Ok(Decoded {
+            kind,
+            epoch,
+            edits: Vec::new(),
+            voids: Some(voided),
+        });
+    }
     // Bounded: every record takes at least a header.
     if records > (body.len() / RECORD_HEADER_LEN) as u64 {
         return Err(format!(
@@ -240,7 +259,12 @@ fn decode_object(bytes: &Bytes) -> std::result::Result<Decoded, String> {
             edits.len()
         ));
     }
-    Ok(Decoded { kind, epoch, edits })
+    Ok(Decoded {
+        kind,
+        epoch,
+        edits,
+        voids: None,
+    })
 }
 
 /// One published object the log keeps track of (for retirement).
@@ -509,10 +533,17 @@ fn replay_and_fence(
     objects: &mut Vec<LogObject>,
     report: &mut ReplayReport,
 ) -> Result<OldLog> {
-    let mut old = OldLog {
-        id: log_id,
-        markers: Vec::new(),
-        closed: false,
+    let mut replay = Replay {
+        log_id,
+        old: OldLog {
+            id: log_id,
+            markers: Vec::new(),
+            closed: false,
+        },
+        pending: None,
+        objects,
+        report,
+        apply,
     };
     let mut last: Option<u64> = None;
     let mut ended = false;
@@ -529,16 +560,16 @@ fn replay_and_fence(
             // whose every edit is in a store file our (already fenced)
             // manifests include. Nothing is lost by skipping it.
             None => continue,
-            Some(decoded) => {
-                ended |= apply_object(
-                    decoded, log_id, sequence, path, &mut old, objects, report, apply,
-                )?;
-            }
+            Some(decoded) => ended |= replay.object(decoded, sequence, path)?,
         }
     }
     if ended {
-        return Ok(old);
+        replay.finish()?;
+        return Ok(replay.old);
     }
+    // A batch not voided so far is part of the log: its writer can no
+    // longer void it once the fence below exists.
+    replay.finish()?;
     // Fencing invariant W1: the log's writer publishes its objects one at
     // a time at consecutive sequence numbers, create-if-absent, and
     // acknowledges a batch only once its object exists. Creating the next
@@ -557,17 +588,17 @@ fn replay_and_fence(
                     epoch = fence.epoch(),
                     "fenced an older write-ahead log"
                 );
-                old.markers.push(path);
-                return Ok(old);
+                replay.old.markers.push(path);
+                return Ok(replay.old);
             }
             Err(e) if is_already_exists(&e) => {
                 // Lost the race to the log's writer (or another fencer):
                 // what it published is part of the log; replay it.
                 if let Some(decoded) = read_object(files, &path)? {
-                    if apply_object(
-                        decoded, log_id, next, path, &mut old, objects, report, apply,
-                    )? {
-                        return Ok(old);
+                    let ended = replay.object(decoded, next, path)?;
+                    replay.finish()?;
+                    if ended {
+                        return Ok(replay.old);
                     }
                 }
                 next += 1;
@@ -580,56 +611,90 @@ fn replay_and_fence(
     )))
 }
 
-/// Applies one object of an older log; true when it ends the log (a fence
-/// or a close).
-#[allow(clippy::too_many_arguments)]
-fn apply_object(
-    decoded: Decoded,
+/// Replay of one older log. A batch is applied only once the object after
+/// it is known not to void it (or the log ends).
+struct Replay<'a, F> {
     log_id: u64,
-    sequence: u64,
-    path: PathBuf,
-    old: &mut OldLog,
-    objects: &mut Vec<LogObject>,
-    report: &mut ReplayReport,
-    apply: &mut impl FnMut(WalEdit) -> Result<()>,
-) -> Result<bool> {
-    match decoded.kind {
-        Kind::Claim => {
-            old.markers.push(path);
-            Ok(false)
-        }
-        Kind::Fence => {
-            // Fencing invariant W2: nothing follows a fence. Its writer
-            // could not publish at this number, and publishes only at the
-            // next number after its last success, so it published nothing
-            // later.
-            old.markers.push(path);
-            Ok(true)
-        }
-        Kind::Closed => {
-            old.markers.push(path);
-            old.closed = true;
-            Ok(true)
-        }
-        Kind::Records => {
-            report.segments += 1;
-            let mut regions = BTreeMap::new();
-            let records = decoded.edits.len() as u64;
-            for edit in decoded.edits {
-                let max = regions.entry(edit.region_id).or_insert(0);
-                *max = (*max).max(edit.sequence_id);
-                apply(edit)?;
-                report.records += 1;
+    old: OldLog,
+    /// The last batch read, not applied yet.
+    pending: Option<(u64, PathBuf, Decoded)>,
+    objects: &'a mut Vec<LogObject>,
+    report: &'a mut ReplayReport,
+    apply: &'a mut F,
+}
+
+impl<F: FnMut(WalEdit) -> Result<()>> Replay<'_, F> {
+    /// Takes the next object; true when it ends the log (a fence or a
+    /// close).
+    fn object(&mut self, decoded: Decoded, sequence: u64, path: PathBuf) -> Result<bool> {
+        if decoded.kind == Kind::Void {
+            if let Some((voided, voided_path, _)) = self
+                .pending
+                .take_if(|(seq, _, _)| Some(*seq) == decoded.voids)
+            {
+                tracing::debug!(
+                    log = self.log_id,
+                    sequence = voided,
+                    "skipping a voided log object"
+                );
+                self.listed(voided, voided_path, 0, BTreeMap::new());
             }
-            objects.push(LogObject {
-                log_id,
-                sequence,
-                path,
-                records,
-                max_sequence_ids: regions,
-            });
-            Ok(false)
+            // Kept until the voided object is gone (retirement order).
+            self.listed(sequence, path, 0, BTreeMap::new());
+            return Ok(false);
         }
+        self.finish()?;
+        match decoded.kind {
+            Kind::Claim => {
+                self.old.markers.push(path);
+                Ok(false)
+            }
+            Kind::Fence => {
+                // Fencing invariant W2: nothing follows a fence. Its writer
+                // could not publish at this number, and publishes only at
+                // the next number after its last success, so it published
+                // nothing later.
+                self.old.markers.push(path);
+                Ok(true)
+            }
+            Kind::Closed => {
+                self.old.markers.push(path);
+                self.old.closed = true;
+                Ok(true)
+            }
+            Kind::Records | Kind::Void => {
+                self.pending = Some((sequence, path, decoded));
+                Ok(false)
+            }
+        }
+    }
+
+    /// Applies the pending batch.
+    fn finish(&mut self) -> Result<()> {
+        let Some((sequence, path, decoded)) = self.pending.take() else {
+            return Ok(());
+        };
+        self.report.segments += 1;
+        let mut regions = BTreeMap::new();
+        let records = decoded.edits.len() as u64;
+        for edit in decoded.edits {
+            let max = regions.entry(edit.region_id).or_insert(0);
+            *max = (*max).max(edit.sequence_id);
+            (self.apply)(edit)?;
+            self.report.records += 1;
+        }
+        self.listed(sequence, path, records, regions);
+        Ok(())
+    }
+
+    fn listed(&mut self, sequence: u64, path: PathBuf, records: u64, regions: BTreeMap<u64, u64>) {
+        self.objects.push(LogObject {
+            log_id: self.log_id,
+            sequence,
+            path,
+            records,
+            max_sequence_ids: regions,
+        });
     }
 }
 
@@ -807,53 +872,79 @@ impl Inner {
         st.durable_lsn = last;
     }
 
-    /// Resolves the sequence number of a failed publication: deletes the
-    /// object if it landed after all (its writers were told it failed, so
-    /// it must not be replayed), then publishes an empty batch there.
+    /// Resolves the sequence number of a failed publication before the log
+    /// writes again. Absent: an empty batch takes the number. Present (the
+    /// `PUT` landed after all): its writers were told it failed, so a
+    /// `Void` object at the next number makes replay skip it. Names are
+    /// never reused (the `FileStore` contract): nothing is deleted and
+    /// written again.
     fn repair(&self) {
         let epoch = self.fence.epoch();
         let sequence = self.state.lock().next_sequence;
         let path = object_path(&self.root, epoch, sequence);
-        let filler = encode_object(Kind::Records, epoch, 0, &[]);
-        let result = match read_object(self.files.as_ref(), &path) {
-            Ok(Some(found)) if found.kind == Kind::Fence => {
-                let error = self.fence.trip(
+        let void_path = object_path(&self.root, epoch, sequence + 1);
+        // Which number the repair takes, and what it publishes there.
+        let (target, outcome) = match read_object(self.files.as_ref(), &path) {
+            Ok(Some(found)) if found.kind == Kind::Fence => (
+                path.clone(),
+                Err(self.fence.trip(
                     found.epoch,
                     format!("log object {} is a fence", path.display()),
+                )),
+            ),
+            // Only we write batches to this log: it is ours.
+            Ok(Some(_)) | Err(Error::Corruption { .. }) => {
+                let mut body = Vec::with_capacity(8);
+                coding::put_u64_le(&mut body, sequence);
+                let published = publish(
+                    self.files.as_ref(),
+                    &void_path,
+                    &encode_object(Kind::Void, epoch, 0, &body),
                 );
-                Err(error)
+                (
+                    void_path.clone(),
+                    published.map(|()| vec![(sequence, path.clone()), (sequence + 1, void_path)]),
+                )
             }
-            // Ours (only we write Records objects to this log): delete it.
-            Ok(Some(_)) | Err(Error::Corruption { .. }) => self
-                .files
-                .delete(&path)
-                .and_then(|()| publish(self.files.as_ref(), &path, &filler)),
-            Ok(None) => publish(self.files.as_ref(), &path, &filler),
-            Err(e) => Err(e),
+            Ok(None) => {
+                let published = publish(
+                    self.files.as_ref(),
+                    &path,
+                    &encode_object(Kind::Records, epoch, 0, &[]),
+                );
+                (path.clone(), published.map(|()| vec![(sequence, path)]))
+            }
+            Err(e) => (path, Err(e)),
         };
         let mut st = self.state.lock();
-        match result {
-            Ok(()) => {
-                st.next_sequence += 1;
-                // Listed so that retirement deletes it (it holds nothing).
-                self.objects.lock().push(LogObject {
-                    log_id: epoch,
-                    sequence,
-                    path,
-                    records: 0,
-                    max_sequence_ids: BTreeMap::new(),
-                });
+        match outcome {
+            Ok(used) => {
+                st.next_sequence += used.len() as u64;
+                // Listed so that retirement deletes them, in order: the
+                // voided batch before its void.
+                let mut objects = self.objects.lock();
+                for (sequence, path) in used {
+                    objects.push(LogObject {
+                        log_id: epoch,
+                        sequence,
+                        path,
+                        records: 0,
+                        max_sequence_ids: BTreeMap::new(),
+                    });
+                }
+                drop(objects);
                 if let Some(failed) = st.failed.take() {
                     tracing::info!(cause = %failed.cause, "the write-ahead log is repaired and takes writes again");
                 }
                 self.stats.repairs.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) if is_already_exists(&e) => {
+                // The number we meant to take is a newer owner's fence.
                 drop(st);
-                let newer = self.fenced_by(&path);
+                let newer = self.fenced_by(&target);
                 self.fence.trip(
                     newer,
-                    format!("log object {} already exists", path.display()),
+                    format!("log object {} already exists", target.display()),
                 );
                 st = self.state.lock();
             }

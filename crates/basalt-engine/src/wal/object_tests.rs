@@ -305,6 +305,16 @@ fn a_failed_publication_that_landed_anyway_is_not_replayed() {
     eventually(|| wal.stats().repairs == 1);
     write(&wal, &edit(1, 3, "after")).unwrap();
     crash(wal);
-    let (_next, replayed) = open(files, manual());
+    // The landed batch stays (names are never reused); the object after
+    // it voids it.
+    let void = read_object(files.as_ref(), &object_path(Path::new(ROOT), epoch, 3))
+        .unwrap()
+        .unwrap();
+    assert_eq!((void.kind, void.voids), (Kind::Void, Some(2)));
+    assert!(files.exists(&landed).unwrap());
+    let (next, replayed) = open(Arc::clone(&files), manual());
     assert_eq!(replayed, vec![edit(1, 1, "ok"), edit(1, 3, "after")]);
+    // Retirement deletes the voided batch, and its void after it.
+    next.retire_flushed(&|_| Some(u64::MAX)).unwrap();
+    assert!(!files.exists(&landed).unwrap());
 }
