@@ -35,9 +35,11 @@
 //! pending: those writers get [`Error::WalFailed`] and appends are refused
 //! while the log is failed. Whether the failed object landed is unknown,
 //! so the log **resolves** its sequence number before writing again
-//! (retried every [`ObjectWalOptions::repair_interval`]): it deletes the
-//! object (if it landed, its writers were told it failed) and publishes an
-//! empty batch at that number. Then the log serves again.
+//! (retried every [`ObjectWalOptions::repair_interval`]): if the object is
+//! absent, an empty batch takes the number; if it landed after all (its
+//! writers were told it failed), a `Void` object at the next number makes
+//! replay skip it. No name is ever written twice. Then the log serves
+//! again.
 //!
 //! # Fencing (see `docs/object-storage.md`, "Fencing")
 //!
