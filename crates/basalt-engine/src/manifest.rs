@@ -21,6 +21,10 @@ use crate::fence::Fence;
 use crate::fs::FileStore;
 use crate::layout;
 
+/// How far a new owner moves a store's next file id past the old owner's
+/// when it fences the store (invariant M3 in `ManifestLog::load_and_fence`).
+pub const FENCE_FILE_ID_GAP: u64 = 1 << 20;
+
 /// True for the error `finish` reports when the name was taken.
 pub fn is_already_exists(error: &Error) -> bool {
     matches!(error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists)
@@ -265,6 +269,17 @@ impl ManifestLog {
             let mut next = manifest.clone();
             next.version = manifest.version + 1;
             next.epoch = fence.epoch();
+            // Fencing invariant M3: the new owner's file ids start above any
+            // the stale writer may still use. It allocates ids from its own
+            // copy of the manifest, and can still write the file of each
+            // flush or compaction it began before it learned it was fenced
+            // (then the commit collides, the fence trips, and
+            // `Store::write_file` refuses to start another); those few ids
+            // are far below the gap, so no name is ever written twice.
+            next.next_file_id = manifest
+                .next_file_id
+                .max(1)
+                .saturating_add(FENCE_FILE_ID_GAP);
             match self.publish(&next) {
                 Ok(()) => {
                     self.delete_older(next.version)?;
@@ -626,7 +641,7 @@ mod tests {
         assert_eq!((fenced.version, fenced.epoch), (2, 2));
 
         let next = StoreManifest {
-            next_file_id: 9,
+            next_file_id: m0.next_file_id + 1,
             ..m0.clone()
         };
         let err = stale.commit(&m0, next).unwrap_err();
@@ -649,7 +664,7 @@ mod tests {
                 &m0,
                 StoreManifest {
                     flushed_sequence: 40,
-                    next_file_id: 3,
+                    next_file_id: m0.next_file_id + 2,
                     ..m0.clone()
                 },
             )
@@ -659,7 +674,7 @@ mod tests {
         let (fenced, _) = owner.load_and_fence().unwrap();
         assert_eq!(fenced.version, m1.version + 1);
         assert_eq!(fenced.flushed_sequence, 40);
-        assert_eq!(fenced.next_file_id, 3);
+        assert_eq!(fenced.next_file_id, m1.next_file_id + FENCE_FILE_ID_GAP);
         assert_eq!(fenced.epoch, 2);
     }
 }

@@ -576,6 +576,12 @@ impl Store {
         major: bool,
         now: i64,
     ) -> Result<Option<(ManifestFile, Arc<StoreFile>)>> {
+        if let Some(fence) = &self.context.fence {
+            // A fenced process writes no more files: it could not commit
+            // them, and the new owner's ids start only a bounded distance
+            // above its own (invariant M3, `manifest.rs`).
+            fence.check()?;
+        }
         let descriptor = self.descriptor();
         let path = layout::store_file_path(&self.dir, id);
         let mut writer = StoreFileWriter::new(
