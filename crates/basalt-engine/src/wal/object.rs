@@ -796,6 +796,15 @@ impl Inner {
     /// Publishes a batch as the own log's next object (group-commit steps
     /// 2 and 3), or fails it.
     fn commit(&self, batch: Batch) {
+        if let Err(fenced) = self.fence.check() {
+            // Fenced through another path (a manifest or catalog
+            // collision): nothing more is published.
+            let mut st = self.state.lock();
+            self.fail_pending(&mut st, &fenced.to_string());
+            drop(st);
+            self.changed.notify_all();
+            return;
+        }
         let epoch = self.fence.epoch();
         let sequence = self.state.lock().next_sequence;
         let path = object_path(&self.root, epoch, sequence);

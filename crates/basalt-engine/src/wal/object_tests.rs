@@ -318,3 +318,21 @@ fn a_failed_publication_that_landed_anyway_is_not_replayed() {
     next.retire_flushed(&|_| Some(u64::MAX)).unwrap();
     assert!(!files.exists(&landed).unwrap());
 }
+
+#[test]
+fn a_fence_tripped_by_a_store_stops_the_log_publishing_what_is_pending() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    let lsn = wal.append(&edit(1, 1, "pending")).unwrap();
+    wal.fence()
+        .trip(9, "manifest version 4 was committed at epoch 9");
+    wal.publish_pending();
+    let err = wal.sync(lsn, Durability::SyncWal).unwrap_err();
+    assert!(matches!(err, Error::Fenced { epoch: 9, .. }), "{err}");
+    assert!(wal.objects().is_empty());
+    assert!(files
+        .list(&log_dir(Path::new(ROOT), wal.log_id()))
+        .unwrap()
+        .iter()
+        .all(|p| p.ends_with("00000000000000000000")));
+}
