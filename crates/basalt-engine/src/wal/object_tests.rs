@@ -336,3 +336,42 @@ fn a_fence_tripped_by_a_store_stops_the_log_publishing_what_is_pending() {
         .iter()
         .all(|p| p.ends_with("00000000000000000000")));
 }
+
+fn valid_object() -> Vec<u8> {
+    let mut body = Vec::new();
+    for i in 1..=3 {
+        format::encode_record(&edit(7, i, &format!("row{i}")), &mut body).unwrap();
+    }
+    encode_object(Kind::Records, 4, 3, &body)
+}
+
+proptest::proptest! {
+    #[test]
+    fn decoding_garbage_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+        let _ = decode_object(&Bytes::from(bytes));
+    }
+
+    #[test]
+    fn any_flipped_bit_of_a_log_object_is_detected(bit in 0usize..(8 * 400)) {
+        let mut bytes = valid_object();
+        let bit = bit % (8 * bytes.len());
+        bytes[bit / 8] ^= 1 << (bit % 8);
+        proptest::prop_assert!(decode_object(&Bytes::from(bytes)).is_err());
+    }
+
+    #[test]
+    fn a_truncated_log_object_is_refused(keep in 0usize..400) {
+        let bytes = valid_object();
+        let keep = keep % bytes.len();
+        proptest::prop_assert!(decode_object(&Bytes::copy_from_slice(&bytes[..keep])).is_err());
+    }
+}
+
+#[test]
+fn a_valid_log_object_decodes_to_its_edits() {
+    let decoded = decode_object(&Bytes::from(valid_object())).unwrap();
+    assert_eq!(decoded.kind, Kind::Records);
+    assert_eq!(decoded.epoch, 4);
+    let expected: Vec<WalEdit> = (1..=3).map(|i| edit(7, i, &format!("row{i}"))).collect();
+    assert_eq!(decoded.edits, expected);
+}
