@@ -432,7 +432,12 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let mut builder = Database::builder(options);
     if let Some(s) = &storage {
         tracing::info!(url = %s.url, cache_bytes = s.cache_stats().capacity_bytes, "data on object storage");
-        builder = builder.file_store(s.file_store());
+        // The log goes to the storage too: the data directory holds only
+        // the lock and the caches, and a second process on the same
+        // storage fences this one (docs/object-storage.md, "Fencing").
+        builder = builder
+            .file_store(s.file_store())
+            .wal_in_file_store(s.wal_options());
     }
     let db = builder.open().map_err(|e| match &storage {
         Some(s) => format!(
@@ -560,9 +565,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let closed = match &storage {
         None => server.shutdown(),
         Some(s) => {
-            // The write-ahead log is still local: a clean stop flushes
-            // every table, so the object store alone holds all the data
-            // and another data directory can take over.
+            // A clean stop flushes every table, so the next owner (this
+            // or another data directory) replays nothing. A fenced server
+            // fails here with the fenced error and exits 1.
             server.stop();
             let flushed = flush_all(&db);
             let closed = db.close().and(flushed);

@@ -1,8 +1,9 @@
 //! `basalt serve --storage`: rows written through Thrift to a server
 //! keeping its data on S3 (moto, reached through the AWS_* environment
 //! variables) or a shared directory are read back by a second server that
-//! starts on a fresh data directory with the same storage; a clean stop
-//! flushes, so nothing stays behind in the first server's local log. A bad
+//! starts on a fresh data directory with the same storage; the first
+//! server's data directory holds only its lock and cache (the log is on
+//! the storage too). A bad
 //! storage URL fails at start with a sentence naming it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -113,11 +114,12 @@ fn hand_over(storage: &str, env: &[(&str, &str)]) {
     write_rows(&mut c, 700, 710);
     drop(c);
     terminate(server);
-    // The first directory's own state: its lock, its log, its cache.
+    // The first directory's own state: its lock and its cache. The log is
+    // on the storage too.
     for entry in std::fs::read_dir(first.path().join("data")).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
         assert!(
-            ["LOCK", "wal", "cache", "cluster-id"]
+            ["LOCK", "cache", "cluster-id"]
                 .iter()
                 .any(|n| name.starts_with(n)),
             "{name}"

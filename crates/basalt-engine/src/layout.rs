@@ -5,6 +5,8 @@
 //! <root>/
 //!   LOCK                                   the process lock (local only)
 //!   wal/<segment>.log                      the local write-ahead log
+//!   wal/<log id>/<sequence>                or, on object storage, its
+//!                                          log objects (`wal::object`)
 //!   cache/                                 the disk cache of object
 //!                                          storage (local only)
 //!   catalog/<version: 20 digits>.json      catalog versions, write-once
@@ -27,7 +29,8 @@
 //! On object storage (`basalt-object-store`) the same paths name objects:
 //! a path's part below `<root>` becomes the object's key below the
 //! storage URL's prefix (`data/default/t/7/cf/...sst`), so the tree above
-//! is the key layout too, less what stays local (`LOCK`, `wal/`, `cache/`).
+//! is the key layout too, less what stays local (`LOCK`, `cache/`); the
+//! log there is `wal/<log id>/<sequence>` objects.
 
 use std::path::{Path, PathBuf};
 

@@ -12,6 +12,7 @@ pub mod block_cache;
 pub mod clock;
 mod coding;
 pub mod compaction;
+pub mod fence;
 pub mod fs;
 pub mod layout;
 pub mod load;

@@ -17,8 +17,18 @@ use serde::{Deserialize, Serialize};
 
 use basalt_types::{Error, Result};
 
+use crate::fence::Fence;
 use crate::fs::FileStore;
 use crate::layout;
+
+/// How far a new owner moves a store's next file id past the old owner's
+/// when it fences the store (invariant M3 in `ManifestLog::load_and_fence`).
+pub const FENCE_FILE_ID_GAP: u64 = 1 << 20;
+
+/// True for the error `finish` reports when the name was taken.
+pub fn is_already_exists(error: &Error) -> bool {
+    matches!(error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists)
+}
 
 /// Layout version of manifest files. Version 2 added file links; version 1
 /// manifests (no links) are still read.
@@ -105,6 +115,15 @@ pub struct StoreManifest {
     pub next_file_id: u64,
     /// The live store files.
     pub files: Vec<ManifestFile>,
+    /// The epoch of the process that committed this version (0: a local
+    /// data directory, where nothing is fenced). A writer whose own epoch
+    /// is lower than a version it finds is fenced (see `crate::fence`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl StoreManifest {
@@ -184,6 +203,9 @@ impl StoreManifest {
 pub struct ManifestLog {
     fs: Arc<dyn FileStore>,
     dir: PathBuf,
+    /// Set on shared storage: commits record its epoch and are refused once
+    /// a newer owner committed a version.
+    fence: Option<Arc<Fence>>,
 }
 
 /// What loading found besides the manifest.
@@ -200,7 +222,78 @@ impl ManifestLog {
         ManifestLog {
             fs,
             dir: dir.into(),
+            fence: None,
         }
+    }
+
+    /// The same log, fenced by `fence` (none: unfenced, as locally).
+    pub fn with_fence(mut self, fence: Option<Arc<Fence>>) -> Self {
+        self.fence = fence;
+        self
+    }
+
+    /// Fencing at open (step 3 of the protocol in `docs/object-storage.md`):
+    /// makes sure the newest version records this process's epoch, so that
+    /// a stale writer's next commit collides. Loads the newest version;
+    /// while its epoch is lower than ours, commits the same content as the
+    /// next version with our epoch, create-if-absent. Losing that race
+    /// means a stale writer committed in between (a flush or compaction it
+    /// began before it was fenced): load again and retry, so nothing it
+    /// published is dropped. A version with a *higher* epoch means a newer
+    /// owner exists: we are fenced ourselves. Without a fence, this is
+    /// [`ManifestLog::load`].
+    pub fn load_and_fence(&self) -> Result<(StoreManifest, ManifestLoad)> {
+        let Some(fence) = &self.fence else {
+            return self.load();
+        };
+        // Each lost race means the stale writer published a version; it can
+        // publish only while unfenced, so this ends quickly. The bound turns
+        // a bug into an error instead of a hang.
+        for _ in 0..64 {
+            fence.check()?;
+            let (manifest, report) = self.load()?;
+            if manifest.epoch > fence.epoch() {
+                return Err(fence.trip(
+                    manifest.epoch,
+                    format!(
+                        "manifest version {} of {} was committed at epoch {}",
+                        manifest.version,
+                        self.dir.display(),
+                        manifest.epoch
+                    ),
+                ));
+            }
+            if manifest.epoch == fence.epoch() {
+                return Ok((manifest, report));
+            }
+            let mut next = manifest.clone();
+            next.version = manifest.version + 1;
+            next.epoch = fence.epoch();
+            // Fencing invariant M3: the new owner's file ids start above any
+            // the stale writer may still use. It allocates ids from its own
+            // copy of the manifest, and can still write the file of each
+            // flush or compaction it began before it learned it was fenced
+            // (then the commit collides, the fence trips, and
+            // `Store::write_file` refuses to start another); those few ids
+            // are far below the gap, so no name is ever written twice.
+            next.next_file_id = manifest
+                .next_file_id
+                .max(1)
+                .saturating_add(FENCE_FILE_ID_GAP);
+            match self.publish(&next) {
+                Ok(()) => {
+                    self.delete_older(next.version)?;
+                    return Ok((next, report));
+                }
+                Err(e) if is_already_exists(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Corruption {
+            path: self.dir.clone(),
+            offset: 0,
+            message: "could not fence the store manifest: new versions kept appearing".into(),
+        })
     }
 
     fn path(&self, version: u64) -> PathBuf {
@@ -310,18 +403,72 @@ impl ManifestLog {
             .all(|f| f.link.is_some() || f.id < manifest.next_file_id));
         // Never reuse a number, not even one a discarded torn version had.
         let newest_on_disk = self.versions()?.first().copied().unwrap_or(0);
+        if let Some(fence) = &self.fence {
+            fence.check()?;
+            // Fencing invariant M1: a writer never commits over a version it
+            // did not load or write itself without first checking who wrote
+            // it. A newer version from a higher epoch is a newer owner's
+            // fence (or later work): committing after it would make this
+            // stale writer's flush visible to that owner.
+            if newest_on_disk > previous.version {
+                self.check_not_newer(newest_on_disk, fence)?;
+            }
+            manifest.epoch = fence.epoch();
+        }
         manifest.version = previous.version.max(newest_on_disk) + 1;
+        match self.publish(&manifest) {
+            Ok(()) => {}
+            // Fencing invariant M2: losing the create-if-absent race for a
+            // version to a higher epoch fences this writer; the version it
+            // tried to write is never published.
+            Err(e) if is_already_exists(&e) => {
+                if let Some(fence) = &self.fence {
+                    self.check_not_newer(manifest.version, fence)?;
+                }
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        }
+        self.delete_older(manifest.version)?;
+        Ok(manifest)
+    }
+
+    /// Writes `manifest` as its version's file, create-if-absent.
+    fn publish(&self, manifest: &StoreManifest) -> Result<()> {
         let bytes = manifest.encode()?;
         let path = self.path(manifest.version);
         let mut writer = self.fs.create(&path)?;
         writer.write_all(&bytes)?;
         writer.finish()?;
-        for version in self.versions()? {
-            if version < manifest.version {
-                self.fs.delete(&self.path(version))?;
+        Ok(())
+    }
+
+    fn delete_older(&self, version: u64) -> Result<()> {
+        for old in self.versions()? {
+            if old < version {
+                self.fs.delete(&self.path(old))?;
             }
         }
-        Ok(manifest)
+        Ok(())
+    }
+
+    /// Trips `fence` if version `version` was committed at a higher epoch.
+    fn check_not_newer(&self, version: u64, fence: &Fence) -> Result<()> {
+        match self.read_version(version) {
+            Ok(found) if found.epoch > fence.epoch() => Err(fence.trip(
+                found.epoch,
+                format!(
+                    "manifest version {version} of {} was committed at epoch {}",
+                    self.dir.display(),
+                    found.epoch
+                ),
+            )),
+            Ok(_) => Ok(()),
+            // Unreadable: not a newer owner's commit (those are whole);
+            // the commit goes on and the next load judges it.
+            Err(Error::Corruption { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// The store directory.
@@ -477,5 +624,57 @@ mod tests {
         let err = log.load().unwrap_err();
         assert!(matches!(err, Error::Corruption { .. }), "{err}");
         assert!(err.to_string().contains("MANIFEST-"), "{err}");
+    }
+
+    #[test]
+    fn a_stale_writer_cannot_commit_after_a_newer_epoch_fenced_the_store() {
+        let files: Arc<dyn FileStore> = Arc::new(crate::fs::MemFileStore::new());
+        let stale_fence = Arc::new(Fence::new(1));
+        let stale =
+            ManifestLog::new(Arc::clone(&files), "/store").with_fence(Some(stale_fence.clone()));
+        let (m0, _) = stale.load_and_fence().unwrap();
+        assert_eq!((m0.version, m0.epoch), (1, 1));
+
+        let owner = ManifestLog::new(Arc::clone(&files), "/store")
+            .with_fence(Some(Arc::new(Fence::new(2))));
+        let (fenced, _) = owner.load_and_fence().unwrap();
+        assert_eq!((fenced.version, fenced.epoch), (2, 2));
+
+        let next = StoreManifest {
+            next_file_id: m0.next_file_id + 1,
+            ..m0.clone()
+        };
+        let err = stale.commit(&m0, next).unwrap_err();
+        assert!(matches!(err, Error::Fenced { epoch: 2, .. }), "{err}");
+        assert!(stale_fence.is_tripped());
+        // Nothing the stale writer tried is visible: the owner's version is
+        // still the newest.
+        let (now, _) = owner.load().unwrap();
+        assert_eq!(now, fenced);
+    }
+
+    #[test]
+    fn fencing_a_store_keeps_what_a_stale_writer_committed_just_before() {
+        let files: Arc<dyn FileStore> = Arc::new(crate::fs::MemFileStore::new());
+        let stale = ManifestLog::new(Arc::clone(&files), "/store")
+            .with_fence(Some(Arc::new(Fence::new(1))));
+        let (m0, _) = stale.load_and_fence().unwrap();
+        let m1 = stale
+            .commit(
+                &m0,
+                StoreManifest {
+                    flushed_sequence: 40,
+                    next_file_id: m0.next_file_id + 2,
+                    ..m0.clone()
+                },
+            )
+            .unwrap();
+        let owner = ManifestLog::new(Arc::clone(&files), "/store")
+            .with_fence(Some(Arc::new(Fence::new(2))));
+        let (fenced, _) = owner.load_and_fence().unwrap();
+        assert_eq!(fenced.version, m1.version + 1);
+        assert_eq!(fenced.flushed_sequence, 40);
+        assert_eq!(fenced.next_file_id, m1.next_file_id + FENCE_FILE_ID_GAP);
+        assert_eq!(fenced.epoch, 2);
     }
 }

@@ -322,6 +322,12 @@ impl Region {
     /// The error every request to a `FAILED_OPEN` region gets: corruption
     /// at the file and offset that made the open fail.
     fn check_opened(&self) -> Result<()> {
+        // Fencing invariant R1: once a newer owner fenced this process,
+        // no region answers: a read could return data the newer owner has
+        // since overwritten, and a write could never become durable.
+        if let Some(fence) = &self.context.fence {
+            fence.check()?;
+        }
         match &self.open_failure {
             None => Ok(()),
             Some(f) => Err(Error::Corruption {

@@ -40,6 +40,7 @@ use basalt_types::{Cell, Result};
 
 use crate::block_cache::{next_file_id, BlockCache};
 use crate::compaction::{self, CompactionPolicy};
+use crate::fence::Fence;
 use crate::fs::FileStore;
 use crate::layout;
 use crate::manifest::{FileLink, ManifestFile, ManifestLog, StoreManifest};
@@ -63,6 +64,9 @@ pub struct StoreContext {
     /// The server's global memstore budget (none: only each region's own
     /// flush and blocking sizes apply).
     pub memory: Option<Arc<MemstoreBudget>>,
+    /// On shared storage: this process's epoch, tripped when a newer owner
+    /// fences it (none: a local data directory, nothing to fence).
+    pub fence: Option<Arc<Fence>>,
 }
 
 /// A store file in use, with its manifest entry.
@@ -237,8 +241,12 @@ impl Store {
         context: StoreContext,
     ) -> Result<Store> {
         let family = Bytes::copy_from_slice(descriptor.name().as_bytes());
-        let manifest_log = ManifestLog::new(Arc::clone(&context.files), &dir);
-        let (manifest, _) = manifest_log.load()?;
+        let manifest_log =
+            ManifestLog::new(Arc::clone(&context.files), &dir).with_fence(context.fence.clone());
+        // On shared storage this also fences the store against an older
+        // owner (a new version recording our epoch), before anything of
+        // it is read: what it loads can no longer change under us.
+        let (manifest, _) = manifest_log.load_and_fence()?;
         let listed: Vec<String> = manifest
             .files
             .iter()
@@ -577,6 +585,12 @@ impl Store {
         major: bool,
         now: i64,
     ) -> Result<Option<(ManifestFile, Arc<StoreFile>)>> {
+        if let Some(fence) = &self.context.fence {
+            // A fenced process writes no more files: it could not commit
+            // them, and the new owner's ids start only a bounded distance
+            // above its own (invariant M3, `manifest.rs`).
+            fence.check()?;
+        }
         let descriptor = self.descriptor();
         let path = layout::store_file_path(&self.dir, id);
         let mut writer = StoreFileWriter::new(
@@ -772,6 +786,7 @@ impl Store {
         dir: &Path,
         mut links: Vec<ManifestFile>,
         flushed_sequence: u64,
+        fence: Option<Arc<Fence>>,
     ) -> Result<()> {
         for (i, link) in links.iter_mut().enumerate() {
             link.id = i as u64 + 1;
@@ -781,8 +796,11 @@ impl Store {
             flushed_sequence,
             next_file_id: links.len() as u64 + 1,
             files: links,
+            epoch: 0,
         };
-        ManifestLog::new(Arc::clone(files), dir).commit(&StoreManifest::default(), manifest)?;
+        ManifestLog::new(Arc::clone(files), dir)
+            .with_fence(fence)
+            .commit(&StoreManifest::default(), manifest)?;
         Ok(())
     }
 

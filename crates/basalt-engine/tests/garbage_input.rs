@@ -346,6 +346,7 @@ fn arb_manifest() -> impl Strategy<Value = StoreManifest> {
                 flushed_sequence,
                 next_file_id,
                 files,
+                epoch: 0,
             },
         )
 }

@@ -43,6 +43,7 @@ fn fixture() -> Fixture {
         cache: None,
         policy: CompactionPolicy::default(),
         memory: Some(Arc::clone(&budget)),
+        fence: None,
     };
     let info = RegionInfo {
         id: 7,

@@ -294,6 +294,7 @@ fn open(families: &[FamilyOptions], cache: bool) -> Fixture {
         cache: cache.then(|| Arc::new(BlockCache::new(1 << 20))),
         policy: CompactionPolicy::default(),
         memory: None,
+        fence: None,
     };
     let info = RegionInfo {
         id: 1,

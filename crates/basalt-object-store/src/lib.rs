@@ -16,8 +16,11 @@
 //!   `basalt serve` and the one call that turns them into a file store for
 //!   `Database::builder(..).file_store(..)`.
 //!
-//! The write-ahead log stays a local file in the data directory for now;
-//! see `docs/object-storage.md`.
+//! With storage, the write-ahead log goes to the same store too
+//! (`basalt_engine::wal::object`: group-committed log objects and writer
+//! fencing; [`Storage::wal_options`] for `DatabaseBuilder::wal_in_file_store`),
+//! so the data directory holds only the lock and caches. See
+//! `docs/object-storage.md`.
 
 // No crate of the workspace needs unsafe code; the compiler keeps it so.
 #![forbid(unsafe_code)]
@@ -33,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
+use basalt_engine::wal::ObjectWalOptions;
 use basalt_types::{Error, Result};
 
 mod bridge;
@@ -89,6 +93,10 @@ pub struct StorageConfig {
     pub max_object_bytes: u64,
     /// Threads of the storage client's runtime (default 2).
     pub runtime_threads: usize,
+    /// The write-ahead log's group-commit window in milliseconds: edits
+    /// appended within it share one log object (one `PUT`); a write waits
+    /// up to this long plus the `PUT`. Default 5.
+    pub wal_group_commit_ms: u64,
 }
 
 impl Default for StorageConfig {
@@ -109,6 +117,7 @@ impl Default for StorageConfig {
             min_bytes_per_sec: store.min_bytes_per_sec,
             max_object_bytes: store.max_object_bytes,
             runtime_threads: store.runtime_threads,
+            wal_group_commit_ms: 5,
         }
     }
 }
@@ -140,6 +149,7 @@ pub struct Storage {
     pub url: StorageUrl,
     /// The file store to hand to the database.
     pub files: Arc<CachedFileStore>,
+    wal_options: ObjectWalOptions,
 }
 
 impl Storage {
@@ -151,6 +161,12 @@ impl Storage {
     /// The disk cache's counters.
     pub fn cache_stats(&self) -> DiskCacheStats {
         self.files.stats()
+    }
+
+    /// How the write-ahead log on this storage group-commits, for
+    /// `DatabaseBuilder::wal_in_file_store`.
+    pub fn wal_options(&self) -> ObjectWalOptions {
+        self.wal_options.clone()
     }
 }
 
@@ -198,6 +214,10 @@ pub fn open_storage(config: &StorageConfig, data_dir: &Path) -> Result<Option<St
     Ok(Some(Storage {
         url,
         files: Arc::new(files),
+        wal_options: ObjectWalOptions {
+            group_commit_window: Duration::from_millis(config.wal_group_commit_ms),
+            ..ObjectWalOptions::default()
+        },
     }))
 }
 

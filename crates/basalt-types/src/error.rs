@@ -137,6 +137,19 @@ pub enum Error {
     /// writes succeed again once a flush does.
     #[error("region is too busy: {0}")]
     RegionTooBusy(String),
+
+    /// Another process opened the same data (on shared object storage) at a
+    /// higher epoch and fenced this one: this process must not make any
+    /// write visible any more, so it refuses every read and write of every
+    /// region (see `docs/object-storage.md`, "Fencing"). Final: only a
+    /// restart (which fences the other process in turn) serves again.
+    #[error("fenced: another process opened this data at epoch {epoch}: {message}")]
+    Fenced {
+        /// The epoch of the process that fenced this one (0 when unknown).
+        epoch: u64,
+        /// What collided, and this process's own epoch.
+        message: String,
+    },
 }
 
 impl Error {
@@ -198,6 +211,9 @@ pub enum ErrorKind {
     NotServingRegion,
     /// The region's memstores are full and cannot be flushed.
     RegionTooBusy,
+    /// Another process took the data over (a higher epoch): this one
+    /// serves nothing more.
+    Fenced,
 }
 
 /// HBase's Java exception class for each [`ErrorKind`]: the one place that
@@ -262,6 +278,12 @@ pub const JAVA_EXCEPTION_CLASSES: &[(ErrorKind, &str)] = &[
     (ErrorKind::Locked, "java.io.IOException"),
     (ErrorKind::WalUnavailable, "java.io.IOException"),
     (ErrorKind::Closed, "java.io.IOException"),
+    // HBase tells a region server that the cluster has declared it dead
+    // (its regions are served elsewhere) with this exception.
+    (
+        ErrorKind::Fenced,
+        "org.apache.hadoop.hbase.YouAreDeadException",
+    ),
 ];
 
 /// The class for kinds missing from the table (none today; a kind added
@@ -309,6 +331,7 @@ impl Error {
             Error::Closed(_) => ErrorKind::Closed,
             Error::NotServingRegion(_) => ErrorKind::NotServingRegion,
             Error::RegionTooBusy(_) => ErrorKind::RegionTooBusy,
+            Error::Fenced { .. } => ErrorKind::Fenced,
         }
     }
 
@@ -396,6 +419,11 @@ impl fmt::Debug for Error {
             Error::Closed(m) => f.debug_tuple("Closed").field(m).finish(),
             Error::NotServingRegion(m) => f.debug_tuple("NotServingRegion").field(m).finish(),
             Error::RegionTooBusy(m) => f.debug_tuple("RegionTooBusy").field(m).finish(),
+            Error::Fenced { epoch, message } => f
+                .debug_struct("Fenced")
+                .field("epoch", epoch)
+                .field("message", message)
+                .finish(),
         }
     }
 }

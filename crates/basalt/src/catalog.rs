@@ -24,8 +24,10 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use basalt_engine::fence::Fence;
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
+use basalt_engine::manifest::is_already_exists;
 use basalt_types::descriptor::{namespace_of, RESERVED_NAMESPACES};
 use basalt_types::{Error, Result, TableDescriptor};
 
@@ -51,10 +53,19 @@ pub struct Catalog {
     /// namespace of every table they hold.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub namespaces: BTreeMap<String, NamespaceEntry>,
+    /// The epoch of the process that stored this version, on shared
+    /// storage (0: a local data directory). A process at a lower epoch
+    /// that finds it is fenced (`docs/object-storage.md`, "Fencing").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch: u64,
     /// The stored version this catalog was loaded from or last stored as
     /// (0: never stored). Not part of the document: the file name says it.
     #[serde(skip)]
     pub version: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// One user-created namespace in the catalog.
@@ -202,6 +213,7 @@ impl Default for Catalog {
             last_region_id: 0,
             tables: BTreeMap::new(),
             namespaces: BTreeMap::new(),
+            epoch: 0,
             version: 0,
         }
     }
@@ -299,6 +311,46 @@ impl Catalog {
             tracing::warn!(path = %stale.display(), error = %e, "could not delete a superseded catalog version");
         }
         Ok(())
+    }
+
+    /// [`Catalog::store`] on shared storage, where `fence` says this
+    /// process's epoch: the version records it, and losing the
+    /// create-if-absent race for the next version to a higher epoch trips
+    /// the fence. Without a fence, plain `store`.
+    ///
+    /// Fencing invariant C1: a process stores a catalog version only as
+    /// the successor of the version it holds; a newer owner stored that
+    /// successor itself at open (see `Master::start`), so a stale
+    /// process's DDL can never be published after a takeover.
+    pub fn store_fenced(
+        &mut self,
+        files: &dyn FileStore,
+        root: &Path,
+        fence: Option<&Fence>,
+    ) -> Result<()> {
+        let Some(fence) = fence else {
+            return self.store(files, root);
+        };
+        fence.check()?;
+        self.epoch = fence.epoch();
+        match self.store(files, root) {
+            Ok(()) => Ok(()),
+            Err(e @ Error::Io { .. }) if is_already_exists(&e) => {
+                let newer = Catalog::load(files, root).map_or(0, |c| c.epoch);
+                if newer > fence.epoch() {
+                    Err(fence.trip(
+                        newer,
+                        format!(
+                            "catalog version {} was stored at epoch {newer}",
+                            self.version + 1
+                        ),
+                    ))
+                } else {
+                    Err(e)
+                }
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// True when the namespace exists: reserved, or created.

@@ -35,9 +35,11 @@ use crate::gateways::{Gateway, Gateways};
 use crate::locator::RegionLocator;
 use crate::master::{FamilyChange, Master};
 use crate::options::Options;
+use crate::region_server::WalPlacement;
 use crate::region_server::{RecoveryReport, RegionServer};
 use crate::split::SplitAlgorithm;
 use crate::table::Table;
+use basalt_engine::wal::ObjectWalOptions;
 
 /// An open Basalt database. Cheap to clone; all clones share the database.
 #[derive(Debug, Clone)]
@@ -81,6 +83,7 @@ pub struct DatabaseBuilder {
     options: Options,
     files: Option<Arc<dyn FileStore>>,
     clock: Option<Arc<dyn Clock>>,
+    wal: WalPlacement,
 }
 
 impl DatabaseBuilder {
@@ -88,6 +91,16 @@ impl DatabaseBuilder {
     /// lock file and the local write-ahead log stay in the data directory.
     pub fn file_store(mut self, files: Arc<dyn FileStore>) -> Self {
         self.files = Some(files);
+        self
+    }
+
+    /// Keeps the write-ahead log in the file store (log objects with group
+    /// commit and writer fencing) instead of the data directory: for data
+    /// on shared object storage, where another machine must be able to
+    /// replay it and a second process opening the same data must fence
+    /// this one. See `docs/object-storage.md`.
+    pub fn wal_in_file_store(mut self, options: ObjectWalOptions) -> Self {
+        self.wal = WalPlacement::FileStore(options);
         self
     }
 
@@ -108,7 +121,7 @@ impl DatabaseBuilder {
             .files
             .unwrap_or_else(|| Arc::new(LocalFileStore::new()));
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
-        let (master, recovery) = Master::start(&dir, self.options, clock, files)?;
+        let (master, recovery) = Master::start(&dir, self.options, clock, files, &self.wal)?;
         let server = Arc::clone(master.region_server());
         let locator = Arc::clone(master.locator());
         Ok(Database {
@@ -211,6 +224,7 @@ impl Database {
             options,
             files: None,
             clock: None,
+            wal: WalPlacement::Local,
         }
     }
 

@@ -53,19 +53,21 @@ pub use gateways::Gateway;
 pub use locator::{RegionLocator, TableLocation};
 pub use master::{FamilyChange, Master};
 pub use options::{Options, RegionSplitPolicy};
-pub use region_server::{RecoveryReport, RegionServer, RegionSpec};
+pub use region_server::{RecoveryReport, RegionServer, RegionSpec, WalPlacement};
 pub use split::{validate_split_keys, SplitAlgorithm};
 pub use table::{Scanner, Table};
 
 pub use basalt_engine::block_cache::BlockCacheStats;
+/// The write-ahead log's contract and today's local implementation.
+pub use basalt_engine::fence::Fence;
 /// The file stores a database can be opened over (see [`DatabaseBuilder`]).
 pub use basalt_engine::fs;
 /// Where every file and directory of a data set lives.
 pub use basalt_engine::layout;
 /// Memory-only reads for gateways (see the module).
 pub use basalt_engine::read_tier;
-/// The write-ahead log's contract and today's local implementation.
-pub use basalt_engine::wal::{Wal, WriteAheadLog};
+/// The write-ahead log's contract, the local log and the log on a file store.
+pub use basalt_engine::wal::{ObjectWal, ObjectWalOptions, Wal, WriteAheadLog};
 pub use basalt_engine::{
     Clock, ManualClock, OpenFailure, RegionInfo, RegionLoad, StoreStats, SystemClock,
 };

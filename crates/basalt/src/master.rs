@@ -34,7 +34,7 @@ use basalt_types::{ColumnFamilyDescriptor, Error, NamespaceDescriptor, Result, T
 use crate::catalog::{Catalog, NamespaceEntry, RegionEntry, RegionState, TableEntry};
 use crate::locator::{RegionLocator, TableLocation};
 use crate::options::Options;
-use crate::region_server::{RecoveryReport, RegionServer, RegionSpec};
+use crate::region_server::{RecoveryReport, RegionServer, RegionSpec, WalPlacement};
 use crate::split::validate_split_keys;
 
 use handover::MasterHooks;
@@ -74,6 +74,7 @@ impl Master {
         options: Options,
         clock: Arc<dyn Clock>,
         files: Arc<dyn FileStore>,
+        wal: &WalPlacement,
     ) -> Result<(Arc<Master>, RecoveryReport)> {
         let catalog = Catalog::load(files.as_ref(), root)?;
         let mut specs = Vec::new();
@@ -95,7 +96,12 @@ impl Master {
             Arc::clone(&files),
             specs,
             &keep,
+            wal,
         )?;
+        let mut catalog = catalog;
+        if let Some(fence) = server.fence() {
+            fence_catalog(&mut catalog, files.as_ref(), root, fence)?;
+        }
         let server = Arc::new(server);
         let locator = Arc::new(RegionLocator::new());
         for entry in catalog.tables.values() {
@@ -159,7 +165,11 @@ impl Master {
     /// Commits `updated` as the new catalog (the commit point of every
     /// change) and makes it the current one.
     fn commit(&self, catalog: &mut Catalog, mut updated: Catalog) -> Result<()> {
-        updated.store(self.files.as_ref(), &self.root)?;
+        updated.store_fenced(
+            self.files.as_ref(),
+            &self.root,
+            self.server.fence().map(|f| &**f),
+        )?;
         *catalog = updated;
         Ok(())
     }
@@ -552,4 +562,33 @@ fn region_spec(table: &str, descriptor: &TableDescriptor, entry: &RegionEntry) -
             })
             .collect(),
     }
+}
+
+/// Fencing at open, for the catalog (step 3 of the protocol in
+/// `docs/object-storage.md`): stores the loaded catalog again as the next
+/// version, recording this process's epoch, so that a stale process's next
+/// DDL collides with it. Losing that race means a stale process changed
+/// the catalog after it was loaded here: the start fails (with the
+/// collision's error) rather than serve regions of an outdated catalog;
+/// starting again succeeds. A catalog stored at a higher epoch means a
+/// newer owner exists: this process is fenced.
+fn fence_catalog(
+    catalog: &mut Catalog,
+    files: &dyn FileStore,
+    root: &Path,
+    fence: &basalt_engine::fence::Fence,
+) -> Result<()> {
+    if catalog.epoch > fence.epoch() {
+        return Err(fence.trip(
+            catalog.epoch,
+            format!("the catalog was stored at epoch {}", catalog.epoch),
+        ));
+    }
+    if catalog.epoch == fence.epoch() {
+        return Ok(());
+    }
+    let mut fenced = catalog.clone();
+    fenced.store_fenced(files, root, Some(fence))?;
+    *catalog = fenced;
+    Ok(())
 }

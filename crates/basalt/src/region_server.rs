@@ -26,10 +26,11 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use basalt_engine::block_cache::{BlockCache, BlockCacheStats};
+use basalt_engine::fence::Fence;
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
 use basalt_engine::memory::MemstoreBudget;
-use basalt_engine::wal::{ReplayReport, Wal, WriteAheadLog};
+use basalt_engine::wal::{ObjectWal, ObjectWalOptions, ReplayReport, Wal, WalEdit, WriteAheadLog};
 use basalt_engine::{Clock, FamilyState, OpenFailure, Region, RegionInfo, StoreContext};
 use basalt_types::{Error, Result};
 
@@ -44,6 +45,18 @@ pub struct RegionSpec {
     pub info: RegionInfo,
     /// The families, as the catalog records them.
     pub families: Vec<FamilyState>,
+}
+
+/// Where the write-ahead log lives.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum WalPlacement {
+    /// Segment files in the local data directory (`wal/`).
+    #[default]
+    Local,
+    /// Log objects in the file store, beside the store files, with writer
+    /// fencing (`basalt_engine::wal::object`): for data on shared object
+    /// storage.
+    FileStore(ObjectWalOptions),
 }
 
 /// What opening found in the write-ahead log.
@@ -89,13 +102,22 @@ impl RegionServer {
         files: Arc<dyn FileStore>,
         regions: Vec<RegionSpec>,
         keep: &[(String, u64)],
+        placement: &WalPlacement,
     ) -> Result<(RegionServer, RecoveryReport)> {
+        // On shared storage the epoch comes first: the stores fence their
+        // manifests with it as they open (step 3 of the fencing protocol,
+        // docs/object-storage.md).
+        let claim = match placement {
+            WalPlacement::Local => None,
+            WalPlacement::FileStore(_) => Some(ObjectWal::claim(Arc::clone(&files), root)?),
+        };
         let budget = MemstoreBudget::new(options.memstore_budget_limits());
         let context = StoreContext {
             files,
             cache: Some(Arc::new(BlockCache::new(options.block_cache_size()))),
             policy: options.compaction_policy(),
             memory: Some(Arc::clone(&budget)),
+            fence: claim.as_ref().map(|c| Arc::clone(c.fence())),
         };
         let live: HashSet<PathBuf> = regions
             .iter()
@@ -109,9 +131,14 @@ impl RegionServer {
             let region = open_or_fail(root, spec, &context, &clock, &options);
             opened.insert(region.info().id, region);
         }
+        if let Some(fence) = &context.fence {
+            // A store found a newer epoch's manifest: another process owns
+            // the data now. Refuse to start rather than serve FAILED_OPEN.
+            fence.check()?;
+        }
         let mut replayed_max: HashMap<u64, u64> = HashMap::new();
         let (mut skipped, mut replayed) = (0u64, 0u64);
-        let (wal, report) = Wal::open(&layout::wal_dir(root), options.wal_options(), |edit| {
+        let apply = |edit: WalEdit| {
             match opened.get(&edit.region_id) {
                 Some(region) => {
                     region.replay(&edit);
@@ -122,8 +149,18 @@ impl RegionServer {
                 None => skipped += 1,
             }
             Ok(())
-        })?;
-        let wal: Arc<dyn WriteAheadLog> = wal;
+        };
+        let (wal, report): (Arc<dyn WriteAheadLog>, ReplayReport) = match (placement, claim) {
+            (WalPlacement::FileStore(wal_options), Some(claim)) => {
+                let (wal, report) = ObjectWal::open(claim, wal_options.clone(), apply)?;
+                (wal, report)
+            }
+            _ => {
+                let (wal, report) =
+                    Wal::open(&layout::wal_dir(root), options.wal_options(), apply)?;
+                (wal, report)
+            }
+        };
         let maintenance = Maintenance::start(Arc::clone(&wal), options.background_threads);
         {
             let weak_maintenance = Arc::downgrade(&maintenance);
@@ -256,6 +293,12 @@ impl RegionServer {
     /// The file store, block cache and compaction policy regions share.
     pub fn store_context(&self) -> &StoreContext {
         &self.context
+    }
+
+    /// On shared storage: this process's epoch, and whether another
+    /// process has fenced it (none for a local data directory).
+    pub fn fence(&self) -> Option<&Arc<Fence>> {
+        self.context.fence.as_ref()
     }
 
     /// The data set's root.

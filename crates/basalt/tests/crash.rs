@@ -13,7 +13,17 @@
 //! must cover the key space with no gap or overlap (the parent or the
 //! daughters serve, never both, never neither), every acknowledged row must
 //! be there, and only serving and retired regions may have files.
+//!
+//! The "s3" and "file" modes keep the data on object storage (moto's S3,
+//! or a shared directory through `file://`), write-ahead log included: each
+//! child writes from a new, empty data directory and each check opens yet
+//! another one, so every acknowledged row must come back from the storage
+//! alone (the log objects of the killed child, replayed and fenced by the
+//! next owner).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../../test-support/moto.rs"]
+mod moto;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -25,7 +35,11 @@ use basalt::*;
 use rand::{Rng, SeedableRng};
 
 const CHILD_ENV: &str = "BASALT_CRASH_CHILD_DIR";
+/// The storage URL of the object storage modes.
+const STORAGE_ENV: &str = "BASALT_CRASH_STORAGE";
 const ROUNDS: usize = 24;
+/// Fewer rounds on object storage: every write is a `PUT`.
+const STORAGE_ROUNDS: usize = 8;
 const WRITER_THREADS: usize = 4;
 /// Printed by the child when it starts writing. libtest may print its own
 /// "test ... " prefix on the same line, so markers are searched, not compared.
@@ -49,7 +63,14 @@ fn crash_child_writer() {
     let mode = std::env::var("BASALT_CRASH_MODE").unwrap_or_default();
     let storage_mode = mode == "storage" || mode == "regions";
     let regions_mode = mode == "regions";
-    let db = Database::open_with(child_options(&dir, &mode)).unwrap();
+    // Endpoint and credentials come from the AWS environment the parent
+    // set for this process.
+    let db = open_db(
+        child_options(&dir, &mode),
+        std::env::var(STORAGE_ENV)
+            .ok()
+            .map(basalt_object_store::StorageConfig::for_url),
+    );
     if !db.table_exists("crash") {
         db.create_table(
             TableDescriptor::new("crash")
@@ -132,8 +153,30 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Opens the database, on the storage `config` names (log included) when
+/// given.
+fn open_db(options: Options, config: Option<basalt_object_store::StorageConfig>) -> Database {
+    let Some(config) = config else {
+        return Database::open_with(options).unwrap();
+    };
+    let storage = basalt_object_store::open_storage(&config, &options.data_dir)
+        .unwrap()
+        .unwrap();
+    Database::builder(options)
+        .file_store(storage.file_store())
+        .wal_in_file_store(storage.wal_options())
+        .open()
+        .unwrap()
+}
+
 fn child_options(dir: &str, mode: &str) -> Options {
     let mut options = Options::new(dir);
+    if mode == "s3" || mode == "file" {
+        // Flushes now and then, so log objects are retired while kills land.
+        options.memstore_flush_bytes = 32 * 1024;
+        options.compaction_min_files = 2;
+        options.background_threads = 1;
+    }
     if mode == "storage" || mode == "regions" {
         options.memstore_flush_bytes = 32 * 1024;
         options.compaction_min_files = 2;
@@ -162,6 +205,155 @@ fn acknowledged_writes_survive_sigkill_during_flushes_and_compactions() {
 #[test]
 fn acknowledged_writes_survive_sigkill_during_splits_and_merges() {
     run_crash_rounds("regions");
+}
+
+#[test]
+fn acknowledged_writes_survive_sigkill_with_data_and_log_on_s3() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    let Some(moto) =
+        moto::start_or_skip("acknowledged_writes_survive_sigkill_with_data_and_log_on_s3")
+    else {
+        return;
+    };
+    let bucket = format!("crash-{}", std::process::id());
+    moto.create_bucket(&bucket);
+    run_rounds_on_storage("s3", &format!("s3://{bucket}/db"), &moto.aws_env());
+}
+
+#[test]
+fn acknowledged_writes_survive_sigkill_with_data_and_log_in_a_shared_directory() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    let shared = tempfile::tempdir().unwrap();
+    run_rounds_on_storage("file", &format!("file://{}", shared.path().display()), &[]);
+}
+
+/// The settings the AWS environment `env` stands for (the parent does not
+/// change its own environment: other tests run beside it).
+fn storage_config(url: &str, env: &[(&'static str, String)]) -> basalt_object_store::StorageConfig {
+    let mut config = basalt_object_store::StorageConfig::for_url(url);
+    for (key, value) in env {
+        match *key {
+            "AWS_ENDPOINT_URL" => config.endpoint = Some(value.clone()),
+            "AWS_REGION" => config.region = Some(value.clone()),
+            "AWS_ACCESS_KEY_ID" => config.access_key_id = Some(value.clone()),
+            "AWS_SECRET_ACCESS_KEY" => config.secret_access_key = Some(value.clone()),
+            "AWS_ALLOW_HTTP" => config.allow_http = Some(value == "true"),
+            _ => {}
+        }
+    }
+    config
+}
+
+/// The crash rounds with data and log on the storage at `url`: every
+/// child and every check on a data directory of its own.
+fn run_rounds_on_storage(mode: &str, url: &str, env: &[(&'static str, String)]) {
+    let dirs = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let seed: u64 = std::env::var("BASALT_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::rng().random());
+    println!("crash test seed {seed} (set BASALT_CRASH_SEED to replay)");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut acknowledged: BTreeMap<String, usize> = BTreeMap::new();
+    for round in 0..STORAGE_ROUNDS {
+        let child_dir = dirs.path().join(format!("child-{round}"));
+        let stderr_path = logs.path().join(format!("child-{round}.stderr"));
+        let stderr = std::fs::File::create(&stderr_path).unwrap();
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .args([
+                "crash_child_writer",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, &child_dir)
+            .env(STORAGE_ENV, url)
+            .env("BASALT_CRASH_ROUND", round.to_string())
+            .env("BASALT_CRASH_MODE", mode)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr));
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = KillOnDrop(command.spawn().unwrap());
+        let stdout = child.0.stdout.take().unwrap();
+        let (lines_tx, lines_rx) = mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines_tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        loop {
+            let Ok(line) = lines_rx.recv_timeout(Duration::from_secs(120)) else {
+                panic!(
+                    "round {round}: the child never became ready; its stderr:\n{}",
+                    std::fs::read_to_string(&stderr_path).unwrap_or_default()
+                );
+            };
+            if line.contains(READY_MARKER) {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(rng.random_range(20..400)));
+        child.0.kill().unwrap(); // SIGKILL on Unix
+        child.0.wait().unwrap();
+        reader.join().unwrap();
+        let mut acked_this_round = 0;
+        for line in lines_rx.try_iter() {
+            if let Some(at) = line.find(ACK_MARKER) {
+                acknowledged.insert(line[at + ACK_MARKER.len()..].to_string(), round);
+                acked_this_round += 1;
+            }
+        }
+
+        // A new owner on an empty data directory: the storage is all it has.
+        let check_dir = dirs.path().join(format!("check-{round}"));
+        let db = open_db(Options::new(&check_dir), Some(storage_config(url, env)));
+        let table = db.table("crash").unwrap();
+        for row in acknowledged.keys() {
+            let result = table.get(&Get::new(row.clone())).unwrap();
+            for family in ["a", "b"] {
+                assert_eq!(
+                    result
+                        .value(family.as_bytes(), b"q")
+                        .map(|v| String::from_utf8_lossy(v).into_owned()),
+                    Some(value_for(row, family)),
+                    "{mode} round {round} (seed {seed}): acknowledged row {row} lost or damaged"
+                );
+            }
+        }
+        for result in table.scan(&Scan::new()).unwrap() {
+            let result = result.unwrap();
+            assert_eq!(
+                result.cells.len(),
+                2,
+                "half a row mutation survived: {result:?}"
+            );
+        }
+        println!(
+            "{mode} round {round}: {acked_this_round} rows acknowledged, {} in all, {} replayed at open",
+            acknowledged.len(),
+            db.recovery_report().edits_replayed
+        );
+        db.close().unwrap();
+    }
+    assert!(
+        acknowledged.len() > STORAGE_ROUNDS,
+        "the child barely wrote anything"
+    );
+    println!(
+        "{mode}: {} acknowledged rows verified over {STORAGE_ROUNDS} kills",
+        acknowledged.len()
+    );
 }
 
 /// Store files on disk in the directories of the table's regions, by

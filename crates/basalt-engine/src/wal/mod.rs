@@ -47,6 +47,7 @@
 
 mod format;
 pub mod inspect;
+pub mod object;
 mod segment;
 #[cfg(test)]
 mod tests;
@@ -65,6 +66,7 @@ use basalt_types::{Cell, Durability, Error, Result};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 pub use format::{FORMAT_VERSION, MAX_RECORD_PAYLOAD};
+pub use object::{LogClaim, ObjectWal, ObjectWalOptions};
 use segment::SegmentWriter;
 
 /// Tuning knobs of the log.

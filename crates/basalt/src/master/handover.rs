@@ -263,7 +263,11 @@ impl Master {
             .seed_successors(table, &successors, predecessors, through)
             .and_then(|()| {
                 retire(&mut updated, table, &old, &successors, retired_as)?;
-                updated.store(self.files.as_ref(), &self.root)
+                updated.store_fenced(
+                    self.files.as_ref(),
+                    &self.root,
+                    self.server.fence().map(|f| &**f),
+                )
             });
         if let Err(e) = committed {
             self.abandon_handover(table, &successors, predecessors, state);
@@ -299,6 +303,7 @@ impl Master {
                     &layout::store_dir(&dir, &family),
                     links,
                     through,
+                    self.server.store_context().fence.clone(),
                 )?;
             }
         }

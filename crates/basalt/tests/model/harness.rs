@@ -110,11 +110,21 @@ impl Config {
         clock: &ManualClock,
     ) -> basalt::Result<Database> {
         let builder = Database::builder(self.options(dir)).clock(Arc::new(clock.clone()));
-        match &self.files {
+        let builder = match &self.files {
             Some(files) => builder.file_store(Arc::clone(files)),
             None => builder,
-        }
-        .open()
+        };
+        let builder = if self.storage.is_some() {
+            // As `basalt serve --storage`: the log is on the storage too.
+            // No group-commit window: the model writes one edit at a time.
+            builder.wal_in_file_store(basalt::ObjectWalOptions {
+                group_commit_window: std::time::Duration::ZERO,
+                ..basalt::ObjectWalOptions::default()
+            })
+        } else {
+            builder
+        };
+        builder.open()
     }
 
     pub(crate) fn options(&self, dir: &std::path::Path) -> Options {

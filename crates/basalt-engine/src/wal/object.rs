@@ -1,0 +1,1190 @@
+//! The write-ahead log on object storage, with writer fencing.
+//!
+//! Used when the data lives on shared storage (`basalt serve --storage`):
+//! the log is a sequence of immutable **log objects** in the same
+//! [`FileStore`] as the store files, so another machine can replay a
+//! crashed server's edits, and the data directory holds only caches and
+//! the lock.
+//!
+//! ```text
+//! <root>/wal/<log id: 20 digits>/<sequence: 20 digits>
+//! ```
+//!
+//! Each opening of the data is an **owner** with an **epoch**; its log id
+//! is its epoch. Sequence 0 of a log is its *claim*; the owner's batches
+//! follow at 1, 2, 3, ... with no gaps, each object created only if absent.
+//! The object format is in `docs/wal-format.md` ("Log objects").
+//!
+//! # Group commit
+//!
+//! 1. [`ObjectWal::append`] encodes the edit into the pending batch and
+//!    hands back an LSN; no I/O.
+//! 2. The committer thread waits until the oldest pending edit is
+//!    [`ObjectWalOptions::group_commit_window`] old (so concurrent writers
+//!    share one object), takes the whole batch and publishes it as the
+//!    log's next object, create-if-absent.
+//! 3. Once the object is published (durable: the store acknowledged the
+//!    `PUT`) every waiter its batch covers is released by
+//!    [`ObjectWal::sync`]. Only one object is in flight at a time, so
+//!    sequence numbers are dense and in LSN order.
+//!
+//! # Failures
+//!
+//! A publication that fails for another reason than a collision (the
+//! store unreachable past its time bound) fails the batch and everything
+//! pending: those writers get [`Error::WalFailed`] and appends are refused
+//! while the log is failed. Whether the failed object landed is unknown,
+//! so the log **resolves** its sequence number before writing again
+//! (retried every [`ObjectWalOptions::repair_interval`]): if the object is
+//! absent, an empty batch takes the number; if it landed after all (its
+//! writers were told it failed), a `Void` object at the next number makes
+//! replay skip it. No name is ever written twice. Then the log serves
+//! again.
+//!
+//! # Fencing (see `docs/object-storage.md`, "Fencing")
+//!
+//! Opening the data is [`ObjectWal::claim`] (choose the epoch, create the
+//! own log's claim object), then the regions open (each store manifest is
+//! fenced with the epoch: `crate::manifest`), then [`ObjectWal::open`]:
+//! every older log is replayed and fenced by creating its next object
+//! with a fence record, and the own log starts. A writer whose next object
+//! collides learns it is fenced: its [`Fence`] trips and every region
+//! refuses reads and writes from then on.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use basalt_types::{Durability, Error, Result};
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+
+use super::format::{self, RECORD_HEADER_LEN};
+use super::{ReplayReport, WalEdit, WalStats, WriteAheadLog, MAX_RECORD_PAYLOAD};
+use crate::coding;
+use crate::fence::Fence;
+use crate::fs::FileStore;
+use crate::manifest::is_already_exists;
+
+#[cfg(test)]
+#[path = "object_tests.rs"]
+mod tests;
+
+/// The directory (key prefix) of every log, below the data set's root.
+pub const OBJECT_WAL_DIR: &str = "wal";
+
+const MAGIC: [u8; 8] = *b"BASALTWO";
+const OBJECT_FORMAT_VERSION: u32 = 1;
+/// Magic, version, kind (+3 reserved), epoch, record count, body length,
+/// body checksum, header checksum.
+const HEADER_LEN: usize = 48;
+
+/// What a log object holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A batch of edits (possibly none: the filler of a resolved failure).
+    Records = 1,
+    /// Written by a newer owner at the log's next sequence: the log's
+    /// writer can never write again.
+    Fence = 2,
+    /// Sequence 0 of every log: the owner's claim of its epoch.
+    Claim = 3,
+    /// The owner closed the log cleanly: no writer of it is left.
+    Closed = 4,
+    /// Voids the object just before it (a batch whose publication was
+    /// reported failed but landed anyway): replay skips that batch.
+    Void = 5,
+}
+
+impl Kind {
+    fn from_code(code: u8) -> Option<Kind> {
+        match code {
+            1 => Some(Kind::Records),
+            2 => Some(Kind::Fence),
+            3 => Some(Kind::Claim),
+            4 => Some(Kind::Closed),
+            5 => Some(Kind::Void),
+            _ => None,
+        }
+    }
+}
+
+/// Tuning knobs of the object log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectWalOptions {
+    /// How long the committer waits after the first edit of a batch before
+    /// publishing it, so that the edits of concurrent writers share one
+    /// object (one `PUT`). Default 5 ms.
+    pub group_commit_window: Duration,
+    /// After a failed publication, how often the log tries to resolve it
+    /// and serve again. Default 1 s.
+    pub repair_interval: Duration,
+}
+
+impl Default for ObjectWalOptions {
+    fn default() -> Self {
+        ObjectWalOptions {
+            group_commit_window: Duration::from_millis(5),
+            repair_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// The path of the directory of log `log_id`.
+pub fn log_dir(root: &Path, log_id: u64) -> PathBuf {
+    root.join(OBJECT_WAL_DIR).join(format!("{log_id:020}"))
+}
+
+/// The path of object `sequence` of log `log_id`.
+pub fn object_path(root: &Path, log_id: u64, sequence: u64) -> PathBuf {
+    log_dir(root, log_id).join(format!("{sequence:020}"))
+}
+
+fn number_of(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
+}
+
+/// A decoded log object.
+#[derive(Debug)]
+struct Decoded {
+    kind: Kind,
+    epoch: u64,
+    edits: Vec<WalEdit>,
+    /// For a `Void`: the sequence number it voids.
+    voids: Option<u64>,
+}
+
+/// Builds a log object: header, then the framed records (as in segments).
+fn encode_object(kind: Kind, epoch: u64, records: u64, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + body.len());
+    out.extend_from_slice(&MAGIC);
+    coding::put_u32_le(&mut out, OBJECT_FORMAT_VERSION);
+    out.extend_from_slice(&[kind as u8, 0, 0, 0]);
+    coding::put_u64_le(&mut out, epoch);
+    coding::put_u64_le(&mut out, records);
+    coding::put_u64_le(&mut out, body.len() as u64);
+    coding::put_u32_le(&mut out, crc32c::crc32c(body));
+    let header_crc = crc32c::crc32c(&out);
+    coding::put_u32_le(&mut out, header_crc);
+    out.extend_from_slice(body);
+    out
+}
+
+/// Decodes a log object; the error says what is wrong (for
+/// [`Error::Corruption`]). Object stores publish whole objects, so there
+/// is no torn tail: any defect is corruption.
+fn decode_object(bytes: &Bytes) -> std::result::Result<Decoded, String> {
+    let header = bytes
+        .get(..HEADER_LEN)
+        .ok_or_else(|| format!("{} bytes is shorter than the header", bytes.len()))?;
+    if header[..8] != MAGIC {
+        return Err("bad magic".into());
+    }
+    let header_crc = coding::u32_le(header, 44, "header checksum")?;
+    if crc32c::crc32c(&header[..44]) != header_crc {
+        return Err("header checksum mismatch".into());
+    }
+    let version = coding::u32_le(header, 8, "format version")?;
+    if version != OBJECT_FORMAT_VERSION {
+        return Err(format!("unsupported log object format {version}"));
+    }
+    let kind = Kind::from_code(header[12]).ok_or_else(|| format!("unknown kind {}", header[12]))?;
+    let epoch = coding::u64_le(header, 16, "epoch")?;
+    let records = coding::u64_le(header, 24, "record count")?;
+    let body_len = coding::u64_le(header, 32, "body length")?;
+    let body_crc = coding::u32_le(header, 40, "body checksum")?;
+    let body = bytes.slice(HEADER_LEN..);
+    if body.len() as u64 != body_len {
+        return Err(format!(
+            "body is {} bytes, header says {body_len}",
+            body.len()
+        ));
+    }
+    if crc32c::crc32c(&body) != body_crc {
+        return Err("body checksum mismatch".into());
+    }
+    if kind == Kind::Void {
+        // The body is the voided sequence number, nothing else.
+        if body.len() != 8 || records != 0 {
+            return Err(format!("a void object of {} body bytes", body.len()));
+        }
+        let voided = coding::u64_le(&body, 0, "voided sequence")?;
+        return Ok(Decoded {
+            kind,
+            epoch,
+            edits: Vec::new(),
+            voids: Some(voided),
+        });
+    }
+    // Bounded: every record takes at least a header.
+    if records > (body.len() / RECORD_HEADER_LEN) as u64 {
+        return Err(format!(
+            "{records} records cannot fit in {} bytes",
+            body.len()
+        ));
+    }
+    let mut edits = Vec::with_capacity(records as usize);
+    let mut at = 0usize;
+    while at < body.len() {
+        let head: [u8; RECORD_HEADER_LEN] = coding::array(&body, at, "record header")?;
+        let record = format::decode_record_header(&head)
+            .ok_or_else(|| format!("record header at body byte {at} fails its checksum"))?;
+        let len = record.len as usize;
+        if len > MAX_RECORD_PAYLOAD {
+            return Err(format!("record at body byte {at} claims {len} bytes"));
+        }
+        let start = at + RECORD_HEADER_LEN;
+        let end = start
+            .checked_add(len)
+            .filter(|&end| end <= body.len())
+            .ok_or_else(|| format!("record at body byte {at} runs past the end"))?;
+        let payload = body.slice(start..end);
+        if crc32c::crc32c(&payload) != record.payload_crc {
+            return Err(format!("record at body byte {at} fails its checksum"));
+        }
+        edits.push(
+            format::decode_payload(payload)
+                .map_err(|e| format!("record at body byte {at}: {e}"))?,
+        );
+        at = end;
+    }
+    if edits.len() as u64 != records {
+        return Err(format!(
+            "header says {records} records, body holds {}",
+            edits.len()
+        ));
+    }
+    Ok(Decoded {
+        kind,
+        epoch,
+        edits,
+        voids: None,
+    })
+}
+
+/// One published object the log keeps track of (for retirement).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogObject {
+    /// The log (its owner's epoch).
+    pub log_id: u64,
+    /// The object's sequence number in the log.
+    pub sequence: u64,
+    /// The object's path.
+    pub path: PathBuf,
+    /// Records in it.
+    pub records: u64,
+    /// For every region with records in it, the highest sequence id.
+    pub max_sequence_ids: BTreeMap<u64, u64>,
+}
+
+/// An older log found at open, and how it ended.
+#[derive(Debug, Clone)]
+struct OldLog {
+    id: u64,
+    /// Its claim, fence and closed objects: kept while it may have a live
+    /// writer (see `retire`).
+    markers: Vec<PathBuf>,
+    /// It ended with a `Closed` object: its writer is gone for good, so
+    /// the whole log may go once its records are flushed.
+    closed: bool,
+}
+
+/// The epoch this process claimed, between [`ObjectWal::claim`] and
+/// [`ObjectWal::open`].
+#[derive(Debug)]
+pub struct LogClaim {
+    files: Arc<dyn FileStore>,
+    root: PathBuf,
+    fence: Arc<Fence>,
+}
+
+impl LogClaim {
+    /// The fence of the claimed epoch: hand it to the stores (through the
+    /// store context) before they open.
+    pub fn fence(&self) -> &Arc<Fence> {
+        &self.fence
+    }
+}
+
+/// The log on object storage. See the module docs.
+pub struct ObjectWal {
+    inner: Arc<Inner>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct Inner {
+    files: Arc<dyn FileStore>,
+    root: PathBuf,
+    fence: Arc<Fence>,
+    options: ObjectWalOptions,
+    state: Mutex<State>,
+    /// Wakes the committer (new edits, close) and the waiters (a batch
+    /// published or failed).
+    changed: Condvar,
+    /// Published objects with records (own and older logs'), oldest first.
+    objects: Mutex<Vec<LogObject>>,
+    old_logs: Mutex<Vec<OldLog>>,
+    stats: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    appends: AtomicU64,
+    writes: AtomicU64,
+    records_written: AtomicU64,
+    bytes_written: AtomicU64,
+    failures: AtomicU64,
+    repairs: AtomicU64,
+}
+
+/// Under the state mutex. Invariant: `durable_lsn < next_lsn`; `buf` holds
+/// the records `taken_lsn + 1 ..= next_lsn - 1` in LSN order.
+struct State {
+    next_lsn: u64,
+    buf: Vec<u8>,
+    buf_records: u64,
+    buf_regions: HashMap<u64, u64>,
+    /// When the first edit of `buf` was appended.
+    buf_since: Option<Instant>,
+    /// Every LSN up to this one was handed to the committer.
+    taken_lsn: u64,
+    /// Every LSN up to this one is durable (or lost, see `lost`).
+    durable_lsn: u64,
+    /// LSN ranges that failed, with the cause: never acknowledged.
+    lost: Vec<(u64, u64, Arc<str>)>,
+    /// The sequence number the next object of the own log gets.
+    next_sequence: u64,
+    /// Set while failed: the cause, and the sequence number left to
+    /// resolve.
+    failed: Option<Failed>,
+    /// Publish the pending batch now, without waiting out the window.
+    hurry: bool,
+    closing: bool,
+    closed: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Failed {
+    cause: String,
+    last_attempt: Instant,
+}
+
+impl ObjectWal {
+    /// Step 1 of opening shared data: chooses this process's epoch, one
+    /// above every log present, and claims it by creating sequence 0 of its
+    /// own log (create-if-absent; a process claiming the same epoch at the
+    /// same moment makes one of the two move on to the next).
+    ///
+    /// Fencing invariant E1: epochs only grow. A log's claim is deleted
+    /// only by an owner whose own, higher log exists, so the highest log id
+    /// never goes down, and every manifest epoch is some log's id.
+    pub fn claim(files: Arc<dyn FileStore>, root: &Path) -> Result<LogClaim> {
+        let dir = root.join(OBJECT_WAL_DIR);
+        let highest = files
+            .list_dirs(&dir)?
+            .iter()
+            .filter_map(|d| number_of(d))
+            .max()
+            .unwrap_or(0);
+        let mut epoch = highest + 1;
+        for _ in 0..64 {
+            let bytes = encode_object(Kind::Claim, epoch, 0, &[]);
+            match publish(files.as_ref(), &object_path(root, epoch, 0), &bytes) {
+                Ok(()) => {
+                    tracing::info!(epoch, "claimed an epoch on the shared storage");
+                    return Ok(LogClaim {
+                        files,
+                        root: root.to_path_buf(),
+                        fence: Arc::new(Fence::new(epoch)),
+                    });
+                }
+                Err(e) if is_already_exists(&e) => epoch += 1,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::WalFailed(
+            "could not claim an epoch: other processes kept claiming the same ones".into(),
+        ))
+    }
+
+    /// Step 2: replays every older log (ascending log id, then sequence)
+    /// into `apply`, fences each one that is neither fenced nor closed, and
+    /// starts the own log after its claim. The stores must already be open
+    /// (and so fenced) with the claim's fence.
+    ///
+    /// A log object that fails its checks is [`Error::Corruption`] naming
+    /// it: objects are published whole, so no damage is expected or
+    /// forgiven.
+    pub fn open(
+        claim: LogClaim,
+        options: ObjectWalOptions,
+        mut apply: impl FnMut(WalEdit) -> Result<()>,
+    ) -> Result<(Arc<ObjectWal>, ReplayReport)> {
+        let LogClaim { files, root, fence } = claim;
+        let epoch = fence.epoch();
+        let mut report = ReplayReport::default();
+        let mut objects = Vec::new();
+        let mut old_logs = Vec::new();
+        for log_dir in files.list_dirs(&root.join(OBJECT_WAL_DIR))? {
+            let Some(log_id) = number_of(&log_dir) else {
+                continue;
+            };
+            if log_id == epoch {
+                continue;
+            }
+            if log_id > epoch {
+                // A newer owner is opening: it fences us; we never fence
+                // (or replay) a newer log.
+                continue;
+            }
+            let old = replay_and_fence(
+                files.as_ref(),
+                &root,
+                log_id,
+                &fence,
+                &mut apply,
+                &mut objects,
+                &mut report,
+            )?;
+            old_logs.push(old);
+        }
+
+        let inner = Arc::new(Inner {
+            files,
+            root,
+            fence,
+            options,
+            state: Mutex::new(State {
+                next_lsn: 1,
+                buf: Vec::new(),
+                buf_records: 0,
+                buf_regions: HashMap::new(),
+                buf_since: None,
+                taken_lsn: 0,
+                durable_lsn: 0,
+                lost: Vec::new(),
+                next_sequence: 1,
+                failed: None,
+                hurry: false,
+                closing: false,
+                closed: false,
+            }),
+            changed: Condvar::new(),
+            objects: Mutex::new(objects),
+            old_logs: Mutex::new(old_logs),
+            stats: Counters::default(),
+        });
+        let committer_inner = Arc::clone(&inner);
+        let committer = std::thread::Builder::new()
+            .name("basalt-wal-commit".into())
+            .spawn(move || committer_inner.run_committer())
+            .map_err(|e| Error::WalFailed(format!("cannot start the log committer: {e}")))?;
+        Ok((
+            Arc::new(ObjectWal {
+                inner,
+                committer: Mutex::new(Some(committer)),
+            }),
+            report,
+        ))
+    }
+
+    /// This process's epoch and whether it has been fenced.
+    pub fn fence(&self) -> &Arc<Fence> {
+        &self.inner.fence
+    }
+
+    /// The published objects holding records, oldest first.
+    pub fn objects(&self) -> Vec<LogObject> {
+        self.inner.objects.lock().clone()
+    }
+
+    /// The own log's id (the epoch).
+    pub fn log_id(&self) -> u64 {
+        self.inner.fence.epoch()
+    }
+
+    /// Every LSN up to this one is durable (or failed).
+    pub fn durable_lsn(&self) -> u64 {
+        self.inner.state.lock().durable_lsn
+    }
+
+    /// Publishes the pending batch now instead of at the end of the group
+    /// commit window (tests and callers that know no more edits are
+    /// coming).
+    pub fn publish_pending(&self) {
+        self.inner.state.lock().hurry = true;
+        self.inner.changed.notify_all();
+    }
+}
+
+/// Replays log `log_id` into `apply`, then fences it unless it already
+/// ends with a fence or a close.
+fn replay_and_fence(
+    files: &dyn FileStore,
+    root: &Path,
+    log_id: u64,
+    fence: &Fence,
+    apply: &mut impl FnMut(WalEdit) -> Result<()>,
+    objects: &mut Vec<LogObject>,
+    report: &mut ReplayReport,
+) -> Result<OldLog> {
+    let mut replay = Replay {
+        log_id,
+        old: OldLog {
+            id: log_id,
+            markers: Vec::new(),
+            closed: false,
+        },
+        pending: None,
+        objects,
+        report,
+        apply,
+    };
+    let mut last: Option<u64> = None;
+    let mut ended = false;
+    let listed: Vec<(u64, PathBuf)> = files
+        .list(&log_dir(root, log_id))?
+        .into_iter()
+        .filter_map(|p| number_of(&p).map(|n| (n, p)))
+        .collect();
+    for (sequence, path) in listed {
+        last = Some(sequence);
+        match read_object(files, &path)? {
+            // Fencing invariant W3: an object listed but gone by the time it
+            // is read was retired by its writer, which retires only objects
+            // whose every edit is in a store file our (already fenced)
+            // manifests include. Nothing is lost by skipping it.
+            None => continue,
+            Some(decoded) => ended |= replay.object(decoded, sequence, path)?,
+        }
+    }
+    if ended {
+        replay.finish()?;
+        return Ok(replay.old);
+    }
+    // A batch not voided so far is part of the log: its writer can no
+    // longer void it once the fence below exists.
+    replay.finish()?;
+    // Fencing invariant W1: the log's writer publishes its objects one at
+    // a time at consecutive sequence numbers, create-if-absent, and
+    // acknowledges a batch only once its object exists. Creating the next
+    // number ourselves therefore ends the log: every batch it acknowledged
+    // is at a lower number (replayed above or below), and its next
+    // publication collides, which tells it that it is fenced.
+    let mut next = last.map_or(0, |l| l + 1);
+    for _ in 0..1024 {
+        let path = object_path(root, log_id, next);
+        let bytes = encode_object(Kind::Fence, fence.epoch(), 0, &[]);
+        match publish(files, &path, &bytes) {
+            Ok(()) => {
+                tracing::info!(
+                    log = log_id,
+                    sequence = next,
+                    epoch = fence.epoch(),
+                    "fenced an older write-ahead log"
+                );
+                replay.old.markers.push(path);
+                return Ok(replay.old);
+            }
+            Err(e) if is_already_exists(&e) => {
+                // Lost the race to the log's writer (or another fencer):
+                // what it published is part of the log; replay it.
+                if let Some(decoded) = read_object(files, &path)? {
+                    let ended = replay.object(decoded, next, path)?;
+                    replay.finish()?;
+                    if ended {
+                        return Ok(replay.old);
+                    }
+                }
+                next += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::WalFailed(format!(
+        "could not fence log {log_id}: its writer kept publishing"
+    )))
+}
+
+/// Replay of one older log. A batch is applied only once the object after
+/// it is known not to void it (or the log ends).
+struct Replay<'a, F> {
+    log_id: u64,
+    old: OldLog,
+    /// The last batch read, not applied yet.
+    pending: Option<(u64, PathBuf, Decoded)>,
+    objects: &'a mut Vec<LogObject>,
+    report: &'a mut ReplayReport,
+    apply: &'a mut F,
+}
+
+impl<F: FnMut(WalEdit) -> Result<()>> Replay<'_, F> {
+    /// Takes the next object; true when it ends the log (a fence or a
+    /// close).
+    fn object(&mut self, decoded: Decoded, sequence: u64, path: PathBuf) -> Result<bool> {
+        if decoded.kind == Kind::Void {
+            if let Some((voided, voided_path, _)) = self
+                .pending
+                .take_if(|(seq, _, _)| Some(*seq) == decoded.voids)
+            {
+                tracing::debug!(
+                    log = self.log_id,
+                    sequence = voided,
+                    "skipping a voided log object"
+                );
+                self.listed(voided, voided_path, 0, BTreeMap::new());
+            }
+            // Kept until the voided object is gone (retirement order).
+            self.listed(sequence, path, 0, BTreeMap::new());
+            return Ok(false);
+        }
+        self.finish()?;
+        match decoded.kind {
+            Kind::Claim => {
+                self.old.markers.push(path);
+                Ok(false)
+            }
+            Kind::Fence => {
+                // Fencing invariant W2: nothing follows a fence. Its writer
+                // could not publish at this number, and publishes only at
+                // the next number after its last success, so it published
+                // nothing later.
+                self.old.markers.push(path);
+                Ok(true)
+            }
+            Kind::Closed => {
+                self.old.markers.push(path);
+                self.old.closed = true;
+                Ok(true)
+            }
+            Kind::Records | Kind::Void => {
+                self.pending = Some((sequence, path, decoded));
+                Ok(false)
+            }
+        }
+    }
+
+    /// Applies the pending batch.
+    fn finish(&mut self) -> Result<()> {
+        let Some((sequence, path, decoded)) = self.pending.take() else {
+            return Ok(());
+        };
+        self.report.segments += 1;
+        let mut regions = BTreeMap::new();
+        let records = decoded.edits.len() as u64;
+        for edit in decoded.edits {
+            let max = regions.entry(edit.region_id).or_insert(0);
+            *max = (*max).max(edit.sequence_id);
+            (self.apply)(edit)?;
+            self.report.records += 1;
+        }
+        self.listed(sequence, path, records, regions);
+        Ok(())
+    }
+
+    fn listed(&mut self, sequence: u64, path: PathBuf, records: u64, regions: BTreeMap<u64, u64>) {
+        self.objects.push(LogObject {
+            log_id: self.log_id,
+            sequence,
+            path,
+            records,
+            max_sequence_ids: regions,
+        });
+    }
+}
+
+/// Reads and decodes one object; `None` when it is gone.
+fn read_object(files: &dyn FileStore, path: &Path) -> Result<Option<Decoded>> {
+    let bytes = match files.read_all(path) {
+        Ok(bytes) => bytes,
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    decode_object(&bytes)
+        .map(Some)
+        .map_err(|message| Error::Corruption {
+            path: path.to_path_buf(),
+            offset: 0,
+            message: format!("write-ahead log object: {message}"),
+        })
+}
+
+/// Creates `path` holding `bytes`, create-if-absent.
+fn publish(files: &dyn FileStore, path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut writer = files.create(path)?;
+    writer.write_all(bytes)?;
+    writer.finish()?;
+    Ok(())
+}
+
+/// One batch taken by the committer.
+struct Batch {
+    bytes: Vec<u8>,
+    records: u64,
+    regions: HashMap<u64, u64>,
+    end_lsn: u64,
+}
+
+impl Inner {
+    fn run_committer(&self) {
+        loop {
+            let batch = {
+                let mut st = self.state.lock();
+                loop {
+                    if st.failed.is_some() && !self.fence.is_tripped() {
+                        let due = st
+                            .failed
+                            .as_ref()
+                            .map(|f| f.last_attempt + self.options.repair_interval)
+                            .unwrap_or_else(Instant::now);
+                        let now = Instant::now();
+                        if now >= due {
+                            break None;
+                        }
+                        if st.closing {
+                            return;
+                        }
+                        self.changed.wait_for(&mut st, due - now);
+                        continue;
+                    }
+                    if st.buf_records > 0 {
+                        let since = st.buf_since.unwrap_or_else(Instant::now);
+                        let due = since + self.options.group_commit_window;
+                        let now = Instant::now();
+                        // Closing publishes at once: nothing more joins.
+                        if now >= due || st.closing || st.hurry {
+                            break Some(self.take_batch(&mut st));
+                        }
+                        self.changed.wait_for(&mut st, due - now);
+                        continue;
+                    }
+                    if st.closing || self.fence.is_tripped() {
+                        return;
+                    }
+                    self.changed.wait(&mut st);
+                }
+            };
+            match batch {
+                Some(batch) => self.commit(batch),
+                None => self.repair(),
+            }
+        }
+    }
+
+    fn take_batch(&self, st: &mut State) -> Batch {
+        let batch = Batch {
+            bytes: std::mem::take(&mut st.buf),
+            records: std::mem::take(&mut st.buf_records),
+            regions: std::mem::take(&mut st.buf_regions),
+            end_lsn: st.next_lsn - 1,
+        };
+        st.buf_since = None;
+        st.hurry = false;
+        st.taken_lsn = batch.end_lsn;
+        batch
+    }
+
+    /// Publishes a batch as the own log's next object (group-commit steps
+    /// 2 and 3), or fails it.
+    fn commit(&self, batch: Batch) {
+        if let Err(fenced) = self.fence.check() {
+            // Fenced through another path (a manifest or catalog
+            // collision): nothing more is published.
+            let mut st = self.state.lock();
+            self.fail_pending(&mut st, &fenced.to_string());
+            drop(st);
+            self.changed.notify_all();
+            return;
+        }
+        let epoch = self.fence.epoch();
+        let sequence = self.state.lock().next_sequence;
+        let path = object_path(&self.root, epoch, sequence);
+        let bytes = encode_object(Kind::Records, epoch, batch.records, &batch.bytes);
+        let result = publish(self.files.as_ref(), &path, &bytes);
+        let mut st = self.state.lock();
+        match result {
+            Ok(()) => {
+                st.next_sequence += 1;
+                st.durable_lsn = batch.end_lsn;
+                self.stats.writes.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .records_written
+                    .fetch_add(batch.records, Ordering::Relaxed);
+                self.stats
+                    .bytes_written
+                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                self.objects.lock().push(LogObject {
+                    log_id: epoch,
+                    sequence,
+                    path,
+                    records: batch.records,
+                    max_sequence_ids: batch.regions.into_iter().collect(),
+                });
+            }
+            Err(e) if is_already_exists(&e) => {
+                // Fencing invariant W1 seen from the stale writer: our next
+                // number is taken, so a newer owner ended this log. The
+                // batch is never acknowledged (its object does not exist),
+                // and nothing is written again.
+                drop(st);
+                let newer = self.fenced_by(&path);
+                let error = self.fence.trip(
+                    newer,
+                    format!("log object {} already exists", path.display()),
+                );
+                st = self.state.lock();
+                self.fail_pending(&mut st, &error.to_string());
+            }
+            Err(e) => {
+                tracing::error!(object = %path.display(), error = %e,
+                    "publishing a write-ahead log object failed; refusing writes until the log is repaired");
+                self.stats.failures.fetch_add(1, Ordering::Relaxed);
+                let cause = e.to_string();
+                self.fail_pending(&mut st, &cause);
+                st.failed = Some(Failed {
+                    cause,
+                    last_attempt: Instant::now(),
+                });
+            }
+        }
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    /// The epoch named by the object that took our place (0 if unknown).
+    fn fenced_by(&self, path: &Path) -> u64 {
+        match read_object(self.files.as_ref(), path) {
+            Ok(Some(decoded)) => decoded.epoch,
+            _ => 0,
+        }
+    }
+
+    /// Fails every LSN handed out and not yet durable.
+    fn fail_pending(&self, st: &mut State, cause: &str) {
+        let first = st.durable_lsn + 1;
+        let last = st.next_lsn - 1;
+        if first <= last {
+            st.lost.push((first, last, Arc::from(cause)));
+        }
+        st.buf.clear();
+        st.buf_records = 0;
+        st.buf_regions.clear();
+        st.buf_since = None;
+        st.taken_lsn = last;
+        st.durable_lsn = last;
+    }
+
+    /// Resolves the sequence number of a failed publication before the log
+    /// writes again. Absent: an empty batch takes the number. Present (the
+    /// `PUT` landed after all): its writers were told it failed, so a
+    /// `Void` object at the next number makes replay skip it. Names are
+    /// never reused (the `FileStore` contract): nothing is deleted and
+    /// written again.
+    fn repair(&self) {
+        let epoch = self.fence.epoch();
+        let sequence = self.state.lock().next_sequence;
+        let path = object_path(&self.root, epoch, sequence);
+        let void_path = object_path(&self.root, epoch, sequence + 1);
+        // Which number the repair takes, and what it publishes there.
+        let (target, outcome) = match read_object(self.files.as_ref(), &path) {
+            Ok(Some(found)) if found.kind == Kind::Fence => (
+                path.clone(),
+                Err(self.fence.trip(
+                    found.epoch,
+                    format!("log object {} is a fence", path.display()),
+                )),
+            ),
+            // Only we write batches to this log: it is ours.
+            Ok(Some(_)) | Err(Error::Corruption { .. }) => {
+                let mut body = Vec::with_capacity(8);
+                coding::put_u64_le(&mut body, sequence);
+                let published = publish(
+                    self.files.as_ref(),
+                    &void_path,
+                    &encode_object(Kind::Void, epoch, 0, &body),
+                );
+                (
+                    void_path.clone(),
+                    published.map(|()| vec![(sequence, path.clone()), (sequence + 1, void_path)]),
+                )
+            }
+            Ok(None) => {
+                let published = publish(
+                    self.files.as_ref(),
+                    &path,
+                    &encode_object(Kind::Records, epoch, 0, &[]),
+                );
+                (path.clone(), published.map(|()| vec![(sequence, path)]))
+            }
+            Err(e) => (path, Err(e)),
+        };
+        let mut st = self.state.lock();
+        match outcome {
+            Ok(used) => {
+                st.next_sequence += used.len() as u64;
+                // Listed so that retirement deletes them, in order: the
+                // voided batch before its void.
+                let mut objects = self.objects.lock();
+                for (sequence, path) in used {
+                    objects.push(LogObject {
+                        log_id: epoch,
+                        sequence,
+                        path,
+                        records: 0,
+                        max_sequence_ids: BTreeMap::new(),
+                    });
+                }
+                drop(objects);
+                if let Some(failed) = st.failed.take() {
+                    tracing::info!(cause = %failed.cause, "the write-ahead log is repaired and takes writes again");
+                }
+                self.stats.repairs.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) if is_already_exists(&e) => {
+                // The number we meant to take is a newer owner's fence.
+                drop(st);
+                let newer = self.fenced_by(&target);
+                self.fence.trip(
+                    newer,
+                    format!("log object {} already exists", target.display()),
+                );
+                st = self.state.lock();
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "repairing the write-ahead log failed; will retry");
+                if let Some(failed) = st.failed.as_mut() {
+                    failed.last_attempt = Instant::now();
+                }
+            }
+        }
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    fn wait_durable(&self, lsn: u64) -> Result<()> {
+        let mut st = self.state.lock();
+        if lsn >= st.next_lsn {
+            return Err(Error::invalid(format!(
+                "WAL position {lsn} has not been handed out (next is {})",
+                st.next_lsn
+            )));
+        }
+        loop {
+            if let Some((_, _, cause)) = st
+                .lost
+                .iter()
+                .find(|(from, to, _)| (*from..=*to).contains(&lsn))
+            {
+                self.fence.check()?;
+                return Err(Error::WalFailed(format!(
+                    "the record was not written to the log: {cause}"
+                )));
+            }
+            if st.durable_lsn >= lsn {
+                return Ok(());
+            }
+            self.changed.wait(&mut st);
+        }
+    }
+
+    /// Deletes what replay can no longer need (see `retire_flushed`).
+    fn retire(&self, flushed_through: &dyn Fn(u64) -> Option<u64>) -> Result<usize> {
+        let mut retired = 0;
+        let mut objects = self.objects.lock();
+        let mut index = 0;
+        while index < objects.len() {
+            let object = &objects[index];
+            let flushed = object
+                .max_sequence_ids
+                .iter()
+                .all(|(&region, &max)| flushed_through(region).is_none_or(|f| f >= max));
+            if !flushed {
+                index += 1;
+                continue;
+            }
+            self.files.delete(&object.path)?;
+            tracing::debug!(object = %object.path.display(), "retired a flushed write-ahead log object");
+            objects.remove(index);
+            retired += 1;
+        }
+        // An older log whose records are all gone: if its writer closed it,
+        // no writer is left, and the whole log goes. A fenced log keeps its
+        // markers: deleting its fence would free the number its stale
+        // writer (maybe only paused) publishes at next.
+        let mut old_logs = self.old_logs.lock();
+        let mut kept = Vec::with_capacity(old_logs.len());
+        for old in old_logs.drain(..) {
+            let empty = !objects.iter().any(|o| o.log_id == old.id);
+            if empty && old.closed {
+                // Fencing invariant E1: our own log (higher) exists, so the
+                // highest log id stays.
+                for marker in &old.markers {
+                    self.files.delete(marker)?;
+                }
+                retired += old.markers.len();
+            } else {
+                kept.push(old);
+            }
+        }
+        *old_logs = kept;
+        Ok(retired)
+    }
+
+    /// Publishes the `Closed` object at the end of the own log.
+    fn publish_closed(&self) -> Result<()> {
+        let epoch = self.fence.epoch();
+        let sequence = self.state.lock().next_sequence;
+        let path = object_path(&self.root, epoch, sequence);
+        match publish(
+            self.files.as_ref(),
+            &path,
+            &encode_object(Kind::Closed, epoch, 0, &[]),
+        ) {
+            Ok(()) => {
+                self.state.lock().next_sequence += 1;
+                Ok(())
+            }
+            Err(e) if is_already_exists(&e) => {
+                let newer = self.fenced_by(&path);
+                Err(self.fence.trip(
+                    newer,
+                    format!("log object {} already exists", path.display()),
+                ))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl WriteAheadLog for ObjectWal {
+    /// Buffers the edit for the next object. Refused with
+    /// [`Error::Fenced`] once fenced, [`Error::WalFailed`] while a failed
+    /// publication is unresolved, [`Error::Closed`] after close.
+    fn append(&self, edit: &WalEdit) -> Result<u64> {
+        let mut record = Vec::new();
+        format::encode_record(edit, &mut record)?;
+        self.inner.fence.check()?;
+        let mut st = self.inner.state.lock();
+        if st.closing || st.closed {
+            return Err(Error::Closed("write-ahead log".into()));
+        }
+        if let Some(failed) = &st.failed {
+            return Err(Error::WalFailed(failed.cause.clone()));
+        }
+        st.buf.extend_from_slice(&record);
+        st.buf_records += 1;
+        let max = st.buf_regions.entry(edit.region_id).or_insert(0);
+        *max = (*max).max(edit.sequence_id);
+        if st.buf_since.is_none() {
+            st.buf_since = Some(Instant::now());
+            self.inner.changed.notify_all();
+        }
+        let lsn = st.next_lsn;
+        st.next_lsn += 1;
+        self.inner.stats.appends.fetch_add(1, Ordering::Relaxed);
+        Ok(lsn)
+    }
+
+    /// `SyncWal` and `FsyncWal` wait until the edit's object is published
+    /// (the store acknowledged it: durable); `AsyncWal` returns at once.
+    fn sync(&self, lsn: u64, durability: Durability) -> Result<()> {
+        match durability {
+            Durability::SkipWal | Durability::AsyncWal => Ok(()),
+            Durability::SyncWal | Durability::FsyncWal => self.inner.wait_durable(lsn),
+        }
+    }
+
+    fn retire_flushed(&self, flushed_through: &dyn Fn(u64) -> Option<u64>) -> Result<usize> {
+        if self.inner.fence.is_tripped() {
+            // A fenced writer deletes nothing: the newer owner may still
+            // need these objects (it replays what it listed).
+            return Ok(0);
+        }
+        self.inner.retire(flushed_through)
+    }
+
+    /// Publishes what is pending, then the `Closed` object (a later owner
+    /// then knows no writer of this log is left).
+    fn close(&self) -> Result<()> {
+        let last = {
+            let mut st = self.inner.state.lock();
+            if st.closed {
+                return Ok(());
+            }
+            st.closing = true;
+            st.next_lsn - 1
+        };
+        self.inner.changed.notify_all();
+        let waited = if last == 0 {
+            Ok(())
+        } else {
+            self.inner.wait_durable(last)
+        };
+        let handle = self.committer.lock().take();
+        if let Some(handle) = handle {
+            self.inner.changed.notify_all();
+            if handle.join().is_err() {
+                tracing::error!("the log committer thread panicked");
+            }
+        }
+        let failed = self.inner.state.lock().failed.clone();
+        let result = match (waited, failed) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Some(failed)) => Err(Error::WalFailed(failed.cause)),
+            (Ok(()), None) => {
+                self.inner.fence.check()?;
+                self.inner.publish_closed()
+            }
+        };
+        self.inner.state.lock().closed = true;
+        result
+    }
+
+    fn stats(&self) -> WalStats {
+        let c = &self.inner.stats;
+        WalStats {
+            appends: c.appends.load(Ordering::Relaxed),
+            writes: c.writes.load(Ordering::Relaxed),
+            records_written: c.records_written.load(Ordering::Relaxed),
+            bytes_written: c.bytes_written.load(Ordering::Relaxed),
+            fsyncs: 0,
+            rolls: 0,
+            failures: c.failures.load(Ordering::Relaxed),
+            repairs: c.repairs.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for ObjectWal {
+    fn drop(&mut self) {
+        let open = !self.inner.state.lock().closed;
+        if open {
+            if let Err(e) = WriteAheadLog::close(self) {
+                tracing::warn!(error = %e, "closing the object write-ahead log on drop failed");
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ObjectWal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.inner.state.lock();
+        f.debug_struct("ObjectWal")
+            .field("root", &self.inner.root)
+            .field("epoch", &self.inner.fence.epoch())
+            .field("next_lsn", &st.next_lsn)
+            .field("durable_lsn", &st.durable_lsn)
+            .field("next_sequence", &st.next_sequence)
+            .field("failed", &st.failed)
+            .finish()
+    }
+}

@@ -1,0 +1,377 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use basalt_types::{Cell, CellType, Durability, Error};
+use bytes::Bytes;
+
+use super::*;
+use crate::fs::{FaultOp, FaultyFileStore, FileStore, MemFileStore};
+
+const ROOT: &str = "/db";
+
+fn edit(region_id: u64, sequence_id: u64, row: &str) -> WalEdit {
+    WalEdit {
+        region_id,
+        sequence_id,
+        cells: vec![Cell {
+            row: Bytes::copy_from_slice(row.as_bytes()),
+            family: Bytes::from_static(b"cf"),
+            qualifier: Bytes::from_static(b"q"),
+            timestamp: 1_700_000_000_000,
+            cell_type: CellType::Put,
+            sequence_id,
+            value: Bytes::from(format!("v{sequence_id}")),
+        }],
+    }
+}
+
+/// A window long enough that nothing is published unless asked: the
+/// tests decide when a batch ends, never the clock.
+fn manual() -> ObjectWalOptions {
+    ObjectWalOptions {
+        group_commit_window: Duration::from_secs(3600),
+        repair_interval: Duration::from_millis(1),
+    }
+}
+
+/// Claims and opens a log over `files`, collecting what replay applies.
+fn open(files: Arc<dyn FileStore>, options: ObjectWalOptions) -> (Arc<ObjectWal>, Vec<WalEdit>) {
+    let claim = ObjectWal::claim(files, Path::new(ROOT)).unwrap();
+    let mut replayed = Vec::new();
+    let (wal, _) = ObjectWal::open(claim, options, |e| {
+        replayed.push(e);
+        Ok(())
+    })
+    .unwrap();
+    (wal, replayed)
+}
+
+/// Appends and makes durable one edit, publishing it as its own object.
+fn write(wal: &ObjectWal, e: &WalEdit) -> basalt_types::Result<()> {
+    let lsn = wal.append(e)?;
+    wal.publish_pending();
+    wal.sync(lsn, Durability::SyncWal)
+}
+
+/// Waits (liveness bound only) until `cond` holds.
+fn eventually(mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "condition never became true");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A process "crash": the log is never closed (no `Closed` object).
+fn crash(wal: Arc<ObjectWal>) {
+    std::mem::forget(wal);
+}
+
+#[test]
+fn concurrent_appends_of_one_window_become_one_object() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    let writers: Vec<_> = (0..4u64)
+        .map(|i| {
+            let wal = Arc::clone(&wal);
+            std::thread::spawn(move || {
+                let lsn = wal.append(&edit(1, i + 1, &format!("r{i}"))).unwrap();
+                wal.sync(lsn, Durability::SyncWal)
+            })
+        })
+        .collect();
+    eventually(|| wal.stats().appends == 4);
+    wal.publish_pending();
+    for w in writers {
+        w.join().unwrap().unwrap();
+    }
+    let objects = wal.objects();
+    assert_eq!(objects.len(), 1, "{objects:?}");
+    assert_eq!(objects[0].records, 4);
+    assert_eq!(objects[0].sequence, 1);
+    assert_eq!(wal.stats().writes, 1);
+}
+
+#[test]
+fn replay_returns_every_acknowledged_edit_in_order_and_fences_the_log() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (first, _) = open(Arc::clone(&files), manual());
+    let written: Vec<WalEdit> = (1..=5).map(|i| edit(i % 2, i, &format!("r{i}"))).collect();
+    for e in &written {
+        write(&first, e).unwrap();
+    }
+    assert_eq!(first.objects().len(), 5);
+    let old_log = first.log_id();
+    crash(first);
+
+    let (second, replayed) = open(Arc::clone(&files), manual());
+    assert_eq!(replayed, written);
+    assert!(second.log_id() > old_log);
+    // The old log ends with a fence naming the new epoch, right after its
+    // last batch.
+    let fence_path = object_path(Path::new(ROOT), old_log, 6);
+    let fence = read_object(files.as_ref(), &fence_path).unwrap().unwrap();
+    assert_eq!(fence.kind, Kind::Fence);
+    assert_eq!(fence.epoch, second.log_id());
+}
+
+#[test]
+fn a_stale_writer_whose_next_object_collides_is_fenced_and_never_acknowledges() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (stale, _) = open(Arc::clone(&files), manual());
+    write(&stale, &edit(1, 1, "before")).unwrap();
+
+    let (owner, replayed) = open(Arc::clone(&files), manual());
+    assert_eq!(replayed, vec![edit(1, 1, "before")]);
+
+    let err = write(&stale, &edit(1, 2, "after")).unwrap_err();
+    assert!(
+        matches!(err, Error::Fenced { epoch, .. } if epoch == owner.log_id()),
+        "{err}"
+    );
+    assert!(err
+        .to_string()
+        .contains("fenced: another process opened this data at epoch"));
+    assert!(stale.fence().is_tripped());
+    // Every later append is refused the same way, and nothing is retired.
+    assert!(matches!(
+        stale.append(&edit(1, 3, "later")),
+        Err(Error::Fenced { .. })
+    ));
+    assert_eq!(stale.retire_flushed(&|_| Some(u64::MAX)).unwrap(), 0);
+
+    // The edit refused to the stale writer is not in the log: a third
+    // owner replays only what was acknowledged.
+    write(&owner, &edit(1, 3, "owner")).unwrap();
+    crash(owner);
+    let (_third, replayed) = open(Arc::clone(&files), manual());
+    assert_eq!(replayed, vec![edit(1, 1, "before"), edit(1, 3, "owner")]);
+}
+
+#[test]
+fn two_processes_claiming_at_once_get_different_epochs() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let a = ObjectWal::claim(Arc::clone(&files), Path::new(ROOT)).unwrap();
+    let b = ObjectWal::claim(Arc::clone(&files), Path::new(ROOT)).unwrap();
+    assert_ne!(a.fence().epoch(), b.fence().epoch());
+    // The same epoch taken by another claim first: the next one is used.
+    let taken = b.fence().epoch() + 1;
+    publish(
+        files.as_ref(),
+        &object_path(Path::new(ROOT), taken, 0),
+        &encode_object(Kind::Claim, taken, 0, &[]),
+    )
+    .unwrap();
+    let c = ObjectWal::claim(Arc::clone(&files), Path::new(ROOT)).unwrap();
+    assert_eq!(c.fence().epoch(), taken + 1);
+}
+
+#[test]
+fn a_corrupt_log_object_is_an_error_naming_it() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    write(&wal, &edit(1, 1, "a")).unwrap();
+    let path = wal.objects()[0].path.clone();
+    crash(wal);
+    let good = files.read_all(&path).unwrap();
+    let mut bad = good.to_vec();
+    let last = bad.len() - 1;
+    bad[last] ^= 0x40;
+    files.delete(&path).unwrap();
+    publish(files.as_ref(), &path, &bad).unwrap();
+
+    let claim = ObjectWal::claim(Arc::clone(&files), Path::new(ROOT)).unwrap();
+    let err = ObjectWal::open(claim, manual(), |_| Ok(())).unwrap_err();
+    match err {
+        Error::Corruption {
+            path: p, message, ..
+        } => {
+            assert_eq!(p, path);
+            assert!(message.contains("checksum"), "{message}");
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
+}
+
+#[test]
+fn garbage_objects_are_refused_whatever_their_bytes() {
+    for bytes in [
+        &b""[..],
+        b"BASALTWO",
+        b"not a log object at all, just text long enough for a header ..",
+    ] {
+        assert!(decode_object(&Bytes::copy_from_slice(bytes)).is_err());
+    }
+    // A valid header claiming more records than the body can hold.
+    let lying = encode_object(Kind::Records, 1, 1000, &[]);
+    let err = decode_object(&Bytes::from(lying)).unwrap_err();
+    assert!(err.contains("cannot fit"), "{err}");
+}
+
+#[test]
+fn retirement_deletes_only_objects_every_region_has_flushed_past() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    write(&wal, &edit(1, 5, "a")).unwrap();
+    write(&wal, &edit(2, 9, "b")).unwrap();
+    let objects = wal.objects();
+    // Region 1 flushed past its edit, region 2 not yet.
+    let retired = wal
+        .retire_flushed(&|region| Some(if region == 1 { 5 } else { 8 }))
+        .unwrap();
+    assert_eq!(retired, 1);
+    assert!(!files.exists(&objects[0].path).unwrap());
+    assert!(files.exists(&objects[1].path).unwrap());
+    // A region that no longer exists needs nothing.
+    assert_eq!(wal.retire_flushed(&|_| None).unwrap(), 1);
+    assert!(!files.exists(&objects[1].path).unwrap());
+}
+
+#[test]
+fn a_cleanly_closed_log_is_deleted_whole_once_flushed_but_a_fenced_one_keeps_its_fence() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (closed, _) = open(Arc::clone(&files), manual());
+    write(&closed, &edit(1, 1, "a")).unwrap();
+    let closed_log = closed.log_id();
+    closed.close().unwrap();
+    drop(closed);
+    let (crashed, replayed) = open(Arc::clone(&files), manual());
+    assert_eq!(replayed.len(), 1);
+    write(&crashed, &edit(1, 2, "b")).unwrap();
+    let crashed_log = crashed.log_id();
+    crash(crashed);
+
+    let (owner, replayed) = open(Arc::clone(&files), manual());
+    assert_eq!(replayed.len(), 2);
+    owner.retire_flushed(&|_| Some(u64::MAX)).unwrap();
+    let root = Path::new(ROOT);
+    assert!(files.list(&log_dir(root, closed_log)).unwrap().is_empty());
+    // The crashed log keeps its claim and the fence: its writer may only
+    // be paused, and would publish at the fence's number next.
+    let kept = files.list(&log_dir(root, crashed_log)).unwrap();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    let fence = read_object(files.as_ref(), &kept[1]).unwrap().unwrap();
+    assert_eq!(fence.kind, Kind::Fence);
+}
+
+#[test]
+fn a_failed_publication_fails_its_writers_then_the_log_repairs_itself() {
+    let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
+    let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    write(&wal, &edit(1, 1, "ok")).unwrap();
+    faulty.fail_nth(FaultOp::Finish, 1);
+    let err = write(&wal, &edit(1, 2, "lost")).unwrap_err();
+    assert!(matches!(err, Error::WalFailed(_)), "{err}");
+    // Repaired by the committer within its interval; writes resume.
+    eventually(|| wal.stats().repairs == 1);
+    write(&wal, &edit(1, 3, "after")).unwrap();
+    crash(wal);
+
+    let (_next, replayed) = open(files, manual());
+    assert_eq!(replayed, vec![edit(1, 1, "ok"), edit(1, 3, "after")]);
+}
+
+#[test]
+fn a_failed_publication_that_landed_anyway_is_not_replayed() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    write(&wal, &edit(1, 1, "ok")).unwrap();
+    // What an unacknowledged PUT that reached the store leaves behind: the
+    // log's next object, written by the log itself, while the log believes
+    // the publication failed.
+    let epoch = wal.log_id();
+    let landed = object_path(Path::new(ROOT), epoch, 2);
+    let mut body = Vec::new();
+    format::encode_record(&edit(1, 2, "failed"), &mut body).unwrap();
+    publish(
+        files.as_ref(),
+        &landed,
+        &encode_object(Kind::Records, epoch, 1, &body),
+    )
+    .unwrap();
+    {
+        let inner = &wal.inner;
+        let mut st = inner.state.lock();
+        st.failed = Some(Failed {
+            cause: "injected: the PUT timed out".into(),
+            last_attempt: Instant::now(),
+        });
+    }
+    wal.inner.changed.notify_all();
+    eventually(|| wal.stats().repairs == 1);
+    write(&wal, &edit(1, 3, "after")).unwrap();
+    crash(wal);
+    // The landed batch stays (names are never reused); the object after
+    // it voids it.
+    let void = read_object(files.as_ref(), &object_path(Path::new(ROOT), epoch, 3))
+        .unwrap()
+        .unwrap();
+    assert_eq!((void.kind, void.voids), (Kind::Void, Some(2)));
+    assert!(files.exists(&landed).unwrap());
+    let (next, replayed) = open(Arc::clone(&files), manual());
+    assert_eq!(replayed, vec![edit(1, 1, "ok"), edit(1, 3, "after")]);
+    // Retirement deletes the voided batch, and its void after it.
+    next.retire_flushed(&|_| Some(u64::MAX)).unwrap();
+    assert!(!files.exists(&landed).unwrap());
+}
+
+#[test]
+fn a_fence_tripped_by_a_store_stops_the_log_publishing_what_is_pending() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    let lsn = wal.append(&edit(1, 1, "pending")).unwrap();
+    wal.fence()
+        .trip(9, "manifest version 4 was committed at epoch 9");
+    wal.publish_pending();
+    let err = wal.sync(lsn, Durability::SyncWal).unwrap_err();
+    assert!(matches!(err, Error::Fenced { epoch: 9, .. }), "{err}");
+    assert!(wal.objects().is_empty());
+    assert!(files
+        .list(&log_dir(Path::new(ROOT), wal.log_id()))
+        .unwrap()
+        .iter()
+        .all(|p| p.ends_with("00000000000000000000")));
+}
+
+fn valid_object() -> Vec<u8> {
+    let mut body = Vec::new();
+    for i in 1..=3 {
+        format::encode_record(&edit(7, i, &format!("row{i}")), &mut body).unwrap();
+    }
+    encode_object(Kind::Records, 4, 3, &body)
+}
+
+proptest::proptest! {
+    #[test]
+    fn decoding_garbage_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+        let _ = decode_object(&Bytes::from(bytes));
+    }
+
+    #[test]
+    fn any_flipped_bit_of_a_log_object_is_detected(bit in 0usize..(8 * 400)) {
+        let mut bytes = valid_object();
+        let bit = bit % (8 * bytes.len());
+        bytes[bit / 8] ^= 1 << (bit % 8);
+        proptest::prop_assert!(decode_object(&Bytes::from(bytes)).is_err());
+    }
+
+    #[test]
+    fn a_truncated_log_object_is_refused(keep in 0usize..400) {
+        let bytes = valid_object();
+        let keep = keep % bytes.len();
+        proptest::prop_assert!(decode_object(&Bytes::copy_from_slice(&bytes[..keep])).is_err());
+    }
+}
+
+#[test]
+fn a_valid_log_object_decodes_to_its_edits() {
+    let decoded = decode_object(&Bytes::from(valid_object())).unwrap();
+    assert_eq!(decoded.kind, Kind::Records);
+    assert_eq!(decoded.epoch, 4);
+    let expected: Vec<WalEdit> = (1..=3).map(|i| edit(7, i, &format!("row{i}"))).collect();
+    assert_eq!(decoded.edits, expected);
+}
