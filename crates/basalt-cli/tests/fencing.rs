@@ -10,11 +10,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
-use std::time::Duration;
 
-use basalt_thrift::client::{family, put, ClientError};
-use basalt_thrift::types::BatchMutation;
-use basalt_thrift::{Client, Protocol};
+use basalt_thrift::client::{family, ClientError};
+use basalt_thrift::Client;
 use bytes::Bytes;
 
 mod common;
@@ -23,18 +21,8 @@ use common::{start_with_env, Server};
 #[path = "../../../test-support/moto.rs"]
 mod moto;
 
-/// Hang guard only.
-const TIMEOUT: Duration = Duration::from_secs(120);
-
 fn client(server: &Server) -> Client {
-    let c = Client::connect(
-        ("127.0.0.1", server.port),
-        false,
-        Protocol::Binary { strict: true },
-    )
-    .unwrap();
-    c.set_timeout(Some(TIMEOUT)).unwrap();
-    c
+    common::thrift_client(server)
 }
 
 fn signal(server: &Server, name: &str) {
@@ -46,13 +34,7 @@ fn signal(server: &Server, name: &str) {
 }
 
 fn write(c: &mut Client, row: &str) -> Result<(), ClientError> {
-    c.mutate_rows(
-        b"t",
-        vec![BatchMutation {
-            row: Some(Bytes::from(row.to_owned())),
-            mutations: Some(vec![put(b"cf:q", row.as_bytes())]),
-        }],
-    )
+    common::thrift_write(c, row)
 }
 
 fn all_rows(c: &mut Client) -> Vec<String> {

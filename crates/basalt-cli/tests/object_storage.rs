@@ -8,11 +8,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
-use std::time::Duration;
 
 use basalt_thrift::client::{family, put};
 use basalt_thrift::types::BatchMutation;
-use basalt_thrift::{Client, Protocol};
+use basalt_thrift::Client;
 use bytes::Bytes;
 
 mod common;
@@ -21,18 +20,8 @@ use common::{run_to_exit, start_with_env, Server};
 #[path = "../../../test-support/moto.rs"]
 mod moto;
 
-/// Hang guard only.
-const TIMEOUT: Duration = Duration::from_secs(120);
-
 fn client(server: &Server) -> Client {
-    let c = Client::connect(
-        ("127.0.0.1", server.port),
-        false,
-        Protocol::Binary { strict: true },
-    )
-    .unwrap();
-    c.set_timeout(Some(TIMEOUT)).unwrap();
-    c
+    common::thrift_client(server)
 }
 
 fn terminate(mut server: Server) {

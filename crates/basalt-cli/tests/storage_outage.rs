@@ -9,10 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use basalt_thrift::client::{family, put, ClientError};
-use basalt_thrift::types::BatchMutation;
-use basalt_thrift::{Client, Protocol};
-use bytes::Bytes;
+use basalt_thrift::client::{family, ClientError};
+use basalt_thrift::Client;
 
 mod common;
 use common::{start_with_env, Server};
@@ -20,29 +18,15 @@ use common::{start_with_env, Server};
 #[path = "../../../test-support/moto.rs"]
 mod moto;
 
-/// Hang guards only.
-const TIMEOUT: Duration = Duration::from_secs(120);
+/// Hang guard only.
 const RECOVERY_LIMIT: Duration = Duration::from_secs(180);
 
 fn client(server: &Server) -> Client {
-    let c = Client::connect(
-        ("127.0.0.1", server.port),
-        false,
-        Protocol::Binary { strict: true },
-    )
-    .unwrap();
-    c.set_timeout(Some(TIMEOUT)).unwrap();
-    c
+    common::thrift_client(server)
 }
 
 fn write(c: &mut Client, row: &str) -> Result<(), ClientError> {
-    c.mutate_rows(
-        b"t",
-        vec![BatchMutation {
-            row: Some(Bytes::from(row.to_owned())),
-            mutations: Some(vec![put(b"cf:q", row.as_bytes())]),
-        }],
-    )
+    common::thrift_write(c, row)
 }
 
 #[test]

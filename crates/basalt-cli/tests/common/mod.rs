@@ -180,3 +180,30 @@ pub fn run_to_exit(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String)
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// A Thrift1 client (binary protocol, buffered) of `server`'s gateway,
+/// with the hang guard as its socket timeout.
+pub fn thrift_client(server: &Server) -> basalt_thrift::Client {
+    let c = basalt_thrift::Client::connect(
+        ("127.0.0.1", server.port),
+        false,
+        basalt_thrift::Protocol::Binary { strict: true },
+    )
+    .unwrap();
+    c.set_timeout(Some(TIMEOUT)).unwrap();
+    c
+}
+
+/// Writes `row` (cell `cf:q` = the row key) to table `t` over Thrift.
+pub fn thrift_write(
+    c: &mut basalt_thrift::Client,
+    row: &str,
+) -> Result<(), basalt_thrift::client::ClientError> {
+    c.mutate_rows(
+        b"t",
+        vec![basalt_thrift::types::BatchMutation {
+            row: Some(bytes::Bytes::from(row.to_owned())),
+            mutations: Some(vec![basalt_thrift::client::put(b"cf:q", row.as_bytes())]),
+        }],
+    )
+}
