@@ -581,6 +581,27 @@ async fn connection(
         let answers = answers.clone();
         tokio::spawn(async move {
             let call_id = request.header.call_id.unwrap_or(0);
+            // A Get whose data is in memstores and the block cache is
+            // answered here, without the blocking pool's hand-off; one that
+            // needs a file goes to the pool (see `basalt::read_tier`).
+            if is_read_only(service, &request) {
+                let attempt = basalt::read_tier::memory_only(|| {
+                    run_call(&shared.ctx, id, service, &request, cell_blocks)
+                });
+                if let Some(answer) = attempt {
+                    drop(held);
+                    drop(decoded_held);
+                    let frame = match answer {
+                        Ok((message, cells)) => {
+                            frame::encode_response(call_id, Ok((&message, &cells)))
+                        }
+                        Err(e) => frame::encode_response(call_id, Err(&e)),
+                    };
+                    let _ = answers.send(frame).await;
+                    drop(slot);
+                    return;
+                }
+            }
             let frame = tokio::task::spawn_blocking(move || {
                 let answer = run_call(&shared.ctx, id, service, &request, cell_blocks);
                 drop(held);
@@ -608,6 +629,12 @@ async fn connection(
     drop(answers);
     let _ = writer_task.await;
     result
+}
+
+/// True for calls that only read rows and change nothing (no scanner, no
+/// lease), so a memory-only attempt whose answer is dropped can run again.
+fn is_read_only(service: &str, request: &frame::Request) -> bool {
+    service == "ClientService" && request.header.method_name.as_deref() == Some("Get")
 }
 
 /// Decodes the cell block, finds the method, runs it: the answer message

@@ -559,3 +559,32 @@ fn an_abandoned_scanner_expires_after_its_lease() {
         "org.apache.hadoop.hbase.UnknownScannerException"
     );
 }
+
+#[test]
+fn a_get_of_rows_only_in_files_is_answered_cold_and_warm() {
+    // A Get runs first with memory-only reads on the connection's thread;
+    // one whose block is not cached yet must still be answered (on the
+    // blocking pool), and answered the same once the block is cached.
+    let f = start();
+    let mut c = client(&f, true);
+    let (name, _) = locate(&mut c, b"row1");
+    for i in 0..50 {
+        do_put(&mut c, &name, &format!("row{i:02}"), &format!("v{i}"));
+    }
+    f.db.flush_table("t").unwrap();
+    let before = f.db.block_cache_stats();
+    for round in 0..2 {
+        for i in (0..50).step_by(7) {
+            assert_eq!(
+                do_get(&mut c, &name, &format!("row{i:02}")).unwrap(),
+                vec![(Bytes::from_static(b"q"), Bytes::from(format!("v{i}")))],
+                "round {round}"
+            );
+        }
+    }
+    let after = f.db.block_cache_stats();
+    assert!(
+        after.hits > before.hits,
+        "the second round read cached blocks"
+    );
+}
