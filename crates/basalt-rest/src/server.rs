@@ -492,6 +492,19 @@ async fn respond(
         body,
     };
     let context = Arc::clone(&shared.context);
+    // A read whose data is in memstores and the block cache is answered
+    // here, without the blocking pool's hand-off; one that needs a file
+    // goes to the pool (see `basalt::read_tier`).
+    if is_read_only(&request) {
+        if let Some(reply) = basalt::read_tier::memory_only(|| handle(&context, &request)) {
+            let reply = if gzip_answer {
+                gzip_reply(reply)
+            } else {
+                reply
+            };
+            return into_response(reply);
+        }
+    }
     let answer = move || {
         let reply = handle(&context, &request);
         if gzip_answer {
@@ -508,6 +521,13 @@ async fn respond(
         }
     };
     into_response(reply)
+}
+
+/// True for requests that only read and change nothing: every GET except
+/// a scanner's (`/<table>/scanner/<id>` hands out the scanner's next rows),
+/// so a memory-only attempt whose answer is dropped can run again.
+fn is_read_only(request: &Request) -> bool {
+    request.method == "GET" && request.path.split('/').nth(2) != Some("scanner")
 }
 
 /// Inflates a gzip body; `None` when it inflates past `max` bytes (a
@@ -586,4 +606,35 @@ fn into_response(reply: Reply) -> hyper::Response<Full<Bytes>> {
         }
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(method: &str, path: &str) -> Request {
+        Request {
+            method: method.to_string(),
+            path: path.to_string(),
+            query: None,
+            accept: None,
+            content_type: None,
+            host: None,
+            x_row: None,
+            x_column: None,
+            x_timestamp: None,
+            body: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn only_gets_other_than_a_scanners_next_rows_are_tried_in_memory() {
+        assert!(is_read_only(&request("GET", "/t/row1/cf:q")));
+        assert!(is_read_only(&request("GET", "/t/schema")));
+        assert!(is_read_only(&request("GET", "/namespaces/ns/tables")));
+        assert!(!is_read_only(&request("GET", "/t/scanner/1234")));
+        assert!(!is_read_only(&request("PUT", "/t/row1/cf:q")));
+        assert!(!is_read_only(&request("DELETE", "/t/row1")));
+        assert!(!is_read_only(&request("POST", "/t/scanner")));
+    }
 }
