@@ -11,19 +11,15 @@
 
 use std::process::Command;
 
-use basalt_thrift::client::{family, ClientError};
+use basalt_thrift::client::family;
 use basalt_thrift::Client;
 use bytes::Bytes;
 
 mod common;
-use common::{start_with_env, Server};
+use common::{start_with_env, thrift_client as client, thrift_write as write, Server};
 
 #[path = "../../../test-support/moto.rs"]
 mod moto;
-
-fn client(server: &Server) -> Client {
-    common::thrift_client(server)
-}
 
 fn signal(server: &Server, name: &str) {
     let status = Command::new("kill")
@@ -31,10 +27,6 @@ fn signal(server: &Server, name: &str) {
         .status()
         .unwrap();
     assert!(status.success());
-}
-
-fn write(c: &mut Client, row: &str) -> Result<(), ClientError> {
-    common::thrift_write(c, row)
 }
 
 fn all_rows(c: &mut Client) -> Vec<String> {

@@ -9,20 +9,15 @@
 
 use std::process::Command;
 
-use basalt_thrift::client::{family, put};
-use basalt_thrift::types::BatchMutation;
+use basalt_thrift::client::family;
 use basalt_thrift::Client;
 use bytes::Bytes;
 
 mod common;
-use common::{run_to_exit, start_with_env, Server};
+use common::{run_to_exit, start_with_env, thrift_client as client, write_rows, Server};
 
 #[path = "../../../test-support/moto.rs"]
 mod moto;
-
-fn client(server: &Server) -> Client {
-    common::thrift_client(server)
-}
 
 fn terminate(mut server: Server) {
     let status = Command::new("kill")
@@ -34,16 +29,6 @@ fn terminate(mut server: Server) {
         server.child.wait().unwrap().success(),
         "a clean stop exits 0"
     );
-}
-
-fn write_rows(c: &mut Client, from: usize, to: usize) {
-    let batches = (from..to)
-        .map(|i| BatchMutation {
-            row: Some(Bytes::from(format!("row{i:05}"))),
-            mutations: Some(vec![put(b"cf:q", format!("value{i}").as_bytes())]),
-        })
-        .collect();
-    c.mutate_rows(b"t", batches).unwrap();
 }
 
 fn rows(c: &mut Client) -> Vec<(Bytes, Bytes)> {

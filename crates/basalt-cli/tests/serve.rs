@@ -7,14 +7,13 @@
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
-use basalt_thrift::client::{family, put};
-use basalt_thrift::types::BatchMutation;
+use basalt_thrift::client::family;
 use basalt_thrift::{Client, Protocol};
 use bytes::Bytes;
 
 mod common;
 
-use common::{start, Server};
+use common::{start, write_rows, Server};
 
 /// Hang guard only.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -39,16 +38,6 @@ impl Server {
         self.child.kill().unwrap(); // SIGKILL on Unix
         self.child.wait().unwrap();
     }
-}
-
-fn write_rows(c: &mut Client, from: usize, to: usize) {
-    let batches = (from..to)
-        .map(|i| BatchMutation {
-            row: Some(Bytes::from(format!("row{i:05}"))),
-            mutations: Some(vec![put(b"cf:q", format!("value{i}").as_bytes())]),
-        })
-        .collect();
-    c.mutate_rows(b"t", batches).unwrap();
 }
 
 fn count_rows(c: &mut Client) -> usize {

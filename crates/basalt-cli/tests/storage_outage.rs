@@ -9,25 +9,16 @@
 
 use std::time::{Duration, Instant};
 
-use basalt_thrift::client::{family, ClientError};
-use basalt_thrift::Client;
+use basalt_thrift::client::family;
 
 mod common;
-use common::{start_with_env, Server};
+use common::{start_with_env, thrift_client as client, thrift_write as write};
 
 #[path = "../../../test-support/moto.rs"]
 mod moto;
 
 /// Hang guard only.
 const RECOVERY_LIMIT: Duration = Duration::from_secs(180);
-
-fn client(server: &Server) -> Client {
-    common::thrift_client(server)
-}
-
-fn write(c: &mut Client, row: &str) -> Result<(), ClientError> {
-    common::thrift_write(c, row)
-}
 
 #[test]
 fn writes_fail_clearly_while_s3_is_frozen_and_resume_when_it_thaws() {

@@ -207,3 +207,18 @@ pub fn thrift_write(
         }],
     )
 }
+
+/// Writes rows `row{from:05}` .. `row{to:05}` (cell `cf:q` = `value{i}`) to
+/// table `t` over Thrift in one batch.
+pub fn write_rows(c: &mut basalt_thrift::Client, from: usize, to: usize) {
+    let batches = (from..to)
+        .map(|i| basalt_thrift::types::BatchMutation {
+            row: Some(bytes::Bytes::from(format!("row{i:05}"))),
+            mutations: Some(vec![basalt_thrift::client::put(
+                b"cf:q",
+                format!("value{i}").as_bytes(),
+            )]),
+        })
+        .collect();
+    c.mutate_rows(b"t", batches).unwrap();
+}
