@@ -59,7 +59,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 
-use basalt_engine::fs::{FileStore, FileWriter};
+use basalt_engine::fs::{past_end, FileStore, FileWriter};
 use basalt_types::{Error, Result};
 
 const IDENTITY_FILE: &str = "IDENTITY";
@@ -456,16 +456,6 @@ fn remove_dir_if_present(dir: &Path) -> Result<()> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(dir, e)),
     }
-}
-
-fn past_end(path: &Path, offset: u64, len: usize, size: u64) -> Error {
-    Error::io(
-        path,
-        io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("read of {len} bytes at offset {offset} past the end of a {size}-byte file"),
-        ),
-    )
 }
 
 impl FileStore for CachedFileStore {

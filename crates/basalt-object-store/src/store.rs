@@ -59,7 +59,7 @@ use object_store::{
     GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayloadMut,
 };
 
-use basalt_engine::fs::{FileStore, FileWriter};
+use basalt_engine::fs::{already_exists, past_end, FileStore, FileWriter};
 use basalt_types::{Error, Result};
 
 use crate::bridge::{Bridge, Interrupted};
@@ -352,25 +352,12 @@ fn part(name: &str) -> std::result::Result<PathPart<'static>, String> {
         })
 }
 
-fn past_end(path: &Path, offset: u64, len: usize, size: u64) -> Error {
-    Error::io(
-        path,
-        io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("read of {len} bytes at offset {offset} past the end of a {size}-byte file"),
-        ),
-    )
-}
-
 impl FileStore for ObjectFileStore {
     fn create(&self, path: &Path) -> Result<Box<dyn FileWriter>> {
         let key = self.inner.key_of(path)?;
         // Fail fast; `finish` re-checks atomically with its conditional PUT.
         if self.inner.head(path)?.is_some() {
-            return Err(Error::io(
-                path,
-                io::Error::new(io::ErrorKind::AlreadyExists, "file already exists"),
-            ));
+            return Err(already_exists(path));
         }
         Ok(Box::new(ObjectWriter {
             inner: Arc::clone(&self.inner),
