@@ -205,6 +205,14 @@ impl Inner {
         Some(path)
     }
 
+    /// The paths listed keys name, sorted; keys outside the prefix are
+    /// left out.
+    fn sorted_paths<'a>(&self, keys: impl IntoIterator<Item = &'a Key>) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = keys.into_iter().filter_map(|k| self.path_of(k)).collect();
+        out.sort();
+        out
+    }
+
     fn bad_path(&self, path: &Path, why: &str) -> Error {
         Error::invalid(format!(
             "{} cannot be stored in object storage {}: {why}",
@@ -422,13 +430,9 @@ impl FileStore for ObjectFileStore {
 
     fn list(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         let listed = self.inner.list_dir(dir)?;
-        let mut out: Vec<PathBuf> = listed
-            .objects
-            .iter()
-            .filter_map(|m| self.inner.path_of(&m.location))
-            .collect();
-        out.sort();
-        Ok(out)
+        Ok(self
+            .inner
+            .sorted_paths(listed.objects.iter().map(|m| &m.location)))
     }
 
     fn delete(&self, path: &Path) -> Result<()> {
@@ -445,24 +449,11 @@ impl FileStore for ObjectFileStore {
 
     fn list_dirs(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         let listed = self.inner.list_dir(dir)?;
-        let mut out: Vec<PathBuf> = listed
-            .common_prefixes
-            .iter()
-            .filter_map(|k| self.inner.path_of(k))
-            .collect();
-        out.sort();
-        Ok(out)
+        Ok(self.inner.sorted_paths(&listed.common_prefixes))
     }
 
     fn list_prefix(&self, dir: &Path) -> Result<Vec<PathBuf>> {
-        let mut out: Vec<PathBuf> = self
-            .inner
-            .list_all(dir)?
-            .iter()
-            .filter_map(|k| self.inner.path_of(k))
-            .collect();
-        out.sort();
-        Ok(out)
+        Ok(self.inner.sorted_paths(&self.inner.list_all(dir)?))
     }
 
     fn delete_prefix(&self, dir: &Path) -> Result<()> {
