@@ -129,21 +129,29 @@ pub trait FileWriter: Send + Debug {
     fn finish(self: Box<Self>) -> Result<u64>;
 }
 
-fn already_exists(path: &Path) -> Error {
+/// The error of a `create` (or `finish`) whose path is already taken: an
+/// `AlreadyExists` I/O error on `path`. Shared by every [`FileStore`]
+/// implementation, so they all fail the same way.
+pub fn already_exists(path: &Path) -> Error {
     Error::io(
         path,
         io::Error::new(io::ErrorKind::AlreadyExists, "file already exists"),
     )
 }
 
-fn not_found(path: &Path) -> Error {
+/// The error of a call on a file that does not exist: a `NotFound` I/O
+/// error on `path`.
+pub fn not_found(path: &Path) -> Error {
     Error::io(
         path,
         io::Error::new(io::ErrorKind::NotFound, "no such file"),
     )
 }
 
-fn past_end(path: &Path, offset: u64, len: usize, size: u64) -> Error {
+/// The error of a read of `len` bytes at `offset` that goes past the end
+/// of `path`, a file of `size` bytes: an `UnexpectedEof` I/O error naming
+/// the range and the size.
+pub fn past_end(path: &Path, offset: u64, len: usize, size: u64) -> Error {
     Error::io(
         path,
         io::Error::new(

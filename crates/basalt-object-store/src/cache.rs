@@ -59,7 +59,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 
-use basalt_engine::fs::{FileStore, FileWriter};
+use basalt_engine::fs::{past_end, FileStore, FileWriter};
 use basalt_types::{Error, Result};
 
 const IDENTITY_FILE: &str = "IDENTITY";
@@ -458,16 +458,6 @@ fn remove_dir_if_present(dir: &Path) -> Result<()> {
     }
 }
 
-fn past_end(path: &Path, offset: u64, len: usize, size: u64) -> Error {
-    Error::io(
-        path,
-        io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("read of {len} bytes at offset {offset} past the end of a {size}-byte file"),
-        ),
-    )
-}
-
 impl FileStore for CachedFileStore {
     fn create(&self, path: &Path) -> Result<Box<dyn FileWriter>> {
         self.inner.create(path)
@@ -490,24 +480,27 @@ impl FileStore for CachedFileStore {
             .ok_or_else(|| past_end(path, offset, len, u64::MAX))?;
         let first = offset / part;
         let last = (end - 1) / part;
-        // Step 2: what the cache has, each part cut to the requested range.
-        let mut pieces: Vec<Option<Bytes>> = Vec::new();
-        for index in first..=last {
+        // Part `index`'s start in the file, and the requested bytes
+        // `from..to` within it.
+        let cut = |index: u64| {
             let part_start = index * part;
             let from = offset.max(part_start) - part_start;
             let to = end.min(part_start + part) - part_start;
+            (part_start, from, to)
+        };
+        // Step 2: what the cache has, each part cut to the requested range.
+        let mut pieces: Vec<Option<Bytes>> = Vec::new();
+        for index in first..=last {
+            let (_, from, to) = cut(index);
             let id = (relative.clone(), index);
             pieces.push(self.read_cached(&id, from, to));
         }
         // A cached part shorter than the range asks for is the file's last:
         // the read goes past its end.
         for (i, piece) in pieces.iter().enumerate() {
-            let index = first + i as u64;
-            let part_start = index * part;
-            let want = end.min(part_start + part) - offset.max(part_start);
+            let (part_start, from, to) = cut(first + i as u64);
             if let Some(bytes) = piece {
-                if (bytes.len() as u64) < want {
-                    let from = offset.max(part_start) - part_start;
+                if (bytes.len() as u64) < to - from {
                     let size = part_start + from + bytes.len() as u64;
                     return Err(past_end(path, offset, len, size));
                 }
@@ -539,13 +532,11 @@ impl FileStore for CachedFileStore {
             // Step 4: keep each part; step 5 cuts the requested bytes.
             for (k, piece) in pieces.iter_mut().enumerate().take(j + 1).skip(i) {
                 let index = first + k as u64;
-                let part_start = index * part;
+                let (part_start, from, to) = cut(index);
                 let within = part_start - run_start;
                 let part_end = (part_start + part).min(size) - run_start;
                 let bytes = fetched.slice(within as usize..part_end as usize);
                 self.store_part((relative.clone(), index), &bytes);
-                let from = offset.max(part_start) - part_start;
-                let to = end.min(part_start + part) - part_start;
                 *piece = Some(bytes.slice(from as usize..to as usize));
             }
             i = j + 1;

@@ -59,7 +59,7 @@ use object_store::{
     GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayloadMut,
 };
 
-use basalt_engine::fs::{FileStore, FileWriter};
+use basalt_engine::fs::{already_exists, past_end, FileStore, FileWriter};
 use basalt_types::{Error, Result};
 
 use crate::bridge::{Bridge, Interrupted};
@@ -203,6 +203,14 @@ impl Inner {
             path.push(part.as_ref());
         }
         Some(path)
+    }
+
+    /// The paths listed keys name, sorted; keys outside the prefix are
+    /// left out.
+    fn sorted_paths<'a>(&self, keys: impl IntoIterator<Item = &'a Key>) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = keys.into_iter().filter_map(|k| self.path_of(k)).collect();
+        out.sort();
+        out
     }
 
     fn bad_path(&self, path: &Path, why: &str) -> Error {
@@ -352,25 +360,12 @@ fn part(name: &str) -> std::result::Result<PathPart<'static>, String> {
         })
 }
 
-fn past_end(path: &Path, offset: u64, len: usize, size: u64) -> Error {
-    Error::io(
-        path,
-        io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("read of {len} bytes at offset {offset} past the end of a {size}-byte file"),
-        ),
-    )
-}
-
 impl FileStore for ObjectFileStore {
     fn create(&self, path: &Path) -> Result<Box<dyn FileWriter>> {
         let key = self.inner.key_of(path)?;
         // Fail fast; `finish` re-checks atomically with its conditional PUT.
         if self.inner.head(path)?.is_some() {
-            return Err(Error::io(
-                path,
-                io::Error::new(io::ErrorKind::AlreadyExists, "file already exists"),
-            ));
+            return Err(already_exists(path));
         }
         Ok(Box::new(ObjectWriter {
             inner: Arc::clone(&self.inner),
@@ -435,13 +430,9 @@ impl FileStore for ObjectFileStore {
 
     fn list(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         let listed = self.inner.list_dir(dir)?;
-        let mut out: Vec<PathBuf> = listed
-            .objects
-            .iter()
-            .filter_map(|m| self.inner.path_of(&m.location))
-            .collect();
-        out.sort();
-        Ok(out)
+        Ok(self
+            .inner
+            .sorted_paths(listed.objects.iter().map(|m| &m.location)))
     }
 
     fn delete(&self, path: &Path) -> Result<()> {
@@ -458,24 +449,11 @@ impl FileStore for ObjectFileStore {
 
     fn list_dirs(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         let listed = self.inner.list_dir(dir)?;
-        let mut out: Vec<PathBuf> = listed
-            .common_prefixes
-            .iter()
-            .filter_map(|k| self.inner.path_of(k))
-            .collect();
-        out.sort();
-        Ok(out)
+        Ok(self.inner.sorted_paths(&listed.common_prefixes))
     }
 
     fn list_prefix(&self, dir: &Path) -> Result<Vec<PathBuf>> {
-        let mut out: Vec<PathBuf> = self
-            .inner
-            .list_all(dir)?
-            .iter()
-            .filter_map(|k| self.inner.path_of(k))
-            .collect();
-        out.sort();
-        Ok(out)
+        Ok(self.inner.sorted_paths(&self.inner.list_all(dir)?))
     }
 
     fn delete_prefix(&self, dir: &Path) -> Result<()> {
