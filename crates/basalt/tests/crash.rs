@@ -153,6 +153,53 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Starts the child writer `command` describes (stdout piped, so its
+/// markers can be read), waits until it says it is writing (at most
+/// `ready_within`), lets it write for a random `kill_after_ms`, kills it
+/// with SIGKILL and returns the rows it acknowledged.
+fn kill_child_while_writing(
+    command: &mut Command,
+    round: usize,
+    stderr_path: &std::path::Path,
+    ready_within: Duration,
+    kill_after_ms: std::ops::Range<u64>,
+    rng: &mut rand::rngs::StdRng,
+) -> Vec<String> {
+    let mut child = KillOnDrop(command.spawn().unwrap());
+    let stdout = child.0.stdout.take().unwrap();
+    let (lines_tx, lines_rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        let Ok(line) = lines_rx.recv_timeout(ready_within) else {
+            panic!(
+                "round {round}: the child never became ready; its stderr:\n{}",
+                std::fs::read_to_string(stderr_path).unwrap_or_default()
+            );
+        };
+        if line.contains(READY_MARKER) {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(rng.random_range(kill_after_ms)));
+    child.0.kill().unwrap(); // SIGKILL on Unix
+    child.0.wait().unwrap();
+    reader.join().unwrap();
+    lines_rx
+        .try_iter()
+        .filter_map(|line| {
+            line.find(ACK_MARKER)
+                .map(|at| line[at + ACK_MARKER.len()..].to_string())
+        })
+        .collect()
+}
+
 /// Opens the database, on the storage `config` names (log included) when
 /// given.
 fn open_db(options: Options, config: Option<basalt_object_store::StorageConfig>) -> Database {
@@ -281,38 +328,17 @@ fn run_rounds_on_storage(mode: &str, url: &str, env: &[(&'static str, String)]) 
         for (key, value) in env {
             command.env(key, value);
         }
-        let mut child = KillOnDrop(command.spawn().unwrap());
-        let stdout = child.0.stdout.take().unwrap();
-        let (lines_tx, lines_rx) = mpsc::channel::<String>();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if lines_tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        loop {
-            let Ok(line) = lines_rx.recv_timeout(Duration::from_secs(120)) else {
-                panic!(
-                    "round {round}: the child never became ready; its stderr:\n{}",
-                    std::fs::read_to_string(&stderr_path).unwrap_or_default()
-                );
-            };
-            if line.contains(READY_MARKER) {
-                break;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(rng.random_range(20..400)));
-        child.0.kill().unwrap(); // SIGKILL on Unix
-        child.0.wait().unwrap();
-        reader.join().unwrap();
-        let mut acked_this_round = 0;
-        for line in lines_rx.try_iter() {
-            if let Some(at) = line.find(ACK_MARKER) {
-                acknowledged.insert(line[at + ACK_MARKER.len()..].to_string(), round);
-                acked_this_round += 1;
-            }
+        let acked = kill_child_while_writing(
+            &mut command,
+            round,
+            &stderr_path,
+            Duration::from_secs(120),
+            20..400,
+            &mut rng,
+        );
+        let acked_this_round = acked.len();
+        for row in acked {
+            acknowledged.insert(row, round);
         }
 
         // A new owner on an empty data directory: the storage is all it has.
@@ -445,55 +471,31 @@ fn run_crash_rounds(mode: &str) {
     for round in 0..ROUNDS {
         let stderr_path = logs.path().join(format!("child-{round}.stderr"));
         let stderr = std::fs::File::create(&stderr_path).unwrap();
-        let mut child = KillOnDrop(
-            Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "crash_child_writer",
-                    "--exact",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(CHILD_ENV, dir.path())
-                .env("BASALT_CRASH_ROUND", round.to_string())
-                .env("BASALT_CRASH_MODE", mode)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::from(stderr))
-                .spawn()
-                .unwrap(),
-        );
-        let stdout = child.0.stdout.take().unwrap();
-        let (lines_tx, lines_rx) = mpsc::channel::<String>();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if lines_tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .args([
+                "crash_child_writer",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, dir.path())
+            .env("BASALT_CRASH_ROUND", round.to_string())
+            .env("BASALT_CRASH_MODE", mode)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr));
         // Wait until the child is writing, then kill it at a random moment.
-        loop {
-            let Ok(line) = lines_rx.recv_timeout(Duration::from_secs(60)) else {
-                panic!(
-                    "round {round}: the child never became ready; its stderr:\n{}",
-                    std::fs::read_to_string(&stderr_path).unwrap_or_default()
-                );
-            };
-            if line.contains(READY_MARKER) {
-                break;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(rng.random_range(5..250)));
-        child.0.kill().unwrap(); // SIGKILL on Unix
-        child.0.wait().unwrap();
-        reader.join().unwrap();
-        let mut acked_this_round = 0;
-        for line in lines_rx.try_iter() {
-            if let Some(at) = line.find(ACK_MARKER) {
-                let row = &line[at + ACK_MARKER.len()..];
-                acknowledged.insert(row.to_string(), round);
-                acked_this_round += 1;
-            }
+        let acked = kill_child_while_writing(
+            &mut command,
+            round,
+            &stderr_path,
+            Duration::from_secs(60),
+            5..250,
+            &mut rng,
+        );
+        let acked_this_round = acked.len();
+        for row in acked {
+            acknowledged.insert(row, round);
         }
 
         // The store must open cleanly and hold every acknowledged row, whole.
