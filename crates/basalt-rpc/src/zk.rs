@@ -48,14 +48,14 @@ pub const PB_MAGIC: &[u8; 4] = b"PBUF";
 pub const DEFAULT_ZOOKEEPER_PORT: u16 = 2181;
 
 /// HBase's RPC version in the `Master` and `MetaRegionServer` znodes.
-const RPC_VERSION: u32 = 0;
+pub(crate) const RPC_VERSION: u32 = 0;
 
 /// `RegionState.State.OPEN`: `hbase:meta` is served.
-const META_STATE_OPEN: i32 = 3;
+pub(crate) const META_STATE_OPEN: i32 = 3;
 
 /// What `RegionServerInfo.infoPort` says when a server has no web UI
 /// (HBase writes -1 then); Basalt has none.
-const NO_INFO_PORT: i32 = -1;
+pub(crate) const NO_INFO_PORT: i32 = -1;
 
 /// The master's web UI port in the `Master` znode: a `uint32`, so "none"
 /// is 0.
@@ -288,7 +288,8 @@ pub struct ZnodePaths {
     pub running: String,
     /// Parent of the live region servers' ephemeral znodes.
     pub region_servers: String,
-    /// Parent of backup masters (always empty here: one process).
+    /// Parent of backup masters (empty for one process; cluster masters
+    /// wait there, see `coordination.rs`).
     pub backup_masters: String,
     /// Parent of per-table state (kept empty; clients list it).
     pub table: String,
@@ -402,6 +403,57 @@ pub enum ZkError {
         /// How long registering waited.
         waited_ms: u64,
     },
+    /// An ephemeral znode naming this process is held by another live
+    /// session (cluster coordination never steals one: the other session
+    /// may be a live process with the same name).
+    #[error(
+        "ZooKeeper at {quorum}: {znode} is held by another live session {session:#x}: {reason}"
+    )]
+    AlreadyRegistered {
+        /// The quorum.
+        quorum: String,
+        /// The znode.
+        znode: String,
+        /// The session owning it.
+        session: i64,
+        /// What that means.
+        reason: String,
+    },
+    /// The session ended (expired, or closed by this process) before an
+    /// operation could finish; a coordinator never opens another one.
+    #[error("ZooKeeper at {quorum}: the session {state}; cannot {operation} {znode}")]
+    SessionEnded {
+        /// The quorum.
+        quorum: String,
+        /// The znode.
+        znode: String,
+        /// What was being done.
+        operation: &'static str,
+        /// `expired` or `was closed`.
+        state: &'static str,
+    },
+    /// A znode holds data this cluster cannot use (undecodable, or another
+    /// cluster's).
+    #[error("ZooKeeper at {quorum}: {znode} {reason}")]
+    BadZnode {
+        /// The quorum.
+        quorum: String,
+        /// The znode.
+        znode: String,
+        /// What is wrong with its data.
+        reason: String,
+    },
+    /// A name that becomes a znode name (a server name, a role) is not
+    /// well formed.
+    #[error("invalid {what} {name:?}: {reason}")]
+    BadName {
+        /// What the name names (`server name`, `role`).
+        what: &'static str,
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A znode's data is not what HBase writes.
     #[error("bad znode data at offset {offset}: {reason}")]
     Decode {
@@ -413,7 +465,7 @@ pub enum ZkError {
 }
 
 impl ZkError {
-    fn operation(
+    pub(crate) fn operation(
         quorum: &str,
         znode: &str,
         operation: &'static str,
@@ -555,7 +607,7 @@ impl ZkRegistration {
             client: Mutex::new(None),
         });
         let client = WithSpawner::new(shared.spawner.clone(), async {
-            let client = connect(&shared).await?;
+            let client = connect(&shared.config, &shared.connect_string).await?;
             let wait = Duration::from_millis(config.session_timeout_ms);
             // On failure the client is dropped, which closes the session
             // and removes whatever ephemeral znode was already written.
@@ -620,7 +672,7 @@ impl ZkRegistration {
                 shared.paths.master.clone(),
                 shared.paths.region_server(&shared.identity),
             ] {
-                if let Err(e) = delete_if_ours(&shared, &client, &znode).await {
+                if let Err(e) = delete_if_ours(&shared.config, &client, &znode).await {
                     tracing::warn!(error = %e, "deregistering from ZooKeeper");
                     first_error.get_or_insert(e);
                 }
@@ -672,9 +724,9 @@ impl Drop for ZkRegistration {
     }
 }
 
-/// Opens a session, bounded by `connect_timeout_ms`.
-async fn connect(shared: &Shared) -> Result<Client, ZkError> {
-    let config = &shared.config;
+/// Opens a session with `config`'s session timeout, bounded by its
+/// `connect_timeout_ms`; `connect_string` is [`ZkConfig::connect_string`].
+pub(crate) async fn connect(config: &ZkConfig, connect_string: &str) -> Result<Client, ZkError> {
     let connector =
         Client::connector().with_session_timeout(Duration::from_millis(config.session_timeout_ms));
     let limit = Duration::from_millis(config.connect_timeout_ms);
@@ -687,7 +739,7 @@ async fn connect(shared: &Shared) -> Result<Client, ZkError> {
         timeout_ms: config.connect_timeout_ms,
         reason,
     };
-    match tokio::time::timeout(limit, connector.connect(&shared.connect_string)).await {
+    match tokio::time::timeout(limit, connector.connect(connect_string)).await {
         Ok(Ok(client)) => Ok(client),
         Ok(Err(e)) => Err(failed(e.to_string())),
         Err(_) => Err(failed(
@@ -737,7 +789,7 @@ async fn publish(
         cluster_id: identity.cluster_id.clone(),
     };
     put_persistent(
-        shared,
+        quorum,
         client,
         &paths.cluster_id,
         &encode_with_metadata(id, &cluster_id),
@@ -747,7 +799,7 @@ async fn publish(
         start_date: java_date_text(identity.start_code),
     };
     put_persistent(
-        shared,
+        quorum,
         client,
         &paths.running,
         &encode_with_metadata(id, &up),
@@ -759,7 +811,7 @@ async fn publish(
         state: Some(META_STATE_OPEN),
     };
     put_persistent(
-        shared,
+        quorum,
         client,
         &paths.meta_region_server,
         &encode_with_metadata(id, &meta),
@@ -780,13 +832,12 @@ async fn publish(
 
 /// Creates or overwrites a persistent znode: a leftover of an earlier run
 /// may hold stale data (another start code, another cluster id).
-async fn put_persistent(
-    shared: &Shared,
+pub(crate) async fn put_persistent(
+    quorum: &str,
     client: &Client,
     znode: &str,
     data: &[u8],
 ) -> Result<(), ZkError> {
-    let quorum = &shared.config.quorum;
     let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
     // A concurrent delete between our create and set is retried once more
     // rather than looped on forever.
@@ -947,14 +998,19 @@ fn describe_master(data: &[u8]) -> String {
 }
 
 /// Deletes `znode` if our session owns it; a znode already gone is fine.
-async fn delete_if_ours(shared: &Shared, client: &Client, znode: &str) -> Result<(), ZkError> {
-    let quorum = &shared.config.quorum;
-    let limit = Duration::from_millis(shared.config.connect_timeout_ms);
+/// Each request is bounded by `config.connect_timeout_ms`.
+pub(crate) async fn delete_if_ours(
+    config: &ZkConfig,
+    client: &Client,
+    znode: &str,
+) -> Result<(), ZkError> {
+    let quorum = &config.quorum;
+    let limit = Duration::from_millis(config.connect_timeout_ms);
     let timeout = |operation| ZkError::Timeout {
         quorum: quorum.clone(),
         znode: znode.to_owned(),
         operation,
-        timeout_ms: shared.config.connect_timeout_ms,
+        timeout_ms: config.connect_timeout_ms,
     };
     // While ZooKeeper is away requests wait for a reconnection: bounded,
     // so stopping a server never hangs on it.
@@ -1031,7 +1087,7 @@ async fn watch_session(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                 return;
             }
             let attempt = async {
-                let client = connect(&shared).await?;
+                let client = connect(&shared.config, &shared.connect_string).await?;
                 publish(&shared, &client, Duration::ZERO, &dead_sessions).await?;
                 Ok::<Client, ZkError>(client)
             };
@@ -1062,7 +1118,7 @@ async fn watch_session(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
 
 /// Our `VersionInfo`: HBase's version we speak, and Basalt's own version
 /// as the revision so an operator can tell the two apart.
-fn version_info() -> VersionInfo {
+pub(crate) fn version_info() -> VersionInfo {
     let mut parts = HBASE_VERSION.split('.').map(|p| p.parse::<u32>().ok());
     VersionInfo {
         version: HBASE_VERSION.to_owned(),
@@ -1079,7 +1135,7 @@ fn version_info() -> VersionInfo {
 /// A time in milliseconds as Java's `Date.toString()` writes it in UTC
 /// (`Thu Jan 01 00:00:00 UTC 1970`): HBase's `ClusterUp.start_date` is that
 /// text, and tools display it as is.
-fn java_date_text(millis: u64) -> String {
+pub(crate) fn java_date_text(millis: u64) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -1134,7 +1190,7 @@ pub fn with_tokio_spawner<F: Future>(
 /// tokio support compiled in without an extra crate; this adapter is the
 /// few lines that crate would add.
 #[derive(Debug, Clone)]
-struct TokioSpawner(tokio::runtime::Handle);
+pub(crate) struct TokioSpawner(pub(crate) tokio::runtime::Handle);
 
 impl spawns_core::Spawn for TokioSpawner {
     fn spawn(&self, task: spawns_core::Task) {
@@ -1146,13 +1202,13 @@ impl spawns_core::Spawn for TokioSpawner {
 /// Polls a future with the spawner installed: the spawner is per thread
 /// and tokio moves tasks between threads, so it is installed at every
 /// poll rather than once.
-struct WithSpawner<F> {
+pub(crate) struct WithSpawner<F> {
     spawner: TokioSpawner,
     inner: Pin<Box<F>>,
 }
 
 impl<F: Future> WithSpawner<F> {
-    fn new(spawner: TokioSpawner, inner: F) -> Self {
+    pub(crate) fn new(spawner: TokioSpawner, inner: F) -> Self {
         WithSpawner {
             spawner,
             inner: Box::pin(inner),
