@@ -27,6 +27,7 @@ pub mod cellblock;
 pub mod client;
 pub mod client_service;
 pub mod context;
+pub mod coordination;
 pub mod error;
 pub mod filters;
 pub mod frame;
@@ -41,5 +42,9 @@ pub mod services;
 pub mod zk;
 
 pub use context::{Identity, RpcContext, RpcLimits};
+pub use coordination::{
+    parse_server_name, server_name_text, CoordinationPaths, Coordinator, MasterCandidate,
+    SessionState,
+};
 pub use error::RpcError;
 pub use server::{RpcConfig, RpcServer};
