@@ -177,7 +177,10 @@ mod tests {
         let Error::Fenced { epoch: 12, message } = err else {
             panic!("the trip reports the newer epoch");
         };
-        assert!(message.contains("opened the region at epoch 10"), "{message}");
+        assert!(
+            message.contains("opened the region at epoch 10"),
+            "{message}"
+        );
         assert!(moved.check().is_err());
         assert!(server.check().is_ok());
         assert!(!server.is_tripped());

@@ -458,8 +458,10 @@ impl ObjectWal {
                 claim.files.as_ref(),
                 &claim.root,
                 log_id,
-                Reading::Everything,
-                IfUnended::Fence(epoch),
+                Walk {
+                    reading: Reading::Everything,
+                    if_unended: IfUnended::Fence(epoch),
+                },
                 &mut apply,
                 &mut objects,
                 &mut report,
@@ -573,6 +575,13 @@ enum Reading {
     EndOnly,
 }
 
+/// What one walk of a log does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Walk {
+    reading: Reading,
+    if_unended: IfUnended,
+}
+
 /// A walked log.
 #[derive(Debug)]
 struct Walked {
@@ -602,8 +611,7 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
     files: &dyn FileStore,
     root: &Path,
     log_id: u64,
-    reading: Reading,
-    if_unended: IfUnended,
+    walk: Walk,
     apply: &mut F,
     objects: &mut Vec<LogObject>,
     report: &mut ReplayReport,
@@ -657,7 +665,7 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
                     "a fence of this log landed in a slot its writer had already retired; the log goes on after it"
                 );
             }
-            if reading == Reading::EndOnly && index + 1 < count {
+            if walk.reading == Reading::EndOnly && index + 1 < count {
                 continue;
             }
             match read_object(files, &path)? {
@@ -682,7 +690,7 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
                 end,
             });
         }
-        let fencer_epoch = match if_unended {
+        let fencer_epoch = match walk.if_unended {
             IfUnended::Fence(epoch) => epoch,
             IfUnended::Refuse if walked.is_none() => {
                 return Err(Error::WalFailed(format!(
@@ -766,18 +774,15 @@ pub fn list_logs(files: &dyn FileStore, root: &Path) -> Result<Vec<u64>> {
 /// tried. Reads only the newest object of each listing, not the batches.
 /// A log id nobody claimed yet gets a fence as its claim object: no
 /// process can claim that id afterwards.
-pub fn fence_log(
-    files: &dyn FileStore,
-    root: &Path,
-    log_id: u64,
-    fencer_epoch: u64,
-) -> Result<()> {
+pub fn fence_log(files: &dyn FileStore, root: &Path, log_id: u64, fencer_epoch: u64) -> Result<()> {
     walk_log(
         files,
         root,
         log_id,
-        Reading::EndOnly,
-        IfUnended::Fence(fencer_epoch),
+        Walk {
+            reading: Reading::EndOnly,
+            if_unended: IfUnended::Fence(fencer_epoch),
+        },
         &mut |_| Ok(()),
         &mut Vec::new(),
         &mut ReplayReport::default(),
@@ -805,8 +810,10 @@ pub fn replay_log(
         files,
         root,
         log_id,
-        Reading::Everything,
-        IfUnended::Refuse,
+        Walk {
+            reading: Reading::Everything,
+            if_unended: IfUnended::Refuse,
+        },
         &mut apply,
         &mut Vec::new(),
         &mut report,
@@ -833,8 +840,10 @@ pub fn delete_log(files: &dyn FileStore, root: &Path, log_id: u64) -> Result<()>
         files,
         root,
         log_id,
-        Reading::EndOnly,
-        IfUnended::Refuse,
+        Walk {
+            reading: Reading::EndOnly,
+            if_unended: IfUnended::Refuse,
+        },
         &mut |_| Ok(()),
         &mut Vec::new(),
         &mut ReplayReport::default(),

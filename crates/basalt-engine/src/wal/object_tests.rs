@@ -300,7 +300,10 @@ fn a_fence_that_landed_in_a_retired_slot_ends_nothing_and_the_log_is_fenced_afte
         Ok(())
     })
     .unwrap();
-    assert_eq!(replayed, vec![edit(1, 3, "x"), edit(1, 4, "still acknowledged")]);
+    assert_eq!(
+        replayed,
+        vec![edit(1, 3, "x"), edit(1, 4, "still acknowledged")]
+    );
 }
 
 #[test]
@@ -318,18 +321,33 @@ fn a_crashed_servers_log_is_listed_fenced_once_replayed_and_deleted_by_other_pro
     let claim = ObjectWal::claim(Arc::clone(&files), root).unwrap();
     let member = ObjectWal::open_own(claim, manual()).unwrap();
     write(&member, &edit(9, 1, "own")).unwrap();
-    assert_eq!(list_logs(files.as_ref(), root).unwrap(), vec![dead_log, member.log_id()]);
+    assert_eq!(
+        list_logs(files.as_ref(), root).unwrap(),
+        vec![dead_log, member.log_id()]
+    );
 
     // Replaying a log that may still be written is refused, naming it.
     let err = replay_log(files.as_ref(), root, dead_log, |_| Ok(())).unwrap_err();
-    assert!(matches!(&err, Error::WalFailed(m) if m.contains(&dead_log.to_string())), "{err}");
-    assert!(matches!(delete_log(files.as_ref(), root, dead_log), Err(Error::WalFailed(_))));
+    assert!(
+        matches!(&err, Error::WalFailed(m) if m.contains(&dead_log.to_string())),
+        "{err}"
+    );
+    assert!(matches!(
+        delete_log(files.as_ref(), root, dead_log),
+        Err(Error::WalFailed(_))
+    ));
 
     fence_log(files.as_ref(), root, dead_log, 7).unwrap();
     let before = files.list(&log_dir(root, dead_log)).unwrap();
     fence_log(files.as_ref(), root, dead_log, 8).unwrap();
-    assert_eq!(files.list(&log_dir(root, dead_log)).unwrap(), before, "fencing twice adds nothing");
-    let fence = read_object(files.as_ref(), before.last().unwrap()).unwrap().unwrap();
+    assert_eq!(
+        files.list(&log_dir(root, dead_log)).unwrap(),
+        before,
+        "fencing twice adds nothing"
+    );
+    let fence = read_object(files.as_ref(), before.last().unwrap())
+        .unwrap()
+        .unwrap();
     assert_eq!((fence.kind, fence.epoch), (Kind::Fence, 7));
 
     let mut replayed = Vec::new();
@@ -342,7 +360,10 @@ fn a_crashed_servers_log_is_listed_fenced_once_replayed_and_deleted_by_other_pro
     assert_eq!((report.segments, report.records), (3, 3));
 
     delete_log(files.as_ref(), root, dead_log).unwrap();
-    assert_eq!(list_logs(files.as_ref(), root).unwrap(), vec![member.log_id()]);
+    assert_eq!(
+        list_logs(files.as_ref(), root).unwrap(),
+        vec![member.log_id()]
+    );
     // Only the fence is left: the directory keeps the log id taken.
     let left = files.list(&log_dir(root, dead_log)).unwrap();
     assert_eq!(left, vec![before.last().unwrap().clone()]);
@@ -383,10 +404,20 @@ fn replaying_an_ended_log_skips_a_batch_its_writer_voided() {
     // then the void the repair writes after it.
     let mut body = Vec::new();
     format::encode_record(&edit(1, 2, "failed"), &mut body).unwrap();
-    publish(files.as_ref(), &object_path(root, epoch, 2), &encode_object(Kind::Records, epoch, 1, &body)).unwrap();
+    publish(
+        files.as_ref(),
+        &object_path(root, epoch, 2),
+        &encode_object(Kind::Records, epoch, 1, &body),
+    )
+    .unwrap();
     let mut voided = Vec::new();
     coding::put_u64_le(&mut voided, 2);
-    publish(files.as_ref(), &object_path(root, epoch, 3), &encode_object(Kind::Void, epoch, 0, &voided)).unwrap();
+    publish(
+        files.as_ref(),
+        &object_path(root, epoch, 3),
+        &encode_object(Kind::Void, epoch, 0, &voided),
+    )
+    .unwrap();
     crash(wal);
     fence_log(files.as_ref(), root, epoch, epoch + 1).unwrap();
     let mut replayed = Vec::new();
@@ -402,8 +433,14 @@ fn replaying_an_ended_log_skips_a_batch_its_writer_voided() {
 fn replaying_or_deleting_a_log_that_does_not_exist_is_an_error() {
     let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
     let root = Path::new(ROOT);
-    assert!(matches!(replay_log(files.as_ref(), root, 42, |_| Ok(())), Err(Error::WalFailed(_))));
-    assert!(matches!(delete_log(files.as_ref(), root, 42), Err(Error::WalFailed(_))));
+    assert!(matches!(
+        replay_log(files.as_ref(), root, 42, |_| Ok(())),
+        Err(Error::WalFailed(_))
+    ));
+    assert!(matches!(
+        delete_log(files.as_ref(), root, 42),
+        Err(Error::WalFailed(_))
+    ));
     assert!(list_logs(files.as_ref(), root).unwrap().is_empty());
 }
 
@@ -552,4 +589,3 @@ fn a_valid_log_object_decodes_to_its_edits() {
     let expected: Vec<WalEdit> = (1..=3).map(|i| edit(7, i, &format!("row{i}"))).collect();
     assert_eq!(decoded.edits, expected);
 }
-
