@@ -3,8 +3,9 @@
 //! server died (its log fenced, its edits replayed from it), or moved
 //! between live servers; region epochs fencing every older opening.
 //!
-//! Every scenario runs on a shared local directory and on an in-memory
-//! file store. A "dead" server is leaked without shutdown or close, so its
+//! Every scenario runs on a shared local directory, on an in-memory file
+//! store and on object storage in a directory (`file://`, with its disk
+//! cache). A "dead" server is leaked without shutdown or close, so its
 //! log has no closed object and its memstores are never flushed, as after
 //! a crash; a "zombie" is one kept alive after the master fenced it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -20,6 +21,8 @@ use basalt::{
     FamilyState, Get, ManualClock, ObjectWalOptions, Options, Put, Region, RegionAssignment,
     RegionInfo, RegionServer, RegionSpec,
 };
+
+use basalt_object_store::{open_storage, StorageConfig};
 
 const TABLE: &str = "t";
 const FAMILY: &str = "cf";
@@ -39,14 +42,23 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// Both kinds of storage, one scenario run on each.
+    /// Each kind of storage, one scenario run on each.
     fn each(scenario: impl Fn(&Cluster)) {
-        for local in [true, false] {
+        for kind in ["local", "memory", "file://"] {
             let dir = tempfile::tempdir().unwrap();
-            let (files, root): (Arc<dyn FileStore>, PathBuf) = if local {
-                (Arc::new(LocalFileStore::new()), dir.path().join("shared"))
-            } else {
-                (Arc::new(MemFileStore::new()), PathBuf::from("/shared"))
+            let (files, root): (Arc<dyn FileStore>, PathBuf) = match kind {
+                "local" => (Arc::new(LocalFileStore::new()), dir.path().join("shared")),
+                "memory" => (Arc::new(MemFileStore::new()), PathBuf::from("/shared")),
+                _ => {
+                    // One store for every server of the process: the paths
+                    // below `root` are the keys every server sees.
+                    let root = dir.path().join("root");
+                    let url = format!("file://{}", dir.path().join("objects").display());
+                    let storage = open_storage(&StorageConfig::for_url(url), &root)
+                        .unwrap()
+                        .unwrap();
+                    (storage.file_store(), root)
+                }
             };
             let cluster = Cluster {
                 files,
