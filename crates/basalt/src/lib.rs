@@ -53,7 +53,7 @@ pub use gateways::Gateway;
 pub use locator::{RegionLocator, TableLocation};
 pub use master::{FamilyChange, Master};
 pub use options::{Options, RegionSplitPolicy};
-pub use region_server::{RecoveryReport, RegionServer, RegionSpec, WalPlacement};
+pub use region_server::{RecoveryReport, RegionAssignment, RegionServer, RegionSpec, WalPlacement};
 pub use split::{validate_split_keys, SplitAlgorithm};
 pub use table::{Scanner, Table};
 
@@ -66,10 +66,14 @@ pub use basalt_engine::fs;
 pub use basalt_engine::layout;
 /// Memory-only reads for gateways (see the module).
 pub use basalt_engine::read_tier;
+/// Other region servers' logs on shared storage (cluster mode): list them,
+/// fence a dead server's, replay an ended one, delete one no longer needed.
+pub use basalt_engine::wal::object::{delete_log, fence_log, list_logs, replay_log};
 /// The write-ahead log's contract, the local log and the log on a file store.
 pub use basalt_engine::wal::{ObjectWal, ObjectWalOptions, Wal, WriteAheadLog};
 pub use basalt_engine::{
-    Clock, ManualClock, OpenFailure, RegionInfo, RegionLoad, StoreStats, SystemClock,
+    Clock, FamilyState, ManualClock, OpenFailure, Region, RegionInfo, RegionLoad, StoreStats,
+    SystemClock,
 };
 pub use basalt_types::column;
 pub use basalt_types::descriptor::{

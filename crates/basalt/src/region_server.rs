@@ -17,19 +17,52 @@
 //!    edits a store already holds in files are skipped by the store);
 //! 4. set each region's next sequence id above everything it holds;
 //! 5. only then hand the regions the log, so writes start after replay.
+//!
+//! # Cluster mode
+//!
+//! A cluster member (`RegionServer::start_member`) shares the storage with
+//! other region servers, each with its own log on it; it claims its log
+//! (its process epoch), starts it without touching the others' and opens
+//! no region until the master assigns one. Each *opening of a region* has
+//! its own **region epoch**, allocated by the master (strictly increasing
+//! for the region, above every log id and every epoch its manifests
+//! carry): a region can move from a server of a higher process epoch back
+//! to one of a lower, so process epochs cannot fence regions. Opening an
+//! assigned region (`RegionServer::open_assigned`), in order:
+//! 1. a region fence, `Fence::child(region epoch, process fence)`, in a
+//!    copy of the store context: the region refuses everything once a
+//!    newer opening of it exists elsewhere (the child trips) or this
+//!    server's log is fenced (the parent trips);
+//! 2. open the region: its stores fence their manifests with the region
+//!    epoch (and move their next file id 2^20 past the previous owner's,
+//!    at every new epoch: invariant M3); a manifest of a higher epoch
+//!    means a newer opening exists: fail, fenced, serving nothing;
+//! 3. replay the region's edits from each log of a dead server it was on
+//!    (ascending log ids; each log already ended by the master): edits
+//!    the stores already hold in files are skipped by the store;
+//! 4. set the next sequence id above everything the region holds and, if
+//!    anything was replayed, flush it, so the dead logs are no longer
+//!    needed for it (the flush needs the sequence ids of step 4 to record
+//!    how far the files reach);
+//! 5. attach this server's log, register with the scheduler, go online.
+//!
+//! A move closes the region with `RegionServer::close_for_move` (writes
+//! stop, then a flush, so none of its edits is left only in this server's
+//! log) before the master opens it elsewhere at a new epoch.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use basalt_engine::block_cache::{BlockCache, BlockCacheStats};
 use basalt_engine::fence::Fence;
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
 use basalt_engine::memory::MemstoreBudget;
+use basalt_engine::wal::object::replay_log;
 use basalt_engine::wal::{ObjectWal, ObjectWalOptions, ReplayReport, Wal, WalEdit, WriteAheadLog};
 use basalt_engine::{Clock, FamilyState, OpenFailure, Region, RegionInfo, StoreContext};
 use basalt_types::{Error, Result};
@@ -45,6 +78,23 @@ pub struct RegionSpec {
     pub info: RegionInfo,
     /// The families, as the catalog records them.
     pub families: Vec<FamilyState>,
+}
+
+/// The master's order to open a region on a cluster member (see
+/// `RegionServer::open_assigned`).
+#[derive(Debug, Clone)]
+pub struct RegionAssignment {
+    /// The region.
+    pub spec: RegionSpec,
+    /// This opening's region epoch: strictly above every earlier opening
+    /// of the region, every log id, and every epoch its manifests carry.
+    /// Never reused: two openings at one epoch do not fence each other.
+    pub epoch: u64,
+    /// The logs of dead servers that hosted the region since its last
+    /// flush, each already ended (fenced or closed): its edits are
+    /// replayed from them. Empty for a move (the previous server flushed
+    /// it) or a new region.
+    pub recover_from: Vec<u64>,
 }
 
 /// Where the write-ahead log lives.
@@ -86,6 +136,12 @@ pub struct RegionServer {
     maintenance: Arc<Maintenance>,
     /// Regions open on this server, by id.
     online: RwLock<HashMap<u64, Arc<Region>>>,
+    /// Regions being opened by `open_assigned`, not online yet.
+    opening: Mutex<HashSet<u64>>,
+    /// Regions closed for a move, with the sequence id they were flushed
+    /// through: this server's log holds nothing of them that is not in
+    /// store files, so retirement treats them as flushed that far.
+    moved_away: Mutex<HashMap<u64, u64>>,
     shut_down: AtomicBool,
 }
 
@@ -111,14 +167,11 @@ impl RegionServer {
             WalPlacement::Local => None,
             WalPlacement::FileStore(_) => Some(ObjectWal::claim(Arc::clone(&files), root)?),
         };
-        let budget = MemstoreBudget::new(options.memstore_budget_limits());
-        let context = StoreContext {
+        let (context, budget) = shared_context(
+            &options,
             files,
-            cache: Some(Arc::new(BlockCache::new(options.block_cache_size()))),
-            policy: options.compaction_policy(),
-            memory: Some(Arc::clone(&budget)),
-            fence: claim.as_ref().map(|c| Arc::clone(c.fence())),
-        };
+            claim.as_ref().map(|c| Arc::clone(c.fence())),
+        );
         let live: HashSet<PathBuf> = regions
             .iter()
             .map(|s| layout::region_dir(root, &s.info.table, s.info.id))
@@ -161,16 +214,7 @@ impl RegionServer {
                 (wal, report)
             }
         };
-        let maintenance = Maintenance::start(Arc::clone(&wal), options.background_threads);
-        {
-            let weak_maintenance = Arc::downgrade(&maintenance);
-            let weak_budget = Arc::downgrade(&budget);
-            budget.set_pressure_handler(Arc::new(move |target| {
-                if let (Some(m), Some(b)) = (weak_maintenance.upgrade(), weak_budget.upgrade()) {
-                    m.relieve_memory(&b, target);
-                }
-            }));
-        }
+        let maintenance = start_maintenance(&wal, &budget, options.background_threads);
         let mut online = HashMap::with_capacity(opened.len());
         for (id, mut region) in opened {
             region.finish_recovery(replayed_max.get(&id).copied().unwrap_or(0));
@@ -199,9 +243,167 @@ impl RegionServer {
             wal,
             maintenance,
             online: RwLock::new(online),
+            opening: Mutex::new(HashSet::new()),
+            moved_away: Mutex::new(HashMap::new()),
             shut_down: AtomicBool::new(false),
         };
         Ok((server, recovery))
+    }
+
+    /// Starts a cluster member over the shared data set at `root`: claims
+    /// its own log (the epoch it claims is its process epoch, the log's
+    /// id), starts that log without touching any other log (they belong to
+    /// other servers, live or dead: the master deals with those) and the
+    /// scheduler. It opens no region: the master assigns them
+    /// ([`RegionServer::open_assigned`]). [`RegionServer::fence`] is the
+    /// process fence, which its log's fencing trips.
+    pub fn start_member(
+        root: &Path,
+        options: Options,
+        clock: Arc<dyn Clock>,
+        files: Arc<dyn FileStore>,
+        wal: ObjectWalOptions,
+    ) -> Result<RegionServer> {
+        let claim = ObjectWal::claim(Arc::clone(&files), root)?;
+        let (context, budget) = shared_context(&options, files, Some(Arc::clone(claim.fence())));
+        let own: Arc<dyn WriteAheadLog> = ObjectWal::open_own(claim, wal)?;
+        let maintenance = start_maintenance(&own, &budget, options.background_threads);
+        tracing::info!(
+            dir = %root.display(),
+            epoch = context.fence.as_ref().map_or(0, |f| f.epoch()),
+            "region server joined the cluster's storage"
+        );
+        Ok(RegionServer {
+            root: root.to_path_buf(),
+            options,
+            clock,
+            context,
+            budget,
+            wal: own,
+            maintenance,
+            online: RwLock::new(HashMap::new()),
+            opening: Mutex::new(HashSet::new()),
+            moved_away: Mutex::new(HashMap::new()),
+            shut_down: AtomicBool::new(false),
+        })
+    }
+
+    /// Opens a region the master assigned to this server, at the
+    /// assignment's region epoch, recovering its edits from the logs of
+    /// dead servers: the steps of the module docs ("Cluster mode"). Needs
+    /// shared storage (a process fence); a region already online (or
+    /// being opened) here is [`Error::InvalidArgument`]. A manifest of a
+    /// newer opening is [`Error::Fenced`] and nothing is served; any
+    /// failure leaves the region closed here, for the master to assign
+    /// again at a new epoch.
+    pub fn open_assigned(&self, assignment: RegionAssignment) -> Result<Arc<Region>> {
+        self.check_running()?;
+        let RegionAssignment {
+            spec,
+            epoch,
+            mut recover_from,
+        } = assignment;
+        let id = spec.info.id;
+        let name = spec.info.encoded_name();
+        let Some(server_fence) = self.context.fence.clone() else {
+            return Err(Error::invalid(format!(
+                "region {name} cannot open at an epoch: this server's data is not on shared storage"
+            )));
+        };
+        server_fence.check()?;
+        if epoch == 0 {
+            // Epoch 0 is a local data directory's: it fences nothing.
+            return Err(Error::invalid(format!(
+                "region {name} assigned at epoch 0: region epochs start at 1"
+            )));
+        }
+        let _opening = OpeningGuard::begin(self, id, &name)?;
+
+        // Step 1: the region's own fence, under the server's.
+        let fence = Arc::new(Fence::child(epoch, server_fence));
+        let context = StoreContext {
+            fence: Some(Arc::clone(&fence)),
+            ..self.context.clone()
+        };
+        // Step 2: its stores fence their manifests with the region epoch
+        // (a newer opening's manifest trips the fence: `Error::Fenced`).
+        let mut region = open_region(&self.root, spec, &context, &self.clock, &self.options)?;
+        fence.check()?;
+
+        // Step 3: its edits from the dead servers' logs, oldest log first,
+        // so a later edit of a cell is applied after an earlier one.
+        recover_from.sort_unstable();
+        recover_from.dedup();
+        let (mut max_replayed, mut applied) = (0u64, 0u64);
+        for &log in &recover_from {
+            replay_log(
+                self.context.files.as_ref(),
+                &self.root,
+                log,
+                |edit: WalEdit| {
+                    if edit.region_id == id {
+                        max_replayed = max_replayed.max(edit.sequence_id);
+                        if region.replay(&edit) {
+                            applied += 1;
+                        }
+                    }
+                    Ok(())
+                },
+            )?;
+        }
+
+        // Step 4: sequence ids above everything it holds, then the flush
+        // that makes the dead logs unneeded for it.
+        region.finish_recovery(max_replayed);
+        if applied > 0 {
+            region.flush()?;
+        }
+
+        // Step 5: serve. A newer opening may have fenced this one while it
+        // replayed: then it serves nothing.
+        fence.check()?;
+        region.attach_wal(Arc::clone(&self.wal));
+        let region = Arc::new(region);
+        self.maintenance.register(&region);
+        self.maintenance.check_compaction_after_open(&region);
+        self.moved_away.lock().remove(&id);
+        self.online.write().insert(id, Arc::clone(&region));
+        tracing::info!(
+            region = %name,
+            epoch,
+            logs = ?recover_from,
+            edits_replayed = applied,
+            "opened an assigned region"
+        );
+        Ok(region)
+    }
+
+    /// Closes region `id` so that another server can open it (a move):
+    /// stops its writes (refused with `NotServingRegion`, which sends
+    /// clients back to the locator) and compactions, flushes it, then
+    /// closes it as [`RegionServer::close_region`] does. After it, no edit
+    /// of the region is only in this server's log, and retirement treats
+    /// its edits there as flushed. A failed flush fails the call and
+    /// leaves the region online and serving; a region not online here is
+    /// `NotServingRegion`.
+    pub fn close_for_move(&self, id: u64) -> Result<()> {
+        let Some(region) = self.region(id) else {
+            return Err(Error::NotServingRegion(format!(
+                "region {id} is not online on this server"
+            )));
+        };
+        region.close_for_handover()?;
+        // Recorded before it leaves the open set, so retirement always
+        // finds it one way or the other.
+        self.moved_away.lock().insert(id, region.flushed_through());
+        self.close_region(id);
+        // Log objects only it kept are retired now rather than at the next
+        // flush of another region.
+        if let Err(e) = self.maintenance.retire_wal() {
+            tracing::warn!(region = id, error = %e, "could not retire the log after a move");
+        }
+        tracing::info!(region = %region.info().encoded_name(), "closed a region for a move");
+        Ok(())
     }
 
     /// Installs what the master does after a flush or compaction (once).
@@ -210,7 +412,9 @@ impl RegionServer {
     }
 
     /// Opens a region that has no edits in the log (a new table's, a split
-    /// daughter, a merged region) and starts serving it.
+    /// daughter, a merged region) and starts serving it. Its stores are
+    /// fenced with the process epoch: a cluster member opens regions with
+    /// [`RegionServer::open_assigned`] instead, at a region epoch.
     pub fn open_region(&self, spec: RegionSpec) -> Result<Arc<Region>> {
         self.check_running()?;
         let mut region = open_region(&self.root, spec, &self.context, &self.clock, &self.options)?;
@@ -337,8 +541,15 @@ impl RegionServer {
             // past them: one still holding edits of a region dropped since
             // the open stays for the next start to skip and report.
             let online = self.online.read();
+            let moved_away = self.moved_away.lock();
             let retired = self.wal.retire_flushed(&|region_id| {
-                Some(online.get(&region_id).map_or(0, |r| r.flushed_through()))
+                Some(
+                    online
+                        .get(&region_id)
+                        .map(|r| r.flushed_through())
+                        .or_else(|| moved_away.get(&region_id).copied())
+                        .unwrap_or(0),
+                )
             });
             if let Err(e) = retired {
                 tracing::warn!(error = %e, "could not retire WAL segments at close");
@@ -382,6 +593,67 @@ impl Drop for RegionServer {
             }
         }
     }
+}
+
+/// Marks a region as being opened by `open_assigned` until dropped, so
+/// that two openings of one region on one server cannot race.
+struct OpeningGuard<'a> {
+    server: &'a RegionServer,
+    id: u64,
+}
+
+impl<'a> OpeningGuard<'a> {
+    fn begin(server: &'a RegionServer, id: u64, name: &str) -> Result<OpeningGuard<'a>> {
+        let mut opening = server.opening.lock();
+        if server.online.read().contains_key(&id) || !opening.insert(id) {
+            return Err(Error::invalid(format!(
+                "region {name} (id {id}) is already online on this server"
+            )));
+        }
+        Ok(OpeningGuard { server, id })
+    }
+}
+
+impl Drop for OpeningGuard<'_> {
+    fn drop(&mut self) {
+        self.server.opening.lock().remove(&self.id);
+    }
+}
+
+/// What the regions of one server share: the file store, a block cache,
+/// the compaction policy, the global memstore budget, and the process
+/// fence on shared storage.
+fn shared_context(
+    options: &Options,
+    files: Arc<dyn FileStore>,
+    fence: Option<Arc<Fence>>,
+) -> (StoreContext, Arc<MemstoreBudget>) {
+    let budget = MemstoreBudget::new(options.memstore_budget_limits());
+    let context = StoreContext {
+        files,
+        cache: Some(Arc::new(BlockCache::new(options.block_cache_size()))),
+        policy: options.compaction_policy(),
+        memory: Some(Arc::clone(&budget)),
+        fence,
+    };
+    (context, budget)
+}
+
+/// The scheduler over `wal`, relieving the memstore budget when it asks.
+fn start_maintenance(
+    wal: &Arc<dyn WriteAheadLog>,
+    budget: &Arc<MemstoreBudget>,
+    threads: usize,
+) -> Arc<Maintenance> {
+    let maintenance = Maintenance::start(Arc::clone(wal), threads);
+    let weak_maintenance = Arc::downgrade(&maintenance);
+    let weak_budget = Arc::downgrade(budget);
+    budget.set_pressure_handler(Arc::new(move |target| {
+        if let (Some(m), Some(b)) = (weak_maintenance.upgrade(), weak_budget.upgrade()) {
+            m.relieve_memory(&b, target);
+        }
+    }));
+    maintenance
 }
 
 /// Opens a region at start-up; a region whose files cannot be opened is

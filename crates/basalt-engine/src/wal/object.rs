@@ -50,6 +50,17 @@
 //! with a fence record, and the own log starts. A writer whose next object
 //! collides learns it is fenced: its [`Fence`] trips and every region
 //! refuses reads and writes from then on.
+//!
+//! # Other processes' logs (cluster mode)
+//!
+//! In a cluster every region server has its own log and never touches the
+//! others' at start ([`ObjectWal::open_own`]). When one dies, the master
+//! ends its log with [`fence_log`]; each server that reopens one of its
+//! regions replays that region's edits with [`replay_log`] (which refuses
+//! a log that has not ended); once all of them are reopened and flushed,
+//! [`delete_log`] removes it. [`list_logs`] names the logs present. Each
+//! is a mode of one walk of a log (`walk_log`), the same that `open`
+//! runs over every older log.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -427,12 +438,11 @@ impl ObjectWal {
         options: ObjectWalOptions,
         mut apply: impl FnMut(WalEdit) -> Result<()>,
     ) -> Result<(Arc<ObjectWal>, ReplayReport)> {
-        let LogClaim { files, root, fence } = claim;
-        let epoch = fence.epoch();
+        let epoch = claim.fence.epoch();
         let mut report = ReplayReport::default();
         let mut objects = Vec::new();
         let mut old_logs = Vec::new();
-        for log_dir in files.list_dirs(&root.join(OBJECT_WAL_DIR))? {
+        for log_dir in claim.files.list_dirs(&claim.root.join(OBJECT_WAL_DIR))? {
             let Some(log_id) = number_of(&log_dir) else {
                 continue;
             };
@@ -444,18 +454,41 @@ impl ObjectWal {
                 // (or replay) a newer log.
                 continue;
             }
-            let old = replay_and_fence(
-                files.as_ref(),
-                &root,
+            let walked = walk_log(
+                claim.files.as_ref(),
+                &claim.root,
                 log_id,
-                &fence,
+                Walk {
+                    reading: Reading::Everything,
+                    if_unended: IfUnended::Fence(epoch),
+                },
                 &mut apply,
                 &mut objects,
                 &mut report,
             )?;
-            old_logs.push(old);
+            old_logs.push(walked.old);
         }
+        let wal = ObjectWal::start(claim, options, objects, old_logs)?;
+        Ok((wal, report))
+    }
 
+    /// Starts the own log after its claim without touching any other log:
+    /// in a cluster the other logs belong to live region servers (the
+    /// master fences a dead one's with [`fence_log`], and the servers that
+    /// reopen its regions replay it with [`replay_log`]).
+    pub fn open_own(claim: LogClaim, options: ObjectWalOptions) -> Result<Arc<ObjectWal>> {
+        ObjectWal::start(claim, options, Vec::new(), Vec::new())
+    }
+
+    /// The own log at sequence 1 after its claim, with the objects and
+    /// older logs replay found (kept for retirement), and its committer.
+    fn start(
+        claim: LogClaim,
+        options: ObjectWalOptions,
+        objects: Vec<LogObject>,
+        old_logs: Vec<OldLog>,
+    ) -> Result<Arc<ObjectWal>> {
+        let LogClaim { files, root, fence } = claim;
         let inner = Arc::new(Inner {
             files,
             root,
@@ -486,13 +519,10 @@ impl ObjectWal {
             .name("basalt-wal-commit".into())
             .spawn(move || committer_inner.run_committer())
             .map_err(|e| Error::WalFailed(format!("cannot start the log committer: {e}")))?;
-        Ok((
-            Arc::new(ObjectWal {
-                inner,
-                committer: Mutex::new(Some(committer)),
-            }),
-            report,
-        ))
+        Ok(Arc::new(ObjectWal {
+            inner,
+            committer: Mutex::new(Some(committer)),
+        }))
     }
 
     /// This process's epoch and whether it has been fenced.
@@ -524,17 +554,69 @@ impl ObjectWal {
     }
 }
 
-/// Replays log `log_id` into `apply`, then fences it unless it already
-/// ends with a fence or a close.
-fn replay_and_fence(
+/// What a walk of a log does when the log does not end with a fence or a
+/// close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IfUnended {
+    /// Fences it, the fence object naming this epoch (invariant W1).
+    Fence(u64),
+    /// Fails: its writer may still publish, so a read-only replay could
+    /// miss its later edits.
+    Refuse,
+}
+
+/// Which objects a walk of a log reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Every object, in order, replaying the batches into `apply`.
+    Everything,
+    /// Only the last object of each listing: enough to find how the log
+    /// ends (nothing is replayed).
+    EndOnly,
+}
+
+/// What one walk of a log does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Walk {
+    reading: Reading,
+    if_unended: IfUnended,
+}
+
+/// A walked log.
+#[derive(Debug)]
+struct Walked {
+    /// What retirement needs to know of it.
+    old: OldLog,
+    /// The fence or closed object it ends with.
+    end: PathBuf,
+}
+
+/// Walks log `log_id` of another owner in sequence order until it ends
+/// with a fence or a close, replaying its batches into `apply` (with
+/// `Reading::Everything`); the one implementation behind `ObjectWal::open`
+/// (replay and fence every older log), [`fence_log`], [`replay_log`] and
+/// [`delete_log`].
+///
+/// 1. List the log's objects after those walked so far; read them (with
+///    `Reading::EndOnly`, the last one only).
+/// 2. A fence or closed object with nothing listed after it ends the log:
+///    done. A fence with objects after it filled a slot its writer had
+///    already published and retired (see W1 below): it ended nothing, and
+///    the walk goes on.
+/// 3. Unended: refuse (`IfUnended::Refuse`), or create the next sequence
+///    number as a fence object and list again (`IfUnended::Fence`): the
+///    next listing shows the fence as the end, or what the writer
+///    published first, or that the fence landed in a retired slot.
+fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
     files: &dyn FileStore,
     root: &Path,
     log_id: u64,
-    fence: &Fence,
-    apply: &mut impl FnMut(WalEdit) -> Result<()>,
+    walk: Walk,
+    apply: &mut F,
     objects: &mut Vec<LogObject>,
     report: &mut ReplayReport,
-) -> Result<OldLog> {
+) -> Result<Walked> {
+    let dir = log_dir(root, log_id);
     let mut replay = Replay {
         log_id,
         old: OldLog {
@@ -547,70 +629,238 @@ fn replay_and_fence(
         report,
         apply,
     };
-    let mut last: Option<u64> = None;
-    let mut ended = false;
-    let listed: Vec<(u64, PathBuf)> = files
-        .list(&log_dir(root, log_id))?
-        .into_iter()
-        .filter_map(|p| number_of(&p).map(|n| (n, p)))
-        .collect();
-    for (sequence, path) in listed {
-        last = Some(sequence);
-        match read_object(files, &path)? {
-            // Fencing invariant W3: an object listed but gone by the time it
-            // is read was retired by its writer, which retires only objects
-            // whose every edit is in a store file our (already fenced)
-            // manifests include. Nothing is lost by skipping it.
-            None => continue,
-            Some(decoded) => ended |= replay.object(decoded, sequence, path)?,
-        }
-    }
-    if ended {
-        replay.finish()?;
-        return Ok(replay.old);
-    }
-    // A batch not voided so far is part of the log: its writer can no
-    // longer void it once the fence below exists.
-    replay.finish()?;
-    // Fencing invariant W1: the log's writer publishes its objects one at
-    // a time at consecutive sequence numbers, create-if-absent, and
-    // acknowledges a batch only once its object exists. Creating the next
-    // number ourselves therefore ends the log: every batch it acknowledged
-    // is at a lower number (replayed above or below), and its next
-    // publication collides, which tells it that it is fenced.
-    let mut next = last.map_or(0, |l| l + 1);
+    // The highest sequence number listed so far.
+    let mut walked: Option<u64> = None;
+    // The fence or closed object met last, with nothing listed after it.
+    let mut end: Option<(PathBuf, Kind)> = None;
+    // Each round that does not end the walk created a fence that was then
+    // found not to end the log: its writer kept publishing. The bound turns
+    // a bug into an error instead of a loop.
     for _ in 0..1024 {
-        let path = object_path(root, log_id, next);
-        let bytes = encode_object(Kind::Fence, fence.epoch(), 0, &[]);
-        match publish(files, &path, &bytes) {
-            Ok(()) => {
-                tracing::info!(
+        let listed: Vec<(u64, PathBuf)> = files
+            .list(&dir)?
+            .into_iter()
+            .filter_map(|p| number_of(&p).map(|n| (n, p)))
+            .filter(|(n, _)| walked.is_none_or(|w| *n > w))
+            .collect();
+        let count = listed.len();
+        for (index, (sequence, path)) in listed.into_iter().enumerate() {
+            walked = Some(sequence);
+            if let Some((end_path, kind)) = end.take() {
+                if kind == Kind::Closed {
+                    // Its writer publishes nothing after closing, and a
+                    // fencer never fences a closed log.
+                    return Err(Error::Corruption {
+                        path,
+                        offset: 0,
+                        message: format!(
+                            "write-ahead log object after the log's Closed object {}",
+                            end_path.display()
+                        ),
+                    });
+                }
+                tracing::warn!(
                     log = log_id,
-                    sequence = next,
-                    epoch = fence.epoch(),
-                    "fenced an older write-ahead log"
+                    fence = %end_path.display(),
+                    "a fence of this log landed in a slot its writer had already retired; the log goes on after it"
                 );
-                replay.old.markers.push(path);
-                return Ok(replay.old);
             }
-            Err(e) if is_already_exists(&e) => {
-                // Lost the race to the log's writer (or another fencer):
-                // what it published is part of the log; replay it.
-                if let Some(decoded) = read_object(files, &path)? {
-                    let ended = replay.object(decoded, next, path)?;
-                    replay.finish()?;
-                    if ended {
-                        return Ok(replay.old);
+            if walk.reading == Reading::EndOnly && index + 1 < count {
+                continue;
+            }
+            match read_object(files, &path)? {
+                // Fencing invariant W3: an object listed but gone by the
+                // time it is read was retired by its writer, which retires
+                // only objects whose every edit is in a store file that the
+                // (already fenced) manifests of a newer opening include.
+                // Nothing is lost by skipping it.
+                None => continue,
+                Some(decoded) => {
+                    let kind = decoded.kind;
+                    if replay.object(decoded, sequence, path.clone())? {
+                        end = Some((path, kind));
                     }
                 }
-                next += 1;
             }
+        }
+        if let Some((end, _)) = end {
+            replay.finish()?;
+            return Ok(Walked {
+                old: replay.old,
+                end,
+            });
+        }
+        let fencer_epoch = match walk.if_unended {
+            IfUnended::Fence(epoch) => epoch,
+            IfUnended::Refuse if walked.is_none() => {
+                return Err(Error::WalFailed(format!(
+                    "write-ahead log {log_id} has no objects: there is nothing to replay"
+                )))
+            }
+            IfUnended::Refuse => {
+                return Err(Error::WalFailed(format!(
+                    "write-ahead log {log_id} has not ended (neither fenced nor closed): \
+                     its writer may still publish edits a replay now would miss; fence it first"
+                )))
+            }
+        };
+        // Fencing invariant W1: the log's writer publishes its objects one
+        // at a time at consecutive sequence numbers, create-if-absent,
+        // acknowledges a batch only once its object exists, and keeps its
+        // newest object while the log is open (`Inner::retire`). Creating
+        // the number after the newest listed one therefore ends the log
+        // (every batch it acknowledged is at a lower number, and its next
+        // publication collides), unless the writer published after the
+        // listing: then the creation collides, or (the writer having
+        // retired that number too) succeeds in a slot the writer left, and
+        // the next listing shows the writer's newer objects after it. A
+        // pending batch is applied only once the fence is seen as the end
+        // (step 2): until then its writer may still void it.
+        let next = walked.map_or(0, |w| w + 1);
+        let path = object_path(root, log_id, next);
+        match publish(
+            files,
+            &path,
+            &encode_object(Kind::Fence, fencer_epoch, 0, &[]),
+        ) {
+            Ok(()) => tracing::info!(
+                log = log_id,
+                sequence = next,
+                epoch = fencer_epoch,
+                "fenced a write-ahead log"
+            ),
+            // Lost the race to the log's writer (or another fencer): what
+            // it published is part of the log; the next listing reads it.
+            Err(e) if is_already_exists(&e) => {}
             Err(e) => return Err(e),
         }
     }
     Err(Error::WalFailed(format!(
         "could not fence log {log_id}: its writer kept publishing"
     )))
+}
+
+/// The logs on the storage (each a region server's or process's, its id
+/// the epoch it claimed), ascending; logs deleted with [`delete_log`] are
+/// left out. A log is listed from its claim on, fenced or closed too,
+/// until it is deleted.
+pub fn list_logs(files: &dyn FileStore, root: &Path) -> Result<Vec<u64>> {
+    let mut ids = Vec::new();
+    for dir in files.list_dirs(&root.join(OBJECT_WAL_DIR))? {
+        let Some(id) = number_of(&dir) else {
+            continue;
+        };
+        // A deleted log keeps only its end marker (see `delete_log`): the
+        // claim is what tells a log that is still there.
+        if files.exists(&object_path(root, id, 0))? {
+            ids.push(id);
+        }
+    }
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Ends log `log_id` (another process's: the master calls it for a dead
+/// region server's log, before any of its regions reopens elsewhere) by
+/// creating its next sequence number as a fence object naming
+/// `fencer_epoch`: from then on its writer, if it is still alive, can
+/// acknowledge nothing more (invariant W1), and its first publication
+/// fails, which trips its fence: every region it hosts refuses reads and
+/// writes.
+///
+/// Idempotent: a log already ending with a fence or closed object is left
+/// as it is. A race with the log's writer is handled as at open: a
+/// collision means the writer published first, and the next number is
+/// tried. Reads only the newest object of each listing, not the batches.
+/// A log id nobody claimed yet gets a fence as its claim object: no
+/// process can claim that id afterwards.
+pub fn fence_log(files: &dyn FileStore, root: &Path, log_id: u64, fencer_epoch: u64) -> Result<()> {
+    walk_log(
+        files,
+        root,
+        log_id,
+        Walk {
+            reading: Reading::EndOnly,
+            if_unended: IfUnended::Fence(fencer_epoch),
+        },
+        &mut |_| Ok(()),
+        &mut Vec::new(),
+        &mut ReplayReport::default(),
+    )?;
+    Ok(())
+}
+
+/// Replays the ended log `log_id` (fenced with [`fence_log`], or closed)
+/// into `apply`, in order, without writing anything: batches a `Void`
+/// object voids are skipped, as at open. A region server opening a region
+/// that a dead server hosted calls it with the dead server's log and
+/// applies that region's edits only.
+///
+/// A log that has not ended is [`Error::WalFailed`] naming it: its writer
+/// may still publish, so a replay now could miss its later edits. An
+/// object that fails its checks is [`Error::Corruption`] naming it.
+pub fn replay_log(
+    files: &dyn FileStore,
+    root: &Path,
+    log_id: u64,
+    mut apply: impl FnMut(WalEdit) -> Result<()>,
+) -> Result<ReplayReport> {
+    let mut report = ReplayReport::default();
+    walk_log(
+        files,
+        root,
+        log_id,
+        Walk {
+            reading: Reading::Everything,
+            if_unended: IfUnended::Refuse,
+        },
+        &mut apply,
+        &mut Vec::new(),
+        &mut report,
+    )?;
+    Ok(report)
+}
+
+/// Deletes the ended log `log_id` (fenced or closed; an unended one is
+/// [`Error::WalFailed`]): every object but the fence or closed object it
+/// ends with, its claim last. [`list_logs`] no longer lists it.
+///
+/// The caller guarantees that nothing needs the log any more: every
+/// region with edits in it was reopened elsewhere (after replaying it)
+/// and flushed since, so its edits are all in store files.
+///
+/// The end marker stays, a few bytes, as a tombstone: the log's directory
+/// remains, so the highest log id never goes down while this log is the
+/// highest one (fencing invariant E1: a later claim still takes a higher
+/// epoch; with a higher log present, that one keeps the highest id
+/// anyway); and a fenced writer that is only paused still finds the fence
+/// at its next number (W1) instead of a freed name.
+pub fn delete_log(files: &dyn FileStore, root: &Path, log_id: u64) -> Result<()> {
+    let walked = walk_log(
+        files,
+        root,
+        log_id,
+        Walk {
+            reading: Reading::EndOnly,
+            if_unended: IfUnended::Refuse,
+        },
+        &mut |_| Ok(()),
+        &mut Vec::new(),
+        &mut ReplayReport::default(),
+    )?;
+    let claim = object_path(root, log_id, 0);
+    for path in files.list(&log_dir(root, log_id))? {
+        if path != walked.end && path != claim {
+            files.delete(&path)?;
+        }
+    }
+    // Last: until the claim goes, the log is listed, and an interrupted
+    // deletion is simply run again.
+    if walked.end != claim {
+        files.delete(&claim)?;
+    }
+    tracing::info!(log = log_id, "deleted a write-ahead log");
+    Ok(())
 }
 
 /// Replay of one older log. A batch is applied only once the object after
@@ -998,16 +1248,37 @@ impl Inner {
 
     /// Deletes what replay can no longer need (see `retire_flushed`).
     fn retire(&self, flushed_through: &dyn Fn(u64) -> Option<u64>) -> Result<usize> {
+        let own = self.fence.epoch();
+        // Read before the objects' lock: the committer takes the state's
+        // lock, then the objects'.
+        let closed = self.state.lock().closed;
         let mut retired = 0;
         let mut objects = self.objects.lock();
+        // Fencing invariant W1 (the fencer's side, `walk_log`): while the
+        // own log is open its newest object stays, so a fencer listing the
+        // log sees the highest number taken and fences the one after it,
+        // never a number freed by retirement below the writer's next one.
+        // (The committer may have published a newer one not listed here
+        // yet: then that one exists, which is as good.) Once closed, the
+        // closed object is the newest and no writer is left.
+        let newest_own = if closed {
+            None
+        } else {
+            objects
+                .iter()
+                .filter(|o| o.log_id == own)
+                .map(|o| o.sequence)
+                .max()
+        };
         let mut index = 0;
         while index < objects.len() {
             let object = &objects[index];
+            let newest = object.log_id == own && Some(object.sequence) == newest_own;
             let flushed = object
                 .max_sequence_ids
                 .iter()
                 .all(|(&region, &max)| flushed_through(region).is_none_or(|f| f >= max));
-            if !flushed {
+            if !flushed || newest {
                 index += 1;
                 continue;
             }

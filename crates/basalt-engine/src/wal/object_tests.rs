@@ -225,9 +225,223 @@ fn retirement_deletes_only_objects_every_region_has_flushed_past() {
     assert_eq!(retired, 1);
     assert!(!files.exists(&objects[0].path).unwrap());
     assert!(files.exists(&objects[1].path).unwrap());
-    // A region that no longer exists needs nothing.
+    // A region that no longer exists needs nothing; but the newest object
+    // of an open log stays (see the next test), until a newer one exists.
+    assert_eq!(wal.retire_flushed(&|_| None).unwrap(), 0);
+    write(&wal, &edit(3, 1, "c")).unwrap();
     assert_eq!(wal.retire_flushed(&|_| None).unwrap(), 1);
     assert!(!files.exists(&objects[1].path).unwrap());
+}
+
+#[test]
+fn an_open_log_keeps_its_newest_object_so_a_writer_that_retired_everything_is_still_fenced() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (stale, _) = open(Arc::clone(&files), manual());
+    for i in 1..=3 {
+        write(&stale, &edit(1, i, "x")).unwrap();
+    }
+    // Everything is flushed: all but the newest object go.
+    assert_eq!(stale.retire_flushed(&|_| Some(u64::MAX)).unwrap(), 2);
+    let newest = object_path(Path::new(ROOT), stale.log_id(), 3);
+    assert!(files.exists(&newest).unwrap());
+
+    // The fence lands after the newest object, at the writer's next
+    // number, not in a slot retirement freed.
+    let (owner, replayed) = open(Arc::clone(&files), manual());
+    assert_eq!(replayed, vec![edit(1, 3, "x")]);
+    let err = write(&stale, &edit(1, 4, "after")).unwrap_err();
+    assert!(
+        matches!(err, Error::Fenced { epoch, .. } if epoch == owner.log_id()),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_closed_log_keeps_nothing_but_its_claim_and_closed_object_once_flushed() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    write(&wal, &edit(1, 1, "a")).unwrap();
+    wal.close().unwrap();
+    assert_eq!(wal.retire_flushed(&|_| Some(u64::MAX)).unwrap(), 1);
+    let left = files.list(&log_dir(Path::new(ROOT), wal.log_id())).unwrap();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
+
+#[test]
+fn a_fence_that_landed_in_a_retired_slot_ends_nothing_and_the_log_is_fenced_after_its_newest_object(
+) {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let root = Path::new(ROOT);
+    let (stale, _) = open(Arc::clone(&files), manual());
+    for i in 1..=3 {
+        write(&stale, &edit(1, i, "x")).unwrap();
+    }
+    stale.retire_flushed(&|_| Some(u64::MAX)).unwrap();
+    let log = stale.log_id();
+    // A fencer that listed the log when object 1 was its newest, and was
+    // paused while the writer published 2 and 3 and retired 1 and 2,
+    // creates its fence at 2: a slot the writer no longer uses.
+    publish(
+        files.as_ref(),
+        &object_path(root, log, 2),
+        &encode_object(Kind::Fence, 99, 0, &[]),
+    )
+    .unwrap();
+    write(&stale, &edit(1, 4, "still acknowledged")).unwrap();
+
+    // Fencing again sees objects after that fence, and fences after the
+    // newest one; a replay skips the stray fence and misses nothing.
+    fence_log(files.as_ref(), root, log, 100).unwrap();
+    let err = write(&stale, &edit(1, 5, "refused")).unwrap_err();
+    assert!(matches!(err, Error::Fenced { epoch: 100, .. }), "{err}");
+    let mut replayed = Vec::new();
+    replay_log(files.as_ref(), root, log, |e| {
+        replayed.push(e);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(
+        replayed,
+        vec![edit(1, 3, "x"), edit(1, 4, "still acknowledged")]
+    );
+}
+
+#[test]
+fn a_crashed_servers_log_is_listed_fenced_once_replayed_and_deleted_by_other_processes() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let root = Path::new(ROOT);
+    let (dead, _) = open(Arc::clone(&files), manual());
+    let written: Vec<WalEdit> = (1..=3).map(|i| edit(i, i, "r")).collect();
+    for e in &written {
+        write(&dead, e).unwrap();
+    }
+    let dead_log = dead.log_id();
+    crash(dead);
+    // A member server starts its own log beside it without touching it.
+    let claim = ObjectWal::claim(Arc::clone(&files), root).unwrap();
+    let member = ObjectWal::open_own(claim, manual()).unwrap();
+    write(&member, &edit(9, 1, "own")).unwrap();
+    assert_eq!(
+        list_logs(files.as_ref(), root).unwrap(),
+        vec![dead_log, member.log_id()]
+    );
+
+    // Replaying a log that may still be written is refused, naming it.
+    let err = replay_log(files.as_ref(), root, dead_log, |_| Ok(())).unwrap_err();
+    assert!(
+        matches!(&err, Error::WalFailed(m) if m.contains(&dead_log.to_string())),
+        "{err}"
+    );
+    assert!(matches!(
+        delete_log(files.as_ref(), root, dead_log),
+        Err(Error::WalFailed(_))
+    ));
+
+    fence_log(files.as_ref(), root, dead_log, 7).unwrap();
+    let before = files.list(&log_dir(root, dead_log)).unwrap();
+    fence_log(files.as_ref(), root, dead_log, 8).unwrap();
+    assert_eq!(
+        files.list(&log_dir(root, dead_log)).unwrap(),
+        before,
+        "fencing twice adds nothing"
+    );
+    let fence = read_object(files.as_ref(), before.last().unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!((fence.kind, fence.epoch), (Kind::Fence, 7));
+
+    let mut replayed = Vec::new();
+    let report = replay_log(files.as_ref(), root, dead_log, |e| {
+        replayed.push(e);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(replayed, written);
+    assert_eq!((report.segments, report.records), (3, 3));
+
+    delete_log(files.as_ref(), root, dead_log).unwrap();
+    assert_eq!(
+        list_logs(files.as_ref(), root).unwrap(),
+        vec![member.log_id()]
+    );
+    // Only the fence is left: the directory keeps the log id taken.
+    let left = files.list(&log_dir(root, dead_log)).unwrap();
+    assert_eq!(left, vec![before.last().unwrap().clone()]);
+    // The member's own log was never fenced.
+    write(&member, &edit(9, 2, "own")).unwrap();
+}
+
+#[test]
+fn a_deleted_log_still_fences_its_paused_writer_and_keeps_epochs_growing() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let root = Path::new(ROOT);
+    let (older, _) = open(Arc::clone(&files), manual());
+    let claim = ObjectWal::claim(Arc::clone(&files), root).unwrap();
+    let paused = ObjectWal::open_own(claim, manual()).unwrap();
+    write(&paused, &edit(1, 1, "a")).unwrap();
+    let paused_log = paused.log_id();
+    assert!(paused_log > older.log_id());
+
+    fence_log(files.as_ref(), root, paused_log, 50).unwrap();
+    delete_log(files.as_ref(), root, paused_log).unwrap();
+    // Fencing invariant W1: the paused writer's next number is still the fence.
+    let err = write(&paused, &edit(1, 2, "b")).unwrap_err();
+    assert!(matches!(err, Error::Fenced { epoch: 50, .. }), "{err}");
+    // Fencing invariant E1: the deleted log was the highest; the next claim
+    // still goes above it.
+    let next = ObjectWal::claim(Arc::clone(&files), root).unwrap();
+    assert!(next.fence().epoch() > paused_log);
+}
+
+#[test]
+fn replaying_an_ended_log_skips_a_batch_its_writer_voided() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let root = Path::new(ROOT);
+    let (wal, _) = open(Arc::clone(&files), manual());
+    let epoch = wal.log_id();
+    write(&wal, &edit(1, 1, "ok")).unwrap();
+    // A batch that landed although its publication was reported failed,
+    // then the void the repair writes after it.
+    let mut body = Vec::new();
+    format::encode_record(&edit(1, 2, "failed"), &mut body).unwrap();
+    publish(
+        files.as_ref(),
+        &object_path(root, epoch, 2),
+        &encode_object(Kind::Records, epoch, 1, &body),
+    )
+    .unwrap();
+    let mut voided = Vec::new();
+    coding::put_u64_le(&mut voided, 2);
+    publish(
+        files.as_ref(),
+        &object_path(root, epoch, 3),
+        &encode_object(Kind::Void, epoch, 0, &voided),
+    )
+    .unwrap();
+    crash(wal);
+    fence_log(files.as_ref(), root, epoch, epoch + 1).unwrap();
+    let mut replayed = Vec::new();
+    replay_log(files.as_ref(), root, epoch, |e| {
+        replayed.push(e);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(replayed, vec![edit(1, 1, "ok")]);
+}
+
+#[test]
+fn replaying_or_deleting_a_log_that_does_not_exist_is_an_error() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let root = Path::new(ROOT);
+    assert!(matches!(
+        replay_log(files.as_ref(), root, 42, |_| Ok(())),
+        Err(Error::WalFailed(_))
+    ));
+    assert!(matches!(
+        delete_log(files.as_ref(), root, 42),
+        Err(Error::WalFailed(_))
+    ));
+    assert!(list_logs(files.as_ref(), root).unwrap().is_empty());
 }
 
 #[test]
