@@ -32,6 +32,7 @@ pub mod filters;
 pub mod frame;
 pub mod master_service;
 pub mod meta;
+pub mod peer_service;
 pub mod proto;
 pub mod registry;
 pub mod scanners;
@@ -42,4 +43,5 @@ pub mod zk;
 
 pub use context::{Identity, RpcContext, RpcLimits};
 pub use error::RpcError;
+pub use peer_service::RpcRegionCaller;
 pub use server::{RpcConfig, RpcServer};
