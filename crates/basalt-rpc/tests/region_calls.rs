@@ -328,6 +328,44 @@ fn a_call_for_a_region_b_does_not_serve_refreshes_the_routes_and_succeeds() {
 }
 
 #[test]
+fn a_refresher_that_finds_the_new_server_only_later_is_asked_again() {
+    let (a, b) = pair();
+    let mut stale = b.region_info(b"m");
+    stale.id += 1_000_000;
+    publish_routes(&a, stale.clone(), &b.address);
+    // The catalog names the region's new server from the third read on;
+    // before that the refresher publishes the stale routes again.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let fresh = refresher(&a, &b, Arc::new(AtomicUsize::new(0)));
+    let locator = Arc::clone(a.db.locator());
+    let descriptor = a.db.table(TABLE).unwrap().descriptor();
+    let own = locator.table(TABLE).unwrap().routes()[0].clone();
+    let server = b.address.clone();
+    let counted = Arc::clone(&calls);
+    a.db.locator().set_refresher(Arc::new(move |table: &str| {
+        if counted.fetch_add(1, Ordering::SeqCst) >= 2 {
+            fresh(table);
+        } else {
+            locator.publish(Arc::new(TableLocation::with_routes(
+                descriptor.clone(),
+                true,
+                vec![
+                    own.clone(),
+                    RegionRoute::Remote {
+                        info: stale.clone(),
+                        server: server.clone(),
+                    },
+                ],
+            )));
+        }
+    }));
+    let t = a.db.table(TABLE).unwrap();
+    t.put(&put("zebra", "1")).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(b.value("zebra").as_deref(), Some(&b"1"[..]));
+}
+
+#[test]
 fn a_call_to_a_stopped_server_fails_naming_its_address() {
     let (a, mut b) = pair();
     let t = a.db.table(TABLE).unwrap();

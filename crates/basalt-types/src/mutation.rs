@@ -558,7 +558,7 @@ fn check_cell(
     cell: &Cell,
     allowed: impl Fn(CellType) -> bool,
 ) -> Result<()> {
-    if &cell.row != row {
+    if cell.row != row {
         return Err(Error::invalid(format!(
             "a {what} of row '{}' carries a cell of row '{}'",
             crate::cell::escape_bytes(row),

@@ -332,12 +332,23 @@ impl TableLocation {
     }
 
     /// Takes another location's descriptor, state and routes (a publish of
-    /// a table already known).
+    /// a table already known). Requests waiting for regions to move are
+    /// woken only when something changed: a refresher that publishes the
+    /// same routes again must not send them round at once.
     fn adopt(&self, other: &TableLocation) {
         self.set_descriptor(other.descriptor());
-        self.status
-            .store(other.status.load(Ordering::SeqCst), Ordering::SeqCst);
-        self.replace_routes(other.routes());
+        let status = other.status.load(Ordering::SeqCst);
+        let status_changed = self.status.swap(status, Ordering::SeqCst) != status;
+        let routes = other.routes();
+        let routes_changed = {
+            let mine = self.routes.read();
+            mine.len() != routes.len() || mine.iter().zip(&routes).any(|(a, b)| !same_route(a, b))
+        };
+        if routes_changed {
+            self.replace_routes(routes);
+        } else if status_changed {
+            self.announce_region_change();
+        }
     }
 
     /// The serving region with this id, if open in this process.
@@ -440,10 +451,25 @@ impl TableLocation {
         }
         let remote = route.server().is_some();
         match error {
-            Error::NotServingRegion(message) => {
-                if remote {
+            Error::NotServingRegion(message) if remote => {
+                let deadline = *deadline.get_or_insert_with(|| Instant::now() + HANDOVER_WAIT);
+                // The catalog may not name the new server yet (the master
+                // is still assigning the region): ask again, less and less
+                // often, until the routes change or the deadline passes.
+                let mut pause = Duration::from_millis(25);
+                loop {
                     self.refresh();
+                    let until = (Instant::now() + pause).min(deadline);
+                    if self.wait_for_change_until(epoch, until) {
+                        return Ok(());
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(Error::NotServingRegion(message));
+                    }
+                    pause = (pause * 2).min(Duration::from_secs(1));
                 }
+            }
+            Error::NotServingRegion(message) => {
                 let deadline = *deadline.get_or_insert_with(|| Instant::now() + HANDOVER_WAIT);
                 self.wait_for_region_change(epoch, deadline, message)
             }
@@ -497,16 +523,27 @@ impl TableLocation {
         deadline: Instant,
         message: String,
     ) -> Result<()> {
+        if self.wait_for_change_until(epoch, deadline) {
+            Ok(())
+        } else {
+            Err(Error::NotServingRegion(message))
+        }
+    }
+
+    /// Waits until the regions are no longer at `epoch` (true) or `until`
+    /// passes (false).
+    fn wait_for_change_until(&self, epoch: u64, until: Instant) -> bool {
         let mut guard = self.epoch_lock.lock();
         while self.region_epoch.load(Ordering::SeqCst) == epoch {
-            if Instant::now() >= deadline {
-                return Err(Error::NotServingRegion(message));
+            let now = Instant::now();
+            if now >= until {
+                return false;
             }
             // Bounded: a missed wake-up costs at most this.
-            self.regions_changed
-                .wait_for(&mut guard, Duration::from_millis(20));
+            let wait = (until - now).min(Duration::from_millis(20));
+            self.regions_changed.wait_for(&mut guard, wait);
         }
-        Ok(())
+        true
     }
 
     /// The serving region holding `row`.
@@ -550,6 +587,24 @@ impl TableLocation {
             .ok_or_else(|| {
                 Error::invalid(format!("no region of table {} holds the row", self.name))
             })
+    }
+}
+
+/// True when two routes lead to the same region on the same server.
+pub(crate) fn same_route(a: &RegionRoute, b: &RegionRoute) -> bool {
+    match (a, b) {
+        (RegionRoute::Local(a), RegionRoute::Local(b)) => Arc::ptr_eq(a, b),
+        (
+            RegionRoute::Remote {
+                info: a,
+                server: sa,
+            },
+            RegionRoute::Remote {
+                info: b,
+                server: sb,
+            },
+        ) => a == b && sa == sb,
+        _ => false,
     }
 }
 

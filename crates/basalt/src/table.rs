@@ -22,7 +22,7 @@ use basalt_types::{
     RowResult, Scan, TableDescriptor,
 };
 
-use crate::locator::{RegionRoute, TableLocation};
+use crate::locator::{same_route, RegionRoute, TableLocation};
 use crate::remote::{unexpected, RegionAnswer, RegionCall, RemoteError, ServerAddress};
 
 /// A handle for reads and writes on one table. Cheap to clone.
@@ -283,24 +283,6 @@ impl Table {
             cursor: Cursor::Start,
             rows_returned: 0,
         })
-    }
-}
-
-/// True when two routes lead to the same region on the same server.
-fn same_route(a: &RegionRoute, b: &RegionRoute) -> bool {
-    match (a, b) {
-        (RegionRoute::Local(a), RegionRoute::Local(b)) => Arc::ptr_eq(a, b),
-        (
-            RegionRoute::Remote {
-                info: a,
-                server: sa,
-            },
-            RegionRoute::Remote {
-                info: b,
-                server: sb,
-            },
-        ) => a.id == b.id && sa == sb,
-        _ => false,
     }
 }
 
