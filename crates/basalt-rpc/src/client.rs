@@ -3,7 +3,7 @@
 //! (preamble, connection header, framed calls, cell blocks).
 
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use basalt_types::Cell;
@@ -59,6 +59,34 @@ impl RpcClient {
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(io_error)?;
+        RpcClient::handshake(stream, service, cell_blocks)
+    }
+
+    /// Connects to `service` at `addr` within `timeout`; every later read
+    /// and write on the connection also gives up after `timeout`, so a
+    /// call to a server that stopped answering fails instead of hanging.
+    pub fn connect_timeout(
+        addr: &SocketAddr,
+        service: &str,
+        cell_blocks: bool,
+        timeout: Duration,
+    ) -> Result<RpcClient, RpcError> {
+        // A zero timeout means "none" to the socket calls: keep a bound.
+        let timeout = timeout.max(Duration::from_millis(1));
+        let stream = TcpStream::connect_timeout(addr, timeout).map_err(io_error)?;
+        stream.set_read_timeout(Some(timeout)).map_err(io_error)?;
+        stream.set_write_timeout(Some(timeout)).map_err(io_error)?;
+        // Region calls are small request/answer pairs: no Nagle delay.
+        stream.set_nodelay(true).map_err(io_error)?;
+        RpcClient::handshake(stream, service, cell_blocks)
+    }
+
+    /// Sends the preamble and the connection header.
+    fn handshake(
+        stream: TcpStream,
+        service: &str,
+        cell_blocks: bool,
+    ) -> Result<RpcClient, RpcError> {
         let mut client = RpcClient {
             stream,
             next_call: 1,
@@ -129,6 +157,21 @@ impl RpcClient {
         let mut body = vec![0u8; len];
         self.stream.read_exact(&mut body).map_err(io_error)?;
         frame::split_response(Bytes::from(body))
+    }
+
+    /// True when the server has not closed the connection (nor sent
+    /// anything unasked): an idle pooled connection is checked so before
+    /// a call goes on it. Never waits.
+    pub fn is_open(&self) -> bool {
+        if self.stream.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        let open = matches!(
+            self.stream.peek(&mut byte),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+        );
+        open && self.stream.set_nonblocking(false).is_ok()
     }
 
     /// True when answers carry cell blocks.

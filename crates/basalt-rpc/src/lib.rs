@@ -11,7 +11,8 @@
 //!    KeyValue codec).
 //! 3. `services`: find the method in the connection's service; run it on
 //!    the blocking pool (`client_service`, `master_service`,
-//!    `admin_service`, `registry`), `meta` answering for `hbase:meta`.
+//!    `admin_service`, `registry`; `peer_service` for region calls
+//!    between Basalt's own servers), `meta` answering for `hbase:meta`.
 //! 4. `server`: write the response header (with the exception, if any),
 //!    the answer and its cell block; calls on one connection are answered
 //!    in completion order, each tagged with its call id.
@@ -33,6 +34,7 @@ pub mod filters;
 pub mod frame;
 pub mod master_service;
 pub mod meta;
+pub mod peer_service;
 pub mod proto;
 pub mod registry;
 pub mod scanners;
@@ -47,4 +49,5 @@ pub use coordination::{
     SessionState,
 };
 pub use error::RpcError;
+pub use peer_service::RpcRegionCaller;
 pub use server::{RpcConfig, RpcServer};

@@ -3,7 +3,7 @@
 //! `DoNotRetryIOException` naming it (docs/native-rpc.md lists both).
 
 use crate::call::Method;
-use crate::{admin_service, client_service, master_service, registry};
+use crate::{admin_service, client_service, master_service, peer_service, registry};
 
 /// `ClientService`: reads, writes, scans, batches (region server).
 pub const CLIENT_SERVICE: &str = "ClientService";
@@ -14,14 +14,18 @@ pub const ADMIN_SERVICE: &str = "AdminService";
 /// `ClientMetaService`: how HBase 2.5+ clients find the cluster without
 /// ZooKeeper (cluster id, masters, meta location).
 pub const CLIENT_META_SERVICE: &str = "ClientMetaService";
+/// `BasaltRegionService`: region calls between Basalt's own region
+/// servers (docs/region-calls.md); HBase's clients never name it.
+pub const BASALT_REGION_SERVICE: &str = peer_service::SERVICE;
 
 /// Every service served, with its methods.
-pub fn services() -> [(&'static str, &'static [Method]); 4] {
+pub fn services() -> [(&'static str, &'static [Method]); 5] {
     [
         (CLIENT_SERVICE, client_service::METHODS),
         (MASTER_SERVICE, master_service::METHODS),
         (ADMIN_SERVICE, admin_service::METHODS),
         (CLIENT_META_SERVICE, registry::METHODS),
+        (BASALT_REGION_SERVICE, peer_service::METHODS),
     ]
 }
 

@@ -11,12 +11,17 @@ use std::cmp::Ordering;
 use std::fmt;
 
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 
 /// The timestamp HBase uses to mean "the server's current time".
 pub const LATEST_TIMESTAMP: i64 = i64::MAX;
 
 /// Type codes, with HBase's numeric values (they also travel in the WAL).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Serialised as the numeric code, so the encoding is HBase's and a code
+/// nobody knows fails to decode, naming it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "u8", try_from = "u8")]
 #[repr(u8)]
 pub enum CellType {
     /// A value.
@@ -71,6 +76,20 @@ impl CellType {
     }
 }
 
+impl From<CellType> for u8 {
+    fn from(t: CellType) -> u8 {
+        t.code()
+    }
+}
+
+impl TryFrom<u8> for CellType {
+    type Error = String;
+
+    fn try_from(code: u8) -> Result<CellType, String> {
+        CellType::from_code(code).ok_or_else(|| format!("unknown cell type code {code}"))
+    }
+}
+
 impl fmt::Display for CellType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -78,7 +97,7 @@ impl fmt::Display for CellType {
 }
 
 /// One cell: a value (or delete marker) at full coordinates.
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Cell {
     /// Row key.
     pub row: Bytes,

@@ -361,6 +361,119 @@ impl Error {
         }
     }
 
+    /// The text that, with [`Error::kind`], rebuilds this error in another
+    /// process through [`Error::from_kind`]: a one-text variant's text as
+    /// is; for the others their fields, one per line, in the order
+    /// `from_kind` documents.
+    pub fn kind_message(&self) -> String {
+        match self {
+            Error::InvalidArgument(m)
+            | Error::TableNotFound(m)
+            | Error::TableExists(m)
+            | Error::TableDisabled(m)
+            | Error::TableEnabled(m)
+            | Error::NamespaceNotFound(m)
+            | Error::NamespaceExists(m)
+            | Error::Constraint(m)
+            | Error::WalFailed(m)
+            | Error::Closed(m)
+            | Error::NotServingRegion(m)
+            | Error::RegionTooBusy(m) => m.clone(),
+            Error::NoSuchFamily { table, family } => format!("{table}\n{family}"),
+            Error::NotALong { len } => len.to_string(),
+            Error::FilterSyntax { position, message } => format!("{position}\n{message}"),
+            Error::Corruption {
+                path,
+                offset,
+                message,
+            } => format!("{offset}\n{}\n{message}", path.display()),
+            Error::Locked { path } => path.display().to_string(),
+            Error::Io { path, source } => format!("{}\n{source}", path.display()),
+            Error::Fenced { epoch, message } => format!("{epoch}\n{message}"),
+        }
+    }
+
+    /// The one place that turns a kind and a message back into an error
+    /// (an error that crossed a process boundary): the inverse of
+    /// [`Error::kind`] and [`Error::kind_message`]. One-text kinds take the
+    /// message whole. The others read their fields from its lines:
+    /// `NoSuchFamily` table, family; `NotALong` the length; `FilterSyntax`
+    /// position, message; `Corruption` offset, path, message; `Locked` the
+    /// path; `Io` path, message (the operating system's error kind is not
+    /// carried: `Other`); `Fenced` epoch, message. The last field takes the
+    /// rest of the text, and a number that does not read is 0 with the
+    /// whole text kept as the message, so nothing said is lost.
+    pub fn from_kind(kind: ErrorKind, message: impl Into<String>) -> Error {
+        let message: String = message.into();
+        // (number, rest) from "number\nrest"; (0, whole) when it does not read.
+        let numbered = |text: &str| -> (u64, String) {
+            match text.split_once('\n') {
+                Some((n, rest)) => match n.parse() {
+                    Ok(n) => (n, rest.to_string()),
+                    Err(_) => (0, text.to_string()),
+                },
+                None => (0, text.to_string()),
+            }
+        };
+        let split = |text: &str| -> (String, String) {
+            match text.split_once('\n') {
+                Some((a, b)) => (a.to_string(), b.to_string()),
+                None => (String::new(), text.to_string()),
+            }
+        };
+        match kind {
+            ErrorKind::InvalidArgument => Error::InvalidArgument(message),
+            ErrorKind::TableNotFound => Error::TableNotFound(message),
+            ErrorKind::TableExists => Error::TableExists(message),
+            ErrorKind::TableDisabled => Error::TableDisabled(message),
+            ErrorKind::TableEnabled => Error::TableEnabled(message),
+            ErrorKind::NamespaceNotFound => Error::NamespaceNotFound(message),
+            ErrorKind::NamespaceExists => Error::NamespaceExists(message),
+            ErrorKind::Constraint => Error::Constraint(message),
+            ErrorKind::WalUnavailable => Error::WalFailed(message),
+            ErrorKind::Closed => Error::Closed(message),
+            ErrorKind::NotServingRegion => Error::NotServingRegion(message),
+            ErrorKind::RegionTooBusy => Error::RegionTooBusy(message),
+            ErrorKind::NoSuchFamily => {
+                let (table, family) = split(&message);
+                Error::NoSuchFamily { table, family }
+            }
+            ErrorKind::NotALong => Error::NotALong {
+                len: message.trim().parse().unwrap_or(0),
+            },
+            ErrorKind::FilterSyntax => {
+                let (position, message) = numbered(&message);
+                Error::FilterSyntax {
+                    position: usize::try_from(position).unwrap_or(usize::MAX),
+                    message,
+                }
+            }
+            ErrorKind::Corruption => {
+                let (offset, rest) = numbered(&message);
+                let (path, message) = split(&rest);
+                Error::Corruption {
+                    path: PathBuf::from(path),
+                    offset,
+                    message,
+                }
+            }
+            ErrorKind::Locked => Error::Locked {
+                path: PathBuf::from(message),
+            },
+            ErrorKind::Io => {
+                let (path, message) = split(&message);
+                Error::Io {
+                    path: PathBuf::from(path),
+                    source: std::io::Error::other(message),
+                }
+            }
+            ErrorKind::Fenced => {
+                let (epoch, message) = numbered(&message);
+                Error::Fenced { epoch, message }
+            }
+        }
+    }
+
     /// The message without the kind's own prefix, for encodings that carry
     /// the kind separately: an invalid argument's text as the caller wrote
     /// it; every other kind's full message.
@@ -518,6 +631,67 @@ mod tests {
         assert_eq!(
             Error::TableNotFound("t".into()).detail(),
             "table not found: t"
+        );
+    }
+
+    #[test]
+    fn every_error_rebuilt_from_its_kind_and_message_reads_the_same() {
+        let errors = vec![
+            Error::invalid("bad"),
+            Error::TableNotFound("t".into()),
+            Error::TableExists("t".into()),
+            Error::TableDisabled("t".into()),
+            Error::TableEnabled("t".into()),
+            Error::NamespaceNotFound("n".into()),
+            Error::NamespaceExists("n".into()),
+            Error::Constraint("c".into()),
+            Error::NoSuchFamily {
+                table: "ns:t".into(),
+                family: "f\nwith a line".into(),
+            },
+            Error::NotALong { len: 3 },
+            Error::FilterSyntax {
+                position: 7,
+                message: "expected ')'".into(),
+            },
+            Error::Corruption {
+                path: PathBuf::from("/data/t/1/f/2.sf"),
+                offset: 4096,
+                message: "checksum\nmismatch".into(),
+            },
+            Error::Locked {
+                path: PathBuf::from("/data/LOCK"),
+            },
+            Error::WalFailed("disk full".into()),
+            Error::io(
+                "10.0.0.1:16020",
+                std::io::Error::other("connection refused"),
+            ),
+            Error::Closed("database /d".into()),
+            Error::NotServingRegion("r".into()),
+            Error::RegionTooBusy("r".into()),
+            Error::Fenced {
+                epoch: 9,
+                message: "epoch 8 met 9".into(),
+            },
+        ];
+        for error in errors {
+            let back = Error::from_kind(error.kind(), error.kind_message());
+            assert_eq!(back.kind(), error.kind());
+            assert_eq!(back.to_string(), error.to_string());
+        }
+    }
+
+    #[test]
+    fn a_message_whose_number_does_not_read_is_kept_whole() {
+        let e = Error::from_kind(ErrorKind::Fenced, "no number here");
+        assert_eq!(
+            e.to_string(),
+            Error::Fenced {
+                epoch: 0,
+                message: "no number here".into()
+            }
+            .to_string()
         );
     }
 

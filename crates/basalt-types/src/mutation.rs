@@ -6,6 +6,7 @@
 //! is applied.
 
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 
 use crate::cell::{Cell, CellType, LATEST_TIMESTAMP};
 use crate::error::{Error, Result};
@@ -15,7 +16,9 @@ use crate::query::TimeRange;
 /// How a mutation reaches the write-ahead log before it is acknowledged.
 /// Ordered from weakest to strongest, so `max` picks what a group of
 /// mutations must wait for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord, Serialize, Deserialize,
+)]
 pub enum Durability {
     /// Not logged: lost on a crash until the memstore is flushed.
     SkipWal,
@@ -53,8 +56,10 @@ pub fn validate_timestamp(ts: i64) -> Result<()> {
     Ok(())
 }
 
-/// Writes one or more cells to a row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Writes one or more cells to a row. Decoding checks that every cell is
+/// a value of the put's row, as the builder guarantees.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "PutFields")]
 pub struct Put {
     row: Bytes,
     timestamp: i64,
@@ -138,7 +143,10 @@ impl Put {
 ///
 /// With no entries added, the whole row is deleted: one DeleteFamily marker
 /// per family, at the delete's timestamp.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Decoding checks that every marker is a delete marker of the row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "DeleteFields")]
 pub struct Delete {
     row: Bytes,
     timestamp: i64,
@@ -269,7 +277,7 @@ impl Delete {
 }
 
 /// Adds deltas to 8-byte big-endian counters, atomically per row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Increment {
     row: Bytes,
     columns: Vec<(Bytes, Bytes, i64)>,
@@ -316,7 +324,7 @@ impl Increment {
 }
 
 /// Appends bytes to the latest value of columns, atomically per row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Append {
     row: Bytes,
     columns: Vec<(Bytes, Bytes, Bytes)>,
@@ -364,7 +372,7 @@ impl Append {
 }
 
 /// A put or a delete: the parts of a [`RowMutations`] or a batch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Mutation {
     /// A put.
     Put(Put),
@@ -402,8 +410,10 @@ impl From<Delete> for Mutation {
     }
 }
 
-/// Puts and deletes on one row, applied together atomically.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Puts and deletes on one row, applied together atomically. Decoding
+/// checks that every mutation is on the row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RowMutationsFields")]
 pub struct RowMutations {
     row: Bytes,
     mutations: Vec<Mutation>,
@@ -455,7 +465,7 @@ impl RowMutations {
 }
 
 /// What a [`CheckAndMutate`] tests before it applies its mutations.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Condition {
     /// The column has no visible value.
     Absent,
@@ -470,8 +480,9 @@ pub enum Condition {
 }
 
 /// Tests one column's latest value and applies mutations if the test holds,
-/// atomically.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// atomically. Decoding checks that the mutations are on the checked row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "CheckAndMutateFields")]
 pub struct CheckAndMutate {
     /// The row (the mutations must be on it too).
     pub row: Bytes,
@@ -533,6 +544,130 @@ impl CheckAndMutate {
     pub fn then(mut self, mutation: impl Into<Mutation>) -> Result<Self> {
         self.mutations = self.mutations.add(mutation)?;
         Ok(self)
+    }
+}
+
+// Decoding: each structure whose builder keeps an invariant is read into
+// its fields first (same names and order as the derived encoding), then
+// checked; the error names the row and what broke.
+
+/// A decoded cell that must belong to `row` and be of an allowed type.
+fn check_cell(
+    what: &str,
+    row: &Bytes,
+    cell: &Cell,
+    allowed: impl Fn(CellType) -> bool,
+) -> Result<()> {
+    if cell.row != row {
+        return Err(Error::invalid(format!(
+            "a {what} of row '{}' carries a cell of row '{}'",
+            crate::cell::escape_bytes(row),
+            crate::cell::escape_bytes(&cell.row)
+        )));
+    }
+    if !allowed(cell.cell_type) {
+        return Err(Error::invalid(format!(
+            "a {what} of row '{}' carries a {} cell",
+            crate::cell::escape_bytes(row),
+            cell.cell_type
+        )));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct PutFields {
+    row: Bytes,
+    timestamp: i64,
+    cells: Vec<Cell>,
+    durability: Durability,
+}
+
+impl TryFrom<PutFields> for Put {
+    type Error = Error;
+
+    fn try_from(f: PutFields) -> Result<Put> {
+        for cell in &f.cells {
+            check_cell("put", &f.row, cell, |t| t == CellType::Put)?;
+        }
+        Ok(Put {
+            row: f.row,
+            timestamp: f.timestamp,
+            cells: f.cells,
+            durability: f.durability,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct DeleteFields {
+    row: Bytes,
+    timestamp: i64,
+    markers: Vec<Cell>,
+    durability: Durability,
+}
+
+impl TryFrom<DeleteFields> for Delete {
+    type Error = Error;
+
+    fn try_from(f: DeleteFields) -> Result<Delete> {
+        for cell in &f.markers {
+            check_cell("delete", &f.row, cell, CellType::is_delete)?;
+        }
+        Ok(Delete {
+            row: f.row,
+            timestamp: f.timestamp,
+            markers: f.markers,
+            durability: f.durability,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct RowMutationsFields {
+    row: Bytes,
+    mutations: Vec<Mutation>,
+}
+
+impl TryFrom<RowMutationsFields> for RowMutations {
+    type Error = Error;
+
+    fn try_from(f: RowMutationsFields) -> Result<RowMutations> {
+        f.mutations
+            .into_iter()
+            .try_fold(RowMutations::new(f.row), RowMutations::add)
+    }
+}
+
+#[derive(Deserialize)]
+struct CheckAndMutateFields {
+    row: Bytes,
+    family: Bytes,
+    qualifier: Bytes,
+    condition: Condition,
+    time_range: TimeRange,
+    mutations: RowMutations,
+}
+
+impl TryFrom<CheckAndMutateFields> for CheckAndMutate {
+    type Error = Error;
+
+    fn try_from(f: CheckAndMutateFields) -> Result<CheckAndMutate> {
+        if f.mutations.row() != &f.row {
+            return Err(Error::invalid(format!(
+                "a check-and-mutate of row '{}' carries mutations of row '{}'",
+                crate::cell::escape_bytes(&f.row),
+                crate::cell::escape_bytes(f.mutations.row())
+            )));
+        }
+        Ok(CheckAndMutate {
+            row: f.row,
+            family: f.family,
+            qualifier: f.qualifier,
+            condition: f.condition,
+            time_range: f.time_range,
+            mutations: f.mutations,
+        })
     }
 }
 

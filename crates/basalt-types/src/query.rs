@@ -4,13 +4,16 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 
 use crate::cell::Cell;
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 
-/// A half-open time range `[min, max)` in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A half-open time range `[min, max)` in milliseconds. Decoding checks
+/// the bounds as [`TimeRange::new`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "TimeRangeFields")]
 pub struct TimeRange {
     /// Inclusive lower bound.
     pub min: i64,
@@ -58,6 +61,21 @@ impl TimeRange {
     }
 }
 
+/// A time range as decoded, before its bounds are checked.
+#[derive(Deserialize)]
+struct TimeRangeFields {
+    min: i64,
+    max: i64,
+}
+
+impl TryFrom<TimeRangeFields> for TimeRange {
+    type Error = Error;
+
+    fn try_from(fields: TimeRangeFields) -> Result<TimeRange> {
+        TimeRange::new(fields.min, fields.max)
+    }
+}
+
 impl Default for TimeRange {
     fn default() -> Self {
         TimeRange::all()
@@ -66,9 +84,43 @@ impl Default for TimeRange {
 
 /// Which columns a read returns: family -> `None` for the whole family, or
 /// the set of qualifiers. Empty means every family.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Serialised as a list of `(family, qualifiers)` pairs: byte-string keys
+/// are not map keys in every encoding (JSON's must be text).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "ColumnSelectionFields", into = "ColumnSelectionFields")]
 pub struct ColumnSelection {
     families: BTreeMap<Bytes, Option<BTreeSet<Bytes>>>,
+}
+
+/// A column selection as it travels.
+#[derive(Serialize, Deserialize)]
+struct ColumnSelectionFields {
+    families: Vec<(Bytes, Option<Vec<Bytes>>)>,
+}
+
+impl From<ColumnSelection> for ColumnSelectionFields {
+    fn from(s: ColumnSelection) -> Self {
+        ColumnSelectionFields {
+            families: s
+                .families
+                .into_iter()
+                .map(|(f, q)| (f, q.map(|q| q.into_iter().collect())))
+                .collect(),
+        }
+    }
+}
+
+impl From<ColumnSelectionFields> for ColumnSelection {
+    fn from(f: ColumnSelectionFields) -> Self {
+        ColumnSelection {
+            families: f
+                .families
+                .into_iter()
+                .map(|(f, q)| (f, q.map(|q| q.into_iter().collect())))
+                .collect(),
+        }
+    }
 }
 
 impl ColumnSelection {
@@ -127,7 +179,7 @@ impl ColumnSelection {
 }
 
 /// Reads one row.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Get {
     /// The row.
     pub row: Bytes,
@@ -195,7 +247,7 @@ impl Get {
 /// Forward scans run from `start_row` (inclusive) to `stop_row` (exclusive).
 /// Reversed scans run from `start_row` (inclusive, the high end) down to
 /// `stop_row` (exclusive, the low end). Empty bounds are open.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scan {
     /// First row (inclusive); empty for the table's start (or end, reversed).
     pub start_row: Bytes,
@@ -354,7 +406,7 @@ pub fn prefix_successor(prefix: &[u8]) -> Bytes {
 
 /// The cells returned for one row (or one batch of a wide row), in KeyValue
 /// order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowResult {
     /// The row key (empty for an empty result).
     pub row: Bytes,

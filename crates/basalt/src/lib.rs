@@ -42,7 +42,9 @@ mod locator;
 mod maintenance;
 mod master;
 mod options;
+mod region_calls;
 mod region_server;
+pub mod remote;
 mod split;
 mod table;
 
@@ -50,10 +52,12 @@ pub use admin::{Admin, AdminReply, AdminRequest};
 pub use catalog::catalog_file;
 pub use database::{Database, DatabaseBuilder, RegionState, RegionSummary, TableInfo};
 pub use gateways::Gateway;
-pub use locator::{RegionLocator, TableLocation};
+pub use locator::{RegionLocator, RegionRoute, RouteRefresher, TableLocation};
 pub use master::{FamilyChange, Master};
 pub use options::{Options, RegionSplitPolicy};
+pub use region_calls::{REGION_CALL_MAX_ROWS, REGION_CALL_SCANNER_CAP, REGION_CALL_SCANNER_LEASE};
 pub use region_server::{RecoveryReport, RegionAssignment, RegionServer, RegionSpec, WalPlacement};
+pub use remote::{RegionAnswer, RegionCall, RegionCaller, RemoteError, ServerAddress};
 pub use split::{validate_split_keys, SplitAlgorithm};
 pub use table::{Scanner, Table};
 

@@ -5,26 +5,98 @@
 //! the new locations and routes the request again, as HBase's client
 //! re-reads `hbase:meta` and retries.
 //!
-//! In one process a location is the region itself (`Arc<Region>`); the
-//! master publishes changes here when it commits them to the catalog
-//! ([`RegionLocator::publish`], [`TableLocation::swap_regions`]). A gateway
-//! in a later cluster mode keeps the same interface over locations read
-//! from the catalog and answered by remote region servers.
+//! A location is a [`RegionRoute`]: in one process always the region
+//! itself (`RegionRoute::Local`, an `Arc<Region>` called directly); in a
+//! cluster, a region open on another server (`RegionRoute::Remote`), which
+//! the table reaches through the [`RegionCaller`] installed here
+//! (`remote.rs`). The master publishes changes when it commits them to
+//! the catalog ([`RegionLocator::publish`], [`TableLocation::swap_regions`]);
+//! the cluster layer publishes routes read from the catalog
+//! ([`TableLocation::with_routes`]) and, asked through the refresher, again
+//! when a remote server says a region moved.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use basalt_engine::Region;
-use basalt_types::{Error, Result, TableDescriptor};
+use basalt_engine::{Region, RegionInfo};
+use basalt_types::{Error, ErrorKind, Result, TableDescriptor};
+
+use crate::region_calls::ServedScanners;
+use crate::remote::{RegionAnswer, RegionCall, RegionCaller, ServerAddress};
+
+/// Where one region of a table is served.
+#[derive(Debug, Clone)]
+pub enum RegionRoute {
+    /// Open in this process: called directly.
+    Local(Arc<Region>),
+    /// Open on another region server: reached by region calls.
+    Remote {
+        /// The region's identity and key range.
+        info: RegionInfo,
+        /// The server that has it open.
+        server: ServerAddress,
+    },
+}
+
+impl RegionRoute {
+    /// The region's identity and key range.
+    pub fn info(&self) -> &RegionInfo {
+        match self {
+            RegionRoute::Local(region) => region.info(),
+            RegionRoute::Remote { info, .. } => info,
+        }
+    }
+
+    /// The region, when it is open in this process.
+    pub fn local(&self) -> Option<&Arc<Region>> {
+        match self {
+            RegionRoute::Local(region) => Some(region),
+            RegionRoute::Remote { .. } => None,
+        }
+    }
+
+    /// The server, when the region is open on another one.
+    pub fn server(&self) -> Option<&ServerAddress> {
+        match self {
+            RegionRoute::Local(_) => None,
+            RegionRoute::Remote { server, .. } => Some(server),
+        }
+    }
+}
+
+/// Called with a table's name when its routes turned out stale.
+pub type RouteRefresher = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What remote routes need, shared by the locator and every table it
+/// published: the caller and the refresher the cluster layer installed.
+#[derive(Default)]
+struct RemoteHooks {
+    caller: OnceLock<Arc<dyn RegionCaller>>,
+    refresher: RwLock<Option<RouteRefresher>>,
+}
+
+impl std::fmt::Debug for RemoteHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteHooks")
+            .field("caller", &self.caller.get())
+            .field("refresher", &self.refresher.read().is_some())
+            .finish()
+    }
+}
 
 /// Where every table's regions are: the client role.
 #[derive(Debug, Default)]
 pub struct RegionLocator {
     tables: RwLock<BTreeMap<String, Arc<TableLocation>>>,
+    hooks: Arc<RemoteHooks>,
+    /// The serving half of region calls: scanners other servers opened
+    /// here (`region_calls.rs`). Kept beside the caller so one object holds
+    /// this process's part of the protocol.
+    pub(crate) served: ServedScanners,
 }
 
 impl RegionLocator {
@@ -61,14 +133,51 @@ impl RegionLocator {
             .collect()
     }
 
-    /// The region serving `row` of `table`.
+    /// The region serving `row` of `table` when it is open in this
+    /// process; `NotServingRegion` when another server has it.
     pub fn locate(&self, table: &str, row: &[u8]) -> Result<Arc<Region>> {
         self.table(table)?.region_for(row)
     }
 
-    /// Makes a table's locations known (a new table, or at start-up).
+    /// Where the region holding `row` of `table` is served.
+    pub fn route(&self, table: &str, row: &[u8]) -> Result<RegionRoute> {
+        self.table(table)?.route_for(row)
+    }
+
+    /// Makes a table's locations known: a new table, start-up, or (the
+    /// cluster layer, after a catalog change) new routes of a known table.
+    /// A known table keeps its `TableLocation`, which takes the new one's
+    /// descriptor, state and routes, so handles already given out see them
+    /// and requests waiting for a region to move wake up.
     pub fn publish(&self, location: Arc<TableLocation>) {
-        self.tables.write().insert(location.name.clone(), location);
+        let mut tables = self.tables.write();
+        match tables.get(&location.name) {
+            Some(known) if !Arc::ptr_eq(known, &location) => known.adopt(&location),
+            _ => {
+                let _ = location.hooks.set(Arc::clone(&self.hooks));
+                tables.insert(location.name.clone(), location);
+            }
+        }
+    }
+
+    /// Installs the caller that carries region calls to other servers.
+    /// Once: a second call is refused (a caller may hold connections that
+    /// calls in flight use).
+    pub fn set_caller(&self, caller: Arc<dyn RegionCaller>) -> Result<()> {
+        self.hooks
+            .caller
+            .set(caller)
+            .map_err(|_| Error::invalid("the locator's region caller is set already"))
+    }
+
+    /// Installs what is called, with the table's name, when a remote
+    /// server answers that it does not serve a region (it moved) or cannot
+    /// be reached: it should re-read the catalog and [`publish`] fresh
+    /// routes, before returning or soon after. Replaces an earlier one.
+    ///
+    /// [`publish`]: RegionLocator::publish
+    pub fn set_refresher(&self, refresher: RouteRefresher) {
+        *self.hooks.refresher.write() = Some(refresher);
     }
 
     /// Forgets a table (dropped); its handles answer `TableNotFound`.
@@ -98,7 +207,9 @@ pub struct TableLocation {
     descriptor: RwLock<TableDescriptor>,
     status: AtomicU8,
     /// Sorted by start key; they cover the key space without gaps.
-    regions: RwLock<Vec<Arc<Region>>>,
+    routes: RwLock<Vec<RegionRoute>>,
+    /// The locator's caller and refresher, set when it is published.
+    hooks: OnceLock<Arc<RemoteHooks>>,
     /// Bumped whenever the regions change (or a hand-over is abandoned):
     /// requests refused by a closing region wait for it to move. Every
     /// write reads it, so it is an atomic; the mutex only pairs with the
@@ -117,12 +228,29 @@ impl TableLocation {
         enabled: bool,
         regions: Vec<Arc<Region>>,
     ) -> Self {
-        debug_assert!(covers_key_space(&regions));
+        TableLocation::with_routes(
+            descriptor,
+            enabled,
+            regions.into_iter().map(RegionRoute::Local).collect(),
+        )
+    }
+
+    /// A table's locations with each region's route: what the cluster
+    /// layer builds from the catalog (local for regions open here, remote
+    /// for the others) and hands to [`RegionLocator::publish`]. The routes
+    /// must be sorted by start key and cover the key space without gaps.
+    pub fn with_routes(
+        descriptor: TableDescriptor,
+        enabled: bool,
+        routes: Vec<RegionRoute>,
+    ) -> Self {
+        debug_assert!(covers_key_space(&routes));
         TableLocation {
             name: descriptor.name().to_string(),
             descriptor: RwLock::new(descriptor),
             status: AtomicU8::new(if enabled { ENABLED } else { DISABLED }),
-            regions: RwLock::new(regions),
+            routes: RwLock::new(routes),
+            hooks: OnceLock::new(),
             region_epoch: AtomicU64::new(0),
             epoch_lock: Mutex::new(()),
             regions_changed: Condvar::new(),
@@ -181,43 +309,87 @@ impl TableLocation {
         self.status.store(CLOSED, Ordering::SeqCst);
     }
 
-    /// The serving region with this id.
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Every region's route, in key order.
+    pub fn routes(&self) -> Vec<RegionRoute> {
+        self.routes.read().clone()
+    }
+
+    /// Replaces every route (sorted by start key, covering the key space)
+    /// and wakes requests waiting for regions to move.
+    pub fn replace_routes(&self, routes: Vec<RegionRoute>) {
+        debug_assert!(
+            covers_key_space(&routes),
+            "routes of {} must cover the key space",
+            self.name
+        );
+        *self.routes.write() = routes;
+        self.announce_region_change();
+    }
+
+    /// Takes another location's descriptor, state and routes (a publish of
+    /// a table already known). Requests waiting for regions to move are
+    /// woken only when something changed: a refresher that publishes the
+    /// same routes again must not send them round at once.
+    fn adopt(&self, other: &TableLocation) {
+        self.set_descriptor(other.descriptor());
+        let status = other.status.load(Ordering::SeqCst);
+        let status_changed = self.status.swap(status, Ordering::SeqCst) != status;
+        let routes = other.routes();
+        let routes_changed = {
+            let mine = self.routes.read();
+            mine.len() != routes.len() || mine.iter().zip(&routes).any(|(a, b)| !same_route(a, b))
+        };
+        if routes_changed {
+            self.replace_routes(routes);
+        } else if status_changed {
+            self.announce_region_change();
+        }
+    }
+
+    /// The serving region with this id, if open in this process.
     pub(crate) fn region_by_id(&self, id: u64) -> Option<Arc<Region>> {
-        self.regions
+        self.routes
             .read()
             .iter()
+            .filter_map(RegionRoute::local)
             .find(|r| r.info().id == id)
             .cloned()
     }
 
+    /// The regions open in this process, in key order (all of them in one
+    /// process; those of this server in a cluster).
     pub(crate) fn regions(&self) -> Vec<Arc<Region>> {
-        self.regions.read().clone()
+        self.routes
+            .read()
+            .iter()
+            .filter_map(RegionRoute::local)
+            .cloned()
+            .collect()
     }
 
     pub(crate) fn replace_regions(&self, regions: Vec<Arc<Region>>) {
-        debug_assert!(
-            covers_key_space(&regions),
-            "regions of {} must cover the key space",
-            self.name
-        );
-        *self.regions.write() = regions;
-        self.announce_region_change();
+        self.replace_routes(regions.into_iter().map(RegionRoute::Local).collect());
     }
 
     /// Puts `replacements` in the place of the regions with ids `old`
     /// (adjacent ones), keeping the key order.
     pub(crate) fn swap_regions(&self, old: &[u64], replacements: Vec<Arc<Region>>) {
         {
-            let mut regions = self.regions.write();
-            let Some(at) = regions.iter().position(|r| old.contains(&r.info().id)) else {
+            let mut routes = self.routes.write();
+            let Some(at) = routes.iter().position(|r| old.contains(&r.info().id)) else {
                 return;
             };
-            regions.retain(|r| !old.contains(&r.info().id));
-            let tail = regions.split_off(at);
-            regions.extend(replacements);
-            regions.extend(tail);
+            routes.retain(|r| !old.contains(&r.info().id));
+            let tail = routes.split_off(at);
+            routes.extend(replacements.into_iter().map(RegionRoute::Local));
+            routes.extend(tail);
             debug_assert!(
-                covers_key_space(&regions),
+                covers_key_space(&routes),
                 "a hand-over of {} must leave its key space covered",
                 self.name
             );
@@ -234,20 +406,115 @@ impl TableLocation {
         self.regions_changed.notify_all();
     }
 
-    /// Runs `op` on the region owning `row`, routing it again while a
-    /// region refuses it because it is handing its rows over.
-    pub(crate) fn on_region<T>(&self, row: &[u8], op: impl Fn(&Region) -> Result<T>) -> Result<T> {
-        let deadline = Instant::now() + HANDOVER_WAIT;
+    /// Runs `op` on the route of `row`, routing it again while a region
+    /// refuses it because it is handing its rows over or has moved.
+    pub(crate) fn on_route<T>(
+        &self,
+        row: &[u8],
+        op: impl Fn(&RegionRoute) -> Result<T>,
+    ) -> Result<T> {
+        // Taken at the first refusal only: the common path reads no clock.
+        let mut deadline = None;
         loop {
             let epoch = self.region_epoch.load(Ordering::SeqCst);
-            let region = self.region_for(row)?;
-            match op(&region) {
-                Err(Error::NotServingRegion(m)) => {
-                    self.wait_for_region_change(epoch, deadline, m)?
-                }
-                other => return other,
+            let route = self.route_for(row)?;
+            match op(&route) {
+                Err(e) => self.after_failure(&route, epoch, &mut deadline, e)?,
+                ok => return ok,
             }
         }
+    }
+
+    /// Decides what follows a failed request on `route`, sent when the
+    /// regions were at `epoch`: `Ok` to route it again, or the error to
+    /// return.
+    ///
+    /// - `NotServingRegion`: the region is handing its rows over (local) or
+    ///   has moved (remote: the refresher is asked for fresh routes); wait
+    ///   for the routes to change until the hand-over deadline.
+    /// - A transport failure on a remote route (`Io`): ask for fresh
+    ///   routes; route again if they changed, else fail now with the
+    ///   error, which names the server (waiting would only hold the
+    ///   caller: the caller's own timeout has passed already).
+    /// - Anything else is the answer.
+    pub(crate) fn after_failure(
+        &self,
+        route: &RegionRoute,
+        epoch: u64,
+        deadline: &mut Option<Instant>,
+        error: Error,
+    ) -> Result<()> {
+        // A memory-only attempt must neither refresh nor wait: the gateway
+        // runs it again on its blocking pool.
+        if basalt_engine::read_tier::is_memory_only() {
+            return Err(error);
+        }
+        let remote = route.server().is_some();
+        match error {
+            Error::NotServingRegion(message) if remote => {
+                let deadline = *deadline.get_or_insert_with(|| Instant::now() + HANDOVER_WAIT);
+                // The catalog may not name the new server yet (the master
+                // is still assigning the region): ask again, less and less
+                // often, until the routes change or the deadline passes.
+                let mut pause = Duration::from_millis(25);
+                loop {
+                    self.refresh();
+                    let until = (Instant::now() + pause).min(deadline);
+                    if self.wait_for_change_until(epoch, until) {
+                        return Ok(());
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(Error::NotServingRegion(message));
+                    }
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+            Error::NotServingRegion(message) => {
+                let deadline = *deadline.get_or_insert_with(|| Instant::now() + HANDOVER_WAIT);
+                self.wait_for_region_change(epoch, deadline, message)
+            }
+            error if remote && error.kind() == ErrorKind::Io => {
+                self.refresh();
+                if self.region_epoch.load(Ordering::SeqCst) != epoch {
+                    Ok(())
+                } else {
+                    Err(error)
+                }
+            }
+            error => Err(error),
+        }
+    }
+
+    /// Asks the cluster layer for fresh routes of this table.
+    pub(crate) fn refresh(&self) {
+        let refresher = self.hooks.get().and_then(|h| h.refresher.read().clone());
+        if let Some(refresh) = refresher {
+            refresh(&self.name);
+        }
+    }
+
+    /// Sends `call` about `info`'s region to `server`.
+    pub(crate) fn call_remote(
+        &self,
+        info: &RegionInfo,
+        server: &ServerAddress,
+        call: RegionCall,
+    ) -> Result<RegionAnswer> {
+        // A call to another server is this path's file read: a gateway's
+        // memory-only attempt hands it to the blocking pool instead.
+        basalt_engine::read_tier::before_file_read(std::path::Path::new(&server.to_string()))?;
+        let caller = self
+            .hooks
+            .get()
+            .and_then(|h| h.caller.get())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "region {} of table {} is served by {server}, and this process has no \
+                     region caller to reach it (RegionLocator::set_caller)",
+                    info.id, self.name
+                ))
+            })?;
+        caller.call(server, &self.name, info.id, call)
     }
 
     pub(crate) fn wait_for_region_change(
@@ -256,16 +523,27 @@ impl TableLocation {
         deadline: Instant,
         message: String,
     ) -> Result<()> {
+        if self.wait_for_change_until(epoch, deadline) {
+            Ok(())
+        } else {
+            Err(Error::NotServingRegion(message))
+        }
+    }
+
+    /// Waits until the regions are no longer at `epoch` (true) or `until`
+    /// passes (false).
+    fn wait_for_change_until(&self, epoch: u64, until: Instant) -> bool {
         let mut guard = self.epoch_lock.lock();
         while self.region_epoch.load(Ordering::SeqCst) == epoch {
-            if Instant::now() >= deadline {
-                return Err(Error::NotServingRegion(message));
+            let now = Instant::now();
+            if now >= until {
+                return false;
             }
             // Bounded: a missed wake-up costs at most this.
-            self.regions_changed
-                .wait_for(&mut guard, Duration::from_millis(20));
+            let wait = (until - now).min(Duration::from_millis(20));
+            self.regions_changed.wait_for(&mut guard, wait);
         }
-        Ok(())
+        true
     }
 
     /// The serving region holding `row`.
@@ -282,15 +560,27 @@ impl TableLocation {
         }
     }
 
-    /// The region owning `row`.
+    /// The region owning `row`, when it is open in this process;
+    /// `NotServingRegion` naming the server when another one has it.
     pub(crate) fn region_for(&self, row: &[u8]) -> Result<Arc<Region>> {
+        match self.route_for(row)? {
+            RegionRoute::Local(region) => Ok(region),
+            RegionRoute::Remote { info, server } => Err(Error::NotServingRegion(format!(
+                "region {} of table {} is served by {server}, not by this process",
+                info.id, self.name
+            ))),
+        }
+    }
+
+    /// The route of the region owning `row`.
+    pub(crate) fn route_for(&self, row: &[u8]) -> Result<RegionRoute> {
         self.check_serving()?;
-        let regions = self.regions.read();
+        let routes = self.routes.read();
         // The last region whose start key is <= row.
-        let index = regions
+        let index = routes
             .partition_point(|r| &r.info().start_key[..] <= row)
             .saturating_sub(1);
-        regions
+        routes
             .get(index)
             .filter(|r| r.info().contains(row))
             .cloned()
@@ -300,11 +590,29 @@ impl TableLocation {
     }
 }
 
-/// The key-space invariant of the catalog, over live regions: a table's
-/// region list is only ever swapped whole, so every change can be checked.
-fn covers_key_space(regions: &[Arc<Region>]) -> bool {
+/// True when two routes lead to the same region on the same server.
+pub(crate) fn same_route(a: &RegionRoute, b: &RegionRoute) -> bool {
+    match (a, b) {
+        (RegionRoute::Local(a), RegionRoute::Local(b)) => Arc::ptr_eq(a, b),
+        (
+            RegionRoute::Remote {
+                info: a,
+                server: sa,
+            },
+            RegionRoute::Remote {
+                info: b,
+                server: sb,
+            },
+        ) => a == b && sa == sb,
+        _ => false,
+    }
+}
+
+/// The key-space invariant of the catalog, over live routes: a table's
+/// route list is only ever swapped whole, so every change can be checked.
+fn covers_key_space(routes: &[RegionRoute]) -> bool {
     crate::catalog::covers_key_space(
-        regions
+        routes
             .iter()
             .map(|r| (&r.info().start_key[..], &r.info().end_key[..])),
     )

@@ -1,27 +1,49 @@
 //! Table handles: reads and writes routed to the region owning each row.
+//!
+//! Each request finds its row's route in the table's location. A local
+//! route calls the region directly (one process: no serialisation, no
+//! copy); a remote one sends a region call to the server that has the
+//! region open (`remote.rs`). Either way the request is routed again while
+//! a region refuses it because its rows moved (`TableLocation::on_route`).
 
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 
 use basalt_engine::region::scan_range;
 use basalt_engine::scan::{RegionScanner, RowRange};
-use basalt_engine::Region;
+use basalt_engine::{Region, RegionInfo};
 use basalt_types::filter::CellFilter;
 use basalt_types::{
     Append, CheckAndMutate, Delete, Error, Get, Increment, Mutation, Put, Result, RowMutations,
     RowResult, Scan, TableDescriptor,
 };
 
-use crate::locator::{TableLocation, HANDOVER_WAIT};
+use crate::locator::{same_route, RegionRoute, TableLocation};
+use crate::remote::{unexpected, RegionAnswer, RegionCall, RemoteError, ServerAddress};
 
 /// A handle for reads and writes on one table. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Table {
     state: Arc<TableLocation>,
+}
+
+/// What a remote answer must be for each kind of call.
+fn expect_done(server: &ServerAddress, call: &str, answer: RegionAnswer) -> Result<()> {
+    match answer {
+        RegionAnswer::Done => Ok(()),
+        other => Err(unexpected(server, call, &other)),
+    }
+}
+
+fn expect_row(server: &ServerAddress, call: &str, answer: RegionAnswer) -> Result<RowResult> {
+    match answer {
+        RegionAnswer::Row(row) => Ok(row),
+        other => Err(unexpected(server, call, &other)),
+    }
 }
 
 impl Table {
@@ -39,10 +61,36 @@ impl Table {
         self.state.descriptor()
     }
 
+    /// Runs a request on the route of `row`: `local` on a region here, or
+    /// the call `remote` builds, sent to the server, its answer read by
+    /// `answer`.
+    fn route<T>(
+        &self,
+        row: &[u8],
+        local: impl Fn(&Region) -> Result<T>,
+        remote: impl Fn() -> RegionCall,
+        answer: impl Fn(&ServerAddress, &str, RegionAnswer) -> Result<T>,
+    ) -> Result<T> {
+        self.state.on_route(row, |route| match route {
+            RegionRoute::Local(region) => local(region),
+            RegionRoute::Remote { info, server } => {
+                let call = remote();
+                let name = call.name();
+                answer(server, name, self.state.call_remote(info, server, call)?)
+            }
+        })
+    }
+
     /// Reads one row. A missing row gives an empty result, not an error.
     pub fn get(&self, get: &Get) -> Result<RowResult> {
-        // Reads are never refused: a closing region's data is frozen.
-        let result = self.state.region_for(&get.row).and_then(|r| r.get(get));
+        // Reads are never refused by a local region (a closing region's
+        // data is frozen); a remote one may have moved.
+        let result = self.route(
+            &get.row,
+            |r| r.get(get),
+            || RegionCall::Get(get.clone()),
+            expect_row,
+        );
         self.state.note_corruption(result)
     }
 
@@ -53,24 +101,42 @@ impl Table {
 
     /// Writes cells to one row atomically.
     pub fn put(&self, put: &Put) -> Result<()> {
-        self.state.on_region(put.row(), |r| r.put(put))
+        self.route(
+            put.row(),
+            |r| r.put(put),
+            || RegionCall::Put(put.clone()),
+            expect_done,
+        )
     }
 
     /// Deletes a row, families, columns or versions.
     pub fn delete(&self, delete: &Delete) -> Result<()> {
-        self.state.on_region(delete.row(), |r| r.delete(delete))
+        self.route(
+            delete.row(),
+            |r| r.delete(delete),
+            || RegionCall::Delete(delete.clone()),
+            expect_done,
+        )
     }
 
     /// Applies puts and deletes of one row atomically.
     pub fn mutate_row(&self, mutations: &RowMutations) -> Result<()> {
-        self.state
-            .on_region(mutations.row(), |r| r.mutate_row(mutations))
+        self.route(
+            mutations.row(),
+            |r| r.mutate_row(mutations),
+            || RegionCall::MutateRow(mutations.clone()),
+            expect_done,
+        )
     }
 
     /// Adds to 8-byte big-endian counters; returns the new values.
     pub fn increment(&self, increment: &Increment) -> Result<RowResult> {
-        self.state
-            .on_region(increment.row(), |r| r.increment(increment))
+        self.route(
+            increment.row(),
+            |r| r.increment(increment),
+            || RegionCall::Increment(increment.clone()),
+            expect_row,
+        )
     }
 
     /// Adds `delta` to one counter and returns its new value.
@@ -95,55 +161,75 @@ impl Table {
 
     /// Appends to values; returns the new values.
     pub fn append(&self, append: &Append) -> Result<RowResult> {
-        self.state.on_region(append.row(), |r| r.append(append))
+        self.route(
+            append.row(),
+            |r| r.append(append),
+            || RegionCall::Append(append.clone()),
+            expect_row,
+        )
     }
 
     /// Applies the mutations if the check holds, atomically; returns whether
     /// they were applied.
     pub fn check_and_mutate(&self, check: &CheckAndMutate) -> Result<bool> {
-        self.state
-            .on_region(&check.row, |r| r.check_and_mutate(check))
+        self.route(
+            &check.row,
+            |r| r.check_and_mutate(check),
+            || RegionCall::CheckAndMutate(check.clone()),
+            |server, call, answer| match answer {
+                RegionAnswer::Applied(applied) => Ok(applied),
+                other => Err(unexpected(server, call, &other)),
+            },
+        )
     }
 
     /// Applies many mutations: each is atomic on its row, the batch is not.
-    /// Mutations going to the same region share one log sync.
+    /// Mutations going to the same region share one log sync (one region
+    /// call for a region on another server).
     pub fn batch(&self, mutations: &[Mutation]) -> Vec<Result<()>> {
         let mut results: Vec<Option<Result<()>>> = (0..mutations.len()).map(|_| None).collect();
         let mut pending: Vec<usize> = (0..mutations.len()).collect();
-        let deadline = Instant::now() + HANDOVER_WAIT;
-        // Mutations refused by a region handing its rows over go round
-        // again once the regions have changed.
+        let mut deadline = None;
+        // Mutations refused by a region handing its rows over (or moved
+        // away) go round again once the routes have changed.
         while !pending.is_empty() {
             let epoch = self.state.region_epoch.load(Ordering::SeqCst);
-            let mut by_region: Vec<(Arc<Region>, Vec<usize>)> = Vec::new();
+            let mut by_route: Vec<(RegionRoute, Vec<usize>)> = Vec::new();
             for &i in &pending {
-                match self.state.region_for(mutations[i].row()) {
-                    Ok(region) => match by_region.iter_mut().find(|(r, _)| Arc::ptr_eq(r, &region))
-                    {
+                match self.state.route_for(mutations[i].row()) {
+                    Ok(route) => match by_route.iter_mut().find(|(r, _)| same_route(r, &route)) {
                         Some((_, indices)) => indices.push(i),
-                        None => by_region.push((region, vec![i])),
+                        None => by_route.push((route, vec![i])),
                     },
                     Err(e) => results[i] = Some(Err(e)),
                 }
             }
+            // Refused mutations, and the route and error that refused the
+            // last of them (what decides whether to go round again).
             let mut refused = Vec::new();
-            let mut refusal = String::new();
-            for (region, indices) in by_region {
+            let mut refusal: Option<(RegionRoute, Error)> = None;
+            for (route, indices) in by_route {
                 let group: Vec<Mutation> = indices.iter().map(|&i| mutations[i].clone()).collect();
-                for (i, result) in indices.into_iter().zip(region.batch(&group)) {
+                for (i, result) in indices.into_iter().zip(self.batch_on(&route, group)) {
                     match result {
-                        Err(Error::NotServingRegion(m)) => {
+                        Err(e) if is_refusal(&route, &e) => {
                             refused.push(i);
-                            refusal = m;
+                            refusal = Some((route.clone(), e));
                         }
                         other => results[i] = Some(other),
                     }
                 }
             }
-            if !refused.is_empty() {
-                if let Err(e) = self.state.wait_for_region_change(epoch, deadline, refusal) {
+            if let Some((route, error)) = refusal {
+                if let Err(e) = self
+                    .state
+                    .after_failure(&route, epoch, &mut deadline, error)
+                {
+                    // Errors are not `Clone`: each refused mutation gets
+                    // the same error rebuilt from its kind.
+                    let last = RemoteError::from(&e);
                     for &i in &refused {
-                        results[i] = Some(Err(Error::NotServingRegion(e.to_string())));
+                        results[i] = Some(Err(last.clone().into_error()));
                     }
                     break;
                 }
@@ -154,6 +240,32 @@ impl Table {
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(Error::invalid("mutation was not processed"))))
             .collect()
+    }
+
+    /// One region's share of a batch: one result per mutation.
+    fn batch_on(&self, route: &RegionRoute, group: Vec<Mutation>) -> Vec<Result<()>> {
+        let count = group.len();
+        let (info, server) = match route {
+            RegionRoute::Local(region) => return region.batch(&group),
+            RegionRoute::Remote { info, server } => (info, server),
+        };
+        let same_for_all = |e: Error| {
+            let remote = RemoteError::from(&e);
+            (0..count)
+                .map(|_| Err(remote.clone().into_error()))
+                .collect()
+        };
+        match self
+            .state
+            .call_remote(info, server, RegionCall::Batch(group))
+        {
+            Ok(RegionAnswer::Batch(answers)) if answers.len() == count => answers
+                .into_iter()
+                .map(|a| a.map_or(Ok(()), |e| Err(e.into_error())))
+                .collect(),
+            Ok(other) => same_for_all(unexpected(server, "Batch", &other)),
+            Err(e) => same_for_all(e),
+        }
     }
 
     /// Scans rows; the iterator yields results in row order (reversed for a
@@ -174,16 +286,62 @@ impl Table {
     }
 }
 
+/// True for a failure after which a request may be routed again: a
+/// region refusing it, or (remote) a server that could not be reached.
+fn is_refusal(route: &RegionRoute, error: &Error) -> bool {
+    matches!(error, Error::NotServingRegion(_))
+        || (route.server().is_some() && error.kind() == basalt_types::ErrorKind::Io)
+}
+
+/// Results asked of a remote scanner per call when the scan sets no
+/// `caching` (HBase's clients fetch 100 rows per round trip too).
+const REMOTE_SCAN_ROWS: usize = 100;
+
 /// An open scan. Iterate it for row results.
+///
+/// Local regions are read through the engine's region scanner, one filter
+/// state carried from region to region. A region on another server is
+/// read through a scanner opened there (`OpenScanner`, then `NextRows`
+/// pages of `caching` results), closed when it is done or the scan is
+/// dropped; that server builds the filter afresh for its region, as
+/// HBase's region servers each do, and says when the scan has ended for
+/// good (row limit, or a filter ending it), which ends it here too.
 pub struct Scanner {
     state: Arc<TableLocation>,
     scan: Scan,
     range: RowRange,
-    /// The filter between regions (inside one, the region scanner holds it).
+    /// The filter between local regions (inside one, the region scanner
+    /// holds it).
     filter: Option<Box<dyn CellFilter>>,
-    current: Option<(Arc<Region>, RegionScanner)>,
+    current: Option<Current>,
     cursor: Cursor,
     rows_returned: u64,
+}
+
+/// The region a scan is reading.
+enum Current {
+    Local(Arc<Region>, RegionScanner),
+    Remote(RemoteScan),
+}
+
+/// A scanner open on another server.
+struct RemoteScan {
+    info: RegionInfo,
+    server: ServerAddress,
+    id: u64,
+    /// Results received and not yet returned.
+    buffered: VecDeque<RowResult>,
+    /// The server may have more: ask again when `buffered` is empty.
+    more: bool,
+    /// The server said the whole scan has ended.
+    ended_for_good: bool,
+    /// A row already returned from the previous region that this one
+    /// (merged since) would return again: skipped (reversed scans only;
+    /// see `open_remote`).
+    skip_row: Option<Bytes>,
+    /// The row of the last result returned from this region: pieces of one
+    /// row (with `batch`) count once towards the limit.
+    last_row: Option<Bytes>,
 }
 
 /// Which region a scan reads next. Regions are found again by key at each
@@ -213,35 +371,35 @@ impl std::fmt::Debug for Scanner {
 
 impl Scanner {
     /// The next region the scan covers, if any, and moves the cursor past it.
-    fn next_region(&mut self) -> Option<Arc<Region>> {
-        let regions = self.state.regions();
+    fn next_region(&mut self) -> Option<RegionRoute> {
+        let routes = self.state.routes();
         // Index of the last region whose start key is <= key (or < key).
         let last_starting_at_or_before = |key: &[u8]| {
-            regions
+            routes
                 .partition_point(|r| &r.info().start_key[..] <= key)
                 .checked_sub(1)
         };
         let last_starting_before = |key: &[u8]| {
-            regions
+            routes
                 .partition_point(|r| &r.info().start_key[..] < key)
                 .checked_sub(1)
         };
         let index = match (&self.cursor, self.scan.reversed) {
             (Cursor::Done, _) => None,
             (Cursor::Start, false) => match &self.range.lower {
-                Bound::Unbounded => (!regions.is_empty()).then_some(0),
+                Bound::Unbounded => (!routes.is_empty()).then_some(0),
                 Bound::Included(k) | Bound::Excluded(k) => last_starting_at_or_before(k),
             },
             (Cursor::Start, true) => match &self.range.upper {
-                Bound::Unbounded => regions.len().checked_sub(1),
+                Bound::Unbounded => routes.len().checked_sub(1),
                 Bound::Included(k) => last_starting_at_or_before(k),
                 Bound::Excluded(k) => last_starting_before(k),
             },
             (Cursor::From(k), _) => last_starting_at_or_before(k),
             (Cursor::Below(k), _) => last_starting_before(k),
         };
-        let region = index.and_then(|i| regions.get(i)).cloned()?;
-        let info = region.info();
+        let route = index.and_then(|i| routes.get(i)).cloned()?;
+        let info = route.info();
         let in_range = if self.scan.reversed {
             // Some row below the region's end must be above the lower bound.
             info.end_key.is_empty()
@@ -262,16 +420,47 @@ impl Scanner {
             true if info.start_key.is_empty() => Cursor::Done,
             true => Cursor::Below(info.start_key.clone()),
         };
-        Some(region)
+        Some(route)
+    }
+
+    /// Rows the scan may still return (`None`: no limit).
+    fn remaining(&self) -> Option<usize> {
+        self.scan
+            .limit
+            .map(|l| l.saturating_sub(self.rows_returned as usize))
     }
 
     fn open_next_region(&mut self) -> Result<bool> {
-        // Where the scan stands: rows on the other side were returned
-        // already, even if a merge since made one region span both sides.
-        let resume = self.cursor.clone();
-        let Some(region) = self.next_region() else {
-            return Ok(false);
-        };
+        let mut deadline = None;
+        loop {
+            // Where the scan stands: rows on the other side were returned
+            // already, even if a merge since made one region span both sides.
+            let resume = self.cursor.clone();
+            let epoch = self.state.region_epoch.load(Ordering::SeqCst);
+            let Some(route) = self.next_region() else {
+                return Ok(false);
+            };
+            let opened = match &route {
+                RegionRoute::Local(region) => self.open_local(region, &resume),
+                RegionRoute::Remote { info, server } => self.open_remote(info, server, &resume),
+            };
+            match opened {
+                Ok(current) => {
+                    self.current = Some(current);
+                    return Ok(true);
+                }
+                Err(e) if is_refusal(&route, &e) => {
+                    // Find the region at the same place again once the
+                    // routes have changed.
+                    self.cursor = resume;
+                    self.state.after_failure(&route, epoch, &mut deadline, e)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn open_local(&mut self, region: &Arc<Region>, resume: &Cursor) -> Result<Current> {
         let info = region.info();
         let mut clip = RowRange {
             lower: if info.start_key.is_empty() {
@@ -288,46 +477,163 @@ impl Scanner {
         match resume {
             Cursor::From(k) => {
                 clip = clip.intersect(&RowRange {
-                    lower: Bound::Included(k),
+                    lower: Bound::Included(k.clone()),
                     upper: Bound::Unbounded,
                 })
             }
             Cursor::Below(k) => {
                 clip = clip.intersect(&RowRange {
                     lower: Bound::Unbounded,
-                    upper: Bound::Excluded(k),
+                    upper: Bound::Excluded(k.clone()),
                 })
             }
             Cursor::Start | Cursor::Done => {}
         }
-        let remaining = self
-            .scan
-            .limit
-            .map(|l| l.saturating_sub(self.rows_returned as usize));
+        let remaining = self.remaining();
         let scanner = region.scanner_within(&self.scan, &clip, self.filter.take(), remaining)?;
-        self.current = Some((region, scanner));
-        Ok(true)
+        Ok(Current::Local(Arc::clone(region), scanner))
+    }
+
+    /// Opens a scanner on the server that has the region. The server bounds
+    /// it to the region's range; the scan sent is narrowed to where this
+    /// scan stands (`resume`).
+    fn open_remote(
+        &mut self,
+        info: &RegionInfo,
+        server: &ServerAddress,
+        resume: &Cursor,
+    ) -> Result<Current> {
+        let mut scan = self.scan.clone();
+        let mut skip_row = None;
+        match resume {
+            // Forward: start at the resume key (start rows are inclusive,
+            // as the resume key is).
+            Cursor::From(k) if scan.start_row.is_empty() || scan.start_row < *k => {
+                scan.start_row = k.clone();
+            }
+            // Reverse: rows below the resume key. The region's own end is
+            // that key unless a merge since made it span both sides; then
+            // the scan starts at the key (a reversed start row is
+            // inclusive) and the key's row, returned already, is skipped.
+            Cursor::Below(k)
+                if info.end_key != *k && (scan.start_row.is_empty() || scan.start_row >= *k) =>
+            {
+                scan.start_row = k.clone();
+                skip_row = Some(k.clone());
+            }
+            _ => {}
+        }
+        scan.limit = self
+            .remaining()
+            .map(|n| n.saturating_add(usize::from(skip_row.is_some())));
+        let answer = self
+            .state
+            .call_remote(info, server, RegionCall::OpenScanner { scan })?;
+        let RegionAnswer::Rows {
+            scanner,
+            rows,
+            more,
+        } = answer
+        else {
+            return Err(unexpected(server, "OpenScanner", &answer));
+        };
+        Ok(Current::Remote(RemoteScan {
+            info: info.clone(),
+            server: server.clone(),
+            id: scanner,
+            buffered: rows.into(),
+            more,
+            ended_for_good: !more && scanner == 0,
+            skip_row,
+            last_row: None,
+        }))
     }
 
     fn next_result(&mut self) -> Result<Option<RowResult>> {
         loop {
-            let Some((region, scanner)) = self.current.as_mut() else {
+            let Some(current) = self.current.as_mut() else {
                 if !self.open_next_region()? {
                     return Ok(None);
                 }
                 continue;
             };
-            if let Some(result) = scanner.next_result()? {
-                return Ok(Some(result));
+            match current {
+                Current::Local(region, scanner) => {
+                    if let Some(result) = scanner.next_result()? {
+                        return Ok(Some(result));
+                    }
+                    // This region is done: account its work and move on.
+                    self.rows_returned += scanner.metrics().rows_returned;
+                    region.record_read(scanner);
+                    if scanner.ended_for_good() {
+                        self.cursor = Cursor::Done;
+                    }
+                    self.filter = scanner.take_filter();
+                    self.current = None;
+                }
+                Current::Remote(remote) => {
+                    if let Some(result) = remote.buffered.pop_front() {
+                        if remote.skip_row.as_ref() == Some(&result.row) {
+                            continue;
+                        }
+                        if remote.last_row.as_ref() != Some(&result.row) {
+                            let limit = self.scan.limit.map_or(u64::MAX, |l| l as u64);
+                            if self.rows_returned >= limit {
+                                // Only after a skipped row (the server was
+                                // asked for one more): the scan is over.
+                                self.cursor = Cursor::Done;
+                                self.close_remote();
+                                return Ok(None);
+                            }
+                            self.rows_returned += 1;
+                            remote.last_row = Some(result.row.clone());
+                        }
+                        return Ok(Some(result));
+                    }
+                    if remote.more {
+                        let rows = self.scan.caching.unwrap_or(REMOTE_SCAN_ROWS).max(1);
+                        let call = RegionCall::NextRows {
+                            scanner: remote.id,
+                            rows,
+                        };
+                        let answer = self.state.call_remote(&remote.info, &remote.server, call)?;
+                        let RegionAnswer::Rows {
+                            scanner,
+                            rows,
+                            more,
+                        } = answer
+                        else {
+                            return Err(unexpected(&remote.server, "NextRows", &answer));
+                        };
+                        remote.buffered.extend(rows);
+                        remote.more = more;
+                        remote.ended_for_good = !more && scanner == 0;
+                        continue;
+                    }
+                    if remote.ended_for_good {
+                        self.cursor = Cursor::Done;
+                    }
+                    self.current = None;
+                }
             }
-            // This region is done: account its work and move on.
-            self.rows_returned += scanner.metrics().rows_returned;
-            region.record_read(scanner);
-            if scanner.ended_for_good() {
-                self.cursor = Cursor::Done;
+        }
+    }
+
+    /// Closes the remote scanner being read, if the server still has it
+    /// open; a failure only leaves it to its lease.
+    fn close_remote(&mut self) {
+        if let Some(Current::Remote(remote)) = self.current.take() {
+            if remote.more {
+                let call = RegionCall::CloseScanner { scanner: remote.id };
+                if let Err(e) = self.state.call_remote(&remote.info, &remote.server, call) {
+                    tracing::debug!(
+                        table = %self.state.name,
+                        server = %remote.server,
+                        error = %e,
+                        "closing a remote scanner failed; its lease will end it"
+                    );
+                }
             }
-            self.filter = scanner.take_filter();
-            self.current = None;
         }
     }
 }
@@ -342,6 +648,7 @@ impl Iterator for Scanner {
             Ok(None) => None,
             Err(e) => {
                 self.cursor = Cursor::Done;
+                self.close_remote();
                 self.current = None;
                 Some(Err(e))
             }
@@ -351,8 +658,13 @@ impl Iterator for Scanner {
 
 impl Drop for Scanner {
     fn drop(&mut self) {
-        if let Some((region, scanner)) = self.current.take() {
-            region.record_read(&scanner);
+        match self.current.take() {
+            Some(Current::Local(region, scanner)) => region.record_read(&scanner),
+            remote @ Some(Current::Remote(_)) => {
+                self.current = remote;
+                self.close_remote();
+            }
+            None => {}
         }
     }
 }

@@ -6,11 +6,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use regex::bytes::Regex;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
 /// What a filter or check-and-mutate compares a cell's bytes with.
-#[derive(Clone)]
+///
+/// Serialised by what it holds (a regular expression as its pattern), and
+/// decoding compiles the pattern again: an invalid one fails, naming it.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(into = "ComparatorFields", try_from = "ComparatorFields")]
 pub enum Comparator {
     /// Lexicographic comparison of unsigned bytes (`binary:`).
     Binary(Bytes),
@@ -92,6 +97,40 @@ impl Comparator {
             Comparator::Regex(r) => format!("regexstring:{}", r.as_str()),
             Comparator::Substring(s) => format!("substring:{s}"),
         }
+    }
+}
+
+/// A comparator as it travels: the regular expression as its text.
+#[derive(Serialize, Deserialize)]
+enum ComparatorFields {
+    Binary(Bytes),
+    BinaryPrefix(Bytes),
+    Regex(String),
+    Substring(String),
+}
+
+impl From<Comparator> for ComparatorFields {
+    fn from(c: Comparator) -> Self {
+        match c {
+            Comparator::Binary(v) => ComparatorFields::Binary(v),
+            Comparator::BinaryPrefix(v) => ComparatorFields::BinaryPrefix(v),
+            Comparator::Regex(r) => ComparatorFields::Regex(r.as_str().to_string()),
+            Comparator::Substring(s) => ComparatorFields::Substring(s),
+        }
+    }
+}
+
+impl TryFrom<ComparatorFields> for Comparator {
+    type Error = Error;
+
+    fn try_from(fields: ComparatorFields) -> Result<Comparator> {
+        Ok(match fields {
+            ComparatorFields::Binary(v) => Comparator::Binary(v),
+            ComparatorFields::BinaryPrefix(v) => Comparator::BinaryPrefix(v),
+            ComparatorFields::Regex(pattern) => Comparator::regex(&pattern)?,
+            // Kept as sent: the needle was lower-cased when it was built.
+            ComparatorFields::Substring(s) => Comparator::Substring(s),
+        })
     }
 }
 

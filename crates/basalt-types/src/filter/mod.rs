@@ -31,6 +31,7 @@ mod parse;
 use std::fmt;
 
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 
 use crate::cell::Cell;
 use crate::error::Result;
@@ -38,7 +39,7 @@ use crate::error::Result;
 pub use comparator::Comparator;
 
 /// The six comparison operators of HBase's `CompareOperator`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CompareOp {
     /// `<`
     Less,
@@ -94,7 +95,7 @@ impl CompareOp {
 }
 
 /// How a [`FilterList`](Filter::List) combines its members.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ListOperator {
     /// Every member must pass (`AND`, HBase's MUST_PASS_ALL).
     MustPassAll,
@@ -102,8 +103,10 @@ pub enum ListOperator {
     MustPassOne,
 }
 
-/// A filter as a client describes it. Cheap to clone; holds no scan state.
-#[derive(Debug, Clone, PartialEq)]
+/// A filter as a client describes it. Cheap to clone; holds no scan state,
+/// so it serialises (region calls between servers carry it; each read
+/// builds its own [`CellFilter`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Filter {
     /// Strips values; with `length_as_value`, the value becomes the original
     /// value's length as a 4-byte big-endian integer.
@@ -189,7 +192,7 @@ pub enum Filter {
 }
 
 /// Options of `SingleColumnValueFilter` and its Exclude variant.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SingleColumnValue {
     /// Column family tested.
     pub family: Bytes,
