@@ -18,6 +18,8 @@ use basalt_rpc::zk::{ZkConfig, ZkRegistration};
 use basalt_rpc::{RpcConfig, RpcServer};
 use basalt_thrift::{Flavour, Server, ServerConfig};
 
+mod cluster;
+mod local_cluster;
 mod shell;
 
 #[derive(Debug, Parser)]
@@ -48,6 +50,18 @@ enum Command {
     /// Repair a stopped data directory: quarantine damaged store files,
     /// recover a damaged log. Moves aside, never deletes.
     Repair(RepairArgs),
+    /// Cluster mode: a master (the active one assigns regions and keeps
+    /// the catalog; others wait as backups). Takes serve's flags; needs
+    /// --storage and --zookeeper. See docs/cluster.md.
+    Master(ServeArgs),
+    /// Cluster mode: a region server (serves the regions the master
+    /// assigns it, and every gateway over the whole cluster). Takes
+    /// serve's flags; needs --storage and --zookeeper.
+    Regionserver(ServeArgs),
+    /// Cluster mode on this machine, for trying it: ZooKeeper, a master
+    /// and three region servers, with the data in a local directory.
+    /// Prints where everything listens; Ctrl-C stops it all.
+    LocalCluster(local_cluster::LocalClusterArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -279,6 +293,9 @@ fn main() -> ExitCode {
         Command::Bench(args) => basalt_bench::command::run(args),
         Command::Check(args) => return check(&args),
         Command::Repair(args) => repair(&args),
+        Command::Master(args) => cluster::run_master(args),
+        Command::Regionserver(args) => cluster::run_region_server(args),
+        Command::LocalCluster(args) => local_cluster::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

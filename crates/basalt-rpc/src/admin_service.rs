@@ -85,11 +85,12 @@ pub(crate) fn online_regions(ctx: &RpcContext) -> Vec<RegionSummary> {
             continue;
         };
         if info.enabled {
-            out.extend(
-                info.regions
-                    .into_iter()
-                    .filter(|r| r.state == RegionState::Open),
-            );
+            // In a cluster, the table's other regions are open on other
+            // servers: only those held here are this server's.
+            let here = ctx.db.server_name();
+            out.extend(info.regions.into_iter().filter(|r| {
+                r.state == RegionState::Open && (r.server.is_none() || r.server.as_deref() == here)
+            }));
         }
     }
     out

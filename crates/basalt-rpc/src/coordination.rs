@@ -699,6 +699,20 @@ impl Coordinator {
         }
     }
 
+    /// The live region servers now (the children of `/hbase/rs`), read
+    /// once. The master reconciles on this, never on a watch's first value
+    /// (which is an empty set until the watcher's first read).
+    pub async fn region_servers(&self) -> Result<BTreeSet<String>, ZkError> {
+        let inner = &self.inner;
+        let znode = &inner.paths.hbase.region_servers;
+        let client = inner.client(znode, "list")?;
+        match client.list_children(znode).await {
+            Ok(children) => Ok(children.into_iter().collect()),
+            Err(zookeeper_client::Error::NoNode) => Ok(BTreeSet::new()),
+            Err(e) => Err(inner.failed(znode, "list", e)),
+        }
+    }
+
     /// The active master, kept current by a task watching `/hbase/master`
     /// (started on the first call; `None` until its first read, and while
     /// there is no master or the znode does not decode). After the session

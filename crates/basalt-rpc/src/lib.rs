@@ -27,6 +27,7 @@ pub mod call;
 pub mod cellblock;
 pub mod client;
 pub mod client_service;
+pub mod cluster_service;
 pub mod context;
 pub mod coordination;
 pub mod error;

@@ -142,6 +142,13 @@ pub fn resolve(
                 info.region_name() == name
             };
             if matches {
+                // A cluster member serves only the regions open here; a
+                // native client then reads hbase:meta again (HBase's way).
+                if ctx.db.server_name().is_some()
+                    && ctx.db.region_server().region(info.id).is_none()
+                {
+                    return Err(RpcError::not_serving(name));
+                }
                 return Ok(Target::Region { info, state });
             }
         }
@@ -281,7 +288,7 @@ fn rows_of(ctx: &RpcContext, tables: Vec<String>) -> Vec<basalt::RowResult> {
         // Either fails when the table was dropped since the listing.
         let (Ok(enabled), Ok(regions)) = (
             ctx.db.is_table_enabled(&table),
-            ctx.db.region_states(&table),
+            ctx.db.region_holders(&table),
         ) else {
             continue;
         };
@@ -303,8 +310,21 @@ fn rows_of(ctx: &RpcContext, tables: Vec<String>) -> Vec<basalt::RowResult> {
                 Bytes::from(prost::Message::encode_to_vec(&state)),
             )],
         });
-        for (region, region_state) in regions {
+        for (region, region_state, holder) in regions {
             let row = region.region_name();
+            // In a cluster each region names the server holding it (its
+            // HBase name `host,port,startcode`); in one process, this one.
+            let held = holder
+                .as_deref()
+                .and_then(|h| basalt::cluster::ServerName::parse(h).ok());
+            let (server, start_code, server_name) = match &held {
+                Some(h) => (
+                    Bytes::from(h.address()),
+                    long_bytes(i64::try_from(h.start_code).unwrap_or(i64::MAX)),
+                    Bytes::from(h.to_string()),
+                ),
+                None => (server.clone(), start_code.clone(), server_name.clone()),
+            };
             let mut regioninfo = PB_MAGIC.to_vec();
             prost::Message::encode(&region_info_proto(&region), &mut regioninfo)
                 .unwrap_or_default();
@@ -313,6 +333,7 @@ fn rows_of(ctx: &RpcContext, tables: Vec<String>) -> Vec<basalt::RowResult> {
             let state: &'static [u8] = match region_state {
                 _ if !enabled => b"CLOSED",
                 RegionState::Open => b"OPEN",
+                RegionState::Offline => b"OFFLINE",
                 _ => b"FAILED_OPEN",
             };
             // HBase's qualifiers in byte order: regioninfo, seqnumDuringOpen,
@@ -320,9 +341,9 @@ fn rows_of(ctx: &RpcContext, tables: Vec<String>) -> Vec<basalt::RowResult> {
             let cells = vec![
                 meta_cell(&row, b"info", b"regioninfo", ts, Bytes::from(regioninfo)),
                 meta_cell(&row, b"info", b"seqnumDuringOpen", ts, long_bytes(1)),
-                meta_cell(&row, b"info", b"server", ts, server.clone()),
-                meta_cell(&row, b"info", b"serverstartcode", ts, start_code.clone()),
-                meta_cell(&row, b"info", b"sn", ts, server_name.clone()),
+                meta_cell(&row, b"info", b"server", ts, server),
+                meta_cell(&row, b"info", b"serverstartcode", ts, start_code),
+                meta_cell(&row, b"info", b"sn", ts, server_name),
                 meta_cell(&row, b"info", b"state", ts, Bytes::from_static(state)),
             ];
             rows.push(basalt::RowResult { row, cells });

@@ -127,6 +127,8 @@ pub struct RpcBound {
     master: TcpListener,
     region_server: TcpListener,
     config: RpcConfig,
+    /// The start code to announce; `None`: the start time in ms.
+    start_code: Option<u64>,
 }
 
 impl RpcBound {
@@ -146,29 +148,47 @@ impl RpcBound {
         &self.runtime
     }
 
+    /// Announces `code` as the start code (HBase's third part of a server
+    /// name) instead of the start time: a cluster region server announces
+    /// its log id, so its name says which log to fence if it dies.
+    pub fn start_code(mut self, code: u64) -> RpcBound {
+        self.start_code = Some(code);
+        self
+    }
+
+    /// The host name announced to clients: the configured `hostname`, or
+    /// the bind address (this machine's name when bound to all addresses).
+    pub fn announced_host(&self) -> io::Result<String> {
+        let master_addr = self.master.local_addr()?;
+        Ok(match &self.config.hostname {
+            Some(h) => h.clone(),
+            None if master_addr.ip().is_unspecified() => local_hostname(),
+            None => master_addr.ip().to_string(),
+        })
+    }
+
     /// Starts serving `db` with `cluster_id`; returns once both ports
     /// accept calls.
     pub fn serve(self, db: Database, cluster_id: String) -> io::Result<RpcServer> {
+        let host = self.announced_host()?;
         let RpcBound {
             runtime,
             master,
             region_server,
             config,
+            start_code,
         } = self;
         let master_addr = master.local_addr()?;
         let rs_addr = region_server.local_addr()?;
-        let host = match &config.hostname {
-            Some(h) => h.clone(),
-            None if master_addr.ip().is_unspecified() => local_hostname(),
-            None => master_addr.ip().to_string(),
-        };
         let identity = Identity {
             host,
             master_port: master_addr.port(),
             region_server_port: rs_addr.port(),
-            start_code: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(1, |d| d.as_millis() as u64),
+            start_code: start_code.unwrap_or_else(|| {
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(1, |d| d.as_millis() as u64)
+            }),
             cluster_id,
         };
         let limits = config.limits();
@@ -293,6 +313,7 @@ impl RpcServer {
             master,
             region_server,
             config: config.clone(),
+            start_code: None,
         })
     }
 
@@ -314,6 +335,12 @@ impl RpcServer {
     /// The shared state (tests, ZooKeeper registration).
     pub fn context(&self) -> &RpcContext {
         &self.shared.ctx
+    }
+
+    /// The server's runtime (cluster processes run their ZooKeeper
+    /// watchers on it).
+    pub fn runtime(&self) -> Option<&tokio::runtime::Runtime> {
+        self.runtime.as_ref()
     }
 
     /// Runs `future` on the server's runtime.
@@ -470,7 +497,7 @@ async fn connection(
         .into_iter()
         .find(|(name, _)| *name == requested)
     else {
-        let e = RpcError::new(UNKNOWN_SERVICE, format!("service {requested:?} is not served (served: ClientService, MasterService, AdminService, ClientMetaService)"), true);
+        let e = RpcError::new(UNKNOWN_SERVICE, format!("service {requested:?} is not served (served: ClientService, MasterService, AdminService, ClientMetaService, BasaltRegionService, BasaltClusterService)"), true);
         return fatal(&mut writer, NO_CALL, &e).await;
     };
     let cell_blocks = match header.cell_block_codec_class.as_deref() {
@@ -664,6 +691,21 @@ fn run_call(
     Ok((message, block))
 }
 
+/// A new cluster id: a random version-4 UUID in its text form.
+pub fn new_cluster_id() -> String {
+    let bytes: [u8; 16] = rand::random();
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-4{}-{:x}{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[13..16],
+        (bytes[8] & 0x3) | 0x8,
+        &hex[17..20],
+        &hex[20..32]
+    )
+}
+
 /// The cluster id of the data set in `data_dir` (HBase's `hbase.id`):
 /// read from `cluster.id`, or created there once as a random UUID. Clients
 /// use it to tell clusters apart, so it must survive restarts.
@@ -675,18 +717,7 @@ pub fn load_or_create_cluster_id(data_dir: &std::path::Path) -> io::Result<Strin
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    let bytes: [u8; 16] = rand::random();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    // A version-4 UUID's text form.
-    let id = format!(
-        "{}-{}-4{}-{:x}{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[13..16],
-        (bytes[8] & 0x3) | 0x8,
-        &hex[17..20],
-        &hex[20..32]
-    );
+    let id = new_cluster_id();
     // Written whole then renamed: a crash leaves the old state or the new.
     let tmp = data_dir.join("cluster.id.tmp");
     std::fs::write(&tmp, format!("{id}\n"))?;

@@ -3,7 +3,9 @@
 //! `DoNotRetryIOException` naming it (docs/native-rpc.md lists both).
 
 use crate::call::Method;
-use crate::{admin_service, client_service, master_service, peer_service, registry};
+use crate::{
+    admin_service, client_service, cluster_service, master_service, peer_service, registry,
+};
 
 /// `ClientService`: reads, writes, scans, batches (region server).
 pub const CLIENT_SERVICE: &str = "ClientService";
@@ -19,13 +21,14 @@ pub const CLIENT_META_SERVICE: &str = "ClientMetaService";
 pub const BASALT_REGION_SERVICE: &str = peer_service::SERVICE;
 
 /// Every service served, with its methods.
-pub fn services() -> [(&'static str, &'static [Method]); 5] {
+pub fn services() -> [(&'static str, &'static [Method]); 6] {
     [
         (CLIENT_SERVICE, client_service::METHODS),
         (MASTER_SERVICE, master_service::METHODS),
         (ADMIN_SERVICE, admin_service::METHODS),
         (CLIENT_META_SERVICE, registry::METHODS),
         (BASALT_REGION_SERVICE, peer_service::METHODS),
+        (cluster_service::CLUSTER_SERVICE, cluster_service::METHODS),
     ]
 }
 

@@ -743,6 +743,7 @@ pub fn region_reply(r: &RegionSummary) -> RegionInfoReply {
         state_reason: match &r.state {
             RegionState::Open => None,
             RegionState::FailedOpen { reason, .. } => Some(reason.clone()),
+            RegionState::Offline => Some("open on no server right now (being assigned)".into()),
         },
     }
 }

@@ -28,8 +28,8 @@ use basalt_engine::fence::Fence;
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
 use basalt_engine::manifest::is_already_exists;
-use basalt_types::descriptor::{namespace_of, RESERVED_NAMESPACES};
-use basalt_types::{Error, Result, TableDescriptor};
+use basalt_types::descriptor::{namespace_of, validate_namespace_name, RESERVED_NAMESPACES};
+use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
 /// Version of the catalog layout. Version 2 added region states and
 /// retired regions; version 3 stores numbered write-once versions through
@@ -58,10 +58,79 @@ pub struct Catalog {
     /// that finds it is fenced (`docs/object-storage.md`, "Fencing").
     #[serde(default, skip_serializing_if = "is_zero")]
     pub epoch: u64,
+    /// Cluster mode: the last region epoch the master handed out. Every
+    /// opening of a region takes the next one, so a region's epochs only
+    /// grow across servers (`docs/cluster.md`, "Fencing"). 0 outside a
+    /// cluster.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub last_region_epoch: u64,
+    /// Cluster mode: servers that died and whose recovery is not over
+    /// (their log still holds edits of regions not yet reopened), by
+    /// HBase server name (`host,port,startcode`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dead_servers: BTreeMap<String, DeadServer>,
+    /// Cluster mode: procedures a master began and a successor must
+    /// finish, by id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub procedures: BTreeMap<u64, Procedure>,
+    /// The last procedure id handed out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub last_procedure_id: u64,
     /// The stored version this catalog was loaded from or last stored as
     /// (0: never stored). Not part of the document: the file name says it.
     #[serde(skip)]
     pub version: u64,
+}
+
+/// A region server that died, while its regions are being recovered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadServer {
+    /// Its write-ahead log (the server's start code): fenced first, then
+    /// replayed by every server that reopens one of its regions, then
+    /// deleted once none of them needs it.
+    pub log_id: u64,
+    /// When the master declared it dead (ms).
+    pub since_ms: i64,
+    /// Whether its log has been fenced (a dead server's regions are
+    /// reopened only after that).
+    #[serde(default)]
+    pub log_fenced: bool,
+}
+
+/// A multi-step change the master persists before its first step, so a
+/// master that takes over finishes it (HBase's procedures). The region
+/// states say how far each got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Procedure {
+    /// A table was created: its regions are being assigned.
+    CreateTable {
+        /// Table name.
+        table: String,
+    },
+    /// A table is being enabled (regions assigned) or disabled (closed).
+    SetTableState {
+        /// Table name.
+        table: String,
+        /// The state being reached.
+        enabled: bool,
+    },
+    /// A region server died: its log is fenced and its regions reopened
+    /// elsewhere from it.
+    ServerCrash {
+        /// HBase server name of the dead server.
+        server: String,
+    },
+    /// A region moves (move, balancer, unassign + assign).
+    MoveRegion {
+        /// Table name.
+        table: String,
+        /// Region id.
+        region: u64,
+        /// Where it goes (`None`: wherever the master chooses; for an
+        /// unassign, nowhere).
+        target: Option<String>,
+    },
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -102,10 +171,22 @@ pub enum RegionState {
     Split,
     /// Merged with its neighbour into a new region.
     Merged,
+    /// Cluster mode: assigned to no server (a new table's regions before
+    /// assignment, a dead server's before recovery, an unassigned one).
+    Offline,
+    /// Cluster mode: its server was told to open it.
+    Opening,
+    /// Cluster mode: its server was told to close it (flush, then stop).
+    Closing,
+    /// Cluster mode: closed cleanly (a disabled table's regions); all its
+    /// edits are in store files.
+    Closed,
+    /// Cluster mode: no server could open it; the master tries again.
+    FailedOpen,
 }
 
 /// One region in the catalog.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RegionEntry {
     /// Region id (WAL records carry it).
     pub id: u64,
@@ -121,6 +202,19 @@ pub struct RegionEntry {
     /// For a retired region: the regions that took its rows over.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub successors: Vec<u64>,
+    /// Cluster mode: the server it is assigned to (HBase server name,
+    /// `host,port,startcode`), while `Opening`, `Open` or `Closing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Cluster mode: the epoch of its latest opening, which its store
+    /// manifests record (a server holding an older opening is fenced).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch: u64,
+    /// Cluster mode: logs of dead servers that may hold edits of this
+    /// region not yet in its store files; the server opening it replays
+    /// them first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recover_from: Vec<u64>,
 }
 
 /// Which files hold the catalog of a data set.
@@ -214,6 +308,10 @@ impl Default for Catalog {
             tables: BTreeMap::new(),
             namespaces: BTreeMap::new(),
             epoch: 0,
+            last_region_epoch: 0,
+            dead_servers: BTreeMap::new(),
+            procedures: BTreeMap::new(),
+            last_procedure_id: 0,
             version: 0,
         }
     }
@@ -234,6 +332,205 @@ impl Catalog {
             files.delete(&old)?;
         }
         Ok(catalog)
+    }
+
+    /// Reads the newest catalog without deleting anything: for cluster
+    /// members, which never write it (only the active master does). A
+    /// version deleted between the listing and the read was superseded by
+    /// a newer one: list again.
+    pub fn read_newest(files: &dyn FileStore, root: &Path) -> Result<Catalog> {
+        let mut attempts = 0;
+        loop {
+            let found = CatalogFiles::find(files, root)?;
+            let Some((version, path)) = found.newest else {
+                return Ok(Catalog::default());
+            };
+            match files.read_all(&path) {
+                Ok(bytes) => return Catalog::parse(&bytes, &path, version),
+                Err(e) if attempts < 8 && !files.exists(&path).unwrap_or(true) => {
+                    attempts += 1;
+                    tracing::debug!(path = %path.display(), error = %e, "catalog version superseded while read; listing again");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Hands out the next region epoch (cluster mode): above every one
+    /// before and above `floor` (the master's own epoch, which is above
+    /// every epoch a manifest written before the cluster can carry).
+    pub fn next_region_epoch(&mut self, floor: u64) -> u64 {
+        self.last_region_epoch = self.last_region_epoch.max(floor) + 1;
+        self.last_region_epoch
+    }
+
+    /// Adds a table pre-split at `split_keys` (sorted, distinct,
+    /// non-empty: `n` keys make `n + 1` regions), its regions `Offline`:
+    /// the caller opens them (one process) or assigns them (a cluster).
+    /// Refuses an invalid descriptor, an existing table and a namespace
+    /// nobody created (as HBase does).
+    pub fn add_table(
+        &mut self,
+        mut descriptor: TableDescriptor,
+        split_keys: &[Bytes],
+        now_millis: i64,
+    ) -> Result<(TableDescriptor, Vec<RegionEntry>)> {
+        descriptor.validate()?;
+        crate::split::validate_split_keys(split_keys)?;
+        let name = descriptor.name().to_string();
+        if self.tables.contains_key(&name) {
+            return Err(Error::TableExists(name));
+        }
+        let namespace = namespace_of(&name);
+        if !self.has_namespace(namespace) {
+            return Err(Error::NamespaceNotFound(namespace.to_string()));
+        }
+        let starts = std::iter::once(Bytes::new()).chain(split_keys.iter().cloned());
+        let ends = split_keys
+            .iter()
+            .cloned()
+            .chain(std::iter::once(Bytes::new()));
+        let entries: Vec<RegionEntry> = starts
+            .zip(ends)
+            .map(|(start, end)| {
+                let mut entry =
+                    crate::master::new_region_entry(self, &descriptor, start, end, now_millis);
+                entry.state = RegionState::Offline;
+                entry
+            })
+            .collect();
+        self.tables.insert(
+            name,
+            TableEntry {
+                descriptor: descriptor.clone(),
+                enabled: true,
+                regions: entries.clone(),
+                retired: Vec::new(),
+            },
+        );
+        Ok((descriptor, entries))
+    }
+
+    /// Adds a namespace a user created, with its properties.
+    pub fn add_namespace(&mut self, descriptor: NamespaceDescriptor) -> Result<()> {
+        validate_namespace_name(&descriptor.name)?;
+        if self.has_namespace(&descriptor.name) {
+            return Err(Error::NamespaceExists(descriptor.name));
+        }
+        self.namespaces.insert(
+            descriptor.name,
+            NamespaceEntry {
+                properties: descriptor.properties,
+            },
+        );
+        Ok(())
+    }
+
+    /// Sets the properties in `set` and removes the keys in `unset` of a
+    /// namespace a user created.
+    pub fn alter_namespace(
+        &mut self,
+        name: &str,
+        set: BTreeMap<String, String>,
+        unset: &[String],
+    ) -> Result<()> {
+        self.user_namespace(name, "modified")?;
+        let entry = self.namespaces.entry(name.to_string()).or_default();
+        entry.properties.extend(set);
+        for key in unset {
+            entry.properties.remove(key);
+        }
+        Ok(())
+    }
+
+    /// Removes an empty namespace a user created.
+    pub fn remove_namespace(&mut self, name: &str) -> Result<()> {
+        self.user_namespace(name, "removed")?;
+        let tables = self
+            .tables
+            .keys()
+            .filter(|t| namespace_of(t) == name)
+            .count();
+        if tables > 0 {
+            return Err(Error::Constraint(format!(
+                "Only empty namespaces can be removed. Namespace {name} has {tables} tables"
+            )));
+        }
+        self.namespaces.remove(name);
+        Ok(())
+    }
+
+    /// Every namespace, the reserved ones included, in name order.
+    pub fn namespace_list(&self) -> Vec<NamespaceDescriptor> {
+        let mut all: BTreeMap<String, BTreeMap<String, String>> = RESERVED_NAMESPACES
+            .iter()
+            .map(|n| (n.to_string(), BTreeMap::new()))
+            .collect();
+        for (name, entry) in &self.namespaces {
+            all.insert(name.clone(), entry.properties.clone());
+        }
+        all.into_iter()
+            .map(|(name, properties)| NamespaceDescriptor { name, properties })
+            .collect()
+    }
+
+    /// One namespace and its properties.
+    pub fn namespace(&self, name: &str) -> Result<NamespaceDescriptor> {
+        if !self.has_namespace(name) {
+            return Err(Error::NamespaceNotFound(name.to_string()));
+        }
+        Ok(NamespaceDescriptor {
+            name: name.to_string(),
+            properties: self
+                .namespaces
+                .get(name)
+                .map(|e| e.properties.clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The tables of a namespace, in name order (full names, `ns:t`).
+    pub fn namespace_tables(&self, name: &str) -> Result<Vec<String>> {
+        if !self.has_namespace(name) {
+            return Err(Error::NamespaceNotFound(name.to_string()));
+        }
+        Ok(self
+            .tables
+            .keys()
+            .filter(|t| namespace_of(t) == name)
+            .cloned()
+            .collect())
+    }
+
+    /// Checks that `name` is a namespace a user created: a reserved one
+    /// cannot be `what` (modified, removed), an unknown one is not found.
+    fn user_namespace(&self, name: &str, what: &str) -> Result<()> {
+        if RESERVED_NAMESPACES.contains(&name) {
+            return Err(Error::Constraint(format!(
+                "Reserved namespace {name} cannot be {what}"
+            )));
+        }
+        if !self.has_namespace(name) {
+            return Err(Error::NamespaceNotFound(name.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Finds a serving region by id: its table's name and the entry.
+    pub fn region(&self, id: u64) -> Option<(&str, &TableEntry, &RegionEntry)> {
+        self.tables.iter().find_map(|(name, table)| {
+            table
+                .regions
+                .iter()
+                .find(|r| r.id == id)
+                .map(|r| (name.as_str(), table, r))
+        })
+    }
+
+    /// Hands out the next procedure id.
+    pub fn next_procedure_id(&mut self) -> u64 {
+        self.last_procedure_id += 1;
+        self.last_procedure_id
     }
 
     pub(crate) fn parse(text: &[u8], path: &Path, version: u64) -> Result<Catalog> {
@@ -390,6 +687,7 @@ mod tests {
                         family_first_sequence: BTreeMap::from([("f".into(), 1)]),
                         state: RegionState::Open,
                         successors: Vec::new(),
+                        ..RegionEntry::default()
                     },
                     RegionEntry {
                         id: id + 2,
@@ -398,6 +696,7 @@ mod tests {
                         family_first_sequence: BTreeMap::from([("f".into(), 1)]),
                         state: RegionState::Open,
                         successors: Vec::new(),
+                        ..RegionEntry::default()
                     },
                 ],
                 retired: vec![RegionEntry {
@@ -407,6 +706,7 @@ mod tests {
                     family_first_sequence: BTreeMap::new(),
                     state: RegionState::Split,
                     successors: vec![id],
+                    ..RegionEntry::default()
                 }],
             },
         );

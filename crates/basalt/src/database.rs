@@ -31,12 +31,14 @@ use basalt_engine::fs::{FileStore, LocalFileStore};
 use basalt_engine::{layout, Clock, RegionInfo, RegionLoad, StoreStats, SystemClock};
 use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
+use crate::cluster::{ClusterMember, MasterAnswer, MasterCall, MasterControl};
 use crate::gateways::{Gateway, Gateways};
-use crate::locator::RegionLocator;
+use crate::locator::{RegionLocator, RegionRoute, TableLocation};
 use crate::master::{FamilyChange, Master};
 use crate::options::Options;
 use crate::region_server::WalPlacement;
 use crate::region_server::{RecoveryReport, RegionServer};
+use crate::remote::RegionCaller;
 use crate::split::SplitAlgorithm;
 use crate::table::Table;
 use basalt_engine::wal::ObjectWalOptions;
@@ -53,7 +55,12 @@ struct DbInner {
     /// Held until `close` (or drop): the OS releases the lock when the
     /// process dies, so a crash never leaves the directory locked.
     lock: Mutex<Option<File>>,
-    master: Arc<Master>,
+    /// The master role, in one process; `None` for a cluster member (the
+    /// active master is another process, reached through `cluster`).
+    master: Option<Arc<Master>>,
+    /// Cluster mode: the catalog read from the shared storage, the routes,
+    /// and the way to the active master.
+    cluster: Option<Arc<ClusterMember>>,
     server: Arc<RegionServer>,
     locator: Arc<RegionLocator>,
     closed: AtomicBool,
@@ -86,6 +93,21 @@ pub struct DatabaseBuilder {
     wal: WalPlacement,
 }
 
+/// What a cluster member needs besides storage: see
+/// [`DatabaseBuilder::open_cluster_member`].
+#[derive(Debug, Clone)]
+pub struct MemberConfig {
+    /// The active master, for DDL and assignment.
+    pub control: Arc<dyn MasterControl>,
+    /// How calls reach regions other servers hold.
+    pub caller: Arc<dyn RegionCaller>,
+    /// Where this region server's RPC port listens (host clients reach it
+    /// by, and the port), making its HBase name `host,port,startcode` with
+    /// its log id as start code; `None` for a member that hosts no
+    /// regions (the master's own gateways).
+    pub host: Option<(String, u16)>,
+}
+
 impl DatabaseBuilder {
     /// The file store for store files, manifests and the catalog. The
     /// lock file and the local write-ahead log stay in the data directory.
@@ -111,6 +133,68 @@ impl DatabaseBuilder {
         self
     }
 
+    /// Opens a cluster member (`basalt regionserver`, and the gateways of
+    /// `basalt master`): a region server with its own log on the shared
+    /// file store (which must be set) and no region until the master
+    /// assigns some, the routes of the catalog the master wrote, and the
+    /// master for DDL. See `docs/cluster.md`.
+    pub fn open_cluster_member(self, member: MemberConfig) -> Result<Database> {
+        let dir = self.options.data_dir.clone();
+        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let lock = lock_directory(&dir)?;
+        let files = self.files.ok_or_else(|| {
+            Error::invalid("a cluster member needs shared storage (a file store)")
+        })?;
+        let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let wal = match self.wal {
+            WalPlacement::FileStore(options) => options,
+            WalPlacement::Local => ObjectWalOptions::default(),
+        };
+        let server = Arc::new(RegionServer::start_member(
+            &dir,
+            self.options,
+            clock,
+            Arc::clone(&files),
+            wal,
+        )?);
+        let log_id = server.fence().map_or(0, |f| f.epoch());
+        let name = member
+            .host
+            .map(|(host, port)| format!("{host},{port},{log_id}"));
+        let cluster = Arc::new(ClusterMember::new(&dir, files, name, member.control));
+        let locator = Arc::new(RegionLocator::new());
+        locator.set_caller(member.caller)?;
+        cluster.refresh(Some(&server), &locator)?;
+        let db = Database {
+            inner: Arc::new(DbInner {
+                dir,
+                lock: Mutex::new(Some(lock)),
+                master: None,
+                cluster: Some(cluster),
+                server,
+                locator,
+                closed: AtomicBool::new(false),
+                recovery: RecoveryReport::default(),
+                gateways: Gateways::default(),
+            }),
+        };
+        // A region that answers "not serving" moved: read the catalog again
+        // (weakly held: the locator lives inside the database).
+        let weak = Arc::downgrade(&db.inner);
+        db.inner
+            .locator
+            .set_refresher(Arc::new(move |_table: &str| {
+                if let Some(inner) = weak.upgrade() {
+                    if let Some(cluster) = &inner.cluster {
+                        if let Err(e) = cluster.refresh(Some(&inner.server), &inner.locator) {
+                            tracing::warn!(error = %e, "could not read the catalog again");
+                        }
+                    }
+                }
+            }));
+        Ok(db)
+    }
+
     /// Takes the directory lock, loads the catalog and replays the
     /// write-ahead log.
     pub fn open(self) -> Result<Database> {
@@ -128,7 +212,8 @@ impl DatabaseBuilder {
             inner: Arc::new(DbInner {
                 dir,
                 lock: Mutex::new(Some(lock)),
-                master,
+                master: Some(master),
+                cluster: None,
                 server,
                 locator,
                 closed: AtomicBool::new(false),
@@ -168,6 +253,9 @@ pub enum RegionState {
         /// The open error.
         reason: String,
     },
+    /// Cluster mode: open on no server right now (being assigned, or
+    /// recovered after its server died); requests wait for it.
+    Offline,
 }
 
 impl RegionState {
@@ -176,6 +264,7 @@ impl RegionState {
         match self {
             RegionState::Open => "OPEN",
             RegionState::FailedOpen { .. } => "FAILED_OPEN",
+            RegionState::Offline => "OFFLINE",
         }
     }
 }
@@ -191,6 +280,10 @@ pub struct RegionSummary {
     pub load: RegionLoad,
     /// Per family: store files, their bytes, memstore bytes.
     pub stores: Vec<(String, StoreStats)>,
+    /// Cluster mode: the HBase name (`host,port,startcode`) of the server
+    /// holding it; `None` in one process (this process holds it). Load and
+    /// store statistics are known only for regions this process holds.
+    pub server: Option<String>,
 }
 
 impl RegionSummary {
@@ -257,9 +350,70 @@ impl Database {
         self.inner.gateways.list()
     }
 
-    /// The master role: catalog, DDL, split and merge.
-    pub fn master(&self) -> &Arc<Master> {
-        &self.inner.master
+    /// The master role in one process: catalog, DDL, split and merge
+    /// (`None` for a cluster member, whose master is another process).
+    pub fn master(&self) -> Option<&Arc<Master>> {
+        self.inner.master.as_ref()
+    }
+
+    /// Cluster mode: the member side (catalog, routes, the master).
+    pub fn cluster(&self) -> Option<&Arc<ClusterMember>> {
+        self.inner.cluster.as_ref()
+    }
+
+    /// This region server's HBase name in a cluster (`None` in one
+    /// process, where `basalt-rpc`'s identity names it).
+    pub fn server_name(&self) -> Option<&str> {
+        self.inner.cluster.as_ref().and_then(|c| c.name())
+    }
+
+    /// Cluster mode: reads the newest catalog and publishes its routes
+    /// (the process calls this when the master announces a new version).
+    pub fn refresh_cluster(&self) -> Result<()> {
+        if let Some(cluster) = &self.inner.cluster {
+            cluster.refresh(Some(&self.inner.server), &self.inner.locator)?;
+        }
+        Ok(())
+    }
+
+    /// Cluster mode: opens a region the master assigned to this server
+    /// (the catalog says how). See `cluster::member`.
+    pub fn open_assigned_region(&self, table: &str, region: u64) -> Result<()> {
+        self.check_open()?;
+        let cluster = self.member()?;
+        cluster.open_assigned(&self.inner.server, &self.inner.locator, table, region)
+    }
+
+    /// Cluster mode: closes a region for the master (flushed first).
+    pub fn close_assigned_region(&self, region: u64) -> Result<()> {
+        self.check_open()?;
+        let cluster = self.member()?;
+        cluster.close_assigned(&self.inner.server, &self.inner.locator, region)
+    }
+
+    /// Cluster mode: a call to the active master.
+    pub fn master_call(&self, call: MasterCall) -> Result<MasterAnswer> {
+        self.check_open()?;
+        let cluster = self.member()?;
+        let answer = cluster.control().call(call)?;
+        cluster.refresh(Some(&self.inner.server), &self.inner.locator)?;
+        Ok(answer)
+    }
+
+    fn member(&self) -> Result<&Arc<ClusterMember>> {
+        self.inner.cluster.as_ref().ok_or_else(|| {
+            Error::invalid("not a cluster member: this database runs in one process")
+        })
+    }
+
+    /// The master of this process, or the error for an operation a
+    /// cluster member does not run yet.
+    fn local_master(&self, what: &str) -> Result<&Arc<Master>> {
+        self.inner.master.as_ref().ok_or_else(|| {
+            Error::invalid(format!(
+                "{what} is not supported in cluster mode yet (docs/cluster.md, \"Not yet\")"
+            ))
+        })
     }
 
     /// The region server role: open regions, the log, background work.
@@ -286,7 +440,15 @@ impl Database {
         split_keys: &[Bytes],
     ) -> Result<()> {
         self.check_open()?;
-        self.inner.master.create_table(descriptor, split_keys)
+        if self.inner.cluster.is_some() {
+            let call = MasterCall::CreateTable {
+                descriptor,
+                splits: split_keys.to_vec(),
+            };
+            return self.master_call(call).map(drop);
+        }
+        self.local_master("create")?
+            .create_table(descriptor, split_keys)
     }
 
     /// Creates a table pre-split into `regions` regions by a split
@@ -322,16 +484,7 @@ impl Database {
         Ok(TableInfo {
             descriptor: state.descriptor(),
             enabled: state.is_enabled(),
-            regions: state
-                .regions()
-                .iter()
-                .map(|r| RegionSummary {
-                    info: r.info().clone(),
-                    state: region_state(r),
-                    load: r.load(),
-                    stores: r.store_stats(),
-                })
-                .collect(),
+            regions: self.summaries(&state, true),
         })
     }
 
@@ -340,11 +493,69 @@ impl Database {
     /// [`Database::list_regions`] gathers from every store.
     pub fn region_states(&self, name: &str) -> Result<Vec<(RegionInfo, RegionState)>> {
         let state = self.inner.locator.table(name)?;
-        Ok(state
-            .regions()
-            .iter()
-            .map(|r| (r.info().clone(), region_state(r)))
+        Ok(self
+            .summaries(&state, false)
+            .into_iter()
+            .map(|s| (s.info, s.state))
             .collect())
+    }
+
+    /// The table's regions in key order with their state and, in a
+    /// cluster, the HBase name of the server holding each (what
+    /// `hbase:meta` says).
+    pub fn region_holders(
+        &self,
+        name: &str,
+    ) -> Result<Vec<(RegionInfo, RegionState, Option<String>)>> {
+        let state = self.inner.locator.table(name)?;
+        Ok(self
+            .summaries(&state, false)
+            .into_iter()
+            .map(|s| (s.info, s.state, s.server))
+            .collect())
+    }
+
+    /// One summary per region of `table` in key order; `loads` gathers
+    /// the load and store statistics of the regions held here.
+    fn summaries(&self, table: &TableLocation, loads: bool) -> Vec<RegionSummary> {
+        let catalog = self.inner.cluster.as_ref().map(|c| c.catalog());
+        let holder = |id: u64| {
+            catalog
+                .as_ref()
+                .and_then(|c| c.region(id))
+                .and_then(|(_, _, entry)| entry.server.clone())
+        };
+        table
+            .routes()
+            .iter()
+            .map(|route| match route {
+                RegionRoute::Local(r) => RegionSummary {
+                    info: r.info().clone(),
+                    state: region_state(r),
+                    load: if loads {
+                        r.load()
+                    } else {
+                        RegionLoad::default()
+                    },
+                    stores: if loads { r.store_stats() } else { Vec::new() },
+                    server: holder(r.info().id),
+                },
+                RegionRoute::Remote { info, .. } => RegionSummary {
+                    info: info.clone(),
+                    state: RegionState::Open,
+                    load: RegionLoad::default(),
+                    stores: Vec::new(),
+                    server: holder(info.id),
+                },
+                RegionRoute::Offline { info } => RegionSummary {
+                    info: info.clone(),
+                    state: RegionState::Offline,
+                    load: RegionLoad::default(),
+                    stores: Vec::new(),
+                    server: None,
+                },
+            })
+            .collect()
     }
 
     /// The table's regions in key order, with their load (HBase's
@@ -373,20 +584,36 @@ impl Database {
 
     /// Lets a disabled table serve requests again.
     pub fn enable_table(&self, name: &str) -> Result<()> {
-        self.check_open()?;
-        self.inner.master.set_enabled(name, true)
+        self.set_enabled(name, true)
     }
 
     /// Stops a table from serving requests (needed before drop or truncate).
     pub fn disable_table(&self, name: &str) -> Result<()> {
+        self.set_enabled(name, false)
+    }
+
+    fn set_enabled(&self, name: &str, enabled: bool) -> Result<()> {
         self.check_open()?;
-        self.inner.master.set_enabled(name, false)
+        if self.inner.cluster.is_some() {
+            let call = MasterCall::SetEnabled {
+                table: name.to_string(),
+                enabled,
+            };
+            return self.master_call(call).map(drop);
+        }
+        self.local_master("enable")?.set_enabled(name, enabled)
     }
 
     /// Deletes a disabled table and its data.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
-        self.inner.master.drop_table(name)
+        if self.inner.cluster.is_some() {
+            let call = MasterCall::DropTable {
+                table: name.to_string(),
+            };
+            return self.master_call(call).map(drop);
+        }
+        self.local_master("drop")?.drop_table(name)
     }
 
     /// Creates a namespace (HBase's `create_namespace`); tables are then
@@ -394,7 +621,13 @@ impl Database {
     /// exist.
     pub fn create_namespace(&self, descriptor: NamespaceDescriptor) -> Result<()> {
         self.check_open()?;
-        self.inner.master.create_namespace(descriptor)
+        if self.inner.cluster.is_some() {
+            return self
+                .master_call(MasterCall::CreateNamespace { descriptor })
+                .map(drop);
+        }
+        self.local_master("create_namespace")?
+            .create_namespace(descriptor)
     }
 
     /// Sets and removes properties of a namespace (HBase's
@@ -406,43 +639,70 @@ impl Database {
         unset: &[String],
     ) -> Result<()> {
         self.check_open()?;
-        self.inner.master.alter_namespace(name, set, unset)
+        if self.inner.cluster.is_some() {
+            let call = MasterCall::AlterNamespace {
+                name: name.to_string(),
+                set,
+                unset: unset.to_vec(),
+            };
+            return self.master_call(call).map(drop);
+        }
+        self.local_master("alter_namespace")?
+            .alter_namespace(name, set, unset)
     }
 
     /// Drops an empty namespace (HBase's `drop_namespace`).
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
         self.check_open()?;
-        self.inner.master.drop_namespace(name)
+        if self.inner.cluster.is_some() {
+            let call = MasterCall::DropNamespace {
+                name: name.to_string(),
+            };
+            return self.master_call(call).map(drop);
+        }
+        self.local_master("drop_namespace")?.drop_namespace(name)
     }
 
     /// Every namespace with its properties, reserved ones included, in
     /// name order (HBase's `list_namespace`).
     pub fn list_namespaces(&self) -> Vec<NamespaceDescriptor> {
-        self.inner.master.namespaces()
+        match (&self.inner.master, &self.inner.cluster) {
+            (Some(master), _) => master.namespaces(),
+            (None, Some(cluster)) => cluster.catalog().namespace_list(),
+            (None, None) => Vec::new(),
+        }
     }
 
     /// One namespace (HBase's `describe_namespace`).
     pub fn describe_namespace(&self, name: &str) -> Result<NamespaceDescriptor> {
-        self.inner.master.namespace(name)
+        match (&self.inner.master, &self.inner.cluster) {
+            (Some(master), _) => master.namespace(name),
+            (None, Some(cluster)) => cluster.catalog().namespace(name),
+            (None, None) => Err(Error::NamespaceNotFound(name.to_string())),
+        }
     }
 
     /// The tables of a namespace, full names in order (HBase's
     /// `list_namespace_tables`).
     pub fn list_namespace_tables(&self, name: &str) -> Result<Vec<String>> {
-        self.inner.master.namespace_tables(name)
+        match (&self.inner.master, &self.inner.cluster) {
+            (Some(master), _) => master.namespace_tables(name),
+            (None, Some(cluster)) => cluster.catalog().namespace_tables(name),
+            (None, None) => Err(Error::NamespaceNotFound(name.to_string())),
+        }
     }
 
     /// Empties a disabled table, keeping its descriptor and region
     /// boundaries; the table stays disabled (as HBase's Admin does).
     pub fn truncate_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
-        self.inner.master.truncate_table(name)
+        self.local_master("truncate")?.truncate_table(name)
     }
 
     /// Adds, modifies or deletes column families; works on enabled tables.
     pub fn alter_table(&self, name: &str, changes: &[FamilyChange]) -> Result<()> {
         self.check_open()?;
-        self.inner.master.alter_table(name, changes)
+        self.local_master("alter")?.alter_table(name, changes)
     }
 
     /// Flushes every memstore of the table to store files, now.
@@ -463,7 +723,10 @@ impl Database {
         for region in self.inner.locator.table(name)?.regions() {
             region.compact(major)?;
         }
-        self.inner.master.collect_retired_regions()
+        match &self.inner.master {
+            Some(master) => master.collect_retired_regions(),
+            None => Ok(()),
+        }
     }
 
     /// Splits regions of a table by hand (HBase's `split 'table'[, 'key']`):
@@ -472,28 +735,31 @@ impl Database {
     /// least two rows of data splits near its middle.
     pub fn split_table(&self, name: &str, split_key: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
-        self.inner.master.split_table(name, split_key)
+        self.local_master("split")?.split_table(name, split_key)
     }
 
     /// Splits one region, named by its full or encoded name, at
     /// `split_key` or, without one, at a row near the middle of its data.
     pub fn split_region(&self, region_name: &[u8], split_key: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
-        self.inner.master.split_region(region_name, split_key)
+        self.local_master("split")?
+            .split_region(region_name, split_key)
     }
 
     /// Merges two adjacent regions of a table, named by full or encoded
     /// names, into one (HBase's `merge_region`).
     pub fn merge_regions(&self, region_a: &[u8], region_b: &[u8]) -> Result<()> {
         self.check_open()?;
-        self.inner.master.merge_regions(region_a, region_b)
+        self.local_master("merge")?
+            .merge_regions(region_a, region_b)
     }
 
     /// Compacts one region, named by its full or encoded name (HBase's
     /// `compact 'region'` / `major_compact 'region'`).
     pub fn compact_region(&self, region_name: &[u8], major: bool) -> Result<()> {
         self.check_open()?;
-        self.inner.master.compact_region(region_name, major)
+        self.local_master("compact of one region")?
+            .compact_region(region_name, major)
     }
 
     /// Hits, misses and size of the block cache shared by all stores.
@@ -509,7 +775,9 @@ impl Database {
         if self.inner.closed.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
-        self.inner.master.stop();
+        if let Some(master) = &self.inner.master {
+            master.stop();
+        }
         for (_, location) in self.inner.locator.tables() {
             location.mark_closed();
         }

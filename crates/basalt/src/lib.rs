@@ -36,6 +36,7 @@
 pub mod admin;
 mod catalog;
 pub mod check;
+pub mod cluster;
 mod database;
 mod gateways;
 mod locator;
@@ -49,8 +50,13 @@ mod split;
 mod table;
 
 pub use admin::{Admin, AdminReply, AdminRequest};
+/// Whether a file store error says the file exists already (a
+/// create-if-absent collision).
+pub use basalt_engine::manifest::is_already_exists;
 pub use catalog::catalog_file;
-pub use database::{Database, DatabaseBuilder, RegionState, RegionSummary, TableInfo};
+pub use database::{
+    Database, DatabaseBuilder, MemberConfig, RegionState, RegionSummary, TableInfo,
+};
 pub use gateways::Gateway;
 pub use locator::{RegionLocator, RegionRoute, RouteRefresher, TableLocation};
 pub use master::{FamilyChange, Master};

@@ -40,6 +40,12 @@ pub enum RegionRoute {
         /// The server that has it open.
         server: ServerAddress,
     },
+    /// Open nowhere right now (cluster mode: being assigned, or its
+    /// server died and it is being recovered): requests wait for a route.
+    Offline {
+        /// The region's identity and key range.
+        info: RegionInfo,
+    },
 }
 
 impl RegionRoute {
@@ -47,7 +53,7 @@ impl RegionRoute {
     pub fn info(&self) -> &RegionInfo {
         match self {
             RegionRoute::Local(region) => region.info(),
-            RegionRoute::Remote { info, .. } => info,
+            RegionRoute::Remote { info, .. } | RegionRoute::Offline { info } => info,
         }
     }
 
@@ -55,16 +61,31 @@ impl RegionRoute {
     pub fn local(&self) -> Option<&Arc<Region>> {
         match self {
             RegionRoute::Local(region) => Some(region),
-            RegionRoute::Remote { .. } => None,
+            RegionRoute::Remote { .. } | RegionRoute::Offline { .. } => None,
         }
     }
 
     /// The server, when the region is open on another one.
     pub fn server(&self) -> Option<&ServerAddress> {
         match self {
-            RegionRoute::Local(_) => None,
+            RegionRoute::Local(_) | RegionRoute::Offline { .. } => None,
             RegionRoute::Remote { server, .. } => Some(server),
         }
+    }
+
+    /// True when the routes come from a cluster's catalog (the region is
+    /// elsewhere or nowhere): a refusal asks the cluster for fresh routes.
+    fn is_routed(&self) -> bool {
+        !matches!(self, RegionRoute::Local(_))
+    }
+
+    /// The refusal of a request on a region open nowhere.
+    pub(crate) fn offline_error(info: &RegionInfo) -> Error {
+        Error::NotServingRegion(format!(
+            "region {} of table {} is not open on any server right now (being assigned)",
+            info.encoded_name(),
+            info.table
+        ))
     }
 }
 
@@ -449,7 +470,7 @@ impl TableLocation {
         if basalt_engine::read_tier::is_memory_only() {
             return Err(error);
         }
-        let remote = route.server().is_some();
+        let remote = route.is_routed();
         match error {
             Error::NotServingRegion(message) if remote => {
                 let deadline = *deadline.get_or_insert_with(|| Instant::now() + HANDOVER_WAIT);
@@ -569,6 +590,7 @@ impl TableLocation {
                 "region {} of table {} is served by {server}, not by this process",
                 info.id, self.name
             ))),
+            RegionRoute::Offline { info } => Err(RegionRoute::offline_error(&info)),
         }
     }
 
@@ -604,6 +626,7 @@ pub(crate) fn same_route(a: &RegionRoute, b: &RegionRoute) -> bool {
                 server: sb,
             },
         ) => a == b && sa == sb,
+        (RegionRoute::Offline { info: a }, RegionRoute::Offline { info: b }) => a == b,
         _ => false,
     }
 }

@@ -26,16 +26,13 @@ use parking_lot::Mutex;
 
 use basalt_engine::fs::FileStore;
 use basalt_engine::{Clock, FamilyState, RegionInfo};
-use basalt_types::descriptor::{
-    namespace_of, validate_family_name, validate_namespace_name, RESERVED_NAMESPACES,
-};
+use basalt_types::descriptor::validate_family_name;
 use basalt_types::{ColumnFamilyDescriptor, Error, NamespaceDescriptor, Result, TableDescriptor};
 
-use crate::catalog::{Catalog, NamespaceEntry, RegionEntry, RegionState, TableEntry};
+use crate::catalog::{Catalog, RegionEntry, RegionState};
 use crate::locator::{RegionLocator, TableLocation};
 use crate::options::Options;
 use crate::region_server::{RecoveryReport, RegionServer, RegionSpec, WalPlacement};
-use crate::split::validate_split_keys;
 
 use handover::MasterHooks;
 
@@ -176,44 +173,21 @@ impl Master {
 
     /// Creates a table pre-split at `split_keys` (sorted, distinct,
     /// non-empty): `n` keys make `n + 1` regions.
-    pub fn create_table(
-        &self,
-        mut descriptor: TableDescriptor,
-        split_keys: &[Bytes],
-    ) -> Result<()> {
+    pub fn create_table(&self, descriptor: TableDescriptor, split_keys: &[Bytes]) -> Result<()> {
         self.check_running()?;
-        descriptor.validate()?;
-        validate_split_keys(split_keys)?;
-        let name = descriptor.name().to_string();
         let mut catalog = self.catalog.lock();
-        if catalog.tables.contains_key(&name) {
-            return Err(Error::TableExists(name));
-        }
-        // HBase refuses a table in a namespace nobody created.
-        let namespace = namespace_of(&name);
-        if !catalog.has_namespace(namespace) {
-            return Err(Error::NamespaceNotFound(namespace.to_string()));
-        }
         let mut updated = catalog.clone();
-        let now = self.clock.now_millis();
-        let starts = std::iter::once(Bytes::new()).chain(split_keys.iter().cloned());
-        let ends = split_keys
-            .iter()
-            .cloned()
-            .chain(std::iter::once(Bytes::new()));
-        let entries: Vec<RegionEntry> = starts
-            .zip(ends)
-            .map(|(start, end)| new_region_entry(&mut updated, &descriptor, start, end, now))
-            .collect();
-        updated.tables.insert(
-            name.clone(),
-            TableEntry {
-                descriptor: descriptor.clone(),
-                enabled: true,
-                regions: entries.clone(),
-                retired: Vec::new(),
-            },
-        );
+        let (descriptor, entries) =
+            updated.add_table(descriptor, split_keys, self.clock.now_millis())?;
+        let name = descriptor.name().to_string();
+        for entry in updated
+            .tables
+            .get_mut(&name)
+            .into_iter()
+            .flat_map(|t| t.regions.iter_mut())
+        {
+            entry.state = RegionState::Open;
+        }
         self.commit(&mut catalog, updated)?;
         let regions = entries
             .iter()
@@ -395,18 +369,9 @@ impl Master {
     /// Creates a namespace with its properties (HBase's `create_namespace`).
     pub fn create_namespace(&self, descriptor: NamespaceDescriptor) -> Result<()> {
         self.check_running()?;
-        validate_namespace_name(&descriptor.name)?;
         let mut catalog = self.catalog.lock();
-        if catalog.has_namespace(&descriptor.name) {
-            return Err(Error::NamespaceExists(descriptor.name));
-        }
         let mut updated = catalog.clone();
-        updated.namespaces.insert(
-            descriptor.name,
-            NamespaceEntry {
-                properties: descriptor.properties,
-            },
-        );
+        updated.add_namespace(descriptor)?;
         self.commit(&mut catalog, updated)
     }
 
@@ -421,13 +386,8 @@ impl Master {
     ) -> Result<()> {
         self.check_running()?;
         let mut catalog = self.catalog.lock();
-        user_namespace(&catalog, name, "modified")?;
         let mut updated = catalog.clone();
-        let entry = updated.namespaces.entry(name.to_string()).or_default();
-        entry.properties.extend(set);
-        for key in unset {
-            entry.properties.remove(key);
-        }
+        updated.alter_namespace(name, set, unset)?;
         self.commit(&mut catalog, updated)
     }
 
@@ -436,80 +396,25 @@ impl Master {
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
         self.check_running()?;
         let mut catalog = self.catalog.lock();
-        user_namespace(&catalog, name, "removed")?;
-        let tables = catalog
-            .tables
-            .keys()
-            .filter(|t| namespace_of(t) == name)
-            .count();
-        if tables > 0 {
-            return Err(Error::Constraint(format!(
-                "Only empty namespaces can be removed. Namespace {name} has {tables} tables"
-            )));
-        }
         let mut updated = catalog.clone();
-        updated.namespaces.remove(name);
+        updated.remove_namespace(name)?;
         self.commit(&mut catalog, updated)
     }
 
     /// Every namespace, the reserved ones included, in name order.
     pub fn namespaces(&self) -> Vec<NamespaceDescriptor> {
-        let catalog = self.catalog.lock();
-        let mut all: BTreeMap<String, BTreeMap<String, String>> = RESERVED_NAMESPACES
-            .iter()
-            .map(|n| (n.to_string(), BTreeMap::new()))
-            .collect();
-        for (name, entry) in &catalog.namespaces {
-            all.insert(name.clone(), entry.properties.clone());
-        }
-        all.into_iter()
-            .map(|(name, properties)| NamespaceDescriptor { name, properties })
-            .collect()
+        self.catalog.lock().namespace_list()
     }
 
     /// One namespace and its properties.
     pub fn namespace(&self, name: &str) -> Result<NamespaceDescriptor> {
-        let catalog = self.catalog.lock();
-        if !catalog.has_namespace(name) {
-            return Err(Error::NamespaceNotFound(name.to_string()));
-        }
-        Ok(NamespaceDescriptor {
-            name: name.to_string(),
-            properties: catalog
-                .namespaces
-                .get(name)
-                .map(|e| e.properties.clone())
-                .unwrap_or_default(),
-        })
+        self.catalog.lock().namespace(name)
     }
 
     /// The tables of a namespace, in name order (full names, `ns:t`).
     pub fn namespace_tables(&self, name: &str) -> Result<Vec<String>> {
-        let catalog = self.catalog.lock();
-        if !catalog.has_namespace(name) {
-            return Err(Error::NamespaceNotFound(name.to_string()));
-        }
-        Ok(catalog
-            .tables
-            .keys()
-            .filter(|t| namespace_of(t) == name)
-            .cloned()
-            .collect())
+        self.catalog.lock().namespace_tables(name)
     }
-}
-
-/// Checks that `name` is a namespace a user created: a reserved one
-/// cannot be `what` (modified, removed), an unknown one is not found.
-fn user_namespace(catalog: &Catalog, name: &str, what: &str) -> Result<()> {
-    if RESERVED_NAMESPACES.contains(&name) {
-        return Err(Error::Constraint(format!(
-            "Reserved namespace {name} cannot be {what}"
-        )));
-    }
-    if !catalog.has_namespace(name) {
-        return Err(Error::NamespaceNotFound(name.to_string()));
-    }
-    Ok(())
 }
 
 fn no_such_family(table: &str, family: &str) -> Error {
@@ -519,7 +424,7 @@ fn no_such_family(table: &str, family: &str) -> Error {
     }
 }
 
-fn new_region_entry(
+pub(crate) fn new_region_entry(
     catalog: &mut Catalog,
     descriptor: &TableDescriptor,
     start_key: Bytes,
@@ -537,11 +442,18 @@ fn new_region_entry(
             .collect(),
         state: RegionState::Open,
         successors: Vec::new(),
+        server: None,
+        epoch: 0,
+        recover_from: Vec::new(),
     }
 }
 
 /// What the region server needs to open the catalog's region `entry`.
-fn region_spec(table: &str, descriptor: &TableDescriptor, entry: &RegionEntry) -> RegionSpec {
+pub(crate) fn region_spec(
+    table: &str,
+    descriptor: &TableDescriptor,
+    entry: &RegionEntry,
+) -> RegionSpec {
     RegionSpec {
         info: RegionInfo {
             id: entry.id,
@@ -572,7 +484,7 @@ fn region_spec(table: &str, descriptor: &TableDescriptor, entry: &RegionEntry) -
 /// collision's error) rather than serve regions of an outdated catalog;
 /// starting again succeeds. A catalog stored at a higher epoch means a
 /// newer owner exists: this process is fenced.
-fn fence_catalog(
+pub(crate) fn fence_catalog(
     catalog: &mut Catalog,
     files: &dyn FileStore,
     root: &Path,

@@ -142,6 +142,8 @@ pub struct RegionServer {
     /// through: this server's log holds nothing of them that is not in
     /// store files, so retirement treats them as flushed that far.
     moved_away: Mutex<HashMap<u64, u64>>,
+    /// Cluster mode: the region epoch each region open here was opened at.
+    epochs: Mutex<HashMap<u64, u64>>,
     shut_down: AtomicBool,
 }
 
@@ -245,6 +247,7 @@ impl RegionServer {
             online: RwLock::new(online),
             opening: Mutex::new(HashSet::new()),
             moved_away: Mutex::new(HashMap::new()),
+            epochs: Mutex::new(HashMap::new()),
             shut_down: AtomicBool::new(false),
         };
         Ok((server, recovery))
@@ -284,6 +287,7 @@ impl RegionServer {
             online: RwLock::new(HashMap::new()),
             opening: Mutex::new(HashSet::new()),
             moved_away: Mutex::new(HashMap::new()),
+            epochs: Mutex::new(HashMap::new()),
             shut_down: AtomicBool::new(false),
         })
     }
@@ -367,6 +371,7 @@ impl RegionServer {
         self.maintenance.register(&region);
         self.maintenance.check_compaction_after_open(&region);
         self.moved_away.lock().remove(&id);
+        self.epochs.lock().insert(id, epoch);
         self.online.write().insert(id, Arc::clone(&region));
         tracing::info!(
             region = %name,
@@ -443,7 +448,14 @@ impl RegionServer {
     /// handles still held keep reading its frozen data.
     pub fn close_region(&self, id: u64) -> Option<Arc<Region>> {
         self.maintenance.unregister(id);
+        self.epochs.lock().remove(&id);
         self.online.write().remove(&id)
+    }
+
+    /// Cluster mode: the region epoch region `id` was opened at here
+    /// (`None`: not open here, or opened without one).
+    pub fn region_epoch(&self, id: u64) -> Option<u64> {
+        self.epochs.lock().get(&id).copied()
     }
 
     /// Closes region `id` of `table` (if open) and deletes its files.

@@ -78,6 +78,7 @@ impl Table {
                 let name = call.name();
                 answer(server, name, self.state.call_remote(info, server, call)?)
             }
+            RegionRoute::Offline { info } => Err(RegionRoute::offline_error(info)),
         })
     }
 
@@ -245,15 +246,16 @@ impl Table {
     /// One region's share of a batch: one result per mutation.
     fn batch_on(&self, route: &RegionRoute, group: Vec<Mutation>) -> Vec<Result<()>> {
         let count = group.len();
-        let (info, server) = match route {
-            RegionRoute::Local(region) => return region.batch(&group),
-            RegionRoute::Remote { info, server } => (info, server),
-        };
         let same_for_all = |e: Error| {
             let remote = RemoteError::from(&e);
             (0..count)
                 .map(|_| Err(remote.clone().into_error()))
                 .collect()
+        };
+        let (info, server) = match route {
+            RegionRoute::Local(region) => return region.batch(&group),
+            RegionRoute::Remote { info, server } => (info, server),
+            RegionRoute::Offline { info } => return same_for_all(RegionRoute::offline_error(info)),
         };
         match self
             .state
@@ -443,6 +445,7 @@ impl Scanner {
             let opened = match &route {
                 RegionRoute::Local(region) => self.open_local(region, &resume),
                 RegionRoute::Remote { info, server } => self.open_remote(info, server, &resume),
+                RegionRoute::Offline { info } => Err(RegionRoute::offline_error(info)),
             };
             match opened {
                 Ok(current) => {

@@ -1,0 +1,352 @@
+//! `basalt local-cluster`: a whole cluster on this machine for trying
+//! cluster mode: ZooKeeper (Debian's `zookeeper` package, unless
+//! `--zookeeper` names a running one), one master and N region servers,
+//! each a child process of this one with its own data directory under
+//! `--dir`, the data on a shared directory (or `--storage`). It prints
+//! where everything listens, and on Ctrl-C (or SIGTERM) stops the region
+//! servers, then the master, then ZooKeeper.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use basalt::cluster::{MasterAnswer, MasterCall};
+use basalt_rpc::cluster_service::ClusterClient;
+
+/// The jar of Debian's `zookeeper` package (its manifest names the rest
+/// of the classpath).
+const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+/// How long the cluster may take to come up before the command gives up.
+const START_LIMIT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, clap::Args)]
+pub struct LocalClusterArgs {
+    /// Where the processes' data directories, the logs and (without
+    /// --storage) the shared data go.
+    #[arg(long, value_name = "DIR", default_value = "basalt-cluster")]
+    dir: PathBuf,
+    /// Region servers to start.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    region_servers: u16,
+    /// Shared storage for the data (default: file://<DIR>/storage).
+    #[arg(long, value_name = "URL")]
+    storage: Option<String>,
+    /// A running ZooKeeper quorum to use instead of starting one.
+    #[arg(long, value_name = "QUORUM")]
+    zookeeper: Option<String>,
+    /// The port of the ZooKeeper this command starts.
+    #[arg(long, value_name = "PORT", default_value_t = 2181)]
+    zookeeper_port: u16,
+    /// The master's native RPC port.
+    #[arg(long, value_name = "PORT", default_value_t = 16000)]
+    master_port: u16,
+    /// Region server N's ports are these plus N - 1: Thrift1.
+    #[arg(long, value_name = "PORT", default_value_t = 9090)]
+    thrift_port: u16,
+    /// ... Thrift2.
+    #[arg(long, value_name = "PORT", default_value_t = 9190)]
+    thrift2_port: u16,
+    /// ... REST.
+    #[arg(long, value_name = "PORT", default_value_t = 8080)]
+    rest_port: u16,
+    /// ... native RPC.
+    #[arg(long, value_name = "PORT", default_value_t = 16020)]
+    region_server_port: u16,
+    /// The ZooKeeper session timeout of every process: how long a killed
+    /// region server goes unnoticed.
+    #[arg(long, value_name = "MS", default_value_t = 3000)]
+    session_timeout_ms: u64,
+}
+
+/// A child process, stopped (SIGTERM, then SIGKILL after a while) on drop.
+struct Managed {
+    name: String,
+    child: Child,
+}
+
+impl Managed {
+    fn stop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!("{} did not stop within 30 s: killing it", self.name);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Managed {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn log_file(dir: &Path, name: &str) -> Result<fs::File, String> {
+    let path = dir.join("logs").join(format!("{name}.log"));
+    fs::File::create(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
+/// ZooKeeper answers its `srvr` command once it serves.
+fn zookeeper_ready(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream.write_all(b"srvr").is_err() {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.contains("Mode:")
+}
+
+fn start_zookeeper(args: &LocalClusterArgs) -> Result<Managed, String> {
+    if !Path::new(ZOOKEEPER_JAR).exists() {
+        return Err(format!(
+            "ZooKeeper is not installed ({ZOOKEEPER_JAR} is missing): `apt-get install zookeeper`, or pass --zookeeper HOST:PORT"
+        ));
+    }
+    if zookeeper_ready(args.zookeeper_port) {
+        return Err(format!(
+            "a ZooKeeper already answers on port {}: pass --zookeeper 127.0.0.1:{} to use it, or --zookeeper-port to start another",
+            args.zookeeper_port, args.zookeeper_port
+        ));
+    }
+    let dir = args.dir.join("zookeeper");
+    fs::create_dir_all(dir.join("data"))
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let config = dir.join("zoo.cfg");
+    // A short tick lets sessions of a few seconds (2 to 20 ticks).
+    fs::write(
+        &config,
+        format!(
+            "tickTime=250\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=srvr,ruok\nmaxSessionTimeout=60000\n",
+            dir.join("data").display(),
+            args.zookeeper_port
+        ),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+    let child = Command::new("java")
+        .args([
+            "-cp",
+            ZOOKEEPER_JAR,
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+        ])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(log_file(&args.dir, "zookeeper")?)
+        .stderr(log_file(&args.dir, "zookeeper.err")?)
+        .spawn()
+        .map_err(|e| format!("cannot start ZooKeeper (java): {e}"))?;
+    let mut zk = Managed {
+        name: "ZooKeeper".into(),
+        child,
+    };
+    let deadline = Instant::now() + START_LIMIT;
+    while !zookeeper_ready(args.zookeeper_port) {
+        if let Ok(Some(status)) = zk.child.try_wait() {
+            return Err(format!(
+                "ZooKeeper exited ({status}); see {}",
+                args.dir.join("logs").join("zookeeper.log").display()
+            ));
+        }
+        if Instant::now() > deadline {
+            zk.stop();
+            return Err("ZooKeeper did not answer within 2 minutes".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(zk)
+}
+
+fn spawn_basalt(dir: &Path, name: &str, args: &[String]) -> Result<Managed, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the basalt binary: {e}"))?;
+    let child = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log_file(dir, name)?)
+        .spawn()
+        .map_err(|e| format!("cannot start {name}: {e}"))?;
+    Ok(Managed {
+        name: name.to_string(),
+        child,
+    })
+}
+
+/// Runs the local cluster until Ctrl-C or SIGTERM.
+pub fn run(args: LocalClusterArgs) -> Result<(), String> {
+    fs::create_dir_all(args.dir.join("logs"))
+        .map_err(|e| format!("cannot create {}: {e}", args.dir.display()))?;
+    let dir = fs::canonicalize(&args.dir).map_err(|e| format!("{}: {e}", args.dir.display()))?;
+    let storage = match &args.storage {
+        Some(url) => url.clone(),
+        None => {
+            let shared = dir.join("storage");
+            fs::create_dir_all(&shared)
+                .map_err(|e| format!("cannot create {}: {e}", shared.display()))?;
+            format!("file://{}", shared.display())
+        }
+    };
+    let mut zookeeper = None;
+    let quorum = match &args.zookeeper {
+        Some(q) => q.clone(),
+        None => {
+            zookeeper = Some(start_zookeeper(&args)?);
+            format!("127.0.0.1:{}", args.zookeeper_port)
+        }
+    };
+    let config = dir.join("cluster.toml");
+    fs::write(
+        &config,
+        format!(
+            "[zookeeper]\nsession_timeout_ms = {}\n",
+            args.session_timeout_ms
+        ),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+    let common = |data_dir: PathBuf| -> Vec<String> {
+        vec![
+            "--config".into(),
+            config.display().to_string(),
+            "--data-dir".into(),
+            data_dir.display().to_string(),
+            "--storage".into(),
+            storage.clone(),
+            "--zookeeper".into(),
+            quorum.clone(),
+            "--bind".into(),
+            "127.0.0.1".into(),
+        ]
+    };
+    let mut master_args = vec!["master".to_string()];
+    master_args.extend(common(dir.join("master")));
+    master_args.extend([
+        "--master-port".into(),
+        args.master_port.to_string(),
+        "--region-server-port".into(),
+        "0".into(),
+    ]);
+    let master = spawn_basalt(&dir, "master", &master_args)?;
+    let mut servers = Vec::new();
+    let mut rows = Vec::new();
+    for i in 0..args.region_servers {
+        let name = format!("regionserver{}", i + 1);
+        let mut rs_args = vec!["regionserver".to_string()];
+        rs_args.extend(common(dir.join(&name)));
+        let (thrift, thrift2, rest, rpc) = (
+            args.thrift_port + i,
+            args.thrift2_port + i,
+            args.rest_port + i,
+            args.region_server_port + i,
+        );
+        rs_args.extend([
+            "--master-port".into(),
+            "0".into(),
+            "--region-server-port".into(),
+            rpc.to_string(),
+            "--thrift-port".into(),
+            thrift.to_string(),
+            "--thrift2-port".into(),
+            thrift2.to_string(),
+            "--rest-port".into(),
+            rest.to_string(),
+        ]);
+        servers.push(spawn_basalt(&dir, &name, &rs_args)?);
+        rows.push(format!(
+            "  {name:<15} thrift 127.0.0.1:{thrift}  thrift2 127.0.0.1:{thrift2}  rest 127.0.0.1:{rest}  native RPC 127.0.0.1:{rpc}"
+        ));
+    }
+    let mut processes: Vec<Managed> = Vec::new();
+    processes.push(master);
+    processes.extend(servers);
+    // Ready once the master sees every region server.
+    let client = ClusterClient::new(Duration::from_secs(10));
+    let deadline = Instant::now() + START_LIMIT;
+    loop {
+        if let Ok(MasterAnswer::Status(s)) = client.call(
+            &format!("127.0.0.1:{}", args.master_port),
+            "MasterCall",
+            &MasterCall::Status,
+        ) {
+            if s.servers.len() == usize::from(args.region_servers) {
+                break;
+            }
+        }
+        for p in &mut processes {
+            if let Ok(Some(status)) = p.child.try_wait() {
+                return Err(format!(
+                    "{} exited ({status}); see {}",
+                    p.name,
+                    dir.join("logs").join(format!("{}.log", p.name)).display()
+                ));
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the cluster did not come up within 2 minutes; see the logs in {}",
+                dir.join("logs").display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    println!("Basalt local cluster is up (data: {storage})");
+    println!("  {:<15} {quorum}", "ZooKeeper");
+    println!(
+        "  {:<15} native RPC 127.0.0.1:{}",
+        "master", args.master_port
+    );
+    for row in &rows {
+        println!("{row}");
+    }
+    println!(
+        "Logs in {}. Try: basalt shell --host 127.0.0.1 --port {}. Ctrl-C stops everything.",
+        dir.join("logs").display(),
+        args.thrift_port
+    );
+    let _ = std::io::stdout().flush();
+    wait_for_signal()?;
+    println!("stopping the region servers, the master, then ZooKeeper");
+    // Region servers first (their regions flush), then the master.
+    for p in processes.iter_mut().skip(1) {
+        p.stop();
+    }
+    if let Some(master) = processes.first_mut() {
+        master.stop();
+    }
+    drop(processes);
+    drop(zookeeper);
+    Ok(())
+}
+
+fn wait_for_signal() -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .map_err(|e| format!("cannot wait for signals: {e}"))?;
+    runtime
+        .block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate())?;
+            let mut int = signal(SignalKind::interrupt())?;
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            Ok::<(), std::io::Error>(())
+        })
+        .map_err(|e| format!("waiting for signals failed: {e}"))
+}

@@ -1,0 +1,321 @@
+//! The chaos suite of cluster mode: real `basalt master` and `basalt
+//! regionserver` processes, a real ZooKeeper, shared storage in a
+//! directory, all on loopback. Each test breaks something (kill -9,
+//! SIGSTOP, a master lost in the middle of a procedure), then checks that
+//! no acknowledged write is lost, that nothing a fenced server accepted
+//! late is visible, and the cluster invariants (`check_invariants`).
+//! Timings are printed for the record, never asserted.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use basalt::cluster::{MasterAnswer, MasterCall};
+use basalt::{ColumnFamilyDescriptor, TableDescriptor};
+use basalt_thrift::Client;
+use bytes::Bytes;
+
+#[path = "common/cluster.rs"]
+mod cluster_support;
+use cluster_support::TestCluster;
+
+fn create_table(cluster: &TestCluster, name: &str, splits: &[&str]) {
+    let call = MasterCall::CreateTable {
+        descriptor: TableDescriptor::new(name).family(ColumnFamilyDescriptor::new("cf")),
+        splits: splits.iter().map(|s| Bytes::from(s.to_string())).collect(),
+    };
+    match cluster.master_call(call) {
+        Ok(MasterAnswer::Done) => {}
+        other => panic!("create {name}: {other:?}"),
+    }
+}
+
+fn put(c: &mut Client, table: &str, row: &str) -> Result<(), String> {
+    c.mutate_rows(
+        table.as_bytes(),
+        vec![basalt_thrift::types::BatchMutation {
+            row: Some(Bytes::from(row.to_owned())),
+            mutations: Some(vec![basalt_thrift::client::put(b"cf:q", row.as_bytes())]),
+        }],
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn all_rows(c: &mut Client, table: &str) -> BTreeSet<String> {
+    let id = c.scanner_open(table.as_bytes(), b"", &[]).unwrap();
+    c.scan_all(id, 1000)
+        .unwrap()
+        .into_iter()
+        .map(|r| String::from_utf8(r.row.unwrap().to_vec()).unwrap())
+        .collect()
+}
+
+const SPLITS: &[&str] = &["r0-5", "r1", "r1-5", "r2", "r2-5", "r3", "r3-5"];
+
+/// Writers over Thrift, each on its own region server's gateway (which
+/// forwards rows of regions held elsewhere), recording every row whose
+/// write was acknowledged and when writes failed.
+struct Load {
+    stop: Arc<AtomicBool>,
+    acknowledged: Arc<Mutex<BTreeSet<String>>>,
+    failures: Arc<Mutex<Vec<(Instant, String)>>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(cluster: &TestCluster, table: &str, servers: &[usize]) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acknowledged = Arc::new(Mutex::new(BTreeSet::new()));
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let mut threads = Vec::new();
+        for (writer, &server) in servers.iter().enumerate() {
+            let port = cluster.server(server).port("thrift");
+            let (stop, acknowledged, failures) = (
+                Arc::clone(&stop),
+                Arc::clone(&acknowledged),
+                Arc::clone(&failures),
+            );
+            let table = table.to_string();
+            threads.push(std::thread::spawn(move || {
+                let connect = || {
+                    let c = Client::connect(
+                        ("127.0.0.1", port),
+                        false,
+                        basalt_thrift::Protocol::Binary { strict: true },
+                    )
+                    .unwrap();
+                    c.set_timeout(Some(Duration::from_secs(120))).unwrap();
+                    c
+                };
+                let mut c = connect();
+                let mut i = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    // Rows spread over every region: r0..r3 prefixes.
+                    let row = format!("r{}-{writer}-{i:06}", i % 4);
+                    match put(&mut c, &table, &row) {
+                        Ok(()) => {
+                            acknowledged.lock().unwrap().insert(row);
+                            i += 1;
+                        }
+                        Err(e) => {
+                            failures.lock().unwrap().push((Instant::now(), e));
+                            c = connect();
+                        }
+                    }
+                }
+            }));
+        }
+        Load {
+            stop,
+            acknowledged,
+            failures,
+            threads,
+        }
+    }
+
+    fn stop(self) -> (BTreeSet<String>, Vec<(Instant, String)>) {
+        self.stop.store(true, Ordering::SeqCst);
+        for t in self.threads {
+            t.join().unwrap();
+        }
+        let acked = self.acknowledged.lock().unwrap().clone();
+        let failures = self.failures.lock().unwrap().clone();
+        (acked, failures)
+    }
+
+    fn count(&self) -> usize {
+        self.acknowledged.lock().unwrap().len()
+    }
+}
+
+fn wait_for_writes(load: &Load, at_least: usize) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while load.count() < at_least {
+        assert!(
+            Instant::now() < deadline,
+            "the load never reached {at_least} writes"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_killed_region_server_loses_no_acknowledged_write_and_its_regions_reopen_elsewhere() {
+    let mut cluster = TestCluster::start(1, 3);
+    create_table(&cluster, "t", SPLITS);
+    cluster.check_invariants();
+    let victim_name = cluster.server(2).name.clone();
+    let held = cluster
+        .status()
+        .servers
+        .iter()
+        .find(|s| s.name == victim_name)
+        .map_or(0, |s| s.regions.len());
+    assert!(held > 0, "the balancer gave the victim no region");
+
+    let load = Load::start(&cluster, "t", &[0, 1, 0, 1]);
+    wait_for_writes(&load, 400);
+    let before_kill = load.count();
+    let killed_at = Instant::now();
+    let _victim = cluster.kill_server(2);
+    let (status, settled_at) = cluster.wait_until_settled_without(&victim_name);
+    let reopened = settled_at - killed_at;
+    // Writes go on after the recovery, on every region.
+    wait_for_writes(&load, load.count() + 400);
+    let (acknowledged, failures) = load.stop();
+    let first_ok_after = failures
+        .iter()
+        .map(|(t, _)| *t)
+        .max()
+        .map_or(Duration::ZERO, |t| t - killed_at);
+    eprintln!(
+        "RECOVERY TIMELINE: kill -9 of {victim_name} (held {held} regions); every region open again after {:.2} s; writes acknowledged {before_kill} before the kill, {} in all; {} write attempts failed, the last {:.2} s after the kill",
+        reopened.as_secs_f64(),
+        acknowledged.len(),
+        failures.len(),
+        first_ok_after.as_secs_f64()
+    );
+    assert!(status.servers.iter().all(|s| s.name != victim_name));
+
+    let mut reader = cluster.thrift(1);
+    let present = all_rows(&mut reader, "t");
+    let lost: Vec<&String> = acknowledged.difference(&present).collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged writes lost, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+    cluster.check_invariants();
+}
+
+#[test]
+fn a_paused_region_server_is_fenced_and_nothing_it_accepts_late_ever_appears() {
+    let mut cluster = TestCluster::start(1, 3);
+    create_table(&cluster, "t", SPLITS);
+    cluster.check_invariants();
+    let mut writer = cluster.thrift(0);
+    let mut acknowledged = BTreeSet::new();
+    for i in 0..400 {
+        let row = format!("r{}-a-{i:05}", i % 4);
+        put(&mut writer, "t", &row).unwrap();
+        acknowledged.insert(row);
+    }
+    // A client of the server about to be paused, connected before.
+    let mut stale = cluster.thrift(2);
+    let paused_name = cluster.server(2).name.clone();
+    cluster.server(2).signal("STOP");
+    // Its session expires; the master fences its log and reopens its
+    // regions on the others.
+    let _ = cluster.wait_until_settled_without(&paused_name);
+    for i in 0..400 {
+        let row = format!("r{}-b-{i:05}", i % 4);
+        put(&mut writer, "t", &row).unwrap();
+        acknowledged.insert(row);
+    }
+    cluster.server(2).signal("CONT");
+    // Whatever the woken server says to these writes, none may appear.
+    let mut late = BTreeSet::new();
+    let mut accepted = 0;
+    for i in 0..50 {
+        let row = format!("r{}-late-{i:05}", i % 4);
+        late.insert(row.clone());
+        if put(&mut stale, "t", &row).is_ok() {
+            accepted += 1;
+        }
+    }
+    // It stops: its session expired, so it exits on its own.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut paused = cluster.servers[2].take().unwrap();
+    let exit = loop {
+        if let Some(status) = paused.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the fenced server kept running");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        !exit.success(),
+        "a fenced server exits with a failure status: {exit:?}"
+    );
+    assert!(
+        paused.logged("session expired") || paused.logged("fenced"),
+        "the server says why it stopped"
+    );
+    drop(paused);
+    eprintln!("late writes to the paused server: {accepted} of 50 got an answer without an error");
+
+    let mut reader = cluster.thrift(1);
+    let present = all_rows(&mut reader, "t");
+    let lost: Vec<&String> = acknowledged.difference(&present).collect();
+    assert!(lost.is_empty(), "acknowledged writes lost: {lost:?}");
+    let leaked: Vec<&String> = late.intersection(&present).collect();
+    assert!(
+        leaked.is_empty(),
+        "writes to the fenced server became visible: {leaked:?}"
+    );
+    cluster.check_invariants();
+}
+
+#[test]
+fn a_standby_master_finishes_a_table_creation_its_killed_predecessor_began() {
+    let mut cluster = TestCluster::start(2, 3);
+    let splits: Vec<String> = (1..24).map(|i| format!("k{i:02}")).collect();
+    let split_refs: Vec<&str> = splits.iter().map(String::as_str).collect();
+    let port = cluster.master(0).port("rpc-master");
+    let creating = {
+        let splits: Vec<Bytes> = split_refs
+            .iter()
+            .map(|s| Bytes::from(s.to_string()))
+            .collect();
+        std::thread::spawn(move || {
+            let client = basalt_rpc::cluster_service::ClusterClient::new(Duration::from_secs(60));
+            let call = MasterCall::CreateTable {
+                descriptor: TableDescriptor::new("big").family(ColumnFamilyDescriptor::new("cf")),
+                splits,
+            };
+            client.call::<_, MasterAnswer>(&format!("127.0.0.1:{port}"), "MasterCall", &call)
+        })
+    };
+    // Kill the master once the creation is committed but (most likely)
+    // before every region is open.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while cluster.catalog_json()["tables"].get("big").is_none() {
+        assert!(Instant::now() < deadline, "the table was never committed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _old = cluster.kill_master(0);
+    let _ = creating.join().unwrap();
+    // The standby takes over and finishes the procedure.
+    let standby = cluster.masters[1].as_ref().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !standby.logged("master serving") {
+        assert!(Instant::now() < deadline, "the standby never became active");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let standby_port = standby.port_from_log("rpc-master");
+    cluster.masters[1]
+        .as_mut()
+        .unwrap()
+        .ports
+        .insert("rpc-master".into(), standby_port);
+    let (status, _) = cluster.wait_until_settled();
+    assert!(
+        status.procedures.is_empty(),
+        "procedures left: {:?}",
+        status.procedures
+    );
+    let regions = cluster.catalog_json()["tables"]["big"]["regions"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(regions, 24);
+    let mut c = cluster.thrift(0);
+    for k in 0..24 {
+        put(&mut c, "big", &format!("k{k:02}-row")).unwrap();
+    }
+    assert_eq!(all_rows(&mut c, "big").len(), 24);
+    cluster.check_invariants();
+}

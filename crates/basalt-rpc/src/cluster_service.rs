@@ -1,0 +1,268 @@
+//! `BasaltClusterService`: how the processes of a Basalt cluster talk to
+//! each other about the cluster itself (not about rows: that is
+//! `BasaltRegionService`). It rides on the native RPC server every
+//! process already runs, so a cluster needs no extra port.
+//!
+//! | method | served by | does |
+//! |---|---|---|
+//! | `MasterCall` | every process (a region server passes it on to the active master) | DDL, move, assign, balance, status: `basalt::cluster::MasterCall` |
+//! | `OpenRegion` | region servers | opens a region as the catalog assigns it to this server |
+//! | `CloseRegion` | region servers | flushes and closes a region |
+//!
+//! Each request and answer is one protobuf message with one `bytes`
+//! field (1) holding JSON: the request's fields, and the answer
+//! `{"ok": ...}` or `{"err": {"kind": ..., "message": ...}}` with the
+//! error's stable kind (`docs/cluster.md`, "Wire").
+
+use std::collections::HashMap;
+use std::net::ToSocketAddrs;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use basalt::cluster::{MasterAnswer, MasterCall, MasterControl, RegionServerControl, ServerName};
+use basalt_types::{Error, ErrorKind, Result};
+
+use crate::call::{Call, Method};
+use crate::client::RpcClient;
+use crate::error::RpcError;
+
+/// The service's name in the connection header.
+pub const CLUSTER_SERVICE: &str = "BasaltClusterService";
+
+/// The methods.
+pub const METHODS: &[Method] = &[
+    Method {
+        name: "MasterCall",
+        handler: master_call,
+    },
+    Method {
+        name: "OpenRegion",
+        handler: open_region,
+    },
+    Method {
+        name: "CloseRegion",
+        handler: close_region,
+    },
+];
+
+/// The one message of the service: JSON in field 1.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ClusterPayload {
+    /// The JSON document.
+    #[prost(bytes = "vec", tag = "1")]
+    pub json: Vec<u8>,
+}
+
+/// Which region to open or close.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RegionRequest {
+    table: String,
+    region: u64,
+}
+
+/// An error as it travels: its kind and message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct WireError {
+    kind: ErrorKind,
+    message: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum WireResult<T> {
+    Ok(T),
+    Err(WireError),
+}
+
+fn decode_json<T: DeserializeOwned>(param: &[u8], what: &str) -> Result<T, RpcError> {
+    let payload: ClusterPayload = Call::decode(param, what)?;
+    serde_json::from_slice(&payload.json).map_err(|e| RpcError::undecodable(what, e))
+}
+
+fn answer<T: Serialize>(result: Result<T>) -> Result<Vec<u8>, RpcError> {
+    let wire = match result {
+        Ok(value) => WireResult::Ok(value),
+        Err(e) => WireResult::Err(WireError {
+            kind: e.kind(),
+            message: e.to_string(),
+        }),
+    };
+    let json = serde_json::to_vec(&wire)
+        .map_err(|e| RpcError::do_not_retry(format!("answer does not serialize: {e}")))?;
+    Ok(prost::Message::encode_to_vec(&ClusterPayload { json }))
+}
+
+fn master_call(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: MasterCall = decode_json(param, "MasterCall")?;
+    answer(call.ctx.db.master_call(request))
+}
+
+fn open_region(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: RegionRequest = decode_json(param, "OpenRegion")?;
+    answer(
+        call.ctx
+            .db
+            .open_assigned_region(&request.table, request.region),
+    )
+}
+
+fn close_region(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: RegionRequest = decode_json(param, "CloseRegion")?;
+    answer(call.ctx.db.close_assigned_region(request.region))
+}
+
+/// Calls of the service to other processes: one connection per address,
+/// reopened after a failure.
+#[derive(Debug)]
+pub struct ClusterClient {
+    connections: Mutex<HashMap<String, Arc<Mutex<Option<RpcClient>>>>>,
+    timeout: Duration,
+}
+
+impl ClusterClient {
+    /// A client whose calls give up after `timeout`.
+    pub fn new(timeout: Duration) -> ClusterClient {
+        ClusterClient {
+            connections: Mutex::new(HashMap::new()),
+            timeout,
+        }
+    }
+
+    /// Calls `method` at `address` (`host:port`) with `request`.
+    pub fn call<Q: Serialize, A: DeserializeOwned>(
+        &self,
+        address: &str,
+        method: &str,
+        request: &Q,
+    ) -> Result<A> {
+        let json = serde_json::to_vec(request)
+            .map_err(|e| Error::invalid(format!("{method} does not serialize: {e}")))?;
+        let slot = Arc::clone(
+            self.connections
+                .lock()
+                .entry(address.to_string())
+                .or_default(),
+        );
+        let mut connection = slot.lock();
+        let unreachable = |e: RpcError| {
+            Error::NotServingRegion(format!(
+                "cluster call {method} to {address} failed: {}",
+                e.message
+            ))
+        };
+        if connection.is_none() {
+            let socket = address
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut all| all.next())
+                .ok_or_else(|| Error::invalid(format!("cannot resolve {address}")))?;
+            let client = RpcClient::connect_timeout(&socket, CLUSTER_SERVICE, false, self.timeout)
+                .map_err(unreachable)?;
+            *connection = Some(client);
+        }
+        let Some(client) = connection.as_mut() else {
+            return Err(Error::NotServingRegion(format!(
+                "no connection to {address}"
+            )));
+        };
+        let result = client.call(method, &ClusterPayload { json }, &[]);
+        let answer = match result {
+            Ok(answer) => answer,
+            Err(e) => {
+                // The connection may be broken: the next call reconnects.
+                *connection = None;
+                return Err(unreachable(e));
+            }
+        };
+        let payload: ClusterPayload = answer.decode().map_err(|e| {
+            Error::invalid(format!("{method} answer from {address}: {}", e.message))
+        })?;
+        let wire: WireResult<A> = serde_json::from_slice(&payload.json).map_err(|e| {
+            Error::invalid(format!(
+                "{method} answer from {address} does not parse: {e}"
+            ))
+        })?;
+        match wire {
+            WireResult::Ok(value) => Ok(value),
+            WireResult::Err(e) => Err(Error::from_kind(e.kind, e.message)),
+        }
+    }
+}
+
+/// [`RegionServerControl`] over the network: the master's calls to region
+/// servers, addressed by their HBase server names.
+#[derive(Debug)]
+pub struct RpcRegionServerControl {
+    client: ClusterClient,
+}
+
+impl RpcRegionServerControl {
+    /// Calls that give up after `timeout` (an open replays logs and
+    /// flushes: allow seconds).
+    pub fn new(timeout: Duration) -> RpcRegionServerControl {
+        RpcRegionServerControl {
+            client: ClusterClient::new(timeout),
+        }
+    }
+
+    fn region_call(&self, server: &str, method: &str, table: &str, region: u64) -> Result<()> {
+        let address = ServerName::parse(server)?.address();
+        let request = RegionRequest {
+            table: table.to_string(),
+            region,
+        };
+        self.client.call(&address, method, &request)
+    }
+}
+
+impl RegionServerControl for RpcRegionServerControl {
+    fn open_region(&self, server: &str, table: &str, region: u64) -> Result<()> {
+        self.region_call(server, "OpenRegion", table, region)
+    }
+
+    fn close_region(&self, server: &str, table: &str, region: u64) -> Result<()> {
+        self.region_call(server, "CloseRegion", table, region)
+    }
+}
+
+/// [`MasterControl`] over the network: a member's calls to the active
+/// master, found by `locate` (ZooKeeper's `/hbase/master` in a cluster).
+pub struct RpcMasterControl {
+    client: ClusterClient,
+    locate: Box<dyn Fn() -> Option<String> + Send + Sync>,
+}
+
+impl std::fmt::Debug for RpcMasterControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcMasterControl").finish_non_exhaustive()
+    }
+}
+
+impl RpcMasterControl {
+    /// Calls the master whose `host:port` `locate` answers (none: no
+    /// active master right now), giving up after `timeout`.
+    pub fn new(
+        timeout: Duration,
+        locate: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) -> RpcMasterControl {
+        RpcMasterControl {
+            client: ClusterClient::new(timeout),
+            locate: Box::new(locate),
+        }
+    }
+}
+
+impl MasterControl for RpcMasterControl {
+    fn call(&self, call: MasterCall) -> Result<MasterAnswer> {
+        let Some(address) = (self.locate)() else {
+            return Err(Error::NotServingRegion(
+                "no active master (none registered in ZooKeeper)".into(),
+            ));
+        };
+        self.client.call(&address, "MasterCall", &call)
+    }
+}

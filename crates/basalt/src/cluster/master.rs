@@ -1,0 +1,910 @@
+//! The active master of a cluster: the only writer of the catalog, and
+//! the assignment of regions to live region servers.
+//!
+//! Every change follows the one-process master's order (`crate::master`):
+//! compute the next catalog, commit it (the commit point), then act on
+//! servers; a master that takes over reads the catalog and finishes what
+//! the committed states say is unfinished ([`ClusterMaster::reconcile`]).
+//!
+//! Reconciliation, run after every change of the live servers, every DDL
+//! and periodically, in order:
+//! 1. **Crashes.** A server that regions are assigned to but that is not
+//!    live is dead: commit it as a dead server (with its log id, its start
+//!    code) and its regions as `OFFLINE`, each to replay that log first.
+//! 2. **Fencing.** Fence every dead server's log (create its next object:
+//!    `basalt_engine::wal::object::fence_log`), then commit that it is
+//!    fenced. Invariant A1: a region of a dead server is reopened only
+//!    after its log is fenced, so the dead server can acknowledge nothing
+//!    more, and the new opening replays everything it acknowledged.
+//! 3. **Transitions left half-done** by a master that died: `OPENING` on a
+//!    live server is asked again (a server answers at once if it already
+//!    serves that opening), `CLOSING` on a live server is closed again.
+//! 4. **Assignment.** Every region of an enabled table that is `OFFLINE`,
+//!    `CLOSED` or `FAILED_OPEN` goes to the live server with the fewest
+//!    regions, at a new region epoch; every region of a disabled table
+//!    that is still open closes.
+//! 5. **Clean-up.** A dead server none of whose regions still has to
+//!    replay its log has its log deleted and leaves the catalog; finished
+//!    procedures are removed.
+//!
+//! Invariant A2: a region is opened somewhere new only when the server
+//! that held it closed it (flushed, so nothing of it is only in that
+//! server's log) or is dead with its log fenced and listed in the
+//! region's `recover_from`. An open whose answer is lost is therefore
+//! followed by a close on the same server before the region goes
+//! anywhere else; if that server cannot be reached, the region waits
+//! (`OPENING` there) until the server answers or dies.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use basalt_engine::fence::Fence;
+use basalt_engine::fs::FileStore;
+use basalt_engine::wal::object as object_wal;
+use basalt_engine::wal::ObjectWal;
+use basalt_engine::{layout, Clock, RegionInfo};
+use basalt_types::{Error, Result, TableDescriptor};
+
+use super::{
+    ClusterStatus, MasterAnswer, MasterCall, MasterControl, RegionServerControl, RegionTransition,
+    ServerName, ServerStatus,
+};
+use crate::catalog::{Catalog, DeadServer, Procedure, RegionEntry, RegionState};
+use crate::master::fence_catalog;
+
+/// Called after each committed catalog version (the process announces it
+/// so members reload the catalog).
+pub type CommitListener = Arc<dyn Fn(u64) + Send + Sync>;
+
+/// The active master of a cluster.
+pub struct ClusterMaster {
+    root: PathBuf,
+    name: String,
+    clock: Arc<dyn Clock>,
+    files: Arc<dyn FileStore>,
+    /// The master's epoch on the shared storage: catalog versions record
+    /// it, and a newer master's catalog trips it.
+    fence: Arc<Fence>,
+    servers: Arc<dyn RegionServerControl>,
+    /// The committed catalog and the live servers; the lock serializes
+    /// every change.
+    state: Mutex<State>,
+    on_commit: RwLock<Option<CommitListener>>,
+    stopped: AtomicBool,
+}
+
+impl std::fmt::Debug for ClusterMaster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterMaster")
+            .field("root", &self.root)
+            .field("name", &self.name)
+            .field("epoch", &self.fence.epoch())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    catalog: Catalog,
+    /// Live region servers (HBase server names), as the process last said.
+    live: BTreeSet<String>,
+    /// False until the process has said which servers are live: nothing is
+    /// declared dead before that.
+    live_known: bool,
+}
+
+impl ClusterMaster {
+    /// Becomes the active master of the data set at `root` on `files`:
+    /// claims an epoch (a log claim on the shared storage, as every owner
+    /// does), loads the catalog and stores it again at that epoch, which
+    /// fences any older master (its next catalog version collides).
+    /// Nothing is assigned until [`ClusterMaster::servers_changed`].
+    pub fn start(
+        root: &Path,
+        name: &str,
+        clock: Arc<dyn Clock>,
+        files: Arc<dyn FileStore>,
+        servers: Arc<dyn RegionServerControl>,
+    ) -> Result<Arc<ClusterMaster>> {
+        let claim = ObjectWal::claim(Arc::clone(&files), root)?;
+        let fence = Arc::clone(claim.fence());
+        let mut catalog = Catalog::load(files.as_ref(), root)?;
+        fence_catalog(&mut catalog, files.as_ref(), root, &fence)?;
+        tracing::info!(
+            master = name,
+            epoch = fence.epoch(),
+            catalog_version = catalog.version,
+            "active master: catalog loaded"
+        );
+        Ok(Arc::new(ClusterMaster {
+            root: root.to_path_buf(),
+            name: name.to_string(),
+            clock,
+            files,
+            fence,
+            servers,
+            state: Mutex::new(State {
+                catalog,
+                live: BTreeSet::new(),
+                live_known: false,
+            }),
+            on_commit: RwLock::new(None),
+            stopped: AtomicBool::new(false),
+        }))
+    }
+
+    /// Installs what runs after each commit (once; a later call replaces it).
+    pub fn set_commit_listener(&self, listener: CommitListener) {
+        *self.on_commit.write() = Some(listener);
+    }
+
+    /// This master's epoch.
+    pub fn epoch(&self) -> u64 {
+        self.fence.epoch()
+    }
+
+    /// The version of the committed catalog.
+    pub fn catalog_version(&self) -> u64 {
+        self.state.lock().catalog.version
+    }
+
+    /// True once a newer master has fenced this one: it must stop.
+    pub fn is_fenced(&self) -> bool {
+        self.fence.is_tripped()
+    }
+
+    /// Refuses every further change (the process is stopping or lost its
+    /// ZooKeeper session).
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    /// The live region servers changed: records them and reconciles.
+    pub fn servers_changed(&self, live: BTreeSet<String>) -> Result<()> {
+        let mut state = self.state.lock();
+        if state.live != live || !state.live_known {
+            tracing::info!(servers = ?live, "live region servers");
+        }
+        state.live = live;
+        state.live_known = true;
+        self.reconcile(&mut state)
+    }
+
+    /// Runs the reconciliation of the module docs once (also called
+    /// periodically: a failed step is retried).
+    pub fn tick(&self) -> Result<()> {
+        let mut state = self.state.lock();
+        self.reconcile(&mut state)
+    }
+
+    fn check_running(&self) -> Result<()> {
+        self.fence.check()?;
+        if self.stopped.load(Ordering::SeqCst) {
+            return Err(Error::Closed(format!("master {}", self.name)));
+        }
+        Ok(())
+    }
+
+    /// Commits `updated` as the next catalog version (fenced by the master
+    /// epoch) and announces it.
+    fn commit(&self, state: &mut State, mut updated: Catalog) -> Result<()> {
+        self.check_running()?;
+        updated.store_fenced(self.files.as_ref(), &self.root, Some(&self.fence))?;
+        let version = updated.version;
+        state.catalog = updated;
+        let listener = self.on_commit.read().clone();
+        if let Some(listener) = listener {
+            listener(version);
+        }
+        Ok(())
+    }
+
+    /// Changes one region of the catalog and commits.
+    fn update_region(
+        &self,
+        state: &mut State,
+        table: &str,
+        region: u64,
+        change: impl FnOnce(&mut RegionEntry, &mut Catalog),
+    ) -> Result<()> {
+        let mut updated = state.catalog.clone();
+        let mut scratch = updated.clone();
+        let entry = updated
+            .tables
+            .get_mut(table)
+            .and_then(|t| t.regions.iter_mut().find(|r| r.id == region))
+            .ok_or_else(|| Error::invalid(format!("no region {region} in table {table}")))?;
+        change(entry, &mut scratch);
+        // Counters handed out through `scratch` (region epochs) carry over.
+        updated.last_region_epoch = scratch.last_region_epoch;
+        self.commit(state, updated)
+    }
+
+    fn reconcile(&self, state: &mut State) -> Result<()> {
+        self.check_running()?;
+        if !state.live_known {
+            return Ok(());
+        }
+        self.declare_dead(state)?;
+        self.fence_dead_logs(state)?;
+        let mut first_error = None;
+        for (table, region) in self.regions_to_act_on(state) {
+            if let Err(e) = self.act_on_region(state, &table, region) {
+                tracing::warn!(table = %table, region, error = %e, "region transition failed; retried later");
+                first_error.get_or_insert(e);
+            }
+        }
+        self.clean_up(state)?;
+        match first_error {
+            Some(e) if self.fence.is_tripped() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Step 1: servers holding regions that are not live are dead.
+    fn declare_dead(&self, state: &mut State) -> Result<()> {
+        let mut dead: BTreeSet<String> = BTreeSet::new();
+        for table in state.catalog.tables.values() {
+            for region in &table.regions {
+                if let Some(server) = &region.server {
+                    if !state.live.contains(server) {
+                        dead.insert(server.clone());
+                    }
+                }
+            }
+        }
+        if dead.is_empty() {
+            return Ok(());
+        }
+        let now = self.clock.now_millis();
+        let mut updated = state.catalog.clone();
+        for server in &dead {
+            let log_id = ServerName::parse(server)?.start_code;
+            tracing::warn!(server = %server, log = log_id, "region server is dead: fencing its log, then reopening its regions elsewhere");
+            if !updated.dead_servers.contains_key(server) {
+                updated.dead_servers.insert(
+                    server.clone(),
+                    DeadServer {
+                        log_id,
+                        since_ms: now,
+                        log_fenced: false,
+                    },
+                );
+                let id = updated.next_procedure_id();
+                updated.procedures.insert(
+                    id,
+                    Procedure::ServerCrash {
+                        server: server.clone(),
+                    },
+                );
+            }
+            for table in updated.tables.values_mut() {
+                for region in table.regions.iter_mut() {
+                    if region.server.as_deref() == Some(server.as_str()) {
+                        // Closed cleanly there or not, its edits may be in
+                        // that log: replay it.
+                        region.server = None;
+                        region.state = RegionState::Offline;
+                        if !region.recover_from.contains(&log_id) {
+                            region.recover_from.push(log_id);
+                        }
+                    }
+                }
+            }
+        }
+        self.commit(state, updated)
+    }
+
+    /// Step 2: fence every dead server's log (invariant A1).
+    fn fence_dead_logs(&self, state: &mut State) -> Result<()> {
+        let unfenced: Vec<(String, u64)> = state
+            .catalog
+            .dead_servers
+            .iter()
+            .filter(|(_, d)| !d.log_fenced)
+            .map(|(s, d)| (s.clone(), d.log_id))
+            .collect();
+        if unfenced.is_empty() {
+            return Ok(());
+        }
+        for (server, log_id) in &unfenced {
+            object_wal::fence_log(self.files.as_ref(), &self.root, *log_id, self.fence.epoch())?;
+            tracing::info!(server = %server, log = log_id, "fenced the log of a dead region server");
+        }
+        let mut updated = state.catalog.clone();
+        for (server, _) in &unfenced {
+            if let Some(dead) = updated.dead_servers.get_mut(server) {
+                dead.log_fenced = true;
+            }
+        }
+        self.commit(state, updated)
+    }
+
+    /// The regions steps 3 and 4 act on, in table and key order.
+    fn regions_to_act_on(&self, state: &State) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for (name, table) in &state.catalog.tables {
+            for region in &table.regions {
+                if needs_action(table.enabled, region, &state.live) {
+                    out.push((name.clone(), region.id));
+                }
+            }
+        }
+        out
+    }
+
+    /// Steps 3 and 4 for one region.
+    fn act_on_region(&self, state: &mut State, table: &str, region: u64) -> Result<()> {
+        let Some(entry) = state.catalog.tables.get(table) else {
+            return Ok(());
+        };
+        let enabled = entry.enabled;
+        let Some(current) = entry.regions.iter().find(|r| r.id == region).cloned() else {
+            return Ok(());
+        };
+        if !needs_action(enabled, &current, &state.live) {
+            return Ok(());
+        }
+        match (current.state, current.server.clone()) {
+            (RegionState::Opening, Some(server)) if enabled => {
+                self.finish_open(state, table, region, &server)
+            }
+            (RegionState::Closing, Some(server))
+            | (RegionState::Open | RegionState::Opening, Some(server)) => {
+                // Closing, or open on a table being disabled.
+                self.close_on(state, table, region, &server)
+            }
+            _ if enabled => {
+                let Some(target) = self.target_for(state, table, region) else {
+                    return Err(Error::NotServingRegion(
+                        "no live region server to assign regions to".into(),
+                    ));
+                };
+                self.assign_to(state, table, region, &target)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Where a region goes: the target of a move procedure naming it if
+    /// that server is live, else the live server with the fewest regions.
+    fn target_for(&self, state: &State, table: &str, region: u64) -> Option<String> {
+        let wanted = state.catalog.procedures.values().find_map(|p| match p {
+            Procedure::MoveRegion {
+                table: t,
+                region: r,
+                target: Some(target),
+            } if t == table && *r == region && state.live.contains(target) => Some(target.clone()),
+            _ => None,
+        });
+        wanted.or_else(|| least_loaded(&state.catalog, &state.live, None))
+    }
+
+    /// Commits the region `OPENING` on `server` at a new epoch, then asks
+    /// the server to open it.
+    fn assign_to(&self, state: &mut State, table: &str, region: u64, server: &str) -> Result<()> {
+        let floor = self.fence.epoch();
+        self.update_region(state, table, region, |entry, catalog| {
+            entry.state = RegionState::Opening;
+            entry.server = Some(server.to_string());
+            entry.epoch = catalog.next_region_epoch(floor);
+        })?;
+        self.finish_open(state, table, region, server)
+    }
+
+    /// Asks `server` to open the region the catalog assigns it, and
+    /// commits the outcome (invariant A2 on failure).
+    fn finish_open(&self, state: &mut State, table: &str, region: u64, server: &str) -> Result<()> {
+        match self.servers.open_region(server, table, region) {
+            Ok(()) => self.update_region(state, table, region, |entry, _| {
+                entry.state = RegionState::Open;
+                entry.recover_from.clear();
+            }),
+            Err(open_error) => {
+                // The open may have happened with its answer lost: close it
+                // there before it may go anywhere else.
+                match self.servers.close_region(server, table, region) {
+                    Ok(()) => {
+                        self.update_region(state, table, region, |entry, _| {
+                            entry.state = RegionState::FailedOpen;
+                            entry.server = None;
+                        })?;
+                        Err(open_error)
+                    }
+                    Err(close_error) => {
+                        tracing::warn!(server, table, region, error = %close_error, "cannot reach the server an open failed on; the region waits for it to answer or die");
+                        Err(open_error)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Commits the region `CLOSING` on `server`, asks the server to close
+    /// it, then commits it `CLOSED` (assigned nowhere).
+    fn close_on(&self, state: &mut State, table: &str, region: u64, server: &str) -> Result<()> {
+        let closing = state
+            .catalog
+            .region(region)
+            .is_some_and(|(_, _, r)| r.state == RegionState::Closing);
+        if !closing {
+            self.update_region(state, table, region, |entry, _| {
+                entry.state = RegionState::Closing;
+            })?;
+        }
+        self.servers.close_region(server, table, region)?;
+        self.update_region(state, table, region, |entry, _| {
+            entry.state = RegionState::Closed;
+            entry.server = None;
+        })
+    }
+
+    /// Step 5: delete the logs of dead servers nobody needs any more and
+    /// drop finished procedures.
+    fn clean_up(&self, state: &mut State) -> Result<()> {
+        let needed: BTreeSet<u64> = state
+            .catalog
+            .tables
+            .values()
+            .flat_map(|t| t.regions.iter())
+            .flat_map(|r| r.recover_from.iter().copied())
+            .collect();
+        let recovered: Vec<(String, u64)> = state
+            .catalog
+            .dead_servers
+            .iter()
+            .filter(|(_, d)| d.log_fenced && !needed.contains(&d.log_id))
+            .map(|(s, d)| (s.clone(), d.log_id))
+            .collect();
+        for (server, log_id) in &recovered {
+            object_wal::delete_log(self.files.as_ref(), &self.root, *log_id)?;
+            tracing::info!(server = %server, log = log_id, "every region of the dead server is open again; its log is deleted");
+        }
+        let finished: Vec<u64> = state
+            .catalog
+            .procedures
+            .iter()
+            .filter(|(_, p)| procedure_finished(&state.catalog, p, &recovered))
+            .map(|(id, _)| *id)
+            .collect();
+        if recovered.is_empty() && finished.is_empty() {
+            return Ok(());
+        }
+        let mut updated = state.catalog.clone();
+        for (server, _) in &recovered {
+            updated.dead_servers.remove(server);
+        }
+        for id in &finished {
+            updated.procedures.remove(id);
+        }
+        self.commit(state, updated)
+    }
+
+    // ---- calls from members and tools ----
+
+    fn create_table(&self, descriptor: TableDescriptor, splits: &[bytes::Bytes]) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let mut updated = state.catalog.clone();
+        let (descriptor, _) = updated.add_table(descriptor, splits, self.clock.now_millis())?;
+        let id = updated.next_procedure_id();
+        updated.procedures.insert(
+            id,
+            Procedure::CreateTable {
+                table: descriptor.name().to_string(),
+            },
+        );
+        self.commit(&mut state, updated)?;
+        self.reconcile(&mut state)?;
+        self.require_settled(&state, descriptor.name())
+    }
+
+    fn set_enabled(&self, table: &str, enabled: bool) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let mut updated = state.catalog.clone();
+        let entry = updated
+            .tables
+            .get_mut(table)
+            .ok_or_else(|| Error::TableNotFound(table.to_string()))?;
+        if entry.enabled == enabled {
+            return Err(if enabled {
+                Error::TableEnabled(table.to_string())
+            } else {
+                Error::TableDisabled(table.to_string())
+            });
+        }
+        entry.enabled = enabled;
+        let id = updated.next_procedure_id();
+        updated.procedures.insert(
+            id,
+            Procedure::SetTableState {
+                table: table.to_string(),
+                enabled,
+            },
+        );
+        self.commit(&mut state, updated)?;
+        self.reconcile(&mut state)?;
+        self.require_settled(&state, table)
+    }
+
+    /// After a DDL's reconciliation: every region of the table reached its
+    /// state, or the error says which did not (the procedure stays and is
+    /// finished later).
+    fn require_settled(&self, state: &State, table: &str) -> Result<()> {
+        let Some(entry) = state.catalog.tables.get(table) else {
+            return Ok(());
+        };
+        let unsettled: Vec<String> = entry
+            .regions
+            .iter()
+            .filter(|r| needs_action(entry.enabled, r, &state.live))
+            .map(|r| format!("{} ({})", r.id, state_name(r.state)))
+            .collect();
+        if unsettled.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::NotServingRegion(format!(
+                "table {table}: regions not yet {}: {}; the master keeps trying",
+                if entry.enabled { "open" } else { "closed" },
+                unsettled.join(", ")
+            )))
+        }
+    }
+
+    fn drop_table(&self, table: &str) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let entry = state
+            .catalog
+            .tables
+            .get(table)
+            .ok_or_else(|| Error::TableNotFound(table.to_string()))?;
+        if entry.enabled {
+            return Err(Error::TableEnabled(table.to_string()));
+        }
+        if let Some(r) = entry.regions.iter().find(|r| r.server.is_some()) {
+            return Err(Error::NotServingRegion(format!(
+                "table {table}: region {} is still {} on {}",
+                r.id,
+                state_name(r.state),
+                r.server.as_deref().unwrap_or("?")
+            )));
+        }
+        let mut updated = state.catalog.clone();
+        updated.tables.remove(table);
+        self.commit(&mut state, updated)?;
+        // After the commit: a crash here leaves files the next drop of a
+        // table by this name would never see; `delete_prefix` is retried
+        // by nobody, so log it loudly.
+        let dir = layout::table_dir(&self.root, table);
+        if let Err(e) = self.files.delete_prefix(&dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "could not delete the files of a dropped table");
+        }
+        Ok(())
+    }
+
+    fn namespace_change(&self, change: impl FnOnce(&mut Catalog) -> Result<()>) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let mut updated = state.catalog.clone();
+        change(&mut updated)?;
+        self.commit(&mut state, updated)
+    }
+
+    fn region_by_encoded_name(catalog: &Catalog, encoded: &str) -> Result<(String, u64)> {
+        for (name, table) in &catalog.tables {
+            for region in &table.regions {
+                let info = RegionInfo {
+                    id: region.id,
+                    table: name.clone(),
+                    start_key: region.start_key.clone(),
+                    end_key: region.end_key.clone(),
+                };
+                if info.encoded_name() == encoded {
+                    return Ok((name.clone(), region.id));
+                }
+            }
+        }
+        Err(Error::invalid(format!("unknown region {encoded}")))
+    }
+
+    /// Moves a region: close where it is, open on `target` (or wherever).
+    fn move_region(&self, encoded: &str, target: Option<String>) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let (table, region) = Self::region_by_encoded_name(&state.catalog, encoded)?;
+        if let Some(target) = &target {
+            if !state.live.contains(target) {
+                return Err(Error::invalid(format!(
+                    "server {target} is not a live region server"
+                )));
+            }
+        }
+        self.move_locked(&mut state, &table, region, target)
+    }
+
+    fn move_locked(
+        &self,
+        state: &mut State,
+        table: &str,
+        region: u64,
+        target: Option<String>,
+    ) -> Result<()> {
+        let mut updated = state.catalog.clone();
+        let id = updated.next_procedure_id();
+        updated.procedures.insert(
+            id,
+            Procedure::MoveRegion {
+                table: table.to_string(),
+                region,
+                target: target.clone(),
+            },
+        );
+        self.commit(state, updated)?;
+        let current = state
+            .catalog
+            .region(region)
+            .map(|(_, _, r)| (r.state, r.server.clone()));
+        if let Some((RegionState::Open, Some(server))) = current {
+            if target.as_deref() == Some(server.as_str()) {
+                return self.finish_move(state, id);
+            }
+            self.close_on(state, table, region, &server)?;
+        }
+        self.act_on_region(state, table, region)?;
+        self.finish_move(state, id)
+    }
+
+    fn finish_move(&self, state: &mut State, procedure: u64) -> Result<()> {
+        let mut updated = state.catalog.clone();
+        updated.procedures.remove(&procedure);
+        self.commit(state, updated)
+    }
+
+    fn unassign(&self, encoded: &str) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let (table, region) = Self::region_by_encoded_name(&state.catalog, encoded)?;
+        let current = state
+            .catalog
+            .region(region)
+            .map(|(_, _, r)| (r.state, r.server.clone()));
+        match current {
+            Some((
+                RegionState::Open | RegionState::Opening | RegionState::Closing,
+                Some(server),
+            )) => self.close_on(&mut state, &table, region, &server),
+            _ => Ok(()),
+        }
+    }
+
+    fn assign(&self, encoded: &str) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let (table, region) = Self::region_by_encoded_name(&state.catalog, encoded)?;
+        self.act_on_region(&mut state, &table, region)
+    }
+
+    /// Moves regions from the servers with the most to those with the
+    /// fewest until counts differ by at most one.
+    fn balance(&self) -> Result<usize> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        self.reconcile(&mut state)?;
+        let mut moved = 0;
+        loop {
+            let counts = region_counts(&state.catalog, &state.live);
+            let (Some((most, most_n)), Some((fewest, fewest_n))) = (
+                counts
+                    .iter()
+                    .max_by_key(|(_, n)| **n)
+                    .map(|(s, n)| (s.clone(), *n)),
+                counts
+                    .iter()
+                    .min_by_key(|(_, n)| **n)
+                    .map(|(s, n)| (s.clone(), *n)),
+            ) else {
+                return Ok(moved);
+            };
+            if most_n <= fewest_n + 1 {
+                return Ok(moved);
+            }
+            let candidate = state.catalog.tables.iter().find_map(|(name, t)| {
+                t.regions
+                    .iter()
+                    .find(|r| {
+                        r.state == RegionState::Open && r.server.as_deref() == Some(most.as_str())
+                    })
+                    .map(|r| (name.clone(), r.id))
+            });
+            let Some((table, region)) = candidate else {
+                return Ok(moved);
+            };
+            self.move_locked(&mut state, &table, region, Some(fewest))?;
+            moved += 1;
+        }
+    }
+
+    /// The cluster as this master sees it.
+    pub fn status(&self) -> ClusterStatus {
+        let state = self.state.lock();
+        let catalog = &state.catalog;
+        let mut by_server: BTreeMap<String, Vec<String>> =
+            state.live.iter().map(|s| (s.clone(), Vec::new())).collect();
+        let mut in_transition = Vec::new();
+        for (name, table) in &catalog.tables {
+            for region in &table.regions {
+                let encoded = RegionInfo {
+                    id: region.id,
+                    table: name.clone(),
+                    start_key: region.start_key.clone(),
+                    end_key: region.end_key.clone(),
+                }
+                .encoded_name();
+                match (&region.state, &region.server) {
+                    (RegionState::Open, Some(server)) => {
+                        by_server.entry(server.clone()).or_default().push(encoded);
+                    }
+                    (RegionState::Closed, None) if !table.enabled => {}
+                    _ => in_transition.push(RegionTransition {
+                        region: encoded,
+                        table: name.clone(),
+                        state: state_name(region.state).to_string(),
+                        server: region.server.clone(),
+                    }),
+                }
+            }
+        }
+        ClusterStatus {
+            master: self.name.clone(),
+            servers: by_server
+                .into_iter()
+                .map(|(name, regions)| ServerStatus { name, regions })
+                .collect(),
+            dead_servers: catalog.dead_servers.keys().cloned().collect(),
+            in_transition,
+            procedures: catalog
+                .procedures
+                .iter()
+                .map(|(id, p)| (*id, describe_procedure(p)))
+                .collect(),
+            catalog_version: catalog.version,
+        }
+    }
+}
+
+impl MasterControl for ClusterMaster {
+    fn call(&self, call: MasterCall) -> Result<MasterAnswer> {
+        let done = |r: Result<()>| r.map(|()| MasterAnswer::Done);
+        match call {
+            MasterCall::CreateTable { descriptor, splits } => {
+                done(self.create_table(descriptor, &splits))
+            }
+            MasterCall::SetEnabled { table, enabled } => done(self.set_enabled(&table, enabled)),
+            MasterCall::DropTable { table } => done(self.drop_table(&table)),
+            MasterCall::CreateNamespace { descriptor } => {
+                done(self.namespace_change(|c| c.add_namespace(descriptor)))
+            }
+            MasterCall::AlterNamespace { name, set, unset } => {
+                done(self.namespace_change(|c| c.alter_namespace(&name, set, &unset)))
+            }
+            MasterCall::DropNamespace { name } => {
+                done(self.namespace_change(|c| c.remove_namespace(&name)))
+            }
+            MasterCall::Move { region, target } => done(self.move_region(&region, target)),
+            MasterCall::Assign { region } => done(self.assign(&region)),
+            MasterCall::Unassign { region } => done(self.unassign(&region)),
+            MasterCall::Balance => self
+                .balance()
+                .map(|regions| MasterAnswer::Moved { regions }),
+            MasterCall::Status => Ok(MasterAnswer::Status(self.status())),
+        }
+    }
+}
+
+/// Whether reconciliation has something to do for `region`.
+fn needs_action(enabled: bool, region: &RegionEntry, live: &BTreeSet<String>) -> bool {
+    let on_live = region
+        .server
+        .as_ref()
+        .is_some_and(|server| live.contains(server));
+    match region.state {
+        RegionState::Open => !enabled || !on_live,
+        RegionState::Opening | RegionState::Closing => true,
+        RegionState::Offline | RegionState::Closed | RegionState::FailedOpen => enabled,
+        RegionState::Split | RegionState::Merged => false,
+    }
+}
+
+fn region_counts(catalog: &Catalog, live: &BTreeSet<String>) -> BTreeMap<String, usize> {
+    let mut counts: BTreeMap<String, usize> = live.iter().map(|s| (s.clone(), 0)).collect();
+    for table in catalog.tables.values() {
+        for region in &table.regions {
+            if let Some(server) = &region.server {
+                if let Some(n) = counts.get_mut(server) {
+                    *n += 1;
+                }
+            }
+        }
+    }
+    counts
+}
+
+/// The live server with the fewest regions (ties: the first by name),
+/// other than `except`.
+fn least_loaded(
+    catalog: &Catalog,
+    live: &BTreeSet<String>,
+    except: Option<&str>,
+) -> Option<String> {
+    region_counts(catalog, live)
+        .into_iter()
+        .filter(|(s, _)| Some(s.as_str()) != except)
+        .min_by_key(|(_, n)| *n)
+        .map(|(s, _)| s)
+}
+
+fn procedure_finished(
+    catalog: &Catalog,
+    procedure: &Procedure,
+    recovered: &[(String, u64)],
+) -> bool {
+    let settled = |table: &str| {
+        catalog.tables.get(table).is_none_or(|t| {
+            t.regions.iter().all(|r| {
+                if t.enabled {
+                    r.state == RegionState::Open
+                } else {
+                    r.server.is_none()
+                }
+            })
+        })
+    };
+    match procedure {
+        Procedure::CreateTable { table } | Procedure::SetTableState { table, .. } => settled(table),
+        Procedure::ServerCrash { server } => {
+            recovered.iter().any(|(s, _)| s == server) || !catalog.dead_servers.contains_key(server)
+        }
+        Procedure::MoveRegion { region, .. } => catalog
+            .region(*region)
+            .is_none_or(|(_, _, r)| r.state == RegionState::Open),
+    }
+}
+
+fn describe_procedure(procedure: &Procedure) -> String {
+    match procedure {
+        Procedure::CreateTable { table } => format!("CreateTableProcedure table={table}"),
+        Procedure::SetTableState { table, enabled } => format!(
+            "{}TableProcedure table={table}",
+            if *enabled { "Enable" } else { "Disable" }
+        ),
+        Procedure::ServerCrash { server } => format!("ServerCrashProcedure server={server}"),
+        Procedure::MoveRegion {
+            table,
+            region,
+            target,
+        } => format!(
+            "TransitRegionStateProcedure table={table} region={region} target={}",
+            target.as_deref().unwrap_or("any")
+        ),
+    }
+}
+
+/// HBase's name of a region state.
+pub(crate) fn state_name(state: RegionState) -> &'static str {
+    match state {
+        RegionState::Open => "OPEN",
+        RegionState::Split => "SPLIT",
+        RegionState::Merged => "MERGED",
+        RegionState::Offline => "OFFLINE",
+        RegionState::Opening => "OPENING",
+        RegionState::Closing => "CLOSING",
+        RegionState::Closed => "CLOSED",
+        RegionState::FailedOpen => "FAILED_OPEN",
+    }
+}

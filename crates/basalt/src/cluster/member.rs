@@ -1,0 +1,221 @@
+//! A cluster member: what a `Database` in cluster mode adds to the three
+//! roles. It reads the catalog the active master writes, opens and closes
+//! the regions the master assigns to this server, and publishes a route
+//! for every region of every table to the locator: the region itself when
+//! it is open here, the server holding it otherwise.
+//!
+//! Opening a region the master assigned (`open_assigned`), in order:
+//! 1. read the newest catalog; the region must be `OPENING` on this
+//!    server there (the master commits before it asks), else the request
+//!    is stale and refused;
+//! 2. if it is already open here at that epoch, answer at once (the
+//!    master asks again after losing an answer);
+//! 3. open it at the catalog's region epoch, replaying the logs the
+//!    catalog lists for it (`RegionServer::open_assigned`);
+//! 4. publish the routes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use basalt_engine::fs::FileStore;
+use basalt_engine::RegionInfo;
+use basalt_types::{Error, Result};
+
+use super::{MasterControl, ServerName};
+use crate::catalog::{Catalog, RegionEntry, RegionState};
+use crate::locator::{RegionLocator, RegionRoute, TableLocation};
+use crate::master::region_spec;
+use crate::region_server::{RegionAssignment, RegionServer};
+use crate::remote::ServerAddress;
+
+/// The cluster side of a member `Database`.
+pub struct ClusterMember {
+    root: PathBuf,
+    files: Arc<dyn FileStore>,
+    /// This region server's name (`host,port,startcode`); `None` for a
+    /// member that hosts no regions (the master's own gateways).
+    name: Option<String>,
+    control: Arc<dyn MasterControl>,
+    /// The newest catalog read.
+    catalog: RwLock<Catalog>,
+    /// Serializes catalog reloads and route publication with opens and
+    /// closes, so routes never go back to an older catalog.
+    routing: Mutex<()>,
+}
+
+impl std::fmt::Debug for ClusterMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterMember")
+            .field("root", &self.root)
+            .field("name", &self.name)
+            .field("catalog_version", &self.catalog.read().version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterMember {
+    /// A member of the cluster whose data is at `root` on `files`, as
+    /// region server `name` (none: hosts nothing), asking `control` for
+    /// DDL.
+    pub fn new(
+        root: &Path,
+        files: Arc<dyn FileStore>,
+        name: Option<String>,
+        control: Arc<dyn MasterControl>,
+    ) -> ClusterMember {
+        ClusterMember {
+            root: root.to_path_buf(),
+            files,
+            name,
+            control,
+            catalog: RwLock::new(Catalog::default()),
+            routing: Mutex::new(()),
+        }
+    }
+
+    /// This server's name, if it hosts regions.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The active master (DDL, assignment, status).
+    pub fn control(&self) -> &Arc<dyn MasterControl> {
+        &self.control
+    }
+
+    /// A copy of the newest catalog read.
+    pub(crate) fn catalog(&self) -> Catalog {
+        self.catalog.read().clone()
+    }
+
+    /// Reads the newest catalog and, when it is newer than the one held,
+    /// publishes every table's routes (and forgets dropped tables).
+    /// Returns the catalog version now held.
+    pub fn refresh(&self, server: Option<&RegionServer>, locator: &RegionLocator) -> Result<u64> {
+        let _routing = self.routing.lock();
+        let newest = Catalog::read_newest(self.files.as_ref(), &self.root)?;
+        if newest.version <= self.catalog.read().version && newest.version != 0 {
+            return Ok(self.catalog.read().version);
+        }
+        self.publish(&newest, server, locator);
+        let version = newest.version;
+        *self.catalog.write() = newest;
+        Ok(version)
+    }
+
+    /// Publishes routes for `catalog` (the caller holds `routing`).
+    fn publish(&self, catalog: &Catalog, server: Option<&RegionServer>, locator: &RegionLocator) {
+        for (name, table) in &catalog.tables {
+            let routes = table
+                .regions
+                .iter()
+                .map(|entry| self.route(name, entry, server))
+                .collect();
+            locator.publish(Arc::new(TableLocation::with_routes(
+                table.descriptor.clone(),
+                table.enabled,
+                routes,
+            )));
+        }
+        for name in locator.table_names() {
+            if !catalog.tables.contains_key(&name) {
+                locator.forget(&name);
+            }
+        }
+    }
+
+    fn route(
+        &self,
+        table: &str,
+        entry: &RegionEntry,
+        server: Option<&RegionServer>,
+    ) -> RegionRoute {
+        let info = RegionInfo {
+            id: entry.id,
+            table: table.to_string(),
+            start_key: entry.start_key.clone(),
+            end_key: entry.end_key.clone(),
+        };
+        let mine = entry.server.is_some() && entry.server.as_deref() == self.name.as_deref();
+        if mine {
+            if let Some(region) = server.and_then(|s| s.region(entry.id)) {
+                return RegionRoute::Local(region);
+            }
+        }
+        match (&entry.state, &entry.server) {
+            (RegionState::Open, Some(holder)) if !mine => match ServerName::parse(holder) {
+                Ok(name) => RegionRoute::Remote {
+                    info,
+                    server: ServerAddress::new(name.host.clone(), name.port),
+                },
+                Err(_) => RegionRoute::Offline { info },
+            },
+            _ => RegionRoute::Offline { info },
+        }
+    }
+
+    /// Steps 1-4 of the module docs.
+    pub(crate) fn open_assigned(
+        &self,
+        server: &RegionServer,
+        locator: &RegionLocator,
+        table: &str,
+        region: u64,
+    ) -> Result<()> {
+        let _routing = self.routing.lock();
+        let catalog = Catalog::read_newest(self.files.as_ref(), &self.root)?;
+        let (_, entry, spec_entry) = catalog
+            .region(region)
+            .filter(|(t, _, _)| *t == table)
+            .ok_or_else(|| {
+                Error::NotServingRegion(format!("region {region} of {table} is not in the catalog"))
+            })?;
+        if spec_entry.state != RegionState::Opening
+            || spec_entry.server.as_deref() != self.name.as_deref()
+        {
+            return Err(Error::NotServingRegion(format!(
+                "region {region} of {table} is not being opened here (catalog version {}: {:?} on {:?})",
+                catalog.version, spec_entry.state, spec_entry.server
+            )));
+        }
+        if let Some(open) = server.region(region) {
+            if server.region_epoch(region) == Some(spec_entry.epoch) {
+                drop(open);
+                self.publish(&catalog, Some(server), locator);
+                *self.catalog.write() = catalog;
+                return Ok(());
+            }
+            // Open here at an older epoch (the master lost track): close it
+            // first; the new opening fences the old one anyway.
+            server.close_region(region);
+        }
+        server.open_assigned(RegionAssignment {
+            spec: region_spec(table, &entry.descriptor, spec_entry),
+            epoch: spec_entry.epoch,
+            recover_from: spec_entry.recover_from.clone(),
+        })?;
+        self.publish(&catalog, Some(server), locator);
+        *self.catalog.write() = catalog;
+        Ok(())
+    }
+
+    /// Closes a region here for the master (flushed first, so none of its
+    /// edits is left only in this server's log). A region not open here is
+    /// already closed.
+    pub(crate) fn close_assigned(
+        &self,
+        server: &RegionServer,
+        locator: &RegionLocator,
+        region: u64,
+    ) -> Result<()> {
+        let _routing = self.routing.lock();
+        if server.region(region).is_some() {
+            server.close_for_move(region)?;
+        }
+        let catalog = self.catalog.read().clone();
+        self.publish(&catalog, Some(server), locator);
+        Ok(())
+    }
+}

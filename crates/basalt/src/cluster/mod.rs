@@ -1,0 +1,246 @@
+//! Cluster mode: HBase's three roles in separate processes over shared
+//! storage (`docs/cluster.md`).
+//!
+//! ```text
+//!   basalt master (active)        basalt regionserver (each)
+//!   ClusterMaster                 Database, member mode (ClusterMember):
+//!     catalog (only writer) ──────> reads the newest catalog on each change
+//!     assignment, procedures        RegionServer: opens what it is told,
+//!     server crash: fence its log,  its own log, fenced regions refuse
+//!       reopen its regions ───────> Locator: local routes, remote routes
+//! ```
+//!
+//! The master is the only writer of the catalog (stored with its epoch,
+//! so a stale master is fenced: `Catalog::store_fenced`). Region servers
+//! only read it: the catalog says which server each region is assigned
+//! to, at which region epoch, and which dead servers' logs it must replay
+//! first. The master tells a server to open or close a region through
+//! [`RegionServerControl`] (an RPC in a cluster) only *after* committing
+//! the assignment, so a server always finds its instructions in the
+//! catalog it reads. Members ask the master for DDL through
+//! [`MasterControl`].
+//!
+//! Liveness is not decided here: the process wiring (ZooKeeper sessions,
+//! `basalt-rpc`'s coordination) tells the master which servers are live
+//! ([`ClusterMaster::servers_changed`]).
+
+mod master;
+mod member;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use basalt_types::{NamespaceDescriptor, Result, TableDescriptor};
+
+pub use master::ClusterMaster;
+pub use member::ClusterMember;
+
+/// What the master asks of region servers: open or close one region as
+/// the catalog now assigns it. Implemented over the network by the
+/// serving crate; in tests, in-process.
+pub trait RegionServerControl: Send + Sync + fmt::Debug {
+    /// Asks `server` (HBase server name) to open region `region` of
+    /// `table`; returns once it serves it (or why it could not).
+    fn open_region(&self, server: &str, table: &str, region: u64) -> Result<()>;
+    /// Asks `server` to close region `region` of `table` (flush, then stop
+    /// serving); returns once closed.
+    fn close_region(&self, server: &str, table: &str, region: u64) -> Result<()>;
+}
+
+/// What members ask of the active master.
+pub trait MasterControl: Send + Sync + fmt::Debug {
+    /// Runs one call on the active master.
+    fn call(&self, call: MasterCall) -> Result<MasterAnswer>;
+}
+
+/// A request to the active master (DDL and assignment).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum MasterCall {
+    /// Creates a table pre-split at `splits`.
+    CreateTable {
+        /// Name and families.
+        descriptor: TableDescriptor,
+        /// Split keys (sorted, distinct, non-empty).
+        #[serde(default)]
+        splits: Vec<Bytes>,
+    },
+    /// Enables or disables a table.
+    SetEnabled {
+        /// Table name.
+        table: String,
+        /// Enabled after the call.
+        enabled: bool,
+    },
+    /// Drops a disabled table.
+    DropTable {
+        /// Table name.
+        table: String,
+    },
+    /// Creates a namespace.
+    CreateNamespace {
+        /// The namespace and its properties.
+        descriptor: NamespaceDescriptor,
+    },
+    /// Sets and removes properties of a namespace.
+    AlterNamespace {
+        /// Namespace name.
+        name: String,
+        /// Properties to add or replace.
+        #[serde(default)]
+        set: BTreeMap<String, String>,
+        /// Keys to remove.
+        #[serde(default)]
+        unset: Vec<String>,
+    },
+    /// Drops an empty namespace.
+    DropNamespace {
+        /// Namespace name.
+        name: String,
+    },
+    /// Moves a region (by encoded name) to a server, or to one the master
+    /// picks.
+    Move {
+        /// Encoded region name.
+        region: String,
+        /// HBase server name, or any server.
+        #[serde(default)]
+        target: Option<String>,
+    },
+    /// Assigns a region that is assigned nowhere.
+    Assign {
+        /// Encoded region name.
+        region: String,
+    },
+    /// Closes a region and leaves it assigned nowhere.
+    Unassign {
+        /// Encoded region name.
+        region: String,
+    },
+    /// Evens the number of regions per live server.
+    Balance,
+    /// Servers, regions, transitions and procedures.
+    Status,
+}
+
+/// The master's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum MasterAnswer {
+    /// Done.
+    Done,
+    /// How many regions a balancer run moved.
+    Moved {
+        /// Regions moved.
+        regions: usize,
+    },
+    /// The cluster's state.
+    Status(ClusterStatus),
+}
+
+/// The cluster as the active master sees it (`status 'detailed'`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterStatus {
+    /// The active master's server name.
+    pub master: String,
+    /// Live region servers with the regions assigned to each.
+    pub servers: Vec<ServerStatus>,
+    /// Servers declared dead whose recovery is not over.
+    pub dead_servers: Vec<String>,
+    /// Regions in transition: `(encoded name, table, state, server)`.
+    pub in_transition: Vec<RegionTransition>,
+    /// Procedures not finished: `(id, description)`.
+    pub procedures: Vec<(u64, String)>,
+    /// The catalog version the answer was read from.
+    pub catalog_version: u64,
+}
+
+/// One live region server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerStatus {
+    /// HBase server name.
+    pub name: String,
+    /// Encoded names of the regions open there.
+    pub regions: Vec<String>,
+}
+
+/// A region not `OPEN`, or `OPEN` nowhere.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegionTransition {
+    /// Encoded region name.
+    pub region: String,
+    /// Table name.
+    pub table: String,
+    /// HBase's state name (`OPENING`, `CLOSING`, `OFFLINE`, ...).
+    pub state: String,
+    /// The server it is assigned to, if any.
+    pub server: Option<String>,
+}
+
+/// HBase's server name `host,port,startcode`, split. In a Basalt cluster
+/// the start code of a region server is its log id (the epoch it claimed
+/// on the shared storage), so the master knows which log to fence and
+/// replay when the server dies.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServerName {
+    /// Host clients connect to.
+    pub host: String,
+    /// Its RPC port.
+    pub port: u16,
+    /// Start code (the log id).
+    pub start_code: u64,
+}
+
+impl ServerName {
+    /// Parses `host,port,startcode`.
+    pub fn parse(text: &str) -> Result<ServerName> {
+        let bad = || {
+            basalt_types::Error::invalid(format!("server name {text:?} is not host,port,startcode"))
+        };
+        let mut parts = text.rsplitn(3, ',');
+        let start_code = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let port = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let host = parts.next().filter(|h| !h.is_empty()).ok_or_else(bad)?;
+        Ok(ServerName {
+            host: host.to_string(),
+            port,
+            start_code,
+        })
+    }
+
+    /// `host:port`, where its RPC port listens.
+    pub fn address(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl fmt::Display for ServerName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{},{},{}", self.host, self.port, self.start_code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_name_parses_from_and_prints_as_host_port_startcode() {
+        let name = ServerName::parse("rs1.example,16020,42").unwrap();
+        assert_eq!(name.host, "rs1.example");
+        assert_eq!(name.port, 16020);
+        assert_eq!(name.start_code, 42);
+        assert_eq!(name.to_string(), "rs1.example,16020,42");
+        assert_eq!(name.address(), "rs1.example:16020");
+        for bad in ["", "a,b,c", "host,1", ",1,2", "host,70000,1"] {
+            assert!(ServerName::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

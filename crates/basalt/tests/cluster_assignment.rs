@@ -1,0 +1,354 @@
+//! Cluster mode's master and members in one process, deterministic: a
+//! `ClusterMaster` and member `Database`s on one shared storage directory
+//! (`file://`), each member with its own data directory, wired together
+//! by in-process stand-ins for the RPCs (the processes and ZooKeeper are
+//! the chaos suite's: crates/basalt-cli/tests/cluster.rs). Liveness is
+//! what the test tells the master.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::RwLock;
+
+use basalt::cluster::{
+    ClusterMaster, MasterAnswer, MasterCall, MasterControl, RegionServerControl,
+};
+use basalt::fs::FileStore;
+use basalt::{
+    ColumnFamilyDescriptor, Database, Error, Get, MemberConfig, ObjectWalOptions, Options, Put,
+    RegionAnswer, RegionCall, RegionCaller, Result, Scan, ServerAddress, SystemClock,
+    TableDescriptor,
+};
+use basalt_object_store::{open_storage, StorageConfig};
+
+/// The members by server name, for the stand-ins to reach.
+#[derive(Debug, Default)]
+struct Directory {
+    members: RwLock<BTreeMap<String, Database>>,
+}
+
+impl Directory {
+    fn by_name(&self, name: &str) -> Result<Database> {
+        self.members
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::NotServingRegion(format!("{name} is unreachable")))
+    }
+
+    fn by_address(&self, address: &ServerAddress) -> Result<Database> {
+        let prefix = format!("{},{},", address.host(), address.port());
+        self.members
+            .read()
+            .iter()
+            .find(|(name, _)| name.starts_with(&prefix))
+            .map(|(_, db)| db.clone())
+            .ok_or_else(|| Error::NotServingRegion(format!("{address} is unreachable")))
+    }
+}
+
+#[derive(Debug)]
+struct Control(Arc<Directory>);
+
+impl RegionServerControl for Control {
+    fn open_region(&self, server: &str, table: &str, region: u64) -> Result<()> {
+        self.0.by_name(server)?.open_assigned_region(table, region)
+    }
+    fn close_region(&self, server: &str, _table: &str, region: u64) -> Result<()> {
+        self.0.by_name(server)?.close_assigned_region(region)
+    }
+}
+
+#[derive(Debug)]
+struct Caller(Arc<Directory>);
+
+impl RegionCaller for Caller {
+    fn call(
+        &self,
+        server: &ServerAddress,
+        table: &str,
+        region_id: u64,
+        call: RegionCall,
+    ) -> Result<RegionAnswer> {
+        self.0
+            .by_address(server)?
+            .serve_region_call(table, region_id, call)
+    }
+}
+
+/// The master as members reach it; replaced when a new master starts.
+#[derive(Debug, Default)]
+struct MasterSlot(RwLock<Option<Arc<ClusterMaster>>>);
+
+impl MasterControl for MasterSlot {
+    fn call(&self, call: MasterCall) -> Result<MasterAnswer> {
+        let master = self
+            .0
+            .read()
+            .clone()
+            .ok_or_else(|| Error::invalid("no master"))?;
+        master.call(call)
+    }
+}
+
+struct Harness {
+    dir: tempfile::TempDir,
+    url: String,
+    directory: Arc<Directory>,
+    master: Arc<MasterSlot>,
+    next: u16,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("storage");
+        std::fs::create_dir_all(&shared).unwrap();
+        Harness {
+            url: format!("file://{}", shared.display()),
+            dir,
+            directory: Arc::new(Directory::default()),
+            master: Arc::new(MasterSlot::default()),
+            next: 1,
+        }
+    }
+
+    fn files(&self, root: &Path) -> Arc<dyn FileStore> {
+        open_storage(&StorageConfig::for_url(&self.url), root)
+            .unwrap()
+            .unwrap()
+            .file_store()
+    }
+
+    fn start_master(&self, name: &str) -> Arc<ClusterMaster> {
+        let root: PathBuf = self.dir.path().join(name);
+        let master = ClusterMaster::start(
+            &root,
+            name,
+            Arc::new(SystemClock),
+            self.files(&root),
+            Arc::new(Control(Arc::clone(&self.directory))),
+        )
+        .unwrap();
+        *self.master.0.write() = Some(Arc::clone(&master));
+        master
+    }
+
+    /// A new member; returns its server name.
+    fn start_member(&mut self) -> String {
+        let port = self.next;
+        self.next += 1;
+        let root = self.dir.path().join(format!("rs{port}"));
+        let db = Database::builder(Options::new(&root))
+            .file_store(self.files(&root))
+            .wal_in_file_store(ObjectWalOptions::default())
+            .open_cluster_member(MemberConfig {
+                control: Arc::clone(&self.master) as Arc<dyn MasterControl>,
+                caller: Arc::new(Caller(Arc::clone(&self.directory))),
+                host: Some(("rs".to_string(), port)),
+            })
+            .unwrap();
+        let name = db.server_name().unwrap().to_string();
+        self.directory.members.write().insert(name.clone(), db);
+        name
+    }
+
+    fn member(&self, name: &str) -> Database {
+        self.directory.by_name(name).unwrap()
+    }
+
+    fn live(&self) -> BTreeSet<String> {
+        self.directory.members.read().keys().cloned().collect()
+    }
+
+    /// Tells the master who is live, then lets every member read the
+    /// catalog (what ZooKeeper's notification does in a cluster).
+    fn settle(&self, master: &ClusterMaster) {
+        master.servers_changed(self.live()).unwrap();
+        for db in self.directory.members.read().values() {
+            db.refresh_cluster().unwrap();
+        }
+    }
+}
+
+fn status(master: &ClusterMaster) -> basalt::cluster::ClusterStatus {
+    master.status()
+}
+
+fn rows(db: &Database) -> Vec<Bytes> {
+    db.table("t")
+        .unwrap()
+        .scan(&Scan::new())
+        .unwrap()
+        .map(|r| r.unwrap().row)
+        .collect()
+}
+
+fn write(db: &Database, from: usize, to: usize) {
+    let t = db.table("t").unwrap();
+    for i in from..to {
+        t.put(&Put::new(format!("{:02}-{i:05}", i % 8)).add("f", "q", format!("v{i}")))
+            .unwrap();
+    }
+}
+
+fn create(master: &ClusterMaster) {
+    let splits = ["01", "02", "03", "04", "05", "06", "07"]
+        .iter()
+        .map(|s| Bytes::from(s.to_string()))
+        .collect();
+    let answer = master
+        .call(MasterCall::CreateTable {
+            descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")),
+            splits,
+        })
+        .unwrap();
+    assert!(matches!(answer, MasterAnswer::Done));
+}
+
+#[test]
+fn a_new_table_s_regions_spread_over_the_live_servers_and_every_member_reaches_every_row() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let servers: Vec<String> = (0..3).map(|_| h.start_member()).collect();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    let s = status(&master);
+    assert!(s.in_transition.is_empty(), "{s:?}");
+    let counts: Vec<usize> = s.servers.iter().map(|s| s.regions.len()).collect();
+    assert_eq!(counts.iter().sum::<usize>(), 8);
+    assert!(counts.iter().all(|&n| (2..=3).contains(&n)), "{counts:?}");
+    write(&h.member(&servers[0]), 0, 400);
+    // Every member sees every row, through its own routes.
+    for name in &servers {
+        assert_eq!(rows(&h.member(name)).len(), 400, "through {name}");
+    }
+    let got = h
+        .member(&servers[2])
+        .table("t")
+        .unwrap()
+        .get(&Get::new("03-00003"))
+        .unwrap();
+    assert_eq!(got.value(b"f", b"q").map(|v| &v[..]), Some(&b"v3"[..]));
+}
+
+#[test]
+fn a_dead_server_s_regions_reopen_elsewhere_with_its_acknowledged_writes_and_it_is_fenced() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let servers: Vec<String> = (0..3).map(|_| h.start_member()).collect();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    // Writes land in every server's log, unflushed.
+    write(&h.member(&servers[0]), 0, 800);
+    // Server 3 "dies": it leaves the live set but keeps running (a zombie,
+    // as a paused process that wakes up).
+    let zombie = h.directory.members.write().remove(&servers[2]).unwrap();
+    h.settle(&master);
+    let s = status(&master);
+    assert!(
+        s.in_transition.is_empty() && s.dead_servers.is_empty(),
+        "{s:?}"
+    );
+    assert_eq!(s.servers.len(), 2);
+    for name in &servers[..2] {
+        assert_eq!(rows(&h.member(name)).len(), 800, "through {name}");
+    }
+    // The zombie cannot make a write visible any more: its log is fenced.
+    let held_by_zombie: Vec<u64> = zombie
+        .region_server()
+        .online_regions()
+        .iter()
+        .map(|r| r.info().id)
+        .collect();
+    assert!(!held_by_zombie.is_empty());
+    let late = zombie
+        .region_server()
+        .region(held_by_zombie[0])
+        .unwrap()
+        .put(&Put::new(zombie_row(&zombie, held_by_zombie[0])).add("f", "q", "late"));
+    assert!(matches!(late, Err(Error::Fenced { .. })), "{late:?}");
+    assert_eq!(rows(&h.member(&servers[0])).len(), 800);
+}
+
+fn zombie_row(db: &Database, region: u64) -> Vec<u8> {
+    let r = db.region_server().region(region).unwrap();
+    let mut row = r.info().start_key.to_vec();
+    row.extend_from_slice(b"-late");
+    row
+}
+
+#[test]
+fn a_move_and_the_balancer_keep_every_row_and_even_out_the_servers() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let first = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    write(&h.member(&first), 0, 300);
+    let second = h.start_member();
+    h.settle(&master);
+    let moved = match master.call(MasterCall::Balance).unwrap() {
+        MasterAnswer::Moved { regions } => regions,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(moved, 4);
+    h.settle(&master);
+    let s = status(&master);
+    let counts: Vec<usize> = s.servers.iter().map(|s| s.regions.len()).collect();
+    assert_eq!(counts, vec![4, 4]);
+    assert_eq!(rows(&h.member(&second)).len(), 300);
+    write(&h.member(&second), 300, 400);
+    assert_eq!(rows(&h.member(&first)).len(), 400);
+}
+
+#[test]
+fn a_new_master_fences_the_old_one_and_carries_on_from_the_catalog() {
+    let mut h = Harness::new();
+    let old = h.start_master("m1");
+    let a = h.start_member();
+    let _b = h.start_member();
+    h.settle(&old);
+    create(&old);
+    h.settle(&old);
+    write(&h.member(&a), 0, 100);
+    let new = h.start_master("m2");
+    assert!(new.epoch() > old.epoch());
+    h.settle(&new);
+    // The old master's next change collides with the new one's catalog.
+    let refused = old.call(MasterCall::CreateNamespace {
+        descriptor: basalt::NamespaceDescriptor {
+            name: "late".into(),
+            properties: BTreeMap::new(),
+        },
+    });
+    assert!(matches!(refused, Err(Error::Fenced { .. })), "{refused:?}");
+    assert!(old.is_fenced());
+    // The new one works from the same catalog.
+    assert!(status(&new).in_transition.is_empty());
+    new.call(MasterCall::SetEnabled {
+        table: "t".into(),
+        enabled: false,
+    })
+    .unwrap();
+    h.settle(&new);
+    assert!(h
+        .member(&a)
+        .table("t")
+        .unwrap()
+        .get(&Get::new("00-00000"))
+        .is_err());
+    new.call(MasterCall::SetEnabled {
+        table: "t".into(),
+        enabled: true,
+    })
+    .unwrap();
+    h.settle(&new);
+    assert_eq!(rows(&h.member(&a)).len(), 100);
+}
