@@ -92,8 +92,9 @@ impl Load {
                 let mut c = connect();
                 let mut i = 0u64;
                 while !stop.load(Ordering::SeqCst) {
-                    // Rows spread over every region: r0..r3 prefixes.
-                    let row = format!("r{}-{writer}-{i:06}", i % 4);
+                    // Rows spread over every region: r0..r3, then a digit
+                    // on either side of each `-5` split.
+                    let row = format!("r{}-{}-{writer}-{i:06}", i % 4, (i / 4) % 10);
                     match put(&mut c, &table, &row) {
                         Ok(()) => {
                             acknowledged.lock().unwrap().insert(row);
@@ -199,7 +200,7 @@ fn a_paused_region_server_is_fenced_and_nothing_it_accepts_late_ever_appears() {
     let mut writer = cluster.thrift(0);
     let mut acknowledged = BTreeSet::new();
     for i in 0..400 {
-        let row = format!("r{}-a-{i:05}", i % 4);
+        let row = format!("r{}-{}a-{i:05}", i % 4, (i / 4) % 10);
         put(&mut writer, "t", &row).unwrap();
         acknowledged.insert(row);
     }
@@ -211,7 +212,7 @@ fn a_paused_region_server_is_fenced_and_nothing_it_accepts_late_ever_appears() {
     // regions on the others.
     let _ = cluster.wait_until_settled_without(&paused_name);
     for i in 0..400 {
-        let row = format!("r{}-b-{i:05}", i % 4);
+        let row = format!("r{}-{}b-{i:05}", i % 4, (i / 4) % 10);
         put(&mut writer, "t", &row).unwrap();
         acknowledged.insert(row);
     }
@@ -220,7 +221,7 @@ fn a_paused_region_server_is_fenced_and_nothing_it_accepts_late_ever_appears() {
     let mut late = BTreeSet::new();
     let mut accepted = 0;
     for i in 0..50 {
-        let row = format!("r{}-late-{i:05}", i % 4);
+        let row = format!("r{}-{}late-{i:05}", i % 4, (i / 4) % 10);
         late.insert(row.clone());
         if put(&mut stale, "t", &row).is_ok() {
             accepted += 1;

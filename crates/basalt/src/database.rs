@@ -93,6 +93,11 @@ pub struct DatabaseBuilder {
     wal: WalPlacement,
 }
 
+/// How long a member's request to a server it cannot reach waits for the
+/// region to reopen elsewhere: above any session timeout a cluster
+/// should use (a few seconds) plus the time to reopen.
+const MEMBER_UNREACHABLE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// What a cluster member needs besides storage: see
 /// [`DatabaseBuilder::open_cluster_member`].
 #[derive(Debug, Clone)]
@@ -164,6 +169,10 @@ impl DatabaseBuilder {
         let cluster = Arc::new(ClusterMember::new(&dir, files, name, member.control));
         let locator = Arc::new(RegionLocator::new());
         locator.set_caller(member.caller)?;
+        // A dead server's regions reopen elsewhere within the ZooKeeper
+        // session timeout (seconds) plus the reopen: requests to them wait
+        // that long rather than fail (docs/cluster.md, "Routing").
+        locator.set_unreachable_wait(MEMBER_UNREACHABLE_WAIT);
         cluster.refresh(Some(&server), &locator)?;
         let db = Database {
             inner: Arc::new(DbInner {

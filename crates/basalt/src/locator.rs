@@ -98,6 +98,9 @@ pub type RouteRefresher = Arc<dyn Fn(&str) + Send + Sync>;
 struct RemoteHooks {
     caller: OnceLock<Arc<dyn RegionCaller>>,
     refresher: RwLock<Option<RouteRefresher>>,
+    /// How long a request whose server cannot be reached waits for the
+    /// routes to change (milliseconds; 0: it fails at once).
+    unreachable_wait_ms: AtomicU64,
 }
 
 impl std::fmt::Debug for RemoteHooks {
@@ -199,6 +202,16 @@ impl RegionLocator {
     /// [`publish`]: RegionLocator::publish
     pub fn set_refresher(&self, refresher: RouteRefresher) {
         *self.hooks.refresher.write() = Some(refresher);
+    }
+
+    /// How long a request whose server cannot be reached (a transport
+    /// failure) waits for fresh routes before it fails: a cluster member
+    /// sets it above its ZooKeeper session timeout, so a gateway's callers
+    /// see a dead server's regions reopen elsewhere as a pause. Default 0:
+    /// ask for fresh routes once, then fail with the error.
+    pub fn set_unreachable_wait(&self, wait: Duration) {
+        let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.hooks.unreachable_wait_ms.store(ms, Ordering::SeqCst);
     }
 
     /// Forgets a table (dropped); its handles answer `TableNotFound`.
@@ -453,10 +466,9 @@ impl TableLocation {
     /// - `NotServingRegion`: the region is handing its rows over (local) or
     ///   has moved (remote: the refresher is asked for fresh routes); wait
     ///   for the routes to change until the hand-over deadline.
-    /// - A transport failure on a remote route (`Io`): ask for fresh
-    ///   routes; route again if they changed, else fail now with the
-    ///   error, which names the server (waiting would only hold the
-    ///   caller: the caller's own timeout has passed already).
+    /// - A transport failure on a remote route (`Io`): the same, for at
+    ///   most the locator's unreachable wait (default none: fail now with
+    ///   the error, which names the server).
     /// - Anything else is the answer.
     pub(crate) fn after_failure(
         &self,
@@ -471,9 +483,22 @@ impl TableLocation {
             return Err(error);
         }
         let remote = route.is_routed();
+        // A region that moved (remote `NotServingRegion`) and a server that
+        // cannot be reached (remote `Io`: it died, or the region is being
+        // reopened elsewhere after its death) both wait for the catalog to
+        // name where the region is now: the master reassigns within the
+        // ZooKeeper session timeout, so gateway callers see a pause, not
+        // an error (`docs/cluster.md`, "Routing").
+        let unreachable = route.server().is_some() && error.kind() == ErrorKind::Io;
+        let moved = matches!(error, Error::NotServingRegion(_)) || unreachable;
         match error {
-            Error::NotServingRegion(message) if remote => {
-                let deadline = *deadline.get_or_insert_with(|| Instant::now() + HANDOVER_WAIT);
+            error if remote && moved => {
+                let wait = if unreachable {
+                    self.unreachable_wait()
+                } else {
+                    HANDOVER_WAIT
+                };
+                let deadline = *deadline.get_or_insert_with(|| Instant::now() + wait);
                 // The catalog may not name the new server yet (the master
                 // is still assigning the region): ask again, less and less
                 // often, until the routes change or the deadline passes.
@@ -485,7 +510,7 @@ impl TableLocation {
                         return Ok(());
                     }
                     if Instant::now() >= deadline {
-                        return Err(Error::NotServingRegion(message));
+                        return Err(error);
                     }
                     pause = (pause * 2).min(Duration::from_secs(1));
                 }
@@ -494,16 +519,16 @@ impl TableLocation {
                 let deadline = *deadline.get_or_insert_with(|| Instant::now() + HANDOVER_WAIT);
                 self.wait_for_region_change(epoch, deadline, message)
             }
-            error if remote && error.kind() == ErrorKind::Io => {
-                self.refresh();
-                if self.region_epoch.load(Ordering::SeqCst) != epoch {
-                    Ok(())
-                } else {
-                    Err(error)
-                }
-            }
             error => Err(error),
         }
+    }
+
+    fn unreachable_wait(&self) -> Duration {
+        let ms = self
+            .hooks
+            .get()
+            .map_or(0, |h| h.unreachable_wait_ms.load(Ordering::SeqCst));
+        Duration::from_millis(ms)
     }
 
     /// Asks the cluster layer for fresh routes of this table.
