@@ -9,6 +9,7 @@ is: the timeouts are hang guards only.
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -152,6 +153,78 @@ class Server:
             self.print_log()
             sys.exit(f"{self.suite}: server exited with {code} after SIGTERM")
         shutil.rmtree(self.data, ignore_errors=True)
+        return False
+
+
+class LocalCluster:
+    """`basalt local-cluster` on free ports in a temporary directory: a
+    master and `servers` region servers on the ZooKeeper at `quorum`, data
+    in a shared directory. `region_servers` lists each server's ports
+    (`thrift`, `thrift2`, `rest`, `rpc`) as the command printed them. The
+    cluster is stopped with SIGTERM on exit (which stops every process
+    cleanly) and its logs are printed when anything fails.
+    """
+
+    LINE = re.compile(
+        r"^\s+regionserver\d+\s+thrift 127\.0\.0\.1:(\d+)\s+thrift2 127\.0\.0\.1:(\d+)"
+        r"\s+rest 127\.0\.0\.1:(\d+)\s+native RPC 127\.0\.0\.1:(\d+)")
+
+    def __init__(self, suite, binary, quorum, servers=3):
+        self.suite = suite
+        self.binary = binary
+        self.quorum = quorum
+        self.servers = servers
+        self.dir = tempfile.mkdtemp(prefix=f"basalt-{suite}-cluster-")
+        self.region_servers = []
+        self.failed = False
+
+    def __enter__(self):
+        args = [self.binary, "local-cluster", "--dir", self.dir, "--zookeeper", self.quorum,
+                "--region-servers", str(self.servers), "--master-port", "0",
+                "--thrift-port", "0", "--thrift2-port", "0", "--rest-port", "0",
+                "--region-server-port", "0"]
+        self.out_path = os.path.join(self.dir, "local-cluster.out")
+        self.out = open(self.out_path, "w")
+        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=self.out, text=True)
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                break
+            print(f"[local-cluster] {line.rstrip()}", flush=True)
+            match = self.LINE.match(line)
+            if match:
+                thrift, thrift2, rest, rpc = (int(p) for p in match.groups())
+                self.region_servers.append(
+                    {"thrift": thrift, "thrift2": thrift2, "rest": rest, "rpc": rpc})
+            if line.startswith("Logs in"):
+                return self
+        self.print_logs()
+        self.process.kill()
+        sys.exit(f"{self.suite}: the local cluster did not come up")
+
+    def print_logs(self):
+        logs = os.path.join(self.dir, "logs")
+        for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
+            with open(os.path.join(logs, name), errors="replace") as f:
+                print(f"---- {name}\n{f.read()}", flush=True)
+
+    def __exit__(self, exc_type, exc, tb):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            code = "killed"
+        self.out.close()
+        if exc_type is not None or code != 0 or self.failed:
+            self.print_logs()
+            if exc_type is None:
+                sys.exit(f"{self.suite}: the local cluster exited with {code} after SIGTERM")
+            return False
+        shutil.rmtree(self.dir, ignore_errors=True)
         return False
 
 

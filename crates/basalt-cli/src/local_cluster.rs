@@ -40,10 +40,11 @@ pub struct LocalClusterArgs {
     /// The port of the ZooKeeper this command starts.
     #[arg(long, value_name = "PORT", default_value_t = 2181)]
     zookeeper_port: u16,
-    /// The master's native RPC port.
+    /// The master's native RPC port (0: a free one, as for every port).
     #[arg(long, value_name = "PORT", default_value_t = 16000)]
     master_port: u16,
-    /// Region server N's ports are these plus N - 1: Thrift1.
+    /// Region server N's ports are these plus N - 1 (0: free ports):
+    /// Thrift1.
     #[arg(long, value_name = "PORT", default_value_t = 9090)]
     thrift_port: u16,
     /// ... Thrift2.
@@ -240,35 +241,48 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
         "--region-server-port".into(),
         "0".into(),
     ]);
-    let master = spawn_basalt(&dir, "master", &master_args)?;
+    let mut master = spawn_basalt(&dir, "master", &master_args)?;
+    let master_ports = wait_for_log(&dir, &mut master, "master serving")?;
+    let master_port = master_ports
+        .get("rpc-master")
+        .copied()
+        .unwrap_or(args.master_port);
     let mut servers = Vec::new();
     let mut rows = Vec::new();
+    let offset = |base: u16, i: u16| if base == 0 { 0 } else { base + i };
     for i in 0..args.region_servers {
         let name = format!("regionserver{}", i + 1);
         let mut rs_args = vec!["regionserver".to_string()];
         rs_args.extend(common(dir.join(&name)));
-        let (thrift, thrift2, rest, rpc) = (
-            args.thrift_port + i,
-            args.thrift2_port + i,
-            args.rest_port + i,
-            args.region_server_port + i,
-        );
         rs_args.extend([
             "--master-port".into(),
             "0".into(),
             "--region-server-port".into(),
-            rpc.to_string(),
+            offset(args.region_server_port, i).to_string(),
             "--thrift-port".into(),
-            thrift.to_string(),
+            offset(args.thrift_port, i).to_string(),
             "--thrift2-port".into(),
-            thrift2.to_string(),
+            offset(args.thrift2_port, i).to_string(),
             "--rest-port".into(),
-            rest.to_string(),
+            offset(args.rest_port, i).to_string(),
         ]);
-        servers.push(spawn_basalt(&dir, &name, &rs_args)?);
+        let mut server = spawn_basalt(&dir, &name, &rs_args)?;
+        let ports = match wait_for_log(&dir, &mut server, "gateways serving") {
+            Ok(ports) => ports,
+            Err(e) => {
+                master.stop();
+                return Err(e);
+            }
+        };
+        let port = |what: &str| ports.get(what).copied().unwrap_or(0);
         rows.push(format!(
-            "  {name:<15} thrift 127.0.0.1:{thrift}  thrift2 127.0.0.1:{thrift2}  rest 127.0.0.1:{rest}  native RPC 127.0.0.1:{rpc}"
+            "  {name:<15} thrift 127.0.0.1:{}  thrift2 127.0.0.1:{}  rest 127.0.0.1:{}  native RPC 127.0.0.1:{}",
+            port("thrift"),
+            port("thrift2"),
+            port("rest"),
+            port("rpc-region-server")
         ));
+        servers.push(server);
     }
     let mut processes: Vec<Managed> = Vec::new();
     processes.push(master);
@@ -278,7 +292,7 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
     let deadline = Instant::now() + START_LIMIT;
     loop {
         if let Ok(MasterAnswer::Status(s)) = client.call(
-            &format!("127.0.0.1:{}", args.master_port),
+            &format!("127.0.0.1:{master_port}"),
             "MasterCall",
             &MasterCall::Status,
         ) {
@@ -305,17 +319,13 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
     }
     println!("Basalt local cluster is up (data: {storage})");
     println!("  {:<15} {quorum}", "ZooKeeper");
-    println!(
-        "  {:<15} native RPC 127.0.0.1:{}",
-        "master", args.master_port
-    );
+    println!("  {:<15} native RPC 127.0.0.1:{master_port}", "master");
     for row in &rows {
         println!("{row}");
     }
     println!(
-        "Logs in {}. Try: basalt shell --host 127.0.0.1 --port {}. Ctrl-C stops everything.",
-        dir.join("logs").display(),
-        args.thrift_port
+        "Logs in {}. Try: basalt shell --host 127.0.0.1 --port <a thrift port above>. Ctrl-C stops everything.",
+        dir.join("logs").display()
     );
     let _ = std::io::stdout().flush();
     wait_for_signal()?;
@@ -330,6 +340,62 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
     drop(processes);
     drop(zookeeper);
     Ok(())
+}
+
+/// Waits until `process`'s log has a line containing `ready`, and reads
+/// the ports it logged as listening (by kind: `thrift`, `thrift2`, `rest`,
+/// `rpc-master`, `rpc-region-server`).
+fn wait_for_log(
+    dir: &Path,
+    process: &mut Managed,
+    ready: &str,
+) -> Result<std::collections::BTreeMap<String, u16>, String> {
+    let path = dir.join("logs").join(format!("{}.log", process.name));
+    let deadline = Instant::now() + START_LIMIT;
+    loop {
+        let text = fs::read_to_string(&path).unwrap_or_default();
+        if text.lines().any(|l| l.contains(ready)) {
+            let mut ports = std::collections::BTreeMap::new();
+            for line in text.lines().filter(|l| l.contains("listening")) {
+                let Some(port) = line
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix("address="))
+                    .and_then(|a| a.rsplit(':').next())
+                    .and_then(|p| p.parse::<u16>().ok())
+                else {
+                    continue;
+                };
+                let kind = if line.contains("RPC master") {
+                    "rpc-master"
+                } else if line.contains("RPC region server") {
+                    "rpc-region-server"
+                } else if line.contains("Thrift2") {
+                    "thrift2"
+                } else if line.contains("REST") {
+                    "rest"
+                } else {
+                    "thrift"
+                };
+                ports.insert(kind.to_string(), port);
+            }
+            return Ok(ports);
+        }
+        if let Ok(Some(status)) = process.child.try_wait() {
+            return Err(format!(
+                "{} exited ({status}); see {}",
+                process.name,
+                path.display()
+            ));
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{} was not ready within 2 minutes; see {}",
+                process.name,
+                path.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn wait_for_signal() -> Result<(), String> {
