@@ -23,6 +23,11 @@ pub struct YcsbArgs {
     /// Gateway port of the `net` target.
     #[arg(long, default_value_t = 9090)]
     pub port: u16,
+    /// Gateways of the `net` target as HOST:PORT,HOST:PORT,...: client
+    /// threads connect to them in turn (a cluster's region servers);
+    /// overrides --host and --port.
+    #[arg(long, value_name = "LIST")]
+    pub gateways: Option<String>,
     /// Workload a-f (`workloada` also accepted).
     #[arg(long, short = 'w', default_value = "a")]
     pub workload: String,

@@ -103,7 +103,16 @@ fn ycsb(args: &YcsbArgs) -> BenchResult<()> {
             run_ycsb(args, &store)?;
         }
         "net" => {
-            let store = BasaltNetwork::new(&args.host, args.port);
+            let store = match &args.gateways {
+                Some(list) => BasaltNetwork::spread(
+                    list.split(',')
+                        .map(str::trim)
+                        .filter(|a| !a.is_empty())
+                        .map(String::from)
+                        .collect(),
+                )?,
+                None => BasaltNetwork::new(&args.host, args.port),
+            };
             run_ycsb(args, &store)?;
         }
         other => {

@@ -130,23 +130,40 @@ impl YcsbSession for EmbeddedSession {
 }
 
 /// Basalt over the network: one Thrift1 connection (binary protocol,
-/// buffered transport, as happybase uses by default) per client thread.
-#[derive(Debug, Clone)]
+/// buffered transport, as happybase uses by default) per client thread,
+/// to one gateway or, for a cluster, to its gateways in turn.
+#[derive(Debug)]
 pub struct BasaltNetwork {
-    addr: String,
+    addrs: Vec<String>,
+    /// The next session's gateway.
+    next: std::sync::atomic::AtomicUsize,
 }
 
 impl BasaltNetwork {
     /// A target for the gateway at `host:port`.
     pub fn new(host: &str, port: u16) -> Self {
         BasaltNetwork {
-            addr: format!("{host}:{port}"),
+            addrs: vec![format!("{host}:{port}")],
+            next: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
+    /// A target whose sessions connect to `addrs` (`host:port`) in turn.
+    pub fn spread(addrs: Vec<String>) -> BenchResult<Self> {
+        if addrs.is_empty() {
+            return Err(BenchError::new("--gateways lists no gateway"));
+        }
+        Ok(BasaltNetwork {
+            addrs,
+            next: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
     fn connect(&self) -> BenchResult<Client> {
-        let c = Client::connect(&self.addr, false, Protocol::Binary { strict: true })
-            .map_err(|e| BenchError::new(format!("cannot connect to {}: {e}", self.addr)))?;
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let addr = &self.addrs[i % self.addrs.len()];
+        let c = Client::connect(addr, false, Protocol::Binary { strict: true })
+            .map_err(|e| BenchError::new(format!("cannot connect to {addr}: {e}")))?;
         // A hang guard: a stuck server fails the run instead of hanging it.
         c.set_timeout(Some(Duration::from_secs(60)))
             .map_err(|e| BenchError::new(format!("socket timeout: {e}")))?;

@@ -52,6 +52,30 @@ fn all_rows(c: &mut Client, table: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Seconds since midnight (UTC) now, to compare with log timestamps.
+fn seconds_of_day_now() -> f64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    now % 86_400.0
+}
+
+/// Seconds since midnight of a log line's `2026-11-23T05:19:44.589846Z`.
+fn log_seconds(line: &str) -> Option<f64> {
+    let time = line
+        .split_whitespace()
+        .next()?
+        .split('T')
+        .nth(1)?
+        .trim_end_matches('Z');
+    let mut parts = time.split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let s: f64 = parts.next()?.parse().ok()?;
+    Some(h * 3600.0 + m * 60.0 + s)
+}
+
 const SPLITS: &[&str] = &["r0-5", "r1", "r1-5", "r2", "r2-5", "r3", "r3-5"];
 
 /// Writers over Thrift, each on its own region server's gateway (which
@@ -160,6 +184,7 @@ fn a_killed_region_server_loses_no_acknowledged_write_and_its_regions_reopen_els
     wait_for_writes(&load, 400);
     let before_kill = load.count();
     let killed_at = Instant::now();
+    let killed_wall = seconds_of_day_now();
     let _victim = cluster.kill_server(2);
     let (status, settled_at) = cluster.wait_until_settled_without(&victim_name);
     let reopened = settled_at - killed_at;
@@ -179,6 +204,35 @@ fn a_killed_region_server_loses_no_acknowledged_write_and_its_regions_reopen_els
         first_ok_after.as_secs_f64()
     );
     assert!(status.servers.iter().all(|s| s.name != victim_name));
+    // The steps, from the processes' own log lines (wall clock).
+    let master = cluster.master(0);
+    let step = |proc: &cluster_support::Proc, needle: &str, last: bool| {
+        let lines = proc.lines.lock().unwrap();
+        let mut found = lines
+            .iter()
+            .filter(|l| l.contains(needle))
+            .filter_map(|l| log_seconds(l));
+        let at = if last { found.last() } else { found.next() };
+        at.map(|t| format!("{:.2} s", t - killed_wall))
+            .unwrap_or_else(|| "-".into())
+    };
+    let reopened_last = (0..2)
+        .filter_map(|i| {
+            let lines = cluster.server(i).lines.lock().unwrap();
+            lines
+                .iter()
+                .filter(|l| l.contains("opened an assigned region") && !l.contains("logs=[]"))
+                .filter_map(|l| log_seconds(l))
+                .last()
+        })
+        .fold(f64::MIN, f64::max);
+    eprintln!(
+        "RECOVERY STEPS: declared dead {}, log fenced {}, last region reopened {:.2} s, dead log deleted {} after the kill",
+        step(master, "region server is dead", false),
+        step(master, "fenced the log of a dead region server", false),
+        reopened_last - killed_wall,
+        step(master, "its log is deleted", true),
+    );
 
     let mut reader = cluster.thrift(1);
     let present = all_rows(&mut reader, "t");
