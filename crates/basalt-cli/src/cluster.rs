@@ -235,39 +235,48 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
     // 5 and 6: follow the catalog; stop at once when the session expires.
     let mut versions = coordinator.watch_catalog_version();
     let mut session = coordinator.session();
+    let runtime = rpc_server.runtime().ok_or("the RPC runtime stopped")?;
+    // Two tasks, so that a slow catalog read never delays the reaction to
+    // an expired session.
     let follower = {
         let db = db.clone();
-        rpc_server.runtime().ok_or("the RPC runtime stopped")?.spawn(async move {
+        runtime.spawn(async move {
+            while versions.changed().await.is_ok() {
+                let db = db.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    if let Err(e) = db.refresh_cluster() {
+                        tracing::warn!(error = %e, "could not read the new catalog");
+                    }
+                })
+                .await;
+            }
+        })
+    };
+    let guard = {
+        let db = db.clone();
+        runtime.spawn(async move {
             loop {
-                tokio::select! {
-                    changed = versions.changed() => {
-                        if changed.is_err() { return; }
-                        let db = db.clone();
-                        let _ = tokio::task::spawn_blocking(move || {
-                            if let Err(e) = db.refresh_cluster() {
-                                tracing::warn!(error = %e, "could not read the new catalog");
-                            }
-                        }).await;
+                // The last state counts even once the sender is gone (the
+                // coordinator's session task ends at expiry).
+                let closed = session.changed().await.is_err();
+                if *session.borrow_and_update() == SessionState::Expired {
+                    // The master may have fenced our log already: serve
+                    // nothing more, not even reads, and stop.
+                    if let Some(fence) = db.region_server().fence() {
+                        fence.trip(0, "the ZooKeeper session expired: the master declares this server dead");
                     }
-                    changed = session.changed() => {
-                        if changed.is_err() { return; }
-                        let state = *session.borrow();
-                        if state == SessionState::Expired {
-                            // The master may have fenced our log already:
-                            // serve nothing more, not even reads.
-                            if let Some(fence) = db.region_server().fence() {
-                                fence.trip(0, "the ZooKeeper session expired: the master declares this server dead");
-                            }
-                            tracing::error!("ZooKeeper session expired: this region server stops (its regions reopen elsewhere)");
-                            std::process::exit(1);
-                        }
-                    }
+                    tracing::error!("ZooKeeper session expired: this region server stops (its regions reopen elsewhere)");
+                    std::process::exit(1);
+                }
+                if closed {
+                    return;
                 }
             }
         })
     };
     let waited = thrift_server.wait_for_signal();
     follower.abort();
+    guard.abort();
     // Leave ZooKeeper first: the master reassigns our regions (after
     // fencing our log: a clean stop still ends in a crash procedure, which
     // replays only what the flush below did not persist).
@@ -429,8 +438,9 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
                 tokio::select! {
                     changed = live.changed() => { if changed.is_err() { return; } }
                     changed = session.changed() => {
-                        if changed.is_err() { return; }
-                        if *session.borrow() == SessionState::Expired {
+                        // A closed channel means the session task ended:
+                        // the session is gone either way.
+                        if changed.is_err() || *session.borrow() == SessionState::Expired {
                             master.stop();
                             tracing::error!("ZooKeeper session expired: this master stops (a standby takes over)");
                             std::process::exit(1);
