@@ -132,6 +132,7 @@ fn restarting_the_zookeeper_leader_under_load_moves_no_region_and_loses_no_ackno
     load.wait_for(300);
 
     let old_leader = cluster.ensemble().leader();
+    let log_marks = log_lengths(&cluster);
     let before_stop = load.count();
     let stopped_at = Instant::now();
     cluster.ensemble().stop(old_leader);
@@ -147,7 +148,7 @@ fn restarting_the_zookeeper_leader_under_load_moves_no_region_and_loses_no_ackno
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    let first_write_after = first_acknowledged_after(&load, stopped_at);
+    let during_election = load.count() - before_stop;
     cluster.ensemble().start_server(old_leader);
     let rejoined_at = Instant::now();
     // Writes go on with the old leader back as a follower.
@@ -157,14 +158,15 @@ fn restarting_the_zookeeper_leader_under_load_moves_no_region_and_loses_no_ackno
     // znode to have acted on it.
     std::thread::sleep(Duration::from_millis(2 * ELECTION_SAFE_SESSION_MS));
     let seen = watch.stop();
+    let disconnected = longest_disconnection(&cluster, &log_marks);
     eprintln!(
         "ZOOKEEPER LEADER TIMELINE: server {old_leader} (the leader) killed; server {new_leader} \
-         leads after {:.2} s; first write acknowledged after the kill at {:.2} s; the old leader \
-         back and serving at {:.2} s; writes acknowledged {before_stop} before the kill, {} in \
-         all; {} failed; longest write call {:.2} s; master status polls: {} answered, {} \
-         unanswered, {} with a region in transition",
+         leads after {:.2} s ({during_election} writes acknowledged meanwhile); the longest a \
+         process's session was disconnected: {disconnected:.2} s; the old leader back and \
+         serving at {:.2} s; writes acknowledged {before_stop} before the kill, {} in all; {} \
+         failed; longest write call {:.2} s; master status polls: {} answered, {} unanswered, \
+         {} with a region in transition",
         (elected_at - stopped_at).as_secs_f64(),
-        (first_write_after - stopped_at).as_secs_f64(),
         (rejoined_at - stopped_at).as_secs_f64(),
         result.acknowledged.len(),
         result.failures.len(),
@@ -185,6 +187,51 @@ fn restarting_the_zookeeper_leader_under_load_moves_no_region_and_loses_no_ackno
         );
     }
     check_nothing_moved_and_nothing_lost(&mut cluster, &assignment_before, &seen, &result);
+}
+
+/// How many lines each master and region server has logged so far.
+fn log_lengths(cluster: &TestCluster) -> Vec<usize> {
+    cluster
+        .masters
+        .iter()
+        .chain(&cluster.servers)
+        .flatten()
+        .map(|proc| proc.lines.lock().unwrap().len())
+        .collect()
+}
+
+/// The longest time any process's ZooKeeper client spent disconnected
+/// after `marks` ([`log_lengths`]), from the client's own log lines
+/// ("enter state Disconnected", then "succeeds to establish session"), in
+/// seconds; 0 when none disconnected.
+fn longest_disconnection(cluster: &TestCluster, marks: &[usize]) -> f64 {
+    /// Seconds into the day of a log line's timestamp
+    /// (`2026-01-02T03:04:05.678901Z ...`).
+    fn seconds(line: &str) -> Option<f64> {
+        let time = line.split_whitespace().next()?.split('T').nth(1)?;
+        let mut parts = time.trim_end_matches('Z').split(':');
+        let h: f64 = parts.next()?.parse().ok()?;
+        let m: f64 = parts.next()?.parse().ok()?;
+        let s: f64 = parts.next()?.parse().ok()?;
+        Some(h * 3600.0 + m * 60.0 + s)
+    }
+    let mut longest: f64 = 0.0;
+    let procs = cluster.masters.iter().chain(&cluster.servers).flatten();
+    for (proc, &mark) in procs.zip(marks) {
+        let lines = proc.lines.lock().unwrap();
+        let mut since = None;
+        for line in lines.iter().skip(mark) {
+            if line.contains("enter state Disconnected") {
+                since = since.or_else(|| seconds(line));
+            } else if line.contains("succeeds to establish session") {
+                if let (Some(from), Some(to)) = (since.take(), seconds(line)) {
+                    // Across midnight the clock of the day starts again.
+                    longest = longest.max((to - from).rem_euclid(86_400.0));
+                }
+            }
+        }
+    }
+    longest
 }
 
 /// `[storage] request_timeout_ms` in the storage tests: how long one call
@@ -219,7 +266,6 @@ fn freeze_the_store_under_load(test: &str, pause: Duration) {
 
     let before_pause = load.count();
     let failures_before = load.failure_count();
-    let paused_at = Instant::now();
     moto.pause();
     std::thread::sleep(pause);
     let during_pause = load.count() - before_pause;
@@ -266,7 +312,6 @@ fn freeze_the_store_under_load(test: &str, pause: Duration) {
             "a write failed without naming the storage: {message}"
         );
     }
-    let _ = paused_at;
     // Nothing restarted: the same servers, under the same names (a
     // restarted server would have claimed a new log, so a new name).
     let names_after: Vec<String> = cluster
