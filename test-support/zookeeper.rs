@@ -1,6 +1,8 @@
 //! A real ZooKeeper server for tests: Debian's `zookeeper` package run as
 //! a child process on a free loopback port, with a temporary data
-//! directory. Tests include this file with
+//! directory; or a replicated ensemble of such servers
+//! ([`ZooKeeperEnsemble`]), each with its own data directory, `myid`, and
+//! quorum and election ports. Tests include this file with
 //! `#[path = "../../../test-support/zookeeper.rs"] mod zookeeper;`; it
 //! needs only std and `tempfile`.
 //!
@@ -28,6 +30,10 @@ const CLASSPATH_ENV: &str = "BASALT_ZOOKEEPER_CLASSPATH";
 /// ZooKeeper's tick in milliseconds: sessions may be as short as two ticks.
 pub const TICK_MS: u64 = 200;
 
+/// The main classes: one standalone server, or one member of an ensemble.
+const STANDALONE_MAIN: &str = "org.apache.zookeeper.server.ZooKeeperServerMain";
+const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
+
 /// How long a start may take before the test gives up (a JVM on a busy
 /// 2-core machine can be slow; this is a hang guard, not a speed check).
 const START_LIMIT: Duration = Duration::from_secs(120);
@@ -39,6 +45,32 @@ pub struct ZooKeeperServer {
     dir: tempfile::TempDir,
     child: Option<Child>,
     paused: bool,
+    /// [`STANDALONE_MAIN`], or [`QUORUM_MAIN`] for an ensemble's member.
+    main_class: &'static str,
+}
+
+/// The settings every test server shares, standalone or replicated: a
+/// short tick (sessions may be as short as two ticks), every
+/// four-letter-word command allowed (the readiness probe and
+/// [`ZooKeeperEnsemble::leader`] use `srvr`), no admin HTTP server (it
+/// would take a port), no purging.
+fn base_config(data: &Path, port: u16) -> String {
+    format!(
+        "tickTime={TICK_MS}\n\
+         initLimit=10\n\
+         syncLimit=5\n\
+         dataDir={}\n\
+         clientPort={port}\n\
+         clientPortAddress=127.0.0.1\n\
+         minSessionTimeout={}\n\
+         maxSessionTimeout=120000\n\
+         maxClientCnxns=0\n\
+         4lw.commands.whitelist=*\n\
+         admin.enableServer=false\n\
+         autopurge.purgeInterval=0\n",
+        data.display(),
+        2 * TICK_MS,
+    )
 }
 
 impl ZooKeeperServer {
@@ -57,29 +89,14 @@ impl ZooKeeperServer {
         let port = free_port();
         let data = dir.path().join("data");
         fs::create_dir_all(&data).expect("ZooKeeper's data directory");
-        let cfg = format!(
-            "tickTime={TICK_MS}\n\
-             initLimit=10\n\
-             syncLimit=5\n\
-             dataDir={}\n\
-             clientPort={port}\n\
-             clientPortAddress=127.0.0.1\n\
-             minSessionTimeout={}\n\
-             maxSessionTimeout=120000\n\
-             maxClientCnxns=0\n\
-             4lw.commands.whitelist=*\n\
-             admin.enableServer=false\n\
-             autopurge.purgeInterval=0\n",
-            data.display(),
-            2 * TICK_MS,
-        );
-        fs::write(dir.path().join("zoo.cfg"), cfg).expect("zoo.cfg");
+        fs::write(dir.path().join("zoo.cfg"), base_config(&data, port)).expect("zoo.cfg");
         fs::write(dir.path().join("classpath"), &classpath).expect("classpath note");
         let mut server = ZooKeeperServer {
             port,
             dir,
             child: None,
             paused: false,
+            main_class: STANDALONE_MAIN,
         };
         server.launch();
         server
@@ -144,6 +161,13 @@ impl ZooKeeperServer {
     }
 
     fn launch(&mut self) {
+        self.spawn();
+        self.wait_until_serving();
+    }
+
+    /// Runs the JVM without waiting for it to serve (an ensemble's members
+    /// serve only once a quorum of them runs).
+    fn spawn(&mut self) {
         let classpath = classpath();
         let log = fs::OpenOptions::new()
             .create(true)
@@ -162,7 +186,7 @@ impl ZooKeeperServer {
             ])
             .arg("-cp")
             .arg(&classpath)
-            .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
+            .arg(self.main_class)
             .arg(self.dir.path().join("zoo.cfg"))
             .stdin(Stdio::null())
             .stdout(log)
@@ -171,7 +195,6 @@ impl ZooKeeperServer {
             .unwrap_or_else(|e| panic!("cannot run java for ZooKeeper: {e}"));
         self.child = Some(child);
         self.paused = false;
-        self.wait_until_serving();
     }
 
     /// Waits until `srvr` answers with the server's mode (it answers
@@ -208,6 +231,158 @@ impl ZooKeeperServer {
 impl Drop for ZooKeeperServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A replicated ZooKeeper ensemble on loopback: `n` servers (quorum
+/// members, `myid` 1 to `n`), each with its own data directory and client,
+/// quorum and election ports, and the standalone server's test settings.
+/// Servers are numbered from 0 in this API (`myid` is the index plus 1).
+/// Every server is killed on drop.
+#[derive(Debug)]
+pub struct ZooKeeperEnsemble {
+    servers: Vec<ZooKeeperServer>,
+}
+
+impl ZooKeeperEnsemble {
+    /// Starts `n` servers and waits until each serves (that is, until a
+    /// leader is elected and every follower has synced with it).
+    ///
+    /// # Panics
+    /// As [`ZooKeeperServer::start`]; also when `n` is 0.
+    pub fn start(n: usize) -> ZooKeeperEnsemble {
+        assert!(n > 0, "an ensemble needs at least one server");
+        let classpath = classpath();
+        check_java();
+        // (client, quorum, election) ports of every member, all taken
+        // before any is written: each member's configuration lists all.
+        let mut taken = std::collections::BTreeSet::new();
+        let mut distinct_port = || loop {
+            // The kernel may hand the same free port out twice in a row.
+            let port = free_port();
+            if taken.insert(port) {
+                return port;
+            }
+        };
+        let ports: Vec<(u16, u16, u16)> = (0..n)
+            .map(|_| (distinct_port(), distinct_port(), distinct_port()))
+            .collect();
+        let members: String = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, quorum, election))| {
+                format!("server.{}=127.0.0.1:{quorum}:{election}\n", i + 1)
+            })
+            .collect();
+        let mut servers = Vec::with_capacity(n);
+        for (i, (port, _, _)) in ports.iter().enumerate() {
+            let dir = tempfile::Builder::new()
+                .prefix(&format!("basalt-zookeeper-{}-", i + 1))
+                .tempdir()
+                .expect("a temporary directory for ZooKeeper");
+            let data = dir.path().join("data");
+            fs::create_dir_all(&data).expect("ZooKeeper's data directory");
+            fs::write(data.join("myid"), format!("{}\n", i + 1)).expect("myid");
+            // A member learns of its peers from this list only (no
+            // dynamic reconfiguration), so it stays the same across
+            // restarts.
+            let cfg = format!("{}{members}", base_config(&data, *port));
+            fs::write(dir.path().join("zoo.cfg"), cfg).expect("zoo.cfg");
+            fs::write(dir.path().join("classpath"), &classpath).expect("classpath note");
+            servers.push(ZooKeeperServer {
+                port: *port,
+                dir,
+                child: None,
+                paused: false,
+                main_class: QUORUM_MAIN,
+            });
+        }
+        // All run before any is waited for: none serves without a quorum.
+        for server in &mut servers {
+            server.spawn();
+        }
+        for server in &mut servers {
+            server.wait_until_serving();
+        }
+        ZooKeeperEnsemble { servers }
+    }
+
+    /// `127.0.0.1:<port>,...` of every member, for a client's quorum.
+    pub fn connect_string(&self) -> String {
+        self.servers
+            .iter()
+            .map(ZooKeeperServer::connect_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// How many servers the ensemble has (running or not).
+    pub fn len(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// Server `i` (for its port or log).
+    pub fn server(&self, i: usize) -> &ZooKeeperServer {
+        &self.servers[i]
+    }
+
+    /// The index of the server that is the leader now, asking each running
+    /// server `srvr` for `Mode: leader`; waits while an election is on.
+    ///
+    /// # Panics
+    /// When no leader is found within the start limit.
+    pub fn leader(&self) -> usize {
+        let started = Instant::now();
+        loop {
+            if let Some(i) = self.try_leader() {
+                return i;
+            }
+            if started.elapsed() > START_LIMIT {
+                panic!("the ensemble elected no leader within {START_LIMIT:?}");
+            }
+            sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The leader's index if one answers as leader right now.
+    pub fn try_leader(&self) -> Option<usize> {
+        self.servers.iter().position(|server| {
+            server.child.is_some()
+                && !server.paused
+                && four_letter_word(server.port, "srvr")
+                    .is_some_and(|answer| answer.contains("Mode: leader"))
+        })
+    }
+
+    /// Kills server `i` at once (SIGKILL); its data directory is kept.
+    pub fn stop(&mut self, i: usize) {
+        self.servers[i].stop();
+    }
+
+    /// Starts server `i` again with its data kept, and waits until it
+    /// serves (it rejoins the quorum: as a follower if a leader is there).
+    pub fn start_server(&mut self, i: usize) {
+        self.servers[i].launch();
+    }
+
+    /// Freezes server `i` (SIGSTOP).
+    pub fn pause(&mut self, i: usize) {
+        self.servers[i].pause();
+    }
+
+    /// Thaws server `i` (SIGCONT).
+    pub fn resume(&mut self, i: usize) {
+        self.servers[i].resume();
+    }
+
+    /// Every server's output so far, each under its index (for failure
+    /// messages).
+    pub fn log(&self) -> String {
+        self.servers
+            .iter()
+            .enumerate()
+            .map(|(i, server)| format!("=== ZooKeeper server {i} ===\n{}", server.log()))
+            .collect()
     }
 }
 
