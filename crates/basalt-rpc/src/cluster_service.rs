@@ -8,6 +8,8 @@
 //! | `MasterCall` | every process (a region server passes it on to the active master) | DDL, move, assign, balance, status: `basalt::cluster::MasterCall` |
 //! | `OpenRegion` | region servers | opens a region as the catalog assigns it to this server |
 //! | `CloseRegion` | region servers | flushes and closes a region |
+//! | `PrepareSplit` | region servers | step b of a split: closes the parent for writes, flushes it, seeds the daughters (`basalt::cluster::PrepareSplit` → `SplitPlan`) |
+//! | `PrepareMerge` | region servers | step b of a merge (`basalt::cluster::PrepareMerge`) |
 //!
 //! Each request and answer is one protobuf message with one `bytes`
 //! field (1) holding JSON: the request's fields, and the answer
@@ -23,7 +25,10 @@ use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use basalt::cluster::{MasterAnswer, MasterCall, MasterControl, RegionServerControl, ServerName};
+use basalt::cluster::{
+    MasterAnswer, MasterCall, MasterControl, PrepareMerge, PrepareSplit, RegionServerControl,
+    ServerName, SplitPlan,
+};
 use basalt_types::{Error, ErrorKind, Result};
 
 use crate::call::{Call, Method};
@@ -46,6 +51,14 @@ pub const METHODS: &[Method] = &[
     Method {
         name: "CloseRegion",
         handler: close_region,
+    },
+    Method {
+        name: "PrepareSplit",
+        handler: prepare_split,
+    },
+    Method {
+        name: "PrepareMerge",
+        handler: prepare_merge,
     },
 ];
 
@@ -113,6 +126,16 @@ fn open_region(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
 fn close_region(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     let request: RegionRequest = decode_json(param, "CloseRegion")?;
     answer(call.ctx.db.close_assigned_region(request.region))
+}
+
+fn prepare_split(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: PrepareSplit = decode_json(param, "PrepareSplit")?;
+    answer(call.ctx.db.prepare_split_region(&request))
+}
+
+fn prepare_merge(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: PrepareMerge = decode_json(param, "PrepareMerge")?;
+    answer(call.ctx.db.prepare_merge_regions(&request))
 }
 
 /// Calls of the service to other processes: one connection per address,
@@ -226,6 +249,16 @@ impl RegionServerControl for RpcRegionServerControl {
 
     fn close_region(&self, server: &str, table: &str, region: u64) -> Result<()> {
         self.region_call(server, "CloseRegion", table, region)
+    }
+
+    fn prepare_split(&self, server: &str, request: &PrepareSplit) -> Result<SplitPlan> {
+        let address = ServerName::parse(server)?.address();
+        self.client.call(&address, "PrepareSplit", request)
+    }
+
+    fn prepare_merge(&self, server: &str, request: &PrepareMerge) -> Result<()> {
+        let address = ServerName::parse(server)?.address();
+        self.client.call(&address, "PrepareMerge", request)
     }
 }
 

@@ -131,6 +131,31 @@ pub enum Procedure {
         /// unassign, nowhere).
         target: Option<String>,
     },
+    /// Cluster mode: a region splits in two (`cluster::split`). Until the
+    /// catalog retires the parent, a master that takes over rolls it back;
+    /// after, the daughters' assignment finishes it.
+    SplitRegion {
+        /// Table name.
+        table: String,
+        /// The region splitting.
+        parent: u64,
+        /// The row asked for (`None`: the hosting server picks one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<Bytes>,
+        /// The daughters' region ids, handed out before the first step so
+        /// that a rollback knows which directories to delete.
+        daughters: Vec<u64>,
+    },
+    /// Cluster mode: adjacent regions merge into one (`cluster::split`),
+    /// rolled back or finished as [`Procedure::SplitRegion`].
+    MergeRegions {
+        /// Table name.
+        table: String,
+        /// The regions merging, in key order.
+        regions: Vec<u64>,
+        /// The merged region's id.
+        merged: u64,
+    },
 }
 
 fn is_zero(value: &u64) -> bool {

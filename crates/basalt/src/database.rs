@@ -31,7 +31,10 @@ use basalt_engine::fs::{FileStore, LocalFileStore};
 use basalt_engine::{layout, Clock, RegionInfo, RegionLoad, StoreStats, SystemClock};
 use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
-use crate::cluster::{ClusterMember, MasterAnswer, MasterCall, MasterControl};
+use crate::cluster::{
+    ClusterMember, MasterAnswer, MasterCall, MasterControl, MemberHooks, PrepareMerge,
+    PrepareSplit, SplitPlan,
+};
 use crate::gateways::{Gateway, Gateways};
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
 use crate::master::{FamilyChange, Master};
@@ -155,6 +158,7 @@ impl DatabaseBuilder {
             WalPlacement::FileStore(options) => options,
             WalPlacement::Local => ObjectWalOptions::default(),
         };
+        let options = self.options.clone();
         let server = Arc::new(RegionServer::start_member(
             &dir,
             self.options,
@@ -167,6 +171,9 @@ impl DatabaseBuilder {
             .host
             .map(|(host, port)| format!("{host},{port},{log_id}"));
         let cluster = Arc::new(ClusterMember::new(&dir, files, name, member.control));
+        // Automatic splits: after a flush, a region past the split size
+        // asks the master (`cluster::split`).
+        server.set_hooks(Arc::new(MemberHooks::new(&cluster, options)));
         let locator = Arc::new(RegionLocator::new());
         locator.set_caller(member.caller)?;
         // A dead server's regions reopen elsewhere within the ZooKeeper
@@ -398,6 +405,42 @@ impl Database {
         self.check_open()?;
         let cluster = self.member()?;
         cluster.close_assigned(&self.inner.server, &self.inner.locator, region)
+    }
+
+    /// Cluster mode: step b of a split the master drives, on the server
+    /// hosting the parent (`cluster::split`): closes it for writes, flushes
+    /// it and seeds the daughters.
+    pub fn prepare_split_region(&self, request: &PrepareSplit) -> Result<SplitPlan> {
+        self.check_open()?;
+        let cluster = self.member()?;
+        cluster.prepare_split(&self.inner.server, &self.inner.locator, request)
+    }
+
+    /// Cluster mode: step b of a merge the master drives (`cluster::split`).
+    pub fn prepare_merge_regions(&self, request: &PrepareMerge) -> Result<()> {
+        self.check_open()?;
+        let cluster = self.member()?;
+        cluster.prepare_merge(&self.inner.server, &self.inner.locator, request)
+    }
+
+    /// Cluster mode: the encoded name of the region with this full or
+    /// encoded name, from the catalog read last (the master's calls name
+    /// regions as text; a full name may hold any bytes).
+    fn encoded_region_name(&self, cluster: &ClusterMember, name: &[u8]) -> String {
+        for (table, entry) in cluster.catalog().tables {
+            for region in &entry.regions {
+                let info = RegionInfo {
+                    id: region.id,
+                    table: table.clone(),
+                    start_key: region.start_key.clone(),
+                    end_key: region.end_key.clone(),
+                };
+                if &info.region_name()[..] == name || info.encoded_name().as_bytes() == name {
+                    return info.encoded_name();
+                }
+            }
+        }
+        String::from_utf8_lossy(name).into_owned()
     }
 
     /// Cluster mode: a call to the active master.
@@ -744,6 +787,13 @@ impl Database {
     /// least two rows of data splits near its middle.
     pub fn split_table(&self, name: &str, split_key: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
+        if self.inner.cluster.is_some() {
+            let call = MasterCall::SplitTable {
+                table: name.to_string(),
+                key: split_key.map(Bytes::copy_from_slice),
+            };
+            return self.master_call(call).map(drop);
+        }
         self.local_master("split")?.split_table(name, split_key)
     }
 
@@ -751,6 +801,13 @@ impl Database {
     /// `split_key` or, without one, at a row near the middle of its data.
     pub fn split_region(&self, region_name: &[u8], split_key: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
+        if let Some(cluster) = &self.inner.cluster {
+            let call = MasterCall::Split {
+                region: self.encoded_region_name(cluster, region_name),
+                key: split_key.map(Bytes::copy_from_slice),
+            };
+            return self.master_call(call).map(drop);
+        }
         self.local_master("split")?
             .split_region(region_name, split_key)
     }
@@ -759,6 +816,13 @@ impl Database {
     /// names, into one (HBase's `merge_region`).
     pub fn merge_regions(&self, region_a: &[u8], region_b: &[u8]) -> Result<()> {
         self.check_open()?;
+        if let Some(cluster) = &self.inner.cluster {
+            let call = MasterCall::Merge {
+                region_a: self.encoded_region_name(cluster, region_a),
+                region_b: self.encoded_region_name(cluster, region_b),
+            };
+            return self.master_call(call).map(drop);
+        }
         self.local_master("merge")?
             .merge_regions(region_a, region_b)
     }

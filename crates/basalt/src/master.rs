@@ -14,7 +14,7 @@
 //!
 //! DDL is serialized by the catalog lock.
 
-mod handover;
+pub(crate) mod handover;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -397,7 +397,11 @@ impl RegionServer {
                 "region {id} is not online on this server"
             )));
         };
-        region.close_for_handover()?;
+        // A region closed for a split or merge that is being rolled back is
+        // already flushed and refuses writes: it only has to go.
+        if region.is_serving() || region.open_failure().is_some() {
+            region.close_for_handover()?;
+        }
         // Recorded before it leaves the open set, so retirement always
         // finds it one way or the other.
         self.moved_away.lock().insert(id, region.flushed_through());
@@ -409,6 +413,18 @@ impl RegionServer {
         }
         tracing::info!(region = %region.info().encoded_name(), "closed a region for a move");
         Ok(())
+    }
+
+    /// Closes region `id`, closed for writes and flushed by a split or
+    /// merge its successors now serve; as after a move, retirement treats
+    /// its edits in this server's log as flushed. Not open here: nothing.
+    pub fn close_handed_over(&self, id: u64) {
+        let Some(region) = self.region(id) else {
+            return;
+        };
+        self.moved_away.lock().insert(id, region.flushed_through());
+        self.close_region(id);
+        tracing::info!(region = %region.info().encoded_name(), "closed a region its successors replaced");
     }
 
     /// Installs what the master does after a flush or compaction (once).

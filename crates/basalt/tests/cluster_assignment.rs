@@ -8,13 +8,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use parking_lot::RwLock;
 
 use basalt::cluster::{
-    ClusterMaster, MasterAnswer, MasterCall, MasterControl, RegionServerControl,
+    ClusterMaster, MasterAnswer, MasterCall, MasterControl, PrepareMerge, PrepareSplit,
+    RegionServerControl, SplitPlan,
 };
 use basalt::fs::FileStore;
 use basalt::{
@@ -50,15 +52,62 @@ impl Directory {
     }
 }
 
+/// Failures the stand-in injects, to play a master dying mid-procedure.
+#[derive(Debug, Default)]
+struct Faults {
+    /// Every open fails (as if the master died before asking).
+    fail_opens: AtomicBool,
+    /// After a prepare step ran, the master stops (dies) before it hears
+    /// the answer.
+    stop_master_after_prepare: AtomicBool,
+}
+
 #[derive(Debug)]
-struct Control(Arc<Directory>);
+struct Control {
+    directory: Arc<Directory>,
+    master: Arc<MasterSlot>,
+    faults: Arc<Faults>,
+}
+
+impl Control {
+    fn after_prepare(&self) -> Result<()> {
+        if self.faults.stop_master_after_prepare.load(Ordering::SeqCst) {
+            if let Some(master) = self.master.0.read().clone() {
+                master.stop();
+            }
+            return Err(Error::NotServingRegion("the answer was lost".into()));
+        }
+        Ok(())
+    }
+}
 
 impl RegionServerControl for Control {
     fn open_region(&self, server: &str, table: &str, region: u64) -> Result<()> {
-        self.0.by_name(server)?.open_assigned_region(table, region)
+        if self.faults.fail_opens.load(Ordering::SeqCst) {
+            return Err(Error::NotServingRegion("open failed (injected)".into()));
+        }
+        self.directory
+            .by_name(server)?
+            .open_assigned_region(table, region)
     }
     fn close_region(&self, server: &str, _table: &str, region: u64) -> Result<()> {
-        self.0.by_name(server)?.close_assigned_region(region)
+        self.directory
+            .by_name(server)?
+            .close_assigned_region(region)
+    }
+    fn prepare_split(&self, server: &str, request: &PrepareSplit) -> Result<SplitPlan> {
+        let plan = self
+            .directory
+            .by_name(server)?
+            .prepare_split_region(request)?;
+        self.after_prepare()?;
+        Ok(plan)
+    }
+    fn prepare_merge(&self, server: &str, request: &PrepareMerge) -> Result<()> {
+        self.directory
+            .by_name(server)?
+            .prepare_merge_regions(request)?;
+        self.after_prepare()
     }
 }
 
@@ -99,6 +148,7 @@ struct Harness {
     url: String,
     directory: Arc<Directory>,
     master: Arc<MasterSlot>,
+    faults: Arc<Faults>,
     next: u16,
 }
 
@@ -112,6 +162,7 @@ impl Harness {
             dir,
             directory: Arc::new(Directory::default()),
             master: Arc::new(MasterSlot::default()),
+            faults: Arc::new(Faults::default()),
             next: 1,
         }
     }
@@ -130,7 +181,11 @@ impl Harness {
             name,
             Arc::new(SystemClock),
             self.files(&root),
-            Arc::new(Control(Arc::clone(&self.directory))),
+            Arc::new(Control {
+                directory: Arc::clone(&self.directory),
+                master: Arc::clone(&self.master),
+                faults: Arc::clone(&self.faults),
+            }),
         )
         .unwrap();
         *self.master.0.write() = Some(Arc::clone(&master));
@@ -139,10 +194,17 @@ impl Harness {
 
     /// A new member; returns its server name.
     fn start_member(&mut self) -> String {
+        self.start_member_with(|_| {})
+    }
+
+    /// A new member whose options `tune` changes; returns its server name.
+    fn start_member_with(&mut self, tune: impl FnOnce(&mut Options)) -> String {
         let port = self.next;
         self.next += 1;
         let root = self.dir.path().join(format!("rs{port}"));
-        let db = Database::builder(Options::new(&root))
+        let mut options = Options::new(&root);
+        tune(&mut options);
+        let db = Database::builder(options)
             .file_store(self.files(&root))
             .wal_in_file_store(ObjectWalOptions::default())
             .open_cluster_member(MemberConfig {
@@ -351,4 +413,252 @@ fn a_new_master_fences_the_old_one_and_carries_on_from_the_catalog() {
     .unwrap();
     h.settle(&new);
     assert_eq!(rows(&h.member(&a)).len(), 100);
+}
+
+// ---- split and merge (`basalt::cluster::split`) ----
+
+/// Every row, checked to be there exactly once.
+fn distinct_rows(db: &Database) -> usize {
+    let all = rows(db);
+    let distinct: BTreeSet<Bytes> = all.iter().cloned().collect();
+    assert_eq!(distinct.len(), all.len(), "a row is read twice");
+    all.len()
+}
+
+fn region_count(master: &ClusterMaster) -> usize {
+    status(master).servers.iter().map(|s| s.regions.len()).sum()
+}
+
+/// The encoded name of the region of `t` holding `row`.
+fn region_holding(db: &Database, row: &[u8]) -> basalt::RegionInfo {
+    db.region_states("t")
+        .unwrap()
+        .into_iter()
+        .map(|(info, _)| info)
+        .find(|i| &i.start_key[..] <= row && (i.end_key.is_empty() || row < &i.end_key[..]))
+        .unwrap()
+}
+
+/// Whether the shared storage holds a directory named after region `id`.
+fn region_dir_exists(h: &Harness, id: u64) -> bool {
+    fn walk(dir: &Path, name: &str) -> bool {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                let path = e.path();
+                path.is_dir() && (e.file_name().to_str() == Some(name) || walk(&path, name))
+            })
+    }
+    walk(&h.dir.path().join("storage"), &id.to_string())
+}
+
+#[test]
+fn a_split_by_hand_keeps_every_row_and_both_daughters_serve_on_the_parent_s_server() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let a = h.start_member();
+    let b = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    write(&h.member(&a), 0, 800);
+    let parent = region_holding(&h.member(&a), b"03");
+    let host = status(&master)
+        .servers
+        .into_iter()
+        .find(|s| s.regions.contains(&parent.encoded_name()))
+        .unwrap()
+        .name;
+    // The split point comes from the store files (as in one process).
+    h.member(&host).flush_table("t").unwrap();
+    // By encoded name, without a key: the parent's server picks the row.
+    h.member(&b)
+        .split_region(parent.encoded_name().as_bytes(), None)
+        .unwrap();
+    h.settle(&master);
+    let s = status(&master);
+    assert!(
+        s.in_transition.is_empty() && s.procedures.is_empty(),
+        "{s:?}"
+    );
+    assert_eq!(region_count(&master), 9);
+    let daughters: Vec<basalt::RegionInfo> = h
+        .member(&a)
+        .region_states("t")
+        .unwrap()
+        .into_iter()
+        .map(|(i, _)| i)
+        .filter(|i| i.start_key == parent.start_key || i.end_key == parent.end_key)
+        .collect();
+    assert_eq!(daughters.len(), 2, "{daughters:?}");
+    let on_host = &s.servers.iter().find(|x| x.name == host).unwrap().regions;
+    for d in &daughters {
+        assert!(on_host.contains(&d.encoded_name()), "{d:?} not on {host}");
+    }
+    for name in [&a, &b] {
+        assert_eq!(distinct_rows(&h.member(name)), 800, "through {name}");
+    }
+    // The daughters take writes, and a split at a given key works too.
+    write(&h.member(&b), 800, 900);
+    h.member(&a).split_table("t", Some(b"05-00500")).unwrap();
+    h.settle(&master);
+    assert_eq!(region_count(&master), 10);
+    assert_eq!(distinct_rows(&h.member(&b)), 900);
+}
+
+#[test]
+fn a_split_whose_new_regions_did_not_open_is_finished_by_the_next_master() {
+    let mut h = Harness::new();
+    let old = h.start_master("m1");
+    let a = h.start_member();
+    h.settle(&old);
+    create(&old);
+    h.settle(&old);
+    write(&h.member(&a), 0, 400);
+    let parent = region_holding(&h.member(&a), b"02");
+    // The master "dies" after the commit: its opens of the daughters fail.
+    h.faults.fail_opens.store(true, Ordering::SeqCst);
+    assert!(h
+        .member(&a)
+        .split_region(parent.encoded_name().as_bytes(), Some(b"02-00200"))
+        .is_err());
+    old.stop();
+    h.faults.fail_opens.store(false, Ordering::SeqCst);
+    let new = h.start_master("m2");
+    assert_eq!(status(&new).procedures.len(), 1, "{:?}", status(&new));
+    h.settle(&new);
+    let s = status(&new);
+    assert!(
+        s.in_transition.is_empty() && s.procedures.is_empty(),
+        "{s:?}"
+    );
+    assert_eq!(region_count(&new), 9);
+    assert_eq!(distinct_rows(&h.member(&a)), 400);
+    write(&h.member(&a), 400, 500);
+    assert_eq!(distinct_rows(&h.member(&a)), 500);
+}
+
+#[test]
+fn a_split_whose_master_died_after_the_prepare_step_is_rolled_back_by_the_next_master() {
+    let mut h = Harness::new();
+    let old = h.start_master("m1");
+    let a = h.start_member();
+    let _b = h.start_member();
+    h.settle(&old);
+    create(&old);
+    h.settle(&old);
+    write(&h.member(&a), 0, 400);
+    let parent = region_holding(&h.member(&a), b"04");
+    h.faults
+        .stop_master_after_prepare
+        .store(true, Ordering::SeqCst);
+    assert!(h
+        .member(&a)
+        .split_region(parent.encoded_name().as_bytes(), None)
+        .is_err());
+    h.faults
+        .stop_master_after_prepare
+        .store(false, Ordering::SeqCst);
+    let procedures = status(&old).procedures;
+    assert_eq!(procedures.len(), 1, "{procedures:?}");
+    let new = h.start_master("m2");
+    h.settle(&new);
+    let s = status(&new);
+    assert!(
+        s.in_transition.is_empty() && s.procedures.is_empty(),
+        "{s:?}"
+    );
+    // Rolled back: the parent serves again, no daughter was kept.
+    assert_eq!(region_count(&new), 8);
+    assert!(s
+        .servers
+        .iter()
+        .any(|x| x.regions.contains(&parent.encoded_name())));
+    assert_eq!(distinct_rows(&h.member(&a)), 400);
+    write(&h.member(&a), 400, 500);
+    assert_eq!(distinct_rows(&h.member(&a)), 500);
+}
+
+#[test]
+fn two_adjacent_regions_on_different_servers_merge_into_one_that_keeps_every_row() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let a = h.start_member();
+    let b = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    write(&h.member(&a), 0, 400);
+    let left = region_holding(&h.member(&a), b"03");
+    let right = region_holding(&h.member(&a), b"04");
+    h.member(&b)
+        .merge_regions(left.encoded_name().as_bytes(), &right.region_name()[..])
+        .unwrap();
+    h.settle(&master);
+    let s = status(&master);
+    assert!(
+        s.in_transition.is_empty() && s.procedures.is_empty(),
+        "{s:?}"
+    );
+    assert_eq!(region_count(&master), 7);
+    let merged = region_holding(&h.member(&a), b"03");
+    assert_eq!(merged.start_key, left.start_key);
+    assert_eq!(merged.end_key, right.end_key);
+    assert_eq!(distinct_rows(&h.member(&b)), 400);
+    write(&h.member(&b), 400, 500);
+    assert_eq!(distinct_rows(&h.member(&a)), 500);
+}
+
+#[test]
+fn a_region_past_the_split_size_splits_by_itself_after_a_flush() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let a = h.start_member_with(|o| o.region_split_bytes = 2048);
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    write(&h.member(&a), 0, 800);
+    h.member(&a).flush_table("t").unwrap();
+    // The member asks the master from a thread of its own.
+    let mut waited = 0;
+    while region_count(&master) <= 8 && waited < 600 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        waited += 1;
+    }
+    h.settle(&master);
+    assert!(region_count(&master) > 8, "{:?}", status(&master));
+    // Let every asked split finish before checking.
+    for _ in 0..100 {
+        if status(&master).procedures.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    h.settle(&master);
+    assert_eq!(distinct_rows(&h.member(&a)), 800);
+}
+
+#[test]
+fn the_janitor_deletes_the_parent_s_files_once_compactions_rewrote_the_daughters() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let a = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    write(&h.member(&a), 0, 400);
+    let parent = region_holding(&h.member(&a), b"06");
+    h.member(&a)
+        .split_region(parent.encoded_name().as_bytes(), Some(b"06-00300"))
+        .unwrap();
+    h.settle(&master);
+    // The daughters' compactions (asked for when they opened, and the
+    // major ones here) rewrite the links into their own files.
+    h.member(&a).compact_table("t", true).unwrap();
+    master.tick().unwrap();
+    assert!(!region_dir_exists(&h, parent.id));
+    h.settle(&master);
+    assert_eq!(distinct_rows(&h.member(&a)), 400);
 }

@@ -62,17 +62,17 @@ pub type CommitListener = Arc<dyn Fn(u64) + Send + Sync>;
 
 /// The active master of a cluster.
 pub struct ClusterMaster {
-    root: PathBuf,
+    pub(super) root: PathBuf,
     name: String,
-    clock: Arc<dyn Clock>,
-    files: Arc<dyn FileStore>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) files: Arc<dyn FileStore>,
     /// The master's epoch on the shared storage: catalog versions record
     /// it, and a newer master's catalog trips it.
-    fence: Arc<Fence>,
-    servers: Arc<dyn RegionServerControl>,
+    pub(super) fence: Arc<Fence>,
+    pub(super) servers: Arc<dyn RegionServerControl>,
     /// The committed catalog and the live servers; the lock serializes
     /// every change.
-    state: Mutex<State>,
+    pub(super) state: Mutex<State>,
     on_commit: RwLock<Option<CommitListener>>,
     stopped: AtomicBool,
 }
@@ -88,10 +88,10 @@ impl std::fmt::Debug for ClusterMaster {
 }
 
 #[derive(Debug)]
-struct State {
-    catalog: Catalog,
+pub(super) struct State {
+    pub(super) catalog: Catalog,
     /// Live region servers (HBase server names), as the process last said.
-    live: BTreeSet<String>,
+    pub(super) live: BTreeSet<String>,
     /// False until the process has said which servers are live: nothing is
     /// declared dead before that.
     live_known: bool,
@@ -181,7 +181,7 @@ impl ClusterMaster {
         self.reconcile(&mut state)
     }
 
-    fn check_running(&self) -> Result<()> {
+    pub(super) fn check_running(&self) -> Result<()> {
         self.fence.check()?;
         if self.stopped.load(Ordering::SeqCst) {
             return Err(Error::Closed(format!("master {}", self.name)));
@@ -191,7 +191,7 @@ impl ClusterMaster {
 
     /// Commits `updated` as the next catalog version (fenced by the master
     /// epoch) and announces it.
-    fn commit(&self, state: &mut State, mut updated: Catalog) -> Result<()> {
+    pub(super) fn commit(&self, state: &mut State, mut updated: Catalog) -> Result<()> {
         self.check_running()?;
         updated.store_fenced(self.files.as_ref(), &self.root, Some(&self.fence))?;
         let version = updated.version;
@@ -204,7 +204,7 @@ impl ClusterMaster {
     }
 
     /// Changes one region of the catalog and commits.
-    fn update_region(
+    pub(super) fn update_region(
         &self,
         state: &mut State,
         table: &str,
@@ -232,6 +232,10 @@ impl ClusterMaster {
         self.declare_dead(state)?;
         self.fence_dead_logs(state)?;
         let mut first_error = None;
+        if let Err(e) = self.resume_handovers(state) {
+            tracing::warn!(error = %e, "could not roll back a split or merge; retried later");
+            first_error.get_or_insert(e);
+        }
         for (table, region) in self.regions_to_act_on(state) {
             if let Err(e) = self.act_on_region(state, &table, region) {
                 tracing::warn!(table = %table, region, error = %e, "region transition failed; retried later");
@@ -239,6 +243,10 @@ impl ClusterMaster {
             }
         }
         self.clean_up(state)?;
+        if let Err(e) = self.collect_retired_regions(state) {
+            tracing::warn!(error = %e, "catalog janitor failed; retried later");
+            first_error.get_or_insert(e);
+        }
         match first_error {
             Some(e) if self.fence.is_tripped() => Err(e),
             _ => Ok(()),
@@ -398,7 +406,13 @@ impl ClusterMaster {
 
     /// Asks `server` to open the region the catalog assigns it, and
     /// commits the outcome (invariant A2 on failure).
-    fn finish_open(&self, state: &mut State, table: &str, region: u64, server: &str) -> Result<()> {
+    pub(super) fn finish_open(
+        &self,
+        state: &mut State,
+        table: &str,
+        region: u64,
+        server: &str,
+    ) -> Result<()> {
         match self.servers.open_region(server, table, region) {
             Ok(()) => self.update_region(state, table, region, |entry, _| {
                 entry.state = RegionState::Open;
@@ -426,7 +440,13 @@ impl ClusterMaster {
 
     /// Commits the region `CLOSING` on `server`, asks the server to close
     /// it, then commits it `CLOSED` (assigned nowhere).
-    fn close_on(&self, state: &mut State, table: &str, region: u64, server: &str) -> Result<()> {
+    pub(super) fn close_on(
+        &self,
+        state: &mut State,
+        table: &str,
+        region: u64,
+        server: &str,
+    ) -> Result<()> {
         let closing = state
             .catalog
             .region(region)
@@ -596,7 +616,10 @@ impl ClusterMaster {
         self.commit(&mut state, updated)
     }
 
-    fn region_by_encoded_name(catalog: &Catalog, encoded: &str) -> Result<(String, u64)> {
+    pub(super) fn region_by_encoded_name(
+        catalog: &Catalog,
+        encoded: &str,
+    ) -> Result<(String, u64)> {
         for (name, table) in &catalog.tables {
             for region in &table.regions {
                 let info = RegionInfo {
@@ -605,7 +628,9 @@ impl ClusterMaster {
                     start_key: region.start_key.clone(),
                     end_key: region.end_key.clone(),
                 };
-                if info.encoded_name() == encoded {
+                // The encoded name, or the full one (what `split` and
+                // `merge_region` accept).
+                if info.encoded_name() == encoded || info.region_name()[..] == *encoded.as_bytes() {
                     return Ok((name.clone(), region.id));
                 }
             }
@@ -628,7 +653,7 @@ impl ClusterMaster {
         self.move_locked(&mut state, &table, region, target)
     }
 
-    fn move_locked(
+    pub(super) fn move_locked(
         &self,
         state: &mut State,
         table: &str,
@@ -799,6 +824,11 @@ impl MasterControl for ClusterMaster {
             MasterCall::Move { region, target } => done(self.move_region(&region, target)),
             MasterCall::Assign { region } => done(self.assign(&region)),
             MasterCall::Unassign { region } => done(self.unassign(&region)),
+            MasterCall::Split { region, key } => done(self.split_region(&region, key)),
+            MasterCall::SplitTable { table, key } => done(self.split_table(&table, key)),
+            MasterCall::Merge { region_a, region_b } => {
+                done(self.merge_regions(&region_a, &region_b))
+            }
             MasterCall::Balance => self
                 .balance()
                 .map(|regions| MasterAnswer::Moved { regions }),
@@ -837,7 +867,7 @@ fn region_counts(catalog: &Catalog, live: &BTreeSet<String>) -> BTreeMap<String,
 
 /// The live server with the fewest regions (ties: the first by name),
 /// other than `except`.
-fn least_loaded(
+pub(super) fn least_loaded(
     catalog: &Catalog,
     live: &BTreeSet<String>,
     except: Option<&str>,
@@ -873,6 +903,18 @@ fn procedure_finished(
         Procedure::MoveRegion { region, .. } => catalog
             .region(*region)
             .is_none_or(|(_, _, r)| r.state == RegionState::Open),
+        // Committed (the old regions retired) and every new region open;
+        // an uncommitted one is rolled back by `resume_handovers`.
+        Procedure::SplitRegion {
+            parent: old,
+            daughters: new,
+            ..
+        } => super::split::handover_finished(catalog, &[*old], new),
+        Procedure::MergeRegions {
+            regions: old,
+            merged,
+            ..
+        } => super::split::handover_finished(catalog, old, &[*merged]),
     }
 }
 
@@ -892,6 +934,21 @@ fn describe_procedure(procedure: &Procedure) -> String {
             "TransitRegionStateProcedure table={table} region={region} target={}",
             target.as_deref().unwrap_or("any")
         ),
+        Procedure::SplitRegion {
+            table,
+            parent,
+            daughters,
+            ..
+        } => format!(
+            "SplitTableRegionProcedure table={table} parent={parent} daughters={daughters:?}"
+        ),
+        Procedure::MergeRegions {
+            table,
+            regions,
+            merged,
+        } => {
+            format!("MergeTableRegionsProcedure table={table} regions={regions:?} merged={merged}")
+        }
     }
 }
 

@@ -32,17 +32,17 @@ use crate::remote::ServerAddress;
 
 /// The cluster side of a member `Database`.
 pub struct ClusterMember {
-    root: PathBuf,
+    pub(super) root: PathBuf,
     files: Arc<dyn FileStore>,
     /// This region server's name (`host,port,startcode`); `None` for a
     /// member that hosts no regions (the master's own gateways).
-    name: Option<String>,
+    pub(super) name: Option<String>,
     control: Arc<dyn MasterControl>,
     /// The newest catalog read.
     catalog: RwLock<Catalog>,
     /// Serializes catalog reloads and route publication with opens and
     /// closes, so routes never go back to an older catalog.
-    routing: Mutex<()>,
+    pub(super) routing: Mutex<()>,
 }
 
 impl std::fmt::Debug for ClusterMember {
@@ -100,6 +100,9 @@ impl ClusterMember {
             return Ok(self.catalog.read().version);
         }
         self.publish(&newest, server, locator);
+        if let Some(server) = server {
+            self.close_retired(server, &newest);
+        }
         let version = newest.version;
         *self.catalog.write() = newest;
         Ok(version)
@@ -196,6 +199,8 @@ impl ClusterMember {
             epoch: spec_entry.epoch,
             recover_from: spec_entry.recover_from.clone(),
         })?;
+        // A split's daughter or a merged region: before routes lead to it.
+        self.adopt_predecessors(server, &catalog, table, region);
         self.publish(&catalog, Some(server), locator);
         *self.catalog.write() = catalog;
         Ok(())

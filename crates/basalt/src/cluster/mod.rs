@@ -26,6 +26,7 @@
 
 mod master;
 mod member;
+mod split;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -37,6 +38,7 @@ use basalt_types::{NamespaceDescriptor, Result, TableDescriptor};
 
 pub use master::ClusterMaster;
 pub use member::ClusterMember;
+pub(crate) use split::MemberHooks;
 
 /// What the master asks of region servers: open or close one region as
 /// the catalog now assigns it. Implemented over the network by the
@@ -48,6 +50,68 @@ pub trait RegionServerControl: Send + Sync + fmt::Debug {
     /// Asks `server` to close region `region` of `table` (flush, then stop
     /// serving); returns once closed.
     fn close_region(&self, server: &str, table: &str, region: u64) -> Result<()>;
+
+    /// Asks `server`, which hosts the parent, for step (b) of a split
+    /// (`cluster::split`): close the parent for writes and flush it, pick
+    /// the split row if none was given, seed the daughters' manifests with
+    /// links to the parent's files. Refused unless the parent is open there
+    /// at `request.epoch`. On error nothing is seeded and the parent serves
+    /// again, unless the answer was lost: the master then rolls back.
+    /// Controls that cannot split refuse.
+    fn prepare_split(&self, server: &str, request: &PrepareSplit) -> Result<SplitPlan> {
+        Err(basalt_types::Error::invalid(format!(
+            "region server control cannot split region {} on {server}",
+            request.region
+        )))
+    }
+
+    /// As [`RegionServerControl::prepare_split`], for a merge: both regions
+    /// close for writes and flush, and the merged region is seeded.
+    fn prepare_merge(&self, server: &str, request: &PrepareMerge) -> Result<()> {
+        Err(basalt_types::Error::invalid(format!(
+            "region server control cannot merge regions {:?} on {server}",
+            request.regions
+        )))
+    }
+}
+
+/// Step (b) of a split, as the master asks it of the parent's server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrepareSplit {
+    /// Table name.
+    pub table: String,
+    /// The parent's region id.
+    pub region: u64,
+    /// The region epoch the catalog says the parent is open at: a server
+    /// holding another opening of it refuses (a request from a master that
+    /// lost its place arriving after the parent moved).
+    pub epoch: u64,
+    /// The row to split at; `None`: near the middle of the parent's data.
+    #[serde(default)]
+    pub key: Option<Bytes>,
+    /// The two daughters' region ids (the master hands them out).
+    pub daughters: [u64; 2],
+}
+
+/// What the parent's server did in step (b) of a split.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitPlan {
+    /// The row the second daughter starts at; `None`: the parent has no
+    /// row to split at (empty, or a single row), nothing was done and the
+    /// parent serves on.
+    pub key: Option<Bytes>,
+}
+
+/// Step (b) of a merge, as the master asks it of the regions' server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrepareMerge {
+    /// Table name.
+    pub table: String,
+    /// The adjacent regions merging, in key order, each with the region
+    /// epoch the catalog says it is open at.
+    pub regions: Vec<(u64, u64)>,
+    /// The merged region's id (the master hands it out).
+    pub merged: u64,
 }
 
 /// What members ask of the active master.
@@ -119,6 +183,31 @@ pub enum MasterCall {
     Unassign {
         /// Encoded region name.
         region: String,
+    },
+    /// Splits a region (encoded or full name) at `key`, or at a row near
+    /// the middle of its data (HBase's `split 'region'[, 'key']`).
+    Split {
+        /// Encoded or full region name.
+        region: String,
+        /// The split row (the second daughter's first).
+        #[serde(default)]
+        key: Option<Bytes>,
+    },
+    /// Splits the region of `table` holding `key` there or, without a key,
+    /// every region of the table with a row to split at.
+    SplitTable {
+        /// Table name.
+        table: String,
+        /// The split row.
+        #[serde(default)]
+        key: Option<Bytes>,
+    },
+    /// Merges two adjacent regions (encoded or full names) into one.
+    Merge {
+        /// One region.
+        region_a: String,
+        /// Its neighbour.
+        region_b: String,
     },
     /// Evens the number of regions per live server.
     Balance,

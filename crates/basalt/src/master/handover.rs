@@ -22,17 +22,20 @@
 //!    the catalog, and deletes their files.
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 
+use basalt_engine::fence::Fence;
+use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
 use basalt_engine::{Region, RegionInfo, Store};
 use basalt_types::cell::escape_bytes;
 use basalt_types::{Error, Result, TableDescriptor};
 
 use super::{new_region_entry, region_spec, Master};
-use crate::catalog::{Catalog, RegionEntry, RegionState};
+use crate::catalog::{Catalog, RegionEntry, RegionState, TableEntry};
 use crate::locator::TableLocation;
 use crate::maintenance::MaintenanceHooks;
 
@@ -138,25 +141,8 @@ impl Master {
         let state = self.enabled_state(table)?;
         let parent = serving_region(&state, table, id)?;
         let info = parent.info().clone();
-        let key = match split_key {
-            Some(key) => {
-                let inside = key > &info.start_key[..]
-                    && (info.end_key.is_empty() || key < &info.end_key[..]);
-                if !inside {
-                    return Err(Error::invalid(format!(
-                        "split key '{}' is not inside region {} [{}, {})",
-                        escape_bytes(key),
-                        info.encoded_name(),
-                        escape_bytes(&info.start_key),
-                        escape_bytes(&info.end_key)
-                    )));
-                }
-                Bytes::copy_from_slice(key)
-            }
-            None => match parent.split_point()? {
-                Some(key) => key,
-                None => return Ok(false),
-            },
+        let Some(key) = choose_split_key(&parent, split_key)? else {
+            return Ok(false);
         };
         let ranges = [
             (info.start_key.clone(), key.clone()),
@@ -236,19 +222,13 @@ impl Master {
         ranges: &[(Bytes, Bytes)],
         retired_as: RegionState,
     ) -> Result<Vec<u64>> {
-        let mut through = 0;
-        for (closed, predecessor) in predecessors.iter().enumerate() {
-            match predecessor.close_for_handover() {
-                Ok(t) => through = through.max(t),
-                Err(e) => {
-                    for earlier in &predecessors[..closed] {
-                        earlier.reopen_after_failed_handover();
-                    }
-                    state.announce_region_change();
-                    return Err(e);
-                }
+        let through = match close_all_for_handover(predecessors) {
+            Ok(through) => through,
+            Err(e) => {
+                state.announce_region_change();
+                return Err(e);
             }
-        }
+        };
         let descriptor = state.descriptor();
         let now = self.clock.now_millis();
         let mut updated = catalog.clone();
@@ -259,16 +239,23 @@ impl Master {
             })
             .collect();
         let old: Vec<u64> = predecessors.iter().map(|r| r.info().id).collect();
-        let committed = self
-            .seed_successors(table, &successors, predecessors, through)
-            .and_then(|()| {
-                retire(&mut updated, table, &old, &successors, retired_as)?;
-                updated.store_fenced(
-                    self.files.as_ref(),
-                    &self.root,
-                    self.server.fence().map(|f| &**f),
-                )
-            });
+        let committed = seed_successors(
+            &self.files,
+            &self.root,
+            table,
+            &successors,
+            predecessors,
+            through,
+            self.server.store_context().fence.clone(),
+        )
+        .and_then(|()| {
+            retire(&mut updated, table, &old, &successors, retired_as)?;
+            updated.store_fenced(
+                self.files.as_ref(),
+                &self.root,
+                self.server.fence().map(|f| &**f),
+            )
+        });
         if let Err(e) = committed {
             self.abandon_handover(table, &successors, predecessors, state);
             return Err(e);
@@ -276,38 +263,6 @@ impl Master {
         *catalog = updated;
         self.install_successors(table, &descriptor, &successors, predecessors, state)?;
         Ok(successors.iter().map(|s| s.id).collect())
-    }
-
-    /// Writes each successor's store manifests: links to the files of the
-    /// (closed, flushed) predecessors within the successor's rows.
-    fn seed_successors(
-        &self,
-        table: &str,
-        successors: &[RegionEntry],
-        predecessors: &[Arc<Region>],
-        through: u64,
-    ) -> Result<()> {
-        for successor in successors {
-            let dir = layout::region_dir(&self.root, table, successor.id);
-            let mut families: BTreeMap<String, Vec<_>> = BTreeMap::new();
-            for predecessor in predecessors {
-                for (family, links) in
-                    predecessor.links_for(&successor.start_key, &successor.end_key)
-                {
-                    families.entry(family).or_default().extend(links);
-                }
-            }
-            for (family, links) in families {
-                Store::seed(
-                    &self.files,
-                    &layout::store_dir(&dir, &family),
-                    links,
-                    through,
-                    self.server.store_context().fence.clone(),
-                )?;
-            }
-        }
-        Ok(())
     }
 
     /// Undoes a hand-over that failed before its commit: the old regions
@@ -377,16 +332,14 @@ impl Master {
                     .unwrap_or_default();
                 // A FAILED_OPEN region's manifest could not be read, so what
                 // it links to is unknown: keep every retired region.
-                let unknown_links = regions.iter().any(|r| r.open_failure().is_some());
-                let linked: HashSet<u64> =
-                    regions.iter().flat_map(|r| r.linked_regions()).collect();
-                entry.retired.retain(|r| {
-                    let keep = unknown_links || linked.contains(&r.id);
-                    if !keep {
-                        doomed.push((name.clone(), r.id));
-                    }
-                    keep
-                });
+                let linked = if regions.iter().any(|r| r.open_failure().is_some()) {
+                    None
+                } else {
+                    Some(regions.iter().flat_map(|r| r.linked_regions()).collect())
+                };
+                for id in drop_unlinked_retired(entry, linked.as_ref()) {
+                    doomed.push((name.clone(), id));
+                }
             }
         }
         if doomed.is_empty() {
@@ -446,7 +399,7 @@ fn serving_region(state: &TableLocation, table: &str, id: u64) -> Result<Arc<Reg
 /// Moves the regions `old` of `table` from the serving list to the retired
 /// one (with `state` and the successors), putting `successors` in their
 /// place.
-fn retire(
+pub(crate) fn retire(
     catalog: &mut Catalog,
     table: &str,
     old: &[u64],
@@ -476,6 +429,106 @@ fn retire(
         entry.retired.push(r);
     }
     Ok(())
+}
+
+/// Step 1 for every predecessor: closes each for the hand-over (writes
+/// refused, flushed). Returns the highest sequence id their data is flushed
+/// through; on failure the ones already closed serve again.
+pub(crate) fn close_all_for_handover(predecessors: &[Arc<Region>]) -> Result<u64> {
+    let mut through = 0;
+    for (closed, predecessor) in predecessors.iter().enumerate() {
+        match predecessor.close_for_handover() {
+            Ok(t) => through = through.max(t),
+            Err(e) => {
+                for earlier in &predecessors[..closed] {
+                    earlier.reopen_after_failed_handover();
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(through)
+}
+
+/// The row `parent` splits at: `split_key`, which must lie strictly inside
+/// its range (the second daughter starts there), or, without one, a row
+/// near the middle of its data; `None` when it has no row to split at.
+pub(crate) fn choose_split_key(parent: &Region, split_key: Option<&[u8]>) -> Result<Option<Bytes>> {
+    let info = parent.info();
+    match split_key {
+        Some(key) => {
+            let inside =
+                key > &info.start_key[..] && (info.end_key.is_empty() || key < &info.end_key[..]);
+            if !inside {
+                return Err(Error::invalid(format!(
+                    "split key '{}' is not inside region {} [{}, {})",
+                    escape_bytes(key),
+                    info.encoded_name(),
+                    escape_bytes(&info.start_key),
+                    escape_bytes(&info.end_key)
+                )));
+            }
+            Ok(Some(Bytes::copy_from_slice(key)))
+        }
+        None => parent.split_point(),
+    }
+}
+
+/// Step 2: writes each successor's store manifests, links to the files of
+/// the (closed, flushed) predecessors within the successor's rows, fenced
+/// with `fence` (the epoch the predecessors' manifests carry, so a later
+/// opening of the successor at a higher epoch supersedes them).
+pub(crate) fn seed_successors(
+    files: &Arc<dyn FileStore>,
+    root: &Path,
+    table: &str,
+    successors: &[RegionEntry],
+    predecessors: &[Arc<Region>],
+    through: u64,
+    fence: Option<Arc<Fence>>,
+) -> Result<()> {
+    for successor in successors {
+        let dir = layout::region_dir(root, table, successor.id);
+        let mut families: BTreeMap<String, Vec<_>> = BTreeMap::new();
+        for predecessor in predecessors {
+            for (family, links) in predecessor.links_for(&successor.start_key, &successor.end_key) {
+                families.entry(family).or_default().extend(links);
+            }
+        }
+        for (family, links) in families {
+            Store::seed(
+                files,
+                &layout::store_dir(&dir, &family),
+                links,
+                through,
+                fence.clone(),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The janitor's rule (step 5), shared by one process and the cluster's
+/// master: removes from `entry` the retired regions no serving region links
+/// to and returns their ids. `linked` is what serving regions link to;
+/// `None` when that is unknown (a manifest could not be read), which keeps
+/// every retired region.
+pub(crate) fn drop_unlinked_retired(
+    entry: &mut TableEntry,
+    linked: Option<&HashSet<u64>>,
+) -> Vec<u64> {
+    let Some(linked) = linked else {
+        return Vec::new();
+    };
+    let mut doomed = Vec::new();
+    entry.retired.retain(|r| {
+        let keep = linked.contains(&r.id);
+        if !keep {
+            doomed.push(r.id);
+        }
+        keep
+    });
+    doomed
 }
 
 /// The master's side of background work, holding it weakly so the
