@@ -156,6 +156,19 @@ pub enum Procedure {
         /// The merged region's id.
         merged: u64,
     },
+    /// A table's families changed: every region reopens with the new
+    /// descriptor (those opened at an epoch above `epoch_floor` have), the
+    /// deleted families' files go first.
+    AlterTable {
+        /// Table name.
+        table: String,
+        /// Families deleted: their store directories are removed before
+        /// each region reopens.
+        #[serde(default)]
+        deleted: Vec<String>,
+        /// The last region epoch handed out before the change.
+        epoch_floor: u64,
+    },
 }
 
 fn is_zero(value: &u64) -> bool {

@@ -748,12 +748,25 @@ impl Database {
     /// boundaries; the table stays disabled (as HBase's Admin does).
     pub fn truncate_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
+        if self.inner.cluster.is_some() {
+            let call = MasterCall::Truncate {
+                table: name.to_string(),
+            };
+            return self.master_call(call).map(drop);
+        }
         self.local_master("truncate")?.truncate_table(name)
     }
 
     /// Adds, modifies or deletes column families; works on enabled tables.
     pub fn alter_table(&self, name: &str, changes: &[FamilyChange]) -> Result<()> {
         self.check_open()?;
+        if self.inner.cluster.is_some() {
+            let call = MasterCall::Alter {
+                table: name.to_string(),
+                changes: changes.to_vec(),
+            };
+            return self.master_call(call).map(drop);
+        }
         self.local_master("alter")?.alter_table(name, changes)
     }
 

@@ -37,7 +37,8 @@ use crate::region_server::{RecoveryReport, RegionServer, RegionSpec, WalPlacemen
 use handover::MasterHooks;
 
 /// A change to one column family, for [`Database::alter_table`](crate::Database::alter_table).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FamilyChange {
     /// Adds a family.
     Add(ColumnFamilyDescriptor),
@@ -306,33 +307,7 @@ impl Master {
         self.check_running()?;
         let location = self.locator.table(name)?;
         let mut catalog = self.catalog.lock();
-        let mut descriptor = location.descriptor();
-        for change in changes {
-            match change {
-                FamilyChange::Add(f) => {
-                    if descriptor.get_family(f.name().as_bytes()).is_some() {
-                        return Err(Error::invalid(format!(
-                            "column family {} already exists in table {name}",
-                            f.name()
-                        )));
-                    }
-                    descriptor.upsert_family(f.clone());
-                }
-                FamilyChange::Modify(f) => {
-                    if descriptor.get_family(f.name().as_bytes()).is_none() {
-                        return Err(no_such_family(name, f.name()));
-                    }
-                    descriptor.upsert_family(f.clone());
-                }
-                FamilyChange::Delete(f) => {
-                    validate_family_name(f.as_bytes())?;
-                    if !descriptor.remove_family(f) {
-                        return Err(no_such_family(name, f));
-                    }
-                }
-            }
-        }
-        descriptor.validate()?;
+        let descriptor = altered_descriptor(name, location.descriptor(), changes)?;
         // Apply to the live regions first: adding a family fixes the sequence
         // id from which its WAL edits count, which the catalog must record.
         let regions = location.regions();
@@ -415,6 +390,42 @@ impl Master {
     pub fn namespace_tables(&self, name: &str) -> Result<Vec<String>> {
         self.catalog.lock().namespace_tables(name)
     }
+}
+
+/// `descriptor` of table `name` with `changes` applied, validated: an
+/// added family must be new, a modified or deleted one must exist.
+pub(crate) fn altered_descriptor(
+    name: &str,
+    mut descriptor: TableDescriptor,
+    changes: &[FamilyChange],
+) -> Result<TableDescriptor> {
+    for change in changes {
+        match change {
+            FamilyChange::Add(f) => {
+                if descriptor.get_family(f.name().as_bytes()).is_some() {
+                    return Err(Error::invalid(format!(
+                        "column family {} already exists in table {name}",
+                        f.name()
+                    )));
+                }
+                descriptor.upsert_family(f.clone());
+            }
+            FamilyChange::Modify(f) => {
+                if descriptor.get_family(f.name().as_bytes()).is_none() {
+                    return Err(no_such_family(name, f.name()));
+                }
+                descriptor.upsert_family(f.clone());
+            }
+            FamilyChange::Delete(f) => {
+                validate_family_name(f.as_bytes())?;
+                if !descriptor.remove_family(f) {
+                    return Err(no_such_family(name, f));
+                }
+            }
+        }
+    }
+    descriptor.validate()?;
+    Ok(descriptor)
 }
 
 fn no_such_family(table: &str, family: &str) -> Error {

@@ -662,3 +662,61 @@ fn the_janitor_deletes_the_parent_s_files_once_compactions_rewrote_the_daughters
     h.settle(&master);
     assert_eq!(distinct_rows(&h.member(&a)), 400);
 }
+
+#[test]
+fn alter_reopens_every_region_with_the_new_families_and_a_deleted_family_comes_back_empty() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let a = h.start_member();
+    let _b = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    write(&h.member(&a), 0, 200);
+    let db = h.member(&a);
+    db.alter_table(
+        "t",
+        &[basalt::FamilyChange::Add(ColumnFamilyDescriptor::new("g"))],
+    )
+    .unwrap();
+    h.settle(&master);
+    assert!(status(&master).procedures.is_empty());
+    let t = db.table("t").unwrap();
+    t.put(&Put::new("03-x").add("g", "q", "in g")).unwrap();
+    let got = t.get(&Get::new("03-x")).unwrap();
+    assert_eq!(got.value(b"g", b"q").map(|v| &v[..]), Some(&b"in g"[..]));
+    assert_eq!(rows(&db).len(), 201);
+    // Delete g, add it again: its old cells are gone.
+    db.alter_table("t", &[basalt::FamilyChange::Delete("g".into())])
+        .unwrap();
+    h.settle(&master);
+    db.alter_table(
+        "t",
+        &[basalt::FamilyChange::Add(ColumnFamilyDescriptor::new("g"))],
+    )
+    .unwrap();
+    h.settle(&master);
+    let got = db.table("t").unwrap().get(&Get::new("03-x")).unwrap();
+    assert!(got.is_empty(), "{got:?}");
+    assert_eq!(rows(&db).len(), 200);
+}
+
+#[test]
+fn truncate_empties_a_disabled_table_and_keeps_its_region_boundaries() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let a = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    write(&h.member(&a), 0, 100);
+    let db = h.member(&a);
+    db.disable_table("t").unwrap();
+    db.truncate_table("t").unwrap();
+    db.enable_table("t").unwrap();
+    h.settle(&master);
+    assert_eq!(rows(&db).len(), 0);
+    assert_eq!(db.region_states("t").unwrap().len(), 8);
+    write(&db, 0, 10);
+    assert_eq!(rows(&db).len(), 10);
+}

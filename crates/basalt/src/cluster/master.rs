@@ -236,6 +236,10 @@ impl ClusterMaster {
             tracing::warn!(error = %e, "could not roll back a split or merge; retried later");
             first_error.get_or_insert(e);
         }
+        if let Err(e) = self.resume_alters(state) {
+            tracing::warn!(error = %e, "could not finish an alter; retried later");
+            first_error.get_or_insert(e);
+        }
         for (table, region) in self.regions_to_act_on(state) {
             if let Err(e) = self.act_on_region(state, &table, region) {
                 tracing::warn!(table = %table, region, error = %e, "region transition failed; retried later");
@@ -394,7 +398,13 @@ impl ClusterMaster {
 
     /// Commits the region `OPENING` on `server` at a new epoch, then asks
     /// the server to open it.
-    fn assign_to(&self, state: &mut State, table: &str, region: u64, server: &str) -> Result<()> {
+    pub(super) fn assign_to(
+        &self,
+        state: &mut State,
+        table: &str,
+        region: u64,
+        server: &str,
+    ) -> Result<()> {
         let floor = self.fence.epoch();
         self.update_region(state, table, region, |entry, catalog| {
             entry.state = RegionState::Opening;
@@ -555,7 +565,7 @@ impl ClusterMaster {
     /// After a DDL's reconciliation: every region of the table reached its
     /// state, or the error says which did not (the procedure stays and is
     /// finished later).
-    fn require_settled(&self, state: &State, table: &str) -> Result<()> {
+    pub(super) fn require_settled(&self, state: &State, table: &str) -> Result<()> {
         let Some(entry) = state.catalog.tables.get(table) else {
             return Ok(());
         };
@@ -829,6 +839,8 @@ impl MasterControl for ClusterMaster {
             MasterCall::Merge { region_a, region_b } => {
                 done(self.merge_regions(&region_a, &region_b))
             }
+            MasterCall::Alter { table, changes } => done(self.alter_table(&table, &changes)),
+            MasterCall::Truncate { table } => done(self.truncate_table(&table)),
             MasterCall::Balance => self
                 .balance()
                 .map(|regions| MasterAnswer::Moved { regions }),
@@ -903,6 +915,9 @@ fn procedure_finished(
         Procedure::MoveRegion { region, .. } => catalog
             .region(*region)
             .is_none_or(|(_, _, r)| r.state == RegionState::Open),
+        Procedure::AlterTable {
+            table, epoch_floor, ..
+        } => super::alter::alter_finished(catalog, table, *epoch_floor),
         // Committed (the old regions retired) and every new region open;
         // an uncommitted one is rolled back by `resume_handovers`.
         Procedure::SplitRegion {
@@ -926,6 +941,7 @@ fn describe_procedure(procedure: &Procedure) -> String {
             if *enabled { "Enable" } else { "Disable" }
         ),
         Procedure::ServerCrash { server } => format!("ServerCrashProcedure server={server}"),
+        Procedure::AlterTable { table, .. } => format!("ModifyTableProcedure table={table}"),
         Procedure::MoveRegion {
             table,
             region,

@@ -24,6 +24,7 @@
 //! `basalt-rpc`'s coordination) tells the master which servers are live
 //! ([`ClusterMaster::servers_changed`]).
 
+mod alter;
 mod master;
 mod member;
 mod split;
@@ -141,6 +142,19 @@ pub enum MasterCall {
     },
     /// Drops a disabled table.
     DropTable {
+        /// Table name.
+        table: String,
+    },
+    /// Adds, modifies or deletes families: every region reopens with the
+    /// new descriptor.
+    Alter {
+        /// Table name.
+        table: String,
+        /// The changes, applied together.
+        changes: Vec<crate::FamilyChange>,
+    },
+    /// Empties a disabled table, keeping its region boundaries.
+    Truncate {
         /// Table name.
         table: String,
     },
