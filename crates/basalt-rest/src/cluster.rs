@@ -204,7 +204,7 @@ impl ClusterStatus {
                 for n in &self.nodes {
                     let mut node = Writer::new();
                     node.string(1, &n.name);
-                    node.int(2, n.start_code);
+                    node.int(2, clamp(n.start_code));
                     node.int(3, clamp(n.requests()));
                     node.int(4, 0);
                     node.int(5, 0);
@@ -633,4 +633,49 @@ fn namespace(ctx: &Context, request: &Request, name: &str) -> Reply {
 /// A counter as a protobuf integer field (they are signed there).
 fn clamp(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use basalt::cluster::ServerStatus;
+
+    fn cluster() -> ClusterStatus {
+        let status = basalt::cluster::ClusterStatus {
+            master: "m,16000,1".into(),
+            servers: vec![
+                ServerStatus {
+                    name: "rs2,16020,8".into(),
+                    regions: vec!["b".repeat(32)],
+                },
+                ServerStatus {
+                    name: "rs1,16020,7".into(),
+                    regions: vec!["a".repeat(32), "c".repeat(32)],
+                },
+            ],
+            dead_servers: vec!["rs0,16020,3".into()],
+            ..Default::default()
+        };
+        ClusterStatus::of_cluster(status, &[], Some("rs1,16020,7"))
+    }
+
+    #[test]
+    fn a_cluster_lists_every_live_server_with_its_regions_and_the_dead_ones() {
+        let status = cluster();
+        let names: Vec<(&str, u64, usize)> = status
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.start_code, n.regions.len()))
+            .collect();
+        assert_eq!(names, [("rs1:16020", 7, 2), ("rs2:16020", 8, 1)]);
+        assert_eq!(status.average_load(), 1.5);
+        let json: Value = serde_json::from_slice(&status.encode(Format::Json)).unwrap();
+        assert_eq!(json["LiveNodes"].as_array().unwrap().len(), 2);
+        assert_eq!(json["DeadNodes"][0], "rs0,16020,3");
+        let xml = String::from_utf8(status.encode(Format::Xml)).unwrap();
+        assert!(xml.contains(r#"<DeadNodes><Node name="rs0,16020,3"/></DeadNodes>"#), "{xml}");
+        let text = String::from_utf8(status.encode(Format::Text)).unwrap();
+        assert!(text.starts_with("2 live servers, 1 dead servers, 1.5000 average load"), "{text}");
+        assert!(text.contains("    rs2:16020 8\n"), "{text}");
+    }
 }

@@ -1049,7 +1049,7 @@ fn balance(call: &mut Call<'_>, param: &[u8]) -> Answer {
             basalt::cluster::MasterAnswer::Moved { regions } => regions,
             _ => 0,
         };
-        let moved = Some(i32::try_from(moved).unwrap_or(i32::MAX));
+        let moved = Some(u32::try_from(moved).unwrap_or(u32::MAX));
         return Ok(encode(&m::BalanceResponse {
             balancer_ran: Some(true),
             moves_calculated: moved,
