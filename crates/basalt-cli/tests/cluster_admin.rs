@@ -74,7 +74,9 @@ fn detailed_sections(text: &str) -> BTreeMap<String, Vec<String>> {
             out.entry(server.to_string()).or_default();
         } else if let (Some(server), Some(name)) = (
             &current,
-            line.trim().strip_prefix('"').and_then(|l| l.strip_suffix('"')),
+            line.trim()
+                .strip_prefix('"')
+                .and_then(|l| l.strip_suffix('"')),
         ) {
             out.get_mut(server).unwrap().push(name.to_string());
         }
@@ -98,7 +100,11 @@ fn rows_in(port: u16, table: &str) -> usize {
 }
 
 /// Waits until the master's status satisfies `ok` (hang guard only).
-fn wait_for(cluster: &TestCluster, what: &str, ok: impl Fn(&ClusterStatus) -> bool) -> ClusterStatus {
+fn wait_for(
+    cluster: &TestCluster,
+    what: &str,
+    ok: impl Fn(&ClusterStatus) -> bool,
+) -> ClusterStatus {
     let deadline = Instant::now() + READY_LIMIT;
     loop {
         let (status, _) = cluster.wait_until_settled();
@@ -129,6 +135,7 @@ fn the_shell_shows_moves_reassigns_and_balances_the_regions_of_a_cluster() {
     // 2. `status 'detailed'` lists the three servers and every region
     //    under the server the master says holds it.
     let detailed = shell(port, "status 'detailed'");
+    println!("STATUS DETAILED\n{detailed}");
     assert!(detailed.contains("3 live servers"), "{detailed}");
     assert!(detailed.contains("0 dead servers"), "{detailed}");
     let sections = detailed_sections(&detailed);
@@ -193,8 +200,7 @@ fn the_shell_shows_moves_reassigns_and_balances_the_regions_of_a_cluster() {
     assert!(out.contains("=> true"), "{out}");
     let status = wait_for(&cluster, "balanced", |s| {
         let counts: Vec<usize> = s.servers.iter().map(|s| s.regions.len()).collect();
-        counts.len() == 4
-            && counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1
+        counts.len() == 4 && counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1
     });
     let newcomer = &cluster.server(3).name;
     assert!(

@@ -108,7 +108,10 @@ impl ClusterStatus {
                 nodes: vec![NodeStatus {
                     name: ctx.location.clone(),
                     start_code: 0,
-                    regions: summaries.iter().map(|r| RegionStatus::of(r, true)).collect(),
+                    regions: summaries
+                        .iter()
+                        .map(|r| RegionStatus::of(r, true))
+                        .collect(),
                 }],
                 dead: Vec::new(),
             });
@@ -673,9 +676,15 @@ mod tests {
         assert_eq!(json["LiveNodes"].as_array().unwrap().len(), 2);
         assert_eq!(json["DeadNodes"][0], "rs0,16020,3");
         let xml = String::from_utf8(status.encode(Format::Xml)).unwrap();
-        assert!(xml.contains(r#"<DeadNodes><Node name="rs0,16020,3"/></DeadNodes>"#), "{xml}");
+        assert!(
+            xml.contains(r#"<DeadNodes><Node name="rs0,16020,3"/></DeadNodes>"#),
+            "{xml}"
+        );
         let text = String::from_utf8(status.encode(Format::Text)).unwrap();
-        assert!(text.starts_with("2 live servers, 1 dead servers, 1.5000 average load"), "{text}");
+        assert!(
+            text.starts_with("2 live servers, 1 dead servers, 1.5000 average load"),
+            "{text}"
+        );
         assert!(text.contains("    rs2:16020 8\n"), "{text}");
     }
 }

@@ -885,7 +885,11 @@ fn members_status(call: &Call<'_>, options: &[i32]) -> Result<status::ClusterSta
                     number_of_requests: Some(rate.round() as u64),
                     total_number_of_requests: Some(reads.saturating_add(writes)),
                     used_heap_mb: Some(if mine { mib(memory_used(ctx)) } else { 0 }),
-                    max_heap_mb: Some(if mine { mib(memory_budget(ctx)).max(1) } else { 1 }),
+                    max_heap_mb: Some(if mine {
+                        mib(memory_budget(ctx)).max(1)
+                    } else {
+                        1
+                    }),
                     region_loads: loads,
                     report_start_time: mine.then_some(ctx.identity.start_code),
                     report_end_time: Some(now),
@@ -1045,7 +1049,11 @@ fn balance(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::BalanceRequest>(param, "BalanceRequest")?;
     let on = Switches::get(&call.ctx.switches.balancer);
     if call.ctx.db.cluster().is_some() && on && !request.dry_run.unwrap_or(false) {
-        let moved = match call.ctx.db.master_call(basalt::cluster::MasterCall::Balance)? {
+        let moved = match call
+            .ctx
+            .db
+            .master_call(basalt::cluster::MasterCall::Balance)?
+        {
             basalt::cluster::MasterAnswer::Moved { regions } => regions,
             _ => 0,
         };

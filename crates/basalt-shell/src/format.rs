@@ -222,7 +222,9 @@ pub fn cluster_detailed(c: &ClusterReply) -> Vec<String> {
             t.region,
             t.state,
             t.table,
-            t.server.as_deref().map_or_else(|| "none".to_string(), server)
+            t.server
+                .as_deref()
+                .map_or_else(|| "none".to_string(), server)
         ));
     }
     out.push(format!("active master:  {}", server(&c.master)));

@@ -293,7 +293,10 @@ mod tests {
             r#"{"version":1,"op":"balance"}"#,
         ] {
             let answer = run(&db, op);
-            assert_eq!(answer["error"]["kind"], "invalid_argument", "{op}: {answer}");
+            assert_eq!(
+                answer["error"]["kind"], "invalid_argument",
+                "{op}: {answer}"
+            );
             let message = answer["error"]["message"].as_str().unwrap();
             assert!(message.contains("needs a cluster"), "{message}");
         }

@@ -820,10 +820,8 @@ fn cluster_reply(
     regions: &[RegionSummary],
     me: Option<&str>,
 ) -> ClusterReply {
-    let by_encoded: BTreeMap<String, &RegionSummary> = regions
-        .iter()
-        .map(|r| (r.info.encoded_name(), r))
-        .collect();
+    let by_encoded: BTreeMap<String, &RegionSummary> =
+        regions.iter().map(|r| (r.info.encoded_name(), r)).collect();
     let mut servers: Vec<ServerReply> = status
         .servers
         .into_iter()
@@ -1121,7 +1119,8 @@ mod tests {
     fn region_operations_in_one_process_are_refused_as_needing_a_cluster() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path()).unwrap();
-        db.execute(create("t", vec![family("f", &[])], &[])).unwrap();
+        db.execute(create("t", vec![family("f", &[])], &[]))
+            .unwrap();
         let encoded = db.list_regions("t").unwrap()[0].info.encoded_name();
         for request in [
             AdminRequest::Move {
@@ -1160,10 +1159,7 @@ mod tests {
             encoded.to_ascii_lowercase()
         );
         let full = format!("t1,m,1700000000000.{encoded}.");
-        assert_eq!(
-            encoded_region(&full).unwrap(),
-            encoded.to_ascii_lowercase()
-        );
+        assert_eq!(encoded_region(&full).unwrap(), encoded.to_ascii_lowercase());
         for bad in ["", "t1", "t1,m,1.xyz.", "0123"] {
             assert!(encoded_region(bad).is_err(), "{bad}");
         }
@@ -1176,7 +1172,10 @@ mod tests {
         db.execute(create("t", vec![family("f", &[])], &["m"]))
             .unwrap();
         let regions = db.list_regions("t").unwrap();
-        let (a, b) = (regions[0].info.encoded_name(), regions[1].info.encoded_name());
+        let (a, b) = (
+            regions[0].info.encoded_name(),
+            regions[1].info.encoded_name(),
+        );
         let status = ClusterStatus {
             master: "m,16000,1".into(),
             servers: vec![
@@ -1197,7 +1196,10 @@ mod tests {
         let reply = cluster_reply(status, &regions, Some("rs1,16020,5"));
         let names: Vec<&str> = reply.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["rs1,16020,5", "rs2,16020,7"]);
-        assert_eq!(reply.servers[0].regions[0].name, regions[0].info.region_name());
+        assert_eq!(
+            reply.servers[0].regions[0].name,
+            regions[0].info.region_name()
+        );
         assert!(reply.servers[0].load.is_some());
         assert!(reply.servers[1].load.is_none());
         assert_eq!(reply.servers[1].regions[0].encoded_name, b);
