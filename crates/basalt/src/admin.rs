@@ -301,7 +301,9 @@ pub enum AdminRequest {
         /// Encoded region name (a full region name is accepted too).
         region: String,
     },
-    /// Cluster only: closes a region and leaves it assigned nowhere.
+    /// Cluster only: closes a region. The master's reconciliation opens
+    /// a closed region of an enabled table again (on its next round), as
+    /// `assign` does at once.
     Unassign {
         /// Encoded region name (a full region name is accepted too).
         region: String,
