@@ -231,7 +231,39 @@ fn the_shell_shows_moves_reassigns_and_balances_the_regions_of_a_cluster() {
     assert_eq!(regions, 5);
     assert!(rpc_status.dead_servers.is_empty());
     assert!(rpc_status.regions_in_transition.is_empty());
+
+    // 7. REST: /status/cluster lists every live server with its regions.
+    let rest = rest_cluster_status(cluster.server(2).port("rest"));
+    let nodes = rest["LiveNodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 4, "{rest}");
+    for (server, regions) in placement(&status) {
+        let sn = ServerName::parse(&server).unwrap();
+        let node = nodes
+            .iter()
+            .find(|n| n["name"] == sn.address() && n["startCode"] == sn.start_code)
+            .unwrap_or_else(|| panic!("{server} missing from {rest}"));
+        assert_eq!(node["Region"].as_array().unwrap().len(), regions.len());
+    }
+    assert_eq!(rest["regions"], 5);
+    assert!(rest["DeadNodes"].as_array().unwrap().is_empty());
     cluster.check_invariants();
+}
+
+/// `GET /status/cluster` as JSON from a region server's REST gateway.
+fn rest_cluster_status(port: u16) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(READY_LIMIT)).unwrap();
+    let head = format!(
+        "GET /status/cluster HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nAccept: application/json\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{text}");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
 fn native_cluster_status(port: u16) -> basalt_rpc::proto::cluster_status::ClusterStatus {
