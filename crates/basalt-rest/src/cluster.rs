@@ -1,10 +1,15 @@
 //! `/status/cluster` and `/namespaces`: the cluster's load as HBase's
 //! `StorageClusterStatus`, and namespaces through the core's namespace API.
 //!
-//! Basalt is one process: the status reports one live node (the gateway's
-//! own address) holding every region of every table, with the request
+//! In one process the status reports one live node (the gateway's own
+//! address) holding every region of every table, with the request
 //! counters, store files and memstore sizes the engine keeps per region.
-//! There is no JVM heap, so the heap fields report 0.
+//! In a cluster it reports every live region server the active master
+//! knows (`host:port` and start code) with the regions assigned to it, and
+//! the dead servers still being recovered; the counters are known only for
+//! the regions this gateway's own server holds (the others' travel in no
+//! message Basalt has), so the other nodes' regions report zeros. There is
+//! no JVM heap, so the heap fields report 0.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +17,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
-use basalt::{ErrorKind, NamespaceDescriptor};
+use basalt::cluster::{MasterAnswer, MasterCall, ServerName};
+use basalt::{Error, ErrorKind, NamespaceDescriptor, RegionSummary};
 
 use crate::media::{negotiate, Format};
 use crate::model::{encode_table_list, BadBody};
@@ -41,53 +47,149 @@ pub struct RegionStatus {
     pub write_requests: u64,
 }
 
-/// HBase's `StorageClusterStatus` for a one-node cluster.
+impl RegionStatus {
+    fn of(r: &RegionSummary, with_load: bool) -> RegionStatus {
+        let load = |n: u64| if with_load { n } else { 0 };
+        RegionStatus {
+            name: r.info.region_name().to_vec(),
+            stores: r.stores.len() as u64,
+            storefiles: load(r.store_files() as u64),
+            storefile_size_mb: load(r.store_file_bytes() / MB),
+            memstore_size_mb: load(r.load.memstore_bytes / MB),
+            read_requests: load(r.load.read_requests),
+            write_requests: load(r.load.write_requests),
+        }
+    }
+}
+
+/// One live node (region server) of the status.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ClusterStatus {
-    /// The node's `host:port`.
-    pub node: String,
-    /// Every region of every table.
+pub struct NodeStatus {
+    /// `host:port`.
+    pub name: String,
+    /// HBase's start code (0 in one process).
+    pub start_code: u64,
+    /// The regions it serves.
     pub regions: Vec<RegionStatus>,
 }
 
-impl ClusterStatus {
-    /// Reads the regions and their load from the database.
-    pub(crate) fn collect(ctx: &Context) -> ClusterStatus {
-        let mut regions = Vec::new();
-        for table in ctx.db.list_tables() {
-            // A table dropped between the listing and here is left out.
-            let Ok(summaries) = ctx.db.list_regions(&table) else {
-                continue;
-            };
-            for r in summaries {
-                regions.push(RegionStatus {
-                    name: r.info.region_name().to_vec(),
-                    stores: r.stores.len() as u64,
-                    storefiles: r.store_files() as u64,
-                    storefile_size_mb: r.store_file_bytes() / MB,
-                    memstore_size_mb: r.load.memstore_bytes / MB,
-                    read_requests: r.load.read_requests,
-                    write_requests: r.load.write_requests,
-                });
-            }
-        }
-        ClusterStatus {
-            node: ctx.location.clone(),
-            regions,
-        }
-    }
-
-    /// Requests over every region.
+impl NodeStatus {
+    /// Requests over its regions.
     pub fn requests(&self) -> u64 {
         self.regions
             .iter()
             .map(|r| r.read_requests + r.write_requests)
             .sum()
     }
+}
+
+/// HBase's `StorageClusterStatus`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterStatus {
+    /// Live nodes, in name order.
+    pub nodes: Vec<NodeStatus>,
+    /// Dead servers (HBase names) whose recovery is not over.
+    pub dead: Vec<String>,
+}
+
+impl ClusterStatus {
+    /// Reads the regions and their load from the database (and, in a
+    /// cluster, the servers from the active master).
+    pub(crate) fn collect(ctx: &Context) -> Result<ClusterStatus, Error> {
+        let mut summaries = Vec::new();
+        for table in ctx.db.list_tables() {
+            // A table dropped between the listing and here is left out.
+            if let Ok(regions) = ctx.db.list_regions(&table) {
+                summaries.extend(regions);
+            }
+        }
+        if ctx.db.cluster().is_none() {
+            return Ok(ClusterStatus {
+                nodes: vec![NodeStatus {
+                    name: ctx.location.clone(),
+                    start_code: 0,
+                    regions: summaries
+                        .iter()
+                        .map(|r| RegionStatus::of(r, true))
+                        .collect(),
+                }],
+                dead: Vec::new(),
+            });
+        }
+        let MasterAnswer::Status(status) = ctx.db.master_call(MasterCall::Status)? else {
+            return Err(Error::invalid("the master answered status with no status"));
+        };
+        let here = ctx.db.server_name().map(str::to_string);
+        Ok(Self::of_cluster(status, &summaries, here.as_deref()))
+    }
+
+    /// The master's view with each region's full name, and loads for the
+    /// regions of `here` (the server this gateway runs in).
+    fn of_cluster(
+        status: basalt::cluster::ClusterStatus,
+        summaries: &[RegionSummary],
+        here: Option<&str>,
+    ) -> ClusterStatus {
+        let by_encoded: BTreeMap<String, &RegionSummary> = summaries
+            .iter()
+            .map(|r| (r.info.encoded_name(), r))
+            .collect();
+        let mut nodes: Vec<NodeStatus> = status
+            .servers
+            .iter()
+            .map(|s| {
+                let (name, start_code) = match ServerName::parse(&s.name) {
+                    Ok(n) => (n.address(), n.start_code),
+                    Err(_) => (s.name.clone(), 0),
+                };
+                let mine = here == Some(s.name.as_str());
+                let regions = s
+                    .regions
+                    .iter()
+                    .map(|encoded| match by_encoded.get(encoded) {
+                        Some(r) => RegionStatus::of(r, mine),
+                        // Newer than the catalog this member read.
+                        None => RegionStatus {
+                            name: encoded.as_bytes().to_vec(),
+                            stores: 0,
+                            storefiles: 0,
+                            storefile_size_mb: 0,
+                            memstore_size_mb: 0,
+                            read_requests: 0,
+                            write_requests: 0,
+                        },
+                    })
+                    .collect();
+                NodeStatus {
+                    name,
+                    start_code,
+                    regions,
+                }
+            })
+            .collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        ClusterStatus {
+            nodes,
+            dead: status.dead_servers,
+        }
+    }
+
+    /// Regions over every node.
+    pub fn regions(&self) -> usize {
+        self.nodes.iter().map(|n| n.regions.len()).sum()
+    }
+
+    /// Requests over every region.
+    pub fn requests(&self) -> u64 {
+        self.nodes.iter().map(NodeStatus::requests).sum()
+    }
 
     /// Regions per live node.
     pub fn average_load(&self) -> f64 {
-        self.regions.len() as f64
+        if self.nodes.is_empty() {
+            return 0.0;
+        }
+        self.regions() as f64 / self.nodes.len() as f64
     }
 
     /// The status as JSON, XML or HBase's text form.
@@ -101,59 +203,71 @@ impl ClusterStatus {
                 // name = 1, stores = 2, storefiles = 3, storefileSizeMB = 4,
                 // memstoreSizeMB = 5, readRequestsCount = 7,
                 // writeRequestsCount = 8.
-                let mut node = Writer::new();
-                node.string(1, &self.node);
-                node.int(2, 0);
-                node.int(3, clamp(self.requests()));
-                node.int(4, 0);
-                node.int(5, 0);
-                for r in &self.regions {
-                    let mut region = Writer::new();
-                    region.bytes(1, &r.name);
-                    region.int(2, clamp(r.stores));
-                    region.int(3, clamp(r.storefiles));
-                    region.int(4, clamp(r.storefile_size_mb));
-                    region.int(5, clamp(r.memstore_size_mb));
-                    region.int(7, clamp(r.read_requests));
-                    region.int(8, clamp(r.write_requests));
-                    node.message(6, region);
-                }
                 let mut status = Writer::new();
-                status.message(1, node);
-                status.int(3, clamp(self.regions.len() as u64));
+                for n in &self.nodes {
+                    let mut node = Writer::new();
+                    node.string(1, &n.name);
+                    node.int(2, clamp(n.start_code));
+                    node.int(3, clamp(n.requests()));
+                    node.int(4, 0);
+                    node.int(5, 0);
+                    for r in &n.regions {
+                        let mut region = Writer::new();
+                        region.bytes(1, &r.name);
+                        region.int(2, clamp(r.stores));
+                        region.int(3, clamp(r.storefiles));
+                        region.int(4, clamp(r.storefile_size_mb));
+                        region.int(5, clamp(r.memstore_size_mb));
+                        region.int(7, clamp(r.read_requests));
+                        region.int(8, clamp(r.write_requests));
+                        node.message(6, region);
+                    }
+                    status.message(1, node);
+                }
+                for d in &self.dead {
+                    status.string(2, d);
+                }
+                status.int(3, clamp(self.regions() as u64));
                 status.int(4, clamp(self.requests()));
                 status.double(5, self.average_load());
                 status.finish()
             }
             Format::Json => {
-                let regions: Vec<Value> = self
-                    .regions
+                let nodes: Vec<Value> = self
+                    .nodes
                     .iter()
-                    .map(|r| {
+                    .map(|n| {
+                        let regions: Vec<Value> = n
+                            .regions
+                            .iter()
+                            .map(|r| {
+                                json!({
+                                    "name": BASE64.encode(&r.name),
+                                    "stores": r.stores,
+                                    "storefiles": r.storefiles,
+                                    "storefileSizeMB": r.storefile_size_mb,
+                                    "memstoreSizeMB": r.memstore_size_mb,
+                                    "readRequestsCount": r.read_requests,
+                                    "writeRequestsCount": r.write_requests,
+                                })
+                            })
+                            .collect();
                         json!({
-                            "name": BASE64.encode(&r.name),
-                            "stores": r.stores,
-                            "storefiles": r.storefiles,
-                            "storefileSizeMB": r.storefile_size_mb,
-                            "memstoreSizeMB": r.memstore_size_mb,
-                            "readRequestsCount": r.read_requests,
-                            "writeRequestsCount": r.write_requests,
+                            "name": n.name,
+                            "startCode": n.start_code,
+                            "requests": n.requests(),
+                            "heapSizeMB": 0,
+                            "maxHeapSizeMB": 0,
+                            "Region": regions,
                         })
                     })
                     .collect();
                 json!({
-                    "regions": self.regions.len(),
+                    "regions": self.regions(),
                     "requests": self.requests(),
                     "averageLoad": self.average_load(),
-                    "LiveNodes": [{
-                        "name": self.node,
-                        "startCode": 0,
-                        "requests": self.requests(),
-                        "heapSizeMB": 0,
-                        "maxHeapSizeMB": 0,
-                        "Region": regions,
-                    }],
-                    "DeadNodes": [],
+                    "LiveNodes": nodes,
+                    "DeadNodes": self.dead,
                 })
                 .to_string()
                 .into_bytes()
@@ -162,49 +276,75 @@ impl ClusterStatus {
                 let mut out = String::from(DECLARATION);
                 out.push_str(&format!(
                     r#"<ClusterStatus regions="{}" requests="{}" averageLoad="{}"><LiveNodes>"#,
-                    self.regions.len(),
+                    self.regions(),
                     self.requests(),
                     self.average_load()
                 ));
-                out.push_str(&format!(
-                    r#"<Node name="{}" startCode="0" requests="{}" heapSizeMB="0" maxHeapSizeMB="0">"#,
-                    escape(&self.node),
-                    self.requests()
-                ));
-                for r in &self.regions {
+                for n in &self.nodes {
                     out.push_str(&format!(
-                        r#"<Region name="{}" stores="{}" storefiles="{}" storefileSizeMB="{}" memstoreSizeMB="{}" readRequestsCount="{}" writeRequestsCount="{}"/>"#,
-                        BASE64.encode(&r.name),
-                        r.stores,
-                        r.storefiles,
-                        r.storefile_size_mb,
-                        r.memstore_size_mb,
-                        r.read_requests,
-                        r.write_requests
+                        r#"<Node name="{}" startCode="{}" requests="{}" heapSizeMB="0" maxHeapSizeMB="0">"#,
+                        escape(&n.name),
+                        n.start_code,
+                        n.requests()
                     ));
+                    for r in &n.regions {
+                        out.push_str(&format!(
+                            r#"<Region name="{}" stores="{}" storefiles="{}" storefileSizeMB="{}" memstoreSizeMB="{}" readRequestsCount="{}" writeRequestsCount="{}"/>"#,
+                            BASE64.encode(&r.name),
+                            r.stores,
+                            r.storefiles,
+                            r.storefile_size_mb,
+                            r.memstore_size_mb,
+                            r.read_requests,
+                            r.write_requests
+                        ));
+                    }
+                    out.push_str("</Node>");
                 }
-                out.push_str("</Node></LiveNodes><DeadNodes/></ClusterStatus>");
+                out.push_str("</LiveNodes>");
+                if self.dead.is_empty() {
+                    out.push_str("<DeadNodes/>");
+                } else {
+                    out.push_str("<DeadNodes>");
+                    for d in &self.dead {
+                        out.push_str(&format!("<Node name=\"{}\"/>", escape(d)));
+                    }
+                    out.push_str("</DeadNodes>");
+                }
+                out.push_str("</ClusterStatus>");
                 out.into_bytes()
             }
             _ => {
                 let mut out = format!(
-                    "1 live servers, 0 dead servers, {:.4} average load\n\n1 live servers\n    {} 0\n        requests={}, regions={}\n\n",
+                    "{} live servers, {} dead servers, {:.4} average load\n\n{} live servers\n",
+                    self.nodes.len(),
+                    self.dead.len(),
                     self.average_load(),
-                    self.node,
-                    self.requests(),
-                    self.regions.len()
+                    self.nodes.len()
                 );
-                for r in &self.regions {
+                for n in &self.nodes {
                     out.push_str(&format!(
-                        "        {}\n            stores={}\n            storefiles={}\n            storefileSizeMB={}\n            memstoreSizeMB={}\n",
-                        String::from_utf8_lossy(&r.name),
-                        r.stores,
-                        r.storefiles,
-                        r.storefile_size_mb,
-                        r.memstore_size_mb
+                        "    {} {}\n        requests={}, regions={}\n\n",
+                        n.name,
+                        n.start_code,
+                        n.requests(),
+                        n.regions.len()
                     ));
+                    for r in &n.regions {
+                        out.push_str(&format!(
+                            "        {}\n            stores={}\n            storefiles={}\n            storefileSizeMB={}\n            memstoreSizeMB={}\n",
+                            String::from_utf8_lossy(&r.name),
+                            r.stores,
+                            r.storefiles,
+                            r.storefile_size_mb,
+                            r.memstore_size_mb
+                        ));
+                    }
                 }
-                out.push_str("\n0 dead servers\n");
+                out.push_str(&format!("\n{} dead servers\n", self.dead.len()));
+                for d in &self.dead {
+                    out.push_str(&format!("    {d}\n"));
+                }
                 out.into_bytes()
             }
         }
@@ -216,7 +356,10 @@ pub(crate) fn status(ctx: &Context, request: &Request) -> Reply {
     let Some(format) = negotiate(request.accept.as_deref(), TEXT_FIRST) else {
         return Reply::not_acceptable(TEXT_FIRST);
     };
-    Reply::ok(format, ClusterStatus::collect(ctx).encode(format))
+    match ClusterStatus::collect(ctx) {
+        Ok(status) => Reply::ok(format, status.encode(format)),
+        Err(e) => Reply::error(&e),
+    }
 }
 
 /// HBase's `Namespaces`: the names.
@@ -493,4 +636,55 @@ fn namespace(ctx: &Context, request: &Request, name: &str) -> Reply {
 /// A counter as a protobuf integer field (they are signed there).
 fn clamp(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use basalt::cluster::ServerStatus;
+
+    fn cluster() -> ClusterStatus {
+        let status = basalt::cluster::ClusterStatus {
+            master: "m,16000,1".into(),
+            servers: vec![
+                ServerStatus {
+                    name: "rs2,16020,8".into(),
+                    regions: vec!["b".repeat(32)],
+                },
+                ServerStatus {
+                    name: "rs1,16020,7".into(),
+                    regions: vec!["a".repeat(32), "c".repeat(32)],
+                },
+            ],
+            dead_servers: vec!["rs0,16020,3".into()],
+            ..Default::default()
+        };
+        ClusterStatus::of_cluster(status, &[], Some("rs1,16020,7"))
+    }
+
+    #[test]
+    fn a_cluster_lists_every_live_server_with_its_regions_and_the_dead_ones() {
+        let status = cluster();
+        let names: Vec<(&str, u64, usize)> = status
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.start_code, n.regions.len()))
+            .collect();
+        assert_eq!(names, [("rs1:16020", 7, 2), ("rs2:16020", 8, 1)]);
+        assert_eq!(status.average_load(), 1.5);
+        let json: Value = serde_json::from_slice(&status.encode(Format::Json)).unwrap();
+        assert_eq!(json["LiveNodes"].as_array().unwrap().len(), 2);
+        assert_eq!(json["DeadNodes"][0], "rs0,16020,3");
+        let xml = String::from_utf8(status.encode(Format::Xml)).unwrap();
+        assert!(
+            xml.contains(r#"<DeadNodes><Node name="rs0,16020,3"/></DeadNodes>"#),
+            "{xml}"
+        );
+        let text = String::from_utf8(status.encode(Format::Text)).unwrap();
+        assert!(
+            text.starts_with("2 live servers, 1 dead servers, 1.5000 average load"),
+            "{text}"
+        );
+        assert!(text.contains("    rs2:16020 8\n"), "{text}");
+    }
 }

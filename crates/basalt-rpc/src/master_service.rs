@@ -18,6 +18,14 @@
 //! `UnknownRegionException`, `ConstraintException`), so a client's
 //! `catch` clauses work unchanged.
 //!
+//! In a cluster (the master's process and every region server's are
+//! members: `Database::cluster`), `GetClusterStatus` lists what the active
+//! master says (every live region server with its regions, the dead
+//! servers, the regions in transition) and `MoveRegion`, `AssignRegion`,
+//! `UnassignRegion` and `Balance` are the master's own calls
+//! (`Database::master_call`); a server reports the load only of the regions
+//! it holds itself (the others' travel in no message Basalt has).
+//!
 //! One process is the whole cluster: one master (this one, active), one
 //! region server, no backup masters, no dead servers. The balancer, the
 //! normalizer, the catalog janitor and cleaner switches are kept so a
@@ -117,8 +125,8 @@ pub const METHODS: &[Method] = &[
     method("SplitRegion", split_region),
     method("MergeTableRegions", merge_table_regions),
     method("AssignRegion", assign_region),
-    method("UnassignRegion", assign_region),
-    method("MoveRegion", assign_region),
+    method("UnassignRegion", unassign_region),
+    method("MoveRegion", move_region),
     method("getProcedureResult", get_procedure_result),
     method("ExecProcedure", exec_procedure),
     method("ExecProcedureWithRet", exec_procedure),
@@ -746,9 +754,173 @@ fn is_master_in_maintenance_mode(_call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn get_cluster_status(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request =
         Call::decode::<status::GetClusterStatusRequest>(param, "GetClusterStatusRequest")?;
+    let cluster_status = if call.ctx.db.cluster().is_some() {
+        members_status(call, &request.options)?
+    } else {
+        cluster_status(call, &request.options)
+    };
     Ok(encode(&status::GetClusterStatusResponse {
-        cluster_status: Some(cluster_status(call, &request.options)),
+        cluster_status: Some(cluster_status),
     }))
+}
+
+/// A `host,port,startcode` name as HBase's `ServerName` message; a name
+/// that is not one (never written by Basalt) is carried whole as the host.
+fn server_name_proto(name: &str) -> pb::ServerName {
+    match basalt::cluster::ServerName::parse(name) {
+        Ok(n) => pb::ServerName {
+            host_name: n.host,
+            port: Some(u32::from(n.port)),
+            start_code: Some(n.start_code),
+        },
+        Err(_) => pb::ServerName {
+            host_name: name.to_string(),
+            port: None,
+            start_code: None,
+        },
+    }
+}
+
+/// HBase's `RegionState.State` number for a state name of the catalog
+/// (the generated enum names only the states one process reaches).
+fn region_state_code(state: &str) -> i32 {
+    match state {
+        "OFFLINE" => 0,
+        "OPENING" => 2,
+        "OPEN" => 3,
+        "CLOSING" => 5,
+        "CLOSED" => 6,
+        "SPLIT" => 8,
+        "FAILED_OPEN" => 9,
+        "MERGED" => 12,
+        // Anything newer is reported as not served rather than guessed.
+        _ => 0,
+    }
+}
+
+/// The cluster as its active master sees it: every live region server
+/// with its regions (loads for those held here, the others by name only),
+/// the dead servers and the regions in transition. Only the parts asked
+/// for are filled in, as in one process.
+fn members_status(call: &Call<'_>, options: &[i32]) -> Result<status::ClusterStatus, RpcError> {
+    let ctx = call.ctx;
+    let want = |o: StatusOption| options.is_empty() || options.contains(&(o as i32));
+    let basalt::cluster::MasterAnswer::Status(cluster) =
+        ctx.db.master_call(basalt::cluster::MasterCall::Status)?
+    else {
+        return Err(RpcError::do_not_retry(
+            "the master answered its status with something else".to_string(),
+        ));
+    };
+    let now = now_millis();
+    // Every region of the catalog by encoded name: full names and key
+    // ranges for the answer.
+    let mut regions: std::collections::BTreeMap<String, basalt::RegionSummary> =
+        std::collections::BTreeMap::new();
+    for name in ctx.db.list_tables() {
+        // A table dropped since the listing is not part of the answer.
+        if let Ok(list) = ctx.db.list_regions(&name) {
+            regions.extend(list.into_iter().map(|r| (r.info.encoded_name(), r)));
+        }
+    }
+    let here = ctx.db.server_name();
+    let mut out = status::ClusterStatus::default();
+    if want(StatusOption::HbaseVersion) {
+        out.hbase_version = Some(status::HBaseVersionFileContent {
+            version: Some(HBASE_VERSION.to_string()),
+        });
+    }
+    if want(StatusOption::ClusterId) {
+        out.cluster_id = Some(pb::ClusterId {
+            cluster_id: ctx.identity.cluster_id.clone(),
+        });
+    }
+    if want(StatusOption::Master) {
+        out.master = Some(server_name_proto(&cluster.master));
+    }
+    if want(StatusOption::BalancerOn) {
+        out.balancer_on = Some(Switches::get(&ctx.switches.balancer));
+    }
+    if want(StatusOption::ServersName) {
+        out.servers_name = cluster
+            .servers
+            .iter()
+            .map(|s| server_name_proto(&s.name))
+            .collect();
+    }
+    if want(StatusOption::LiveServers) {
+        for server in &cluster.servers {
+            let mine = here == Some(server.name.as_str());
+            // Every region server answers hbase:meta (from the catalog).
+            let mut loads = vec![meta_region_load()];
+            let held: Vec<&basalt::RegionSummary> = server
+                .regions
+                .iter()
+                .filter_map(|encoded| regions.get(encoded))
+                .collect();
+            loads.extend(held.iter().map(|r| {
+                if mine {
+                    region_load(r)
+                } else {
+                    status::RegionLoad {
+                        region_specifier: Some(region_name_spec(&r.info.region_name())),
+                        ..status::RegionLoad::default()
+                    }
+                }
+            }));
+            let (reads, writes, rate) = if mine {
+                (
+                    held.iter().map(|r| r.load.read_requests).sum::<u64>(),
+                    held.iter().map(|r| r.load.write_requests).sum::<u64>(),
+                    held.iter()
+                        .map(|r| r.load.read_requests_per_sec + r.load.write_requests_per_sec)
+                        .sum::<f64>(),
+                )
+            } else {
+                (0, 0, 0.0)
+            };
+            out.live_servers.push(status::LiveServerInfo {
+                server: Some(server_name_proto(&server.name)),
+                server_load: Some(status::ServerLoad {
+                    number_of_requests: Some(rate.round() as u64),
+                    total_number_of_requests: Some(reads.saturating_add(writes)),
+                    used_heap_mb: Some(if mine { mib(memory_used(ctx)) } else { 0 }),
+                    max_heap_mb: Some(if mine {
+                        mib(memory_budget(ctx)).max(1)
+                    } else {
+                        1
+                    }),
+                    region_loads: loads,
+                    report_start_time: mine.then_some(ctx.identity.start_code),
+                    report_end_time: Some(now),
+                    info_server_port: Some(0),
+                }),
+            });
+        }
+    }
+    if want(StatusOption::DeadServers) {
+        out.dead_servers = cluster
+            .dead_servers
+            .iter()
+            .map(|s| server_name_proto(s))
+            .collect();
+    }
+    if want(StatusOption::RegionsInTransition) {
+        for t in &cluster.in_transition {
+            let Some(r) = regions.get(&t.region) else {
+                continue;
+            };
+            out.regions_in_transition.push(status::RegionInTransition {
+                spec: Some(region_name_spec(&r.info.region_name())),
+                region_state: Some(status::RegionState {
+                    region_info: Some(meta::region_info_proto(&r.info)),
+                    state: Some(region_state_code(&t.state)),
+                    stamp: Some(now),
+                }),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// The cluster: this process as master and only region server, with the
@@ -870,9 +1042,28 @@ fn region_states_count(
 
 /// With one region server there is never a region to move: a balancer
 /// that is on "runs" and plans nothing; one that is off does not run (as
-/// HBase answers when its balancer is off).
+/// HBase answers when its balancer is off). In a cluster a balancer that
+/// is on asks the master to even the region counts (a dry run only says
+/// it would run: the master plans and moves in one step).
 fn balance(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    Call::decode::<m::BalanceRequest>(param, "BalanceRequest")?;
+    let request = Call::decode::<m::BalanceRequest>(param, "BalanceRequest")?;
+    let on = Switches::get(&call.ctx.switches.balancer);
+    if call.ctx.db.cluster().is_some() && on && !request.dry_run.unwrap_or(false) {
+        let moved = match call
+            .ctx
+            .db
+            .master_call(basalt::cluster::MasterCall::Balance)?
+        {
+            basalt::cluster::MasterAnswer::Moved { regions } => regions,
+            _ => 0,
+        };
+        let moved = Some(u32::try_from(moved).unwrap_or(u32::MAX));
+        return Ok(encode(&m::BalanceResponse {
+            balancer_ran: Some(true),
+            moves_calculated: moved,
+            moves_executed: moved,
+        }));
+    }
     Ok(encode(&m::BalanceResponse {
         balancer_ran: Some(Switches::get(&call.ctx.switches.balancer)),
         moves_calculated: Some(0),
@@ -1121,14 +1312,83 @@ fn merge_table_regions(call: &mut Call<'_>, param: &[u8]) -> Answer {
     procedure_answer(submitted)
 }
 
-/// `AssignRegion`, `UnassignRegion` and `MoveRegion`: with one region
-/// server every region is assigned to it and has nowhere else to go, so a
-/// region that exists is answered with success and left as it is (an
-/// unassign does not close it: Basalt has no per-region close, and the
-/// only server would have to reopen it). One that does not exist is an
-/// `UnknownRegionException`, as from HBase's master.
+/// `MoveRegion`'s parameter: HBase's `MoveRegionRequest` (the shared
+/// `RegionRequest` has no destination).
+#[derive(Clone, PartialEq, prost::Message)]
+struct MoveRegionRequest {
+    /// The region.
+    #[prost(message, optional, tag = "1")]
+    region: Option<pb::RegionSpecifier>,
+    /// Where to; absent: a server the master picks.
+    #[prost(message, optional, tag = "2")]
+    dest_server_name: Option<pb::ServerName>,
+}
+
+/// The encoded name a specifier gives, for the cluster's master (which
+/// knows every region, wherever it is open). `hbase:meta` is served by
+/// every region server and is never moved.
+fn encoded_of(spec: Option<&pb::RegionSpecifier>) -> Result<String, RpcError> {
+    let spec = spec.ok_or_else(|| RpcError::missing("region specifier"))?;
+    let text = String::from_utf8_lossy(&spec.value);
+    if spec.value == meta::META_REGION_NAME || spec.value == meta::META_ENCODED_NAME {
+        return Err(RpcError::do_not_retry(
+            "hbase:meta is served by every region server and is not moved".to_string(),
+        ));
+    }
+    basalt::admin::encoded_region(&text).map_err(|e| unknown_region(e.to_string()))
+}
+
+/// `AssignRegion`, `UnassignRegion` and `MoveRegion` in one process: with
+/// one region server every region is assigned to it and has nowhere else
+/// to go, so a region that exists is answered with success and left as it
+/// is (an unassign does not close it: the only server would have to
+/// reopen it). One that does not exist is an `UnknownRegionException`, as
+/// from HBase's master. In a cluster each is the master's call.
 fn assign_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::RegionRequest>(param, "RegionRequest")?;
+    if call.ctx.db.cluster().is_some() {
+        let region = encoded_of(request.region.as_ref())?;
+        call.ctx
+            .db
+            .master_call(basalt::cluster::MasterCall::Assign { region })?;
+        return Ok(encode(&m::Empty {}));
+    }
+    known_region(call, request.region.as_ref())?;
+    Ok(encode(&m::Empty {}))
+}
+
+/// See [`assign_region`].
+fn unassign_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<m::RegionRequest>(param, "RegionRequest")?;
+    if call.ctx.db.cluster().is_some() {
+        let region = encoded_of(request.region.as_ref())?;
+        call.ctx
+            .db
+            .master_call(basalt::cluster::MasterCall::Unassign { region })?;
+        return Ok(encode(&m::Empty {}));
+    }
+    known_region(call, request.region.as_ref())?;
+    Ok(encode(&m::Empty {}))
+}
+
+/// See [`assign_region`].
+fn move_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<MoveRegionRequest>(param, "MoveRegionRequest")?;
+    if call.ctx.db.cluster().is_some() {
+        let region = encoded_of(request.region.as_ref())?;
+        let target = request.dest_server_name.map(|n| {
+            format!(
+                "{},{},{}",
+                n.host_name,
+                n.port.unwrap_or(0),
+                n.start_code.unwrap_or(0)
+            )
+        });
+        call.ctx
+            .db
+            .master_call(basalt::cluster::MasterCall::Move { region, target })?;
+        return Ok(encode(&m::Empty {}));
+    }
     known_region(call, request.region.as_ref())?;
     Ok(encode(&m::Empty {}))
 }

@@ -45,10 +45,13 @@ pub(crate) const GROUPS: &[&str] = &["general", "ddl", "namespace", "dml", "tool
 
 /// Every command.
 pub(crate) static COMMANDS: &[Spec] = &[
-    Spec { name: "status", group: "general", run: Some(status), usage: "status ['summary' | 'simple']
-  How many tables and regions this server serves, and its request counts.
+    Spec { name: "status", group: "general", run: Some(status), usage: "status ['summary' | 'simple' | 'detailed']
+  How many tables and regions this server serves, and its request counts; in a
+  cluster, every live server (with its regions for 'detailed'), the dead ones
+  and the regions in transition.
     status
-    status 'simple'" },
+    status 'simple'
+    status 'detailed'" },
     Spec { name: "version", group: "general", run: Some(version), usage: "version
   The Basalt version behind this shell." },
     Spec { name: "whoami", group: "general", run: Some(whoami), usage: "whoami
@@ -193,6 +196,21 @@ pub(crate) static COMMANDS: &[Spec] = &[
     Spec { name: "merge_region", group: "tools", run: Some(merge_region), usage: "merge_region 'REGION_A', 'REGION_B'
   Merges two adjacent regions (full or encoded names).
     merge_region 'ENCODED_A', 'ENCODED_B'" },
+    Spec { name: "assign", group: "tools", run: Some(assign), usage: "assign 'REGION'
+  Cluster: opens a region that is assigned nowhere (encoded or full name).
+    assign 'ENCODED_REGIONNAME'" },
+    Spec { name: "balancer", group: "tools", run: Some(balancer), usage: "balancer
+  Cluster: evens the number of regions per live server; true when it ran.
+    balancer" },
+    Spec { name: "move", group: "tools", run: Some(move_region), usage: "move 'ENCODED_REGIONNAME' [, 'SERVER_NAME']
+  Cluster: moves a region to the server named 'host,port,startcode' (see
+  status 'detailed'), or to another server the master picks.
+    move 'ENCODED_REGIONNAME'
+    move 'ENCODED_REGIONNAME', 'host187.example.com,16020,1289493121758'" },
+    Spec { name: "unassign", group: "tools", run: Some(unassign), usage: "unassign 'REGION'
+  Cluster: closes a region (encoded or full name); the master opens it again
+  at its next round (within a second), or at once on assign.
+    unassign 'ENCODED_REGIONNAME'" },
 ];
 
 /// The command called `name`.
@@ -404,6 +422,23 @@ fn status(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     let AdminReply::Status(s) = ctx.backend.admin(AdminRequest::Status)? else {
         return Err(ShellError::Other("unexpected reply to status".into()));
     };
+    if let Some(cluster) = &s.cluster {
+        let lines = match kind.as_str() {
+            "summary" => vec![format::cluster_summary(cluster)],
+            "simple" => format::cluster_simple(cluster),
+            "detailed" => format::cluster_detailed(cluster),
+            other => {
+                return Err(usage(format!(
+                    "unknown status format '{other}'; expected 'summary', 'simple' or 'detailed'"
+                )))
+            }
+        };
+        for l in lines {
+            ctx.line(l)?;
+        }
+        ctx.line(gateways_line(&s.gateways))?;
+        return Ok(took_placeholder());
+    }
     match kind.as_str() {
         "summary" => ctx.line(format!(
             "1 active master, 0 backup masters, 1 servers, 0 dead, {:.4} average load",
@@ -420,7 +455,7 @@ fn status(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         }
         other => {
             return Err(usage(format!(
-                "unknown status format '{other}'; expected 'summary' or 'simple'"
+                "unknown status format '{other}'; expected 'summary', 'simple' or 'detailed'"
             )))
         }
     }
@@ -1340,4 +1375,54 @@ fn merge_region(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     ctx.backend
         .admin(AdminRequest::Merge { region_a, region_b })?;
     Ok(None)
+}
+
+// ---- cluster tools ----
+
+fn region_of(args: &[Arg]) -> ShellResult<String> {
+    match args.first() {
+        Some(a) => text_of(a, "the region name"),
+        None => Err(usage("the region name is missing")),
+    }
+}
+
+fn move_region(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 2)?;
+    let region = region_of(args)?;
+    let server = args
+        .get(1)
+        .map(|a| text_of(a, "the server name"))
+        .transpose()?;
+    ctx.backend.admin(AdminRequest::Move { region, server })?;
+    Ok(None)
+}
+
+fn assign(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let region = region_of(args)?;
+    ctx.backend.admin(AdminRequest::Assign { region })?;
+    Ok(None)
+}
+
+fn unassign(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    // HBase's optional force flag: Basalt's unassign always closes.
+    arity(args, 1, 2)?;
+    let region = region_of(args)?;
+    if let Some(force) = args.get(1) {
+        bool_of(force, "force")?;
+    }
+    ctx.backend.admin(AdminRequest::Unassign { region })?;
+    Ok(None)
+}
+
+fn balancer(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    // HBase's optional 'force': Basalt's balancer has no regions-in-
+    // transition guard to override.
+    arity(args, 0, 1)?;
+    let moved = match ctx.backend.admin(AdminRequest::Balance)? {
+        AdminReply::Balanced { moved } => moved,
+        _ => return Err(ShellError::Other("unexpected reply to balance".into())),
+    };
+    ctx.line(format!("{moved} region(s) moved"))?;
+    Ok(Some("true".into()))
 }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use basalt::admin::{CellReply, FamilyInfo};
+use basalt::admin::{CellReply, ClusterReply, FamilyInfo, ServerReply};
 
 /// Width of the first column (row key or column name), leading space
 /// included, before the second starts.
@@ -138,9 +138,227 @@ pub fn grid(headers: &[&str], rows: &[Vec<String>]) -> Vec<String> {
     out
 }
 
+/// A server name as HBase's `status` prints it: `host:port startcode`
+/// (anything that is not `host,port,startcode` as it is).
+pub fn server(name: &str) -> String {
+    match basalt::cluster::ServerName::parse(name) {
+        Ok(n) => format!("{} {}", n.address(), n.start_code),
+        Err(_) => name.to_string(),
+    }
+}
+
+/// `status 'summary'` of a cluster: HBase's one line.
+pub fn cluster_summary(c: &ClusterReply) -> String {
+    let regions: usize = c.servers.iter().map(|s| s.regions.len()).sum();
+    let average = if c.servers.is_empty() {
+        0.0
+    } else {
+        regions as f64 / c.servers.len() as f64
+    };
+    format!(
+        "1 active master, 0 backup masters, {} servers, {} dead, {average:.4} average load",
+        c.servers.len(),
+        c.dead_servers.len()
+    )
+}
+
+/// The load line of a server: what it reports, or only its region count
+/// when the answering server does not know its load.
+fn server_load(s: &ServerReply) -> String {
+    match &s.load {
+        Some(l) => format!(
+            "requestsPerSecond={:.1}, numberOfOnlineRegions={}, numberOfStorefiles={}, storefileSizeMB={}, memstoreSizeMB={}, readRequestsCount={}, writeRequestsCount={}",
+            l.requests_per_second,
+            s.regions.len(),
+            l.store_files,
+            l.store_file_bytes >> 20,
+            l.memstore_bytes >> 20,
+            l.read_requests,
+            l.write_requests
+        ),
+        None => format!("numberOfOnlineRegions={}", s.regions.len()),
+    }
+}
+
+/// `status 'simple'` of a cluster, in HBase's layout: the master, each
+/// live server with its load, the dead servers, the aggregate.
+pub fn cluster_simple(c: &ClusterReply) -> Vec<String> {
+    let mut out = vec![
+        format!("active master:  {}", server(&c.master)),
+        "0 backup masters".to_string(),
+        format!("{} live servers", c.servers.len()),
+    ];
+    for s in &c.servers {
+        out.push(format!("    {}", server(&s.name)));
+        out.push(format!("        {}", server_load(s)));
+    }
+    out.push(format!("{} dead servers", c.dead_servers.len()));
+    for d in &c.dead_servers {
+        out.push(format!("    {}", server(d)));
+    }
+    let requests: u64 = c
+        .servers
+        .iter()
+        .filter_map(|s| s.load.as_ref())
+        .map(|l| l.read_requests + l.write_requests)
+        .sum();
+    let regions: usize = c.servers.iter().map(|s| s.regions.len()).sum();
+    out.push(format!("Aggregate load: {requests}, regions: {regions}"));
+    out
+}
+
+/// `status 'detailed'` of a cluster, in HBase's layout: regions in
+/// transition first, then the master, each live server with its load and
+/// every region it holds (quoted full names; their loads where known),
+/// then the dead servers; Basalt adds the master's unfinished procedures.
+pub fn cluster_detailed(c: &ClusterReply) -> Vec<String> {
+    let mut out = vec![
+        format!("version {}", env!("CARGO_PKG_VERSION")),
+        format!("{} regionsInTransition", c.in_transition.len()),
+    ];
+    for t in &c.in_transition {
+        out.push(format!(
+            "    {} state={}, table={}, server={}",
+            t.region,
+            t.state,
+            t.table,
+            t.server
+                .as_deref()
+                .map_or_else(|| "none".to_string(), server)
+        ));
+    }
+    out.push(format!("active master:  {}", server(&c.master)));
+    out.push("0 backup masters".to_string());
+    out.push(format!("{} live servers", c.servers.len()));
+    for s in &c.servers {
+        out.push(format!("    {}", server(&s.name)));
+        out.push(format!("        {}", server_load(s)));
+        for r in &s.regions {
+            out.push(format!("        \"{}\"", binary(&r.name)));
+            if s.load.is_some() {
+                out.push(format!(
+                    "            numberOfStorefiles={}, storefileSizeMB={}, memstoreSizeMB={}, readRequestsCount={}, writeRequestsCount={}",
+                    r.store_files,
+                    r.store_file_bytes >> 20,
+                    r.memstore_bytes >> 20,
+                    r.read_requests,
+                    r.write_requests
+                ));
+            }
+        }
+    }
+    out.push(format!("{} dead servers", c.dead_servers.len()));
+    for d in &c.dead_servers {
+        out.push(format!("    {}", server(d)));
+    }
+    out.push(format!("{} procedures", c.procedures.len()));
+    for p in &c.procedures {
+        out.push(format!("    pid={}: {}", p.id, p.description));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use basalt::admin::{ProcedureReply, RegionInfoReply, ServerLoadReply};
+    use basalt::cluster::RegionTransition;
+    use bytes::Bytes;
+
+    fn region(name: &str) -> RegionInfoReply {
+        RegionInfoReply {
+            name: Bytes::from(name.to_string()),
+            encoded_name: name.rsplit('.').nth(1).unwrap_or(name).to_string(),
+            start_key: Bytes::new(),
+            end_key: Bytes::new(),
+            store_files: 2,
+            store_file_bytes: 3 << 20,
+            memstore_bytes: 0,
+            read_requests: 5,
+            write_requests: 6,
+            state: "OPEN".into(),
+            state_reason: None,
+        }
+    }
+
+    fn cluster() -> ClusterReply {
+        ClusterReply {
+            master: "m1,16000,1".into(),
+            servers: vec![
+                ServerReply {
+                    name: "rs1,16020,11".into(),
+                    regions: vec![region("t,,1.aaa."), region("t,m,1.bbb.")],
+                    load: Some(ServerLoadReply {
+                        requests_per_second: 1.5,
+                        read_requests: 5,
+                        write_requests: 6,
+                        memstore_bytes: 0,
+                        store_files: 2,
+                        store_file_bytes: 3 << 20,
+                    }),
+                },
+                ServerReply {
+                    name: "rs2,16020,12".into(),
+                    regions: vec![region("t,x,1.ccc.")],
+                    load: None,
+                },
+            ],
+            dead_servers: vec!["rs3,16020,9".into()],
+            in_transition: vec![RegionTransition {
+                region: "ddd".into(),
+                table: "t".into(),
+                state: "OPENING".into(),
+                server: Some("rs2,16020,12".into()),
+            }],
+            procedures: vec![ProcedureReply {
+                id: 7,
+                description: "MoveRegion ddd".into(),
+            }],
+            catalog_version: 3,
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_servers_and_averages_regions() {
+        assert_eq!(
+            cluster_summary(&cluster()),
+            "1 active master, 0 backup masters, 2 servers, 1 dead, 1.5000 average load"
+        );
+    }
+
+    #[test]
+    fn the_simple_status_lists_each_server_with_its_load() {
+        let out = cluster_simple(&cluster());
+        assert_eq!(out[0], "active master:  m1:16000 1");
+        assert_eq!(out[2], "2 live servers");
+        assert_eq!(out[3], "    rs1:16020 11");
+        assert!(out[4].starts_with("        requestsPerSecond=1.5, numberOfOnlineRegions=2,"));
+        assert_eq!(out[6], "        numberOfOnlineRegions=1");
+        assert_eq!(out[7], "1 dead servers");
+        assert_eq!(out[8], "    rs3:16020 9");
+        assert_eq!(out[9], "Aggregate load: 11, regions: 3");
+    }
+
+    #[test]
+    fn the_detailed_status_lists_transitions_servers_regions_and_procedures() {
+        let out = cluster_detailed(&cluster());
+        let expected = [
+            "1 regionsInTransition",
+            "    ddd state=OPENING, table=t, server=rs2:16020 12",
+            "active master:  m1:16000 1",
+            "0 backup masters",
+            "2 live servers",
+            "    rs1:16020 11",
+        ];
+        assert_eq!(&out[1..7], &expected);
+        assert_eq!(out[8], "        \"t,,1.aaa.\"");
+        assert!(out[9].starts_with("            numberOfStorefiles=2, storefileSizeMB=3,"));
+        // A server whose load is not known shows its regions without loads.
+        let rs2 = out.iter().position(|l| l == "    rs2:16020 12").unwrap();
+        assert_eq!(out[rs2 + 2], "        \"t,x,1.ccc.\"");
+        assert_eq!(out[rs2 + 3], "1 dead servers");
+        assert_eq!(out.last().unwrap(), "    pid=7: MoveRegion ddd");
+    }
 
     #[test]
     fn bytes_print_like_to_string_binary() {

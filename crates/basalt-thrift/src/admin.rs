@@ -31,9 +31,9 @@ use crate::protocol::Value;
 /// Version 1's names for the typed API's types: the documents are their
 /// serde form.
 pub use basalt::admin::{
-    AdminReply as Reply, AdminRequest as Op, AlterChange as Change, CellReply, FamilyInfo,
-    FamilySpec, ReadSpec, RegionInfoReply, RowReply, StatusReply, TableReply, MAX_PAGE_BYTES,
-    MAX_PAGE_ROWS,
+    AdminReply as Reply, AdminRequest as Op, AlterChange as Change, CellReply, ClusterReply,
+    FamilyInfo, FamilySpec, ProcedureReply, ReadSpec, RegionInfoReply, RowReply, ServerLoadReply,
+    ServerReply, StatusReply, TableReply, MAX_PAGE_BYTES, MAX_PAGE_ROWS,
 };
 
 /// The Thrift method name of the admin extension.
@@ -271,4 +271,58 @@ pub(crate) fn serve(db: &Database, body: Value) -> Result<Value, String> {
         })
         .ok_or_else(|| "required argument request (1: binary) is missing".to_string())?;
     Ok(Value::Binary(Bytes::from(execute(db, &request))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(db: &Database, doc: &str) -> serde_json::Value {
+        serde_json::from_slice(&execute(db, doc.as_bytes())).unwrap()
+    }
+
+    #[test]
+    fn cluster_operations_are_version_one_documents_refused_in_one_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        for op in [
+            r#"{"version":1,"op":"move","region":"0123456789abcdef0123456789abcdef"}"#,
+            r#"{"version":1,"op":"move","region":"0123456789abcdef0123456789abcdef","server":"h,1,2"}"#,
+            r#"{"version":1,"op":"assign","region":"0123456789abcdef0123456789abcdef"}"#,
+            r#"{"version":1,"op":"unassign","region":"0123456789abcdef0123456789abcdef"}"#,
+            r#"{"version":1,"op":"balance"}"#,
+        ] {
+            let answer = run(&db, op);
+            assert_eq!(
+                answer["error"]["kind"], "invalid_argument",
+                "{op}: {answer}"
+            );
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(message.contains("needs a cluster"), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_one_process_status_document_has_no_cluster_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let answer = run(&db, r#"{"version":1,"op":"status"}"#);
+        assert_eq!(answer["ok"]["reply"], "status");
+        assert!(answer["ok"].get("cluster").is_none(), "{answer}");
+    }
+
+    #[test]
+    fn a_cluster_status_document_reads_back_into_the_typed_reply() {
+        let doc = r#"{"reply":"status","tables":1,"regions":2,"read_requests":0,"write_requests":0,
+            "cluster":{"master":"m,16000,1","servers":[{"name":"rs1,16020,5","regions":[]}],
+            "dead_servers":["rs2,16020,4"]}}"#;
+        let Reply::Status(status) = serde_json::from_str(doc).unwrap() else {
+            panic!("not a status");
+        };
+        let cluster = status.cluster.unwrap();
+        assert_eq!(cluster.servers[0].name, "rs1,16020,5");
+        assert_eq!(cluster.servers[0].load, None);
+        assert_eq!(cluster.dead_servers, ["rs2,16020,4"]);
+        assert!(cluster.in_transition.is_empty());
+    }
 }

@@ -1,7 +1,9 @@
 //! Administration of a [`Database`] as a typed API: create, alter,
 //! truncate and describe tables, list regions with their load, flush,
-//! compact, split and merge, server status, and reads with every scan option
-//! (versions, time ranges, raw cells) in pages.
+//! compact, split and merge, server status (with the whole cluster's in a
+//! cluster member), moving, assigning and balancing regions in a cluster,
+//! and reads with every scan option (versions, time ranges, raw cells) in
+//! pages.
 //!
 //! A request is an [`AdminRequest`], its answer an [`AdminReply`], and
 //! anything that can carry them out implements [`Admin`]: [`Database`] does
@@ -43,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use basalt_types::column::parse_column;
 use basalt_types::query::RowResult;
 
+use crate::cluster::{ClusterStatus, MasterAnswer, MasterCall, RegionTransition, ServerName};
 use crate::{
     Cell, ColumnFamilyDescriptor, Database, Error, FamilyChange, Filter, NamespaceDescriptor,
     RegionState, RegionSummary, Result, Scan, SplitAlgorithm, TableDescriptor, TimeRange,
@@ -165,7 +168,9 @@ impl ReadSpec {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum AdminRequest {
-    /// Table and region counts and the load of the server.
+    /// Table and region counts and the load of the server; in a cluster
+    /// member also the cluster as its active master sees it
+    /// ([`StatusReply::cluster`]).
     Status,
     /// Creates a table, optionally pre-split.
     Create {
@@ -278,6 +283,30 @@ pub enum AdminRequest {
     ListNamespaceTables {
         /// Namespace name.
         name: String,
+    },
+    /// Cluster only: moves a region to a named server, or to one the
+    /// master picks.
+    Move {
+        /// Encoded region name (a full region name is accepted too).
+        region: String,
+        /// HBase server name `host,port,startcode`; `None`: any other
+        /// live server.
+        #[serde(default)]
+        server: Option<String>,
+    },
+    /// Cluster only: evens the number of regions per live server.
+    Balance,
+    /// Cluster only: opens a region that is assigned nowhere.
+    Assign {
+        /// Encoded region name (a full region name is accepted too).
+        region: String,
+    },
+    /// Cluster only: closes a region. The master's reconciliation opens
+    /// a closed region of an enabled table again (on its next round), as
+    /// `assign` does at once.
+    Unassign {
+        /// Encoded region name (a full region name is accepted too).
+        region: String,
     },
 }
 
@@ -405,6 +434,73 @@ pub struct StatusReply {
     /// did not report them).
     #[serde(default)]
     pub gateways: Vec<GatewayReply>,
+    /// A cluster member's view of the whole cluster; absent in one process
+    /// (and from servers that predate cluster mode), so the field is left
+    /// out of the encoding then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterReply>,
+}
+
+/// The cluster as its active master sees it, for `status 'detailed'`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClusterReply {
+    /// The active master's server name.
+    pub master: String,
+    /// Live region servers in name order.
+    pub servers: Vec<ServerReply>,
+    /// Servers declared dead whose recovery is not over.
+    #[serde(default)]
+    pub dead_servers: Vec<String>,
+    /// Regions not `OPEN` on a live server.
+    #[serde(default)]
+    pub in_transition: Vec<RegionTransition>,
+    /// Procedures begun and not finished.
+    #[serde(default)]
+    pub procedures: Vec<ProcedureReply>,
+    /// The catalog version the master answered from.
+    #[serde(default)]
+    pub catalog_version: u64,
+}
+
+/// One live region server.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerReply {
+    /// HBase server name `host,port,startcode`.
+    pub name: String,
+    /// The regions assigned to it, in table and key order. Their load
+    /// counters are meaningful only when `load` is present.
+    pub regions: Vec<RegionInfoReply>,
+    /// The load this server reports: present for the server that answered
+    /// the request (it knows its own regions' counters; the others' travel
+    /// in no message Basalt has yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<ServerLoadReply>,
+}
+
+/// What a region server reports of its load, summed over its regions.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerLoadReply {
+    /// Reads and writes per second over the last minute.
+    pub requests_per_second: f64,
+    /// Gets and scans served.
+    pub read_requests: u64,
+    /// Row mutations applied.
+    pub write_requests: u64,
+    /// Bytes in memstores.
+    pub memstore_bytes: u64,
+    /// Store files.
+    pub store_files: usize,
+    /// Bytes in store files.
+    pub store_file_bytes: u64,
+}
+
+/// A procedure the master has not finished.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProcedureReply {
+    /// Its id.
+    pub id: u64,
+    /// What it does.
+    pub description: String,
 }
 
 /// One gateway of the server, for `status` and `list_regions`.
@@ -447,6 +543,11 @@ pub enum AdminReply {
         /// In name order.
         tables: Vec<String>,
     },
+    /// `balance`: how many regions the balancer moved.
+    Balanced {
+        /// Regions moved (zero when the counts were even already).
+        moved: usize,
+    },
     /// `read`: one page of rows.
     Rows {
         /// The rows.
@@ -483,7 +584,9 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                         address: g.address.to_string(),
                     })
                     .collect(),
+                cluster: None,
             };
+            let mut everywhere = Vec::new();
             for name in db.list_tables() {
                 // A table dropped between the listing and here is not counted.
                 let Ok(regions) = db.list_regions(&name) else {
@@ -500,9 +603,44 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                     status.requests_per_second +=
                         r.load.read_requests_per_sec + r.load.write_requests_per_sec;
                 }
+                everywhere.extend(regions);
+            }
+            if db.cluster().is_some() {
+                let MasterAnswer::Status(cluster) = db.master_call(MasterCall::Status)? else {
+                    return Err(Error::invalid("the master answered status with no status"));
+                };
+                status.cluster = Some(cluster_reply(cluster, &everywhere, db.server_name()));
             }
             Ok(AdminReply::Status(status))
         }
+        AdminRequest::Move { region, server } => {
+            let region = encoded_region(&region)?;
+            if let Some(s) = &server {
+                // Checked here so a typo is named before the master is asked.
+                ServerName::parse(s)?;
+            }
+            let call = MasterCall::Move {
+                region,
+                target: server,
+            };
+            cluster_call(db, "move", call).map(|_| AdminReply::Done)
+        }
+        AdminRequest::Assign { region } => {
+            let call = MasterCall::Assign {
+                region: encoded_region(&region)?,
+            };
+            cluster_call(db, "assign", call).map(|_| AdminReply::Done)
+        }
+        AdminRequest::Unassign { region } => {
+            let call = MasterCall::Unassign {
+                region: encoded_region(&region)?,
+            };
+            cluster_call(db, "unassign", call).map(|_| AdminReply::Done)
+        }
+        AdminRequest::Balance => match cluster_call(db, "balance", MasterCall::Balance)? {
+            MasterAnswer::Moved { regions } => Ok(AdminReply::Balanced { moved: regions }),
+            _ => Ok(AdminReply::Balanced { moved: 0 }),
+        },
         AdminRequest::Create {
             table,
             families,
@@ -641,6 +779,115 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
             let (rows, more) = read_page(db, &table, &read, MAX_PAGE_ROWS)?;
             Ok(AdminReply::Rows { rows, more })
         }
+    }
+}
+
+/// A region operation of a cluster's master. In one process the only
+/// region server holds every region, so there is nothing to move, assign
+/// or balance: refused with a message saying so rather than the member
+/// plumbing's "not a cluster member".
+fn cluster_call(db: &Database, what: &str, call: MasterCall) -> Result<MasterAnswer> {
+    if db.cluster().is_none() {
+        return Err(Error::invalid(format!(
+            "{what} needs a cluster: this database runs in one process, whose one region server holds every region"
+        )));
+    }
+    db.master_call(call)
+}
+
+/// The encoded name of a region given by encoded name (32 hex digits) or
+/// by full name (`<table>,<start>,<id>.<encoded>.`), as HBase's shell
+/// accepts either.
+pub fn encoded_region(name: &str) -> Result<String> {
+    let bad = || {
+        Error::invalid(format!(
+            "{name:?} is not a region name: expected the encoded name (32 hex digits) or a full name ending in .<encoded>."
+        ))
+    };
+    let encoded = match name.strip_suffix('.') {
+        Some(full) => full.rsplit('.').next().ok_or_else(bad)?,
+        None => name,
+    };
+    if !is_encoded_name(encoded.as_bytes()) {
+        return Err(bad());
+    }
+    Ok(encoded.to_ascii_lowercase())
+}
+
+/// The master's status with each region's full name and key range (from
+/// the catalog this member reads) and, for the server that answers, the
+/// load of its regions.
+fn cluster_reply(
+    status: ClusterStatus,
+    regions: &[RegionSummary],
+    me: Option<&str>,
+) -> ClusterReply {
+    let by_encoded: BTreeMap<String, &RegionSummary> =
+        regions.iter().map(|r| (r.info.encoded_name(), r)).collect();
+    let mut servers: Vec<ServerReply> = status
+        .servers
+        .into_iter()
+        .map(|s| {
+            let mut held: Vec<&RegionSummary> = Vec::new();
+            let mut unknown: Vec<RegionInfoReply> = Vec::new();
+            for encoded in &s.regions {
+                match by_encoded.get(encoded) {
+                    Some(r) => held.push(r),
+                    // Created after this member last read the catalog: the
+                    // encoded name is all there is to show.
+                    None => unknown.push(RegionInfoReply {
+                        name: Bytes::from(encoded.clone()),
+                        encoded_name: encoded.clone(),
+                        start_key: Bytes::new(),
+                        end_key: Bytes::new(),
+                        store_files: 0,
+                        store_file_bytes: 0,
+                        memstore_bytes: 0,
+                        read_requests: 0,
+                        write_requests: 0,
+                        state: open_state(),
+                        state_reason: None,
+                    }),
+                }
+            }
+            held.sort_by(|a, b| {
+                (&a.info.table, &a.info.start_key).cmp(&(&b.info.table, &b.info.start_key))
+            });
+            let load = (me == Some(s.name.as_str())).then(|| ServerLoadReply {
+                requests_per_second: held
+                    .iter()
+                    .map(|r| r.load.read_requests_per_sec + r.load.write_requests_per_sec)
+                    .sum(),
+                read_requests: held.iter().map(|r| r.load.read_requests).sum(),
+                write_requests: held.iter().map(|r| r.load.write_requests).sum(),
+                memstore_bytes: held.iter().map(|r| r.load.memstore_bytes).sum(),
+                store_files: held.iter().map(|r| r.store_files()).sum(),
+                store_file_bytes: held
+                    .iter()
+                    .flat_map(|r| r.stores.iter().map(|(_, st)| st.file_bytes))
+                    .sum(),
+            });
+            let mut regions: Vec<RegionInfoReply> = held.into_iter().map(region_reply).collect();
+            regions.extend(unknown);
+            ServerReply {
+                name: s.name,
+                regions,
+                load,
+            }
+        })
+        .collect();
+    servers.sort_by(|a, b| a.name.cmp(&b.name));
+    ClusterReply {
+        master: status.master,
+        servers,
+        dead_servers: status.dead_servers,
+        in_transition: status.in_transition,
+        procedures: status
+            .procedures
+            .into_iter()
+            .map(|(id, description)| ProcedureReply { id, description })
+            .collect(),
+        catalog_version: status.catalog_version,
     }
 }
 
@@ -868,5 +1115,116 @@ mod tests {
         assert_eq!(json, r#"{"op":"compact","table":"t","major":true}"#);
         let reply: AdminReply = serde_json::from_str(r#"{"reply":"done"}"#).unwrap();
         assert_eq!(reply, AdminReply::Done);
+    }
+
+    #[test]
+    fn region_operations_in_one_process_are_refused_as_needing_a_cluster() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        db.execute(create("t", vec![family("f", &[])], &[]))
+            .unwrap();
+        let encoded = db.list_regions("t").unwrap()[0].info.encoded_name();
+        for request in [
+            AdminRequest::Move {
+                region: encoded.clone(),
+                server: None,
+            },
+            AdminRequest::Assign {
+                region: encoded.clone(),
+            },
+            AdminRequest::Unassign { region: encoded },
+            AdminRequest::Balance,
+        ] {
+            let e = db.execute(request.clone()).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{request:?}");
+            assert!(e.to_string().contains("needs a cluster"), "{e}");
+        }
+    }
+
+    #[test]
+    fn status_in_one_process_carries_no_cluster_and_encodes_as_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let AdminReply::Status(status) = db.execute(AdminRequest::Status).unwrap() else {
+            panic!("not a status");
+        };
+        assert_eq!(status.cluster, None);
+        let json = serde_json::to_string(&AdminReply::Status(status)).unwrap();
+        assert!(!json.contains("cluster"), "{json}");
+    }
+
+    #[test]
+    fn a_region_is_named_by_its_encoded_or_its_full_name() {
+        let encoded = "0123456789abcdef0123456789ABCDEF";
+        assert_eq!(
+            encoded_region(encoded).unwrap(),
+            encoded.to_ascii_lowercase()
+        );
+        let full = format!("t1,m,1700000000000.{encoded}.");
+        assert_eq!(encoded_region(&full).unwrap(), encoded.to_ascii_lowercase());
+        for bad in ["", "t1", "t1,m,1.xyz.", "0123"] {
+            assert!(encoded_region(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_cluster_reply_names_each_servers_regions_in_full_with_load_for_this_server_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        db.execute(create("t", vec![family("f", &[])], &["m"]))
+            .unwrap();
+        let regions = db.list_regions("t").unwrap();
+        let (a, b) = (
+            regions[0].info.encoded_name(),
+            regions[1].info.encoded_name(),
+        );
+        let status = ClusterStatus {
+            master: "m,16000,1".into(),
+            servers: vec![
+                crate::cluster::ServerStatus {
+                    name: "rs2,16020,7".into(),
+                    regions: vec![b.clone(), "f".repeat(32)],
+                },
+                crate::cluster::ServerStatus {
+                    name: "rs1,16020,5".into(),
+                    regions: vec![a.clone()],
+                },
+            ],
+            dead_servers: vec!["rs3,16020,2".into()],
+            in_transition: Vec::new(),
+            procedures: vec![(4, "MoveRegion".into())],
+            catalog_version: 9,
+        };
+        let reply = cluster_reply(status, &regions, Some("rs1,16020,5"));
+        let names: Vec<&str> = reply.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["rs1,16020,5", "rs2,16020,7"]);
+        assert_eq!(
+            reply.servers[0].regions[0].name,
+            regions[0].info.region_name()
+        );
+        assert!(reply.servers[0].load.is_some());
+        assert!(reply.servers[1].load.is_none());
+        assert_eq!(reply.servers[1].regions[0].encoded_name, b);
+        assert_eq!(reply.servers[1].regions[1].encoded_name, "f".repeat(32));
+        assert_eq!(reply.procedures[0].id, 4);
+        assert_eq!(reply.dead_servers, ["rs3,16020,2"]);
+    }
+
+    #[test]
+    fn cluster_requests_serialise_as_operation_documents() {
+        let json = serde_json::to_string(&AdminRequest::Move {
+            region: "abc".into(),
+            server: Some("h,1,2".into()),
+        })
+        .unwrap();
+        assert_eq!(json, r#"{"op":"move","region":"abc","server":"h,1,2"}"#);
+        let moved: AdminRequest = serde_json::from_str(r#"{"op":"move","region":"abc"}"#).unwrap();
+        assert!(matches!(moved, AdminRequest::Move { server: None, .. }));
+        assert_eq!(
+            serde_json::to_string(&AdminRequest::Balance).unwrap(),
+            r#"{"op":"balance"}"#
+        );
+        let reply: AdminReply = serde_json::from_str(r#"{"reply":"balanced","moved":2}"#).unwrap();
+        assert_eq!(reply, AdminReply::Balanced { moved: 2 });
     }
 }
