@@ -184,9 +184,16 @@ fn the_shell_shows_moves_reassigns_and_balances_the_regions_of_a_cluster() {
     assert_eq!(rows_in(cluster.server(2).port("thrift"), "ct"), rows.len());
     assert_eq!(status.servers.len(), 3);
 
-    // 4. `unassign` closes the region, `assign` opens it again; the rows
-    //    are all there afterwards.
+    // 4. `unassign` closes the region and it stays closed (the master's
+    //    rounds leave it alone); `assign` opens it again; the rows are all
+    //    there afterwards.
     shell(port, &format!("unassign '{region}'"));
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let status = cluster.status();
+    assert!(
+        holder(&status, &region).is_none(),
+        "an unassigned region was reopened: {status:?}"
+    );
     shell(port, &format!("assign '{region}'"));
     wait_for(&cluster, "the region is open again", |s| {
         holder(s, &region).is_some()

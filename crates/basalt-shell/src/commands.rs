@@ -208,8 +208,8 @@ pub(crate) static COMMANDS: &[Spec] = &[
     move 'ENCODED_REGIONNAME'
     move 'ENCODED_REGIONNAME', 'host187.example.com,16020,1289493121758'" },
     Spec { name: "unassign", group: "tools", run: Some(unassign), usage: "unassign 'REGION'
-  Cluster: closes a region (encoded or full name); the master opens it again
-  at its next round (within a second), or at once on assign.
+  Cluster: closes a region (encoded or full name); it stays closed, its
+  rows unavailable, until assign (or move).
     unassign 'ENCODED_REGIONNAME'" },
 ];
 

@@ -253,6 +253,10 @@ pub struct RegionEntry {
     /// them first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recover_from: Vec<u64>,
+    /// Cluster mode: closed by an operator (`unassign`): it stays `CLOSED`
+    /// until `assign` (or `move`), as in HBase.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unassigned: bool,
 }
 
 /// Which files hold the catalog of a data set.

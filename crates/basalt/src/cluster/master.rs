@@ -671,6 +671,14 @@ impl ClusterMaster {
         target: Option<String>,
     ) -> Result<()> {
         let mut updated = state.catalog.clone();
+        // A move of an unassigned region assigns it.
+        if let Some(entry) = updated
+            .tables
+            .get_mut(table)
+            .and_then(|t| t.regions.iter_mut().find(|r| r.id == region))
+        {
+            entry.unassigned = false;
+        }
         let id = updated.next_procedure_id();
         updated.procedures.insert(
             id,
@@ -713,15 +721,25 @@ impl ClusterMaster {
             Some((
                 RegionState::Open | RegionState::Opening | RegionState::Closing,
                 Some(server),
-            )) => self.close_on(&mut state, &table, region, &server),
-            _ => Ok(()),
+            )) => self.close_on(&mut state, &table, region, &server)?,
+            _ => {}
         }
+        // Reconciliation leaves it closed until `assign` or `move`.
+        self.update_region(&mut state, &table, region, |entry, _| {
+            entry.unassigned = true;
+            if entry.server.is_none() && entry.state != RegionState::FailedOpen {
+                entry.state = RegionState::Closed;
+            }
+        })
     }
 
     fn assign(&self, encoded: &str) -> Result<()> {
         let mut state = self.state.lock();
         self.check_running()?;
         let (table, region) = Self::region_by_encoded_name(&state.catalog, encoded)?;
+        self.update_region(&mut state, &table, region, |entry, _| {
+            entry.unassigned = false;
+        })?;
         self.act_on_region(&mut state, &table, region)
     }
 
@@ -858,6 +876,7 @@ fn needs_action(enabled: bool, region: &RegionEntry, live: &BTreeSet<String>) ->
     match region.state {
         RegionState::Open => !enabled || !on_live,
         RegionState::Opening | RegionState::Closing => true,
+        RegionState::Closed if region.unassigned => false,
         RegionState::Offline | RegionState::Closed | RegionState::FailedOpen => enabled,
         RegionState::Split | RegionState::Merged => false,
     }
