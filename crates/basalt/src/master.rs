@@ -456,6 +456,7 @@ pub(crate) fn new_region_entry(
         server: None,
         epoch: 0,
         recover_from: Vec::new(),
+        unassigned: false,
     }
 }
 
