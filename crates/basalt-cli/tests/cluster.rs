@@ -212,7 +212,11 @@ fn a_killed_region_server_loses_no_acknowledged_write_and_its_regions_reopen_els
             .iter()
             .filter(|l| l.contains(needle))
             .filter_map(|l| log_seconds(l));
-        let at = if last { found.last() } else { found.next() };
+        let at = if last {
+            found.next_back()
+        } else {
+            found.next()
+        };
         at.map(|t| format!("{:.2} s", t - killed_wall))
             .unwrap_or_else(|| "-".into())
     };
@@ -223,7 +227,7 @@ fn a_killed_region_server_loses_no_acknowledged_write_and_its_regions_reopen_els
                 .iter()
                 .filter(|l| l.contains("opened an assigned region") && !l.contains("logs=[]"))
                 .filter_map(|l| log_seconds(l))
-                .last()
+                .next_back()
         })
         .fold(f64::MIN, f64::max);
     eprintln!(

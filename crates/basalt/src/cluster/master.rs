@@ -717,12 +717,12 @@ impl ClusterMaster {
             .catalog
             .region(region)
             .map(|(_, _, r)| (r.state, r.server.clone()));
-        match current {
-            Some((
-                RegionState::Open | RegionState::Opening | RegionState::Closing,
-                Some(server),
-            )) => self.close_on(&mut state, &table, region, &server)?,
-            _ => {}
+        if let Some((
+            RegionState::Open | RegionState::Opening | RegionState::Closing,
+            Some(server),
+        )) = current
+        {
+            self.close_on(&mut state, &table, region, &server)?;
         }
         // Reconciliation leaves it closed until `assign` or `move`.
         self.update_region(&mut state, &table, region, |entry, _| {
