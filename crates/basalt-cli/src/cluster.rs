@@ -40,7 +40,7 @@ use basalt_rpc::proto::hbase::ServerName as PbServerName;
 use basalt_rpc::RpcServer;
 use basalt_thrift::{Flavour, Server};
 
-use crate::{listen_error, load_config, ServeArgs, ServePlan};
+use crate::{listen_error, load_config_for, ServeArgs, ServePlan};
 
 /// How long the master waits for a region server to open or close a
 /// region (an open replays a dead server's log and flushes).
@@ -110,7 +110,7 @@ fn text_of(name: &PbServerName) -> String {
 
 /// `basalt regionserver`: steps 1-6 of the module docs.
 pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
-    let plan = load_config(&args)?;
+    let plan = load_config_for(&args, true)?;
     required(&plan)?;
     let ServePlan {
         options,
@@ -296,7 +296,7 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
 
 /// `basalt master`: waits to become active, then runs the cluster.
 pub fn run_master(args: ServeArgs) -> Result<(), String> {
-    let plan = load_config(&args)?;
+    let plan = load_config_for(&args, true)?;
     required(&plan)?;
     let ServePlan {
         options,

@@ -191,7 +191,7 @@ struct ServeArgs {
 /// [zookeeper]         # registration for native clients; on with --zookeeper
 /// # quorum = "zk1:2181,zk2:2181"
 /// znode_parent = "/hbase"
-/// session_timeout_ms = 10000
+/// session_timeout_ms = 10000   # basalt serve; master and regionserver: 4000
 /// connect_timeout_ms = 10000
 ///
 /// [storage]           # object storage (docs/object-storage.md); no url: the data directory
@@ -239,7 +239,9 @@ struct Config {
 struct ZkConfigFile {
     quorum: Option<String>,
     znode_parent: String,
-    session_timeout_ms: u64,
+    /// `None`: the command's default (10 s for `serve`, 4 s for cluster
+    /// processes, whose session timeout is the bulk of a recovery).
+    session_timeout_ms: Option<u64>,
     connect_timeout_ms: u64,
 }
 
@@ -249,7 +251,7 @@ impl Default for ZkConfigFile {
         ZkConfigFile {
             quorum: None,
             znode_parent: d.znode_parent,
-            session_timeout_ms: d.session_timeout_ms,
+            session_timeout_ms: None,
             connect_timeout_ms: d.connect_timeout_ms,
         }
     }
@@ -343,7 +345,18 @@ struct ServePlan {
     zookeeper: Option<ZkConfig>,
 }
 
+/// The ZooKeeper session timeout of `basalt master` and `basalt
+/// regionserver` unless configured: a killed region server is noticed
+/// this long after its death (docs/cluster.md, "Failure timeline").
+const CLUSTER_SESSION_TIMEOUT_MS: u64 = 4000;
+
+/// The plan of `basalt serve`.
 fn load_config(args: &ServeArgs) -> Result<ServePlan, String> {
+    load_config_for(args, false)
+}
+
+/// The plan of `basalt serve` (`cluster` false) or of a cluster process.
+fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String> {
     let mut config = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -389,7 +402,11 @@ fn load_config(args: &ServeArgs) -> Result<ServePlan, String> {
     let zookeeper = config.zookeeper.quorum.clone().map(|quorum| ZkConfig {
         quorum,
         znode_parent: config.zookeeper.znode_parent.clone(),
-        session_timeout_ms: config.zookeeper.session_timeout_ms,
+        session_timeout_ms: config.zookeeper.session_timeout_ms.unwrap_or(if cluster {
+            CLUSTER_SESSION_TIMEOUT_MS
+        } else {
+            ZkConfig::default().session_timeout_ms
+        }),
         connect_timeout_ms: config.zookeeper.connect_timeout_ms,
     });
     // Registering in ZooKeeper only makes sense with something to find.
