@@ -32,15 +32,14 @@ use basalt::fs::FileStore;
 use basalt::MemberConfig;
 use basalt::{Database, SystemClock};
 use basalt_object_store::open_storage;
-use basalt_rest::RestServer;
 use basalt_rpc::cluster_service::{RpcMasterControl, RpcRegionServerControl};
 use basalt_rpc::coordination::{Coordinator, SessionState};
 use basalt_rpc::peer_service::RpcRegionCaller;
 use basalt_rpc::proto::hbase::ServerName as PbServerName;
 use basalt_rpc::RpcServer;
-use basalt_thrift::{Flavour, Server};
+use basalt_thrift::Flavour;
 
-use crate::{listen_error, load_config_for, ServeArgs, ServePlan};
+use crate::{bind_gateways, bind_rpc, listen_error, load_config_for, ServeArgs, ServePlan};
 
 /// How long the master waits for a region server to open or close a
 /// region (an open replays a dead server's log and flushes).
@@ -125,26 +124,9 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
         return Err("a region server needs --zookeeper".into());
     };
     // 1. Ports.
-    let rpc_bound = RpcServer::bind(&rpc).map_err(|e| {
-        format!(
-            "cannot listen for native RPC on {} ports {} and {}: {e}",
-            rpc.bind, rpc.master_port, rpc.region_server_port
-        )
-    })?;
-    let thrift_bound = Server::bind(&thrift)
-        .map_err(|e| listen_error(&thrift.bind, thrift.port, "--thrift-port", &e))?;
-    let thrift2_bound = match &thrift2 {
-        Some(c) => {
-            Some(Server::bind(c).map_err(|e| listen_error(&c.bind, c.port, "--thrift2-port", &e))?)
-        }
-        None => None,
-    };
-    let rest_bound = match &rest {
-        Some(c) => Some(
-            RestServer::bind(c).map_err(|e| listen_error(&c.bind, c.port, "--rest-port", &e))?,
-        ),
-        None => None,
-    };
+    let rpc_bound = bind_rpc(&rpc)?;
+    let (thrift_bound, thrift2_bound, rest_bound) =
+        bind_gateways(&thrift, thrift2.as_ref(), rest.as_ref())?;
     let host = rpc_bound
         .announced_host()
         .map_err(|e| format!("cannot tell this host's name: {e}"))?;
@@ -308,12 +290,7 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
     let (Some(zk), Some(rpc)) = (zookeeper, rpc) else {
         return Err("a master needs --zookeeper".into());
     };
-    let rpc_bound = RpcServer::bind(&rpc).map_err(|e| {
-        format!(
-            "cannot listen for native RPC on {} ports {} and {}: {e}",
-            rpc.bind, rpc.master_port, rpc.region_server_port
-        )
-    })?;
+    let rpc_bound = bind_rpc(&rpc)?;
     let host = rpc_bound
         .announced_host()
         .map_err(|e| format!("cannot tell this host's name: {e}"))?;

@@ -437,27 +437,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     } = load_config(&args)?;
     // The ports first: a taken port then fails at once, before the data
     // directory is created, locked or replayed.
-    let bound = Server::bind(&thrift)
-        .map_err(|e| listen_error(&thrift.bind, thrift.port, "--thrift-port", &e))?;
-    let bound2 = match &thrift2 {
-        Some(c) => {
-            Some(Server::bind(c).map_err(|e| listen_error(&c.bind, c.port, "--thrift2-port", &e))?)
-        }
-        None => None,
-    };
-    let rest_bound = match &rest {
-        Some(c) => Some(
-            RestServer::bind(c).map_err(|e| listen_error(&c.bind, c.port, "--rest-port", &e))?,
-        ),
-        None => None,
-    };
+    let (bound, bound2, rest_bound) = bind_gateways(&thrift, thrift2.as_ref(), rest.as_ref())?;
     let rpc_bound = match &rpc {
-        Some(c) => Some(RpcServer::bind(c).map_err(|e| {
-            format!(
-                "cannot listen for native RPC on {} ports {} and {}: {e} (choose others with --master-port and --region-server-port)",
-                c.bind, c.master_port, c.region_server_port
-            )
-        })?),
+        Some(c) => Some(bind_rpc(c)?),
         None => None,
     };
     let dir = options.data_dir.clone();
@@ -710,6 +692,47 @@ fn repair(args: &RepairArgs) -> Result<(), String> {
 
 /// Why a gateway's port cannot be served, said so that the reader knows
 /// what to do (`flag` chooses another port).
+/// The Thrift1, Thrift2 (if on) and REST (if on) ports, bound (a taken
+/// port fails before anything else is started).
+fn bind_gateways(
+    thrift: &ServerConfig,
+    thrift2: Option<&ServerConfig>,
+    rest: Option<&RestConfig>,
+) -> Result<
+    (
+        basalt_thrift::Bound,
+        Option<basalt_thrift::Bound>,
+        Option<basalt_rest::Bound>,
+    ),
+    String,
+> {
+    let bound = Server::bind(thrift)
+        .map_err(|e| listen_error(&thrift.bind, thrift.port, "--thrift-port", &e))?;
+    let bound2 = match thrift2 {
+        Some(c) => {
+            Some(Server::bind(c).map_err(|e| listen_error(&c.bind, c.port, "--thrift2-port", &e))?)
+        }
+        None => None,
+    };
+    let rest_bound = match rest {
+        Some(c) => Some(
+            RestServer::bind(c).map_err(|e| listen_error(&c.bind, c.port, "--rest-port", &e))?,
+        ),
+        None => None,
+    };
+    Ok((bound, bound2, rest_bound))
+}
+
+/// The native RPC master and region server ports, bound.
+fn bind_rpc(c: &RpcConfig) -> Result<basalt_rpc::server::RpcBound, String> {
+    RpcServer::bind(c).map_err(|e| {
+        format!(
+            "cannot listen for native RPC on {} ports {} and {}: {e} (choose others with --master-port and --region-server-port)",
+            c.bind, c.master_port, c.region_server_port
+        )
+    })
+}
+
 fn listen_error(bind: &str, port: u16, flag: &str, e: &std::io::Error) -> String {
     let address = format!("{bind}:{port}");
     match e.kind() {

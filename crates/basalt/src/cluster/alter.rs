@@ -155,21 +155,7 @@ impl ClusterMaster {
     pub(super) fn truncate_table(&self, table: &str) -> Result<()> {
         let mut state = self.state.lock();
         self.check_running()?;
-        let entry = state
-            .catalog
-            .tables
-            .get(table)
-            .ok_or_else(|| Error::TableNotFound(table.to_string()))?;
-        if entry.enabled {
-            return Err(Error::TableEnabled(table.to_string()));
-        }
-        if let Some(r) = entry.regions.iter().find(|r| r.server.is_some()) {
-            return Err(Error::NotServingRegion(format!(
-                "table {table}: region {} is still assigned to {}",
-                r.id,
-                r.server.as_deref().unwrap_or("?")
-            )));
-        }
+        let entry = Self::closed_table(&state, table)?;
         let descriptor = entry.descriptor.clone();
         let old: Vec<u64> = entry
             .regions

@@ -586,9 +586,12 @@ impl ClusterMaster {
         }
     }
 
-    fn drop_table(&self, table: &str) -> Result<()> {
-        let mut state = self.state.lock();
-        self.check_running()?;
+    /// The table, which must be disabled with every region closed (what
+    /// drop and truncate need).
+    pub(super) fn closed_table<'a>(
+        state: &'a State,
+        table: &str,
+    ) -> Result<&'a crate::catalog::TableEntry> {
         let entry = state
             .catalog
             .tables
@@ -605,6 +608,13 @@ impl ClusterMaster {
                 r.server.as_deref().unwrap_or("?")
             )));
         }
+        Ok(entry)
+    }
+
+    fn drop_table(&self, table: &str) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        Self::closed_table(&state, table)?;
         let mut updated = state.catalog.clone();
         updated.tables.remove(table);
         self.commit(&mut state, updated)?;
