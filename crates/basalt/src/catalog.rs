@@ -673,7 +673,32 @@ impl Catalog {
         fence.check()?;
         self.epoch = fence.epoch();
         match self.store(files, root) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                // Invariant C2: a version created in a slot a newer writer
+                // had already used and deleted (this process's catalog was
+                // older than the newest by more than one version) is not
+                // the catalog: readers take the newest, which existed
+                // before this one was created. Such a writer is stale: its
+                // change must not be reported done.
+                let newest = CatalogFiles::find(files, root)?.newest;
+                match newest {
+                    Some((version, _)) if version > self.version => {
+                        let ours = layout::catalog_version_path(root, self.version);
+                        if let Err(e) = files.delete(&ours) {
+                            tracing::warn!(path = %ours.display(), error = %e, "could not delete a stale catalog version");
+                        }
+                        let newer = Catalog::read_newest(files, root).map_or(0, |c| c.epoch);
+                        Err(fence.trip(
+                            newer,
+                            format!(
+                                "catalog version {version} exists above the version {} this process stored",
+                                self.version
+                            ),
+                        ))
+                    }
+                    _ => Ok(()),
+                }
+            }
             Err(e @ Error::Io { .. }) if is_already_exists(&e) => {
                 let newer = Catalog::load(files, root).map_or(0, |c| c.epoch);
                 if newer > fence.epoch() {
