@@ -83,6 +83,7 @@
 //! (proptest strategies); this file holds the properties and the
 //! hand-written cases.
 
+mod cluster;
 mod faults;
 mod harness;
 mod operations;
@@ -165,6 +166,42 @@ proptest! {
         steps in vec(region_step(), 20..120),
     ) {
         run_steps(&config, &steps).map_err(TestCaseError::fail)?;
+        if std::env::var_os("MODEL_STATS").is_some() {
+            eprintln!("{:#?}", STATS.lock().unwrap());
+        }
+    }
+}
+
+// ------------------------------------------------------------------ cluster
+
+/// Random cases of the cluster property when `MODEL_CLUSTER_CASES` is not
+/// set: every event settles the cluster and reads everything back, and a
+/// crash replays a log from the shared storage, so a case costs several
+/// of the first property's.
+const CLUSTER_CASES: u32 = 8;
+
+fn cluster_cases() -> u32 {
+    env_u64("MODEL_CLUSTER_CASES").map_or(CLUSTER_CASES, |n| n as u32)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cluster_cases(),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/model/regressions/cluster_members_answer_like_the_reference.txt"
+        )))),
+        max_shrink_iters: 512,
+        ..ProptestConfig::default()
+    })]
+
+    /// The same operations through the members of an in-process cluster,
+    /// with moves, balancing, crashes, splits, merges, an alter and new
+    /// masters mixed in: every read matches the reference and, after every
+    /// event, each serving region is open on exactly one live member.
+    #[test]
+    fn cluster_members_answer_like_the_reference(case in cluster::cluster_case()) {
+        cluster::run_cluster_case(&case).map_err(TestCaseError::fail)?;
         if std::env::var_os("MODEL_STATS").is_some() {
             eprintln!("{:#?}", STATS.lock().unwrap());
         }
