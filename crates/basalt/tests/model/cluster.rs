@@ -155,14 +155,20 @@ pub(crate) enum SplitAt {
 pub(crate) enum Event {
     /// `MasterCall::Move` of the `region % regions`-th region to the
     /// `target % others`-th other live member.
-    Move { region: usize, target: usize },
+    Move {
+        region: usize,
+        target: usize,
+    },
     /// `MasterCall::Balance`.
     Balance,
     /// The `victim % live`-th member leaves the live set without closing
     /// (it keeps running: a zombie, which must be fenced); with `join` a
     /// new member starts before the master hears of it. A lone member
     /// gets company first.
-    Crash { victim: usize, join: bool },
+    Crash {
+        victim: usize,
+        join: bool,
+    },
     /// A new member (up to 3).
     Join,
     Split(SplitAt),
@@ -289,14 +295,26 @@ fn synced_op(op: Op) -> Op {
     }
 }
 
+/// Whether a filter counts rows (a page filter, alone or in a list).
+fn counts_rows(filter: &FilterSpec) -> bool {
+    match filter {
+        FilterSpec::Page(_) => true,
+        FilterSpec::List(_, inner) => inner.iter().any(counts_rows),
+        _ => false,
+    }
+}
+
 /// The first property's data operations and reads; its reopen, flush and
-/// compaction ops are replaced by cluster events.
+/// compaction ops are replaced by cluster events. Scans with a page filter
+/// are left out: a region on another server builds the filter afresh, as
+/// HBase's region servers each do (`Scanner`'s docs in table.rs), so the
+/// page counts per remote region, while the reference counts over the
+/// whole scan (as one process does).
 fn data_op() -> impl Strategy<Value = Op> {
-    op().prop_filter("a cluster event does this", |op| {
-        !matches!(
-            op,
-            Op::Reopen { .. } | Op::Flush | Op::MinorCompact | Op::MajorCompact
-        )
+    op().prop_filter("a cluster event does this", |op| match op {
+        Op::Reopen { .. } | Op::Flush | Op::MinorCompact | Op::MajorCompact => false,
+        Op::Scan(s) => !s.filter.as_ref().is_some_and(counts_rows),
+        _ => true,
     })
     .prop_map(synced_op)
 }
@@ -607,7 +625,11 @@ impl Cluster {
         Ok(())
     }
 
-    fn every_member(&self, what: &str, f: impl Fn(&Database) -> basalt::Result<()>) -> Result<(), String> {
+    fn every_member(
+        &self,
+        what: &str,
+        f: impl Fn(&Database) -> basalt::Result<()>,
+    ) -> Result<(), String> {
         for (name, db) in self.live() {
             f(&db).map_err(|e| format!("{what} on {name} failed: {e}"))?;
         }
@@ -748,10 +770,15 @@ impl ClusterHarness {
                     let mut row = region.info().start_key.to_vec();
                     row.extend_from_slice(b"-zombie");
                     let late = region.put(&Put::new(row).add(FAMS[0].name, "z", "late"));
-                    if !matches!(late, Err(Error::Fenced { .. })) {
-                        return Err(format!("a crashed member's write gave {late:?}"));
+                    // Refused: fenced, or (under the global memstore
+                    // budget) "too busy" because the flush meant to make
+                    // room was fenced. The full read below shows it did
+                    // not land.
+                    match late {
+                        Err(Error::Fenced { .. }) => stat("cluster: zombie write fenced"),
+                        Err(_) => stat("cluster: zombie write refused otherwise"),
+                        Ok(()) => return Err("a crashed member's write was accepted".into()),
                     }
-                    stat("cluster: zombie write fenced");
                 }
                 c.zombies.push(zombie);
             }
@@ -793,7 +820,9 @@ impl ClusterHarness {
                         }
                         stat("cluster: split");
                     }
-                    (Err(Error::InvalidArgument(_)), true) => stat("cluster: bad split key refused"),
+                    (Err(Error::InvalidArgument(_)), true) => {
+                        stat("cluster: bad split key refused")
+                    }
                     (Err(Error::InvalidArgument(m)), false)
                         if key.is_none() && m.contains("no row to split at") =>
                     {
