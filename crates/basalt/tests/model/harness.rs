@@ -165,6 +165,15 @@ pub(crate) fn descriptor(f: &FamSpec, format: &FamFormat) -> ColumnFamilyDescrip
     d
 }
 
+/// The model's table with the case's store-file options.
+pub(crate) fn table_descriptor(config: &Config) -> TableDescriptor {
+    FAMS.iter()
+        .zip(&config.formats)
+        .fold(TableDescriptor::new(TABLE), |d, (f, format)| {
+            d.family(descriptor(f, format))
+        })
+}
+
 pub(crate) fn engine_view(r: &RowResult) -> RowView {
     RowView {
         row: r.row.clone(),
@@ -228,13 +237,7 @@ impl Harness {
         }
         let clock = ManualClock::new(START_MS);
         let db = config.open(dir.path(), &clock).unwrap();
-        let desc = FAMS
-            .iter()
-            .zip(&config.formats)
-            .fold(TableDescriptor::new(TABLE), |d, (f, format)| {
-                d.family(descriptor(f, format))
-            });
-        db.create_table(desc).unwrap();
+        db.create_table(table_descriptor(&config)).unwrap();
         let table = db.table(TABLE).unwrap();
         Harness {
             dir,
@@ -244,6 +247,28 @@ impl Harness {
             table: Some(table),
             model: Model::default(),
         }
+    }
+
+    /// A harness around a database opened elsewhere (a cluster member),
+    /// whose table the caller created; `db` and `table` may be swapped
+    /// for another member's between steps (the cluster property).
+    pub(crate) fn attached(
+        dir: tempfile::TempDir,
+        clock: ManualClock,
+        config: Config,
+        db: Database,
+    ) -> Result<Harness, String> {
+        let table = db
+            .table(TABLE)
+            .map_err(|e| format!("table through a member: {e}"))?;
+        Ok(Harness {
+            dir,
+            clock,
+            config,
+            db: Some(db),
+            table: Some(table),
+            model: Model::default(),
+        })
     }
 
     pub(crate) fn db(&self) -> &Database {
