@@ -312,6 +312,18 @@ pub fn catalog_file(files: &dyn FileStore, root: &Path) -> Result<Option<PathBuf
         .map(|(_, path)| path))
 }
 
+impl RegionEntry {
+    /// The region's identity and key range, as the engine names it.
+    pub fn info(&self, table: &str) -> basalt_engine::RegionInfo {
+        basalt_engine::RegionInfo {
+            id: self.id,
+            table: table.to_string(),
+            start_key: self.start_key.clone(),
+            end_key: self.end_key.clone(),
+        }
+    }
+}
+
 impl TableEntry {
     /// The serving regions chain from -inf to +inf with no gap or overlap
     /// (the invariant every catalog change keeps).

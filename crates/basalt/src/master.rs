@@ -25,7 +25,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use basalt_engine::fs::FileStore;
-use basalt_engine::{Clock, FamilyState, RegionInfo};
+use basalt_engine::{Clock, FamilyState};
 use basalt_types::descriptor::validate_family_name;
 use basalt_types::{ColumnFamilyDescriptor, Error, NamespaceDescriptor, Result, TableDescriptor};
 
@@ -467,12 +467,7 @@ pub(crate) fn region_spec(
     entry: &RegionEntry,
 ) -> RegionSpec {
     RegionSpec {
-        info: RegionInfo {
-            id: entry.id,
-            table: table.to_string(),
-            start_key: entry.start_key.clone(),
-            end_key: entry.end_key.clone(),
-        },
+        info: entry.info(table),
         families: descriptor
             .families()
             .iter()

@@ -46,7 +46,7 @@ use basalt_engine::fence::Fence;
 use basalt_engine::fs::FileStore;
 use basalt_engine::wal::object as object_wal;
 use basalt_engine::wal::ObjectWal;
-use basalt_engine::{layout, Clock, RegionInfo};
+use basalt_engine::{layout, Clock};
 use basalt_types::{Error, Result, TableDescriptor};
 
 use super::{
@@ -642,12 +642,7 @@ impl ClusterMaster {
     ) -> Result<(String, u64)> {
         for (name, table) in &catalog.tables {
             for region in &table.regions {
-                let info = RegionInfo {
-                    id: region.id,
-                    table: name.clone(),
-                    start_key: region.start_key.clone(),
-                    end_key: region.end_key.clone(),
-                };
+                let info = region.info(name);
                 // The encoded name, or the full one (what `split` and
                 // `merge_region` accept).
                 if info.encoded_name() == encoded || info.region_name()[..] == *encoded.as_bytes() {
@@ -802,13 +797,7 @@ impl ClusterMaster {
         let mut in_transition = Vec::new();
         for (name, table) in &catalog.tables {
             for region in &table.regions {
-                let encoded = RegionInfo {
-                    id: region.id,
-                    table: name.clone(),
-                    start_key: region.start_key.clone(),
-                    end_key: region.end_key.clone(),
-                }
-                .encoded_name();
+                let encoded = region.info(name).encoded_name();
                 match (&region.state, &region.server) {
                     (RegionState::Open, Some(server)) => {
                         by_server.entry(server.clone()).or_default().push(encoded);

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use basalt_engine::fs::FileStore;
-use basalt_engine::RegionInfo;
 use basalt_types::{Error, Result};
 
 use super::{MasterControl, ServerName};
@@ -135,12 +134,7 @@ impl ClusterMember {
         entry: &RegionEntry,
         server: Option<&RegionServer>,
     ) -> RegionRoute {
-        let info = RegionInfo {
-            id: entry.id,
-            table: table.to_string(),
-            start_key: entry.start_key.clone(),
-            end_key: entry.end_key.clone(),
-        };
+        let info = entry.info(table);
         let mine = entry.server.is_some() && entry.server.as_deref() == self.name.as_deref();
         if mine {
             if let Some(region) = server.and_then(|s| s.region(entry.id)) {
