@@ -19,7 +19,7 @@ use bytes::Bytes;
 
 #[path = "common/cluster.rs"]
 mod cluster_support;
-use cluster_support::TestCluster;
+use cluster_support::{all_rows, thrift_put as put, TestCluster};
 
 fn create_table(cluster: &TestCluster, name: &str, splits: &[&str]) {
     let call = MasterCall::CreateTable {
@@ -30,26 +30,6 @@ fn create_table(cluster: &TestCluster, name: &str, splits: &[&str]) {
         Ok(MasterAnswer::Done) => {}
         other => panic!("create {name}: {other:?}"),
     }
-}
-
-fn put(c: &mut Client, table: &str, row: &str) -> Result<(), String> {
-    c.mutate_rows(
-        table.as_bytes(),
-        vec![basalt_thrift::types::BatchMutation {
-            row: Some(Bytes::from(row.to_owned())),
-            mutations: Some(vec![basalt_thrift::client::put(b"cf:q", row.as_bytes())]),
-        }],
-    )
-    .map_err(|e| e.to_string())
-}
-
-fn all_rows(c: &mut Client, table: &str) -> BTreeSet<String> {
-    let id = c.scanner_open(table.as_bytes(), b"", &[]).unwrap();
-    c.scan_all(id, 1000)
-        .unwrap()
-        .into_iter()
-        .map(|r| String::from_utf8(r.row.unwrap().to_vec()).unwrap())
-        .collect()
 }
 
 /// The `(start, end)` keys of the regions of `table` the catalog assigns
@@ -383,18 +363,7 @@ fn a_standby_master_finishes_a_table_creation_its_killed_predecessor_began() {
     let _old = cluster.kill_master(0);
     let _ = creating.join().unwrap();
     // The standby takes over and finishes the procedure.
-    let standby = cluster.masters[1].as_ref().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !standby.logged("master serving") {
-        assert!(Instant::now() < deadline, "the standby never became active");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let standby_port = standby.port_from_log("rpc-master");
-    cluster.masters[1]
-        .as_mut()
-        .unwrap()
-        .ports
-        .insert("rpc-master".into(), standby_port);
+    cluster.wait_for_active_master(1);
     let (status, _) = cluster.wait_until_settled();
     assert!(
         status.procedures.is_empty(),

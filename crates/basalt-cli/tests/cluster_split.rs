@@ -93,18 +93,7 @@ fn a_standby_master_finishes_or_rolls_back_a_split_its_killed_predecessor_drove(
     eprintln!("SPLIT: caught in progress: {caught}; the killed master's answer: {answer:?}");
 
     // The standby takes over and finishes or rolls back.
-    let standby = cluster.masters[1].as_ref().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !standby.logged("master serving") {
-        assert!(Instant::now() < deadline, "the standby never became active");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let standby_port = standby.port_from_log("rpc-master");
-    cluster.masters[1]
-        .as_mut()
-        .unwrap()
-        .ports
-        .insert("rpc-master".into(), standby_port);
+    cluster.wait_for_active_master(1);
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let (status, _) = cluster.wait_until_settled();

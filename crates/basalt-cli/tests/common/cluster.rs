@@ -469,6 +469,21 @@ impl TestCluster {
         proc
     }
 
+    /// Waits until standby master `i` logs that it is active, then learns
+    /// the master port it logged (a standby binds it only when it wins).
+    pub fn wait_for_active_master(&mut self, i: usize) {
+        let standby = self.masters[i].as_ref().expect("master is gone");
+        let deadline = Instant::now() + READY_LIMIT;
+        while !standby.logged("master serving") {
+            assert!(Instant::now() < deadline, "the standby never became active");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let port = standby.port_from_log("rpc-master");
+        if let Some(proc) = self.masters[i].as_mut() {
+            proc.ports.insert("rpc-master".into(), port);
+        }
+    }
+
     /// A call to whichever master answers as active.
     pub fn master_call(&self, call: MasterCall) -> basalt::Result<MasterAnswer> {
         let mut last = None;
