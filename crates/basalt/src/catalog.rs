@@ -312,6 +312,13 @@ pub fn catalog_file(files: &dyn FileStore, root: &Path) -> Result<Option<PathBuf
         .map(|(_, path)| path))
 }
 
+/// Advances `last` (the last region epoch handed out) above `floor` and
+/// returns the new epoch.
+pub(crate) fn next_epoch(last: &mut u64, floor: u64) -> u64 {
+    *last = (*last).max(floor) + 1;
+    *last
+}
+
 impl RegionEntry {
     /// The region's identity and key range, as the engine names it.
     pub fn info(&self, table: &str) -> basalt_engine::RegionInfo {
@@ -414,8 +421,7 @@ impl Catalog {
     /// before and above `floor` (the master's own epoch, which is above
     /// every epoch a manifest written before the cluster can carry).
     pub fn next_region_epoch(&mut self, floor: u64) -> u64 {
-        self.last_region_epoch = self.last_region_epoch.max(floor) + 1;
-        self.last_region_epoch
+        next_epoch(&mut self.last_region_epoch, floor)
     }
 
     /// Adds a table pre-split at `split_keys` (sorted, distinct,

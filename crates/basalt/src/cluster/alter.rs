@@ -141,8 +141,8 @@ impl ClusterMaster {
                     }
                     (false, _) => {
                         let floor_now = self.epoch();
-                        self.update_region(state, &table, region, |entry, catalog| {
-                            entry.epoch = catalog.next_region_epoch(floor_now);
+                        self.update_region(state, &table, region, |entry, last_epoch| {
+                            entry.epoch = crate::catalog::next_epoch(last_epoch, floor_now);
                         })?;
                     }
                 }

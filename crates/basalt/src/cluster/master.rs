@@ -209,18 +209,19 @@ impl ClusterMaster {
         state: &mut State,
         table: &str,
         region: u64,
-        change: impl FnOnce(&mut RegionEntry, &mut Catalog),
+        change: impl FnOnce(&mut RegionEntry, &mut u64),
     ) -> Result<()> {
         let mut updated = state.catalog.clone();
-        let mut scratch = updated.clone();
+        // The catalog's last region epoch, for `change` to hand out new ones
+        // (`catalog::next_epoch`) while it holds the region entry.
+        let mut last_epoch = updated.last_region_epoch;
         let entry = updated
             .tables
             .get_mut(table)
             .and_then(|t| t.regions.iter_mut().find(|r| r.id == region))
             .ok_or_else(|| Error::invalid(format!("no region {region} in table {table}")))?;
-        change(entry, &mut scratch);
-        // Counters handed out through `scratch` (region epochs) carry over.
-        updated.last_region_epoch = scratch.last_region_epoch;
+        change(entry, &mut last_epoch);
+        updated.last_region_epoch = last_epoch;
         self.commit(state, updated)
     }
 
@@ -406,10 +407,10 @@ impl ClusterMaster {
         server: &str,
     ) -> Result<()> {
         let floor = self.fence.epoch();
-        self.update_region(state, table, region, |entry, catalog| {
+        self.update_region(state, table, region, |entry, last_epoch| {
             entry.state = RegionState::Opening;
             entry.server = Some(server.to_string());
-            entry.epoch = catalog.next_region_epoch(floor);
+            entry.epoch = crate::catalog::next_epoch(last_epoch, floor);
         })?;
         self.finish_open(state, table, region, server)
     }
