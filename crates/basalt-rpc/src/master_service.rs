@@ -55,7 +55,7 @@
 //! `FlushMasterStore`; and `ExecProcedure` / `IsProcedureDone` for any
 //! procedure but `flush-table-proc`.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
@@ -858,15 +858,31 @@ fn members_status(call: &Call<'_>, options: &[i32]) -> Result<status::ClusterSta
                 .iter()
                 .filter_map(|encoded| regions.get(encoded))
                 .collect();
+            // Another server's regions: what it reported to the master
+            // for this status, if it answered in time.
+            let reported: BTreeMap<u64, &basalt::cluster::RegionLoadReport> = server
+                .region_loads
+                .iter()
+                .flatten()
+                .map(|l| (l.region, l))
+                .collect();
             loads.extend(held.iter().map(|r| {
                 if mine {
-                    region_load(r)
-                } else {
-                    status::RegionLoad {
-                        region_specifier: Some(region_name_spec(&r.info.region_name())),
-                        ..status::RegionLoad::default()
-                    }
+                    return region_load(r);
                 }
+                let mut load = status::RegionLoad {
+                    region_specifier: Some(region_name_spec(&r.info.region_name())),
+                    ..status::RegionLoad::default()
+                };
+                if let Some(l) = reported.get(&r.info.id) {
+                    load.storefiles = Some(u32::try_from(l.store_files).unwrap_or(u32::MAX));
+                    load.storefile_size_mb = Some(mib(l.store_file_bytes));
+                    load.store_uncompressed_size_mb = Some(mib(l.store_file_bytes));
+                    load.mem_store_size_mb = Some(mib(l.memstore_bytes));
+                    load.read_requests_count = Some(l.read_requests);
+                    load.write_requests_count = Some(l.write_requests);
+                }
+                load
             }));
             let (reads, writes, rate) = if mine {
                 (
@@ -877,7 +893,12 @@ fn members_status(call: &Call<'_>, options: &[i32]) -> Result<status::ClusterSta
                         .sum::<f64>(),
                 )
             } else {
-                (0, 0, 0.0)
+                let reports = reported.values();
+                (
+                    reports.clone().map(|l| l.read_requests).sum::<u64>(),
+                    reports.clone().map(|l| l.write_requests).sum::<u64>(),
+                    reports.map(|l| l.requests_per_sec).sum::<f64>(),
+                )
             };
             out.live_servers.push(status::LiveServerInfo {
                 server: Some(server_name_proto(&server.name)),

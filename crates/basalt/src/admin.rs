@@ -1184,10 +1184,12 @@ mod tests {
                 crate::cluster::ServerStatus {
                     name: "rs2,16020,7".into(),
                     regions: vec![b.clone(), "f".repeat(32)],
+                    region_loads: None,
                 },
                 crate::cluster::ServerStatus {
                     name: "rs1,16020,5".into(),
                     regions: vec![a.clone()],
+                    region_loads: None,
                 },
             ],
             dead_servers: vec!["rs3,16020,2".into()],

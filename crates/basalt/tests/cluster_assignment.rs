@@ -109,6 +109,11 @@ impl RegionServerControl for Control {
             .prepare_merge_regions(request)?;
         self.after_prepare()
     }
+    fn region_loads(&self, server: &str) -> Result<Vec<basalt::cluster::RegionLoadReport>> {
+        Ok(basalt::cluster::local_region_loads(
+            &self.directory.by_name(server)?,
+        ))
+    }
 }
 
 #[derive(Debug)]
@@ -368,6 +373,74 @@ fn a_move_and_the_balancer_keep_every_row_and_even_out_the_servers() {
     assert_eq!(rows(&h.member(&second)).len(), 300);
     write(&h.member(&second), 300, 400);
     assert_eq!(rows(&h.member(&first)).len(), 400);
+}
+
+#[test]
+fn the_balancer_moves_load_off_the_server_holding_the_two_hot_regions() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let first = h.start_member();
+    let second = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    let counts: Vec<usize> = status(&master)
+        .servers
+        .iter()
+        .map(|s| s.regions.len())
+        .collect();
+    assert_eq!(counts, vec![4, 4]);
+
+    // Two of the first server's regions take nearly all the requests.
+    let held = status(&master)
+        .servers
+        .into_iter()
+        .find(|s| s.name == first)
+        .unwrap()
+        .regions;
+    let hot: Vec<basalt::RegionInfo> = h
+        .member(&first)
+        .region_states("t")
+        .unwrap()
+        .into_iter()
+        .map(|(info, _)| info)
+        .filter(|info| held.contains(&info.encoded_name()))
+        .take(2)
+        .collect();
+    let t = h.member(&first).table("t").unwrap();
+    for info in &hot {
+        let prefix = if info.start_key.is_empty() {
+            "00".to_string()
+        } else {
+            String::from_utf8(info.start_key.to_vec()).unwrap()
+        };
+        for i in 0..400 {
+            t.put(&Put::new(format!("{prefix}-hot{i:05}")).add("f", "q", "v"))
+                .unwrap();
+        }
+    }
+    write(&h.member(&second), 0, 16);
+
+    let moved = match master.call(MasterCall::Balance).unwrap() {
+        MasterAnswer::Moved { regions } => regions,
+        other => panic!("{other:?}"),
+    };
+    // Counts were even, so a hot region is swapped for a cold one.
+    assert_eq!(moved, 2);
+    h.settle(&master);
+    let after = status(&master);
+    let server_of = |info: &basalt::RegionInfo| {
+        after
+            .servers
+            .iter()
+            .find(|s| s.regions.contains(&info.encoded_name()))
+            .map(|s| s.name.clone())
+            .unwrap()
+    };
+    assert_ne!(server_of(&hot[0]), server_of(&hot[1]));
+    let counts: Vec<usize> = after.servers.iter().map(|s| s.regions.len()).collect();
+    assert_eq!(counts, vec![4, 4]);
+    assert_eq!(rows(&h.member(&second)).len(), 800 + 16);
 }
 
 #[test]
