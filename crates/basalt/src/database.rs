@@ -41,7 +41,7 @@ use crate::master::{FamilyChange, Master};
 use crate::options::Options;
 use crate::region_server::WalPlacement;
 use crate::region_server::{RecoveryReport, RegionServer};
-use crate::remote::RegionCaller;
+use crate::remote::{RegionCall, RegionCaller};
 use crate::split::SplitAlgorithm;
 use crate::table::Table;
 use basalt_engine::wal::ObjectWalOptions;
@@ -773,8 +773,29 @@ impl Database {
     /// Flushes every memstore of the table to store files, now.
     pub fn flush_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
-        for region in self.inner.locator.table(name)?.regions() {
-            self.inner.server.flush_region(region.info().id)?;
+        self.on_every_region(name, RegionCall::Flush)
+    }
+
+    /// Runs a maintenance `call` (flush or compact) on every region of
+    /// table `name`: here for the regions this process holds, through a
+    /// region call to the holder for the others (cluster mode); a region
+    /// held nowhere right now (being assigned) is skipped, it has nothing
+    /// of its own in memory.
+    fn on_every_region(&self, name: &str, call: RegionCall) -> Result<()> {
+        let table = self.inner.locator.table(name)?;
+        for route in table.routes() {
+            match route {
+                RegionRoute::Local(region) => match call {
+                    RegionCall::Compact { major } => {
+                        region.compact(major)?;
+                    }
+                    _ => self.inner.server.flush_region(region.info().id)?,
+                },
+                RegionRoute::Remote { info, server } => {
+                    table.call_remote(&info, &server, call.clone())?;
+                }
+                RegionRoute::Offline { .. } => {}
+            }
         }
         Ok(())
     }
@@ -785,9 +806,7 @@ impl Database {
     /// compaction policy picks.
     pub fn compact_table(&self, name: &str, major: bool) -> Result<()> {
         self.check_open()?;
-        for region in self.inner.locator.table(name)?.regions() {
-            region.compact(major)?;
-        }
+        self.on_every_region(name, RegionCall::Compact { major })?;
         match &self.inner.master {
             Some(master) => master.collect_retired_regions(),
             None => Ok(()),
@@ -844,8 +863,41 @@ impl Database {
     /// `compact 'region'` / `major_compact 'region'`).
     pub fn compact_region(&self, region_name: &[u8], major: bool) -> Result<()> {
         self.check_open()?;
-        self.local_master("compact of one region")?
-            .compact_region(region_name, major)
+        if self.inner.cluster.is_none() {
+            return self
+                .local_master("compact of one region")?
+                .compact_region(region_name, major);
+        }
+        // Cluster mode: the region's holder compacts it.
+        for (_, table) in self.inner.locator.tables() {
+            for route in table.routes() {
+                let info = match &route {
+                    RegionRoute::Local(region) => region.info().clone(),
+                    RegionRoute::Remote { info, .. } | RegionRoute::Offline { info } => {
+                        info.clone()
+                    }
+                };
+                if info.region_name()[..] != *region_name
+                    && info.encoded_name().as_bytes() != region_name
+                {
+                    continue;
+                }
+                return match route {
+                    RegionRoute::Local(region) => region.compact(major).map(drop),
+                    RegionRoute::Remote { info, server } => table
+                        .call_remote(&info, &server, RegionCall::Compact { major })
+                        .map(drop),
+                    RegionRoute::Offline { info } => Err(Error::NotServingRegion(format!(
+                        "region {} is being assigned; compact it once it is open",
+                        info.encoded_name()
+                    ))),
+                };
+            }
+        }
+        Err(Error::invalid(format!(
+            "unknown region {}",
+            String::from_utf8_lossy(region_name)
+        )))
     }
 
     /// Hits, misses and size of the block cache shared by all stores.

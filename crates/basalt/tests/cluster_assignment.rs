@@ -444,6 +444,61 @@ fn the_balancer_moves_load_off_the_server_holding_the_two_hot_regions() {
 }
 
 #[test]
+fn flush_and_compaction_of_a_table_reach_the_regions_other_servers_hold() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let first = h.start_member();
+    let second = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    let on_second = |h: &Harness| -> Vec<basalt::RegionSummary> {
+        h.member(&second)
+            .list_regions("t")
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.server.as_deref() == Some(second.as_str()))
+            .collect()
+    };
+    assert_eq!(on_second(&h).len(), 4);
+
+    // Two rounds of writes and flushes, asked of the first server only:
+    // every region of the second gets two files.
+    for round in 0..2 {
+        write(&h.member(&first), round * 200, round * 200 + 200);
+        h.member(&first).flush_table("t").unwrap();
+    }
+    for region in on_second(&h) {
+        assert_eq!(region.load.memstore_bytes, 0, "{:?}", region.info);
+        assert_eq!(region.store_files(), 2, "{:?}", region.info);
+    }
+
+    // A major compaction of one of them, named from the first server.
+    let one = on_second(&h)[0].info.encoded_name();
+    h.member(&first)
+        .compact_region(one.as_bytes(), true)
+        .unwrap();
+    let files = |h: &Harness, encoded: &str| {
+        on_second(h)
+            .into_iter()
+            .find(|r| r.info.encoded_name() == encoded)
+            .unwrap()
+            .store_files()
+    };
+    assert_eq!(files(&h, &one), 1);
+    // Then of the whole table.
+    h.member(&first).compact_table("t", true).unwrap();
+    for region in on_second(&h) {
+        assert_eq!(region.store_files(), 1, "{:?}", region.info);
+    }
+    assert_eq!(rows(&h.member(&first)).len(), 400);
+    assert!(h
+        .member(&first)
+        .compact_region(b"no-such-region", true)
+        .is_err());
+}
+
+#[test]
 fn a_new_master_fences_the_old_one_and_carries_on_from_the_catalog() {
     let mut h = Harness::new();
     let old = h.start_master("m1");
