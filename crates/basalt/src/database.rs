@@ -38,6 +38,7 @@ use crate::cluster::{
 use crate::gateways::{Gateway, Gateways};
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
 use crate::master::{FamilyChange, Master};
+use crate::metrics::RequestLatencies;
 use crate::options::Options;
 use crate::region_server::WalPlacement;
 use crate::region_server::{RecoveryReport, RegionServer};
@@ -70,6 +71,11 @@ struct DbInner {
     recovery: RecoveryReport,
     /// The gateways the serving process announced (none when embedded).
     gateways: Gateways,
+    /// Where "now" comes from, and when the database opened by it.
+    clock: Arc<dyn Clock>,
+    started_at_ms: i64,
+    /// Every `Table`'s request latencies (`metrics.rs`).
+    latencies: Arc<RequestLatencies>,
 }
 
 /// Opens a [`Database`] with parts handed in: the file store that holds
@@ -159,10 +165,11 @@ impl DatabaseBuilder {
             WalPlacement::Local => ObjectWalOptions::default(),
         };
         let options = self.options.clone();
+        let started_at_ms = clock.now_millis();
         let server = Arc::new(RegionServer::start_member(
             &dir,
             self.options,
-            clock,
+            Arc::clone(&clock),
             Arc::clone(&files),
             wal,
         )?);
@@ -192,6 +199,9 @@ impl DatabaseBuilder {
                 closed: AtomicBool::new(false),
                 recovery: RecoveryReport::default(),
                 gateways: Gateways::default(),
+                clock,
+                started_at_ms,
+                latencies: Arc::default(),
             }),
         };
         // A region that answers "not serving" moved: read the catalog again
@@ -221,7 +231,9 @@ impl DatabaseBuilder {
             .files
             .unwrap_or_else(|| Arc::new(LocalFileStore::new()));
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
-        let (master, recovery) = Master::start(&dir, self.options, clock, files, &self.wal)?;
+        let started_at_ms = clock.now_millis();
+        let (master, recovery) =
+            Master::start(&dir, self.options, Arc::clone(&clock), files, &self.wal)?;
         let server = Arc::clone(master.region_server());
         let locator = Arc::clone(master.locator());
         Ok(Database {
@@ -235,6 +247,9 @@ impl DatabaseBuilder {
                 closed: AtomicBool::new(false),
                 recovery,
                 gateways: Gateways::default(),
+                clock,
+                started_at_ms,
+                latencies: Arc::default(),
             }),
         })
     }
@@ -478,6 +493,21 @@ impl Database {
         &self.inner.locator
     }
 
+    /// The database's clock (handed to the builder, or the system's).
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// Clock millis at which the database opened.
+    pub fn started_at_ms(&self) -> i64 {
+        self.inner.started_at_ms
+    }
+
+    /// The request latencies every `Table` of this database records.
+    pub fn latencies(&self) -> &Arc<RequestLatencies> {
+        &self.inner.latencies
+    }
+
     /// Creates a table.
     pub fn create_table(&self, descriptor: TableDescriptor) -> Result<()> {
         self.create_table_with_splits(descriptor, &[])
@@ -527,7 +557,10 @@ impl Database {
     /// A handle for reads and writes on a table.
     pub fn table(&self, name: &str) -> Result<Table> {
         self.check_open()?;
-        Ok(Table::new(self.inner.locator.table(name)?))
+        Ok(Table::new(
+            self.inner.locator.table(name)?,
+            Arc::clone(&self.inner.latencies),
+        ))
     }
 
     /// The table's descriptor, state and regions.
