@@ -1351,6 +1351,7 @@ mod tests {
         );
         let status = ClusterStatus {
             master: "m,16000,1".into(),
+            backup_masters: Vec::new(),
             servers: vec![
                 crate::cluster::ServerStatus {
                     name: "rs2,16020,7".into(),
