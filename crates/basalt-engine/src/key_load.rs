@@ -27,10 +27,11 @@
 //! 3. The last `minutes` minutes are kept (the current one included);
 //!    older ones drop, by time, so a region idle for an hour keeps nothing.
 //!    Memory per region is bounded by about
-//!    `minutes x buckets x (key length + 48 bytes)` for the compressed
-//!    minutes plus `sample_keys x (key length + 80 bytes)` for the current
-//!    one: with the defaults (60, 32, 256) and 20-byte keys, about 130 KiB
-//!    plus 25 KiB.
+//!    `minutes x buckets x (key length + 64 bytes)` for the compressed
+//!    minutes (a bucket's key handle and four counters) plus
+//!    `sample_keys x (key length + 112 bytes)` for the current one (the
+//!    entry and its index): with the defaults (60, 32, 256) and 20-byte
+//!    keys, about 160 KiB plus 35 KiB.
 //! 4. `buckets = 0` turns it off: requests then cost nothing here.
 //! 5. A region made by a split or merge takes over its predecessors'
 //!    minutes for its own keys (the buckets starting in its range), so

@@ -91,9 +91,9 @@ pub struct Options {
     // minute is compressed into `key_load_buckets` buckets of row keys,
     // the last `key_load_minutes` minutes are kept, and the current minute
     // samples at most `key_load_sample_keys` keys. Memory per region is
-    // about `minutes x buckets x (key length + 48)` bytes plus
-    // `sample_keys x (key length + 80)`: with the defaults and 20-byte
-    // keys, about 155 KiB.
+    // about `minutes x buckets x (key length + 64)` bytes plus
+    // `sample_keys x (key length + 112)`: with the defaults and 20-byte
+    // keys, about 195 KiB.
     /// Buckets a region's minute of key load is compressed into; 0 turns
     /// the key load (and the heatmap) off. Default 32.
     pub key_load_buckets: usize,
