@@ -14,6 +14,7 @@ mod coding;
 pub mod compaction;
 pub mod fence;
 pub mod fs;
+pub mod key_load;
 pub mod layout;
 pub mod load;
 pub mod manifest;
@@ -31,6 +32,7 @@ pub mod storefile;
 pub mod wal;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use key_load::{KeyLoadBucket, KeyLoadConfig, KeyLoadMinute};
 pub use load::RegionLoad;
 pub use region::{FamilyState, FlushRequester, OpenFailure, Region, RegionConfig, RegionInfo};
 pub use store::{Store, StoreContext, StoreStats};

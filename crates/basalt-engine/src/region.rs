@@ -39,6 +39,7 @@ use basalt_types::{
 };
 
 use crate::clock::Clock;
+use crate::key_load::{KeyLoad, KeyLoadConfig, KeyLoadMinute};
 use crate::layout;
 use crate::load::{LoadCounters, RegionLoad};
 use crate::manifest::ManifestFile;
@@ -110,6 +111,8 @@ pub struct RegionConfig {
     /// Writers wait (they are slowed, never failed) while the memstores
     /// hold more than this: flushes are falling behind.
     pub memstore_block_bytes: usize,
+    /// The bounds of the region's key load (`key_load.rs`).
+    pub key_load: KeyLoadConfig,
 }
 
 impl Default for RegionConfig {
@@ -119,6 +122,7 @@ impl Default for RegionConfig {
             row_lock_stripes: 1024,
             memstore_flush_bytes: 128 * 1024 * 1024,
             memstore_block_bytes: 512 * 1024 * 1024,
+            key_load: KeyLoadConfig::default(),
         }
     }
 }
@@ -139,6 +143,8 @@ pub struct Region {
     clock: Arc<dyn Clock>,
     config: RegionConfig,
     load: LoadCounters,
+    /// Which row keys were read and written, minute by minute.
+    key_load: KeyLoad,
     dir: PathBuf,
     context: StoreContext,
     /// Writers hold it shared from taking a write number until the write is
@@ -297,6 +303,7 @@ impl Region {
             row_clock: RowClock::new(),
             wal: OnceLock::new(),
             clock,
+            key_load: KeyLoad::new(config.key_load),
             config,
             load: LoadCounters::default(),
             dir,
@@ -483,6 +490,13 @@ impl Region {
             )));
         }
         Ok(())
+    }
+
+    /// Which row keys were read and written, minute by minute, over the
+    /// last `key_load.minutes` minutes, oldest first, the current partial
+    /// minute last (see `key_load.rs`). Empty when the key load is off.
+    pub fn key_load(&self) -> Vec<KeyLoadMinute> {
+        self.key_load.snapshot(self.clock.now_millis())
     }
 
     /// Current load: totals since the region opened and recent rates.
@@ -889,13 +903,19 @@ impl Region {
         {
             let stores = self.stores.read();
             let mut bytes = 0u64;
+            let now = self.clock.now_millis();
             for cells in &prepared {
+                let mut row_bytes = 0u64;
                 for cell in cells {
                     // A family dropped by a concurrent alter takes its cells with it.
                     if let Some(store) = stores.get(&cell.family) {
                         store.insert_reserved(cell, reservation.as_mut());
                     }
-                    bytes += cell.heap_size() as u64;
+                    row_bytes += cell.heap_size() as u64;
+                }
+                bytes += row_bytes;
+                if let Some(cell) = cells.first() {
+                    self.key_load.record_write(&cell.row, row_bytes, now);
                 }
             }
             self.load
@@ -1102,9 +1122,17 @@ impl Region {
     /// rows this region holds: a region made by a split or merge calls it
     /// before it serves, with the (closed) regions it replaces, so rows
     /// written in the same millisecond as the hand-over still get strictly
-    /// increasing server timestamps.
+    /// increasing server timestamps. The region's key load takes over the
+    /// predecessor's minutes for its rows too (`key_load.rs`, step 5), so
+    /// the key heatmap keeps their history across the hand-over.
     pub fn adopt_row_clock(&self, predecessor: &Region) {
         let now = self.clock.now_millis();
+        self.key_load.adopt(
+            &predecessor.key_load,
+            &self.info.start_key,
+            &self.info.end_key,
+            now,
+        );
         for (row, ts) in predecessor.row_clock.entries() {
             if self.info.contains(&row) {
                 self.row_clock.record(&row, ts, now);
@@ -1256,6 +1284,8 @@ impl Region {
         let (cells, metrics) =
             point_get::read_one_row(&mut families, &get.row, filter, get.max_versions)?;
         self.load.record_read(&metrics, self.clock.as_ref());
+        self.key_load
+            .record_read(&get.row, metrics.bytes_returned, self.clock.now_millis());
         Ok(cells
             .map(|cells| RowResult {
                 row: get.row.clone(),
@@ -1307,6 +1337,10 @@ impl Region {
     pub fn record_read(&self, scanner: &RegionScanner) {
         let m = scanner.metrics();
         self.load.record_read(&m, self.clock.as_ref());
+        if let Some(row) = scanner.first_row() {
+            self.key_load
+                .record_read(row, m.bytes_returned, self.clock.now_millis());
+        }
     }
 
     /// One scanner per family read.

@@ -23,6 +23,8 @@
 //! [`Table`]: crate::Table
 //! [`Scanner`]: crate::Scanner
 
+mod heatmap;
+
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
@@ -33,7 +35,9 @@ use basalt_engine::block_cache::BlockCacheStats;
 use basalt_engine::wal::WalStats;
 
 use crate::database::{Database, RegionSummary};
+
 use crate::RegionRoute;
+pub use heatmap::{HeatmapQuery, HeatmapRow, HotRange, KeyHeatmap, RegionKeyLoad, HOTTEST_RANGES};
 
 /// The request operations whose latency is recorded, one histogram each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

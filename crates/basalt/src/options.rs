@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use basalt_engine::compaction::CompactionPolicy;
 use basalt_engine::memory::BudgetLimits;
 use basalt_engine::wal::WalOptions;
-use basalt_engine::RegionConfig;
+use basalt_engine::{KeyLoadConfig, RegionConfig};
 
 /// Options of [`Database::open_with`](crate::Database::open_with): pure
 /// configuration. The parts a database is built from (file store, clock)
@@ -87,6 +87,21 @@ pub struct Options {
     /// Threads for background flushes and compactions. With 0 they run in
     /// the writing thread, which makes tests deterministic. Default 2.
     pub background_threads: usize,
+    // The key heatmap's data (`basalt_engine::key_load`), per region: each
+    // minute is compressed into `key_load_buckets` buckets of row keys,
+    // the last `key_load_minutes` minutes are kept, and the current minute
+    // samples at most `key_load_sample_keys` keys. Memory per region is
+    // about `minutes x buckets x (key length + 64)` bytes plus
+    // `sample_keys x (key length + 112)`: with the defaults and 20-byte
+    // keys, about 195 KiB.
+    /// Buckets a region's minute of key load is compressed into; 0 turns
+    /// the key load (and the heatmap) off. Default 32.
+    pub key_load_buckets: usize,
+    /// Minutes of key load kept per region, the current one included.
+    /// Default 60.
+    pub key_load_minutes: usize,
+    /// Row keys a region samples during the current minute. Default 256.
+    pub key_load_sample_keys: usize,
 }
 
 /// How the split size of a region is chosen (HBase's region split policies).
@@ -136,6 +151,9 @@ impl Default for Options {
             region_split_bytes: 10 * 1024 * 1024 * 1024,
             region_split_policy: RegionSplitPolicy::Stepping,
             background_threads: 2,
+            key_load_buckets: KeyLoadConfig::default().buckets,
+            key_load_minutes: KeyLoadConfig::default().minutes,
+            key_load_sample_keys: KeyLoadConfig::default().sample_keys,
         }
     }
 }
@@ -165,6 +183,11 @@ impl Options {
                 .memstore_flush_bytes
                 .max(1)
                 .saturating_mul(self.memstore_block_multiplier.max(1)),
+            key_load: KeyLoadConfig {
+                buckets: self.key_load_buckets,
+                minutes: self.key_load_minutes,
+                sample_keys: self.key_load_sample_keys,
+            },
             ..RegionConfig::default()
         }
     }

@@ -304,3 +304,182 @@ fn a_region_reply_from_an_older_server_still_decodes() {
     assert_eq!(reply.compaction_progress, None);
     assert_eq!(reply.requests_per_sec, 0.0);
 }
+
+/// Writes `per_minute` rows a minute for `minutes` minutes through the
+/// manual clock, row `n` keyed by `key(n)`.
+fn write_minutes(
+    table: &Table,
+    clock: &ManualClock,
+    minutes: usize,
+    per_minute: usize,
+    key: impl Fn(usize) -> String,
+) {
+    for m in 0..minutes {
+        for i in 0..per_minute {
+            let n = m * per_minute + i;
+            table.put(&Put::new(key(n)).add("f", "q", "v")).unwrap();
+            clock.advance(60_000 / per_minute as i64);
+        }
+    }
+}
+
+/// The rows (by index) of the heatmap that minute `t` wrote to.
+fn written_rows(map: &metrics::KeyHeatmap, t: usize) -> Vec<usize> {
+    (0..map.rows.len())
+        .filter(|&r| map.writes[t][r] > 0)
+        .collect()
+}
+
+#[test]
+fn the_heatmap_tells_a_monotonic_workload_from_a_salted_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // Minutes are clock millis / 60 000: start on a minute.
+    let clock = ManualClock::new(T0 - T0 % 60_000);
+    let db = open(dir.path(), &clock);
+    // Four regions: [, 4) [4, 8) [8, c) [c, ): hex salts spread evenly.
+    let mono = create(&db, "mono", &["4", "8", "c"]);
+    let salted = create(&db, "salted", &["4", "8", "c"]);
+    // Timestamp-like keys: each above the last, all above "c".
+    write_minutes(&mono, &clock, 10, 200, |n| {
+        format!("t{:012}", T0 + n as i64)
+    });
+    // The same keys behind a one-hex-digit salt from a hash of the key.
+    write_minutes(&salted, &clock, 10, 200, |n| {
+        let salt = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60;
+        format!("{salt:x}{:012}", T0 + n as i64)
+    });
+
+    let map = db
+        .key_heatmap("mono", metrics::HeatmapQuery::default())
+        .unwrap();
+    let last = map.regions.last().unwrap().region.clone();
+    let writes: Vec<u64> = map.regions.iter().map(|r| r.writes).collect();
+    assert_eq!(writes, [0, 0, 0, 2_000], "every write in the last region");
+    assert_eq!(map.minutes.len(), 10);
+    assert_eq!(map.metric_names, ["reads", "writes", "bytes"]);
+    let flagged = map.rows.iter().filter(|r| r.region_start).count();
+    assert_eq!(flagged, 4, "each region start is a row boundary");
+    let mut previous_top = 0;
+    for t in 0..map.minutes.len() {
+        let rows = written_rows(&map, t);
+        let (low, high) = (rows[0], *rows.last().unwrap());
+        assert_eq!(rows.len(), high - low + 1, "minute {t}: one band {rows:?}");
+        assert!(
+            high - low <= map.rows.len() / 5,
+            "minute {t}: narrow {rows:?}"
+        );
+        assert!(t == 0 || low >= previous_top, "minute {t}: rising {rows:?}");
+        assert!(rows.iter().all(|&r| map.rows[r].region == last));
+        assert_eq!(map.writes[t].iter().sum::<u64>(), 200);
+        previous_top = high;
+    }
+    assert!(!map.hottest.is_empty());
+    assert!(map.hottest.iter().all(|h| h.writes > 0));
+
+    let map = db
+        .key_heatmap("salted", metrics::HeatmapQuery::default())
+        .unwrap();
+    let even = 2_000.0 / 4.0;
+    for region in &map.regions {
+        assert!(region.here);
+        assert!(
+            (region.writes as f64 - even).abs() <= 0.2 * even,
+            "{:?}",
+            map.regions
+        );
+    }
+    // Every minute writes all over the key space, every region included.
+    for t in 0..map.minutes.len() {
+        for region in &map.regions {
+            let here: u64 = (0..map.rows.len())
+                .filter(|&r| map.rows[r].region == region.region)
+                .map(|r| map.writes[t][r])
+                .sum();
+            assert!(here > 0, "minute {t}, region {}", region.region);
+        }
+        assert_eq!(map.writes[t].iter().sum::<u64>(), 200);
+    }
+
+    // The JSON the info server hands on decodes to the same heatmap.
+    let json = serde_json::to_string(&map).unwrap();
+    let back: metrics::KeyHeatmap = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, map);
+
+    // A window of the last three minutes: the clock is at the start of
+    // the minute after the last writes, so two of them saw writes.
+    let query = metrics::HeatmapQuery {
+        minutes: Some(3),
+        ..metrics::HeatmapQuery::default()
+    };
+    let recent = db.key_heatmap("salted", query).unwrap();
+    assert_eq!(recent.minutes[..], map.minutes[8..]);
+    assert!(db.key_heatmap("nope", query).is_err());
+}
+
+#[test]
+fn reads_count_in_the_heatmap_where_they_happen_and_the_key_load_can_be_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0);
+    let db = open(dir.path(), &clock);
+    let table = create(&db, "t", &["m"]);
+    for row in ["a", "b", "x", "y"] {
+        table.put(&Put::new(row).add("f", "q", "v")).unwrap();
+    }
+    for _ in 0..5 {
+        table.get(&Get::new("x")).unwrap();
+    }
+    // A scan counts once per region, where it started.
+    assert_eq!(table.scan(&Scan::new()).unwrap().count(), 4);
+    let map = db
+        .key_heatmap("t", metrics::HeatmapQuery::default())
+        .unwrap();
+    let reads: Vec<u64> = map.regions.iter().map(|r| r.reads).collect();
+    assert_eq!(reads, [1, 6]);
+    let bytes: u64 = map.regions.iter().map(|r| r.bytes_read).sum();
+    assert_eq!(bytes, 9 * cell_bytes("x", "q", "v"));
+    db.close().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = Options::new(dir.path());
+    options.key_load_buckets = 0;
+    let db = Database::builder(options)
+        .clock(Arc::new(clock.clone()))
+        .open()
+        .unwrap();
+    let table = create(&db, "t", &[]);
+    table.put(&Put::new("a").add("f", "q", "v")).unwrap();
+    let map = db
+        .key_heatmap("t", metrics::HeatmapQuery::default())
+        .unwrap();
+    assert!(map.minutes.is_empty() && map.hottest.is_empty());
+    assert_eq!(map.regions[0].writes, 0);
+}
+
+#[test]
+fn a_split_keeps_the_key_load_history_of_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0 - T0 % 60_000);
+    let db = open(dir.path(), &clock);
+    let table = create(&db, "t", &[]);
+    write_minutes(&table, &clock, 3, 100, |n| {
+        format!(
+            "{:02}-{n:05}",
+            (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58
+        )
+    });
+    let before = db
+        .key_heatmap("t", metrics::HeatmapQuery::default())
+        .unwrap();
+    assert_eq!(before.regions.len(), 1);
+    assert_eq!(before.regions[0].writes, 300);
+
+    db.split_table("t", Some(b"32")).unwrap();
+    let after = db
+        .key_heatmap("t", metrics::HeatmapQuery::default())
+        .unwrap();
+    assert_eq!(after.regions.len(), 2);
+    assert_eq!(after.minutes, before.minutes);
+    let writes: Vec<u64> = after.regions.iter().map(|r| r.writes).collect();
+    assert_eq!(writes.iter().sum::<u64>(), 300, "{writes:?}");
+    assert!(writes.iter().all(|&w| w > 50), "both daughters: {writes:?}");
+}
