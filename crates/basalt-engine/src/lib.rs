@@ -16,6 +16,7 @@ pub mod fence;
 pub mod fs;
 pub mod layout;
 pub mod load;
+pub mod load_split;
 pub mod manifest;
 pub mod memory;
 pub mod memstore;

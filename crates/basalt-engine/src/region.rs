@@ -41,6 +41,7 @@ use basalt_types::{
 use crate::clock::Clock;
 use crate::layout;
 use crate::load::{LoadCounters, RegionLoad};
+use crate::load_split::LoadSplitRecorder;
 use crate::manifest::ManifestFile;
 use crate::mvcc::Mvcc;
 use crate::point_get::{self, FamilyRow};
@@ -139,6 +140,8 @@ pub struct Region {
     clock: Arc<dyn Clock>,
     config: RegionConfig,
     load: LoadCounters,
+    /// Samples of the rows requests touch, for load-based split.
+    load_split: LoadSplitRecorder,
     dir: PathBuf,
     context: StoreContext,
     /// Writers hold it shared from taking a write number until the write is
@@ -299,6 +302,7 @@ impl Region {
             clock,
             config,
             load: LoadCounters::default(),
+            load_split: LoadSplitRecorder::default(),
             dir,
             context,
             updates: RwLock::new(()),
@@ -491,6 +495,11 @@ impl Region {
             memstore_bytes: self.memstore_bytes() as u64,
             ..self.load.snapshot(self.clock.as_ref())
         }
+    }
+
+    /// The load-based split sampler (`load_split.rs`).
+    pub fn load_split(&self) -> &LoadSplitRecorder {
+        &self.load_split
     }
 
     // ---------------------------------------------------------------- writes
@@ -911,6 +920,9 @@ impl Region {
         self.mvcc.wait_for(last);
         self.commit_timestamps(staged);
         self.maybe_flush();
+        // Outside every lock: a load-based split may follow it inline.
+        self.load_split
+            .record_writes(&prepared, self.clock.as_ref());
         if let Some(budget) = &self.context.memory {
             budget.after_write();
         }
@@ -1253,6 +1265,8 @@ impl Region {
             metrics.cells_scanned,
             self.clock.as_ref(),
         );
+        self.load_split
+            .record_get(&get.row, cells.as_deref(), self.clock.as_ref());
         Ok(cells
             .map(|cells| RowResult {
                 row: get.row.clone(),
@@ -1286,11 +1300,18 @@ impl Region {
             now: self.clock.now_millis(),
         };
         let stores = self.store_scanners(&scan.columns, &options)?;
+        let range = scan_range(scan).intersect(clip);
+        self.load_split.record_scan(
+            &range,
+            scan.reversed,
+            &self.info.start_key,
+            self.clock.as_ref(),
+        );
         RegionScanner::new(
             stores,
             filter,
             ScanShape {
-                range: scan_range(scan).intersect(clip),
+                range,
                 reversed: scan.reversed,
                 max_versions: scan.max_versions,
                 raw: scan.raw,
