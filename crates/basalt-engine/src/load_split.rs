@@ -640,8 +640,8 @@ pub struct LoadSplitEvent {
     pub outcome: LoadSplitOutcome,
     /// A short stable code for the cause: `load` for a split chosen by
     /// load, else why not (`single_hot_row`, `unbalanced`, `no_samples`,
-    /// `table_disabled`, `has_links`, `max_regions`, `not_serving`,
-    /// `stopping`, `failed`).
+    /// `table_disabled`, `has_links`, `max_regions`, `split_running`,
+    /// `not_serving`, `stopping`, `failed`).
     pub cause: String,
     /// The reason, as logged.
     pub reason: String,
