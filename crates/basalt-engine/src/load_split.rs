@@ -270,7 +270,9 @@ impl LoadSplitRecorder {
         if !picked(n, state.stride) {
             return;
         }
-        state.samples.push((n, row.clone()));
+        // A copy, not a view: a row read from a request's buffer would
+        // keep the whole buffer alive for as long as the sample.
+        state.samples.push((n, Bytes::copy_from_slice(row)));
         while state.samples.len() >= config.samples {
             let stride = state.stride.saturating_mul(2);
             state.samples.retain(|(i, _)| picked(*i, stride));
@@ -371,7 +373,7 @@ fn picked(n: u64, stride: u64) -> bool {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^= z >> 31;
-    z % stride == 0
+    z.is_multiple_of(stride)
 }
 
 /// A decision: split at a row, or why not.
@@ -598,7 +600,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -910,7 +912,7 @@ mod tests {
         // Nine requests in ten on rows 700-999, one on rows 0-699: the
         // median is about row 833 (see docs/load-split.md).
         let skewed = |i: usize| {
-            if i % 10 == 0 {
+            if i.is_multiple_of(10) {
                 row((i / 10 * 7) % 700)
             } else {
                 row(700 + (i * 37) % 300)
@@ -948,7 +950,7 @@ mod tests {
         let (recorder, calls) = recorder(config(100));
         let clock = ManualClock::new(0);
         drive(&recorder, &clock, 3, 2_000, |i| {
-            if i % 20 == 0 {
+            if i.is_multiple_of(20) {
                 row(i % 1000)
             } else {
                 row(500)
@@ -979,7 +981,7 @@ mod tests {
         // Half the load on the region's first row, the rest on rows
         // outside the region (stale routes): nothing to split at.
         drive(&edge, &clock, 3, 2_000, |i| {
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 row(100)
             } else {
                 row(900 + i % 50)

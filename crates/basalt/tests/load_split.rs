@@ -93,7 +93,7 @@ fn regions(f: &Fixture) -> Vec<basalt::RegionInfo> {
 /// Nine gets in ten on rows 700-999, one on rows 0-699: half the load is
 /// below about row 833 (0.1 + 0.9 x 133/300 = 0.5).
 fn skewed_get(f: &Fixture, i: usize) {
-    let r = if i % 10 == 0 {
+    let r = if i.is_multiple_of(10) {
         row((i / 10 * 7) % 700)
     } else {
         row(700 + (i * 37) % 300)
@@ -191,7 +191,11 @@ fn a_single_hot_row_is_not_split_and_the_refusal_is_noted_once() {
     let f = fixture(|_| {});
     load_rows(&f);
     let hot = |f: &Fixture, i: usize| {
-        let r = if i % 50 == 0 { row(i % 1000) } else { row(500) };
+        let r = if i.is_multiple_of(50) {
+            row(i % 1000)
+        } else {
+            row(500)
+        };
         f.db.table("t").unwrap().get(&Get::new(r)).unwrap();
     };
     let mut first = 0;
