@@ -317,3 +317,194 @@ fn a_table_at_its_load_split_region_limit_is_refused_quietly() {
         events[0].reason
     );
 }
+
+// ------------------------------------------------------------ cluster mode
+//
+// A `ClusterMaster` and one member `Database` on a shared directory, wired
+// by in-process stand-ins for the RPCs, as `cluster_assignment.rs` does
+// (only what a split needs). The member's clock is manual; its question
+// to the master goes from a thread of its own, so the test waits for the
+// answer by polling the catalog (never asserting on time).
+
+mod cluster {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use parking_lot::RwLock;
+
+    use basalt::cluster::{
+        ClusterMaster, MasterAnswer, MasterCall, MasterControl, PrepareMerge, PrepareSplit,
+        RegionServerControl, SplitPlan,
+    };
+    use basalt::fs::FileStore;
+    use basalt::{
+        Error, MemberConfig, ObjectWalOptions, RegionAnswer, RegionCall, RegionCaller, Result,
+        ServerAddress, SystemClock,
+    };
+    use basalt_object_store::{open_storage, StorageConfig};
+
+    use super::*;
+
+    #[derive(Debug, Default)]
+    struct Members(RwLock<BTreeMap<String, Database>>);
+
+    impl Members {
+        fn by_name(&self, name: &str) -> Result<Database> {
+            self.0
+                .read()
+                .get(name)
+                .cloned()
+                .ok_or_else(|| Error::NotServingRegion(format!("{name} is unreachable")))
+        }
+    }
+
+    #[derive(Debug)]
+    struct Control(Arc<Members>);
+
+    impl RegionServerControl for Control {
+        fn open_region(&self, server: &str, table: &str, region: u64) -> Result<()> {
+            self.0.by_name(server)?.open_assigned_region(table, region)
+        }
+        fn close_region(&self, server: &str, _table: &str, region: u64) -> Result<()> {
+            self.0.by_name(server)?.close_assigned_region(region)
+        }
+        fn prepare_split(&self, server: &str, request: &PrepareSplit) -> Result<SplitPlan> {
+            self.0.by_name(server)?.prepare_split_region(request)
+        }
+        fn prepare_merge(&self, server: &str, request: &PrepareMerge) -> Result<()> {
+            self.0.by_name(server)?.prepare_merge_regions(request)
+        }
+    }
+
+    /// One member: every region is local, no call crosses servers.
+    #[derive(Debug)]
+    struct NoCaller;
+
+    impl RegionCaller for NoCaller {
+        fn call(
+            &self,
+            server: &ServerAddress,
+            _table: &str,
+            _region_id: u64,
+            _call: RegionCall,
+        ) -> Result<RegionAnswer> {
+            Err(Error::NotServingRegion(format!("{server} is unreachable")))
+        }
+    }
+
+    #[derive(Debug, Default)]
+    struct MasterSlot(RwLock<Option<Arc<ClusterMaster>>>);
+
+    impl MasterControl for MasterSlot {
+        fn call(&self, call: MasterCall) -> Result<MasterAnswer> {
+            let master = self
+                .0
+                .read()
+                .clone()
+                .ok_or_else(|| Error::invalid("no master"))?;
+            master.call(call)
+        }
+    }
+
+    fn files(url: &str, root: &Path) -> Arc<dyn FileStore> {
+        open_storage(&StorageConfig::for_url(url), root)
+            .unwrap()
+            .unwrap()
+            .file_store()
+    }
+
+    fn settle(master: &ClusterMaster, members: &Members) {
+        master
+            .servers_changed(members.0.read().keys().cloned().collect())
+            .unwrap();
+        for db in members.0.read().values() {
+            db.refresh_cluster().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_cluster_member_asks_the_master_to_split_its_hot_region_at_the_load_s_median_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("storage");
+        std::fs::create_dir_all(&shared).unwrap();
+        let url = format!("file://{}", shared.display());
+        let members = Arc::new(Members::default());
+        let slot = Arc::new(MasterSlot::default());
+        let master_root = dir.path().join("m1");
+        let master = ClusterMaster::start(
+            &master_root,
+            "m1",
+            Arc::new(SystemClock),
+            files(&url, &master_root),
+            Arc::new(Control(Arc::clone(&members))),
+        )
+        .unwrap();
+        *slot.0.write() = Some(Arc::clone(&master));
+
+        let root = dir.path().join("rs1");
+        let mut options = Options::new(&root);
+        options.background_threads = 0;
+        options.region_split_bytes = 0;
+        options.load_split_qps_threshold = 200;
+        options.load_split_bytes_threshold = 0;
+        let clock = ManualClock::new(1_000_000);
+        let db = Database::builder(options)
+            .clock(Arc::new(clock.clone()))
+            .file_store(files(&url, &root))
+            .wal_in_file_store(ObjectWalOptions::default())
+            .open_cluster_member(MemberConfig {
+                control: Arc::clone(&slot) as Arc<dyn MasterControl>,
+                caller: Arc::new(NoCaller),
+                host: Some(("rs".to_string(), 1)),
+            })
+            .unwrap();
+        let name = db.server_name().unwrap().to_string();
+        members.0.write().insert(name, db.clone());
+        settle(&master, &members);
+        let answer = master
+            .call(MasterCall::CreateTable {
+                descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")),
+                splits: Vec::new(),
+            })
+            .unwrap();
+        assert!(matches!(answer, MasterAnswer::Done));
+        settle(&master, &members);
+
+        let f = Fixture {
+            _dir: dir,
+            clock,
+            db,
+        };
+        load_rows(&f);
+        let mut first = 0;
+        for _ in 0..3 {
+            one_window(&f, first, 3_000, &skewed_get);
+            first += 3_000;
+        }
+        skewed_get(&f, first);
+        // The member asked from a thread of its own: wait for the answer.
+        let mut polls = 0;
+        while f.db.load_split_events().len() < 2 && polls < 600 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            polls += 1;
+        }
+        settle(&master, &members);
+        let events = f.db.load_split_events();
+        let outcomes: Vec<_> = events.iter().map(|e| e.outcome).collect();
+        assert_eq!(
+            outcomes,
+            [LoadSplitOutcome::Asked, LoadSplitOutcome::Split],
+            "{events:?}"
+        );
+        let after = regions(&f);
+        assert_eq!(after.len(), 2, "{after:?}");
+        let boundary = row_number(&after[1].start_key);
+        assert!((808..=858).contains(&boundary), "split at row {boundary}");
+        assert_eq!(
+            events[1].split_key.as_deref(),
+            Some(&*format!("row{boundary:03}"))
+        );
+        assert_every_row_readable(&f);
+        master.stop();
+    }
+}
