@@ -854,9 +854,8 @@ impl Database {
     }
 
     /// The last load-based split decisions of this server, oldest first:
-    /// splits and refusals, with the reason and time
-    /// ([docs/load-split.md](../docs/load-split.md)); at most
-    /// `Options::load_split_events_kept`.
+    /// splits and refusals, with the reason and time (`docs/load-split.md`);
+    /// at most `Options::load_split_events_kept`.
     pub fn load_split_events(&self) -> Vec<crate::LoadSplitEvent> {
         self.inner.server.load_split_events()
     }
