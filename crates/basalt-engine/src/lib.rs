@@ -17,6 +17,7 @@ pub mod fs;
 pub mod key_load;
 pub mod layout;
 pub mod load;
+pub mod load_split;
 pub mod manifest;
 pub mod memory;
 pub mod memstore;

@@ -42,6 +42,7 @@ use crate::clock::Clock;
 use crate::key_load::{KeyLoad, KeyLoadConfig, KeyLoadMinute};
 use crate::layout;
 use crate::load::{LoadCounters, RegionLoad};
+use crate::load_split::LoadSplitRecorder;
 use crate::manifest::ManifestFile;
 use crate::mvcc::Mvcc;
 use crate::point_get::{self, FamilyRow};
@@ -145,6 +146,8 @@ pub struct Region {
     load: LoadCounters,
     /// Which row keys were read and written, minute by minute.
     key_load: KeyLoad,
+    /// Samples of the rows requests touch, for load-based split.
+    load_split: LoadSplitRecorder,
     dir: PathBuf,
     context: StoreContext,
     /// Writers hold it shared from taking a write number until the write is
@@ -306,6 +309,7 @@ impl Region {
             key_load: KeyLoad::new(config.key_load),
             config,
             load: LoadCounters::default(),
+            load_split: LoadSplitRecorder::default(),
             dir,
             context,
             updates: RwLock::new(()),
@@ -505,6 +509,11 @@ impl Region {
             memstore_bytes: self.memstore_bytes() as u64,
             ..self.load.snapshot(self.clock.as_ref())
         }
+    }
+
+    /// The load-based split sampler (`load_split.rs`).
+    pub fn load_split(&self) -> &LoadSplitRecorder {
+        &self.load_split
     }
 
     // ---------------------------------------------------------------- writes
@@ -931,6 +940,9 @@ impl Region {
         self.mvcc.wait_for(last);
         self.commit_timestamps(staged);
         self.maybe_flush();
+        // Outside every lock: a load-based split may follow it inline.
+        self.load_split
+            .record_writes(&prepared, self.clock.as_ref());
         if let Some(budget) = &self.context.memory {
             budget.after_write();
         }
@@ -1286,6 +1298,8 @@ impl Region {
         self.load.record_read(&metrics, self.clock.as_ref());
         self.key_load
             .record_read(&get.row, metrics.bytes_returned, self.clock.now_millis());
+        self.load_split
+            .record_get(&get.row, cells.as_deref(), self.clock.as_ref());
         Ok(cells
             .map(|cells| RowResult {
                 row: get.row.clone(),
@@ -1319,11 +1333,18 @@ impl Region {
             now: self.clock.now_millis(),
         };
         let stores = self.store_scanners(&scan.columns, &options)?;
+        let range = scan_range(scan).intersect(clip);
+        self.load_split.record_scan(
+            &range,
+            scan.reversed,
+            &self.info.start_key,
+            self.clock.as_ref(),
+        );
         RegionScanner::new(
             stores,
             filter,
             ScanShape {
-                range: scan_range(scan).intersect(clip),
+                range,
                 reversed: scan.reversed,
                 max_versions: scan.max_versions,
                 raw: scan.raw,

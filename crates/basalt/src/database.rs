@@ -938,6 +938,13 @@ impl Database {
         self.inner.server.block_cache_stats()
     }
 
+    /// The last load-based split decisions of this server, oldest first:
+    /// splits and refusals, with the reason and time (`docs/load-split.md`);
+    /// at most `Options::load_split_events_kept`.
+    pub fn load_split_events(&self) -> Vec<crate::LoadSplitEvent> {
+        self.inner.server.load_split_events()
+    }
+
     /// Writes out everything buffered in the log and closes it. Later calls
     /// on this database or its tables fail with [`Error::Closed`]. Dropping
     /// the last handle without closing is safe too: acknowledged writes are

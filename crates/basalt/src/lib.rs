@@ -75,6 +75,8 @@ pub use basalt_engine::fence::Fence;
 pub use basalt_engine::fs;
 /// Where every file and directory of a data set lives.
 pub use basalt_engine::layout;
+/// Load-based split: its settings and the decisions `Database::load_split_events` lists.
+pub use basalt_engine::load_split::{LoadSplitConfig, LoadSplitEvent, LoadSplitOutcome};
 /// Memory-only reads for gateways (see the module).
 pub use basalt_engine::read_tier;
 /// Other region servers' logs on shared storage (cluster mode): list them,

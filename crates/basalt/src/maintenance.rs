@@ -18,6 +18,15 @@
 //! more threads the first one only flushes: a flush never waits behind
 //! compactions that occupy every thread (HBase keeps separate flush and
 //! compaction threads for the same reason).
+//!
+//! Load-based splits (`basalt_engine::load_split`) come here too: a
+//! region's recorder asks when its load has stayed high for enough
+//! windows, and the decision (the split row, or why not) is taken by a
+//! worker that does not only flush, after the flushes and before the
+//! compactions (a split is quick: it links, never copies), or inline
+//! without workers. The split itself is the database's, through
+//! [`MaintenanceHooks::load_split`]; every decision is kept in the
+//! scheduler's [`LoadSplitLog`].
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -25,6 +34,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use basalt_engine::load_split::{LoadSplitConfig, LoadSplitEvent, LoadSplitLog, LoadSplitProposal};
 use basalt_engine::memory::MemstoreBudget;
 use basalt_engine::wal::WriteAheadLog;
 use basalt_engine::{FlushRequester, Region};
@@ -37,8 +47,10 @@ use basalt_types::Result;
 struct Queues {
     flushes: VecDeque<u64>,
     compactions: VecDeque<u64>,
+    load_splits: VecDeque<u64>,
     queued_flushes: HashSet<u64>,
     queued_compactions: HashSet<u64>,
+    queued_load_splits: HashSet<u64>,
     /// Set by `shutdown`: workers finish what is queued, then stop.
     stopping: bool,
 }
@@ -46,6 +58,7 @@ struct Queues {
 enum Task {
     Flush(u64),
     Compact(u64),
+    LoadSplit(u64),
 }
 
 #[derive(Debug, Default)]
@@ -66,6 +79,10 @@ impl WorkQueue {
                 return Some(Task::Flush(id));
             }
             if !flush_only {
+                if let Some(id) = queues.load_splits.pop_front() {
+                    queues.queued_load_splits.remove(&id);
+                    return Some(Task::LoadSplit(id));
+                }
                 if let Some(id) = queues.compactions.pop_front() {
                     queues.queued_compactions.remove(&id);
                     return Some(Task::Compact(id));
@@ -91,6 +108,17 @@ pub(crate) trait MaintenanceHooks: Send + Sync + std::fmt::Debug {
     fn after_flush(&self, region: &Arc<Region>);
     /// After a compaction rewrote files: parents nobody links to can go.
     fn after_compaction(&self, region: &Arc<Region>);
+    /// The load chose a split row for `region`: split there unless the
+    /// region or its table cannot split now (a split or merge running,
+    /// links to a parent's files, a disabled table, the table's region
+    /// limit), which is noted in `events` as a quiet refusal. The outcome
+    /// goes to `events` too.
+    fn load_split(
+        &self,
+        region: &Arc<Region>,
+        proposal: &LoadSplitProposal,
+        events: &Arc<LoadSplitLog>,
+    );
 }
 
 /// The scheduler and the registry of open regions it serves.
@@ -106,11 +134,22 @@ pub(crate) struct Maintenance {
     /// caller's thread).
     background: AtomicBool,
     hooks: OnceLock<Arc<dyn MaintenanceHooks>>,
+    /// What every region registered here samples its load with.
+    load_split: LoadSplitConfig,
+    /// The last load-based split decisions.
+    load_split_events: Arc<LoadSplitLog>,
 }
 
 impl Maintenance {
-    /// A scheduler with `threads` workers (0: run work inline).
-    pub(crate) fn start(wal: Arc<dyn WriteAheadLog>, threads: usize) -> Arc<Maintenance> {
+    /// A scheduler with `threads` workers (0: run work inline), whose
+    /// regions split by load as `load_split` says, keeping the last
+    /// `events_kept` decisions.
+    pub(crate) fn start(
+        wal: Arc<dyn WriteAheadLog>,
+        threads: usize,
+        load_split: LoadSplitConfig,
+        events_kept: usize,
+    ) -> Arc<Maintenance> {
         let maintenance = Arc::new(Maintenance {
             regions: RwLock::new(HashMap::new()),
             wal,
@@ -118,6 +157,8 @@ impl Maintenance {
             workers: Mutex::new(Vec::new()),
             background: AtomicBool::new(false),
             hooks: OnceLock::new(),
+            load_split,
+            load_split_events: Arc::new(LoadSplitLog::new(events_kept)),
         });
         let mut handles = Vec::with_capacity(threads);
         for i in 0..threads {
@@ -149,17 +190,68 @@ impl Maintenance {
         let _ = self.hooks.set(hooks);
     }
 
-    /// Makes `region` known to the scheduler and routes its flush requests here.
+    /// Makes `region` known to the scheduler and routes its flush requests
+    /// and load-based split requests here.
     pub(crate) fn register(self: &Arc<Self>, region: &Arc<Region>) {
-        self.regions
-            .write()
-            .insert(region.info().id, Arc::downgrade(region));
+        let id = region.info().id;
+        self.regions.write().insert(id, Arc::downgrade(region));
         let weak = Arc::downgrade(self);
         region.set_flush_requester(FlushRequester(Arc::new(move |id| {
             if let Some(m) = weak.upgrade() {
                 m.request_flush(id);
             }
         })));
+        let weak = Arc::downgrade(self);
+        region.load_split().enable(
+            self.load_split,
+            Some(Arc::new(move || {
+                if let Some(m) = weak.upgrade() {
+                    m.request_load_split(id);
+                }
+            })),
+        );
+    }
+
+    /// The last load-based split decisions, oldest first.
+    pub(crate) fn load_split_events(&self) -> Vec<LoadSplitEvent> {
+        self.load_split_events.events()
+    }
+
+    /// A region's recorder says a load-based split decision is due: taken
+    /// in the background if there are workers, else now (the recorder
+    /// calls from outside the region's locks).
+    fn request_load_split(&self, id: u64) {
+        if self.background.load(Ordering::SeqCst) {
+            let mut queues = self.queue.queues.lock();
+            if !queues.stopping && queues.queued_load_splits.insert(id) {
+                queues.load_splits.push_back(id);
+                self.queue.work.notify_all();
+            }
+            return;
+        }
+        self.decide_load_split(id);
+    }
+
+    /// Takes region `id`'s decision and hands a split row to the hooks; a
+    /// refusal by the load itself (a single hot row) is noted here.
+    fn decide_load_split(&self, id: u64) {
+        let Some(region) = self.region(id) else {
+            return;
+        };
+        let info = region.info();
+        let Some(decision) = region.load_split().decide(&info.start_key, &info.end_key) else {
+            return;
+        };
+        match decision {
+            Err(refusal) => self
+                .load_split_events
+                .note(LoadSplitEvent::refused(info, &refusal), false),
+            Ok(proposal) => {
+                if let Some(hooks) = self.hooks.get() {
+                    hooks.load_split(&region, &proposal, &self.load_split_events);
+                }
+            }
+        }
     }
 
     /// Forgets a region (dropped or truncated away).
@@ -361,6 +453,7 @@ fn worker(maintenance: &Weak<Maintenance>, queue: &WorkQueue, flush_only: bool) 
                     tracing::warn!(region = id, error = %e, "background compaction failed");
                 }
             }
+            Task::LoadSplit(id) => m.decide_load_split(id),
         }
     }
 }
@@ -392,6 +485,7 @@ mod tests {
             .map(|t| match t {
                 Task::Flush(id) => format!("flush {id}"),
                 Task::Compact(id) => format!("compact {id}"),
+                Task::LoadSplit(id) => format!("load split {id}"),
             })
             .collect()
     }
@@ -412,5 +506,18 @@ mod tests {
         let queue = queue_with(&[7], &[1]);
         assert_eq!(drain(&queue, true), ["flush 7"]);
         assert_eq!(drain(&queue, false), ["compact 1"]);
+    }
+
+    #[test]
+    fn load_splits_come_after_flushes_and_before_compactions_and_never_on_the_flush_only_worker() {
+        let queue = queue_with(&[7], &[1]);
+        {
+            let mut q = queue.queues.lock();
+            q.queued_load_splits.insert(5);
+            q.load_splits.push_back(5);
+        }
+        assert_eq!(drain(&queue, true), ["flush 7"]);
+        assert_eq!(drain(&queue, false), ["load split 5", "compact 1"]);
+        assert!(queue.queues.lock().queued_load_splits.is_empty());
     }
 }

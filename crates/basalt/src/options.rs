@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use basalt_engine::compaction::CompactionPolicy;
+use basalt_engine::load_split::LoadSplitConfig;
 use basalt_engine::memory::BudgetLimits;
 use basalt_engine::wal::WalOptions;
 use basalt_engine::{KeyLoadConfig, RegionConfig};
@@ -102,6 +103,39 @@ pub struct Options {
     pub key_load_minutes: usize,
     /// Row keys a region samples during the current minute. Default 256.
     pub key_load_sample_keys: usize,
+    // Load-based split (docs/load-split.md): one block, the defaults and
+    // why are there.
+    /// A region whose requests per second (reads and row mutations) reach
+    /// this for `load_split_windows` consecutive windows splits at the row
+    /// that halves its recent load. Default 3,000 (TiKV's
+    /// `split.qps-threshold`). With `load_split_bytes_threshold` also 0,
+    /// load-based split is off.
+    pub load_split_qps_threshold: u64,
+    /// ... or whose bytes per second (cells read by gets and written)
+    /// reach this. Default 30 MiB (TiKV's `split.byte-threshold`); 0: bytes
+    /// never make a region hot.
+    pub load_split_bytes_threshold: u64,
+    /// The length of a load window, in seconds. Default 10.
+    pub load_split_window_secs: u64,
+    /// Consecutive hot windows before a region splits by load. Default 3
+    /// (half a minute: a burst does not split, a steady load does).
+    pub load_split_windows: usize,
+    /// The least share of the load the lighter daughter must get, 0 to
+    /// 0.5; a split row that leaves less is refused (a single hot row
+    /// cannot be divided). Default 0.25 (TiKV's `split-balance-score`).
+    pub load_split_min_balance: f64,
+    /// Row keys sampled per region per window: the memory bound of the
+    /// sampler (with the windows: `samples x windows` keys per hot
+    /// region). Default 512.
+    pub load_split_samples: usize,
+    /// A table with this many regions no longer splits by load (so a load
+    /// that crawls over the key space cannot split a table without end).
+    /// Default 1,000; 0: no limit.
+    pub load_split_max_regions: usize,
+    /// Load-based split decisions kept for
+    /// [`Database::load_split_events`](crate::Database::load_split_events).
+    /// Default 100.
+    pub load_split_events_kept: usize,
 }
 
 /// How the split size of a region is chosen (HBase's region split policies).
@@ -154,6 +188,14 @@ impl Default for Options {
             key_load_buckets: KeyLoadConfig::default().buckets,
             key_load_minutes: KeyLoadConfig::default().minutes,
             key_load_sample_keys: KeyLoadConfig::default().sample_keys,
+            load_split_qps_threshold: 3_000,
+            load_split_bytes_threshold: 30 * 1024 * 1024,
+            load_split_window_secs: 10,
+            load_split_windows: 3,
+            load_split_min_balance: 0.25,
+            load_split_samples: 512,
+            load_split_max_regions: 1_000,
+            load_split_events_kept: 100,
         }
     }
 }
@@ -218,6 +260,24 @@ impl Options {
         )
     }
 
+    /// The load-based split settings of every region.
+    pub fn load_split_config(&self) -> LoadSplitConfig {
+        LoadSplitConfig {
+            qps_threshold: self.load_split_qps_threshold,
+            bytes_threshold: self.load_split_bytes_threshold,
+            window_ms: i64::try_from(self.load_split_window_secs.saturating_mul(1000))
+                .unwrap_or(i64::MAX),
+            windows: self.load_split_windows,
+            min_balance: self.load_split_min_balance,
+            samples: self.load_split_samples,
+        }
+    }
+
+    /// True when a table of `table_regions` regions may still split by load.
+    pub(crate) fn load_split_allowed(&self, table_regions: usize) -> bool {
+        self.load_split_max_regions == 0 || table_regions < self.load_split_max_regions
+    }
+
     pub(crate) fn compaction_policy(&self) -> CompactionPolicy {
         CompactionPolicy {
             min_files: self.compaction_min_files.max(2),
@@ -274,6 +334,21 @@ mod tests {
         let limits = o.memstore_budget_limits();
         assert_eq!(limits.limit_bytes, 256 << 20);
         assert_eq!(limits.low_water_bytes, ((256 << 20) as f64 * 0.95) as usize);
+    }
+
+    #[test]
+    fn load_split_defaults_are_tikv_s_rates_over_three_windows_of_ten_seconds() {
+        let mut o = Options::new("d");
+        let c = o.load_split_config();
+        assert_eq!(c, LoadSplitConfig::default());
+        assert!(c.enabled());
+        assert!(o.load_split_allowed(999));
+        assert!(!o.load_split_allowed(1_000));
+        o.load_split_max_regions = 0;
+        assert!(o.load_split_allowed(usize::MAX));
+        o.load_split_qps_threshold = 0;
+        o.load_split_bytes_threshold = 0;
+        assert!(!o.load_split_config().enabled(), "both 0: off");
     }
 
     #[test]

@@ -61,6 +61,7 @@ use basalt_engine::block_cache::{BlockCache, BlockCacheStats};
 use basalt_engine::fence::Fence;
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
+use basalt_engine::load_split::LoadSplitEvent;
 use basalt_engine::memory::MemstoreBudget;
 use basalt_engine::wal::object::replay_log;
 use basalt_engine::wal::{
@@ -218,7 +219,7 @@ impl RegionServer {
                 (wal, report)
             }
         };
-        let maintenance = start_maintenance(&wal, &budget, options.background_threads);
+        let maintenance = start_maintenance(&wal, &budget, &options);
         let mut online = HashMap::with_capacity(opened.len());
         for (id, mut region) in opened {
             region.finish_recovery(replayed_max.get(&id).copied().unwrap_or(0));
@@ -272,7 +273,7 @@ impl RegionServer {
         let claim = ObjectWal::claim(Arc::clone(&files), root)?;
         let (context, budget) = shared_context(&options, files, Some(Arc::clone(claim.fence())));
         let own: Arc<dyn WriteAheadLog> = ObjectWal::open_own(claim, wal)?;
-        let maintenance = start_maintenance(&own, &budget, options.background_threads);
+        let maintenance = start_maintenance(&own, &budget, &options);
         tracing::info!(
             dir = %root.display(),
             epoch = context.fence.as_ref().map_or(0, |f| f.epoch()),
@@ -432,6 +433,11 @@ impl RegionServer {
     /// Installs what the master does after a flush or compaction (once).
     pub(crate) fn set_hooks(&self, hooks: Arc<dyn MaintenanceHooks>) {
         self.maintenance.set_hooks(hooks);
+    }
+
+    /// The last load-based split decisions of this server, oldest first.
+    pub fn load_split_events(&self) -> Vec<LoadSplitEvent> {
+        self.maintenance.load_split_events()
     }
 
     /// Opens a region that has no edits in the log (a new table's, a split
@@ -685,9 +691,14 @@ fn shared_context(
 fn start_maintenance(
     wal: &Arc<dyn WriteAheadLog>,
     budget: &Arc<MemstoreBudget>,
-    threads: usize,
+    options: &Options,
 ) -> Arc<Maintenance> {
-    let maintenance = Maintenance::start(Arc::clone(wal), threads);
+    let maintenance = Maintenance::start(
+        Arc::clone(wal),
+        options.background_threads,
+        options.load_split_config(),
+        options.load_split_events_kept,
+    );
     let weak_maintenance = Arc::downgrade(&maintenance);
     let weak_budget = Arc::downgrade(budget);
     budget.set_pressure_handler(Arc::new(move |target| {

@@ -42,7 +42,8 @@
 //! Automatic splits: a member's region server runs [`MemberHooks`]: after
 //! a flush, a region past the split size asks the master for its split,
 //! from a thread of its own (never under a region's lock: the master's
-//! prepare step flushes the region).
+//! prepare step flushes the region). A load-based split asks the same
+//! way, with the row the load chose (`docs/load-split.md`).
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Weak};
@@ -52,6 +53,9 @@ use parking_lot::Mutex;
 
 use basalt_engine::fence::Fence;
 use basalt_engine::layout;
+use basalt_engine::load_split::{
+    LoadSplitEvent, LoadSplitLog, LoadSplitOutcome, LoadSplitProposal,
+};
 use basalt_engine::manifest::StoreManifest;
 use basalt_engine::{Region, RegionInfo};
 use basalt_types::cell::escape_bytes;
@@ -792,5 +796,95 @@ impl MaintenanceHooks for MemberHooks {
 
     fn after_compaction(&self, _region: &Arc<Region>) {
         // The janitor runs on the master, in its reconciliation.
+    }
+
+    /// The one-process checks against the member's catalog, then the
+    /// master is asked from a thread of its own, as for a size split.
+    fn load_split(
+        &self,
+        region: &Arc<Region>,
+        proposal: &LoadSplitProposal,
+        events: &Arc<LoadSplitLog>,
+    ) {
+        let Some(member) = self.member.upgrade() else {
+            return;
+        };
+        let info = region.info().clone();
+        let at = proposal.at_millis;
+        let key = proposal.key.clone();
+        let reason = proposal.reason();
+        let event = move |outcome, cause: &str, reason: String| {
+            LoadSplitEvent::new(&info, at, outcome, cause, Some(&key[..]), reason)
+        };
+        let refuse = |cause: &str, why: &str| {
+            let reason = format!("{reason}; not split: {why}");
+            events.note(event(LoadSplitOutcome::Refused, cause, reason), true);
+        };
+        let (enabled, regions) = match member.catalog().tables.get(&region.info().table) {
+            Some(t) => (t.enabled, t.regions.len()),
+            None => return refuse("not_serving", "the table is gone"),
+        };
+        if !enabled {
+            return refuse("table_disabled", "the table is disabled");
+        }
+        if !region.is_serving() {
+            return refuse("split_running", "a split or merge of the region is running");
+        }
+        if region.has_links() {
+            return refuse(
+                "has_links",
+                "the region still reads its parent's files (it can split after its compaction)",
+            );
+        }
+        if !self.options.load_split_allowed(regions) {
+            return refuse(
+                "max_regions",
+                &format!(
+                    "the table has {regions} regions (load_split_max_regions {})",
+                    self.options.load_split_max_regions
+                ),
+            );
+        }
+        let id = region.info().id;
+        if !self.asked.lock().insert(id) {
+            return refuse("split_running", "a split of the region was asked already");
+        }
+        events.note(
+            event(LoadSplitOutcome::Asked, "load", reason.clone()),
+            false,
+        );
+        let asked = Arc::clone(&self.asked);
+        let control = Arc::clone(member.control());
+        let log = Arc::clone(events);
+        let call = MasterCall::Split {
+            region: region.info().encoded_name(),
+            key: Some(proposal.key.clone()),
+        };
+        let spawned = std::thread::Builder::new()
+            .name("basalt-load-split-ask".into())
+            .spawn(move || {
+                let (outcome, cause, reason, quiet) = match control.call(call) {
+                    Ok(_) => (LoadSplitOutcome::Split, "load", reason, false),
+                    // Split, merged or disabled meanwhile: fine.
+                    Err(e @ (Error::NotServingRegion(_) | Error::TableDisabled(_))) => (
+                        LoadSplitOutcome::Refused,
+                        "not_serving",
+                        format!("{reason}; not split: {e}"),
+                        true,
+                    ),
+                    Err(e) => (
+                        LoadSplitOutcome::Failed,
+                        "failed",
+                        format!("{reason}; the split failed: {e}"),
+                        false,
+                    ),
+                };
+                log.note(event(outcome, cause, reason), quiet);
+                asked.lock().remove(&id);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "could not start a thread to ask for a load-based split");
+            self.asked.lock().remove(&id);
+        }
     }
 }

@@ -20,6 +20,11 @@
 //! 5. Compactions rewrite the links into the new regions' own files; the
 //!    janitor then drops retired regions no serving region links to from
 //!    the catalog, and deletes their files.
+//!
+//! Splits come from three places, all through `Master::split`: by hand,
+//! by size after a flush (`maybe_split`), and by load when the region
+//! server's scheduler has a split row from the region's recorder
+//! (`load_split`, `docs/load-split.md`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -30,6 +35,9 @@ use bytes::Bytes;
 use basalt_engine::fence::Fence;
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
+use basalt_engine::load_split::{
+    LoadSplitEvent, LoadSplitLog, LoadSplitOutcome, LoadSplitProposal,
+};
 use basalt_engine::{Region, RegionInfo, Store};
 use basalt_types::cell::escape_bytes;
 use basalt_types::{Error, Result, TableDescriptor};
@@ -386,6 +394,81 @@ impl Master {
     }
 }
 
+impl Master {
+    /// Splits `region` at the row its load chose, unless it cannot split
+    /// now; every outcome is noted in `events`. The quiet refusals are the
+    /// size check's: a split or merge of it running (it no longer
+    /// serves), links to a parent's files (it splits after its
+    /// compaction), a disabled table, plus the table's load-split region
+    /// limit.
+    fn load_split(
+        &self,
+        region: &Arc<Region>,
+        proposal: &LoadSplitProposal,
+        events: &LoadSplitLog,
+    ) {
+        let info = region.info();
+        let table = info.table.as_str();
+        let key = Some(&proposal.key[..]);
+        let event = |outcome, cause: &str, reason: String| {
+            LoadSplitEvent::new(info, proposal.at_millis, outcome, cause, key, reason)
+        };
+        let refuse = |cause: &str, why: &str| {
+            let reason = format!("{}; not split: {why}", proposal.reason());
+            events.note(event(LoadSplitOutcome::Refused, cause, reason), true);
+        };
+        let state = match self.locator.table(table) {
+            Ok(state) => state,
+            Err(_) => return refuse("not_serving", "the table is gone"),
+        };
+        if self.check_running().is_err() {
+            return refuse("stopping", "the database is closing");
+        }
+        if !state.is_enabled() {
+            return refuse("table_disabled", "the table is disabled");
+        }
+        if !region.is_serving() {
+            return refuse("split_running", "a split or merge of the region is running");
+        }
+        if region.has_links() {
+            return refuse(
+                "has_links",
+                "the region still reads its parent's files (it can split after its compaction)",
+            );
+        }
+        let regions = state.regions().len();
+        if !self.options.load_split_allowed(regions) {
+            return refuse(
+                "max_regions",
+                &format!(
+                    "the table has {regions} regions (load_split_max_regions {})",
+                    self.options.load_split_max_regions
+                ),
+            );
+        }
+        match self.split(table, info.id, key) {
+            Ok(true) => events.note(
+                event(LoadSplitOutcome::Split, "load", proposal.reason()),
+                false,
+            ),
+            Ok(false) => refuse("no_samples", "no row to split at"),
+            // Split or merged meanwhile, or the table was disabled: fine.
+            Err(Error::NotServingRegion(_) | Error::TableNotFound(_)) => {
+                refuse("not_serving", "the region was split or merged meanwhile")
+            }
+            Err(Error::TableDisabled(_)) => refuse("table_disabled", "the table is disabled"),
+            Err(e) => events.note(
+                event(
+                    LoadSplitOutcome::Failed,
+                    "failed",
+                    format!("{}; the split failed: {e}", proposal.reason()),
+                ),
+                false,
+            ),
+        }
+    }
+}
+
 /// The serving region `id` of `table`, or `NotServingRegion` when a split
 /// or merge retired it meanwhile.
 fn serving_region(state: &TableLocation, table: &str, id: u64) -> Result<Arc<Region>> {
@@ -550,6 +633,17 @@ impl MaintenanceHooks for MasterHooks {
             if let Err(e) = master.collect_retired_regions() {
                 tracing::warn!(error = %e, "could not collect retired regions");
             }
+        }
+    }
+
+    fn load_split(
+        &self,
+        region: &Arc<Region>,
+        proposal: &LoadSplitProposal,
+        events: &Arc<LoadSplitLog>,
+    ) {
+        if let Some(master) = self.master.upgrade() {
+            master.load_split(region, proposal, events);
         }
     }
 }
