@@ -415,7 +415,7 @@ pub fn load_splits(events: &[serde_json::Value]) -> String {
             let cell = match e.get(c) {
                 None | Some(serde_json::Value::Null) => String::new(),
                 Some(serde_json::Value::String(s)) => s.clone(),
-                Some(v) if c.ends_with("_ms") && v.is_i64() => {
+                Some(v) if (c.ends_with("_ms") || c.ends_with("_millis")) && v.is_i64() => {
                     html::timestamp(v.as_i64().unwrap_or(0))
                 }
                 Some(v) => v.to_string(),

@@ -651,3 +651,126 @@ fn the_strict_reader_refuses_what_the_format_forbids() {
         assert!(result.is_err(), "accepted {text:?}");
     }
 }
+
+/// The acceptance 1: writes with monotonic keys and with salted
+/// keys against tables pre-split into four regions, told apart through
+/// the JSON API, per region and per key-axis row of the heatmap.
+#[test]
+fn a_monotonic_workload_writes_only_the_last_region_and_a_salted_one_spreads_within_20_percent() {
+    const MINUTES: u64 = 10;
+    const PER_MINUTE: u64 = 120;
+    let f = Fixture::new();
+    // Pre-split for counters below 75000; the keys written are past the
+    // last split point, as timestamps outgrow a pre-split made earlier.
+    create(
+        &f.db,
+        "monotonic",
+        &[b"t00025000", b"t00050000", b"t00075000"],
+    );
+    create(&f.db, "salted", &[b"1", b"2", b"3"]);
+    let mut id = 0u64;
+    for _ in 0..MINUTES {
+        for _ in 0..PER_MINUTE {
+            put(
+                &f.db,
+                "monotonic",
+                format!("t{:08}", 100_000 + id).as_bytes(),
+            );
+            put(&f.db, "salted", format!("{}{:08}", id % 4, id).as_bytes());
+            id += 1;
+        }
+        f.clock.advance(60_000);
+    }
+    let total = (MINUTES * PER_MINUTE) as f64;
+    let region_writes = |table: &str| -> Vec<f64> {
+        f.json(&format!("/api/tables/{table}"))["region_list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["write_requests"].as_f64().unwrap())
+            .collect()
+    };
+    let within = |values: &[f64], mean: f64, what: &str| {
+        for (i, v) in values.iter().enumerate() {
+            assert!(
+                (v - mean).abs() <= 0.2 * mean,
+                "{what} {i}: {v} is not within 20% of {mean} ({values:?})"
+            );
+        }
+    };
+
+    // Per region, from the regions table.
+    assert_eq!(region_writes("monotonic"), [0.0, 0.0, 0.0, total]);
+    within(&region_writes("salted"), total / 4.0, "salted region");
+
+    // Per region and per key-axis row, from the heatmap.
+    let heatmap = |table: &str| {
+        f.json(&format!(
+            "/api/tables/{table}/heatmap?metric=writes&rows=16"
+        ))
+    };
+    let mono = heatmap("monotonic");
+    assert_eq!(mono["metric"], "writes");
+    assert!(mono["minutes"].as_array().unwrap().len() as u64 >= MINUTES);
+    let totals: Vec<f64> = mono["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["writes"].as_f64().unwrap())
+        .collect();
+    assert_eq!(totals.len(), 4, "{mono}");
+    assert_eq!(
+        &totals[..3],
+        &[0.0, 0.0, 0.0],
+        "no write outside the last region"
+    );
+    assert!(totals[3] > 0.0);
+    let rows = mono["rows"].as_array().unwrap();
+    let row_totals = mono["row_totals"].as_array().unwrap();
+    let last_start = rows
+        .iter()
+        .rposition(|r| r["region_start"] == true)
+        .unwrap();
+    assert_eq!(rows[last_start]["start_key"], "t00075000");
+    for (i, t) in row_totals.iter().enumerate() {
+        if i < last_start {
+            assert_eq!(
+                t.as_f64(),
+                Some(0.0),
+                "row {i} ({}) is before the last region",
+                rows[i]
+            );
+        }
+    }
+    let in_last: f64 = row_totals[last_start..]
+        .iter()
+        .map(|t| t.as_f64().unwrap())
+        .sum();
+    let all: f64 = row_totals.iter().map(|t| t.as_f64().unwrap()).sum();
+    assert_eq!(
+        in_last, all,
+        "100% of the heatmap's writes in the last region's rows"
+    );
+    // The hottest range is in the last region.
+    assert_eq!(mono["hottest"][0]["region"], rows[last_start]["region"]);
+
+    let salt = heatmap("salted");
+    let totals: Vec<f64> = salt["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["writes"].as_f64().unwrap())
+        .collect();
+    assert_eq!(totals.len(), 4, "{salt}");
+    let sum: f64 = totals.iter().sum();
+    within(&totals, sum / 4.0, "salted heatmap region");
+    let row_totals: Vec<f64> = salt["row_totals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_f64().unwrap())
+        .collect();
+    assert!(row_totals.len() >= 4, "{salt}");
+    let mean = row_totals.iter().sum::<f64>() / row_totals.len() as f64;
+    within(&row_totals, mean, "salted heatmap row");
+}
