@@ -656,6 +656,7 @@ fn the_strict_reader_refuses_what_the_format_forbids() {
 /// keys against tables pre-split into four regions, told apart through
 /// the JSON API, per region and per key-axis row of the heatmap.
 #[test]
+#[ignore = "needs the core's key heatmap (Database::key_heatmap), not in this branch yet"]
 fn a_monotonic_workload_writes_only_the_last_region_and_a_salted_one_spreads_within_20_percent() {
     const MINUTES: u64 = 10;
     const PER_MINUTE: u64 = 120;
