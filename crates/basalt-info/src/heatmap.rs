@@ -395,7 +395,7 @@ pub fn svg(map: &Heatmap) -> String {
             out,
             "<text class=\"row-label\" x=\"{}\" y=\"{y}\" text-anchor=\"end\" font-size=\"{}\">{}<title>{}</title></text>",
             LABEL_W - 6,
-            cell_h.min(10).max(6),
+            cell_h.clamp(6, 10),
             escape(&label),
             escape(&range_text(&row.start_key, &row.end_key))
         );

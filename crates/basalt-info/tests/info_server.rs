@@ -5,6 +5,8 @@
 //! API. Time is a `ManualClock`: minutes pass by `advance`, never by
 //! sleeping.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -429,16 +431,18 @@ fn connections_over_the_limit_are_closed_at_once() {
     assert_eq!(server.refused_connections(), 1);
 }
 
+/// One sample: its name, labels and value.
+type Sample = (String, BTreeMap<String, String>, f64);
+/// Family name -> (type, samples).
+type Families = BTreeMap<String, (String, Vec<Sample>)>;
+
 /// A strict reading of the text format 0.0.4: the families in order, each
 /// with HELP and TYPE before its samples, every sample line well formed,
 /// counters ending in `_total`, histograms cumulative up to `+Inf` which
 /// equals `_count`. Returns family name -> samples (name with labels ->
 /// value).
-fn parse_exposition(
-    text: &str,
-) -> BTreeMap<String, (String, Vec<(String, BTreeMap<String, String>, f64)>)> {
-    let mut families: BTreeMap<String, (String, Vec<(String, BTreeMap<String, String>, f64)>)> =
-        BTreeMap::new();
+fn parse_exposition(text: &str) -> Families {
+    let mut families = Families::new();
     let mut helped = BTreeSet::new();
     let mut current: Option<String> = None;
     let name_ok = |n: &str| {
@@ -628,7 +632,7 @@ fn metrics_are_well_formed_text_format_with_the_issues_families() {
     assert_eq!(value("basalt_read_requests_total", "t1"), 1.0);
     assert!(value("basalt_store_files", "t1") >= 1.0);
     // No series is per region: the only labels are table, op and le.
-    for (_, (_, samples)) in &families {
+    for (_, samples) in families.values() {
         for (_, labels, _) in samples {
             for k in labels.keys() {
                 assert!(["table", "op", "le"].contains(&k.as_str()), "label {k}");
