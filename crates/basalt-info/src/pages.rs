@@ -324,7 +324,14 @@ pub fn heatmap(map: &Heatmap) -> String {
             "<p id=\"no-load\" class=\"muted\">No key load recorded yet for this table.</p>",
         );
     }
-    body.push_str(&heatmap::svg(map));
+    // The figure (caption and map) is what the docs' screenshots show.
+    let _ = write!(
+        body,
+        "<figure id=\"heatmap-figure\" style=\"margin:8px 0\"><figcaption><strong>{}</strong>: {} per key range per minute</figcaption>{}</figure>",
+        escape(&map.table),
+        map.metric.name(),
+        heatmap::svg(map)
+    );
     let metric = map.metric.name();
     let _ = write!(
         body,
