@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use basalt::admin::FamilyInfo;
-use basalt::{Database, RegionState, RegionSummary};
+use basalt::{Database, RegionSummary};
 use basalt_types::cell::escape_bytes;
 
 use crate::routes::Failure;
@@ -289,18 +289,18 @@ fn region_row(index: usize, r: &RegionSummary) -> RegionRow {
         server: r.server.clone(),
         requests_per_second: load.read_requests_per_sec + load.write_requests_per_sec,
         read_requests_per_second: load.read_requests_per_sec,
-        filtered_read_requests_per_second: 0.0,
+        filtered_read_requests_per_second: load.filtered_read_requests_per_sec,
         write_requests_per_second: load.write_requests_per_sec,
         read_requests: load.read_requests,
-        filtered_read_requests: 0,
+        filtered_read_requests: load.filtered_read_requests,
         write_requests: load.write_requests,
-        bytes_read: 0,
+        bytes_read: load.bytes_read,
         bytes_written: load.bytes_written,
         store_file_bytes: r.store_file_bytes(),
         store_files: r.store_files(),
         memstore_bytes: load.memstore_bytes,
-        compaction_progress: None,
-        last_major_compaction_ms: 0,
+        compaction_progress: basalt::metrics::compaction_progress(r),
+        last_major_compaction_ms: basalt::metrics::last_major_compaction_ms(r),
     }
 }
 
@@ -358,68 +358,50 @@ pub fn tables(db: &Database) -> Vec<TableSummary> {
         .collect()
 }
 
-/// The server at a glance.
-pub fn status(db: &Database, started_at_ms: i64, now_ms: i64) -> Status {
-    let tables = tables(db);
-    let mut regions_not_open = 0;
-    let mut read_rate = 0.0;
-    let mut write_rate = 0.0;
-    let mut memstore_bytes = 0;
-    for name in db.list_tables() {
-        let Ok(regions) = db.list_regions(&name) else {
-            continue;
-        };
-        for r in &regions {
-            if r.state != RegionState::Open {
-                regions_not_open += 1;
-            }
-            read_rate += r.load.read_requests_per_sec;
-            write_rate += r.load.write_requests_per_sec;
-            memstore_bytes += r.load.memstore_bytes;
-        }
-    }
-    let cache = db.block_cache_stats();
-    let lookups = cache.hits + cache.misses;
+/// The server at a glance, from the core's server metrics.
+pub fn status(db: &Database) -> Status {
+    let m = db.server_metrics();
+    let c = &m.block_cache;
     Status {
         version: env!("CARGO_PKG_VERSION").to_string(),
-        server: db.server_name().map(str::to_string),
-        started_at_ms,
-        uptime_seconds: u64::try_from((now_ms - started_at_ms).max(0) / 1000).unwrap_or(0),
-        tables: tables.len(),
-        regions: tables.iter().map(|t| t.regions).sum(),
-        regions_not_open,
-        requests_per_second: read_rate + write_rate,
-        read_requests_per_second: read_rate,
-        write_requests_per_second: write_rate,
-        read_requests: tables.iter().map(|t| t.read_requests).sum(),
-        write_requests: tables.iter().map(|t| t.write_requests).sum(),
-        corruption_errors: db.corruption_errors(),
+        server: m.server.clone(),
+        started_at_ms: m.started_at_ms,
+        uptime_seconds: u64::try_from(m.uptime_ms / 1000).unwrap_or(0),
+        tables: m.tables,
+        regions: m.regions,
+        regions_not_open: m.failed_regions,
+        requests_per_second: m.requests.requests_per_sec,
+        read_requests_per_second: m.requests.read_requests_per_sec,
+        write_requests_per_second: m.requests.write_requests_per_sec,
+        read_requests: m.requests.read_requests,
+        write_requests: m.requests.write_requests,
+        corruption_errors: m.corruption_errors,
         memory: Memory {
-            memstore_bytes,
-            memstore_limit_bytes: 0,
+            memstore_bytes: m.memstore.bytes,
+            memstore_limit_bytes: m.memstore.limit_bytes,
             block_cache: BlockCache {
-                hits: cache.hits,
-                misses: cache.misses,
-                evictions: cache.evictions,
-                blocks: cache.blocks,
-                bytes: cache.bytes,
-                capacity_bytes: cache.capacity,
-                hit_ratio: if lookups == 0 {
-                    0.0
-                } else {
-                    cache.hits as f64 / lookups as f64
-                },
+                hits: c.hits,
+                misses: c.misses,
+                evictions: c.evictions,
+                blocks: c.blocks,
+                bytes: c.bytes,
+                capacity_bytes: c.capacity_bytes,
+                hit_ratio: c.hit_ratio,
             },
         },
-        wal: Wal::default(),
-        flush_queue: 0,
-        compaction_queue: 0,
-        gateways: db
-            .gateways()
-            .into_iter()
+        wal: Wal {
+            appends: m.wal.appends,
+            syncs: m.wal.syncs,
+            bytes_written: m.wal.bytes_written,
+        },
+        flush_queue: m.flush_queue_length as u64,
+        compaction_queue: m.compaction_queue_length as u64,
+        gateways: m
+            .gateways
+            .iter()
             .map(|g| Gateway {
-                protocol: g.protocol,
-                address: g.address.to_string(),
+                protocol: g.protocol.clone(),
+                address: g.address.clone(),
             })
             .collect(),
     }
@@ -458,17 +440,8 @@ pub fn load_splits(_db: &Database) -> Vec<serde_json::Value> {
     Vec::new()
 }
 
-/// `/api/server-metrics`: the core's server-wide metrics as it reports
-/// them.
-pub fn server_metrics(db: &Database) -> serde_json::Value {
-    let cache = db.block_cache_stats();
-    serde_json::json!({
-        "block_cache": {
-            "hits": cache.hits,
-            "misses": cache.misses,
-            "evictions": cache.evictions,
-            "bytes": cache.bytes,
-            "capacity": cache.capacity,
-        }
-    })
+/// `/api/server-metrics`: the core's server metrics as they are
+/// (`basalt::metrics::ServerMetrics`).
+pub fn server_metrics(db: &Database) -> basalt::metrics::ServerMetrics {
+    db.server_metrics()
 }

@@ -169,50 +169,50 @@ pub struct Histogram<'a> {
 
 /// Every family `/metrics` serves, from the database's counters now.
 pub fn render(db: &Database) -> String {
-    let tables = crate::model::tables(db);
+    let tables = db.table_metrics();
     let mut e = Exposition::default();
     let per_table =
-        |f: &dyn Fn(&crate::model::TableSummary) -> f64| -> Vec<(Vec<(&str, &str)>, f64)> {
+        |f: &dyn Fn(&basalt::metrics::TableMetrics) -> f64| -> Vec<(Vec<(&str, &str)>, f64)> {
             tables
                 .iter()
-                .map(|t| (vec![("table", t.name.as_str())], f(t)))
+                .map(|t| (vec![("table", t.table.as_str())], f(t)))
                 .collect()
         };
     e.family(
         "basalt_read_requests_total",
         Kind::Counter,
         "Gets and scans served by the table's regions since they opened.",
-        &per_table(&|t| t.read_requests as f64),
+        &per_table(&|t| t.requests.read_requests as f64),
     );
     e.family(
         "basalt_filtered_read_requests_total",
         Kind::Counter,
         "Reads whose filter dropped at least one row or cell.",
-        &per_table(&|t| t.filtered_read_requests as f64),
+        &per_table(&|t| t.requests.filtered_read_requests as f64),
     );
     e.family(
         "basalt_write_requests_total",
         Kind::Counter,
         "Row mutations applied to the table's regions (each put, delete, increment or append counts one).",
-        &per_table(&|t| t.write_requests as f64),
+        &per_table(&|t| t.requests.write_requests as f64),
     );
     e.family(
         "basalt_rows_scanned_total",
         Kind::Counter,
         "Rows looked at by reads.",
-        &per_table(&|t| t.rows_scanned as f64),
+        &per_table(&|t| t.requests.rows_scanned as f64),
     );
     e.family(
         "basalt_bytes_read_total",
         Kind::Counter,
         "Bytes of cells returned by reads.",
-        &per_table(&|t| t.bytes_read as f64),
+        &per_table(&|t| t.requests.bytes_read as f64),
     );
     e.family(
         "basalt_bytes_written_total",
         Kind::Counter,
         "Bytes of cells written.",
-        &per_table(&|t| t.bytes_written as f64),
+        &per_table(&|t| t.requests.bytes_written as f64),
     );
     e.family(
         "basalt_memstore_bytes",
@@ -238,7 +238,94 @@ pub fn render(db: &Database) -> String {
         "Regions of the table.",
         &per_table(&|t| t.regions as f64),
     );
-    let cache = db.block_cache_stats();
+    let m = db.server_metrics();
+    let series: Vec<Histogram<'_>> = m
+        .latencies
+        .iter()
+        .map(|l| Histogram {
+            labels: vec![("op", l.operation.as_str())],
+            buckets: l.buckets.iter().map(|b| (b.le_seconds, b.count)).collect(),
+            sum: l.sum_micros as f64 / 1e6,
+            count: l.count,
+        })
+        .collect();
+    e.histogram(
+        "basalt_request_duration_seconds",
+        "Request latency per operation, as the embedded API (and so every gateway) timed it.",
+        &series,
+    );
+    let server: &[(&str, Kind, &str, f64)] = &[
+        (
+            "basalt_wal_appends_total",
+            Kind::Counter,
+            "Edits appended to the write-ahead log.",
+            m.wal.appends as f64,
+        ),
+        (
+            "basalt_wal_syncs_total",
+            Kind::Counter,
+            "Write-ahead log group commits (each made a batch of edits durable).",
+            m.wal.syncs as f64,
+        ),
+        (
+            "basalt_wal_bytes_written_total",
+            Kind::Counter,
+            "Bytes written to the write-ahead log.",
+            m.wal.bytes_written as f64,
+        ),
+        (
+            "basalt_memstore_global_bytes",
+            Kind::Gauge,
+            "Bytes in every memstore of the server.",
+            m.memstore.bytes as f64,
+        ),
+        (
+            "basalt_memstore_global_limit_bytes",
+            Kind::Gauge,
+            "The global memstore limit: writers are held above it.",
+            m.memstore.limit_bytes as f64,
+        ),
+        (
+            "basalt_flush_queue_length",
+            Kind::Gauge,
+            "Flushes waiting for a background thread.",
+            m.flush_queue_length as f64,
+        ),
+        (
+            "basalt_compaction_queue_length",
+            Kind::Gauge,
+            "Compactions waiting for a background thread.",
+            m.compaction_queue_length as f64,
+        ),
+        (
+            "basalt_flushes_total",
+            Kind::Counter,
+            "Region flushes finished.",
+            m.flushes_completed as f64,
+        ),
+        (
+            "basalt_compactions_total",
+            Kind::Counter,
+            "Region compactions finished, minor and major.",
+            m.compactions_completed as f64,
+        ),
+        (
+            "basalt_major_compactions_total",
+            Kind::Counter,
+            "Region major compactions finished.",
+            m.major_compactions_completed as f64,
+        ),
+        (
+            "basalt_uptime_seconds",
+            Kind::Gauge,
+            "Seconds since the database opened.",
+            m.uptime_ms as f64 / 1000.0,
+        ),
+    ];
+    for (name, kind, help, value) in server {
+        e.single(name, *kind, help, *value);
+    }
+    let cache = &m.block_cache;
     e.single(
         "basalt_block_cache_hits_total",
         Kind::Counter,
@@ -267,13 +354,13 @@ pub fn render(db: &Database) -> String {
         "basalt_block_cache_capacity_bytes",
         Kind::Gauge,
         "The block cache's capacity.",
-        cache.capacity as f64,
+        cache.capacity_bytes as f64,
     );
     e.single(
         "basalt_corruption_errors_total",
         Kind::Counter,
         "Reads that met damaged data since the server started.",
-        db.corruption_errors() as f64,
+        m.corruption_errors as f64,
     );
     e.finish()
 }

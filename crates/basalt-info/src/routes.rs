@@ -15,8 +15,6 @@ pub struct Context {
     pub heatmap_rows: usize,
     /// Most key-axis rows a request may ask for.
     pub max_heatmap_rows: usize,
-    /// When the server started (ms since the epoch), for the uptime.
-    pub started_at_ms: i64,
 }
 
 impl Context {
@@ -26,16 +24,8 @@ impl Context {
             db,
             heatmap_rows: config.heatmap_rows.clamp(1, config.max_heatmap_rows.max(1)),
             max_heatmap_rows: config.max_heatmap_rows.max(1),
-            started_at_ms: now_ms(),
         }
     }
-}
-
-/// Wall-clock milliseconds since the epoch (0 if the clock is before it).
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// An answer: status, content type and body.
@@ -316,15 +306,11 @@ fn answer(context: &Context, route: Route, mut query: Query) -> Result<Reply, Fa
     Ok(match route {
         Route::Status => {
             query.finish(&[])?;
-            Reply::html(pages::status(&model::status(
-                db,
-                context.started_at_ms,
-                now_ms(),
-            )))
+            Reply::html(pages::status(&model::status(db)))
         }
         Route::ApiStatus => {
             query.finish(&[])?;
-            Reply::json(&model::status(db, context.started_at_ms, now_ms()))
+            Reply::json(&model::status(db))
         }
         Route::Tables => {
             query.finish(&[])?;

@@ -615,9 +615,28 @@ fn metrics_are_well_formed_text_format_with_the_issues_families() {
         "basalt_block_cache_misses_total",
         "basalt_block_cache_evictions_total",
         "basalt_block_cache_bytes",
+        "basalt_request_duration_seconds",
+        "basalt_wal_syncs_total",
+        "basalt_wal_bytes_written_total",
+        "basalt_flush_queue_length",
+        "basalt_compaction_queue_length",
+        "basalt_uptime_seconds",
     ] {
         assert!(families.contains_key(name), "/metrics lacks {name}");
     }
+    assert_eq!(families["basalt_request_duration_seconds"].0, "histogram");
+    let count = |op: &str| -> f64 {
+        families["basalt_request_duration_seconds"]
+            .1
+            .iter()
+            .find(|(n, l, _)| n.ends_with("_count") && l.get("op").map(String::as_str) == Some(op))
+            .map(|(_, _, v)| *v)
+            .unwrap_or_else(|| panic!("no latency series for {op}"))
+    };
+    assert_eq!(count("put"), 5.0, "each put timed once");
+    assert_eq!(count("get"), 1.0);
+    assert!(value_of(&families, "basalt_wal_syncs_total") >= 1.0);
+    assert!(value_of(&families, "basalt_wal_bytes_written_total") > 0.0);
     let value = |family: &str, table: &str| -> f64 {
         families[family]
             .1
@@ -639,6 +658,10 @@ fn metrics_are_well_formed_text_format_with_the_issues_families() {
             }
         }
     }
+}
+
+fn value_of(families: &Families, name: &str) -> f64 {
+    families[name].1[0].2
 }
 
 #[test]
