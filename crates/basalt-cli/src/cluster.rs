@@ -11,7 +11,8 @@
 //! 3. serves native RPC (region calls, the master's open/close), then
 //!    registers `/hbase/rs/<name>` in ZooKeeper: from then on the master
 //!    may assign it regions;
-//! 4. serves the gateways (Thrift1, Thrift2, REST) over the whole cluster;
+//! 4. serves the gateways (Thrift1, Thrift2, REST) over the whole cluster,
+//!    and its info server (web UI, /metrics: its own regions' numbers);
 //! 5. follows the catalog version the master announces;
 //! 6. if its ZooKeeper session expires, the master may already have
 //!    declared it dead and fenced its log: it stops serving at once and
@@ -39,7 +40,9 @@ use basalt_rpc::proto::hbase::ServerName as PbServerName;
 use basalt_rpc::RpcServer;
 use basalt_thrift::Flavour;
 
-use crate::{bind_gateways, bind_rpc, listen_error, load_config_for, ServeArgs, ServePlan};
+use crate::{
+    bind_gateways, bind_info, bind_rpc, listen_error, load_config_for, ServeArgs, ServePlan,
+};
 
 /// How long the master waits for a region server to open or close a
 /// region (an open replays a dead server's log and flushes).
@@ -109,14 +112,22 @@ fn text_of(name: &PbServerName) -> String {
 
 /// `basalt regionserver`: steps 1-6 of the module docs.
 pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
-    let plan = load_config_for(&args, true)?;
+    let mut plan = load_config_for(&args, true)?;
     required(&plan)?;
+    // A region server's UI is on HBase's region server UI port unless a
+    // port was chosen (a config file naming 16010 reads as the default).
+    if let Some(info) = plan.info.as_mut() {
+        if args.info_port.is_none() && info.port == basalt_info::DEFAULT_PORT {
+            info.port = basalt_info::DEFAULT_REGION_SERVER_PORT;
+        }
+    }
     let ServePlan {
         options,
         storage,
         thrift,
         thrift2,
         rest,
+        info,
         rpc,
         zookeeper,
     } = plan;
@@ -127,6 +138,7 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
     let rpc_bound = bind_rpc(&rpc)?;
     let (thrift_bound, thrift2_bound, rest_bound) =
         bind_gateways(&thrift, thrift2.as_ref(), rest.as_ref())?;
+    let info_bound = bind_info(info.as_ref())?;
     let host = rpc_bound
         .announced_host()
         .map_err(|e| format!("cannot tell this host's name: {e}"))?;
@@ -199,6 +211,13 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
         ),
         None => None,
     };
+    let info_server = match info_bound {
+        Some(b) => Some(
+            b.serve(db.clone())
+                .map_err(|e| format!("the info server failed to start: {e}"))?,
+        ),
+        None => None,
+    };
     db.register_gateway("thrift", thrift_server.local_addr());
     if let Some(s) = &thrift2_server {
         db.register_gateway("thrift2", s.local_addr());
@@ -207,6 +226,9 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
         db.register_gateway("rest", s.local_addr());
     }
     db.register_gateway("hbase-regionserver", rpc_server.region_server_addr());
+    if let Some(s) = &info_server {
+        db.register_gateway("info", s.local_addr());
+    }
     for gateway in db.gateways() {
         let address = gateway.address.to_string();
         let _ = rpc_server.block_on(coordinator.publish_address(&me, &gateway.protocol, &address));
@@ -263,6 +285,9 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
     // fencing our log: a clean stop still ends in a crash procedure, which
     // replays only what the flush below did not persist).
     let _ = rpc_server.block_on(coordinator.close());
+    if let Some(s) = info_server {
+        s.shutdown();
+    }
     if let Some(s) = rest_server {
         s.shutdown();
     }
@@ -284,6 +309,7 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
         options,
         storage,
         rpc,
+        info,
         zookeeper,
         ..
     } = plan;
@@ -291,6 +317,7 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
         return Err("a master needs --zookeeper".into());
     };
     let rpc_bound = bind_rpc(&rpc)?;
+    let info_bound = bind_info(info.as_ref())?;
     let host = rpc_bound
         .announced_host()
         .map_err(|e| format!("cannot tell this host's name: {e}"))?;
@@ -365,6 +392,18 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
         .serve(db.clone(), cluster_id)
         .map_err(|e| format!("native RPC failed to start: {e}"))?;
     db.register_gateway("hbase-master", rpc_server.master_addr());
+    // The master's UI shows the cluster's tables and regions as its
+    // member database sees them (it holds no region, so no loads).
+    let info_server = match info_bound {
+        Some(b) => Some(
+            b.serve(db.clone())
+                .map_err(|e| format!("the info server failed to start: {e}"))?,
+        ),
+        None => None,
+    };
+    if let Some(s) = &info_server {
+        db.register_gateway("info", s.local_addr());
+    }
     tracing::info!(master = %name, port = master_port, "master serving");
 
     let mut live = coordinator.watch_region_servers();
@@ -435,6 +474,9 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
     };
     let waited = wait_for_signal(&rpc_server);
     stopper.abort();
+    if let Some(s) = info_server {
+        s.shutdown();
+    }
     master.stop();
     if let Ok(coordinator) = Arc::try_unwrap(coordinator) {
         let _ = rpc_server.block_on(coordinator.close());

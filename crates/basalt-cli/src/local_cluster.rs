@@ -56,6 +56,12 @@ pub struct LocalClusterArgs {
     /// ... native RPC.
     #[arg(long, value_name = "PORT", default_value_t = 16020)]
     region_server_port: u16,
+    /// ... the info server (web UI, /metrics).
+    #[arg(long, value_name = "PORT", default_value_t = 16030)]
+    region_server_info_port: u16,
+    /// The master's info server port (web UI, /metrics).
+    #[arg(long, value_name = "PORT", default_value_t = 16010)]
+    info_port: u16,
     /// The ZooKeeper session timeout of every process: how long a killed
     /// region server goes unnoticed.
     #[arg(long, value_name = "MS", default_value_t = 3000)]
@@ -240,6 +246,8 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
         args.master_port.to_string(),
         "--region-server-port".into(),
         "0".into(),
+        "--info-port".into(),
+        args.info_port.to_string(),
     ]);
     let mut master = spawn_basalt(&dir, "master", &master_args)?;
     let master_ports = wait_for_log(&dir, &mut master, "master serving")?;
@@ -247,6 +255,7 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
         .get("rpc-master")
         .copied()
         .unwrap_or(args.master_port);
+    let master_info = master_ports.get("info").copied().unwrap_or(0);
     let mut servers = Vec::new();
     let mut rows = Vec::new();
     let offset = |base: u16, i: u16| if base == 0 { 0 } else { base + i };
@@ -265,6 +274,8 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
             offset(args.thrift2_port, i).to_string(),
             "--rest-port".into(),
             offset(args.rest_port, i).to_string(),
+            "--info-port".into(),
+            offset(args.region_server_info_port, i).to_string(),
         ]);
         let mut server = spawn_basalt(&dir, &name, &rs_args)?;
         let ports = match wait_for_log(&dir, &mut server, "gateways serving") {
@@ -276,11 +287,12 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
         };
         let port = |what: &str| ports.get(what).copied().unwrap_or(0);
         rows.push(format!(
-            "  {name:<15} thrift 127.0.0.1:{}  thrift2 127.0.0.1:{}  rest 127.0.0.1:{}  native RPC 127.0.0.1:{}",
+            "  {name:<15} thrift 127.0.0.1:{}  thrift2 127.0.0.1:{}  rest 127.0.0.1:{}  native RPC 127.0.0.1:{}  web UI http://127.0.0.1:{}/",
             port("thrift"),
             port("thrift2"),
             port("rest"),
-            port("rpc-region-server")
+            port("rpc-region-server"),
+            port("info")
         ));
         servers.push(server);
     }
@@ -319,7 +331,10 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
     }
     println!("Basalt local cluster is up (data: {storage})");
     println!("  {:<15} {quorum}", "ZooKeeper");
-    println!("  {:<15} native RPC 127.0.0.1:{master_port}", "master");
+    println!(
+        "  {:<15} native RPC 127.0.0.1:{master_port}  web UI http://127.0.0.1:{master_info}/",
+        "master"
+    );
     for row in &rows {
         println!("{row}");
     }
@@ -344,7 +359,7 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
 
 /// Waits until `process`'s log has a line containing `ready`, and reads
 /// the ports it logged as listening (by kind: `thrift`, `thrift2`, `rest`,
-/// `rpc-master`, `rpc-region-server`).
+/// `info`, `rpc-master`, `rpc-region-server`).
 fn wait_for_log(
     dir: &Path,
     process: &mut Managed,
@@ -365,7 +380,9 @@ fn wait_for_log(
                 else {
                     continue;
                 };
-                let kind = if line.contains("RPC master") {
+                let kind = if line.contains("info server listening") {
+                    "info"
+                } else if line.contains("RPC master") {
                     "rpc-master"
                 } else if line.contains("RPC region server") {
                     "rpc-region-server"

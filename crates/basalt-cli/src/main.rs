@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use serde::Deserialize;
 
 use basalt::{Database, Options};
+use basalt_info::{InfoConfig, InfoServer};
 use basalt_object_store::{open_storage, StorageConfig};
 use basalt_rest::{RestConfig, RestServer};
 use basalt_rpc::zk::{ZkConfig, ZkRegistration};
@@ -116,6 +117,14 @@ struct ServeArgs {
     /// Do not serve REST.
     #[arg(long, conflicts_with = "rest_port")]
     no_rest: bool,
+    /// Info server port: the web UI, its JSON API and Prometheus /metrics
+    /// (default 16010, HBase's master UI; a region server 16030; 0 picks a
+    /// free one). Named here, a taken port fails the start.
+    #[arg(long, value_name = "PORT")]
+    info_port: Option<u16>,
+    /// Do not serve the info server.
+    #[arg(long, conflicts_with = "info_port")]
+    no_info: bool,
     /// Address to listen on, for every gateway (default 127.0.0.1).
     #[arg(long, value_name = "ADDR")]
     bind: Option<String>,
@@ -172,6 +181,18 @@ struct ServeArgs {
 /// scanner_lease_ms = 60000
 /// read_only = false
 ///
+/// [info]              # web UI, JSON API, /metrics (docs/web-ui.md); enabled = false turns it off
+/// enabled = true
+/// bind = "127.0.0.1"
+/// port = 16010        # basalt regionserver: 16030 while this is the default
+/// port_auto = true    # a taken port: serve on a free one (not with --info-port)
+/// worker_threads = 1
+/// max_blocking_threads = 4
+/// max_connections = 64
+/// idle_timeout_ms = 30000
+/// heatmap_rows = 64
+/// max_heatmap_rows = 512
+///
 /// [rpc]               # HBase's native RPC; on with --native-rpc or --zookeeper
 /// enabled = false
 /// bind = "127.0.0.1"
@@ -223,6 +244,8 @@ struct Config {
     thrift2: Thrift2Config,
     /// The REST server.
     rest: RestConfig,
+    /// The info server (web UI, JSON API, /metrics).
+    info: InfoConfig,
     /// HBase's native RPC.
     rpc: RpcConfig,
     /// ZooKeeper registration.
@@ -341,6 +364,7 @@ struct ServePlan {
     thrift: ServerConfig,
     thrift2: Option<ServerConfig>,
     rest: Option<RestConfig>,
+    info: Option<InfoConfig>,
     rpc: Option<RpcConfig>,
     zookeeper: Option<ZkConfig>,
 }
@@ -384,7 +408,13 @@ fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String>
     if let Some(port) = args.rest_port {
         config.rest.port = port;
     }
+    if let Some(port) = args.info_port {
+        config.info.port = port;
+        // A port named on the command line must be that port.
+        config.info.port_auto = false;
+    }
     if let Some(bind) = &args.bind {
+        config.info.bind = bind.clone();
         config.thrift.bind = bind.clone();
         config.thrift2.server.bind = bind.clone();
         config.rest.bind = bind.clone();
@@ -414,12 +444,14 @@ fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String>
         .then_some(config.rpc.clone());
     let thrift2 = (config.thrift2.enabled && !args.no_thrift2).then_some(config.thrift2.server);
     let rest = (config.rest.enabled && !args.no_rest).then_some(config.rest);
+    let info = (config.info.enabled && !args.no_info).then_some(config.info);
     Ok(ServePlan {
         options: config.database,
         storage: config.storage,
         thrift: config.thrift,
         thrift2,
         rest,
+        info,
         rpc,
         zookeeper,
     })
@@ -432,12 +464,14 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         thrift,
         thrift2,
         rest,
+        info,
         rpc,
         zookeeper,
     } = load_config(&args)?;
     // The ports first: a taken port then fails at once, before the data
     // directory is created, locked or replayed.
     let (bound, bound2, rest_bound) = bind_gateways(&thrift, thrift2.as_ref(), rest.as_ref())?;
+    let info_bound = bind_info(info.as_ref())?;
     let rpc_bound = match &rpc {
         Some(c) => Some(bind_rpc(c)?),
         None => None,
@@ -549,6 +583,17 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         },
         _ => None,
     };
+    let info_server = match info_bound.map(|b| b.serve(db.clone())).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(s) = rpc_server {
+                s.stop();
+            }
+            stop_others(rest_server, server2);
+            let _ = server.shutdown();
+            return Err(format!("the info server failed to start: {e}"));
+        }
+    };
     db.register_gateway("thrift", server.local_addr());
     if let Some(s) = &server2 {
         db.register_gateway("thrift2", s.local_addr());
@@ -559,6 +604,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     if let Some(s) = &rpc_server {
         db.register_gateway("hbase-master", s.master_addr());
         db.register_gateway("hbase-regionserver", s.region_server_addr());
+    }
+    if let Some(s) = &info_server {
+        db.register_gateway("info", s.local_addr());
     }
     // After every gateway's own "listening" line: whoever watches the log
     // (tests, scripts) knows from this one that all of them serve.
@@ -574,6 +622,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     }
     if let Some(s) = rpc_server {
         s.stop();
+    }
+    if let Some(s) = info_server {
+        s.shutdown();
     }
     // The other gateways share the database: they stop first, and
     // Thrift1's shutdown closes it.
@@ -721,6 +772,15 @@ fn bind_gateways(
         None => None,
     };
     Ok((bound, bound2, rest_bound))
+}
+
+/// The info server's port, bound (when it is on). A taken port fails
+/// unless `port_auto` lets the server take a free one.
+fn bind_info(info: Option<&InfoConfig>) -> Result<Option<basalt_info::Bound>, String> {
+    info.map(|c| {
+        InfoServer::listen(c).map_err(|e| listen_error(&c.bind, c.port, "--info-port", &e))
+    })
+    .transpose()
 }
 
 /// The native RPC master and region server ports, bound.

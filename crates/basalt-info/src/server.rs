@@ -1,0 +1,352 @@
+//! The HTTP/1.1 server: hyper on tokio, one task per connection, each
+//! page built on the blocking pool (building one reads every region's
+//! counters and, for the heatmap, every region's key load).
+//!
+//! What clients can make the server hold is bounded: connections
+//! (`max_connections`; one more is accepted and closed at once) and the
+//! time to send a request's headers (`idle_timeout_ms`). Requests have no
+//! body worth reading: only GET and HEAD are served, and a body sent
+//! anyway is never read into memory.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::HeaderValue;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use basalt::Database;
+
+use crate::routes::{handle, Context, Reply};
+
+/// Settings of the info server (the `[info]` table of the config file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InfoConfig {
+    /// Serve the info server at all (`--no-info` turns it off). Default
+    /// true.
+    pub enabled: bool,
+    /// Address to listen on. Default `127.0.0.1`.
+    pub bind: String,
+    /// Port. Default 16010 (HBase's master UI; `basalt regionserver` uses
+    /// 16030, HBase's region server UI). 0 picks a free port.
+    pub port: u16,
+    /// When `port` is taken, listen on a free port instead (with a
+    /// warning naming it) rather than refusing to start: the UI is for
+    /// looking, and a second server on one machine should not fail for
+    /// it. `--info-port` on the command line turns this off (a port asked
+    /// for by number must be that port). HBase's
+    /// `hbase.*.info.port.auto`. Default true.
+    pub port_auto: bool,
+    /// Async worker threads (connections, HTTP parsing). Default 1.
+    pub worker_threads: usize,
+    /// Most pages being built at once. Default 4.
+    pub max_blocking_threads: usize,
+    /// Most connections open at once; one more is accepted and closed at
+    /// once. Default 64.
+    pub max_connections: usize,
+    /// Milliseconds a client may take to send a request's headers (and so
+    /// the longest a connection may sit idle between requests); 0 never
+    /// times out. Default 30 000.
+    pub idle_timeout_ms: u64,
+    /// Key-axis rows of a heatmap when the request names none. Default 64.
+    pub heatmap_rows: usize,
+    /// Most key-axis rows a request may ask for (`?rows=`); more is a 400.
+    /// Default 512.
+    pub max_heatmap_rows: usize,
+}
+
+impl Default for InfoConfig {
+    fn default() -> Self {
+        InfoConfig {
+            enabled: true,
+            bind: "127.0.0.1".into(),
+            port: DEFAULT_PORT,
+            port_auto: true,
+            worker_threads: 1,
+            max_blocking_threads: 4,
+            max_connections: 64,
+            idle_timeout_ms: 30_000,
+            heatmap_rows: 64,
+            max_heatmap_rows: 512,
+        }
+    }
+}
+
+/// The info port of `basalt serve` and `basalt master` (HBase's master UI).
+pub const DEFAULT_PORT: u16 = 16010;
+/// The info port of `basalt regionserver` (HBase's region server UI).
+pub const DEFAULT_REGION_SERVER_PORT: u16 = 16030;
+
+#[derive(Debug)]
+struct Shared {
+    context: Arc<Context>,
+    max_connections: usize,
+    idle_timeout: Option<Duration>,
+    open_connections: AtomicUsize,
+    refused_connections: AtomicU64,
+}
+
+/// The port, bound but not yet serving: [`InfoServer::listen`] then
+/// [`Bound::serve`] finds a taken port before a data directory is opened.
+#[derive(Debug)]
+pub struct Bound {
+    runtime: tokio::runtime::Runtime,
+    listener: TcpListener,
+    config: InfoConfig,
+}
+
+impl Bound {
+    /// The address the port is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Starts serving `db`; returns once the server accepts connections.
+    pub fn serve(self, db: Database) -> io::Result<InfoServer> {
+        InfoServer::serve_bound(self, db)
+    }
+}
+
+/// A running info server. It serves a database it does not own: stopping
+/// it leaves the database open for its owner to close.
+#[derive(Debug)]
+pub struct InfoServer {
+    runtime: Option<tokio::runtime::Runtime>,
+    local_addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    accept_loop: Option<tokio::task::JoinHandle<()>>,
+    shared: Arc<Shared>,
+}
+
+impl InfoServer {
+    /// Binds the configured port and serves `db` on it.
+    pub fn bind(db: Database, config: &InfoConfig) -> io::Result<InfoServer> {
+        InfoServer::listen(config)?.serve(db)
+    }
+
+    /// Binds the configured port (and builds the runtime that will serve
+    /// it) without serving anything yet. A taken port with `port_auto`
+    /// set falls back to a free one.
+    pub fn listen(config: &InfoConfig) -> io::Result<Bound> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.worker_threads.max(1))
+            .max_blocking_threads(config.max_blocking_threads.max(1))
+            .thread_name("basalt-info")
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let bind = config.bind.as_str();
+        let listener = match runtime.block_on(TcpListener::bind((bind, config.port))) {
+            Ok(listener) => listener,
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse && config.port_auto => {
+                let listener = runtime.block_on(TcpListener::bind((bind, 0)))?;
+                tracing::warn!(
+                    port = config.port,
+                    instead = listener.local_addr()?.port(),
+                    "info port taken; the info server listens on a free port instead (port_auto)"
+                );
+                listener
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Bound {
+            runtime,
+            listener,
+            config: config.clone(),
+        })
+    }
+
+    fn serve_bound(bound: Bound, db: Database) -> io::Result<InfoServer> {
+        let Bound {
+            runtime,
+            listener,
+            config,
+        } = bound;
+        let local_addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            context: Arc::new(Context::new(db, &config)),
+            max_connections: config.max_connections.max(1),
+            idle_timeout: (config.idle_timeout_ms > 0)
+                .then(|| Duration::from_millis(config.idle_timeout_ms)),
+            open_connections: AtomicUsize::new(0),
+            refused_connections: AtomicU64::new(0),
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let accept_loop = runtime.spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
+        // `local-cluster` reads the port back from this line (`address=`).
+        tracing::info!(address = %local_addr, "info server listening");
+        Ok(InfoServer {
+            runtime: Some(runtime),
+            local_addr,
+            shutdown,
+            accept_loop: Some(accept_loop),
+            shared,
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Connections currently open.
+    pub fn open_connections(&self) -> usize {
+        self.shared.open_connections.load(Ordering::SeqCst)
+    }
+
+    /// Connections refused for being over `max_connections`.
+    pub fn refused_connections(&self) -> u64 {
+        self.shared.refused_connections.load(Ordering::SeqCst)
+    }
+
+    /// Stops accepting, lets requests in flight answer and closes every
+    /// connection. The database stays open.
+    pub fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        if let (Some(runtime), Some(accept_loop)) = (self.runtime.take(), self.accept_loop.take()) {
+            if let Err(e) = runtime.block_on(accept_loop) {
+                tracing::warn!(error = %e, "info server accept loop ended abnormally");
+            }
+            runtime.shutdown_timeout(Duration::from_secs(5));
+        }
+        tracing::info!("info server stopped");
+    }
+}
+
+/// Resolves once shutdown is asked for (at once if it already was).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    // A closed channel means the server is gone: stop too.
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+/// Decrements the open-connection count when a connection task ends.
+struct Open(Arc<Shared>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open_connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    if shared.open_connections.load(Ordering::SeqCst) >= shared.max_connections {
+                        shared.refused_connections.fetch_add(1, Ordering::SeqCst);
+                        tracing::warn!(%peer, max = shared.max_connections, "info connection refused: max_connections reached");
+                        drop(stream);
+                        continue;
+                    }
+                    shared.open_connections.fetch_add(1, Ordering::SeqCst);
+                    let open = Open(Arc::clone(&shared));
+                    connections.spawn(serve_connection(stream, open, shutdown.clone()));
+                }
+                Err(e) => {
+                    // Out of descriptors or a connection reset before
+                    // accept: pause instead of spinning.
+                    tracing::warn!(error = %e, "info server accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            _ = stopped(&mut shutdown) => break,
+        }
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    open: Open,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let shared = Arc::clone(&open.0);
+    let service = service_fn(move |request| {
+        let shared = Arc::clone(&shared);
+        async move { Ok::<_, Infallible>(respond(shared, request).await) }
+    });
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new());
+    if let Some(timeout) = open.0.idle_timeout {
+        builder.header_read_timeout(timeout);
+    }
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "info connection ended with an error");
+            }
+        }
+        _ = stopped(&mut shutdown) => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+    drop(open);
+}
+
+async fn respond(
+    shared: Arc<Shared>,
+    request: hyper::Request<Incoming>,
+) -> hyper::Response<Full<Bytes>> {
+    let (parts, _body) = request.into_parts();
+    // HEAD is answered as GET would be; hyper sends the headers (with the
+    // body's Content-Length) and leaves the body out.
+    let method = match parts.method.as_str() {
+        "HEAD" => "GET".to_string(),
+        other => other.to_string(),
+    };
+    let path = parts.uri.path().to_string();
+    let query = parts.uri.query().map(str::to_string);
+    let context = Arc::clone(&shared.context);
+    let answer = move || handle(&context, &method, &path, query.as_deref());
+    let reply = match tokio::task::spawn_blocking(answer).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            tracing::error!(error = %e, "info page handler failed");
+            Reply::text(500, "the page could not be built")
+        }
+    };
+    into_response(reply)
+}
+
+fn into_response(reply: Reply) -> hyper::Response<Full<Bytes>> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(reply.body)));
+    *response.status_mut() = hyper::StatusCode::from_u16(reply.status)
+        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static(reply.content_type),
+    );
+    // Every page is computed from live counters: never cache one.
+    headers.insert(
+        hyper::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-store"),
+    );
+    if reply.status == 405 {
+        headers.insert(hyper::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+    }
+    response
+}
