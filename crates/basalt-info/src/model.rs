@@ -414,30 +414,42 @@ pub fn status(db: &Database) -> Status {
 pub fn heatmap_source(
     db: &Database,
     table: &str,
-    _rows: usize,
+    rows: usize,
 ) -> Result<crate::heatmap::Source, Failure> {
-    let regions = db
-        .list_regions(table)
+    let query = basalt::metrics::HeatmapQuery {
+        rows,
+        ..Default::default()
+    };
+    let map = db
+        .key_heatmap(table, query)
         .map_err(|e| Failure::from_error(&e))?;
     Ok(crate::heatmap::Source {
-        table: table.to_string(),
-        rows: regions
+        table: map.table,
+        rows: map
+            .rows
             .iter()
             .map(|r| crate::heatmap::Row {
-                start_key: key_text(&r.info.start_key),
-                end_key: key_text(&r.info.end_key),
-                region_start: true,
-                region: r.info.encoded_name(),
+                start_key: key_text(&r.start_key),
+                end_key: key_text(&r.end_key),
+                region_start: r.region_start,
+                region: r.region.clone(),
             })
             .collect(),
-        ..Default::default()
+        minutes: map.minutes,
+        reads: map.reads,
+        writes: map.writes,
+        bytes: map.bytes,
     })
 }
 
-/// The recent load-based split decisions, newest last, each as the core
-/// reports it (its fields are the core's: see docs/load-split.md).
-pub fn load_splits(_db: &Database) -> Vec<serde_json::Value> {
-    Vec::new()
+/// The recent load-based split decisions, oldest first, each as the core
+/// reports it (`basalt::LoadSplitEvent`; its fields are described in
+/// docs/load-split.md).
+pub fn load_splits(db: &Database) -> Vec<serde_json::Value> {
+    db.load_split_events()
+        .iter()
+        .filter_map(|event| serde_json::to_value(event).ok())
+        .collect()
 }
 
 /// `/api/server-metrics`: the core's server metrics as they are

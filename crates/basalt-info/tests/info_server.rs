@@ -683,7 +683,6 @@ fn the_strict_reader_refuses_what_the_format_forbids() {
 /// keys against tables pre-split into four regions, told apart through
 /// the JSON API, per region and per key-axis row of the heatmap.
 #[test]
-#[ignore = "needs the core's key heatmap (Database::key_heatmap), not in this branch yet"]
 fn a_monotonic_workload_writes_only_the_last_region_and_a_salted_one_spreads_within_20_percent() {
     const MINUTES: u64 = 10;
     const PER_MINUTE: u64 = 120;
@@ -808,8 +807,14 @@ fn a_monotonic_workload_writes_only_the_last_region_and_a_salted_one_spreads_wit
     for (i, t) in row_totals.iter().enumerate() {
         if *t == 0.0 {
             let head = rows[i]["region_start"] == true;
-            let tail = rows.get(i + 1).is_none_or(|next| next["region_start"] == true);
-            assert!(head || tail, "row {i} ({}) is empty inside a region: {row_totals:?}", rows[i]);
+            let tail = rows
+                .get(i + 1)
+                .is_none_or(|next| next["region_start"] == true);
+            assert!(
+                head || tail,
+                "row {i} ({}) is empty inside a region: {row_totals:?}",
+                rows[i]
+            );
         }
     }
     let busy: Vec<f64> = row_totals.iter().copied().filter(|t| *t > 0.0).collect();
