@@ -6,8 +6,8 @@
 //! the interval, or by a reader of the load), kept for
 //! [`RATE_WINDOW_MS`]: a rate is the growth of a total since the oldest
 //! sample inside the window, divided by the time since. So recording a
-//! request costs two atomic operations and a clock read; the lock is taken
-//! once per interval.
+//! request costs a few relaxed atomic additions (one per total it moves)
+//! and a clock read; the lock is taken once per interval.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use crate::clock::Clock;
+use crate::scan::ScanMetrics;
 
 /// How often the totals are sampled.
 pub const SAMPLE_INTERVAL_MS: i64 = 5_000;
@@ -27,16 +28,22 @@ const MIN_RATE_SPAN_MS: i64 = 1_000;
 /// A snapshot of a region's load.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RegionLoad {
-    /// Gets and scans served.
+    /// Gets and scans served (a scan counts once per region it reads).
     pub read_requests: u64,
+    /// Of those, reads whose filter dropped at least one row or cell
+    /// (HBase's filtered read requests: the work a filter threw away).
+    pub filtered_read_requests: u64,
     /// Row mutations applied (each increment, append, put, delete counts one).
     pub write_requests: u64,
     /// Rows looked at by reads.
     pub rows_scanned: u64,
     /// Cells looked at by reads.
     pub cells_scanned: u64,
-    /// Bytes of cells written.
+    /// Bytes of cells written (cell sizes as the memstore counts them:
+    /// key, value and a fixed overhead per cell).
     pub bytes_written: u64,
+    /// Bytes of cells returned by reads, counted as `bytes_written` is.
+    pub bytes_read: u64,
     /// Bytes held in memstores.
     pub memstore_bytes: u64,
     /// Reads per second over the last minute.
@@ -45,6 +52,12 @@ pub struct RegionLoad {
     pub write_requests_per_sec: f64,
     /// Rows scanned per second over the last minute.
     pub rows_scanned_per_sec: f64,
+    /// Filtered reads per second over the last minute.
+    pub filtered_read_requests_per_sec: f64,
+    /// Bytes read per second over the last minute.
+    pub bytes_read_per_sec: f64,
+    /// Bytes written per second over the last minute.
+    pub bytes_written_per_sec: f64,
 }
 
 /// The totals that have rates.
@@ -53,16 +66,32 @@ struct Totals {
     reads: u64,
     writes: u64,
     rows: u64,
+    filtered: u64,
+    bytes_read: u64,
+    bytes_written: u64,
+}
+
+/// Per-second rates of the [`Totals`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Rates {
+    reads: f64,
+    writes: f64,
+    rows: f64,
+    filtered: f64,
+    bytes_read: f64,
+    bytes_written: f64,
 }
 
 /// The live counters of one region.
 #[derive(Debug, Default)]
 pub(crate) struct LoadCounters {
     read_requests: AtomicU64,
+    filtered_read_requests: AtomicU64,
     write_requests: AtomicU64,
     rows_scanned: AtomicU64,
     cells_scanned: AtomicU64,
     bytes_written: AtomicU64,
+    bytes_read: AtomicU64,
     next_sample_at: AtomicI64,
     /// (time in ms, totals then), oldest first.
     samples: Mutex<VecDeque<(i64, Totals)>>,
@@ -75,10 +104,20 @@ impl LoadCounters {
         self.maybe_sample(clock.now_millis());
     }
 
-    pub(crate) fn record_read(&self, rows: u64, cells: u64, clock: &dyn Clock) {
+    /// One read (a get, or a scan's work in this region) that did `work`.
+    pub(crate) fn record_read(&self, work: &ScanMetrics, clock: &dyn Clock) {
         self.read_requests.fetch_add(1, Ordering::Relaxed);
-        self.rows_scanned.fetch_add(rows, Ordering::Relaxed);
-        self.cells_scanned.fetch_add(cells, Ordering::Relaxed);
+        self.rows_scanned
+            .fetch_add(work.rows_scanned, Ordering::Relaxed);
+        self.cells_scanned
+            .fetch_add(work.cells_scanned, Ordering::Relaxed);
+        if work.bytes_returned > 0 {
+            self.bytes_read
+                .fetch_add(work.bytes_returned, Ordering::Relaxed);
+        }
+        if work.filtered() {
+            self.filtered_read_requests.fetch_add(1, Ordering::Relaxed);
+        }
         self.maybe_sample(clock.now_millis());
     }
 
@@ -87,6 +126,9 @@ impl LoadCounters {
             reads: self.read_requests.load(Ordering::Relaxed),
             writes: self.write_requests.load(Ordering::Relaxed),
             rows: self.rows_scanned.load(Ordering::Relaxed),
+            filtered: self.filtered_read_requests.load(Ordering::Relaxed),
+            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            bytes_written: self.bytes_written.load(Ordering::Relaxed),
         }
     }
 
@@ -126,24 +168,35 @@ impl LoadCounters {
             let span = (now - since).max(MIN_RATE_SPAN_MS) as f64 / 1000.0;
             now_total.saturating_sub(then_total) as f64 / span
         };
-        let (reads, writes, rows) = match base {
-            Some((since, then)) => (
-                rate(totals.reads, then.reads, since),
-                rate(totals.writes, then.writes, since),
-                rate(totals.rows, then.rows, since),
-            ),
-            None => (0.0, 0.0, 0.0),
+        let per_sec = match base {
+            Some((since, then)) => {
+                let rate = |now_total: u64, then_total: u64| rate(now_total, then_total, since);
+                Rates {
+                    reads: rate(totals.reads, then.reads),
+                    writes: rate(totals.writes, then.writes),
+                    rows: rate(totals.rows, then.rows),
+                    filtered: rate(totals.filtered, then.filtered),
+                    bytes_read: rate(totals.bytes_read, then.bytes_read),
+                    bytes_written: rate(totals.bytes_written, then.bytes_written),
+                }
+            }
+            None => Rates::default(),
         };
         RegionLoad {
             read_requests: totals.reads,
+            filtered_read_requests: totals.filtered,
             write_requests: totals.writes,
             rows_scanned: totals.rows,
             cells_scanned: self.cells_scanned.load(Ordering::Relaxed),
-            bytes_written: self.bytes_written.load(Ordering::Relaxed),
+            bytes_written: totals.bytes_written,
+            bytes_read: totals.bytes_read,
             memstore_bytes: 0,
-            read_requests_per_sec: reads,
-            write_requests_per_sec: writes,
-            rows_scanned_per_sec: rows,
+            read_requests_per_sec: per_sec.reads,
+            write_requests_per_sec: per_sec.writes,
+            rows_scanned_per_sec: per_sec.rows,
+            filtered_read_requests_per_sec: per_sec.filtered,
+            bytes_read_per_sec: per_sec.bytes_read,
+            bytes_written_per_sec: per_sec.bytes_written,
         }
     }
 }
@@ -182,7 +235,12 @@ mod tests {
         // Reads start: 5 reads of 4 rows per second for 30 s.
         for _ in 0..30 {
             for _ in 0..5 {
-                load.record_read(4, 8, &clock);
+                let work = ScanMetrics {
+                    rows_scanned: 4,
+                    cells_scanned: 8,
+                    ..ScanMetrics::default()
+                };
+                load.record_read(&work, &clock);
             }
             clock.advance(1_000);
         }

@@ -1029,10 +1029,11 @@ impl Region {
 
     fn flush_pass(&self) -> Result<u64> {
         let stores = self.stores();
+        let mut any = false;
         let through = {
             let _no_writes = self.updates.write();
             for store in &stores {
-                store.prepare_flush();
+                any |= store.prepare_flush();
             }
             // No write is in flight: everything begun is complete and in
             // the snapshots.
@@ -1044,6 +1045,9 @@ impl Region {
             if let Err(e) = store.flush(through, now) {
                 result = Err(e);
             }
+        }
+        if any && result.is_ok() {
+            self.context.work.flushed();
         }
         let _guard = self.flushed_mutex.lock();
         self.flushed.notify_all();
@@ -1073,6 +1077,9 @@ impl Region {
         let mut any = false;
         for store in self.stores() {
             any |= store.compact(major, now)?;
+        }
+        if any {
+            self.context.work.compacted(major);
         }
         Ok(any)
     }
@@ -1248,11 +1255,7 @@ impl Region {
         let filter = get.filter.as_ref().map(|f| f.build(false));
         let (cells, metrics) =
             point_get::read_one_row(&mut families, &get.row, filter, get.max_versions)?;
-        self.load.record_read(
-            metrics.rows_scanned,
-            metrics.cells_scanned,
-            self.clock.as_ref(),
-        );
+        self.load.record_read(&metrics, self.clock.as_ref());
         Ok(cells
             .map(|cells| RowResult {
                 row: get.row.clone(),
@@ -1303,8 +1306,7 @@ impl Region {
     /// Adds a finished (or abandoned) scanner's work to the load counters.
     pub fn record_read(&self, scanner: &RegionScanner) {
         let m = scanner.metrics();
-        self.load
-            .record_read(m.rows_scanned, m.cells_scanned, self.clock.as_ref());
+        self.load.record_read(&m, self.clock.as_ref());
     }
 
     /// One scanner per family read.

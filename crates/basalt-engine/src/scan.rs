@@ -497,6 +497,21 @@ pub struct ScanMetrics {
     pub cells_scanned: u64,
     /// Rows returned.
     pub rows_returned: u64,
+    /// Rows the filter dropped whole (`filter_row_key`, `filter_row`).
+    pub rows_filtered: u64,
+    /// Cells the filter excluded (its code for the cell, or
+    /// `filter_row_cells` taking them out).
+    pub cells_filtered: u64,
+    /// Bytes of the cells returned (`Cell::heap_size`, as writes count).
+    pub bytes_returned: u64,
+}
+
+impl ScanMetrics {
+    /// True when the read's filter dropped at least one row or cell: the
+    /// read counts as a filtered read request.
+    pub fn filtered(&self) -> bool {
+        self.rows_filtered > 0 || self.cells_filtered > 0
+    }
 }
 
 /// The rows a read covers: a lower and an upper bound on row keys.
@@ -589,6 +604,9 @@ pub struct RegionScanner {
     /// Batches of a wide row not handed out yet.
     pending: VecDeque<RowResult>,
     metrics: ScanMetrics,
+    /// The first row returned: where the region's key load places the
+    /// scan (`key_load.rs`).
+    first_row: Option<Bytes>,
 }
 
 impl std::fmt::Debug for RegionScanner {
@@ -645,12 +663,18 @@ impl RegionScanner {
             done: false,
             pending: VecDeque::new(),
             metrics: ScanMetrics::default(),
+            first_row: None,
         })
     }
 
     /// What the read has done so far.
     pub fn metrics(&self) -> ScanMetrics {
         self.metrics
+    }
+
+    /// The first row the scanner returned, if any.
+    pub fn first_row(&self) -> Option<&Bytes> {
+        self.first_row.as_ref()
     }
 
     /// True once the scan has ended for a reason that also ends it in every
@@ -778,6 +802,9 @@ impl RegionScanner {
             self.move_past(&row, &participants)?;
             let Some(cells) = cells else { continue };
             self.metrics.rows_returned += 1;
+            if self.first_row.is_none() {
+                self.first_row = Some(row.clone());
+            }
             match self.batch {
                 Some(n) if cells.len() > n => {
                     for chunk in cells.chunks(n) {
@@ -863,6 +890,7 @@ pub(crate) fn read_row<F: FamilyCandidates>(
     if let Some(filter) = filter.as_mut() {
         filter.reset();
         if filter.filter_row_key(row) {
+            metrics.rows_filtered += 1;
             return Ok(None);
         }
     }
@@ -904,6 +932,9 @@ pub(crate) fn read_row<F: FamilyCandidates>(
                     | ReturnCode::IncludeAndNextCol
                     | ReturnCode::IncludeAndSeekNextRow
             );
+            if !include {
+                metrics.cells_filtered += 1;
+            }
             // What the code asks of the family is done before the cell
             // moves into the result (it is not needed after): no copy of
             // the cell for the result.
@@ -941,13 +972,23 @@ pub(crate) fn read_row<F: FamilyCandidates>(
     }
     if let Some(filter) = filter.as_mut() {
         if filter.has_filter_row() {
+            let before = cells.len();
             filter.filter_row_cells(&mut cells);
+            metrics.cells_filtered += before.saturating_sub(cells.len()) as u64;
         }
-        if cells.is_empty() || filter.filter_row() {
+        if cells.is_empty() {
+            return Ok(None);
+        }
+        if filter.filter_row() {
+            metrics.rows_filtered += 1;
             return Ok(None);
         }
     }
-    Ok((!cells.is_empty()).then_some(cells))
+    if cells.is_empty() {
+        return Ok(None);
+    }
+    metrics.bytes_returned += cells.iter().map(|c| c.heap_size() as u64).sum::<u64>();
+    Ok(Some(cells))
 }
 
 #[cfg(test)]

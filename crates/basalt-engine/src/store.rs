@@ -28,7 +28,7 @@
 //!   all its files, so links disappear with the first compaction.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -67,6 +67,48 @@ pub struct StoreContext {
     /// On shared storage: this process's epoch, tripped when a newer owner
     /// fences it (none: a local data directory, nothing to fence).
     pub fence: Option<Arc<Fence>>,
+    /// Flushes and compactions finished by the regions sharing the context
+    /// (a server's), for its metrics.
+    pub work: Arc<WorkCounters>,
+}
+
+/// Finished flushes and compactions over every region of a server: they
+/// only grow (a region that closes or splits keeps its share here), as a
+/// server's counters must.
+#[derive(Debug, Default)]
+pub struct WorkCounters {
+    flushes: AtomicU64,
+    compactions: AtomicU64,
+    major_compactions: AtomicU64,
+}
+
+impl WorkCounters {
+    /// Region flushes that wrote out at least one memstore.
+    pub fn flushes(&self) -> u64 {
+        self.flushes.load(Ordering::Relaxed)
+    }
+
+    /// Region compactions that rewrote at least one store (major ones
+    /// included).
+    pub fn compactions(&self) -> u64 {
+        self.compactions.load(Ordering::Relaxed)
+    }
+
+    /// Of the compactions, the major ones.
+    pub fn major_compactions(&self) -> u64 {
+        self.major_compactions.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn flushed(&self) {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn compacted(&self, major: bool) {
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+        if major {
+            self.major_compactions.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A store file in use, with its manifest entry.
@@ -172,6 +214,31 @@ impl CellSource for FileSource {
     }
 }
 
+/// A compaction input that counts the cells read from it (the store's
+/// compaction progress). A cell is counted when the merge moves past it.
+/// A linked file is read only within its rows while the total counts the
+/// whole file, so such a compaction ends below 100% (then reads idle).
+struct Counted {
+    inner: FileSource,
+    read: Arc<AtomicU64>,
+}
+
+impl CellSource for Counted {
+    fn peek(&self) -> Option<&Cell> {
+        self.inner.peek()
+    }
+    fn advance(&mut self) -> Result<()> {
+        self.read.fetch_add(1, Ordering::Relaxed);
+        self.inner.advance()
+    }
+    fn seek(&mut self, key: &Cell) -> Result<()> {
+        self.inner.seek(key)
+    }
+    fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
+        self.inner.seek_before_row(row)
+    }
+}
+
 /// What a read sees of a store at one moment.
 #[derive(Debug, Clone)]
 struct StoreView {
@@ -200,6 +267,16 @@ pub struct Store {
     /// it was tried: a snapshot left by a failed flush holds nothing later.
     snapshot_through: Mutex<Option<u64>>,
     compacting: AtomicBool,
+    /// The running compaction's progress: cells in its input files, and
+    /// cells read from them so far (0 and 0 when none runs).
+    compacting_cells_total: AtomicU64,
+    compacted_cells: Arc<AtomicU64>,
+    /// Clock millis at which the last major compaction of this store
+    /// finished, in memory only (see [`StoreStats::last_major_compaction_ms`]).
+    last_major_compaction_ms: AtomicI64,
+    /// Flushes and compactions finished since the store opened.
+    flushes_completed: AtomicU64,
+    compactions_completed: AtomicU64,
     /// Point reads: files consulted (key range and bloom allowed the row)
     /// and files skipped without reading a block.
     point_read_files: AtomicU64,
@@ -228,6 +305,23 @@ pub struct StoreStats {
     pub point_read_files: u64,
     /// Files point reads skipped by key range or bloom filter.
     pub point_read_skips: u64,
+    /// Cells in the input files of the compaction running now (0 when
+    /// none runs).
+    pub compacting_cells_total: u64,
+    /// Of those, the cells it has read so far: HBase's %COMP is
+    /// `compacted_cells / compacting_cells_total`.
+    pub compacted_cells: u64,
+    /// Clock millis at which the store's last major compaction finished;
+    /// 0 when none is known. Derived from the files where it can be (the
+    /// creation time of the newest file a major compaction wrote, which
+    /// survives restarts), and otherwise remembered in memory from the
+    /// major compaction this process ran: so a restart loses it only when
+    /// a minor compaction has since rewritten the major-compacted file.
+    pub last_major_compaction_ms: i64,
+    /// Flushes of this store that wrote a file, since it opened.
+    pub flushes_completed: u64,
+    /// Compactions of this store (minor and major), since it opened.
+    pub compactions_completed: u64,
 }
 
 impl Store {
@@ -286,6 +380,11 @@ impl Store {
             dir,
             context,
             compacting: AtomicBool::new(false),
+            compacting_cells_total: AtomicU64::new(0),
+            compacted_cells: Arc::new(AtomicU64::new(0)),
+            last_major_compaction_ms: AtomicI64::new(0),
+            flushes_completed: AtomicU64::new(0),
+            compactions_completed: AtomicU64::new(0),
             point_read_files: AtomicU64::new(0),
             point_read_skips: AtomicU64::new(0),
         })
@@ -370,6 +469,18 @@ impl Store {
                 .sum(),
             point_read_files: self.point_read_files.load(Ordering::Relaxed),
             point_read_skips: self.point_read_skips.load(Ordering::Relaxed),
+            compacting_cells_total: self.compacting_cells_total.load(Ordering::Relaxed),
+            compacted_cells: self.compacted_cells.load(Ordering::Relaxed),
+            last_major_compaction_ms: view
+                .files
+                .iter()
+                .filter(|f| f.entry.major && f.entry.link.is_none())
+                .map(|f| f.reader.meta().created_at_ms)
+                .max()
+                .unwrap_or(0)
+                .max(self.last_major_compaction_ms.load(Ordering::Relaxed)),
+            flushes_completed: self.flushes_completed.load(Ordering::Relaxed),
+            compactions_completed: self.compactions_completed.load(Ordering::Relaxed),
         }
     }
 
@@ -573,6 +684,7 @@ impl Store {
         snapshot.release_budget();
         *self.snapshot_through.lock() = None;
         self.flushed_through.fetch_max(through, Ordering::AcqRel);
+        self.flushes_completed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -629,6 +741,16 @@ impl Store {
             return Ok(false);
         }
         let result = self.compact_inner(major, now);
+        // Idle again: progress reads 0 of 0.
+        self.compacting_cells_total.store(0, Ordering::Relaxed);
+        self.compacted_cells.store(0, Ordering::Relaxed);
+        if let Ok(true) = result {
+            self.compactions_completed.fetch_add(1, Ordering::Relaxed);
+            if major {
+                self.last_major_compaction_ms
+                    .fetch_max(now, Ordering::Relaxed);
+            }
+        }
         self.compacting.store(false, Ordering::Release);
         result
     }
@@ -661,10 +783,22 @@ impl Store {
             manifest.next_file_id = id + 1;
             id
         };
+        // Progress: the inputs' cell counts (from the manifest) against
+        // the cells read from them, counted as the merge advances.
+        self.compacted_cells.store(0, Ordering::Relaxed);
+        self.compacting_cells_total.store(
+            selected.iter().map(|f| f.entry.cells).sum(),
+            Ordering::Relaxed,
+        );
         let sources: Vec<Box<dyn CellSource>> = selected
             .iter()
             // The inputs are read once and deleted after: not cached.
-            .map(|f| Box::new(f.source(false)) as Box<dyn CellSource>)
+            .map(|f| {
+                Box::new(Counted {
+                    inner: f.source(false),
+                    read: Arc::clone(&self.compacted_cells),
+                }) as Box<dyn CellSource>
+            })
             .collect();
         let mut merged = MergedSource::new(sources);
         merged.seek(&first_on_row(b""))?;

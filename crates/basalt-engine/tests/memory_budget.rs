@@ -44,6 +44,7 @@ fn fixture() -> Fixture {
         policy: CompactionPolicy::default(),
         memory: Some(Arc::clone(&budget)),
         fence: None,
+        work: Default::default(),
     };
     let info = RegionInfo {
         id: 7,

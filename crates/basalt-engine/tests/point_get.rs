@@ -295,6 +295,7 @@ fn open(families: &[FamilyOptions], cache: bool) -> Fixture {
         policy: CompactionPolicy::default(),
         memory: None,
         fence: None,
+        work: Default::default(),
     };
     let info = RegionInfo {
         id: 1,

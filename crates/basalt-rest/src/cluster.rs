@@ -143,10 +143,29 @@ impl ClusterStatus {
                     Err(_) => (s.name.clone(), 0),
                 };
                 let mine = here == Some(s.name.as_str());
+                // Another server's regions: the load it reported to the
+                // master for this status, if it answered in time.
+                let reported: BTreeMap<u64, &basalt::cluster::RegionLoadReport> = s
+                    .region_loads
+                    .iter()
+                    .flatten()
+                    .map(|l| (l.region, l))
+                    .collect();
                 let regions = s
                     .regions
                     .iter()
                     .map(|encoded| match by_encoded.get(encoded) {
+                        Some(r) if !mine => match reported.get(&r.info.id) {
+                            Some(l) => RegionStatus {
+                                storefiles: l.store_files as u64,
+                                storefile_size_mb: l.store_file_bytes / MB,
+                                memstore_size_mb: l.memstore_bytes / MB,
+                                read_requests: l.read_requests,
+                                write_requests: l.write_requests,
+                                ..RegionStatus::of(r, false)
+                            },
+                            None => RegionStatus::of(r, false),
+                        },
                         Some(r) => RegionStatus::of(r, mine),
                         // Newer than the catalog this member read.
                         None => RegionStatus {
@@ -650,10 +669,12 @@ mod tests {
                 ServerStatus {
                     name: "rs2,16020,8".into(),
                     regions: vec!["b".repeat(32)],
+                    region_loads: None,
                 },
                 ServerStatus {
                     name: "rs1,16020,7".into(),
                     regions: vec!["a".repeat(32), "c".repeat(32)],
+                    region_loads: None,
                 },
             ],
             dead_servers: vec!["rs0,16020,3".into()],

@@ -10,6 +10,7 @@
 //! | `CloseRegion` | region servers | flushes and closes a region |
 //! | `PrepareSplit` | region servers | step b of a split: closes the parent for writes, flushes it, seeds the daughters (`basalt::cluster::PrepareSplit` → `SplitPlan`) |
 //! | `PrepareMerge` | region servers | step b of a merge (`basalt::cluster::PrepareMerge`) |
+//! | `RegionLoads` | region servers | the request rates and sizes of the regions held there (`basalt::cluster::RegionLoadReport`), for the balancer |
 //!
 //! Each request and answer is one protobuf message with one `bytes`
 //! field (1) holding JSON: the request's fields, and the answer
@@ -26,8 +27,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use basalt::cluster::{
-    MasterAnswer, MasterCall, MasterControl, PrepareMerge, PrepareSplit, RegionServerControl,
-    ServerName, SplitPlan,
+    MasterAnswer, MasterCall, MasterControl, PrepareMerge, PrepareSplit, RegionLoadReport,
+    RegionServerControl, ServerName, SplitPlan,
 };
 use basalt_types::{Error, ErrorKind, Result};
 
@@ -59,6 +60,10 @@ pub const METHODS: &[Method] = &[
     Method {
         name: "PrepareMerge",
         handler: prepare_merge,
+    },
+    Method {
+        name: "RegionLoads",
+        handler: region_loads,
     },
 ];
 
@@ -136,6 +141,15 @@ fn prepare_split(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError>
 fn prepare_merge(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     let request: PrepareMerge = decode_json(param, "PrepareMerge")?;
     answer(call.ctx.db.prepare_merge_regions(&request))
+}
+
+/// The request carries nothing (`{}`); decoding it still refuses garbage.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct NoArguments {}
+
+fn region_loads(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let _: NoArguments = decode_json(param, "RegionLoads")?;
+    answer(Ok(basalt::cluster::local_region_loads(&call.ctx.db)))
 }
 
 /// Calls of the service to other processes: one connection per address,
@@ -221,7 +235,15 @@ impl ClusterClient {
 #[derive(Debug)]
 pub struct RpcRegionServerControl {
     client: ClusterClient,
+    /// Load reports on their own connections with a short bound: they
+    /// must not queue behind an open that replays a log, nor stall status
+    /// on a paused server.
+    loads: ClusterClient,
 }
+
+/// How long a load report may take before status shows the server
+/// without load and the balancer evens counts only.
+pub const LOAD_REPORT_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl RpcRegionServerControl {
     /// Calls that give up after `timeout` (an open replays logs and
@@ -229,6 +251,7 @@ impl RpcRegionServerControl {
     pub fn new(timeout: Duration) -> RpcRegionServerControl {
         RpcRegionServerControl {
             client: ClusterClient::new(timeout),
+            loads: ClusterClient::new(LOAD_REPORT_TIMEOUT.min(timeout)),
         }
     }
 
@@ -259,6 +282,11 @@ impl RegionServerControl for RpcRegionServerControl {
     fn prepare_merge(&self, server: &str, request: &PrepareMerge) -> Result<()> {
         let address = ServerName::parse(server)?.address();
         self.client.call(&address, "PrepareMerge", request)
+    }
+
+    fn region_loads(&self, server: &str) -> Result<Vec<RegionLoadReport>> {
+        let address = ServerName::parse(server)?.address();
+        self.loads.call(&address, "RegionLoads", &NoArguments {})
     }
 }
 

@@ -23,8 +23,8 @@
 //! master says (every live region server with its regions, the dead
 //! servers, the regions in transition) and `MoveRegion`, `AssignRegion`,
 //! `UnassignRegion` and `Balance` are the master's own calls
-//! (`Database::master_call`); a server reports the load only of the regions
-//! it holds itself (the others' travel in no message Basalt has).
+//! (`Database::master_call`); the cluster status carries every server's
+//! region loads as each reported them to the master (`RegionLoads`).
 //!
 //! One process is the whole cluster: one master (this one, active), one
 //! region server, no backup masters, no dead servers. The balancer, the
@@ -55,7 +55,7 @@
 //! `FlushMasterStore`; and `ExecProcedure` / `IsProcedureDone` for any
 //! procedure but `flush-table-proc`.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
@@ -858,15 +858,31 @@ fn members_status(call: &Call<'_>, options: &[i32]) -> Result<status::ClusterSta
                 .iter()
                 .filter_map(|encoded| regions.get(encoded))
                 .collect();
+            // Another server's regions: what it reported to the master
+            // for this status, if it answered in time.
+            let reported: BTreeMap<u64, &basalt::cluster::RegionLoadReport> = server
+                .region_loads
+                .iter()
+                .flatten()
+                .map(|l| (l.region, l))
+                .collect();
             loads.extend(held.iter().map(|r| {
                 if mine {
-                    region_load(r)
-                } else {
-                    status::RegionLoad {
-                        region_specifier: Some(region_name_spec(&r.info.region_name())),
-                        ..status::RegionLoad::default()
-                    }
+                    return region_load(r);
                 }
+                let mut load = status::RegionLoad {
+                    region_specifier: Some(region_name_spec(&r.info.region_name())),
+                    ..status::RegionLoad::default()
+                };
+                if let Some(l) = reported.get(&r.info.id) {
+                    load.storefiles = Some(u32::try_from(l.store_files).unwrap_or(u32::MAX));
+                    load.storefile_size_mb = Some(mib(l.store_file_bytes));
+                    load.store_uncompressed_size_mb = Some(mib(l.store_file_bytes));
+                    load.mem_store_size_mb = Some(mib(l.memstore_bytes));
+                    load.read_requests_count = Some(l.read_requests);
+                    load.write_requests_count = Some(l.write_requests);
+                }
+                load
             }));
             let (reads, writes, rate) = if mine {
                 (
@@ -877,7 +893,12 @@ fn members_status(call: &Call<'_>, options: &[i32]) -> Result<status::ClusterSta
                         .sum::<f64>(),
                 )
             } else {
-                (0, 0, 0.0)
+                let reports = reported.values();
+                (
+                    reports.clone().map(|l| l.read_requests).sum::<u64>(),
+                    reports.clone().map(|l| l.write_requests).sum::<u64>(),
+                    reports.map(|l| l.requests_per_sec).sum::<f64>(),
+                )
             };
             out.live_servers.push(status::LiveServerInfo {
                 server: Some(server_name_proto(&server.name)),
@@ -1346,50 +1367,49 @@ fn encoded_of(spec: Option<&pb::RegionSpecifier>) -> Result<String, RpcError> {
 /// from HBase's master. In a cluster each is the master's call.
 fn assign_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::RegionRequest>(param, "RegionRequest")?;
-    if call.ctx.db.cluster().is_some() {
-        let region = encoded_of(request.region.as_ref())?;
-        call.ctx
-            .db
-            .master_call(basalt::cluster::MasterCall::Assign { region })?;
-        return Ok(encode(&m::Empty {}));
-    }
-    known_region(call, request.region.as_ref())?;
-    Ok(encode(&m::Empty {}))
+    region_call(call, request.region.as_ref(), |region| {
+        basalt::cluster::MasterCall::Assign { region }
+    })
 }
 
 /// See [`assign_region`].
 fn unassign_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::RegionRequest>(param, "RegionRequest")?;
-    if call.ctx.db.cluster().is_some() {
-        let region = encoded_of(request.region.as_ref())?;
-        call.ctx
-            .db
-            .master_call(basalt::cluster::MasterCall::Unassign { region })?;
-        return Ok(encode(&m::Empty {}));
-    }
-    known_region(call, request.region.as_ref())?;
-    Ok(encode(&m::Empty {}))
+    region_call(call, request.region.as_ref(), |region| {
+        basalt::cluster::MasterCall::Unassign { region }
+    })
 }
 
 /// See [`assign_region`].
 fn move_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<MoveRegionRequest>(param, "MoveRegionRequest")?;
+    let target = request.dest_server_name.map(|n| {
+        format!(
+            "{},{},{}",
+            n.host_name,
+            n.port.unwrap_or(0),
+            n.start_code.unwrap_or(0)
+        )
+    });
+    region_call(call, request.region.as_ref(), |region| {
+        basalt::cluster::MasterCall::Move { region, target }
+    })
+}
+
+/// A master call about one region: in a cluster, the call made from the
+/// region's encoded name goes to the active master; in one process the
+/// region only has to exist (there is nowhere else for it to go).
+fn region_call(
+    call: &mut Call<'_>,
+    region: Option<&pb::RegionSpecifier>,
+    master_call: impl FnOnce(String) -> basalt::cluster::MasterCall,
+) -> Answer {
     if call.ctx.db.cluster().is_some() {
-        let region = encoded_of(request.region.as_ref())?;
-        let target = request.dest_server_name.map(|n| {
-            format!(
-                "{},{},{}",
-                n.host_name,
-                n.port.unwrap_or(0),
-                n.start_code.unwrap_or(0)
-            )
-        });
-        call.ctx
-            .db
-            .master_call(basalt::cluster::MasterCall::Move { region, target })?;
+        let encoded = encoded_of(region)?;
+        call.ctx.db.master_call(master_call(encoded))?;
         return Ok(encode(&m::Empty {}));
     }
-    known_region(call, request.region.as_ref())?;
+    known_region(call, region)?;
     Ok(encode(&m::Empty {}))
 }
 

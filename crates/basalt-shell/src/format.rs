@@ -278,6 +278,7 @@ mod tests {
             write_requests: 6,
             state: "OPEN".into(),
             state_reason: None,
+            ..RegionInfoReply::default()
         }
     }
 
@@ -295,6 +296,7 @@ mod tests {
                         memstore_bytes: 0,
                         store_files: 2,
                         store_file_bytes: 3 << 20,
+                        ..ServerLoadReply::default()
                     }),
                 },
                 ServerReply {

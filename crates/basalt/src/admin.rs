@@ -334,8 +334,11 @@ impl FamilyInfo {
     }
 }
 
-/// One region and its load.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// One region and its load: hbtop's region columns.
+///
+/// The fields after `state_reason` came later: they default when absent,
+/// so an older server's encoding still decodes (with zero rates).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RegionInfoReply {
     /// Full region name (`<table>,<start>,<id>.<encoded>.`).
     pub name: Bytes,
@@ -362,6 +365,68 @@ pub struct RegionInfoReply {
     /// Why the region is not `OPEN`: the error naming the damaged file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_reason: Option<String>,
+    /// Reads and writes per second over the last minute (hbtop's `#REQ/S`).
+    #[serde(default)]
+    pub requests_per_sec: f64,
+    /// Reads per second over the last minute (`#READ/S`).
+    #[serde(default)]
+    pub read_requests_per_sec: f64,
+    /// Filtered reads per second over the last minute (`#FREAD/S`).
+    #[serde(default)]
+    pub filtered_read_requests_per_sec: f64,
+    /// Writes per second over the last minute (`#WRITE/S`).
+    #[serde(default)]
+    pub write_requests_per_sec: f64,
+    /// Reads whose filter dropped at least one row or cell.
+    #[serde(default)]
+    pub filtered_read_requests: u64,
+    /// Bytes of cells returned by reads.
+    #[serde(default)]
+    pub bytes_read: u64,
+    /// Bytes of cells written.
+    #[serde(default)]
+    pub bytes_written: u64,
+    /// The running compaction's progress, 0.0 to 1.0 (hbtop's `%COMP`);
+    /// null when no compaction runs.
+    #[serde(default)]
+    pub compaction_progress: Option<f64>,
+    /// Clock millis of the region's last major compaction (`LASTMCOMP`);
+    /// 0 when none is known.
+    #[serde(default)]
+    pub last_major_compaction_ms: i64,
+    /// Cluster mode: the HBase name of the server holding the region;
+    /// null in one process.
+    #[serde(default)]
+    pub server: Option<String>,
+}
+
+/// An `OPEN` region with no name, range or load: a base to fill in.
+impl Default for RegionInfoReply {
+    fn default() -> Self {
+        RegionInfoReply {
+            name: Bytes::new(),
+            encoded_name: String::new(),
+            start_key: Bytes::new(),
+            end_key: Bytes::new(),
+            store_files: 0,
+            store_file_bytes: 0,
+            memstore_bytes: 0,
+            read_requests: 0,
+            write_requests: 0,
+            state: open_state(),
+            state_reason: None,
+            requests_per_sec: 0.0,
+            read_requests_per_sec: 0.0,
+            filtered_read_requests_per_sec: 0.0,
+            write_requests_per_sec: 0.0,
+            filtered_read_requests: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            compaction_progress: None,
+            last_major_compaction_ms: 0,
+            server: None,
+        }
+    }
 }
 
 fn open_state() -> String {
@@ -373,7 +438,7 @@ fn is_open_state(state: &str) -> bool {
 }
 
 /// A table as `describe` shows it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TableReply {
     /// Table name.
     pub name: String,
@@ -439,6 +504,37 @@ pub struct StatusReply {
     /// out of the encoding then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterReply>,
+    /// Clock millis at which the server started (0 from older servers,
+    /// as every field below).
+    #[serde(default)]
+    pub started_at_ms: i64,
+    /// Milliseconds since then.
+    #[serde(default)]
+    pub uptime_ms: i64,
+    /// Reads per second over the last minute, across regions.
+    #[serde(default)]
+    pub read_requests_per_second: f64,
+    /// Writes per second over the last minute, across regions.
+    #[serde(default)]
+    pub write_requests_per_second: f64,
+    /// Reads whose filter dropped at least one row or cell.
+    #[serde(default)]
+    pub filtered_read_requests: u64,
+    /// Bytes in memstores, across regions.
+    #[serde(default)]
+    pub memstore_bytes: u64,
+    /// Store files, across regions.
+    #[serde(default)]
+    pub store_files: usize,
+    /// Bytes in store files, across regions.
+    #[serde(default)]
+    pub store_file_bytes: u64,
+    /// Flushes waiting for a background thread.
+    #[serde(default)]
+    pub flush_queue_length: usize,
+    /// Compactions waiting for a background thread.
+    #[serde(default)]
+    pub compaction_queue_length: usize,
 }
 
 /// The cluster as its active master sees it, for `status 'detailed'`.
@@ -478,6 +574,7 @@ pub struct ServerReply {
 }
 
 /// What a region server reports of its load, summed over its regions.
+/// The fields after `store_file_bytes` default when absent (older servers).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ServerLoadReply {
     /// Reads and writes per second over the last minute.
@@ -492,6 +589,15 @@ pub struct ServerLoadReply {
     pub store_files: usize,
     /// Bytes in store files.
     pub store_file_bytes: u64,
+    /// Reads per second over the last minute.
+    #[serde(default)]
+    pub read_requests_per_second: f64,
+    /// Writes per second over the last minute.
+    #[serde(default)]
+    pub write_requests_per_second: f64,
+    /// Reads whose filter dropped at least one row or cell.
+    #[serde(default)]
+    pub filtered_read_requests: u64,
 }
 
 /// A procedure the master has not finished.
@@ -513,6 +619,10 @@ pub struct GatewayReply {
 }
 
 /// The answer to an [`AdminRequest`].
+// `Status` is a few hundred bytes larger than the other variants: a reply
+// is built once per request and moved once or twice, so boxing it would
+// save nothing worth changing every gateway's match on it.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "reply", rename_all = "snake_case")]
 pub enum AdminReply {
@@ -585,7 +695,19 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                     })
                     .collect(),
                 cluster: None,
+                started_at_ms: db.started_at_ms(),
+                uptime_ms: (db.clock().now_millis() - db.started_at_ms()).max(0),
+                read_requests_per_second: 0.0,
+                write_requests_per_second: 0.0,
+                filtered_read_requests: 0,
+                memstore_bytes: 0,
+                store_files: 0,
+                store_file_bytes: 0,
+                flush_queue_length: 0,
+                compaction_queue_length: 0,
             };
+            (status.flush_queue_length, status.compaction_queue_length) =
+                db.region_server().maintenance_queues();
             let mut everywhere = Vec::new();
             for name in db.list_tables() {
                 // A table dropped between the listing and here is not counted.
@@ -602,6 +724,12 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                     status.write_requests += r.load.write_requests;
                     status.requests_per_second +=
                         r.load.read_requests_per_sec + r.load.write_requests_per_sec;
+                    status.read_requests_per_second += r.load.read_requests_per_sec;
+                    status.write_requests_per_second += r.load.write_requests_per_sec;
+                    status.filtered_read_requests += r.load.filtered_read_requests;
+                    status.memstore_bytes += r.load.memstore_bytes;
+                    status.store_files += r.store_files();
+                    status.store_file_bytes += r.store_file_bytes();
                 }
                 everywhere.extend(regions);
             }
@@ -838,15 +966,8 @@ fn cluster_reply(
                     None => unknown.push(RegionInfoReply {
                         name: Bytes::from(encoded.clone()),
                         encoded_name: encoded.clone(),
-                        start_key: Bytes::new(),
-                        end_key: Bytes::new(),
-                        store_files: 0,
-                        store_file_bytes: 0,
-                        memstore_bytes: 0,
-                        read_requests: 0,
-                        write_requests: 0,
-                        state: open_state(),
-                        state_reason: None,
+                        server: Some(s.name.clone()),
+                        ..RegionInfoReply::default()
                     }),
                 }
             }
@@ -866,6 +987,9 @@ fn cluster_reply(
                     .iter()
                     .flat_map(|r| r.stores.iter().map(|(_, st)| st.file_bytes))
                     .sum(),
+                read_requests_per_second: held.iter().map(|r| r.load.read_requests_per_sec).sum(),
+                write_requests_per_second: held.iter().map(|r| r.load.write_requests_per_sec).sum(),
+                filtered_read_requests: held.iter().map(|r| r.load.filtered_read_requests).sum(),
             });
             let mut regions: Vec<RegionInfoReply> = held.into_iter().map(region_reply).collect();
             regions.extend(unknown);
@@ -992,6 +1116,16 @@ pub fn region_reply(r: &RegionSummary) -> RegionInfoReply {
             RegionState::FailedOpen { reason, .. } => Some(reason.clone()),
             RegionState::Offline => Some("open on no server right now (being assigned)".into()),
         },
+        requests_per_sec: r.load.read_requests_per_sec + r.load.write_requests_per_sec,
+        read_requests_per_sec: r.load.read_requests_per_sec,
+        filtered_read_requests_per_sec: r.load.filtered_read_requests_per_sec,
+        write_requests_per_sec: r.load.write_requests_per_sec,
+        filtered_read_requests: r.load.filtered_read_requests,
+        bytes_read: r.load.bytes_read,
+        bytes_written: r.load.bytes_written,
+        compaction_progress: crate::metrics::compaction_progress(r),
+        last_major_compaction_ms: crate::metrics::last_major_compaction_ms(r),
+        server: r.server.clone(),
     }
 }
 
@@ -1184,10 +1318,12 @@ mod tests {
                 crate::cluster::ServerStatus {
                     name: "rs2,16020,7".into(),
                     regions: vec![b.clone(), "f".repeat(32)],
+                    region_loads: None,
                 },
                 crate::cluster::ServerStatus {
                     name: "rs1,16020,5".into(),
                     regions: vec![a.clone()],
+                    region_loads: None,
                 },
             ],
             dead_servers: vec!["rs3,16020,2".into()],

@@ -38,10 +38,11 @@ use crate::cluster::{
 use crate::gateways::{Gateway, Gateways};
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
 use crate::master::{FamilyChange, Master};
+use crate::metrics::RequestLatencies;
 use crate::options::Options;
 use crate::region_server::WalPlacement;
 use crate::region_server::{RecoveryReport, RegionServer};
-use crate::remote::RegionCaller;
+use crate::remote::{RegionCall, RegionCaller};
 use crate::split::SplitAlgorithm;
 use crate::table::Table;
 use basalt_engine::wal::ObjectWalOptions;
@@ -70,6 +71,11 @@ struct DbInner {
     recovery: RecoveryReport,
     /// The gateways the serving process announced (none when embedded).
     gateways: Gateways,
+    /// Where "now" comes from, and when the database opened by it.
+    clock: Arc<dyn Clock>,
+    started_at_ms: i64,
+    /// Every `Table`'s request latencies (`metrics.rs`).
+    latencies: Arc<RequestLatencies>,
 }
 
 /// Opens a [`Database`] with parts handed in: the file store that holds
@@ -159,10 +165,11 @@ impl DatabaseBuilder {
             WalPlacement::Local => ObjectWalOptions::default(),
         };
         let options = self.options.clone();
+        let started_at_ms = clock.now_millis();
         let server = Arc::new(RegionServer::start_member(
             &dir,
             self.options,
-            clock,
+            Arc::clone(&clock),
             Arc::clone(&files),
             wal,
         )?);
@@ -192,6 +199,9 @@ impl DatabaseBuilder {
                 closed: AtomicBool::new(false),
                 recovery: RecoveryReport::default(),
                 gateways: Gateways::default(),
+                clock,
+                started_at_ms,
+                latencies: Arc::default(),
             }),
         };
         // A region that answers "not serving" moved: read the catalog again
@@ -221,7 +231,9 @@ impl DatabaseBuilder {
             .files
             .unwrap_or_else(|| Arc::new(LocalFileStore::new()));
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
-        let (master, recovery) = Master::start(&dir, self.options, clock, files, &self.wal)?;
+        let started_at_ms = clock.now_millis();
+        let (master, recovery) =
+            Master::start(&dir, self.options, Arc::clone(&clock), files, &self.wal)?;
         let server = Arc::clone(master.region_server());
         let locator = Arc::clone(master.locator());
         Ok(Database {
@@ -235,6 +247,9 @@ impl DatabaseBuilder {
                 closed: AtomicBool::new(false),
                 recovery,
                 gateways: Gateways::default(),
+                clock,
+                started_at_ms,
+                latencies: Arc::default(),
             }),
         })
     }
@@ -478,6 +493,21 @@ impl Database {
         &self.inner.locator
     }
 
+    /// The database's clock (handed to the builder, or the system's).
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// Clock millis at which the database opened.
+    pub fn started_at_ms(&self) -> i64 {
+        self.inner.started_at_ms
+    }
+
+    /// The request latencies every `Table` of this database records.
+    pub fn latencies(&self) -> &Arc<RequestLatencies> {
+        &self.inner.latencies
+    }
+
     /// Creates a table.
     pub fn create_table(&self, descriptor: TableDescriptor) -> Result<()> {
         self.create_table_with_splits(descriptor, &[])
@@ -527,7 +557,10 @@ impl Database {
     /// A handle for reads and writes on a table.
     pub fn table(&self, name: &str) -> Result<Table> {
         self.check_open()?;
-        Ok(Table::new(self.inner.locator.table(name)?))
+        Ok(Table::new(
+            self.inner.locator.table(name)?,
+            Arc::clone(&self.inner.latencies),
+        ))
     }
 
     /// The table's descriptor, state and regions.
@@ -773,8 +806,29 @@ impl Database {
     /// Flushes every memstore of the table to store files, now.
     pub fn flush_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
-        for region in self.inner.locator.table(name)?.regions() {
-            self.inner.server.flush_region(region.info().id)?;
+        self.on_every_region(name, RegionCall::Flush)
+    }
+
+    /// Runs a maintenance `call` (flush or compact) on every region of
+    /// table `name`: here for the regions this process holds, through a
+    /// region call to the holder for the others (cluster mode); a region
+    /// held nowhere right now (being assigned) is skipped, it has nothing
+    /// of its own in memory.
+    fn on_every_region(&self, name: &str, call: RegionCall) -> Result<()> {
+        let table = self.inner.locator.table(name)?;
+        for route in table.routes() {
+            match route {
+                RegionRoute::Local(region) => match call {
+                    RegionCall::Compact { major } => {
+                        region.compact(major)?;
+                    }
+                    _ => self.inner.server.flush_region(region.info().id)?,
+                },
+                RegionRoute::Remote { info, server } => {
+                    table.call_remote(&info, &server, call.clone())?;
+                }
+                RegionRoute::Offline { .. } => {}
+            }
         }
         Ok(())
     }
@@ -785,9 +839,7 @@ impl Database {
     /// compaction policy picks.
     pub fn compact_table(&self, name: &str, major: bool) -> Result<()> {
         self.check_open()?;
-        for region in self.inner.locator.table(name)?.regions() {
-            region.compact(major)?;
-        }
+        self.on_every_region(name, RegionCall::Compact { major })?;
         match &self.inner.master {
             Some(master) => master.collect_retired_regions(),
             None => Ok(()),
@@ -844,8 +896,41 @@ impl Database {
     /// `compact 'region'` / `major_compact 'region'`).
     pub fn compact_region(&self, region_name: &[u8], major: bool) -> Result<()> {
         self.check_open()?;
-        self.local_master("compact of one region")?
-            .compact_region(region_name, major)
+        if self.inner.cluster.is_none() {
+            return self
+                .local_master("compact of one region")?
+                .compact_region(region_name, major);
+        }
+        // Cluster mode: the region's holder compacts it.
+        for (_, table) in self.inner.locator.tables() {
+            for route in table.routes() {
+                let info = match &route {
+                    RegionRoute::Local(region) => region.info().clone(),
+                    RegionRoute::Remote { info, .. } | RegionRoute::Offline { info } => {
+                        info.clone()
+                    }
+                };
+                if info.region_name()[..] != *region_name
+                    && info.encoded_name().as_bytes() != region_name
+                {
+                    continue;
+                }
+                return match route {
+                    RegionRoute::Local(region) => region.compact(major).map(drop),
+                    RegionRoute::Remote { info, server } => table
+                        .call_remote(&info, &server, RegionCall::Compact { major })
+                        .map(drop),
+                    RegionRoute::Offline { info } => Err(Error::NotServingRegion(format!(
+                        "region {} is being assigned; compact it once it is open",
+                        info.encoded_name()
+                    ))),
+                };
+            }
+        }
+        Err(Error::invalid(format!(
+            "unknown region {}",
+            String::from_utf8_lossy(region_name)
+        )))
     }
 
     /// Hits, misses and size of the block cache shared by all stores.

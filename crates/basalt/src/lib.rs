@@ -42,6 +42,7 @@ mod gateways;
 mod locator;
 mod maintenance;
 mod master;
+pub mod metrics;
 mod options;
 mod region_calls;
 mod region_server;

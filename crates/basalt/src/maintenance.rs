@@ -327,6 +327,13 @@ impl Maintenance {
             }
         }
     }
+
+    /// Flushes and compactions waiting for a thread now (read-only: for
+    /// the server's metrics).
+    pub(crate) fn queue_lengths(&self) -> (usize, usize) {
+        let queues = self.queue.queues.lock();
+        (queues.flushes.len(), queues.compactions.len())
+    }
 }
 
 impl Drop for Maintenance {

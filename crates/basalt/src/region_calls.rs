@@ -188,6 +188,17 @@ impl Database {
                 }
                 Ok(RegionAnswer::Done)
             }
+            RegionCall::Flush => {
+                self.region_here(table, region_id)?;
+                self.region_server().flush_region(region_id)?;
+                Ok(RegionAnswer::Done)
+            }
+            RegionCall::Compact { major } => {
+                // Whether it compacted anything does not travel: the caller
+                // asked for the policy's decision, not a promise of work.
+                let _compacted = self.region_here(table, region_id)?.compact(major)?;
+                Ok(RegionAnswer::Done)
+            }
             call => {
                 let region = self.region_here(table, region_id)?;
                 serve_on_region(scanners, table, &region, call)
@@ -313,9 +324,13 @@ fn serve_on_region(
                 more: true,
             })
         }
-        RegionCall::NextRows { .. } | RegionCall::CloseScanner { .. } => Err(Error::invalid(
-            "a scanner call reached the row-call path (a bug in region_calls.rs)",
-        )),
+        RegionCall::NextRows { .. }
+        | RegionCall::CloseScanner { .. }
+        | RegionCall::Flush
+        | RegionCall::Compact { .. } => Err(Error::invalid(format!(
+            "a {} call reached the row-call path (a bug in region_calls.rs)",
+            call.name()
+        ))),
     }
 }
 

@@ -63,7 +63,9 @@ use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
 use basalt_engine::memory::MemstoreBudget;
 use basalt_engine::wal::object::replay_log;
-use basalt_engine::wal::{ObjectWal, ObjectWalOptions, ReplayReport, Wal, WalEdit, WriteAheadLog};
+use basalt_engine::wal::{
+    ObjectWal, ObjectWalOptions, ReplayReport, Wal, WalEdit, WalStats, WriteAheadLog,
+};
 use basalt_engine::{Clock, FamilyState, OpenFailure, Region, RegionInfo, StoreContext};
 use basalt_types::{Error, Result};
 
@@ -522,6 +524,17 @@ impl RegionServer {
         &self.budget
     }
 
+    /// Counters of this server's write-ahead log since it opened.
+    pub fn wal_stats(&self) -> WalStats {
+        self.wal.stats()
+    }
+
+    /// Flushes and compactions queued for a background thread now (HBase's
+    /// flush and compaction queue lengths); 0 and 0 when work runs inline.
+    pub fn maintenance_queues(&self) -> (usize, usize) {
+        self.maintenance.queue_lengths()
+    }
+
     /// The file store, block cache and compaction policy regions share.
     pub fn store_context(&self) -> &StoreContext {
         &self.context
@@ -663,6 +676,7 @@ fn shared_context(
         policy: options.compaction_policy(),
         memory: Some(Arc::clone(&budget)),
         fence,
+        work: Arc::default(),
     };
     (context, budget)
 }

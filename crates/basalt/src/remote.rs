@@ -77,6 +77,14 @@ pub enum RegionCall {
         /// The id `OpenScanner` answered.
         scanner: u64,
     },
+    /// Flushes the region's memstores (`flush` of a table in a cluster
+    /// reaches every region's server): answers `Done`.
+    Flush,
+    /// Compacts the region (`compact` / `major_compact`): answers `Done`.
+    Compact {
+        /// Every file, rather than the policy's choice.
+        major: bool,
+    },
 }
 
 impl RegionCall {
@@ -94,6 +102,8 @@ impl RegionCall {
             RegionCall::OpenScanner { .. } => "OpenScanner",
             RegionCall::NextRows { .. } => "NextRows",
             RegionCall::CloseScanner { .. } => "CloseScanner",
+            RegionCall::Flush => "Flush",
+            RegionCall::Compact { .. } => "Compact",
         }
     }
 }

@@ -5,11 +5,16 @@
 //! copy); a remote one sends a region call to the server that has the
 //! region open (`remote.rs`). Either way the request is routed again while
 //! a region refuses it because its rows moved (`TableLocation::on_route`).
+//!
+//! Every public request method times itself into the database's latency
+//! histograms (`metrics.rs`), whatever the route: each gateway and the
+//! embedded API go through here, so each request is recorded once.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 
@@ -23,12 +28,14 @@ use basalt_types::{
 };
 
 use crate::locator::{same_route, RegionRoute, TableLocation};
+use crate::metrics::{elapsed_micros, Operation, RequestLatencies};
 use crate::remote::{unexpected, RegionAnswer, RegionCall, RemoteError, ServerAddress};
 
 /// A handle for reads and writes on one table. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Table {
     state: Arc<TableLocation>,
+    latencies: Arc<RequestLatencies>,
 }
 
 /// What a remote answer must be for each kind of call.
@@ -47,8 +54,8 @@ fn expect_row(server: &ServerAddress, call: &str, answer: RegionAnswer) -> Resul
 }
 
 impl Table {
-    pub(crate) fn new(state: Arc<TableLocation>) -> Self {
-        Table { state }
+    pub(crate) fn new(state: Arc<TableLocation>, latencies: Arc<RequestLatencies>) -> Self {
+        Table { state, latencies }
     }
 
     /// The table name.
@@ -84,15 +91,17 @@ impl Table {
 
     /// Reads one row. A missing row gives an empty result, not an error.
     pub fn get(&self, get: &Get) -> Result<RowResult> {
-        // Reads are never refused by a local region (a closing region's
-        // data is frozen); a remote one may have moved.
-        let result = self.route(
-            &get.row,
-            |r| r.get(get),
-            || RegionCall::Get(get.clone()),
-            expect_row,
-        );
-        self.state.note_corruption(result)
+        self.latencies.time(Operation::Get, || {
+            // Reads are never refused by a local region (a closing
+            // region's data is frozen); a remote one may have moved.
+            let result = self.route(
+                &get.row,
+                |r| r.get(get),
+                || RegionCall::Get(get.clone()),
+                expect_row,
+            );
+            self.state.note_corruption(result)
+        })
     }
 
     /// True when the get would return at least one cell.
@@ -102,42 +111,50 @@ impl Table {
 
     /// Writes cells to one row atomically.
     pub fn put(&self, put: &Put) -> Result<()> {
-        self.route(
-            put.row(),
-            |r| r.put(put),
-            || RegionCall::Put(put.clone()),
-            expect_done,
-        )
+        self.latencies.time(Operation::Put, || {
+            self.route(
+                put.row(),
+                |r| r.put(put),
+                || RegionCall::Put(put.clone()),
+                expect_done,
+            )
+        })
     }
 
     /// Deletes a row, families, columns or versions.
     pub fn delete(&self, delete: &Delete) -> Result<()> {
-        self.route(
-            delete.row(),
-            |r| r.delete(delete),
-            || RegionCall::Delete(delete.clone()),
-            expect_done,
-        )
+        self.latencies.time(Operation::Delete, || {
+            self.route(
+                delete.row(),
+                |r| r.delete(delete),
+                || RegionCall::Delete(delete.clone()),
+                expect_done,
+            )
+        })
     }
 
     /// Applies puts and deletes of one row atomically.
     pub fn mutate_row(&self, mutations: &RowMutations) -> Result<()> {
-        self.route(
-            mutations.row(),
-            |r| r.mutate_row(mutations),
-            || RegionCall::MutateRow(mutations.clone()),
-            expect_done,
-        )
+        self.latencies.time(Operation::MutateRow, || {
+            self.route(
+                mutations.row(),
+                |r| r.mutate_row(mutations),
+                || RegionCall::MutateRow(mutations.clone()),
+                expect_done,
+            )
+        })
     }
 
     /// Adds to 8-byte big-endian counters; returns the new values.
     pub fn increment(&self, increment: &Increment) -> Result<RowResult> {
-        self.route(
-            increment.row(),
-            |r| r.increment(increment),
-            || RegionCall::Increment(increment.clone()),
-            expect_row,
-        )
+        self.latencies.time(Operation::Increment, || {
+            self.route(
+                increment.row(),
+                |r| r.increment(increment),
+                || RegionCall::Increment(increment.clone()),
+                expect_row,
+            )
+        })
     }
 
     /// Adds `delta` to one counter and returns its new value.
@@ -162,32 +179,41 @@ impl Table {
 
     /// Appends to values; returns the new values.
     pub fn append(&self, append: &Append) -> Result<RowResult> {
-        self.route(
-            append.row(),
-            |r| r.append(append),
-            || RegionCall::Append(append.clone()),
-            expect_row,
-        )
+        self.latencies.time(Operation::Append, || {
+            self.route(
+                append.row(),
+                |r| r.append(append),
+                || RegionCall::Append(append.clone()),
+                expect_row,
+            )
+        })
     }
 
     /// Applies the mutations if the check holds, atomically; returns whether
     /// they were applied.
     pub fn check_and_mutate(&self, check: &CheckAndMutate) -> Result<bool> {
-        self.route(
-            &check.row,
-            |r| r.check_and_mutate(check),
-            || RegionCall::CheckAndMutate(check.clone()),
-            |server, call, answer| match answer {
-                RegionAnswer::Applied(applied) => Ok(applied),
-                other => Err(unexpected(server, call, &other)),
-            },
-        )
+        self.latencies.time(Operation::CheckAndMutate, || {
+            self.route(
+                &check.row,
+                |r| r.check_and_mutate(check),
+                || RegionCall::CheckAndMutate(check.clone()),
+                |server, call, answer| match answer {
+                    RegionAnswer::Applied(applied) => Ok(applied),
+                    other => Err(unexpected(server, call, &other)),
+                },
+            )
+        })
     }
 
     /// Applies many mutations: each is atomic on its row, the batch is not.
     /// Mutations going to the same region share one log sync (one region
     /// call for a region on another server).
     pub fn batch(&self, mutations: &[Mutation]) -> Vec<Result<()>> {
+        self.latencies
+            .time(Operation::Batch, || self.batch_untimed(mutations))
+    }
+
+    fn batch_untimed(&self, mutations: &[Mutation]) -> Vec<Result<()>> {
         let mut results: Vec<Option<Result<()>>> = (0..mutations.len()).map(|_| None).collect();
         let mut pending: Vec<usize> = (0..mutations.len()).collect();
         let mut deadline = None;
@@ -278,6 +304,7 @@ impl Table {
         let filter = scan.filter.as_ref().map(|f| f.build(scan.reversed));
         Ok(Scanner {
             state: Arc::clone(&self.state),
+            latencies: Arc::clone(&self.latencies),
             range: scan_range(scan),
             scan: scan.clone(),
             filter,
@@ -310,6 +337,7 @@ const REMOTE_SCAN_ROWS: usize = 100;
 /// good (row limit, or a filter ending it), which ends it here too.
 pub struct Scanner {
     state: Arc<TableLocation>,
+    latencies: Arc<RequestLatencies>,
     scan: Scan,
     range: RowRange,
     /// The filter between local regions (inside one, the region scanner
@@ -645,7 +673,10 @@ impl Iterator for Scanner {
     type Item = Result<RowResult>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let start = Instant::now();
         let result = self.next_result();
+        self.latencies
+            .record(Operation::ScanNext, elapsed_micros(start));
         match self.state.note_corruption(result) {
             Ok(Some(r)) => Some(Ok(r)),
             Ok(None) => None,

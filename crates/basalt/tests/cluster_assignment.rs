@@ -109,6 +109,11 @@ impl RegionServerControl for Control {
             .prepare_merge_regions(request)?;
         self.after_prepare()
     }
+    fn region_loads(&self, server: &str) -> Result<Vec<basalt::cluster::RegionLoadReport>> {
+        Ok(basalt::cluster::local_region_loads(
+            &self.directory.by_name(server)?,
+        ))
+    }
 }
 
 #[derive(Debug)]
@@ -368,6 +373,129 @@ fn a_move_and_the_balancer_keep_every_row_and_even_out_the_servers() {
     assert_eq!(rows(&h.member(&second)).len(), 300);
     write(&h.member(&second), 300, 400);
     assert_eq!(rows(&h.member(&first)).len(), 400);
+}
+
+#[test]
+fn the_balancer_moves_load_off_the_server_holding_the_two_hot_regions() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let first = h.start_member();
+    let second = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    let counts: Vec<usize> = status(&master)
+        .servers
+        .iter()
+        .map(|s| s.regions.len())
+        .collect();
+    assert_eq!(counts, vec![4, 4]);
+
+    // Two of the first server's regions take nearly all the requests.
+    let held = status(&master)
+        .servers
+        .into_iter()
+        .find(|s| s.name == first)
+        .unwrap()
+        .regions;
+    let hot: Vec<basalt::RegionInfo> = h
+        .member(&first)
+        .region_states("t")
+        .unwrap()
+        .into_iter()
+        .map(|(info, _)| info)
+        .filter(|info| held.contains(&info.encoded_name()))
+        .take(2)
+        .collect();
+    let t = h.member(&first).table("t").unwrap();
+    for info in &hot {
+        let prefix = if info.start_key.is_empty() {
+            "00".to_string()
+        } else {
+            String::from_utf8(info.start_key.to_vec()).unwrap()
+        };
+        for i in 0..400 {
+            t.put(&Put::new(format!("{prefix}-hot{i:05}")).add("f", "q", "v"))
+                .unwrap();
+        }
+    }
+    write(&h.member(&second), 0, 16);
+
+    let moved = match master.call(MasterCall::Balance).unwrap() {
+        MasterAnswer::Moved { regions } => regions,
+        other => panic!("{other:?}"),
+    };
+    // Counts were even, so a hot region is swapped for a cold one.
+    assert_eq!(moved, 2);
+    h.settle(&master);
+    let after = status(&master);
+    let server_of = |info: &basalt::RegionInfo| {
+        after
+            .servers
+            .iter()
+            .find(|s| s.regions.contains(&info.encoded_name()))
+            .map(|s| s.name.clone())
+            .unwrap()
+    };
+    assert_ne!(server_of(&hot[0]), server_of(&hot[1]));
+    let counts: Vec<usize> = after.servers.iter().map(|s| s.regions.len()).collect();
+    assert_eq!(counts, vec![4, 4]);
+    assert_eq!(rows(&h.member(&second)).len(), 800 + 16);
+}
+
+#[test]
+fn flush_and_compaction_of_a_table_reach_the_regions_other_servers_hold() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let first = h.start_member();
+    let second = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    let on_second = |h: &Harness| -> Vec<basalt::RegionSummary> {
+        h.member(&second)
+            .list_regions("t")
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.server.as_deref() == Some(second.as_str()))
+            .collect()
+    };
+    assert_eq!(on_second(&h).len(), 4);
+
+    // Two rounds of writes and flushes, asked of the first server only:
+    // every region of the second gets two files.
+    for round in 0..2 {
+        write(&h.member(&first), round * 200, round * 200 + 200);
+        h.member(&first).flush_table("t").unwrap();
+    }
+    for region in on_second(&h) {
+        assert_eq!(region.load.memstore_bytes, 0, "{:?}", region.info);
+        assert_eq!(region.store_files(), 2, "{:?}", region.info);
+    }
+
+    // A major compaction of one of them, named from the first server.
+    let one = on_second(&h)[0].info.encoded_name();
+    h.member(&first)
+        .compact_region(one.as_bytes(), true)
+        .unwrap();
+    let files = |h: &Harness, encoded: &str| {
+        on_second(h)
+            .into_iter()
+            .find(|r| r.info.encoded_name() == encoded)
+            .unwrap()
+            .store_files()
+    };
+    assert_eq!(files(&h, &one), 1);
+    // Then of the whole table.
+    h.member(&first).compact_table("t", true).unwrap();
+    for region in on_second(&h) {
+        assert_eq!(region.store_files(), 1, "{:?}", region.info);
+    }
+    assert_eq!(rows(&h.member(&first)).len(), 400);
+    assert!(h
+        .member(&first)
+        .compact_region(b"no-such-region", true)
+        .is_err());
 }
 
 #[test]

@@ -749,12 +749,22 @@ impl ClusterMaster {
         self.act_on_region(&mut state, &table, region)
     }
 
-    /// Moves regions from the servers with the most to those with the
-    /// fewest until counts differ by at most one.
+    /// Evens the servers out in two passes, as HBase's balancer weighs
+    /// region counts and load:
+    /// 1. counts: moves regions from the servers with the most to those
+    ///    with the fewest until counts differ by at most one;
+    /// 2. load: asks every live server for its regions' request rates and
+    ///    moves hot regions from the busiest server to the idlest (or swaps
+    ///    a hot region for a cold one, to keep counts even) while that
+    ///    lowers the busiest server's load ([`plan_load_moves`]).
+    ///
+    /// A server that cannot report its load skips pass 2: moving regions
+    /// on a partial picture could make things worse.
     fn balance(&self) -> Result<usize> {
         let mut state = self.state.lock();
         self.check_running()?;
         self.reconcile(&mut state)?;
+        let rates = self.region_rates(&state);
         let mut moved = 0;
         loop {
             let counts = region_counts(&state.catalog, &state.live);
@@ -771,7 +781,7 @@ impl ClusterMaster {
                 return Ok(moved);
             };
             if most_n <= fewest_n + 1 {
-                return Ok(moved);
+                break;
             }
             let candidate = state.catalog.tables.iter().find_map(|(name, t)| {
                 t.regions
@@ -787,10 +797,104 @@ impl ClusterMaster {
             self.move_locked(&mut state, &table, region, Some(fewest))?;
             moved += 1;
         }
+
+        let Some(rates) = rates else {
+            return Ok(moved);
+        };
+        // Each open region with the rate it had where it was measured: a
+        // region moved by pass 1 carries its load with it (its new
+        // server's counters start at zero).
+        let mut loads: BTreeMap<String, Vec<(String, u64, f64)>> =
+            state.live.iter().map(|s| (s.clone(), Vec::new())).collect();
+        for (name, table) in &state.catalog.tables {
+            for region in &table.regions {
+                if region.state != RegionState::Open {
+                    continue;
+                }
+                if let Some(held) = region.server.as_ref().and_then(|s| loads.get_mut(s)) {
+                    let rate = rates.get(&region.id).copied().unwrap_or(0.0);
+                    held.push((name.clone(), region.id, rate));
+                }
+            }
+        }
+        for planned in plan_load_moves(loads, MAX_LOAD_MOVES) {
+            tracing::info!(
+                table = planned.table,
+                region = planned.region,
+                from = planned.from,
+                to = planned.to,
+                requests_per_sec = format!("{:.0}", planned.requests_per_sec),
+                "balancer: moving a region for load"
+            );
+            self.move_locked(&mut state, &planned.table, planned.region, Some(planned.to))?;
+            moved += 1;
+        }
+        Ok(moved)
+    }
+
+    /// Every live server's report of its regions' request rates, by
+    /// region id; `None` when a server cannot answer (the balancer then
+    /// evens counts only: moving regions on a partial picture could make
+    /// things worse).
+    ///
+    /// A region that moved starts counting again on its new server; its
+    /// rate is measured from its first request there (over at least a
+    /// second, `basalt_engine::load`), so under a steady load it reads
+    /// right again within a second or two of the move.
+    fn region_rates(&self, state: &State) -> Option<BTreeMap<u64, f64>> {
+        let mut rates = BTreeMap::new();
+        for server in &state.live {
+            match self.servers.region_loads(server) {
+                Ok(reports) => {
+                    for report in reports {
+                        // Only where the catalog has it open: a report can
+                        // trail a move that just happened.
+                        let here = state
+                            .catalog
+                            .region(report.region)
+                            .is_some_and(|(_, _, e)| {
+                                e.state == RegionState::Open && e.server.as_deref() == Some(server)
+                            });
+                        if here {
+                            rates.insert(report.region, report.requests_per_sec);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(server, error = %e, "no load report: the balancer evens region counts only");
+                    return None;
+                }
+            }
+        }
+        Some(rates)
     }
 
     /// The cluster as this master sees it.
+    ///
+    /// Each server's region loads are asked for after the master's lock is
+    /// released, all servers at once, each call bounded by the control
+    /// (a paused server shows without load instead of stalling status).
     pub fn status(&self) -> ClusterStatus {
+        let mut status = self.catalog_status();
+        let names: Vec<String> = status.servers.iter().map(|s| s.name.clone()).collect();
+        let servers = &self.servers;
+        let loads: Vec<Option<Vec<super::RegionLoadReport>>> = std::thread::scope(|scope| {
+            let asks: Vec<_> = names
+                .iter()
+                .map(|name| scope.spawn(move || servers.region_loads(name).ok()))
+                .collect();
+            asks.into_iter()
+                .map(|ask| ask.join().ok().flatten())
+                .collect()
+        });
+        for (server, loads) in status.servers.iter_mut().zip(loads) {
+            server.region_loads = loads;
+        }
+        status
+    }
+
+    /// [`ClusterMaster::status`] from the catalog alone.
+    fn catalog_status(&self) -> ClusterStatus {
         let state = self.state.lock();
         let catalog = &state.catalog;
         let mut by_server: BTreeMap<String, Vec<String>> =
@@ -817,7 +921,11 @@ impl ClusterMaster {
             master: self.name.clone(),
             servers: by_server
                 .into_iter()
-                .map(|(name, regions)| ServerStatus { name, regions })
+                .map(|(name, regions)| ServerStatus {
+                    name,
+                    regions,
+                    region_loads: None,
+                })
                 .collect(),
             dead_servers: catalog.dead_servers.keys().cloned().collect(),
             in_transition,
@@ -894,6 +1002,126 @@ fn region_counts(catalog: &Catalog, live: &BTreeSet<String>) -> BTreeMap<String,
         }
     }
     counts
+}
+
+/// At most this many regions move for load in one `balance` (a swap counts
+/// two): rates are a minute's average, so a few moves per call and another
+/// call later beat a big reshuffle on numbers that are about to change.
+const MAX_LOAD_MOVES: usize = 8;
+
+/// A server is not worth relieving when its load is within this fraction
+/// of the average (HBase's balancer also tolerates a slop around the mean).
+const LOAD_SLOP: f64 = 0.2;
+
+/// Nor when the busiest and idlest servers differ by fewer requests per
+/// second than this: an idle cluster should not shuffle regions over noise.
+const MIN_LOAD_GAP: f64 = 10.0;
+
+/// One region move the load pass of the balancer wants.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct LoadMove {
+    pub table: String,
+    pub region: u64,
+    pub from: String,
+    pub to: String,
+    pub requests_per_sec: f64,
+}
+
+/// The moves that even out request rates, given each server's regions as
+/// (table, region id, requests/s). Each step takes the busiest server B
+/// and the idlest I; it stops when B is within [`LOAD_SLOP`] of the
+/// average or within [`MIN_LOAD_GAP`] of I. Otherwise, with `gap` = load(B)
+/// - load(I):
+/// - if B holds more regions than I, it moves B's hottest region whose rate
+///   is below `gap` (so I does not become the new busiest at B's old load);
+/// - else it swaps a region of B for a colder one of I, the pair whose
+///   difference is largest while still below `gap` (counts stay even).
+///
+/// Every step lowers the busiest load or stops, so it ends; `max_moves`
+/// bounds it further.
+pub(super) fn plan_load_moves(
+    mut servers: BTreeMap<String, Vec<(String, u64, f64)>>,
+    max_moves: usize,
+) -> Vec<LoadMove> {
+    let mut moves = Vec::new();
+    if servers.len() < 2 {
+        return moves;
+    }
+    let load = |regions: &[(String, u64, f64)]| regions.iter().map(|r| r.2).sum::<f64>();
+    while moves.len() < max_moves {
+        let total: f64 = servers.values().map(|r| load(r)).sum();
+        let average = total / servers.len() as f64;
+        let by_load = |a: &&String, b: &&String| load(&servers[*a]).total_cmp(&load(&servers[*b]));
+        let (Some(busiest), Some(idlest)) = (
+            servers.keys().max_by(by_load).cloned(),
+            servers.keys().min_by(by_load).cloned(),
+        ) else {
+            break;
+        };
+        let (busy_load, idle_load) = (load(&servers[&busiest]), load(&servers[&idlest]));
+        let gap = busy_load - idle_load;
+        if busy_load <= average * (1.0 + LOAD_SLOP) || gap < MIN_LOAD_GAP {
+            break;
+        }
+        let (busy, idle) = (&servers[&busiest], &servers[&idlest]);
+        if busy.len() > idle.len() {
+            let Some(at) = (0..busy.len())
+                .filter(|&i| busy[i].2 > 0.0 && busy[i].2 < gap)
+                .max_by(|&a, &b| busy[a].2.total_cmp(&busy[b].2))
+            else {
+                break;
+            };
+            let region = servers.get_mut(&busiest).map(|r| r.remove(at));
+            let Some(region) = region else { break };
+            moves.push(LoadMove {
+                table: region.0.clone(),
+                region: region.1,
+                from: busiest.clone(),
+                to: idlest.clone(),
+                requests_per_sec: region.2,
+            });
+            servers.entry(idlest).or_default().push(region);
+        } else {
+            if moves.len() + 2 > max_moves {
+                break;
+            }
+            let mut best: Option<(usize, usize, f64)> = None;
+            for (i, hot) in busy.iter().enumerate() {
+                for (j, cold) in idle.iter().enumerate() {
+                    let difference = hot.2 - cold.2;
+                    if difference > 0.0
+                        && difference < gap
+                        && best.is_none_or(|(_, _, d)| difference > d)
+                    {
+                        best = Some((i, j, difference));
+                    }
+                }
+            }
+            let Some((i, j, _)) = best else { break };
+            let hot = servers.get_mut(&busiest).map(|r| r.remove(i));
+            let cold = servers.get_mut(&idlest).map(|r| r.remove(j));
+            let (Some(hot), Some(cold)) = (hot, cold) else {
+                break;
+            };
+            moves.push(LoadMove {
+                table: hot.0.clone(),
+                region: hot.1,
+                from: busiest.clone(),
+                to: idlest.clone(),
+                requests_per_sec: hot.2,
+            });
+            moves.push(LoadMove {
+                table: cold.0.clone(),
+                region: cold.1,
+                from: idlest.clone(),
+                to: busiest.clone(),
+                requests_per_sec: cold.2,
+            });
+            servers.entry(idlest).or_default().push(hot);
+            servers.entry(busiest).or_default().push(cold);
+        }
+    }
+    moves
 }
 
 /// The live server with the fewest regions (ties: the first by name),
@@ -998,5 +1226,117 @@ pub(crate) fn state_name(state: RegionState) -> &'static str {
         RegionState::Closing => "CLOSING",
         RegionState::Closed => "CLOSED",
         RegionState::FailedOpen => "FAILED_OPEN",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn servers(spec: &[(&str, &[(u64, f64)])]) -> BTreeMap<String, Vec<(String, u64, f64)>> {
+        spec.iter()
+            .map(|(server, regions)| {
+                let regions = regions
+                    .iter()
+                    .map(|&(id, rate)| ("t".to_string(), id, rate));
+                (server.to_string(), regions.collect())
+            })
+            .collect()
+    }
+
+    /// Each server's (load, region count) once `moves` are applied.
+    fn after(
+        mut spec: BTreeMap<String, Vec<(String, u64, f64)>>,
+        moves: &[LoadMove],
+    ) -> BTreeMap<String, (f64, usize)> {
+        for m in moves {
+            let from = spec.get_mut(&m.from).unwrap();
+            let at = from.iter().position(|r| r.1 == m.region).unwrap();
+            let region = from.remove(at);
+            spec.get_mut(&m.to).unwrap().push(region);
+        }
+        spec.into_iter()
+            .map(|(s, r)| (s, (r.iter().map(|x| x.2).sum(), r.len())))
+            .collect()
+    }
+
+    fn busiest(loads: &BTreeMap<String, (f64, usize)>) -> f64 {
+        loads.values().map(|l| l.0).fold(0.0, f64::max)
+    }
+
+    fn count_spread(loads: &BTreeMap<String, (f64, usize)>) -> usize {
+        let counts = loads.values().map(|l| l.1);
+        counts.clone().max().unwrap() - counts.min().unwrap()
+    }
+
+    #[test]
+    fn a_server_with_more_regions_and_the_load_gives_its_hot_region_away() {
+        let spec = servers(&[
+            ("a", &[(1, 900.0), (2, 50.0), (3, 50.0)]),
+            ("b", &[(4, 10.0), (5, 10.0)]),
+        ]);
+        let moves = plan_load_moves(spec.clone(), 8);
+        // The hot region goes first: b then carries 920 < a's 1000.
+        assert_eq!(
+            (
+                moves[0].region,
+                moves[0].from.as_str(),
+                moves[0].to.as_str()
+            ),
+            (1, "a", "b")
+        );
+        let loads = after(spec, &moves);
+        // One region of 900 bounds what any plan can reach.
+        assert!(busiest(&loads) <= 920.0, "{loads:?}");
+        assert!(count_spread(&loads) <= 1, "{loads:?}");
+    }
+
+    #[test]
+    fn equal_counts_swap_a_hot_region_for_a_cold_one() {
+        let spec = servers(&[
+            ("a", &[(1, 500.0), (2, 400.0)]),
+            ("b", &[(3, 5.0), (4, 5.0)]),
+        ]);
+        let moves = plan_load_moves(spec.clone(), 8);
+        assert!(moves.len() >= 2, "{moves:?}");
+        assert_eq!((moves[0].from.as_str(), moves[0].to.as_str()), ("a", "b"));
+        assert_eq!((moves[1].from.as_str(), moves[1].to.as_str()), ("b", "a"));
+        let loads = after(spec, &moves);
+        assert!(busiest(&loads) <= 505.0, "{loads:?}");
+        assert_eq!(count_spread(&loads), 0, "{loads:?}");
+    }
+
+    #[test]
+    fn an_even_or_idle_cluster_moves_nothing() {
+        let even = servers(&[
+            ("a", &[(1, 100.0), (2, 100.0)]),
+            ("b", &[(3, 110.0), (4, 95.0)]),
+        ]);
+        assert!(plan_load_moves(even, 8).is_empty());
+        let idle = servers(&[("a", &[(1, 3.0), (2, 2.0)]), ("b", &[(3, 0.0)])]);
+        assert!(plan_load_moves(idle, 8).is_empty());
+        let one = servers(&[("a", &[(1, 1000.0)])]);
+        assert!(plan_load_moves(one, 8).is_empty());
+    }
+
+    #[test]
+    fn a_single_hot_region_that_no_move_would_help_stays() {
+        // Moving region 1 anywhere just moves the hot spot.
+        let spec = servers(&[
+            ("a", &[(1, 1000.0)]),
+            ("b", &[(2, 1.0)]),
+            ("c", &[(3, 1.0)]),
+        ]);
+        assert!(plan_load_moves(spec, 8).is_empty());
+    }
+
+    #[test]
+    fn the_plan_never_exceeds_its_move_budget() {
+        let hot: Vec<(u64, f64)> = (0..20).map(|i| (i, 100.0)).collect();
+        let cold: Vec<(u64, f64)> = (100..120).map(|i| (i, 1.0)).collect();
+        let spec = servers(&[("a", &hot), ("b", &cold)]);
+        for budget in 0..6 {
+            assert!(plan_load_moves(spec.clone(), budget).len() <= budget);
+        }
     }
 }

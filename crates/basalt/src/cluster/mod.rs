@@ -74,6 +74,66 @@ pub trait RegionServerControl: Send + Sync + fmt::Debug {
             request.regions
         )))
     }
+
+    /// Asks `server` for the load of the regions it holds (HBase's region
+    /// server load report), which the balancer weighs after region counts
+    /// and status shows. Answers within a short bound (a paused server
+    /// must not stall status). Controls that cannot report refuse: the
+    /// balancer then evens counts only.
+    fn region_loads(&self, server: &str) -> Result<Vec<RegionLoadReport>> {
+        Err(basalt_types::Error::invalid(format!(
+            "region server control cannot ask {server} for its load"
+        )))
+    }
+}
+
+/// One region's load as its server reports it to the master.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RegionLoadReport {
+    /// Table name.
+    pub table: String,
+    /// Region id.
+    pub region: u64,
+    /// Reads and writes per second over the last minute.
+    pub requests_per_sec: f64,
+    /// Gets and scans served since it opened there.
+    #[serde(default)]
+    pub read_requests: u64,
+    /// Row mutations applied since it opened there.
+    #[serde(default)]
+    pub write_requests: u64,
+    /// Bytes in its memstores.
+    pub memstore_bytes: u64,
+    /// Its store files.
+    #[serde(default)]
+    pub store_files: usize,
+    /// Bytes in its store files.
+    pub store_file_bytes: u64,
+}
+
+/// The load of every region `db` serves itself, for
+/// [`RegionServerControl::region_loads`]'s serving side.
+pub fn local_region_loads(db: &crate::Database) -> Vec<RegionLoadReport> {
+    let mut reports = Vec::new();
+    for (table, location) in db.locator().tables() {
+        for route in location.routes() {
+            if let crate::locator::RegionRoute::Local(region) = route {
+                let load = region.load();
+                let stores = region.store_stats();
+                reports.push(RegionLoadReport {
+                    table: table.clone(),
+                    region: region.info().id,
+                    requests_per_sec: load.read_requests_per_sec + load.write_requests_per_sec,
+                    read_requests: load.read_requests,
+                    write_requests: load.write_requests,
+                    memstore_bytes: load.memstore_bytes,
+                    store_files: stores.iter().map(|(_, s)| s.files).sum(),
+                    store_file_bytes: stores.iter().map(|(_, s)| s.file_bytes).sum(),
+                });
+            }
+        }
+    }
+    reports
 }
 
 /// Step (b) of a split, as the master asks it of the parent's server.
@@ -223,7 +283,7 @@ pub enum MasterCall {
         /// Its neighbour.
         region_b: String,
     },
-    /// Evens the number of regions per live server.
+    /// Evens the number of regions per live server, then their load.
     Balance,
     /// Servers, regions, transitions and procedures.
     Status,
@@ -245,7 +305,7 @@ pub enum MasterAnswer {
 }
 
 /// The cluster as the active master sees it (`status 'detailed'`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterStatus {
     /// The active master's server name.
     pub master: String,
@@ -262,12 +322,16 @@ pub struct ClusterStatus {
 }
 
 /// One live region server.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerStatus {
     /// HBase server name.
     pub name: String,
     /// Encoded names of the regions open there.
     pub regions: Vec<String>,
+    /// The load of each region it holds, as it reported it while the
+    /// status was taken; `None` when it did not answer in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_loads: Option<Vec<RegionLoadReport>>,
 }
 
 /// A region not `OPEN`, or `OPEN` nowhere.

@@ -1,0 +1,595 @@
+//! The server's numbers, gathered where the work happens, for the info
+//! server (web UI, JSON API, Prometheus `/metrics`) and `basalt top`.
+//!
+//! 1. Request latencies: every public request method of [`Table`] (and
+//!    each `next` of its [`Scanner`]) times itself and records the
+//!    duration in its operation's histogram ([`RequestLatencies`]), so
+//!    every gateway and the embedded API are covered by one recorder.
+//! 2. Region and store counters live in the engine (`RegionLoad`,
+//!    `StoreStats`) and are summed here per server
+//!    ([`Database::server_metrics`]) and per table
+//!    ([`Database::table_metrics`]).
+//! 3. Server-wide parts (block cache, write-ahead log, memstore budget,
+//!    flush and compaction queues, finished flushes and compactions) are
+//!    read from the region server at the moment of the call.
+//! 4. The key heatmap (which row keys were read and written, minute by
+//!    minute) is built by [`Database::key_heatmap`] from the regions' key
+//!    load (`heatmap.rs`).
+//!
+//! Everything here describes this process: in a cluster member only the
+//! regions held here have loads (as each HBase region server reports its
+//! own), and the other regions of a table are not counted.
+//!
+//! [`Table`]: crate::Table
+//! [`Scanner`]: crate::Scanner
+
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use basalt_engine::block_cache::BlockCacheStats;
+use basalt_engine::wal::WalStats;
+
+use crate::database::{Database, RegionSummary};
+use crate::RegionRoute;
+
+/// The request operations whose latency is recorded, one histogram each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// `Table::get` (and `exists`, which is a get).
+    Get,
+    /// One `next` of a `Scanner`: one row (or one batch of a wide row),
+    /// opening the next region's scanner when the last one ran out.
+    ScanNext,
+    /// `Table::put`.
+    Put,
+    /// `Table::delete`.
+    Delete,
+    /// `Table::increment` (and `increment_column`).
+    Increment,
+    /// `Table::append`.
+    Append,
+    /// `Table::check_and_mutate`.
+    CheckAndMutate,
+    /// `Table::mutate_row`: puts and deletes of one row, atomically.
+    MutateRow,
+    /// `Table::batch`: many mutations in one call (HBase's multi).
+    Batch,
+}
+
+impl Operation {
+    /// Every operation, in the order metrics list them.
+    pub const ALL: [Operation; 9] = [
+        Operation::Get,
+        Operation::ScanNext,
+        Operation::Put,
+        Operation::Delete,
+        Operation::Increment,
+        Operation::Append,
+        Operation::CheckAndMutate,
+        Operation::MutateRow,
+        Operation::Batch,
+    ];
+
+    /// The operation's name in metrics (`get`, `scan_next`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Get => "get",
+            Operation::ScanNext => "scan_next",
+            Operation::Put => "put",
+            Operation::Delete => "delete",
+            Operation::Increment => "increment",
+            Operation::Append => "append",
+            Operation::CheckAndMutate => "check_and_mutate",
+            Operation::MutateRow => "mutate_row",
+            Operation::Batch => "batch",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The fixed upper bounds, in seconds, of the latency buckets every
+/// operation reports (a Prometheus histogram's `le` values, the last
+/// bucket `+Inf` being the count).
+pub const LATENCY_BOUNDS_SECONDS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// Longest latency a histogram tells apart (one hour); longer ones are
+/// recorded as this.
+const LATENCY_MAX_MICROS: u64 = 3_600_000_000;
+
+/// Significant digits of the histograms: values are kept within 1%,
+/// about 30 KiB per operation over 1 us .. 1 h.
+const LATENCY_SIGNIFICANT_DIGITS: u8 = 2;
+
+/// One operation's recorded latencies.
+#[derive(Debug)]
+struct OperationRecord {
+    /// `None` only if the histogram could not be built (it can with these
+    /// constant bounds; then the operation is counted, not timed).
+    histogram: Option<Histogram<u64>>,
+    count: u64,
+    sum_micros: u64,
+}
+
+impl OperationRecord {
+    fn new() -> Self {
+        OperationRecord {
+            histogram: Histogram::new_with_bounds(
+                1,
+                LATENCY_MAX_MICROS,
+                LATENCY_SIGNIFICANT_DIGITS,
+            )
+            .ok(),
+            count: 0,
+            sum_micros: 0,
+        }
+    }
+}
+
+/// The latency histograms of a database's requests, one per [`Operation`].
+///
+/// Each operation's histogram sits behind its own `parking_lot` mutex: a
+/// record is an index computation and an increment (tens of nanoseconds)
+/// inside an uncontended lock, against requests that take microseconds at
+/// least, and requests of different operations never meet. Per-thread
+/// histograms would avoid even that lock but need a registry of threads,
+/// merging at every read and care when gateway threads come and go; the
+/// gateways run requests on a small pool, so the simple choice is kept.
+#[derive(Debug)]
+pub struct RequestLatencies {
+    operations: Vec<Mutex<OperationRecord>>,
+}
+
+impl Default for RequestLatencies {
+    fn default() -> Self {
+        RequestLatencies {
+            operations: Operation::ALL
+                .iter()
+                .map(|_| Mutex::new(OperationRecord::new()))
+                .collect(),
+        }
+    }
+}
+
+impl RequestLatencies {
+    /// Records one request of `operation` that took `micros`.
+    pub fn record(&self, operation: Operation, micros: u64) {
+        let Some(record) = self.operations.get(operation.index()) else {
+            return;
+        };
+        let mut record = record.lock();
+        record.count += 1;
+        record.sum_micros = record.sum_micros.saturating_add(micros);
+        if let Some(h) = record.histogram.as_mut() {
+            h.saturating_record(micros.clamp(1, LATENCY_MAX_MICROS));
+        }
+    }
+
+    /// Runs `f`, recording its duration as one request of `operation`.
+    pub(crate) fn time<T>(&self, operation: Operation, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let result = f();
+        self.record(operation, elapsed_micros(start));
+        result
+    }
+
+    /// Every operation's latencies now, in [`Operation::ALL`] order.
+    pub fn snapshot(&self) -> Vec<OperationLatency> {
+        Operation::ALL
+            .iter()
+            .zip(&self.operations)
+            .map(|(&op, record)| {
+                let record = record.lock();
+                let (buckets, p50, p99, p999, max) = match &record.histogram {
+                    Some(h) => (
+                        LATENCY_BOUNDS_SECONDS
+                            .iter()
+                            .map(|&le| LatencyBucket {
+                                le_seconds: le,
+                                count: h.count_between(0, (le * 1e6) as u64),
+                            })
+                            .collect(),
+                        h.value_at_quantile(0.5),
+                        h.value_at_quantile(0.99),
+                        h.value_at_quantile(0.999),
+                        h.max(),
+                    ),
+                    None => (Vec::new(), 0, 0, 0, 0),
+                };
+                OperationLatency {
+                    operation: op.name().to_string(),
+                    count: record.count,
+                    sum_micros: record.sum_micros,
+                    buckets,
+                    p50_micros: p50,
+                    p99_micros: p99,
+                    p999_micros: p999,
+                    max_micros: max,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Microseconds since `start`, at least 1 (a request took some time).
+pub(crate) fn elapsed_micros(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_micros())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+/// One operation's latency distribution since the database opened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OperationLatency {
+    /// The operation's name ([`Operation::name`]).
+    pub operation: String,
+    /// Requests recorded.
+    pub count: u64,
+    /// Their durations added up, in microseconds.
+    pub sum_micros: u64,
+    /// Cumulative counts at [`LATENCY_BOUNDS_SECONDS`]: requests that took
+    /// at most `le_seconds` (within the histogram's 1%).
+    pub buckets: Vec<LatencyBucket>,
+    /// Median, in microseconds (0 with no requests).
+    pub p50_micros: u64,
+    /// 99th percentile, in microseconds.
+    pub p99_micros: u64,
+    /// 99.9th percentile, in microseconds.
+    pub p999_micros: u64,
+    /// Slowest, in microseconds.
+    pub max_micros: u64,
+}
+
+/// One cumulative bucket of a latency histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyBucket {
+    /// Upper bound in seconds (Prometheus' `le`).
+    pub le_seconds: f64,
+    /// Requests that took at most that long.
+    pub count: u64,
+}
+
+/// The block cache shared by every store of the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockCacheMetrics {
+    /// Lookups that found their block.
+    pub hits: u64,
+    /// Lookups that did not.
+    pub misses: u64,
+    /// Hits over lookups (0 with none).
+    pub hit_ratio: f64,
+    /// Blocks pushed out to make room.
+    pub evictions: u64,
+    /// Blocks added.
+    pub inserts: u64,
+    /// Blocks cached now.
+    pub blocks: u64,
+    /// Bytes charged now.
+    pub bytes: u64,
+    /// The configured capacity in bytes.
+    pub capacity_bytes: u64,
+}
+
+impl From<BlockCacheStats> for BlockCacheMetrics {
+    fn from(s: BlockCacheStats) -> Self {
+        BlockCacheMetrics {
+            hits: s.hits,
+            misses: s.misses,
+            hit_ratio: s.hit_ratio(),
+            evictions: s.evictions,
+            inserts: s.inserts,
+            blocks: s.blocks,
+            bytes: s.bytes,
+            capacity_bytes: s.capacity,
+        }
+    }
+}
+
+/// The server's write-ahead log since it opened (the local segment log or
+/// the log on object storage, through `WriteAheadLog::stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalMetrics {
+    /// Edits appended.
+    pub appends: u64,
+    /// Group commits: each wrote a batch of appended edits out at once
+    /// (one `write` of a segment, or one log object published), making
+    /// them as durable as the log makes anything; HBase's WAL syncs.
+    pub syncs: u64,
+    /// `fdatasync` calls (local log only; an object is durable once
+    /// published).
+    pub fsyncs: u64,
+    /// Bytes written to the log.
+    pub bytes_written: u64,
+    /// Segments started because the previous one was full.
+    pub rolls: u64,
+    /// Write, sync or roll failures.
+    pub failures: u64,
+}
+
+impl From<WalStats> for WalMetrics {
+    fn from(s: WalStats) -> Self {
+        WalMetrics {
+            appends: s.appends,
+            syncs: s.writes,
+            fsyncs: s.fsyncs,
+            bytes_written: s.bytes_written,
+            rolls: s.rolls,
+            failures: s.failures,
+        }
+    }
+}
+
+/// The memstores of every region of the server against their budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemstoreMetrics {
+    /// Bytes the memstores hold now (with reservations of writes in flight).
+    pub bytes: u64,
+    /// The global limit (`global_memstore_bytes`).
+    pub limit_bytes: u64,
+    /// Past this, the largest memstores are flushed and writers slowed.
+    pub low_water_bytes: u64,
+    /// The most they held at once since the server started.
+    pub high_water_bytes: u64,
+    /// Writes that waited at the limit.
+    pub held_writes: u64,
+    /// Writes slowed between the low-water mark and the limit.
+    pub slowed_writes: u64,
+}
+
+/// A gateway serving the database.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayMetrics {
+    /// `thrift`, `thrift2`, `rest`, ...
+    pub protocol: String,
+    /// `host:port` it listens on.
+    pub address: String,
+}
+
+/// Request counts and rates summed over regions.
+///
+/// Counts are totals since each region opened, summed over the regions
+/// open here now: a region that closes (moved, split, merged, dropped)
+/// takes its counts with it and a new region starts at 0, as HBase's
+/// per-region counters do. Rates are over the last minute.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestMetrics {
+    /// Gets and scans (a scan once per region it read).
+    pub read_requests: u64,
+    /// Reads whose filter dropped at least one row or cell.
+    pub filtered_read_requests: u64,
+    /// Row mutations.
+    pub write_requests: u64,
+    /// Rows looked at by reads.
+    pub rows_scanned: u64,
+    /// Bytes of cells returned by reads.
+    pub bytes_read: u64,
+    /// Bytes of cells written.
+    pub bytes_written: u64,
+    /// Reads and writes per second.
+    pub requests_per_sec: f64,
+    /// Reads per second.
+    pub read_requests_per_sec: f64,
+    /// Filtered reads per second.
+    pub filtered_read_requests_per_sec: f64,
+    /// Writes per second.
+    pub write_requests_per_sec: f64,
+    /// Bytes read per second.
+    pub bytes_read_per_sec: f64,
+    /// Bytes written per second.
+    pub bytes_written_per_sec: f64,
+}
+
+impl RequestMetrics {
+    fn add(&mut self, load: &basalt_engine::RegionLoad) {
+        self.read_requests += load.read_requests;
+        self.filtered_read_requests += load.filtered_read_requests;
+        self.write_requests += load.write_requests;
+        self.rows_scanned += load.rows_scanned;
+        self.bytes_read += load.bytes_read;
+        self.bytes_written += load.bytes_written;
+        self.requests_per_sec += load.read_requests_per_sec + load.write_requests_per_sec;
+        self.read_requests_per_sec += load.read_requests_per_sec;
+        self.filtered_read_requests_per_sec += load.filtered_read_requests_per_sec;
+        self.write_requests_per_sec += load.write_requests_per_sec;
+        self.bytes_read_per_sec += load.bytes_read_per_sec;
+        self.bytes_written_per_sec += load.bytes_written_per_sec;
+    }
+}
+
+/// Everything the server reports about itself: `Database::server_metrics`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerMetrics {
+    /// Clock millis when the database opened.
+    pub started_at_ms: i64,
+    /// Milliseconds since then (by the database's clock).
+    pub uptime_ms: i64,
+    /// Cluster mode: this region server's HBase name; `None` in one process.
+    pub server: Option<String>,
+    /// Tables.
+    pub tables: usize,
+    /// Regions open here.
+    pub regions: usize,
+    /// Of them, regions that could not be opened (`FAILED_OPEN`).
+    pub failed_regions: usize,
+    /// The gateways serving this database, in the order they started.
+    pub gateways: Vec<GatewayMetrics>,
+    /// Requests over the regions open here.
+    pub requests: RequestMetrics,
+    /// Per operation, in [`Operation::ALL`] order.
+    pub latencies: Vec<OperationLatency>,
+    /// The block cache.
+    pub block_cache: BlockCacheMetrics,
+    /// The write-ahead log.
+    pub wal: WalMetrics,
+    /// The memstores and their global budget.
+    pub memstore: MemstoreMetrics,
+    /// Store files over the regions open here.
+    pub store_files: usize,
+    /// Their bytes.
+    pub store_file_bytes: u64,
+    /// Flushes waiting for a background thread now.
+    pub flush_queue_length: usize,
+    /// Compactions waiting for a background thread now.
+    pub compaction_queue_length: usize,
+    /// Region flushes finished since the server started.
+    pub flushes_completed: u64,
+    /// Region compactions (minor and major) finished since then.
+    pub compactions_completed: u64,
+    /// Of them, major compactions.
+    pub major_compactions_completed: u64,
+    /// Reads that met damaged data since the server started.
+    pub corruption_errors: u64,
+}
+
+/// One table's numbers over its regions open here (per-table series of
+/// the Prometheus endpoint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableMetrics {
+    /// The table.
+    pub table: String,
+    /// Whether it serves requests.
+    pub enabled: bool,
+    /// All its regions, wherever they are open.
+    pub regions: usize,
+    /// Of them, regions open here (whose numbers are below).
+    pub regions_here: usize,
+    /// Requests over those regions.
+    pub requests: RequestMetrics,
+    /// Store files.
+    pub store_files: usize,
+    /// Their bytes.
+    pub store_file_bytes: u64,
+    /// Bytes in memstores.
+    pub memstore_bytes: u64,
+}
+
+/// Compaction progress of a region from its stores' statistics: the
+/// fraction of the running compactions' input cells read so far, `None`
+/// when no compaction runs (HBase's %COMP).
+pub fn compaction_progress(summary: &RegionSummary) -> Option<f64> {
+    let (done, total) = summary.stores.iter().fold((0u64, 0u64), |(d, t), (_, s)| {
+        (d + s.compacted_cells, t + s.compacting_cells_total)
+    });
+    (total > 0).then(|| (done as f64 / total as f64).min(1.0))
+}
+
+/// When the region was last major-compacted, in clock millis: the oldest
+/// of its stores' last major compactions (a store never major-compacted
+/// makes it 0, "never"); stores without files do not count.
+pub fn last_major_compaction_ms(summary: &RegionSummary) -> i64 {
+    summary
+        .stores
+        .iter()
+        .filter(|(_, s)| s.files > 0)
+        .map(|(_, s)| s.last_major_compaction_ms)
+        .min()
+        .unwrap_or(0)
+}
+
+impl Database {
+    /// The server's numbers now: uptime, requests and their latencies,
+    /// block cache, log, memstores, queues and finished work. Cheap enough
+    /// to call every few seconds (it reads each open region's counters).
+    pub fn server_metrics(&self) -> ServerMetrics {
+        let server = self.region_server();
+        let now = self.clock().now_millis();
+        let started = self.started_at_ms();
+        let mut requests = RequestMetrics::default();
+        let (mut regions, mut failed, mut files, mut file_bytes) = (0, 0, 0, 0);
+        for region in server.online_regions() {
+            regions += 1;
+            if region.open_failure().is_some() {
+                failed += 1;
+            }
+            requests.add(&region.load());
+            for (_, stats) in region.store_stats() {
+                files += stats.files;
+                file_bytes += stats.file_bytes;
+            }
+        }
+        let budget = server.memstore_budget();
+        let limits = budget.limits();
+        let (flush_queue, compaction_queue) = server.maintenance_queues();
+        let work = &server.store_context().work;
+        ServerMetrics {
+            started_at_ms: started,
+            uptime_ms: now.saturating_sub(started).max(0),
+            server: self.server_name().map(str::to_string),
+            tables: self.list_tables().len(),
+            regions,
+            failed_regions: failed,
+            gateways: self
+                .gateways()
+                .into_iter()
+                .map(|g| GatewayMetrics {
+                    protocol: g.protocol,
+                    address: g.address.to_string(),
+                })
+                .collect(),
+            requests,
+            latencies: self.latencies().snapshot(),
+            block_cache: self.block_cache_stats().into(),
+            wal: server.wal_stats().into(),
+            memstore: MemstoreMetrics {
+                bytes: budget.total() as u64,
+                limit_bytes: limits.limit_bytes as u64,
+                low_water_bytes: limits.low_water_bytes as u64,
+                high_water_bytes: budget.high_water_bytes() as u64,
+                held_writes: budget.held_writes(),
+                slowed_writes: budget.slowed_writes(),
+            },
+            store_files: files,
+            store_file_bytes: file_bytes,
+            flush_queue_length: flush_queue,
+            compaction_queue_length: compaction_queue,
+            flushes_completed: work.flushes(),
+            compactions_completed: work.compactions(),
+            major_compactions_completed: work.major_compactions(),
+            corruption_errors: self.corruption_errors(),
+        }
+    }
+
+    /// Per table, its numbers over the regions open here, in name order.
+    pub fn table_metrics(&self) -> Vec<TableMetrics> {
+        self.locator()
+            .tables()
+            .into_iter()
+            .map(|(name, location)| {
+                let routes = location.routes();
+                let mut metrics = TableMetrics {
+                    table: name,
+                    enabled: location.is_enabled(),
+                    regions: routes.len(),
+                    regions_here: 0,
+                    requests: RequestMetrics::default(),
+                    store_files: 0,
+                    store_file_bytes: 0,
+                    memstore_bytes: 0,
+                };
+                for route in &routes {
+                    let RegionRoute::Local(region) = route else {
+                        continue;
+                    };
+                    let load = region.load();
+                    metrics.regions_here += 1;
+                    metrics.requests.add(&load);
+                    metrics.memstore_bytes += load.memstore_bytes;
+                    for (_, stats) in region.store_stats() {
+                        metrics.store_files += stats.files;
+                        metrics.store_file_bytes += stats.file_bytes;
+                    }
+                }
+                metrics
+            })
+            .collect()
+    }
+}
