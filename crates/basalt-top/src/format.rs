@@ -37,7 +37,7 @@ pub fn parse_size(text: &str) -> Option<f64> {
     .find_map(|(unit, factor)| upper.strip_suffix(unit).map(|n| (n.to_string(), *factor)))
     .unwrap_or((upper.clone(), 1));
     let n: f64 = number.trim().parse().ok()?;
-    (n.is_finite() && n >= 0.0).then(|| n * factor as f64)
+    (n.is_finite() && n >= 0.0).then_some(n * factor as f64)
 }
 
 /// Requests per second, one decimal: light loads are fractions of a

@@ -137,23 +137,32 @@ pub struct ReportedRates {
 }
 
 impl RegionSample {
-    /// The sample of a region as the admin API describes it.
-    pub fn from_reply(table: &str, server: Option<String>, r: &RegionInfoReply) -> RegionSample {
+    /// The sample of a region as the admin API describes it; `holder` is
+    /// the server the cluster status names for it, used when the reply
+    /// itself names none.
+    pub fn from_reply(table: &str, holder: Option<String>, r: &RegionInfoReply) -> RegionSample {
         RegionSample {
             table: table.to_string(),
             encoded_name: r.encoded_name.clone(),
-            server,
+            server: r.server.clone().or(holder),
             start_key: r.start_key.clone(),
             end_key: r.end_key.clone(),
             read_requests: r.read_requests,
-            filtered_read_requests: 0,
+            filtered_read_requests: r.filtered_read_requests,
             write_requests: r.write_requests,
-            reported: None,
+            // An older server leaves the rates out (they decode as zero):
+            // indistinguishable from an idle region, and shown the same.
+            reported: Some(ReportedRates {
+                read: r.read_requests_per_sec,
+                filtered_read: r.filtered_read_requests_per_sec,
+                write: r.write_requests_per_sec,
+            }),
             store_files: r.store_files,
             store_file_bytes: r.store_file_bytes,
             memstore_bytes: r.memstore_bytes,
-            compaction_progress: None,
-            last_major_compaction_ms: None,
+            compaction_progress: r.compaction_progress,
+            last_major_compaction_ms: (r.last_major_compaction_ms > 0)
+                .then_some(r.last_major_compaction_ms),
             state: r.state.clone(),
         }
     }
@@ -163,7 +172,8 @@ impl Summary {
     fn from_status(location: String, status: &StatusReply) -> Summary {
         Summary {
             location,
-            uptime_ms: None,
+            // Zero from a server that predates the field.
+            uptime_ms: u64::try_from(status.uptime_ms).ok().filter(|ms| *ms > 0),
             tables: status.tables,
             regions: status.regions,
             failed_regions: status.failed_regions,
@@ -523,6 +533,42 @@ mod tests {
         assert_eq!((snap.summary.tables, snap.summary.regions), (2, 5));
         assert!(snap.summary.cluster.is_none());
         assert!(snap.summary.location.starts_with("data directory"));
+        assert!(snap.regions.iter().all(|r| r.reported.is_some()));
+    }
+
+    #[test]
+    fn a_region_reply_carries_hbtops_columns_into_the_sample() {
+        let reply = RegionInfoReply {
+            encoded_name: "e".into(),
+            read_requests: 10,
+            filtered_read_requests: 3,
+            read_requests_per_sec: 1.5,
+            filtered_read_requests_per_sec: 0.5,
+            write_requests_per_sec: 2.0,
+            compaction_progress: Some(0.25),
+            last_major_compaction_ms: 1_700_000_000_000,
+            ..RegionInfoReply::default()
+        };
+        let s = RegionSample::from_reply("ns:t", Some("rs1,1,1".into()), &reply);
+        assert_eq!((s.read_requests, s.filtered_read_requests), (10, 3));
+        assert_eq!(
+            s.reported,
+            Some(ReportedRates {
+                read: 1.5,
+                filtered_read: 0.5,
+                write: 2.0
+            })
+        );
+        assert_eq!(s.compaction_progress, Some(0.25));
+        assert_eq!(s.last_major_compaction_ms, Some(1_700_000_000_000));
+        assert_eq!(s.server.as_deref(), Some("rs1,1,1"));
+        let named = RegionInfoReply {
+            server: Some("rs2,1,1".into()),
+            ..RegionInfoReply::default()
+        };
+        let s = RegionSample::from_reply("t", Some("rs1,1,1".into()), &named);
+        assert_eq!(s.server.as_deref(), Some("rs2,1,1"));
+        assert_eq!(s.last_major_compaction_ms, None);
     }
 
     #[test]
