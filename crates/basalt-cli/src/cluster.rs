@@ -399,6 +399,11 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
                         }
                     }
                 }
+                // Standbys only show in status: a failed read keeps the
+                // last list.
+                if let Ok(standbys) = coordinator.backup_masters().await {
+                    master.set_backup_masters(standbys.into_iter().collect());
+                }
                 let m = Arc::clone(&master);
                 let db = db.clone();
                 let _ = tokio::task::spawn_blocking(move || {

@@ -118,7 +118,8 @@ fn wait_for(
 
 #[test]
 fn the_shell_shows_moves_reassigns_and_balances_the_regions_of_a_cluster() {
-    let mut cluster = TestCluster::start(1, 3);
+    // Two masters: the standby shows in status as a backup master.
+    let mut cluster = TestCluster::start(2, 3);
     let port = cluster.server(0).port("thrift");
 
     // 1. A pre-split table with a row in every region, through the shell.
@@ -134,8 +135,18 @@ fn the_shell_shows_moves_reassigns_and_balances_the_regions_of_a_cluster() {
 
     // 2. `status 'detailed'` lists the three servers and every region
     //    under the server the master says holds it.
+    let standby = wait_for(&cluster, "the standby master listed", |s| {
+        s.backup_masters.len() == 1
+    })
+    .backup_masters[0]
+        .clone();
     let detailed = shell(port, "status 'detailed'");
     println!("STATUS DETAILED\n{detailed}");
+    assert!(detailed.contains("1 backup masters"), "{detailed}");
+    assert!(
+        detailed.contains(&format!("    {}", shown(&standby))),
+        "{detailed}"
+    );
     assert!(detailed.contains("3 live servers"), "{detailed}");
     assert!(detailed.contains("0 dead servers"), "{detailed}");
     let sections = detailed_sections(&detailed);
@@ -154,6 +165,18 @@ fn the_shell_shows_moves_reassigns_and_balances_the_regions_of_a_cluster() {
         listed += regions.len();
     }
     assert_eq!(listed, 5, "{detailed}");
+    // Every server's regions carry their load, not only this server's:
+    // each server reports it to the master for the status.
+    let region_loads = detailed
+        .lines()
+        .filter(|l| l.starts_with("            numberOfStorefiles="))
+        .count();
+    assert_eq!(region_loads, listed, "{detailed}");
+    let server_loads = detailed
+        .lines()
+        .filter(|l| l.starts_with("        requestsPerSecond="))
+        .count();
+    assert_eq!(server_loads, 3, "{detailed}");
     let summary = shell(port, "status");
     assert!(summary.contains("3 servers, 0 dead"), "{summary}");
 

@@ -713,6 +713,19 @@ impl Coordinator {
         }
     }
 
+    /// The standby masters now (the children of `/hbase/backup-masters`,
+    /// HBase server names), read once.
+    pub async fn backup_masters(&self) -> Result<BTreeSet<String>, ZkError> {
+        let inner = &self.inner;
+        let znode = &inner.paths.hbase.backup_masters;
+        let client = inner.client(znode, "list")?;
+        match client.list_children(znode).await {
+            Ok(children) => Ok(children.into_iter().collect()),
+            Err(zookeeper_client::Error::NoNode) => Ok(BTreeSet::new()),
+            Err(e) => Err(inner.failed(znode, "list", e)),
+        }
+    }
+
     /// The active master, kept current by a task watching `/hbase/master`
     /// (started on the first call; `None` until its first read, and while
     /// there is no master or the znode does not decode). After the session

@@ -838,6 +838,13 @@ fn members_status(call: &Call<'_>, options: &[i32]) -> Result<status::ClusterSta
     if want(StatusOption::Master) {
         out.master = Some(server_name_proto(&cluster.master));
     }
+    if want(StatusOption::BackupMasters) {
+        out.backup_masters = cluster
+            .backup_masters
+            .iter()
+            .map(|s| server_name_proto(s))
+            .collect();
+    }
     if want(StatusOption::BalancerOn) {
         out.balancer_on = Some(Switches::get(&ctx.switches.balancer));
     }

@@ -156,10 +156,22 @@ pub fn cluster_summary(c: &ClusterReply) -> String {
         regions as f64 / c.servers.len() as f64
     };
     format!(
-        "1 active master, 0 backup masters, {} servers, {} dead, {average:.4} average load",
+        "1 active master, {} backup masters, {} servers, {} dead, {average:.4} average load",
+        c.backup_masters.len(),
         c.servers.len(),
         c.dead_servers.len()
     )
+}
+
+/// HBase's backup-masters lines: the count, then each standby.
+fn backup_masters(c: &ClusterReply) -> Vec<String> {
+    let mut out = vec![format!("{} backup masters", c.backup_masters.len())];
+    out.extend(
+        c.backup_masters
+            .iter()
+            .map(|b| format!("    {}", server(b))),
+    );
+    out
 }
 
 /// The load line of a server: what it reports, or only its region count
@@ -183,11 +195,9 @@ fn server_load(s: &ServerReply) -> String {
 /// `status 'simple'` of a cluster, in HBase's layout: the master, each
 /// live server with its load, the dead servers, the aggregate.
 pub fn cluster_simple(c: &ClusterReply) -> Vec<String> {
-    let mut out = vec![
-        format!("active master:  {}", server(&c.master)),
-        "0 backup masters".to_string(),
-        format!("{} live servers", c.servers.len()),
-    ];
+    let mut out = vec![format!("active master:  {}", server(&c.master))];
+    out.extend(backup_masters(c));
+    out.push(format!("{} live servers", c.servers.len()));
     for s in &c.servers {
         out.push(format!("    {}", server(&s.name)));
         out.push(format!("        {}", server_load(s)));
@@ -228,7 +238,7 @@ pub fn cluster_detailed(c: &ClusterReply) -> Vec<String> {
         ));
     }
     out.push(format!("active master:  {}", server(&c.master)));
-    out.push("0 backup masters".to_string());
+    out.extend(backup_masters(c));
     out.push(format!("{} live servers", c.servers.len()));
     for s in &c.servers {
         out.push(format!("    {}", server(&s.name)));
@@ -284,6 +294,7 @@ mod tests {
 
     fn cluster() -> ClusterReply {
         ClusterReply {
+            backup_masters: Vec::new(),
             master: "m1,16000,1".into(),
             servers: vec![
                 ServerReply {
@@ -339,6 +350,19 @@ mod tests {
         assert_eq!(out[7], "1 dead servers");
         assert_eq!(out[8], "    rs3:16020 9");
         assert_eq!(out[9], "Aggregate load: 11, regions: 3");
+    }
+
+    #[test]
+    fn the_statuses_count_and_list_the_standby_masters() {
+        let mut c = cluster();
+        c.backup_masters = vec!["m2,16000,4".into(), "m3,16000,5".into()];
+        assert!(cluster_summary(&c).starts_with("1 active master, 2 backup masters, 2 servers"));
+        for out in [cluster_simple(&c), cluster_detailed(&c)] {
+            let at = out.iter().position(|l| l == "2 backup masters").unwrap();
+            assert_eq!(out[at + 1], "    m2:16000 4");
+            assert_eq!(out[at + 2], "    m3:16000 5");
+            assert_eq!(out[at + 3], "2 live servers");
+        }
     }
 
     #[test]

@@ -45,7 +45,9 @@ use serde::{Deserialize, Serialize};
 use basalt_types::column::parse_column;
 use basalt_types::query::RowResult;
 
-use crate::cluster::{ClusterStatus, MasterAnswer, MasterCall, RegionTransition, ServerName};
+use crate::cluster::{
+    ClusterStatus, MasterAnswer, MasterCall, RegionLoadReport, RegionTransition, ServerName,
+};
 use crate::{
     Cell, ColumnFamilyDescriptor, Database, Error, FamilyChange, Filter, NamespaceDescriptor,
     RegionState, RegionSummary, Result, Scan, SplitAlgorithm, TableDescriptor, TimeRange,
@@ -542,6 +544,9 @@ pub struct StatusReply {
 pub struct ClusterReply {
     /// The active master's server name.
     pub master: String,
+    /// Standby masters, by server name.
+    #[serde(default)]
+    pub backup_masters: Vec<String>,
     /// Live region servers in name order.
     pub servers: Vec<ServerReply>,
     /// Servers declared dead whose recovery is not over.
@@ -974,7 +979,9 @@ fn cluster_reply(
             held.sort_by(|a, b| {
                 (&a.info.table, &a.info.start_key).cmp(&(&b.info.table, &b.info.start_key))
             });
-            let load = (me == Some(s.name.as_str())).then(|| ServerLoadReply {
+            let mine = me == Some(s.name.as_str());
+            let reported = s.region_loads.as_ref().filter(|_| !mine);
+            let load = mine.then(|| ServerLoadReply {
                 requests_per_second: held
                     .iter()
                     .map(|r| r.load.read_requests_per_sec + r.load.write_requests_per_sec)
@@ -993,6 +1000,35 @@ fn cluster_reply(
             });
             let mut regions: Vec<RegionInfoReply> = held.into_iter().map(region_reply).collect();
             regions.extend(unknown);
+            // Another server's numbers: what it reported to the master for
+            // this status (`None` when it did not answer in time).
+            let load = match reported {
+                Some(reports) => {
+                    let by_id: BTreeMap<u64, &RegionLoadReport> =
+                        reports.iter().map(|r| (r.region, r)).collect();
+                    for region in &mut regions {
+                        let id = by_encoded.get(&region.encoded_name).map(|r| r.info.id);
+                        if let Some(report) = id.and_then(|id| by_id.get(&id)) {
+                            region.requests_per_sec = report.requests_per_sec;
+                            region.read_requests = report.read_requests;
+                            region.write_requests = report.write_requests;
+                            region.memstore_bytes = report.memstore_bytes;
+                            region.store_files = report.store_files;
+                            region.store_file_bytes = report.store_file_bytes;
+                        }
+                    }
+                    Some(ServerLoadReply {
+                        requests_per_second: reports.iter().map(|r| r.requests_per_sec).sum(),
+                        read_requests: reports.iter().map(|r| r.read_requests).sum(),
+                        write_requests: reports.iter().map(|r| r.write_requests).sum(),
+                        memstore_bytes: reports.iter().map(|r| r.memstore_bytes).sum(),
+                        store_files: reports.iter().map(|r| r.store_files).sum(),
+                        store_file_bytes: reports.iter().map(|r| r.store_file_bytes).sum(),
+                        ..ServerLoadReply::default()
+                    })
+                }
+                None => load,
+            };
             ServerReply {
                 name: s.name,
                 regions,
@@ -1003,6 +1039,7 @@ fn cluster_reply(
     servers.sort_by(|a, b| a.name.cmp(&b.name));
     ClusterReply {
         master: status.master,
+        backup_masters: status.backup_masters,
         servers,
         dead_servers: status.dead_servers,
         in_transition: status.in_transition,

@@ -75,6 +75,8 @@ pub struct ClusterMaster {
     pub(super) state: Mutex<State>,
     on_commit: RwLock<Option<CommitListener>>,
     stopped: AtomicBool,
+    /// The standby masters, for status ([`ClusterMaster::set_backup_masters`]).
+    backup_masters: RwLock<Vec<String>>,
 }
 
 impl std::fmt::Debug for ClusterMaster {
@@ -134,6 +136,7 @@ impl ClusterMaster {
             }),
             on_commit: RwLock::new(None),
             stopped: AtomicBool::new(false),
+            backup_masters: RwLock::new(Vec::new()),
         }))
     }
 
@@ -893,6 +896,15 @@ impl ClusterMaster {
         status
     }
 
+    /// Says which standby masters wait (the process wiring reads them from
+    /// ZooKeeper's `backup-masters`); status lists them, this master left
+    /// out.
+    pub fn set_backup_masters(&self, mut names: Vec<String>) {
+        names.retain(|n| *n != self.name);
+        names.sort();
+        *self.backup_masters.write() = names;
+    }
+
     /// [`ClusterMaster::status`] from the catalog alone.
     fn catalog_status(&self) -> ClusterStatus {
         let state = self.state.lock();
@@ -919,6 +931,7 @@ impl ClusterMaster {
         }
         ClusterStatus {
             master: self.name.clone(),
+            backup_masters: self.backup_masters.read().clone(),
             servers: by_server
                 .into_iter()
                 .map(|(name, regions)| ServerStatus {

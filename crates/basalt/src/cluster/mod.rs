@@ -309,6 +309,10 @@ pub enum MasterAnswer {
 pub struct ClusterStatus {
     /// The active master's server name.
     pub master: String,
+    /// Standby masters waiting to take over (HBase's backup masters), as
+    /// the process wiring last saw them in ZooKeeper.
+    #[serde(default)]
+    pub backup_masters: Vec<String>,
     /// Live region servers with the regions assigned to each.
     pub servers: Vec<ServerStatus>,
     /// Servers declared dead whose recovery is not over.
