@@ -362,24 +362,33 @@ impl Record {
     }
 }
 
-/// Rates of one region (or a sum of them).
+/// Rates of one region (or a sum of them), per second.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Rates {
-    /// Gets and scans per second.
+    /// Reads and writes (`#REQ/S`). Kept apart from the two because a
+    /// cluster member learns only this sum of another server's regions.
+    pub requests: f64,
+    /// Gets and scans.
     pub read: f64,
-    /// Filtered reads per second.
+    /// Filtered reads.
     pub filtered_read: f64,
-    /// Row mutations per second.
+    /// Row mutations.
     pub write: f64,
 }
 
 impl Rates {
-    /// Reads and writes per second (`#REQ/S`).
-    pub fn requests(&self) -> f64 {
-        self.read + self.write
+    /// Rates whose requests are the reads and writes given.
+    pub fn of(read: f64, filtered_read: f64, write: f64) -> Rates {
+        Rates {
+            requests: read + write,
+            read,
+            filtered_read,
+            write,
+        }
     }
 
     fn add(&mut self, other: Rates) {
+        self.requests += other.requests;
         self.read += other.read;
         self.filtered_read += other.filtered_read;
         self.write += other.write;
@@ -421,23 +430,17 @@ pub fn region_rates(previous: Option<&Snapshot>, current: &Snapshot) -> Vec<(Rat
                 let grew = r.read_requests >= old.read_requests
                     && r.write_requests >= old.write_requests
                     && r.filtered_read_requests >= old.filtered_read_requests;
-                (seconds > 0.0 && grew).then(|| Rates {
-                    read: (r.read_requests - old.read_requests) as f64 / seconds,
-                    filtered_read: (r.filtered_read_requests - old.filtered_read_requests) as f64
-                        / seconds,
-                    write: (r.write_requests - old.write_requests) as f64 / seconds,
+                (seconds > 0.0 && grew).then(|| {
+                    Rates::of(
+                        (r.read_requests - old.read_requests) as f64 / seconds,
+                        (r.filtered_read_requests - old.filtered_read_requests) as f64 / seconds,
+                        (r.write_requests - old.write_requests) as f64 / seconds,
+                    )
                 })
             });
             match (delta, r.reported) {
                 (Some(rates), _) => (rates, RateBasis::Delta),
-                (None, Some(rep)) => (
-                    Rates {
-                        read: rep.read,
-                        filtered_read: rep.filtered_read,
-                        write: rep.write,
-                    },
-                    RateBasis::Reported,
-                ),
+                (None, Some(reported)) => (reported, RateBasis::Reported),
                 (None, None) => (Rates::default(), RateBasis::Unknown),
             }
         })
@@ -580,7 +583,7 @@ pub(crate) fn split_table(full: &str) -> (&str, &str) {
 
 fn rate_values(rates: Rates) -> [(Field, Value); 4] {
     [
-        (Field::Requests, Value::Rate(rates.requests())),
+        (Field::Requests, Value::Rate(rates.requests)),
         (Field::Reads, Value::Rate(rates.read)),
         (Field::FilteredReads, Value::Rate(rates.filtered_read)),
         (Field::Writes, Value::Rate(rates.write)),
@@ -711,7 +714,7 @@ fn server_records(regions: &[(&RegionSample, Rates)], snapshot: &Snapshot) -> Ve
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::source::{ClusterSummary, ReportedRates, Summary};
+    use crate::source::{ClusterSummary, Summary};
 
     pub(crate) fn region(table: &str, encoded: &str, start: &str, end: &str) -> RegionSample {
         RegionSample {
@@ -771,21 +774,23 @@ pub(crate) mod tests {
         let writes: Vec<f64> = rates.iter().map(|(r, _)| r.write).collect();
         assert_eq!(writes, [0.0, 10.0, 0.0, 1000.0]);
         assert_eq!(rates[3].0.read, 500.0);
-        assert_eq!(rates[3].0.requests(), 1500.0);
+        assert_eq!(rates[3].0.requests, 1500.0);
         assert!(rates.iter().all(|(_, b)| *b == RateBasis::Delta));
     }
 
     #[test]
     fn without_a_previous_snapshot_the_servers_own_rates_are_used() {
         let mut b = sample(3_000, [0, 0, 0, 0]);
-        b.regions[2].reported = Some(ReportedRates {
-            read: 1.0,
-            filtered_read: 0.5,
-            write: 2.0,
+        b.regions[2].reported = Some(Rates::of(1.0, 0.5, 2.0));
+        // Another server's region, as a cluster member learns it: the sum.
+        b.regions[3].reported = Some(Rates {
+            requests: 4.0,
+            ..Rates::default()
         });
         let rates = region_rates(None, &b);
         assert_eq!(rates[2].1, RateBasis::Reported);
-        assert_eq!(rates[2].0.requests(), 3.0);
+        assert_eq!(rates[2].0.requests, 3.0);
+        assert_eq!(rates[3].0.requests, 4.0);
         assert_eq!(rates[0], (Rates::default(), RateBasis::Unknown));
     }
 
@@ -794,23 +799,10 @@ pub(crate) mod tests {
         let a = sample(1_000, [5, 50, 5, 5]);
         let mut b = sample(2_000, [6, 10, 5, 5]);
         b.regions[0].encoded_name = "born-since".into();
-        b.regions[1].reported = Some(ReportedRates {
-            read: 0.0,
-            filtered_read: 0.0,
-            write: 7.0,
-        });
+        b.regions[1].reported = Some(Rates::of(0.0, 0.0, 7.0));
         let rates = region_rates(Some(&a), &b);
         assert_eq!(rates[0].1, RateBasis::Unknown);
-        assert_eq!(
-            rates[1],
-            (
-                Rates {
-                    write: 7.0,
-                    ..Rates::default()
-                },
-                RateBasis::Reported
-            )
-        );
+        assert_eq!(rates[1], (Rates::of(0.0, 0.0, 7.0), RateBasis::Reported));
         assert_eq!(rates[2].1, RateBasis::Delta);
     }
 

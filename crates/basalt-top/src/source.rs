@@ -27,7 +27,7 @@ use basalt_thrift::admin::{self as wire, AdminCallError};
 use basalt_thrift::client::{Client, ClientError};
 use basalt_thrift::Protocol;
 
-use crate::model::split_table;
+use crate::model::{split_table, Rates};
 use crate::TopError;
 
 /// Something `basalt top` can take snapshots of. The contract: each call
@@ -80,6 +80,8 @@ pub struct ClusterSummary {
     pub master: String,
     /// The catalog version the master answered from.
     pub catalog_version: u64,
+    /// Standby masters.
+    pub backup_masters: usize,
     /// Live region servers, in name order.
     pub live_servers: Vec<String>,
     /// Servers declared dead whose recovery is not over.
@@ -108,7 +110,7 @@ pub struct RegionSample {
     /// Row mutations applied since the region opened.
     pub write_requests: u64,
     /// The server's own rates over its last minute, when it reports them.
-    pub reported: Option<ReportedRates>,
+    pub reported: Option<Rates>,
     /// Store files across families.
     pub store_files: usize,
     /// Bytes in store files.
@@ -123,17 +125,6 @@ pub struct RegionSample {
     pub last_major_compaction_ms: Option<i64>,
     /// HBase's region state name (`OPEN`, `FAILED_OPEN`, ...).
     pub state: String,
-}
-
-/// Per-second rates a server computed itself (over its last minute).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ReportedRates {
-    /// Gets and scans per second.
-    pub read: f64,
-    /// Filtered reads per second.
-    pub filtered_read: f64,
-    /// Row mutations per second.
-    pub write: f64,
 }
 
 impl RegionSample {
@@ -152,7 +143,12 @@ impl RegionSample {
             write_requests: r.write_requests,
             // An older server leaves the rates out (they decode as zero):
             // indistinguishable from an idle region, and shown the same.
-            reported: Some(ReportedRates {
+            reported: Some(Rates {
+                // Another server's region in a cluster status carries only
+                // the sum.
+                requests: r
+                    .requests_per_sec
+                    .max(r.read_requests_per_sec + r.write_requests_per_sec),
                 read: r.read_requests_per_sec,
                 filtered_read: r.filtered_read_requests_per_sec,
                 write: r.write_requests_per_sec,
@@ -181,6 +177,7 @@ impl Summary {
             cluster: status.cluster.as_ref().map(|c| ClusterSummary {
                 master: c.master.clone(),
                 catalog_version: c.catalog_version,
+                backup_masters: c.backup_masters.len(),
                 live_servers: c.servers.iter().map(|s| s.name.clone()).collect(),
                 dead_servers: c.dead_servers.len(),
                 in_transition: c.in_transition.len(),
@@ -219,18 +216,20 @@ fn collect(
             )))
         }
     };
-    // In a cluster, which server holds each region (the admin reply of a
-    // region does not say).
-    let holder: HashMap<&str, &str> = status
-        .cluster
-        .iter()
-        .flat_map(|c| &c.servers)
-        .flat_map(|s| {
-            s.regions
-                .iter()
-                .map(move |r| (r.encoded_name.as_str(), s.name.as_str()))
-        })
-        .collect();
+    // In a cluster: which server holds each region, and the region as the
+    // status shows it when its server's load is there (this member's own,
+    // and what the others reported to the master). A member's
+    // `list_regions` knows the counters of its own regions only.
+    let mut holder: HashMap<&str, &str> = HashMap::new();
+    let mut loaded: HashMap<&str, &RegionInfoReply> = HashMap::new();
+    for server in status.cluster.iter().flat_map(|c| &c.servers) {
+        for r in &server.regions {
+            holder.insert(&r.encoded_name, &server.name);
+            if server.load.is_some() {
+                loaded.insert(&r.encoded_name, r);
+            }
+        }
+    }
     let mut regions = Vec::new();
     let mut tables = endpoint.table_names()?;
     // Namespace, then table (`default`'s tables first), as the table mode
@@ -250,7 +249,9 @@ fn collect(
             )));
         };
         regions.extend(listed.iter().map(|r| {
-            let server = holder.get(r.encoded_name.as_str()).map(|s| s.to_string());
+            let encoded = r.encoded_name.as_str();
+            let server = holder.get(encoded).map(|s| s.to_string());
+            let r = loaded.get(encoded).copied().unwrap_or(r);
             RegionSample::from_reply(&table, server, r)
         }));
     }
@@ -536,6 +537,95 @@ mod tests {
         assert!(snap.regions.iter().all(|r| r.reported.is_some()));
     }
 
+    /// Answers from documents given in advance.
+    struct Scripted {
+        status: StatusReply,
+        regions: Vec<RegionInfoReply>,
+    }
+
+    impl Endpoint for Scripted {
+        fn admin(&mut self, request: AdminRequest) -> Result<AdminReply, CallError> {
+            match request {
+                AdminRequest::Status => Ok(AdminReply::Status(self.status.clone())),
+                AdminRequest::ListRegions { table } if table == "t" => Ok(AdminReply::Regions {
+                    regions: self.regions.clone(),
+                }),
+                _ => Err(CallError::TableGone),
+            }
+        }
+
+        fn table_names(&mut self) -> Result<Vec<String>, CallError> {
+            Ok(vec!["t".into(), "dropped".into()])
+        }
+    }
+
+    #[test]
+    fn a_cluster_members_snapshot_takes_other_servers_regions_load_from_the_status() {
+        let region = |encoded: &str, start: &'static str| RegionInfoReply {
+            encoded_name: encoded.into(),
+            start_key: Bytes::from_static(start.as_bytes()),
+            ..RegionInfoReply::default()
+        };
+        let reported = RegionInfoReply {
+            read_requests: 100,
+            write_requests: 20,
+            requests_per_sec: 5.0,
+            store_files: 3,
+            ..region("a", "")
+        };
+        let status: StatusReply = serde_json::from_value(serde_json::json!({
+            "tables": 1, "regions": 2, "read_requests": 0, "write_requests": 0,
+        }))
+        .unwrap();
+        let status = StatusReply {
+            cluster: Some(basalt::admin::ClusterReply {
+                master: "m,1,1".into(),
+                backup_masters: vec!["m2,1,1".into()],
+                servers: vec![
+                    basalt::admin::ServerReply {
+                        name: "rs1,1,1".into(),
+                        regions: vec![reported],
+                        load: Some(Default::default()),
+                    },
+                    basalt::admin::ServerReply {
+                        name: "rs2,1,1".into(),
+                        regions: vec![region("b", "m")],
+                        load: None,
+                    },
+                ],
+                ..Default::default()
+            }),
+            ..status
+        };
+        let listed = vec![
+            region("a", ""),
+            RegionInfoReply {
+                write_requests: 7,
+                ..region("b", "m")
+            },
+        ];
+        let mut endpoint = Scripted {
+            status,
+            regions: listed,
+        };
+        let (summary, regions) = collect(&mut endpoint, "here").unwrap();
+        assert_eq!(regions.len(), 2, "the dropped table is left out");
+        let a = &regions[0];
+        assert_eq!(
+            (a.read_requests, a.write_requests, a.store_files),
+            (100, 20, 3)
+        );
+        assert_eq!(a.reported.map(|r| r.requests), Some(5.0));
+        assert_eq!(a.server.as_deref(), Some("rs1,1,1"));
+        let b = &regions[1];
+        assert_eq!(
+            (b.write_requests, b.server.as_deref()),
+            (7, Some("rs2,1,1"))
+        );
+        let c = summary.cluster.unwrap();
+        assert_eq!((c.backup_masters, c.live_servers.len()), (1, 2));
+    }
+
     #[test]
     fn a_region_reply_carries_hbtops_columns_into_the_sample() {
         let reply = RegionInfoReply {
@@ -551,14 +641,7 @@ mod tests {
         };
         let s = RegionSample::from_reply("ns:t", Some("rs1,1,1".into()), &reply);
         assert_eq!((s.read_requests, s.filtered_read_requests), (10, 3));
-        assert_eq!(
-            s.reported,
-            Some(ReportedRates {
-                read: 1.5,
-                filtered_read: 0.5,
-                write: 2.0
-            })
-        );
+        assert_eq!(s.reported, Some(Rates::of(1.5, 0.5, 2.0)));
         assert_eq!(s.compaction_progress, Some(0.25));
         assert_eq!(s.last_major_compaction_ms, Some(1_700_000_000_000));
         assert_eq!(s.server.as_deref(), Some("rs1,1,1"));

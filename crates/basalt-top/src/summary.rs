@@ -23,9 +23,10 @@ pub fn lines(snapshot: &Snapshot, view: &View) -> Vec<String> {
     let (servers_line, live) = match &s.cluster {
         Some(c) => (
             format!(
-                "Cluster: master {} (catalog version {}); region servers: {} live, {} dead",
+                "Cluster: master {} (catalog version {}, {} backup); region servers: {} live, {} dead",
                 c.master,
                 c.catalog_version,
+                c.backup_masters,
                 c.live_servers.len(),
                 c.dead_servers
             ),
@@ -51,7 +52,7 @@ pub fn lines(snapshot: &Snapshot, view: &View) -> Vec<String> {
     };
     let requests = format!(
         "Aggregate requests: {}/s (reads {}/s, writes {}/s); {basis}",
-        format::rate(r.total.requests()),
+        format::rate(r.total.requests),
         format::rate(r.total.read),
         format::rate(r.total.write),
     );
@@ -99,6 +100,7 @@ mod tests {
         a.summary.cluster = Some(ClusterSummary {
             master: "m,16000,1".into(),
             catalog_version: 7,
+            backup_masters: 1,
             live_servers: vec!["a".into(), "b".into()],
             dead_servers: 1,
             in_transition: 3,
@@ -106,7 +108,7 @@ mod tests {
         let l = lines(&a, &build_view(None, &a, &ViewOptions::default()));
         assert_eq!(
             l[1],
-            "Cluster: master m,16000,1 (catalog version 7); region servers: 2 live, 1 dead"
+            "Cluster: master m,16000,1 (catalog version 7, 1 backup); region servers: 2 live, 1 dead"
         );
         assert!(l[2].contains("(3 in transition"), "{}", l[2]);
         assert!(l[2].contains("average load: 2.00"), "{}", l[2]);
