@@ -805,6 +805,21 @@ mod tests {
     }
 
     #[test]
+    fn a_tiny_terminal_draws_without_panicking_help_and_picker_included() {
+        let mut app = app();
+        for (w, h) in [(1, 1), (10, 3), (40, 8)] {
+            screen(&mut app, w, h);
+            press(&mut app, "h");
+            screen(&mut app, w, h);
+            press(&mut app, "x");
+            press(&mut app, "o");
+            screen(&mut app, w, h);
+            app.on_key(key(KeyCode::Esc));
+        }
+        assert_eq!(app.input(), &Input::Normal);
+    }
+
+    #[test]
     fn a_failed_refresh_keeps_the_numbers_and_shows_the_error_until_the_next() {
         let mut app = app();
         app.refresh_failed(&TopError::Connect {
