@@ -41,6 +41,9 @@ enum Command {
     Serve(ServeArgs),
     /// The HBase shell: HBase's commands against a server or a data directory.
     Shell(shell::ShellArgs),
+    /// hbtop for Basalt: the load of every region, table or server,
+    /// refreshed every few seconds (docs/top.md).
+    Top(basalt_top::TopArgs),
     /// Benchmarks: YCSB workloads, db_bench-compatible micro benchmarks,
     /// and the comparison with RocksDB and fjall.
     Bench(basalt_bench::command::BenchArgs),
@@ -305,7 +308,11 @@ fn main() -> ExitCode {
     init_logging(
         if matches!(
             cli.command,
-            Command::Shell(_) | Command::Bench(_) | Command::Check(_) | Command::Repair(_)
+            Command::Shell(_)
+                | Command::Top(_)
+                | Command::Bench(_)
+                | Command::Check(_)
+                | Command::Repair(_)
         ) {
             "warn"
         } else {
@@ -315,6 +322,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve(args),
         Command::Shell(args) => return shell::run(args),
+        Command::Top(args) => return basalt_top::run(args),
         Command::Bench(args) => basalt_bench::command::run(args),
         Command::Check(args) => return check(&args),
         Command::Repair(args) => repair(&args),
