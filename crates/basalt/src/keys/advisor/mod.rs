@@ -508,6 +508,9 @@ pub struct Recommendation {
 /// What the advisor found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KeyReport {
+    /// Where the keys came from, as the caller describes it (empty from
+    /// [`analyze`]).
+    pub source: String,
     /// Keys in the sample.
     pub keys: usize,
     /// What their order means.
@@ -660,6 +663,7 @@ pub fn analyze_with(
     );
     let splits_clause = splits_clause(&split_points);
     KeyReport {
+        source: String::new(),
         keys: n,
         order: sample.order,
         rows,
@@ -999,6 +1003,7 @@ fn recommend(
         opts.default_buckets
     });
     let split_points;
+    let split_basis;
 
     if let Some(m) = monotonic {
         let salt = Salt::clamped(buckets);
@@ -1008,11 +1013,17 @@ fn recommend(
         numbers.insert("buckets".into(), b as f64);
         let (max, min) = detect::extreme_shares(&counts, n);
         let regions = opts.regions.unwrap_or(b);
-        split_points = if regions == b {
-            salt.split_keys()
+        (split_points, split_basis) = if regions == b {
+            (
+                salt.split_keys(),
+                "the salt's bucket boundaries (Salt::split_keys)",
+            )
         } else {
             let salted: Vec<Vec<u8>> = keys.iter().map(|k| salt.encode(k)).collect();
-            quantile_splits(&salted, regions)
+            (
+                quantile_splits(&salted, regions),
+                "quantiles of the salted sample, each cut as short as it can be",
+            )
         };
         let hot_side = match m.direction {
             Direction::Increasing => "last",
@@ -1130,17 +1141,23 @@ fn recommend(
             } else {
                 opts.default_regions
             });
-        split_points = if regions == s.distinct && !s.high_entropy {
+        (split_points, split_basis) = if regions == s.distinct && !s.high_entropy {
             let mut prefixes: Vec<Vec<u8>> = keys
                 .iter()
                 .filter_map(|k| k.get(..s.width).map(<[u8]>::to_vec))
                 .collect();
             prefixes.sort_unstable();
             prefixes.dedup();
-            prefixes.into_iter().skip(1).collect()
+            (
+                prefixes.into_iter().skip(1).collect(),
+                "each leading value but the first: one region per value",
+            )
         } else {
             let owned: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-            quantile_splits(&owned, regions)
+            (
+                quantile_splits(&owned, regions),
+                "quantiles of the sampled keys, each cut as short as it can be",
+            )
         };
         let inner = field.map_or(String::new(), |f| {
             format!(", followed by {} (bytes {}..{})", f.kind.describe(), f.start, f.end)
@@ -1173,6 +1190,7 @@ fn recommend(
     } else {
         let owned: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
         split_points = quantile_splits(&owned, opts.regions.unwrap_or(opts.default_regions));
+        split_basis = "quantiles of the sampled keys, each cut as short as it can be";
         recs.push(Recommendation {
             kind: RecommendationKind::KeepAsIs,
             title: "No write hotspot found: keep the key order".to_string(),
@@ -1220,10 +1238,7 @@ fn recommend(
     }
 
     if !split_points.is_empty() {
-        let basis = match recs.first().map(|r| r.kind) {
-            Some(RecommendationKind::Salt) => "the salted keys",
-            _ => "the sampled keys",
-        };
+        let basis = split_basis;
         recs.push(Recommendation {
             kind: RecommendationKind::PreSplit,
             title: format!(
@@ -1231,7 +1246,7 @@ fn recommend(
                 split_points.len() + 1
             ),
             details: vec![
-                format!("quantiles of {basis}, each cut as short as it can be"),
+                format!("split at {basis}"),
                 splits_clause(&split_points),
             ],
             numbers: BTreeMap::from([("regions".to_string(), (split_points.len() + 1) as f64)]),

@@ -22,6 +22,9 @@ pub(super) fn text(r: &KeyReport) -> String {
         "Row-key analysis: {} keys {order}, standing for {} rows",
         r.keys, r.rows
     );
+    if !r.source.is_empty() {
+        let _ = writeln!(out, "  from {}", r.source);
+    }
 
     let _ = writeln!(out, "\nRECOMMENDATION");
     if r.recommendations.is_empty() {
@@ -43,10 +46,8 @@ pub(super) fn text(r: &KeyReport) -> String {
             };
             let _ = writeln!(
                 out,
-                "  monotonic {dir} prefix: bytes {}..{}, {}",
-                m.field.start,
-                m.field.end,
-                m.field.kind.describe()
+                "  monotonic {dir} prefix: bytes {}..{}",
+                m.field.start, m.field.end
             );
             let _ = writeln!(out, "    {}", m.evidence);
         }
@@ -103,7 +104,7 @@ pub(super) fn text(r: &KeyReport) -> String {
             }
         }
     }
-    if let Some(w) = &r.write_order {
+    if let (Some(w), None) = (&r.write_order, &r.monotonic) {
         let _ = writeln!(
             out,
             "  write order: {} of keys above every key before them, {} below; rank correlation {:.2}",
