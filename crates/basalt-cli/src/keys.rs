@@ -24,8 +24,8 @@ use std::process::ExitCode;
 
 use basalt::admin::{AdminReply, AdminRequest, ReadSpec};
 use basalt::keys::advisor::{
-    analyze_with, row_warnings, schema_warnings, AnalyzeOptions, KeySample, RegionBounds,
-    RowShape, SampleOrder, SchemaLimits,
+    analyze_with, row_warnings, schema_warnings, AnalyzeOptions, KeySample, RegionBounds, RowShape,
+    SampleOrder, SchemaLimits,
 };
 use basalt::keys::text::{unescape_binary, unhex};
 use basalt::{Admin, ColumnFamilyDescriptor, Database, TableDescriptor};
@@ -157,7 +157,7 @@ impl<T> Sampler<T> {
     }
 
     fn push(&mut self, item: T) {
-        if self.seen % self.stride == 0 {
+        if self.seen.is_multiple_of(self.stride) {
             self.kept.push(item);
             if self.kept.len() >= self.cap.saturating_mul(2) {
                 let mut i = 0;
@@ -261,7 +261,9 @@ impl Source {
                 Client::connect(address.as_str(), false, Protocol::Binary { strict: true })
                     .map(|c| Source::Remote(c, format!("server {address}")))
                     .map_err(|e| {
-                        unreadable(format!("cannot connect to a Basalt server at {address}: {e}"))
+                        unreadable(format!(
+                            "cannot connect to a Basalt server at {address}: {e}"
+                        ))
                     })
             }
         }
@@ -269,7 +271,9 @@ impl Source {
 
     fn call(&mut self, request: AdminRequest) -> Result<AdminReply, Failure> {
         match self {
-            Source::Remote(client, _) => client.admin(request).map_err(|e| unreadable(e.to_string())),
+            Source::Remote(client, _) => {
+                client.admin(request).map_err(|e| unreadable(e.to_string()))
+            }
             Source::Embedded(db, _) => db.execute(request).map_err(|e| unreadable(e.to_string())),
         }
     }
@@ -414,7 +418,10 @@ fn analyze(args: &AnalyzeArgs) -> Result<String, Failure> {
 
     let (keys, seen, order, from) = match (file_keys, facts.as_mut().and_then(|f| f.keys.take())) {
         (Some((keys, seen)), _) => {
-            let path = args.file.as_ref().map_or(String::new(), |p| p.display().to_string());
+            let path = args
+                .file
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string());
             let order = if args.sorted {
                 SampleOrder::Key
             } else {
@@ -432,7 +439,10 @@ fn analyze(args: &AnalyzeArgs) -> Result<String, Failure> {
                 return Err(unreadable(format!("{source_name} has no rows to sample")));
             }
             let note = if truncated {
-                format!(", stopped at --max-scan {} rows: the rest of the table is unseen", args.max_scan)
+                format!(
+                    ", stopped at --max-scan {} rows: the rest of the table is unseen",
+                    args.max_scan
+                )
             } else {
                 String::new()
             };
@@ -444,7 +454,9 @@ fn analyze(args: &AnalyzeArgs) -> Result<String, Failure> {
 
     let options = AnalyzeOptions {
         buckets: args.buckets,
-        regions: args.regions.map(|r| usize::try_from(r).unwrap_or(usize::MAX)),
+        regions: args
+            .regions
+            .map(|r| usize::try_from(r).unwrap_or(usize::MAX)),
         ..AnalyzeOptions::default()
     };
     let sample = KeySample::new(keys, order).population(seen);

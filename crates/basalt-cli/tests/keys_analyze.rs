@@ -56,12 +56,30 @@ fn timestamp_prefixed_keys_get_the_monotonic_prefix_and_salting_with_split_point
     assert!(out.status.success(), "{text}{}", stderr(&out));
     // The recommendation comes first.
     let first = text.lines().position(|l| l.starts_with("  1. ")).unwrap();
-    assert!(text.lines().nth(first).unwrap().contains("Salt the keys into 16 buckets"), "{text}");
+    assert!(
+        text.lines()
+            .nth(first)
+            .unwrap()
+            .contains("Salt the keys into 16 buckets"),
+        "{text}"
+    );
     assert!(first < text.lines().position(|l| l == "FINDINGS").unwrap());
-    assert!(text.contains("monotonic increasing prefix: bytes 0..13"), "{text}");
-    assert!(text.contains("epoch milliseconds as 13 decimal digits"), "{text}");
-    assert!(text.contains("100.0% of keys are above every key before them"), "{text}");
-    assert!(text.contains(r#"SPLITS => ["\x01", "\x02", "\x03""#), "{text}");
+    assert!(
+        text.contains("monotonic increasing prefix: bytes 0..13"),
+        "{text}"
+    );
+    assert!(
+        text.contains("epoch milliseconds as 13 decimal digits"),
+        "{text}"
+    );
+    assert!(
+        text.contains("100.0% of keys are above every key before them"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"SPLITS => ["\x01", "\x02", "\x03""#),
+        "{text}"
+    );
 
     let out = basalt(&[
         "keys",
@@ -79,7 +97,9 @@ fn timestamp_prefixed_keys_get_the_monotonic_prefix_and_salting_with_split_point
     assert_eq!(json["monotonic"]["field"]["kind"]["unit"], "millis");
     assert_eq!(json["monotonic"]["field"]["end"], 13);
     assert_eq!(json["recommendations"][0]["kind"], "salt");
-    let max = json["recommendations"][0]["numbers"]["max_share"].as_f64().unwrap();
+    let max = json["recommendations"][0]["numbers"]["max_share"]
+        .as_f64()
+        .unwrap();
     assert!(max < 1.3 / 16.0, "{max}");
     // --regions 8 with 16 buckets: 7 split points from the salted sample.
     assert_eq!(json["split_points"].as_array().unwrap().len(), 7);
@@ -96,16 +116,35 @@ fn already_salted_keys_get_an_even_spread_and_no_cure() {
     let file = dir.path().join("salted.txt");
     write_lines(&file, &lines);
     let path = file.to_str().unwrap();
-    let out = basalt(&["keys", "analyze", "--file", path, "--format", "binary-escaped"]);
+    let out = basalt(&[
+        "keys",
+        "analyze",
+        "--file",
+        path,
+        "--format",
+        "binary-escaped",
+    ]);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", stderr(&out));
-    assert!(text.contains("1. Keep the keys: their leading bytes already spread"), "{text}");
-    assert!(text.contains("even spread: the first 1 byte(s) take 16 values"), "{text}");
+    assert!(
+        text.contains("1. Keep the keys: their leading bytes already spread"),
+        "{text}"
+    );
+    assert!(
+        text.contains("even spread: the first 1 byte(s) take 16 values"),
+        "{text}"
+    );
     assert!(text.contains("no monotonic prefix"), "{text}");
     assert!(!text.contains("Salt the keys"), "{text}");
 
     let out = basalt(&[
-        "keys", "analyze", "--file", path, "--format", "binary-escaped", "--json",
+        "keys",
+        "analyze",
+        "--file",
+        path,
+        "--format",
+        "binary-escaped",
+        "--json",
     ]);
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(json["layout"]["layout"], "spread");
@@ -135,7 +174,10 @@ fn a_servers_table_is_read_with_its_region_spread() {
     let out = basalt(&["keys", "analyze", "--table", "events", "--port", &port]);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", stderr(&out));
-    assert!(text.contains("from table 'events' on server 127.0.0.1:"), "{text}");
+    assert!(
+        text.contains("from table 'events' on server 127.0.0.1:"),
+        "{text}"
+    );
     assert!(text.contains("(300 rows scanned)"), "{text}");
     assert!(text.contains("REGIONS (3)"), "{text}");
     assert!(
@@ -150,7 +192,7 @@ fn a_servers_table_is_read_with_its_region_spread() {
 
     // A file of keys judged against the table's regions.
     let file = dir.path().join("next.txt");
-    write_lines(&file, &timestamp_keys(1_000)[500..].to_vec());
+    write_lines(&file, &timestamp_keys(1_000)[500..]);
     let out = basalt(&[
         "keys",
         "analyze",
@@ -170,7 +212,11 @@ fn a_servers_table_is_read_with_its_region_spread() {
 
     let out = basalt(&["keys", "analyze", "--table", "nope", "--port", &port]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("table not found: nope"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("table not found: nope"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -211,11 +257,26 @@ fn a_data_directory_is_read_with_the_schema_warnings() {
     ]);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", stderr(&out));
-    assert!(text.contains("from table 'wide' on data directory"), "{text}");
-    assert!(text.contains("even spread: the first 1 byte(s) take 4 values"), "{text}");
-    assert!(text.contains("WARNING: table wide has 4 column families"), "{text}");
-    assert!(text.contains("WARNING: family 'information' is 11 bytes long"), "{text}");
-    assert!(text.contains("WARNING: sampled rows grow without bound"), "{text}");
+    assert!(
+        text.contains("from table 'wide' on data directory"),
+        "{text}"
+    );
+    assert!(
+        text.contains("even spread: the first 1 byte(s) take 4 values"),
+        "{text}"
+    );
+    assert!(
+        text.contains("WARNING: table wide has 4 column families"),
+        "{text}"
+    );
+    assert!(
+        text.contains("WARNING: family 'information' is 11 bytes long"),
+        "{text}"
+    );
+    assert!(
+        text.contains("WARNING: sampled rows grow without bound"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -268,7 +329,14 @@ fn bad_input_is_a_clear_error_and_never_a_panic() {
     );
     check(&["keys", "analyze"], 2, "--file");
     check(
-        &["keys", "analyze", "--file", empty.to_str().unwrap(), "--buckets", "0"],
+        &[
+            "keys",
+            "analyze",
+            "--file",
+            empty.to_str().unwrap(),
+            "--buckets",
+            "0",
+        ],
         2,
         "--buckets",
     );

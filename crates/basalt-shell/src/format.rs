@@ -422,7 +422,10 @@ mod tests {
                 ("a", vec![]),
                 ("b", vec![]),
                 ("c", vec![]),
-                ("information", vec![("VERSIONS", "1000"), ("TTL", "FOREVER")]),
+                (
+                    "information",
+                    vec![("VERSIONS", "1000"), ("TTL", "FOREVER")],
+                ),
             ],
         );
         assert_eq!(w.len(), 3, "{w:?}");

@@ -6,7 +6,7 @@
 
 mod common;
 
-use basalt::keys::{encode_u64, SaltedScan, Salt};
+use basalt::keys::{encode_u64, Salt, SaltedScan};
 use basalt::{ColumnFamilyDescriptor, Put, Scan, TableDescriptor};
 use bytes::Bytes;
 
@@ -116,12 +116,14 @@ fn a_salted_scan_honours_ranges_prefixes_limits_and_reversal() {
             .map(|r| r.unwrap().key())
             .collect()
     };
-    let ids = |range: std::ops::Range<u64>| -> Vec<Bytes> {
-        range.map(|i| Bytes::from(id(i))).collect()
-    };
+    let ids =
+        |range: std::ops::Range<u64>| -> Vec<Bytes> { range.map(|i| Bytes::from(id(i))).collect() };
 
     // A range of unsalted keys.
-    assert_eq!(keys(Scan::new().start_row(id(100)).stop_row(id(250))), ids(100..250));
+    assert_eq!(
+        keys(Scan::new().start_row(id(100)).stop_row(id(250))),
+        ids(100..250)
+    );
     // A prefix of unsalted keys.
     assert_eq!(keys(Scan::new().prefix("00000012")), ids(1200..1300));
     // A limit counts rows across buckets.
@@ -130,11 +132,22 @@ fn a_salted_scan_honours_ranges_prefixes_limits_and_reversal() {
     let mut expected = ids(101..301);
     expected.reverse();
     assert_eq!(
-        keys(Scan::new().reversed(true).start_row(id(300)).stop_row(id(100))),
+        keys(
+            Scan::new()
+                .reversed(true)
+                .start_row(id(300))
+                .stop_row(id(100))
+        ),
         expected
     );
     let newest: Vec<Bytes> = keys(Scan::new().reversed(true).limit(5));
-    assert_eq!(newest, (ROWS - 5..ROWS).rev().map(|i| Bytes::from(id(i))).collect::<Vec<_>>());
+    assert_eq!(
+        newest,
+        (ROWS - 5..ROWS)
+            .rev()
+            .map(|i| Bytes::from(id(i)))
+            .collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -163,7 +176,10 @@ fn a_salted_scan_keeps_the_pieces_of_wide_rows_together_and_counts_them_once() {
     assert_eq!(results.len(), 9);
     let keys: Vec<Bytes> = results.iter().map(|r| r.key()).collect();
     for (i, chunk) in keys.chunks(3).enumerate() {
-        assert!(chunk.iter().all(|k| k[..] == encode_u64(i as u64)), "{keys:?}");
+        assert!(
+            chunk.iter().all(|k| k[..] == encode_u64(i as u64)),
+            "{keys:?}"
+        );
     }
     let cells: usize = results.iter().map(|r| r.result.cells.len()).sum();
     assert_eq!(cells, 15);
@@ -175,5 +191,7 @@ fn a_salted_scan_refuses_what_a_scan_refuses() {
     let salt = Salt::new(2).unwrap();
     let table = t.table("t", vec![ColumnFamilyDescriptor::new("d")]);
     assert!(table.scan_salted(&salt, &Scan::new().batch(0)).is_err());
-    assert!(table.scan_salted(&salt, &Scan::new().max_versions(0)).is_err());
+    assert!(table
+        .scan_salted(&salt, &Scan::new().max_versions(0))
+        .is_err());
 }

@@ -77,7 +77,7 @@ pub fn decode_i32(bytes: &[u8]) -> Result<i32> {
 /// cannot overflow: negative inputs keep the newest-first order too
 /// (they sort after every non-negative one).
 pub fn reversed_timestamp(ts_millis: i64) -> [u8; 8] {
-    (!(((ts_millis as u64) ^ SIGN_64))).to_be_bytes()
+    (!((ts_millis as u64) ^ SIGN_64)).to_be_bytes()
 }
 
 /// Reads [`reversed_timestamp`]'s 8 bytes back into the timestamp.

@@ -43,7 +43,7 @@ pub fn unescape_binary(text: &str) -> Result<Vec<u8>> {
 /// Reads hex text (two digits a byte, either case; spaces ignored).
 pub fn unhex(text: &str) -> Result<Vec<u8>> {
     let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(Error::invalid(format!(
             "hex text has an odd number of digits ({})",
             digits.len()

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::{AnalyzeOptions, FieldKind, FieldMatch, SpreadStats, TimeUnit};
+use super::{AnalyzeOptions, DecimalWidths, FieldKind, FieldMatch, SpreadStats, TimeUnit};
 
 /// Most decimal digits read as one number (a u128 holds 38).
 const MAX_DECIMAL_DIGITS: usize = 38;
@@ -37,8 +37,7 @@ fn decimal(digits: &[u8]) -> Option<u128> {
         return None;
     }
     digits.iter().try_fold(0u128, |acc, d| {
-        d.is_ascii_digit()
-            .then(|| acc * 10 + u128::from(d - b'0'))
+        d.is_ascii_digit().then(|| acc * 10 + u128::from(d - b'0'))
     })
 }
 
@@ -327,7 +326,10 @@ pub(crate) fn counter_field(
         let (Some(min), Some(max)) = (values.iter().min(), values.iter().max()) else {
             return false;
         };
-        let distinct = values.iter().collect::<std::collections::HashSet<_>>().len();
+        let distinct = values
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len();
         distinct >= 2
             && distinct as f64 >= opts.counter_distinct_share * values.len() as f64
             && ((max - min + 1) as f64) <= opts.counter_density * population.max(1) as f64
@@ -337,9 +339,18 @@ pub(crate) fn counter_field(
         start: o,
         end,
         share: values.len() as f64 / n as f64,
-        distinct: values.iter().collect::<std::collections::HashSet<_>>().len(),
-        min: values.iter().min().map_or_else(String::new, u128::to_string),
-        max: values.iter().max().map_or_else(String::new, u128::to_string),
+        distinct: values
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        min: values
+            .iter()
+            .min()
+            .map_or_else(String::new, u128::to_string),
+        max: values
+            .iter()
+            .max()
+            .map_or_else(String::new, u128::to_string),
     };
 
     let decimals: Vec<(usize, u128)> = keys
@@ -516,7 +527,13 @@ pub(crate) fn after_common_prefix(keys: &[&[u8]]) -> Option<usize> {
     let first = keys.first()?;
     let mut lcp = first.len().min(64);
     for k in keys {
-        lcp = lcp.min(first.iter().zip(k.iter()).take_while(|(a, b)| a == b).count());
+        lcp = lcp.min(
+            first
+                .iter()
+                .zip(k.iter())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        );
     }
     first[..lcp]
         .iter()
@@ -525,13 +542,13 @@ pub(crate) fn after_common_prefix(keys: &[&[u8]]) -> Option<usize> {
 }
 
 /// A decimal field at offset `o` whose digits vary in width between keys
-/// (so `9` sorts after `10`): (shortest, widest, an example pair of
-/// values that sort out of order).
+/// (so `9` sorts after `10`), with an example pair of values that sort out
+/// of order if the sample has one.
 pub(crate) fn varying_decimal(
     keys: &[&[u8]],
     o: usize,
     opts: &AnalyzeOptions,
-) -> Option<(usize, usize, Option<(u128, u128)>)> {
+) -> Option<DecimalWidths> {
     let fields: Vec<(usize, u128)> = keys
         .iter()
         .filter_map(|k| {
@@ -542,19 +559,33 @@ pub(crate) fn varying_decimal(
     if !enough(fields.len(), keys.len(), opts.field_share) {
         return None;
     }
-    let min = fields.iter().map(|f| f.0).min()?;
-    let max = fields.iter().map(|f| f.0).max()?;
-    if min == max {
+    let min_width = fields.iter().map(|f| f.0).min()?;
+    let max_width = fields.iter().map(|f| f.0).max()?;
+    if min_width == max_width {
         return None;
     }
-    // A short value larger than a long one's leading digits sorts after it.
-    let short = fields.iter().filter(|f| f.0 == min).map(|f| f.1).max();
-    let long = fields.iter().filter(|f| f.0 == max).map(|f| f.1).min();
-    let example = short.zip(long).filter(|(s, l)| {
-        let (s, l) = (s.to_string(), l.to_string());
-        s > l
-    });
-    Some((min, max, example))
+    // The largest short value against the smallest long one: if even they
+    // sort out of numeric order as text, the sample shows the problem.
+    let short = fields
+        .iter()
+        .filter(|f| f.0 == min_width)
+        .map(|f| f.1)
+        .max();
+    let long = fields
+        .iter()
+        .filter(|f| f.0 == max_width)
+        .map(|f| f.1)
+        .min();
+    let misordered = short
+        .zip(long)
+        .map(|(s, l)| (s.to_string(), l.to_string()))
+        .filter(|(s, l)| s > l);
+    Some(DecimalWidths {
+        start: o,
+        min_width,
+        max_width,
+        misordered,
+    })
 }
 
 /// Keys that start with a host name (`www.example.com/...`): most keys'
@@ -569,12 +600,12 @@ pub(crate) fn domain_keys(keys: &[&[u8]], opts: &AnalyzeOptions) -> Option<usize
             .unwrap_or(k.len());
         let labels: Vec<&[u8]> = k[..end].split(|b| *b == b'.').collect();
         labels.len() >= 2
-            && labels.iter().all(|l| {
-                !l.is_empty() && l.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-')
-            })
             && labels
-                .last()
-                .is_some_and(|t| (2..=6).contains(&t.len()) && t.iter().all(u8::is_ascii_alphabetic))
+                .iter()
+                .all(|l| !l.is_empty() && l.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-'))
+            && labels.last().is_some_and(|t| {
+                (2..=6).contains(&t.len()) && t.iter().all(u8::is_ascii_alphabetic)
+            })
     };
     let count = keys.iter().filter(|k| is_domain(k)).count();
     enough(count, keys.len(), opts.field_share).then_some(count)

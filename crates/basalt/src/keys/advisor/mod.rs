@@ -39,9 +39,7 @@ use serde::{Serialize, Serializer};
 use crate::keys::salt::{HashPrefix, Salt, MAX_SALT_BUCKETS};
 use crate::keys::text::{escape_bytes, splits_clause};
 
-pub use schema::{
-    row_warnings, schema_warnings, schema_warnings_with, RowShape, SchemaLimits,
-};
+pub use schema::{row_warnings, schema_warnings, schema_warnings_with, RowShape, SchemaLimits};
 
 /// What the order of a sample's keys means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -92,9 +90,7 @@ impl KeySample {
 
     /// Rows the sample stands for (at least its own size).
     pub fn rows(&self) -> u64 {
-        self.population
-            .unwrap_or(0)
-            .max(self.keys.len() as u64)
+        self.population.unwrap_or(0).max(self.keys.len() as u64)
     }
 }
 
@@ -296,7 +292,11 @@ impl FieldKind {
             } => format!(
                 "epoch {} as a {width}-byte big-endian integer{}",
                 unit.name(),
-                if sign_flipped { " (sign bit flipped)" } else { "" }
+                if sign_flipped {
+                    " (sign bit flipped)"
+                } else {
+                    ""
+                }
             ),
             FieldKind::ReversedEpochBinary { unit } => format!(
                 "a reversed timestamp (i64::MAX - epoch {}), 8 bytes big-endian",
@@ -310,7 +310,11 @@ impl FieldKind {
                 sign_flipped,
             } => format!(
                 "a counter as a {width}-byte big-endian integer{}",
-                if sign_flipped { " (sign bit flipped)" } else { "" }
+                if sign_flipped {
+                    " (sign bit flipped)"
+                } else {
+                    ""
+                }
             ),
             FieldKind::Ordered => "ordered bytes of no known encoding".to_string(),
         }
@@ -441,8 +445,9 @@ pub struct DecimalWidths {
     pub min_width: usize,
     /// Most digits.
     pub max_width: usize,
-    /// Two sampled values that sort out of numeric order (smaller first),
-    /// if the sample has them.
+    /// Two sampled values that sort out of numeric order as text (the
+    /// smaller number first: it sorts after the larger), if the sample
+    /// has them.
     pub misordered: Option<(String, String)>,
 }
 
@@ -630,15 +635,15 @@ pub fn analyze_with(
     };
 
     // 4. The verdict.
-    let monotonic = verdict(&keys, sample.order, &layout, field.as_ref(), write_order.as_ref(), opts);
-    let decimal_widths = detect::varying_decimal(&keys, field_offset, opts).map(
-        |(min_width, max_width, example)| DecimalWidths {
-            start: field_offset,
-            min_width,
-            max_width,
-            misordered: example.map(|(a, b)| (b.to_string(), a.to_string())),
-        },
+    let monotonic = verdict(
+        &keys,
+        sample.order,
+        &layout,
+        field.as_ref(),
+        write_order.as_ref(),
+        opts,
     );
+    let decimal_widths = detect::varying_decimal(&keys, field_offset, opts);
 
     // 5. Regions.
     let mut sorted_regions: Option<Vec<RegionBounds>> = regions.map(<[RegionBounds]>::to_vec);
@@ -1099,13 +1104,12 @@ fn recommend(
                 numbers: BTreeMap::from([("regions_taking_writes_alone".to_string(), 1.0)]),
             });
         } else if f.kind.is_counter() {
-            let counts: HashMap<u8, usize> =
-                keys.iter().fold(HashMap::new(), |mut acc, k| {
-                    if let Some(last) = k.get(f.start..f.end.min(k.len())).and_then(|s| s.last()) {
-                        *acc.entry(*last).or_default() += 1;
-                    }
-                    acc
-                });
+            let counts: HashMap<u8, usize> = keys.iter().fold(HashMap::new(), |mut acc, k| {
+                if let Some(last) = k.get(f.start..f.end.min(k.len())).and_then(|s| s.last()) {
+                    *acc.entry(*last).or_default() += 1;
+                }
+                acc
+            });
             let counts: Vec<usize> = counts.into_values().collect();
             let total: usize = counts.iter().sum();
             let (max, min) = detect::extreme_shares(&counts, total);
@@ -1160,7 +1164,12 @@ fn recommend(
             )
         };
         let inner = field.map_or(String::new(), |f| {
-            format!(", followed by {} (bytes {}..{})", f.kind.describe(), f.start, f.end)
+            format!(
+                ", followed by {} (bytes {}..{})",
+                f.kind.describe(),
+                f.start,
+                f.end
+            )
         });
         recs.push(Recommendation {
             kind: RecommendationKind::KeepAsIs,
@@ -1245,10 +1254,7 @@ fn recommend(
                 "Pre-split into {} regions at these split points",
                 split_points.len() + 1
             ),
-            details: vec![
-                format!("split at {basis}"),
-                splits_clause(&split_points),
-            ],
+            details: vec![format!("split at {basis}"), splits_clause(&split_points)],
             numbers: BTreeMap::from([("regions".to_string(), (split_points.len() + 1) as f64)]),
         });
     }

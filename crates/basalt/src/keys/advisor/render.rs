@@ -148,7 +148,11 @@ pub(super) fn text(r: &KeyReport) -> String {
         let _ = writeln!(out, "\nREGIONS ({})", spread.regions.len());
         let labels: Vec<String> = spread.regions.iter().map(|s| s.region.label()).collect();
         let width = labels.iter().map(String::len).max().unwrap_or(5).max(5);
-        let _ = writeln!(out, "  {:>3}  {:<width$}  {:>8}  {:>6}", "#", "range", "keys", "share");
+        let _ = writeln!(
+            out,
+            "  {:>3}  {:<width$}  {:>8}  {:>6}",
+            "#", "range", "keys", "share"
+        );
         for (i, (s, label)) in spread.regions.iter().zip(&labels).enumerate() {
             let hot = if spread.hot_region == Some(i) {
                 "  <- new writes"

@@ -126,8 +126,7 @@ pub fn row_warnings(rows: &[RowShape], limits: &SchemaLimits) -> Vec<String> {
     cells.sort_unstable();
     let at = |q: f64| cells[((cells.len() - 1) as f64 * q).round() as usize];
     let (p50, p99, max) = (at(0.5), at(0.99), cells[cells.len() - 1]);
-    if p99 >= limits.row_skew_min_cells && p99 as f64 >= limits.row_skew_ratio * p50.max(1) as f64
-    {
+    if p99 >= limits.row_skew_min_cells && p99 as f64 >= limits.row_skew_ratio * p50.max(1) as f64 {
         out.push(format!(
             "sampled rows grow without bound: the 99th percentile holds {p99} cells, the median \
              {p50} (over {}x); move the growing part (a time or a sequence) from the columns \
@@ -181,8 +180,11 @@ mod tests {
         assert!(w[0].contains("4 column families"));
         assert!(w[1].contains("'information' is 11 bytes"));
         assert!(w[2].contains("1000 versions with TTL FOREVER"));
-        let ttl = TableDescriptor::new("t")
-            .family(ColumnFamilyDescriptor::new("f").max_versions(1000).ttl_seconds(60));
+        let ttl = TableDescriptor::new("t").family(
+            ColumnFamilyDescriptor::new("f")
+                .max_versions(1000)
+                .ttl_seconds(60),
+        );
         assert!(schema_warnings(&ttl).is_empty());
     }
 
@@ -215,6 +217,10 @@ mod tests {
         assert_eq!(long[0].cells, 2);
         assert_eq!(long[0].columns, 1);
         let w = row_warnings(&long, &SchemaLimits::default());
-        assert!(w.iter().any(|w| w.contains("qualifiers average 33.0 bytes")), "{w:?}");
+        assert!(
+            w.iter()
+                .any(|w| w.contains("qualifiers average 33.0 bytes")),
+            "{w:?}"
+        );
     }
 }

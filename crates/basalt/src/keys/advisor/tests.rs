@@ -43,7 +43,9 @@ fn timestamp_prefixed_keys_in_write_order_are_monotonic_and_salting_comes_first(
     assert!(salt.numbers["min_share"] > 0.75 / 16.0, "{salt:?}");
     assert_eq!(r.split_points, Salt::new(16).unwrap().split_keys());
     assert!(r.splits_clause.starts_with(r#"SPLITS => ["\x01", "\x02""#));
-    assert!(r.to_text().contains("monotonic increasing prefix: bytes 0..13"));
+    assert!(r
+        .to_text()
+        .contains("monotonic increasing prefix: bytes 0..13"));
 }
 
 #[test]
@@ -84,7 +86,10 @@ fn hex_hashed_keys_are_already_spread() {
     let keys: Vec<Vec<u8>> = (0..1000)
         .map(|i: u32| {
             let d = crate::keys::salt::md5(&i.to_be_bytes());
-            d.iter().map(|b| format!("{b:02x}")).collect::<String>().into_bytes()
+            d.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+                .into_bytes()
         })
         .collect();
     let r = analyze(&KeySample::new(keys, SampleOrder::Write), None);
@@ -96,7 +101,9 @@ fn hex_hashed_keys_are_already_spread() {
 #[test]
 fn raw_hash_prefixes_with_few_keys_are_spread_by_entropy() {
     let hp = HashPrefix::new(4).unwrap();
-    let keys: Vec<Vec<u8>> = (0..100).map(|i| hp.encode(format!("id{i}").as_bytes())).collect();
+    let keys: Vec<Vec<u8>> = (0..100)
+        .map(|i| hp.encode(format!("id{i}").as_bytes()))
+        .collect();
     let r = analyze(&KeySample::new(keys, SampleOrder::Write), None);
     let Layout::Spread(s) = &r.layout else {
         panic!("not spread: {:?}", r.layout)
@@ -106,7 +113,9 @@ fn raw_hash_prefixes_with_few_keys_are_spread_by_entropy() {
 
 #[test]
 fn unpadded_counters_are_monotonic_in_key_order_and_padding_is_recommended() {
-    let mut keys: Vec<Vec<u8>> = (1..=1000).map(|i| format!("order-{i}").into_bytes()).collect();
+    let mut keys: Vec<Vec<u8>> = (1..=1000)
+        .map(|i| format!("order-{i}").into_bytes())
+        .collect();
     keys.sort();
     let r = analyze(&KeySample::new(keys, SampleOrder::Key), None);
     let m = r.monotonic.as_ref().unwrap();
@@ -115,7 +124,14 @@ fn unpadded_counters_are_monotonic_in_key_order_and_padding_is_recommended() {
     let w = r.decimal_widths.as_ref().unwrap();
     assert_eq!((w.start, w.min_width, w.max_width), (6, 1, 4));
     let (small, large) = w.misordered.clone().unwrap();
-    assert!(small.parse::<u32>().unwrap() > large.parse::<u32>().unwrap() || small > large);
+    assert!(small.parse::<u32>().unwrap() < large.parse::<u32>().unwrap());
+    assert!(small > large, "{small} should sort after {large}");
+    let pad = r
+        .recommendations
+        .iter()
+        .find(|r| r.kind == RecommendationKind::PadDecimal)
+        .unwrap();
+    assert!(pad.details[0].contains(&format!("'{small}' sorts after '{large}'")));
     assert!(kinds(&r).contains(&RecommendationKind::PadDecimal));
     assert!(kinds(&r).contains(&RecommendationKind::ReverseField));
 }
@@ -136,7 +152,10 @@ fn monotonic_writes_all_go_to_the_region_holding_the_end() {
             end: vec![],
         },
     ];
-    let r = analyze(&KeySample::new(ts_keys(2000), SampleOrder::Write), Some(&regions));
+    let r = analyze(
+        &KeySample::new(ts_keys(2000), SampleOrder::Write),
+        Some(&regions),
+    );
     let spread = r.regions.as_ref().unwrap();
     assert_eq!(spread.hot_region, Some(2));
     assert_eq!(spread.recent_share_in_hot, Some(1.0));
@@ -182,7 +201,9 @@ fn reversed_timestamps_are_decreasing_and_hit_the_first_region() {
 
 #[test]
 fn binary_millis_and_iso_dates_are_recognised_in_key_order() {
-    let keys: Vec<Vec<u8>> = (0..300).map(|i| encode_u64(T0 + i * 60_000).to_vec()).collect();
+    let keys: Vec<Vec<u8>> = (0..300)
+        .map(|i| encode_u64(T0 + i * 60_000).to_vec())
+        .collect();
     let r = analyze(&KeySample::new(keys, SampleOrder::Key), None);
     assert_eq!(
         r.monotonic.unwrap().field.kind,
@@ -193,7 +214,15 @@ fn binary_millis_and_iso_dates_are_recognised_in_key_order() {
         }
     );
     let keys: Vec<Vec<u8>> = (0..300)
-        .map(|i| format!("2026-11-{:02}T10:{:02}:00Z#sensor{}", 1 + i / 12, i % 60, i % 9).into_bytes())
+        .map(|i| {
+            format!(
+                "2026-11-{:02}T10:{:02}:00Z#sensor{}",
+                1 + i / 12,
+                i % 60,
+                i % 9
+            )
+            .into_bytes()
+        })
         .collect();
     let r = analyze(&KeySample::new(keys, SampleOrder::Key), None);
     let f = r.monotonic.unwrap().field;
@@ -231,13 +260,29 @@ fn random_user_ids_are_left_alone_with_split_points() {
 
 #[test]
 fn host_names_get_the_domain_reversal() {
-    let hosts = ["www.example.com", "mail.example.org", "blog.test.net", "api.foo.io"];
+    let hosts = [
+        "www.example.com",
+        "mail.example.org",
+        "blog.test.net",
+        "api.foo.io",
+    ];
     let keys: Vec<Vec<u8>> = (0..200)
         // Uneven (50%, 30%, 10%, 10%): not a spread prefix.
-        .map(|i| format!("{}/page{}", hosts[[0, 0, 0, 0, 0, 1, 1, 1, 2, 3][i % 10]], i).into_bytes())
+        .map(|i| {
+            format!(
+                "{}/page{}",
+                hosts[[0, 0, 0, 0, 0, 1, 1, 1, 2, 3][i % 10]],
+                i
+            )
+            .into_bytes()
+        })
         .collect();
     let r = analyze(&KeySample::new(keys, SampleOrder::Key), None);
-    assert!(kinds(&r).contains(&RecommendationKind::ReverseDomain), "{:?}", kinds(&r));
+    assert!(
+        kinds(&r).contains(&RecommendationKind::ReverseDomain),
+        "{:?}",
+        kinds(&r)
+    );
 }
 
 #[test]
