@@ -281,6 +281,12 @@ mod tests {
         }
 
         #[test]
+        fn garbage_keys_decode_or_fail_never_panic(key in proptest::collection::vec(any::<u8>(), 0..24), buckets in 1u16..=256) {
+            let _ = Salt::new(buckets).unwrap().decode(&key);
+            let _ = HashPrefix::new(usize::from(buckets % 16) + 1).unwrap().decode(&key);
+        }
+
+        #[test]
         fn hash_prefixes_round_trip(id in proptest::collection::vec(any::<u8>(), 0..64), bytes in 1usize..=16) {
             let hp = HashPrefix::new(bytes).unwrap();
             let key = hp.encode(&id);

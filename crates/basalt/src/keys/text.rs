@@ -127,6 +127,12 @@ mod tests {
 
     proptest! {
         #[test]
+        fn garbage_text_is_an_error_or_a_key_never_a_panic(text in "\\PC{0,24}|[\\\\x0-9a-fA-FzZ ]{0,12}") {
+            let _ = unescape_binary(&text);
+            let _ = unhex(&text);
+        }
+
+        #[test]
         fn escaped_keys_read_back(key in proptest::collection::vec(any::<u8>(), 0..40)) {
             prop_assert_eq!(unescape_binary(&escape_bytes(&key)).unwrap(), key);
         }

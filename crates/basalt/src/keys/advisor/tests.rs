@@ -300,3 +300,49 @@ fn an_empty_sample_gives_an_empty_report() {
     assert!(r.to_text().contains("0 keys"));
     assert!(r.to_json().contains("\"keys\": 0"));
 }
+
+mod garbage {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn key() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..24),
+            "[0-9]{0,16}[-#]?[a-z]{0,4}".prop_map(String::into_bytes),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_keys_and_regions_give_a_report_with_increasing_split_points(
+            keys in proptest::collection::vec(key(), 0..120),
+            sorted in any::<bool>(),
+            mut bounds in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 1..4), 0..5),
+            regions in proptest::option::of(2usize..40),
+            buckets in proptest::option::of(0u16..300),
+        ) {
+            let mut keys = keys;
+            if sorted {
+                keys.sort();
+            }
+            bounds.sort();
+            bounds.dedup();
+            let mut starts = vec![Vec::new()];
+            starts.extend(bounds);
+            let regions_given: Vec<RegionBounds> = starts
+                .iter()
+                .enumerate()
+                .map(|(i, s)| RegionBounds {
+                    start: s.clone(),
+                    end: starts.get(i + 1).cloned().unwrap_or_default(),
+                })
+                .collect();
+            let order = if sorted { SampleOrder::Key } else { SampleOrder::Write };
+            let opts = AnalyzeOptions { regions, buckets, ..AnalyzeOptions::default() };
+            let r = analyze_with(&KeySample::new(keys, order), Some(&regions_given), &opts);
+            prop_assert!(r.split_points.windows(2).all(|w| w[0] < w[1]));
+            prop_assert!(r.split_points.iter().all(|s| !s.is_empty()));
+            let _ = (r.to_text(), r.to_json());
+        }
+    }
+}
