@@ -20,6 +20,7 @@ use basalt_rpc::{RpcConfig, RpcServer};
 use basalt_thrift::{Flavour, Server, ServerConfig};
 
 mod cluster;
+mod keys;
 mod local_cluster;
 mod shell;
 
@@ -66,6 +67,8 @@ enum Command {
     /// and three region servers, with the data in a local directory.
     /// Prints where everything listens; Ctrl-C stops it all.
     LocalCluster(local_cluster::LocalClusterArgs),
+    /// Row keys: `analyze` looks at sample keys and recommends a design.
+    Keys(keys::KeysArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -313,6 +316,7 @@ fn main() -> ExitCode {
                 | Command::Bench(_)
                 | Command::Check(_)
                 | Command::Repair(_)
+                | Command::Keys(_)
         ) {
             "warn"
         } else {
@@ -329,6 +333,7 @@ fn main() -> ExitCode {
         Command::Master(args) => cluster::run_master(args),
         Command::Regionserver(args) => cluster::run_region_server(args),
         Command::LocalCluster(args) => local_cluster::run(args),
+        Command::Keys(args) => return keys::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -777,6 +777,13 @@ fn create(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     if families.is_empty() {
         return Err(usage("a table needs at least one column family"));
     }
+    let warnings = format::schema_warnings(
+        &table,
+        families.iter().map(|f| {
+            let options = f.options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+            (f.name.as_str(), options.collect())
+        }),
+    );
     ctx.backend.admin(AdminRequest::Create {
         table: table.clone(),
         families,
@@ -785,6 +792,10 @@ fn create(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         split_algo,
     })?;
     ctx.line(format!("Created table {table}"))?;
+    // Advice after the command's own output; never a refusal.
+    for w in warnings {
+        ctx.line(w)?;
+    }
     Ok(Some(format!("Hbase::Table - {table}")))
 }
 
@@ -877,6 +888,13 @@ fn describe(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         ctx.line("")?;
     }
     ctx.line(format::rows(t.families.len() as u64))?;
+    let families = t.families.iter().map(|f| {
+        let options = f.options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        (f.name.as_str(), options.collect())
+    });
+    for w in format::schema_warnings(&t.name, families) {
+        ctx.line(w)?;
+    }
     Ok(None)
 }
 

@@ -8,6 +8,8 @@
 use std::time::Duration;
 
 use basalt::admin::{CellReply, ClusterReply, FamilyInfo, ServerReply};
+use basalt::keys::advisor;
+use basalt::{ColumnFamilyDescriptor, TableDescriptor};
 
 /// Width of the first column (row key or column name), leading space
 /// included, before the second starts.
@@ -66,6 +68,29 @@ pub fn get_cell(c: &CellReply) -> String {
 /// `Took 0.0123 seconds`.
 pub fn took(elapsed: Duration) -> String {
     format!("Took {:.4} seconds", elapsed.as_secs_f64())
+}
+
+/// The schema warnings of a table whose families are `(name, options)`
+/// (options by HBase name, as `create` takes them and `describe` prints
+/// them), as `WARNING: ...` lines (`basalt::keys::advisor::schema_warnings`).
+pub fn schema_warnings<'a>(
+    table: &str,
+    families: impl IntoIterator<Item = (&'a str, Vec<(&'a str, &'a str)>)>,
+) -> Vec<String> {
+    let mut descriptor = TableDescriptor::new(table);
+    for (name, options) in families {
+        let mut family = ColumnFamilyDescriptor::new(name);
+        for (k, v) in options {
+            // The server accepted the options; one it accepts and this
+            // build does not know only loses its warning.
+            let _ = family.set_option(k, v);
+        }
+        descriptor = descriptor.family(family);
+    }
+    advisor::schema_warnings(&descriptor)
+        .into_iter()
+        .map(|w| format!("WARNING: {w}"))
+        .collect()
 }
 
 /// `1 row(s)`.
@@ -411,5 +436,28 @@ mod tests {
         );
         let long = "r".repeat(40);
         assert_eq!(two_columns(&long, "x"), format!(" {long} x"));
+    }
+
+    #[test]
+    fn schema_warnings_are_warning_lines_and_lean_schemas_have_none() {
+        let lean = schema_warnings("t", [("f", vec![("VERSIONS", "5")])]);
+        assert!(lean.is_empty(), "{lean:?}");
+        let w = schema_warnings(
+            "t",
+            [
+                ("a", vec![]),
+                ("b", vec![]),
+                ("c", vec![]),
+                (
+                    "information",
+                    vec![("VERSIONS", "1000"), ("TTL", "FOREVER")],
+                ),
+            ],
+        );
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w.iter().all(|l| l.starts_with("WARNING: ")));
+        assert!(w[2].contains("1000 versions with TTL FOREVER"));
+        let with_ttl = schema_warnings("t", [("f", vec![("VERSIONS", "1000"), ("TTL", "86400")])]);
+        assert!(with_ttl.is_empty(), "{with_ttl:?}");
     }
 }

@@ -39,6 +39,7 @@ pub mod check;
 pub mod cluster;
 mod database;
 mod gateways;
+pub mod keys;
 mod locator;
 mod maintenance;
 mod master;
