@@ -46,12 +46,14 @@ fn readme_configuration_names_every_serve_option() {
     let database = toml::to_string(&basalt::Options::default()).unwrap();
     let rpc = toml::to_string(&basalt_rpc::RpcConfig::default()).unwrap();
     let storage = toml::to_string(&basalt_object_store::StorageConfig::default()).unwrap();
+    let info = toml::to_string(&basalt_info::InfoConfig::default()).unwrap();
     for line in thrift
         .lines()
         .chain(rest.lines())
         .chain(database.lines())
         .chain(rpc.lines())
         .chain(storage.lines())
+        .chain(info.lines())
     {
         let Some((key, _)) = line.split_once(" = ") else {
             continue;
@@ -66,6 +68,8 @@ fn readme_configuration_names_every_serve_option() {
         "--storage",
         "--thrift-port",
         "--rest-port",
+        "--info-port",
+        "--no-info",
         "--bind",
         "--config",
         "--zookeeper",
