@@ -1,6 +1,7 @@
-//! The HTTP/1.1 server: hyper on tokio, one task per connection, each
-//! page built on the blocking pool (building one reads every region's
-//! counters and, for the heatmap, every region's key load).
+//! The HTTP/1.1 server: hyper on tokio through the serving loop the REST
+//! gateway uses too (`basalt_rest::http`), each page built on the blocking
+//! pool (building one reads every region's counters and, for the heatmap,
+//! every region's key load).
 //!
 //! What clients can make the server hold is bounded: connections
 //! (`max_connections`; one more is accepted and closed at once) and the
@@ -8,10 +9,8 @@
 //! body worth reading: only GET and HEAD are served, and a body sent
 //! anyway is never read into memory.
 
-use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,15 +18,12 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 use basalt::Database;
+use basalt_rest::http::{self, ConnectionGate, Handler};
 
 use crate::routes::{handle, Context, Reply};
 
@@ -93,10 +89,8 @@ pub const DEFAULT_REGION_SERVER_PORT: u16 = 16030;
 #[derive(Debug)]
 struct Shared {
     context: Arc<Context>,
-    max_connections: usize,
+    connections: Arc<ConnectionGate>,
     idle_timeout: Option<Duration>,
-    open_connections: AtomicUsize,
-    refused_connections: AtomicU64,
 }
 
 /// The port, bound but not yet serving: [`InfoServer::listen`] then
@@ -178,14 +172,22 @@ impl InfoServer {
         let local_addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             context: Arc::new(Context::new(db, &config)),
-            max_connections: config.max_connections.max(1),
+            connections: ConnectionGate::new("info", config.max_connections),
             idle_timeout: (config.idle_timeout_ms > 0)
                 .then(|| Duration::from_millis(config.idle_timeout_ms)),
-            open_connections: AtomicUsize::new(0),
-            refused_connections: AtomicU64::new(0),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let accept_loop = runtime.spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
+        let handler: Handler = {
+            let shared = Arc::clone(&shared);
+            Arc::new(move |request| Box::pin(respond(Arc::clone(&shared), request)))
+        };
+        let accept_loop = runtime.spawn(http::accept_loop(
+            listener,
+            Arc::clone(&shared.connections),
+            shared.idle_timeout,
+            handler,
+            shutdown_rx,
+        ));
         // `local-cluster` reads the port back from this line (`address=`).
         tracing::info!(address = %local_addr, "info server listening");
         Ok(InfoServer {
@@ -204,12 +206,12 @@ impl InfoServer {
 
     /// Connections currently open.
     pub fn open_connections(&self) -> usize {
-        self.shared.open_connections.load(Ordering::SeqCst)
+        self.shared.connections.open()
     }
 
     /// Connections refused for being over `max_connections`.
     pub fn refused_connections(&self) -> u64 {
-        self.shared.refused_connections.load(Ordering::SeqCst)
+        self.shared.connections.refused()
     }
 
     /// Stops accepting, lets requests in flight answer and closes every
@@ -224,86 +226,6 @@ impl InfoServer {
         }
         tracing::info!("info server stopped");
     }
-}
-
-/// Resolves once shutdown is asked for (at once if it already was).
-async fn stopped(shutdown: &mut watch::Receiver<bool>) {
-    // A closed channel means the server is gone: stop too.
-    let _ = shutdown.wait_for(|stop| *stop).await;
-}
-
-/// Decrements the open-connection count when a connection task ends.
-struct Open(Arc<Shared>);
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.open_connections.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    if shared.open_connections.load(Ordering::SeqCst) >= shared.max_connections {
-                        shared.refused_connections.fetch_add(1, Ordering::SeqCst);
-                        tracing::warn!(%peer, max = shared.max_connections, "info connection refused: max_connections reached");
-                        drop(stream);
-                        continue;
-                    }
-                    shared.open_connections.fetch_add(1, Ordering::SeqCst);
-                    let open = Open(Arc::clone(&shared));
-                    connections.spawn(serve_connection(stream, open, shutdown.clone()));
-                }
-                Err(e) => {
-                    // Out of descriptors or a connection reset before
-                    // accept: pause instead of spinning.
-                    tracing::warn!(error = %e, "info server accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            _ = stopped(&mut shutdown) => break,
-        }
-    }
-    while connections.join_next().await.is_some() {}
-}
-
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    open: Open,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let shared = Arc::clone(&open.0);
-    let service = service_fn(move |request| {
-        let shared = Arc::clone(&shared);
-        async move { Ok::<_, Infallible>(respond(shared, request).await) }
-    });
-    let mut builder = http1::Builder::new();
-    builder.timer(TokioTimer::new());
-    if let Some(timeout) = open.0.idle_timeout {
-        builder.header_read_timeout(timeout);
-    }
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(connection);
-    tokio::select! {
-        result = connection.as_mut() => {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "info connection ended with an error");
-            }
-        }
-        _ = stopped(&mut shutdown) => {
-            connection.as_mut().graceful_shutdown();
-            let _ = connection.await;
-        }
-    }
-    drop(open);
 }
 
 async fn respond(

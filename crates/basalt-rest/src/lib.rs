@@ -29,6 +29,7 @@
 
 pub mod cluster;
 pub mod filter_model;
+pub mod http;
 mod json;
 pub mod media;
 pub mod model;

@@ -9,10 +9,9 @@
 //! read), the cells of one answer (`max_response_cells`) and open
 //! scanners (`max_scanners`, expiring after `scanner_lease_ms` unused).
 
-use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,16 +19,13 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body, Incoming};
 use hyper::header::{HeaderMap, HeaderValue};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
-use tokio::task::JoinSet;
 
 use basalt::Database;
 
+use crate::http::{self, stopped, ConnectionGate, Handler};
 use crate::media::Format;
 use crate::resources::{handle, Context, Reply, Request};
 use crate::scanners::Scanners;
@@ -118,13 +114,11 @@ pub struct RestStats {
 #[derive(Debug)]
 struct Shared {
     context: Arc<Context>,
-    max_connections: usize,
+    connections: Arc<ConnectionGate>,
     idle_timeout: Option<Duration>,
     max_request_bytes: usize,
     budget: Arc<Semaphore>,
     budget_size: usize,
-    open_connections: AtomicUsize,
-    refused_connections: AtomicU64,
     refused_bodies: AtomicU64,
 }
 
@@ -209,14 +203,12 @@ impl RestServer {
             .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
         let shared = Arc::new(Shared {
             context,
-            max_connections: config.max_connections.max(1),
+            connections: ConnectionGate::new("REST", config.max_connections),
             idle_timeout: (config.idle_timeout_ms > 0)
                 .then(|| Duration::from_millis(config.idle_timeout_ms)),
             max_request_bytes: config.max_request_bytes,
             budget: Arc::new(Semaphore::new(budget_size)),
             budget_size,
-            open_connections: AtomicUsize::new(0),
-            refused_connections: AtomicU64::new(0),
             refused_bodies: AtomicU64::new(0),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
@@ -225,7 +217,18 @@ impl RestServer {
             lease,
             shutdown_rx.clone(),
         ));
-        let accept_loop = runtime.spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
+        let handler: Handler = {
+            let shared = Arc::clone(&shared);
+            let host = shared.context.location.clone();
+            Arc::new(move |request| Box::pin(respond(Arc::clone(&shared), request, host.clone())))
+        };
+        let accept_loop = runtime.spawn(http::accept_loop(
+            listener,
+            Arc::clone(&shared.connections),
+            shared.idle_timeout,
+            handler,
+            shutdown_rx,
+        ));
         tracing::info!(address = %local_addr, "REST gateway listening");
         Ok(RestServer {
             runtime: Some(runtime),
@@ -248,14 +251,14 @@ impl RestServer {
 
     /// Connections currently open.
     pub fn open_connections(&self) -> usize {
-        self.shared.open_connections.load(Ordering::SeqCst)
+        self.shared.connections.open()
     }
 
     /// What the server refused, for tests.
     #[doc(hidden)]
     pub fn stats(&self) -> RestStats {
         RestStats {
-            refused_connections: self.shared.refused_connections.load(Ordering::SeqCst),
+            refused_connections: self.shared.connections.refused(),
             refused_bodies: self.shared.refused_bodies.load(Ordering::SeqCst),
         }
     }
@@ -293,88 +296,6 @@ async fn expire_scanners(
             _ = stopped(&mut shutdown) => return,
         }
     }
-}
-
-/// Resolves once shutdown is asked for (at once if it already was).
-async fn stopped(shutdown: &mut watch::Receiver<bool>) {
-    // A closed channel means the server is gone: stop too.
-    let _ = shutdown.wait_for(|stop| *stop).await;
-}
-
-/// Decrements the open-connection count when a connection task ends.
-struct Open(Arc<Shared>);
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.open_connections.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut connections = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    if shared.open_connections.load(Ordering::SeqCst) >= shared.max_connections {
-                        shared.refused_connections.fetch_add(1, Ordering::SeqCst);
-                        tracing::warn!(%peer, max = shared.max_connections, "REST connection refused: max_connections reached");
-                        drop(stream);
-                        continue;
-                    }
-                    shared.open_connections.fetch_add(1, Ordering::SeqCst);
-                    let open = Open(Arc::clone(&shared));
-                    connections.spawn(serve_connection(stream, open, shutdown.clone()));
-                }
-                Err(e) => {
-                    // Out of descriptors or a connection reset before
-                    // accept: pause instead of spinning.
-                    tracing::warn!(error = %e, "REST accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            _ = stopped(&mut shutdown) => break,
-        }
-    }
-    while connections.join_next().await.is_some() {}
-}
-
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    open: Open,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let shared = Arc::clone(&open.0);
-    let host = shared.context.location.clone();
-    let service = service_fn(move |request| {
-        let shared = Arc::clone(&shared);
-        let host = host.clone();
-        async move { Ok::<_, Infallible>(respond(shared, request, host).await) }
-    });
-    let mut builder = http1::Builder::new();
-    builder.timer(TokioTimer::new());
-    if let Some(timeout) = open.0.idle_timeout {
-        builder.header_read_timeout(timeout);
-    }
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(connection);
-    tokio::select! {
-        result = connection.as_mut() => {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "REST connection ended with an error");
-            }
-        }
-        _ = stopped(&mut shutdown) => {
-            connection.as_mut().graceful_shutdown();
-            let _ = connection.await;
-        }
-    }
-    drop(open);
 }
 
 fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
