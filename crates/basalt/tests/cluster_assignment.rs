@@ -245,6 +245,14 @@ fn status(master: &ClusterMaster) -> basalt::cluster::ClusterStatus {
     master.status()
 }
 
+/// Runs the balancer; how many regions it moved.
+fn balance(master: &ClusterMaster) -> usize {
+    match master.call(MasterCall::Balance).unwrap() {
+        MasterAnswer::Moved { regions } => regions,
+        other => panic!("{other:?}"),
+    }
+}
+
 fn rows(db: &Database) -> Vec<Bytes> {
     db.table("t")
         .unwrap()
@@ -361,10 +369,7 @@ fn a_move_and_the_balancer_keep_every_row_and_even_out_the_servers() {
     write(&h.member(&first), 0, 300);
     let second = h.start_member();
     h.settle(&master);
-    let moved = match master.call(MasterCall::Balance).unwrap() {
-        MasterAnswer::Moved { regions } => regions,
-        other => panic!("{other:?}"),
-    };
+    let moved = balance(&master);
     assert_eq!(moved, 4);
     h.settle(&master);
     let s = status(&master);
@@ -421,10 +426,7 @@ fn the_balancer_moves_load_off_the_server_holding_the_two_hot_regions() {
     }
     write(&h.member(&second), 0, 16);
 
-    let moved = match master.call(MasterCall::Balance).unwrap() {
-        MasterAnswer::Moved { regions } => regions,
-        other => panic!("{other:?}"),
-    };
+    let moved = balance(&master);
     // Counts were even, so a hot region is swapped for a cold one.
     assert_eq!(moved, 2);
     h.settle(&master);
