@@ -182,7 +182,8 @@ class LocalCluster:
         args = [self.binary, "local-cluster", "--dir", self.dir, "--zookeeper", self.quorum,
                 "--region-servers", str(self.servers), "--master-port", "0",
                 "--thrift-port", "0", "--thrift2-port", "0", "--rest-port", "0",
-                "--region-server-port", "0"]
+                "--region-server-port", "0", "--info-port", "0",
+                "--region-server-info-port", "0"]
         self.out_path = os.path.join(self.dir, "local-cluster.out")
         self.out = open(self.out_path, "w")
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

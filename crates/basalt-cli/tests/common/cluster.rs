@@ -321,7 +321,9 @@ fn port_of(line: &str) -> Option<u16> {
 }
 
 fn port_kind(line: &str) -> &'static str {
-    if line.contains("RPC master") {
+    if line.contains("info server") {
+        "info"
+    } else if line.contains("RPC master") {
         "rpc-master"
     } else if line.contains("RPC region server") {
         "rpc-region-server"
@@ -402,6 +404,9 @@ impl TestCluster {
             "--master-port".into(),
             "0".into(),
             "--region-server-port".into(),
+            "0".into(),
+            // Tests run in parallel: the web UI's defaults are one port each.
+            "--info-port".into(),
             "0".into(),
         ]
     }

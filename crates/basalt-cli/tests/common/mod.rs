@@ -22,6 +22,8 @@ pub struct Server {
     pub master_port: Option<u16>,
     /// The native RPC region server port, when native RPC is on.
     pub region_server_port: Option<u16>,
+    /// The info server's port (web UI, /metrics), unless `--no-info`.
+    pub info_port: Option<u16>,
 }
 
 impl Drop for Server {
@@ -67,6 +69,9 @@ pub fn start_with_env(args: &[&str], cwd: Option<&Path>, env: &[(&str, &str)]) -
     if !mentions("--rest-port", "--no-rest") {
         command.args(["--rest-port", "0"]);
     }
+    if !mentions("--info-port", "--no-info") {
+        command.args(["--info-port", "0"]);
+    }
     command
         .envs(env.iter().copied())
         .env("RUST_LOG", "info")
@@ -89,7 +94,7 @@ pub fn start_with_env(args: &[&str], cwd: Option<&Path>, env: &[(&str, &str)]) -
         }
     });
     let (mut port, mut thrift2_port, mut rest_port) = (None, None, None);
-    let (mut master_port, mut region_server_port) = (None, None);
+    let (mut master_port, mut region_server_port, mut info_port) = (None, None, None);
     // Every gateway says where it listens once the database is open;
     // "database open" comes before them all, and the last gateway line
     // before serving starts is the last of them.
@@ -118,7 +123,9 @@ pub fn start_with_env(args: &[&str], cwd: Option<&Path>, env: &[(&str, &str)]) -
             .unwrap();
         let p: u16 = address.rsplit(':').next().unwrap().parse().unwrap();
         seen += 1;
-        if line.contains("RPC master") {
+        if line.contains("info server") {
+            info_port = Some(p);
+        } else if line.contains("RPC master") {
             master_port = Some(p);
         } else if line.contains("RPC region server") {
             region_server_port = Some(p);
@@ -137,6 +144,7 @@ pub fn start_with_env(args: &[&str], cwd: Option<&Path>, env: &[(&str, &str)]) -
         region_server_port,
         thrift2_port,
         rest_port,
+        info_port,
     }
 }
 
