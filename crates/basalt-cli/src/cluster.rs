@@ -364,6 +364,7 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
         control,
     )
     .map_err(|e| format!("cannot start the master: {e}"))?;
+    master.set_chore_periods(options.chore_periods());
     {
         let coordinator = Arc::clone(&coordinator);
         let handle = runtime.handle().clone();
@@ -449,6 +450,9 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
                     if let Err(e) = m.servers_changed(servers) {
                         tracing::warn!(error = %e, "reconciliation failed; retried");
                     }
+                    // The balancer and the janitor, when due (each logs
+                    // what it did).
+                    m.run_chores();
                     let _ = db.refresh_cluster();
                 })
                 .await;

@@ -223,9 +223,22 @@ fn the_shell_shows_moves_reassigns_and_balances_the_regions_of_a_cluster() {
     });
     assert_eq!(rows_in(port, "ct"), rows.len());
 
-    // 5. A fourth server joins with nothing; `balancer` evens the counts.
+    // 5. A fourth server joins with nothing. With the balancer switch off
+    // `balancer` does not run; switched on again, it evens the counts.
     cluster.start_region_server();
     cluster.wait_for_live_servers(4);
+    let out = shell(port, "balance_switch false");
+    assert!(out.contains("Previous balancer state : true"), "{out}");
+    let out = shell(port, "balancer");
+    assert!(
+        out.contains("balancer switch is off") && out.contains("=> false"),
+        "{out}"
+    );
+    // The switch is the catalog's: another server's shell reads it.
+    let other = cluster.server(1).port("thrift");
+    assert!(shell(other, "balancer_enabled").contains("=> false"));
+    let out = shell(other, "balance_switch true");
+    assert!(out.contains("Previous balancer state : false"), "{out}");
     let out = shell(port, "balancer");
     assert!(out.contains("=> true"), "{out}");
     let status = wait_for(&cluster, "balanced", |s| {

@@ -104,12 +104,11 @@ impl Default for RpcLimits {
 }
 
 /// The master's switches that have no effect in one process but that the
-/// Admin API reads and sets (balancer, normalizer, catalog janitor, split
-/// and merge switches): kept so a client reads back what it set.
+/// Admin API reads and sets (normalizer, catalog janitor, split and merge
+/// switches): kept so a client reads back what it set. The balancer switch
+/// is the catalog's (`Database::balancer_switch`).
 #[derive(Debug)]
 pub struct Switches {
-    /// `SetBalancerRunning` / `IsBalancerEnabled`.
-    pub balancer: AtomicBool,
     /// `SetNormalizerRunning` / `IsNormalizerEnabled`.
     pub normalizer: AtomicBool,
     /// `EnableCatalogJanitor` / `IsCatalogJanitorEnabled`.
@@ -127,7 +126,6 @@ pub struct Switches {
 impl Default for Switches {
     fn default() -> Self {
         Switches {
-            balancer: AtomicBool::new(true),
             normalizer: AtomicBool::new(false),
             catalog_janitor: AtomicBool::new(true),
             split: AtomicBool::new(true),

@@ -24,13 +24,16 @@
 //! servers, the regions in transition) and `MoveRegion`, `AssignRegion`,
 //! `UnassignRegion` and `Balance` are the master's own calls
 //! (`Database::master_call`); the cluster status carries every server's
-//! region loads as each reported them to the master (`RegionLoads`).
+//! region loads as each reported them to the master (`RegionLoads`). The
+//! balancer switch is the catalog's, so every process answers the same
+//! value and it outlives the master.
 //!
 //! One process is the whole cluster: one master (this one, active), one
-//! region server, no backup masters, no dead servers. The balancer, the
-//! normalizer, the catalog janitor and cleaner switches are kept so a
-//! client reads back what it set; with a single server there is never a
-//! region to move, so a balance "runs" and moves nothing. The split and
+//! region server, no backup masters, no dead servers. The balancer switch
+//! is kept in the catalog as in a cluster; the normalizer, the catalog
+//! janitor and cleaner switches are kept in the process so a client reads
+//! back what it set; with a single server there is never a region to
+//! move, so a balance "runs" and moves nothing. The split and
 //! merge switches do gate the `SplitRegion` and `MergeTableRegions` calls
 //! (as HBase's do); Basalt's automatic splits are governed by its own
 //! configuration.
@@ -846,7 +849,7 @@ fn members_status(call: &Call<'_>, options: &[i32]) -> Result<status::ClusterSta
             .collect();
     }
     if want(StatusOption::BalancerOn) {
-        out.balancer_on = Some(Switches::get(&ctx.switches.balancer));
+        out.balancer_on = ctx.db.balancer_switch(None).ok();
     }
     if want(StatusOption::ServersName) {
         out.servers_name = cluster
@@ -973,7 +976,7 @@ fn cluster_status(call: &Call<'_>, options: &[i32]) -> status::ClusterStatus {
         out.master = Some(ctx.identity.master());
     }
     if want(StatusOption::BalancerOn) {
-        out.balancer_on = Some(Switches::get(&ctx.switches.balancer));
+        out.balancer_on = ctx.db.balancer_switch(None).ok();
     }
     if want(StatusOption::ServersName) {
         out.servers_name = vec![ctx.identity.region_server()];
@@ -1068,51 +1071,50 @@ fn region_states_count(
     }
 }
 
-/// With one region server there is never a region to move: a balancer
-/// that is on "runs" and plans nothing; one that is off does not run (as
-/// HBase answers when its balancer is off). In a cluster a balancer that
-/// is on asks the master to even the region counts (a dry run only says
-/// it would run: the master plans and moves in one step).
+/// `Database::balance`: in a cluster the active master evens region
+/// counts, then load; with one region server there is never a region to
+/// move, so a run moves nothing. It does not run while the balancer
+/// switch is off, nor (in a cluster) while regions are in transition
+/// unless `ignore_rit`, as HBase answers. A dry run only says whether a
+/// run would happen: the master plans and moves in one step.
 fn balance(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::BalanceRequest>(param, "BalanceRequest")?;
-    let on = Switches::get(&call.ctx.switches.balancer);
-    if call.ctx.db.cluster().is_some() && on && !request.dry_run.unwrap_or(false) {
-        let moved = match call
-            .ctx
-            .db
-            .master_call(basalt::cluster::MasterCall::Balance)?
-        {
-            basalt::cluster::MasterAnswer::Moved { regions } => regions,
-            _ => 0,
-        };
-        let moved = Some(u32::try_from(moved).unwrap_or(u32::MAX));
+    let db = &call.ctx.db;
+    if request.dry_run.unwrap_or(false) {
         return Ok(encode(&m::BalanceResponse {
-            balancer_ran: Some(true),
-            moves_calculated: moved,
-            moves_executed: moved,
+            balancer_ran: Some(db.balancer_switch(None)?),
+            moves_calculated: Some(0),
+            moves_executed: Some(0),
         }));
     }
+    let (ran, moved) = match db.balance(request.ignore_rit.unwrap_or(false))? {
+        basalt::cluster::BalancerRun::Moved(moved) => (true, moved),
+        basalt::cluster::BalancerRun::NotRun(_) => (false, 0),
+    };
+    let moved = Some(u32::try_from(moved).unwrap_or(u32::MAX));
     Ok(encode(&m::BalanceResponse {
-        balancer_ran: Some(Switches::get(&call.ctx.switches.balancer)),
-        moves_calculated: Some(0),
-        moves_executed: Some(0),
+        balancer_ran: Some(ran),
+        moves_calculated: moved,
+        moves_executed: moved,
     }))
 }
 
+/// The balancer switch lives in the catalog (`Database::balancer_switch`),
+/// so every process of a cluster, and a master that takes over, answers
+/// the same value.
 fn set_balancer_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    set_switch(
-        param,
-        "SetBalancerRunningRequest",
-        &call.ctx.switches.balancer,
+    let request = Call::decode::<m::SwitchRequest>(param, "SetBalancerRunningRequest")?;
+    // An absent value is protobuf's default (see `set_switch`).
+    bool_answer(
+        call.ctx
+            .db
+            .balancer_switch(Some(request.on.unwrap_or(false)))?,
     )
 }
 
 fn is_balancer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    read_switch(
-        param,
-        "IsBalancerEnabledRequest",
-        &call.ctx.switches.balancer,
-    )
+    Call::decode::<m::Empty>(param, "IsBalancerEnabledRequest")?;
+    bool_answer(call.ctx.db.balancer_switch(None)?)
 }
 
 /// Basalt has no region normalizer (it never merges small regions by

@@ -879,6 +879,17 @@ fn balance_runs_and_moves_nothing_when_on_and_does_not_run_when_off() {
     assert_eq!(ran.moves_executed, Some(0));
     switch(&s, "SetBalancerRunning", false);
     assert_eq!(balance().balancer_ran, Some(false));
+    let enabled: m::BoolResponse = s.call("IsBalancerEnabled", &m::Empty {}).unwrap();
+    assert_eq!(enabled.value, Some(false));
+    let answer: GetClusterStatusResponse = s
+        .call("GetClusterStatus", &GetClusterStatusRequest::default())
+        .unwrap();
+    assert_eq!(answer.cluster_status.unwrap().balancer_on, Some(false));
+    // The switch is the catalog's: the admin API reads what native RPC set.
+    assert!(matches!(
+        basalt::Admin::execute(s.ctx.db.as_ref(), basalt::AdminRequest::BalancerEnabled).unwrap(),
+        basalt::AdminReply::Switch { previous: false }
+    ));
 
     let normalized: m::BoolResponse = s.call("Normalize", &m::Empty {}).unwrap();
     assert_eq!(normalized.value, Some(false), "the normalizer starts off");

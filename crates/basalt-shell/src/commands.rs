@@ -199,9 +199,21 @@ pub(crate) static COMMANDS: &[Spec] = &[
     Spec { name: "assign", group: "tools", run: Some(assign), usage: "assign 'REGION'
   Cluster: opens a region that is assigned nowhere (encoded or full name).
     assign 'ENCODED_REGIONNAME'" },
-    Spec { name: "balancer", group: "tools", run: Some(balancer), usage: "balancer
-  Cluster: evens the number of regions per live server; true when it ran.
-    balancer" },
+    Spec { name: "balancer", group: "tools", run: Some(balancer), usage: "balancer [, 'force']
+  Evens the number of regions per live server, then their load; true when
+  it ran. It does not run while the balancer switch is off, nor while
+  regions are in transition unless 'force' (for experts: moving regions
+  while assignment is unsettled can make things worse).
+    balancer
+    balancer 'force'" },
+    Spec { name: "balance_switch", group: "tools", run: Some(balance_switch), usage: "balance_switch true|false
+  Turns the balancer on or off (the periodic runs and 'balancer'); prints
+  the previous state. Kept in the catalog: it survives restarts and a
+  change of master.
+    balance_switch false" },
+    Spec { name: "balancer_enabled", group: "tools", run: Some(balancer_enabled), usage: "balancer_enabled
+  Whether the balancer switch is on.
+    balancer_enabled" },
     Spec { name: "move", group: "tools", run: Some(move_region), usage: "move 'ENCODED_REGIONNAME' [, 'SERVER_NAME']
   Cluster: moves a region to the server named 'host,port,startcode' (see
   status 'detailed'), or to another server the master picks.
@@ -1434,13 +1446,44 @@ fn unassign(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
 }
 
 fn balancer(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
-    // HBase's optional 'force': Basalt's balancer has no regions-in-
-    // transition guard to override.
     arity(args, 0, 1)?;
-    let moved = match ctx.backend.admin(AdminRequest::Balance)? {
-        AdminReply::Balanced { moved } => moved,
+    let force = match args.first() {
+        None => false,
+        Some(arg) if text_of(arg, "the argument")? == "force" => true,
+        Some(other) => return Err(usage(format!("balancer takes only 'force', not {other}"))),
+    };
+    let (moved, ran, reason) = match ctx.backend.admin(AdminRequest::Balance { force })? {
+        AdminReply::Balanced { moved, ran, reason } => (moved, ran, reason),
         _ => return Err(ShellError::Other("unexpected reply to balance".into())),
     };
-    ctx.line(format!("{moved} region(s) moved"))?;
-    Ok(Some("true".into()))
+    if ran {
+        ctx.line(format!("{moved} region(s) moved"))?;
+    } else if let Some(reason) = reason {
+        ctx.line(format!("the balancer did not run: {reason}"))?;
+    }
+    Ok(Some(ran.to_string()))
+}
+
+fn balance_switch(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let on = bool_of(&args[0], "the balancer switch")?;
+    match ctx.backend.admin(AdminRequest::BalanceSwitch { on })? {
+        AdminReply::Switch { previous } => {
+            ctx.line(format!("Previous balancer state : {previous}"))?;
+            Ok(Some(previous.to_string()))
+        }
+        _ => Err(ShellError::Other(
+            "unexpected reply to balance_switch".into(),
+        )),
+    }
+}
+
+fn balancer_enabled(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 0)?;
+    match ctx.backend.admin(AdminRequest::BalancerEnabled)? {
+        AdminReply::Switch { previous } => Ok(Some(previous.to_string())),
+        _ => Err(ShellError::Other(
+            "unexpected reply to balancer_enabled".into(),
+        )),
+    }
 }

@@ -46,7 +46,8 @@ use basalt_types::column::parse_column;
 use basalt_types::query::RowResult;
 
 use crate::cluster::{
-    ClusterStatus, MasterAnswer, MasterCall, RegionLoadReport, RegionTransition, ServerName,
+    BalancerRun, ClusterStatus, MasterAnswer, MasterCall, RegionLoadReport, RegionTransition,
+    ServerName,
 };
 use crate::{
     Cell, ColumnFamilyDescriptor, Database, Error, FamilyChange, Filter, NamespaceDescriptor,
@@ -296,8 +297,23 @@ pub enum AdminRequest {
         #[serde(default)]
         server: Option<String>,
     },
-    /// Cluster only: evens the number of regions per live server.
-    Balance,
+    /// Runs the balancer (`balancer`): in a cluster it evens the number of
+    /// regions per live server, then their load; in one process it has
+    /// nothing to move. It does not run while the switch is off, nor,
+    /// without `force`, while regions are in transition.
+    Balance {
+        /// Run even with regions in transition (HBase's `balancer 'force'`).
+        #[serde(default, skip_serializing_if = "is_false")]
+        force: bool,
+    },
+    /// Sets the balancer switch (`balance_switch`); answers the value
+    /// before. Kept in the catalog: it outlives the process and the master.
+    BalanceSwitch {
+        /// The new value.
+        on: bool,
+    },
+    /// Reads the balancer switch (`balancer_enabled`).
+    BalancerEnabled,
     /// Cluster only: opens a region that is assigned nowhere.
     Assign {
         /// Encoded region name (a full region name is accepted too).
@@ -658,10 +674,22 @@ pub enum AdminReply {
         /// In name order.
         tables: Vec<String>,
     },
-    /// `balance`: how many regions the balancer moved.
+    /// `balance`: whether the balancer ran and how many regions it moved.
     Balanced {
         /// Regions moved (zero when the counts were even already).
         moved: usize,
+        /// False when it did not run (switch off, regions in transition).
+        #[serde(default = "yes")]
+        ran: bool,
+        /// Why it did not run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// `balance_switch`, `balancer_enabled`: the switch's value before the
+    /// call.
+    Switch {
+        /// The value before (for a read, the value).
+        previous: bool,
     },
     /// `read`: one page of rows.
     Rows {
@@ -770,10 +798,24 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
             };
             cluster_call(db, "unassign", call).map(|_| AdminReply::Done)
         }
-        AdminRequest::Balance => match cluster_call(db, "balance", MasterCall::Balance)? {
-            MasterAnswer::Moved { regions } => Ok(AdminReply::Balanced { moved: regions }),
-            _ => Ok(AdminReply::Balanced { moved: 0 }),
-        },
+        AdminRequest::Balance { force } => Ok(match db.balance(force)? {
+            BalancerRun::Moved(moved) => AdminReply::Balanced {
+                moved,
+                ran: true,
+                reason: None,
+            },
+            BalancerRun::NotRun(reason) => AdminReply::Balanced {
+                moved: 0,
+                ran: false,
+                reason: Some(reason),
+            },
+        }),
+        AdminRequest::BalanceSwitch { on } => Ok(AdminReply::Switch {
+            previous: db.balancer_switch(Some(on))?,
+        }),
+        AdminRequest::BalancerEnabled => Ok(AdminReply::Switch {
+            previous: db.balancer_switch(None)?,
+        }),
         AdminRequest::Create {
             table,
             families,
@@ -1052,6 +1094,14 @@ fn cluster_reply(
     }
 }
 
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn yes() -> bool {
+    true
+}
+
 fn is_encoded_name(name: &[u8]) -> bool {
     name.len() == 32 && name.iter().all(|b| b.is_ascii_hexdigit())
 }
@@ -1304,12 +1354,49 @@ mod tests {
                 region: encoded.clone(),
             },
             AdminRequest::Unassign { region: encoded },
-            AdminRequest::Balance,
         ] {
             let e = db.execute(request.clone()).unwrap_err();
             assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{request:?}");
             assert!(e.to_string().contains("needs a cluster"), "{e}");
         }
+    }
+
+    #[test]
+    fn the_balancer_switch_in_one_process_is_kept_across_a_restart_and_gates_balance() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let ran =
+            |db: &Database, force: bool| match db.execute(AdminRequest::Balance { force }).unwrap()
+            {
+                AdminReply::Balanced { moved, ran, .. } => {
+                    assert_eq!(moved, 0, "one region server: nothing to move");
+                    ran
+                }
+                other => panic!("unexpected {other:?}"),
+            };
+        assert!(ran(&db, false), "the switch is on by default");
+        let switch = |db: &Database, request| match db.execute(request).unwrap() {
+            AdminReply::Switch { previous } => previous,
+            other => panic!("unexpected {other:?}"),
+        };
+        assert!(switch(&db, AdminRequest::BalanceSwitch { on: false }));
+        assert!(!switch(&db, AdminRequest::BalancerEnabled));
+        match db.execute(AdminRequest::Balance { force: false }).unwrap() {
+            AdminReply::Balanced { ran, reason, .. } => {
+                assert!(!ran);
+                assert!(reason.unwrap_or_default().contains("switch is off"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(!ran(&db, true), "force ignores transitions, not the switch");
+        db.close().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        assert!(
+            !switch(&db, AdminRequest::BalancerEnabled),
+            "the switch is in the catalog"
+        );
+        assert!(!switch(&db, AdminRequest::BalanceSwitch { on: true }));
+        assert!(switch(&db, AdminRequest::BalancerEnabled));
     }
 
     #[test]
@@ -1395,10 +1482,20 @@ mod tests {
         let moved: AdminRequest = serde_json::from_str(r#"{"op":"move","region":"abc"}"#).unwrap();
         assert!(matches!(moved, AdminRequest::Move { server: None, .. }));
         assert_eq!(
-            serde_json::to_string(&AdminRequest::Balance).unwrap(),
+            serde_json::to_string(&AdminRequest::Balance { force: false }).unwrap(),
             r#"{"op":"balance"}"#
         );
+        let forced: AdminRequest =
+            serde_json::from_str(r#"{"op":"balance","force":true}"#).unwrap();
+        assert!(matches!(forced, AdminRequest::Balance { force: true }));
         let reply: AdminReply = serde_json::from_str(r#"{"reply":"balanced","moved":2}"#).unwrap();
-        assert_eq!(reply, AdminReply::Balanced { moved: 2 });
+        assert_eq!(
+            reply,
+            AdminReply::Balanced {
+                moved: 2,
+                ran: true,
+                reason: None
+            }
+        );
     }
 }

@@ -76,6 +76,13 @@ pub struct Catalog {
     /// The last procedure id handed out.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub last_procedure_id: u64,
+    /// Cluster mode: the balancer switch is off (`balance_switch false`):
+    /// no periodic balancing, and `balancer` runs only when forced. Kept
+    /// here rather than in process memory so a master that takes over
+    /// honours what the user set (HBase keeps it in a znode for the same
+    /// reason).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub balancer_off: bool,
     /// The stored version this catalog was loaded from or last stored as
     /// (0: never stored). Not part of the document: the file name says it.
     #[serde(skip)]
@@ -173,6 +180,10 @@ pub enum Procedure {
 
 fn is_zero(value: &u64) -> bool {
     *value == 0
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// One user-created namespace in the catalog.
@@ -373,6 +384,7 @@ impl Default for Catalog {
             dead_servers: BTreeMap::new(),
             procedures: BTreeMap::new(),
             last_procedure_id: 0,
+            balancer_off: false,
             version: 0,
         }
     }

@@ -32,7 +32,7 @@ use basalt_engine::{layout, Clock, RegionInfo, RegionLoad, StoreStats, SystemClo
 use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
 use crate::cluster::{
-    ClusterMember, MasterAnswer, MasterCall, MasterControl, MemberHooks, PrepareMerge,
+    BalancerRun, ClusterMember, MasterAnswer, MasterCall, MasterControl, MemberHooks, PrepareMerge,
     PrepareSplit, SplitPlan,
 };
 use crate::gateways::{Gateway, Gateways};
@@ -456,6 +456,47 @@ impl Database {
             }
         }
         String::from_utf8_lossy(name).into_owned()
+    }
+
+    /// Runs the balancer (HBase's `balancer`): in a cluster the active
+    /// master evens region counts, then load, across the live servers
+    /// (`docs/cluster.md`, "Balancer"); in one process there is one region
+    /// server and nothing to move. It does not run while the balancer
+    /// switch is off, nor, in a cluster and without `force`, while regions
+    /// are in transition (HBase's rules).
+    pub fn balance(&self, force: bool) -> Result<BalancerRun> {
+        self.check_open()?;
+        if self.inner.cluster.is_some() {
+            return match self.master_call(MasterCall::Balance { force })? {
+                MasterAnswer::Moved { regions } => Ok(BalancerRun::Moved(regions)),
+                MasterAnswer::NotRun { reason } => Ok(BalancerRun::NotRun(reason)),
+                other => Err(Error::invalid(format!(
+                    "the master answered {other:?} to balance"
+                ))),
+            };
+        }
+        if self.balancer_switch(None)? {
+            Ok(BalancerRun::Moved(0))
+        } else {
+            Ok(BalancerRun::NotRun("the balancer switch is off".into()))
+        }
+    }
+
+    /// Reads the balancer switch and, with `on`, sets it (HBase's
+    /// `balance_switch`, `balancer_enabled`); answers the value before.
+    /// Kept in the catalog, so it outlives the process and, in a cluster,
+    /// the active master.
+    pub fn balancer_switch(&self, on: Option<bool>) -> Result<bool> {
+        self.check_open()?;
+        if self.inner.cluster.is_some() {
+            return match self.master_call(MasterCall::BalancerSwitch { on })? {
+                MasterAnswer::Switch { previous } => Ok(previous),
+                other => Err(Error::invalid(format!(
+                    "the master answered {other:?} to balancer_switch"
+                ))),
+            };
+        }
+        self.local_master("balancer_switch")?.balancer_switch(on)
     }
 
     /// Cluster mode: a call to the active master.

@@ -339,6 +339,28 @@ impl Master {
     }
 }
 
+// ---- the balancer switch ----
+impl Master {
+    /// Reads the balancer switch and, with `on`, commits its new value;
+    /// answers the value before. One region server holds every region, so
+    /// the balancer never has anything to move, but the switch is kept in
+    /// the catalog as in a cluster: a client reads back what it set, after
+    /// a restart too (HBase's standalone mode does the same).
+    pub fn balancer_switch(&self, on: Option<bool>) -> Result<bool> {
+        self.check_running()?;
+        let mut catalog = self.catalog.lock();
+        let previous = !catalog.balancer_off;
+        if let Some(on) = on {
+            if on != previous {
+                let mut updated = catalog.clone();
+                updated.balancer_off = !on;
+                self.commit(&mut catalog, updated)?;
+            }
+        }
+        Ok(previous)
+    }
+}
+
 // ---- namespaces ----
 impl Master {
     /// Creates a namespace with its properties (HBase's `create_namespace`).

@@ -136,6 +136,17 @@ pub struct Options {
     /// [`Database::load_split_events`](crate::Database::load_split_events).
     /// Default 100.
     pub load_split_events_kept: usize,
+    /// Cluster mode: how often the active master runs the balancer while
+    /// its switch is on, in milliseconds; 0: only when asked. Default
+    /// 300,000 (HBase's `hbase.balancer.period`). The first run comes a
+    /// period after a master becomes active.
+    pub balancer_period_ms: u64,
+    /// Cluster mode: how often the active master deletes region
+    /// directories no catalog region names (left by a master that died
+    /// mid-drop or mid-truncate, or a split rolled back while its server
+    /// was seeding), in milliseconds; 0: never. Default 300,000 (HBase's
+    /// `hbase.catalogjanitor.interval`).
+    pub janitor_period_ms: u64,
 }
 
 /// How the split size of a region is chosen (HBase's region split policies).
@@ -196,11 +207,22 @@ impl Default for Options {
             load_split_samples: 512,
             load_split_max_regions: 1_000,
             load_split_events_kept: 100,
+            balancer_period_ms: 300_000,
+            janitor_period_ms: 300_000,
         }
     }
 }
 
 impl Options {
+    /// The active master's chores, from `balancer_period_ms` and
+    /// `janitor_period_ms`.
+    pub fn chore_periods(&self) -> crate::cluster::ChorePeriods {
+        crate::cluster::ChorePeriods {
+            balancer: Duration::from_millis(self.balancer_period_ms),
+            janitor: Duration::from_millis(self.janitor_period_ms),
+        }
+    }
+
     /// Default options for the data directory `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Options {

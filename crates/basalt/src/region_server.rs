@@ -765,23 +765,26 @@ fn open_region(
 
 /// Deletes region directories that are not in `live`: left by a crash
 /// between a catalog change (drop, truncate, the janitor, an abandoned
-/// split) and the deletion of the files.
-fn remove_orphaned_regions(
+/// split) and the deletion of the files. Returns how many went. A region
+/// server runs it at start; a cluster's master from its janitor chore.
+pub(crate) fn remove_orphaned_regions(
     files: &dyn FileStore,
     root: &Path,
     live: &HashSet<PathBuf>,
-) -> Result<()> {
+) -> Result<usize> {
+    let mut removed = 0;
     for namespace in files.list_dirs(&layout::data_dir(root))? {
         for table in files.list_dirs(&namespace)? {
             for region in files.list_dirs(&table)? {
                 if !live.contains(&region) {
                     tracing::info!(dir = %region.display(), "removing the files of a region no longer in the catalog");
                     files.delete_prefix(&region)?;
+                    removed += 1;
                 }
             }
         }
     }
-    Ok(())
+    Ok(removed)
 }
 
 fn recovery_report(report: &ReplayReport, replayed: u64, skipped: u64) -> RecoveryReport {

@@ -10,13 +10,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::RwLock;
 
 use basalt::cluster::{
-    ClusterMaster, MasterAnswer, MasterCall, MasterControl, PrepareMerge, PrepareSplit,
-    RegionServerControl, SplitPlan,
+    ChorePeriods, ChoresRun, ClusterMaster, MasterAnswer, MasterCall, MasterControl, PrepareMerge,
+    PrepareSplit, RegionServerControl, SplitPlan,
 };
 use basalt::fs::FileStore;
 use basalt::{
@@ -180,11 +181,16 @@ impl Harness {
     }
 
     fn start_master(&self, name: &str) -> Arc<ClusterMaster> {
+        self.start_master_on(name, Arc::new(SystemClock))
+    }
+
+    /// A master on `clock` (the chores' tests drive a manual one).
+    fn start_master_on(&self, name: &str, clock: Arc<dyn basalt::Clock>) -> Arc<ClusterMaster> {
         let root: PathBuf = self.dir.path().join(name);
         let master = ClusterMaster::start(
             &root,
             name,
-            Arc::new(SystemClock),
+            clock,
             self.files(&root),
             Arc::new(Control {
                 directory: Arc::clone(&self.directory),
@@ -247,8 +253,16 @@ fn status(master: &ClusterMaster) -> basalt::cluster::ClusterStatus {
 
 /// Runs the balancer; how many regions it moved.
 fn balance(master: &ClusterMaster) -> usize {
-    match master.call(MasterCall::Balance).unwrap() {
+    match master.call(MasterCall::Balance { force: false }).unwrap() {
         MasterAnswer::Moved { regions } => regions,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Sets the balancer switch; its value before.
+fn balancer_switch(master: &ClusterMaster, on: Option<bool>) -> bool {
+    match master.call(MasterCall::BalancerSwitch { on }).unwrap() {
+        MasterAnswer::Switch { previous } => previous,
         other => panic!("{other:?}"),
     }
 }
@@ -378,6 +392,125 @@ fn a_move_and_the_balancer_keep_every_row_and_even_out_the_servers() {
     assert_eq!(rows(&h.member(&second)).len(), 300);
     write(&h.member(&second), 300, 400);
     assert_eq!(rows(&h.member(&first)).len(), 400);
+}
+
+#[test]
+fn the_balancer_switch_is_kept_in_the_catalog_so_the_next_master_honours_it() {
+    let mut h = Harness::new();
+    let old = h.start_master("m1");
+    let first = h.start_member();
+    h.settle(&old);
+    create(&old);
+    h.settle(&old);
+    write(&h.member(&first), 0, 100);
+    assert!(balancer_switch(&old, Some(false)), "on by default");
+    let _second = h.start_member();
+    h.settle(&old);
+    match old.call(MasterCall::Balance { force: false }).unwrap() {
+        MasterAnswer::NotRun { reason } => assert!(reason.contains("switch is off"), "{reason}"),
+        other => panic!("the balancer ran with its switch off: {other:?}"),
+    }
+    // A standby takes over: it reads the switch from the catalog.
+    let new = h.start_master("m2");
+    h.settle(&new);
+    assert!(!balancer_switch(&new, None));
+    // `balancer 'force'` ignores regions in transition, not the switch.
+    assert!(matches!(
+        new.call(MasterCall::Balance { force: true }).unwrap(),
+        MasterAnswer::NotRun { .. }
+    ));
+    assert!(!balancer_switch(&new, Some(true)));
+    assert!(balancer_switch(&new, None));
+    assert_eq!(balance(&new), 4);
+    h.settle(&new);
+    assert_eq!(rows(&h.member(&first)).len(), 100);
+}
+
+#[test]
+fn the_periodic_balancer_runs_when_due_and_only_while_its_switch_is_on() {
+    let mut h = Harness::new();
+    let clock = Arc::new(basalt::ManualClock::new(1_000_000));
+    let master = h.start_master_on("m1", clock.clone());
+    master.set_chore_periods(ChorePeriods {
+        balancer: Duration::from_secs(60),
+        janitor: Duration::ZERO,
+    });
+    let first = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    write(&h.member(&first), 0, 100);
+    let _second = h.start_member();
+    h.settle(&master);
+    assert_eq!(master.run_chores(), ChoresRun::default(), "not due yet");
+    clock.advance(59_999);
+    assert_eq!(master.run_chores().balanced, None, "not due yet");
+    clock.advance(1);
+    assert_eq!(master.run_chores().balanced, Some(4));
+    h.settle(&master);
+    let counts: Vec<usize> = status(&master)
+        .servers
+        .iter()
+        .map(|s| s.regions.len())
+        .collect();
+    assert_eq!(counts, vec![4, 4]);
+    assert_eq!(
+        master.run_chores().balanced,
+        None,
+        "next due a period later"
+    );
+
+    // With the switch off a due run does nothing.
+    balancer_switch(&master, Some(false));
+    let _third = h.start_member();
+    h.settle(&master);
+    clock.advance(60_000);
+    assert_eq!(master.run_chores().balanced, None);
+    balancer_switch(&master, Some(true));
+    clock.advance(60_000);
+    assert!(master.run_chores().balanced.unwrap_or(0) > 0);
+    h.settle(&master);
+    assert_eq!(rows(&h.member(&first)).len(), 100);
+}
+
+#[test]
+fn the_janitor_removes_region_directories_no_catalog_region_names_and_keeps_the_rest() {
+    let mut h = Harness::new();
+    let clock = Arc::new(basalt::ManualClock::new(1_000_000));
+    let master = h.start_master_on("m1", clock.clone());
+    master.set_chore_periods(ChorePeriods {
+        balancer: Duration::ZERO,
+        janitor: Duration::from_secs(300),
+    });
+    let first = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    write(&h.member(&first), 0, 200);
+    h.member(&first).flush_table("t").unwrap();
+    // What a master that died between a drop or truncate's commit and its
+    // deletions leaves: directories of regions no catalog names, in a
+    // table that exists and in one that does not any more.
+    let root = h.dir.path().join("m1");
+    let files = h.files(&root);
+    for (table, id) in [("t", 4242_u64), ("gone", 4343)] {
+        let path = basalt::layout::region_dir(&root, table, id)
+            .join("f")
+            .join("stray");
+        let mut writer = files.create(&path).unwrap();
+        writer.write_all(b"left behind").unwrap();
+        writer.finish().unwrap();
+        assert!(region_dir_exists(&h, id));
+    }
+    assert_eq!(master.run_chores().swept, None, "not due yet");
+    clock.advance(300_000);
+    assert_eq!(master.run_chores().swept, Some(2));
+    assert!(!region_dir_exists(&h, 4242));
+    assert!(!region_dir_exists(&h, 4343));
+    // Every region the catalog names kept its files.
+    h.settle(&master);
+    assert_eq!(distinct_rows(&h.member(&first)), 200);
+    assert_eq!(master.sweep_orphans().unwrap(), 0);
 }
 
 #[test]

@@ -77,6 +77,69 @@ pub struct ClusterMaster {
     stopped: AtomicBool,
     /// The standby masters, for status ([`ClusterMaster::set_backup_masters`]).
     backup_masters: RwLock<Vec<String>>,
+    /// When the periodic chores are next due ([`ClusterMaster::run_chores`]).
+    chores: Mutex<ChoreSchedule>,
+}
+
+/// How often the active master's chores run; zero turns one off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChorePeriods {
+    /// The balancer (HBase's `hbase.balancer.period`, 5 minutes), when
+    /// the balancer switch is on.
+    pub balancer: std::time::Duration,
+    /// The sweep of region directories no catalog region names (HBase's
+    /// catalog janitor and cleaner chores, `hbase.catalogjanitor.interval`,
+    /// 5 minutes).
+    pub janitor: std::time::Duration,
+}
+
+impl Default for ChorePeriods {
+    fn default() -> Self {
+        ChorePeriods {
+            balancer: std::time::Duration::from_secs(300),
+            janitor: std::time::Duration::from_secs(300),
+        }
+    }
+}
+
+/// The chores' periods and when each is next due (ms on the master's
+/// clock; `None`: off).
+#[derive(Debug)]
+struct ChoreSchedule {
+    periods: ChorePeriods,
+    next_balance_ms: Option<i64>,
+    next_sweep_ms: Option<i64>,
+}
+
+impl ChoreSchedule {
+    /// The first run of each chore comes one period after `now`: a master
+    /// that just took over reconciles and lets regions settle before it
+    /// moves any (as HBase's first balancer run waits a period).
+    fn new(periods: ChorePeriods, now_ms: i64) -> ChoreSchedule {
+        let due = |period: std::time::Duration| {
+            (!period.is_zero()).then(|| now_ms.saturating_add(duration_ms(period)))
+        };
+        ChoreSchedule {
+            periods,
+            next_balance_ms: due(periods.balancer),
+            next_sweep_ms: due(periods.janitor),
+        }
+    }
+}
+
+fn duration_ms(period: std::time::Duration) -> i64 {
+    i64::try_from(period.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// What one [`ClusterMaster::run_chores`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChoresRun {
+    /// The balancer ran and moved this many regions (`None`: it was not
+    /// due, the switch is off, or regions were in transition).
+    pub balanced: Option<usize>,
+    /// The janitor swept and removed this many region directories
+    /// (`None`: it was not due).
+    pub swept: Option<usize>,
 }
 
 impl std::fmt::Debug for ClusterMaster {
@@ -114,6 +177,7 @@ impl ClusterMaster {
     ) -> Result<Arc<ClusterMaster>> {
         let claim = ObjectWal::claim(Arc::clone(&files), root)?;
         let fence = Arc::clone(claim.fence());
+        let clock_now = clock.now_millis();
         let mut catalog = Catalog::load(files.as_ref(), root)?;
         fence_catalog(&mut catalog, files.as_ref(), root, &fence)?;
         tracing::info!(
@@ -137,6 +201,7 @@ impl ClusterMaster {
             on_commit: RwLock::new(None),
             stopped: AtomicBool::new(false),
             backup_masters: RwLock::new(Vec::new()),
+            chores: Mutex::new(ChoreSchedule::new(ChorePeriods::default(), clock_now)),
         }))
     }
 
@@ -175,6 +240,132 @@ impl ClusterMaster {
         state.live = live;
         state.live_known = true;
         self.reconcile(&mut state)
+    }
+
+    /// Sets how often the chores run ([`ClusterMaster::run_chores`]);
+    /// each is next due one period from now.
+    pub fn set_chore_periods(&self, periods: ChorePeriods) {
+        *self.chores.lock() = ChoreSchedule::new(periods, self.clock.now_millis());
+    }
+
+    /// Runs the chores that are due on the master's clock (the process
+    /// calls it every reconciliation round; tests drive it with a manual
+    /// clock):
+    /// 1. **Balancer**, when its switch is on and no region is in
+    ///    transition ([`ClusterMaster::balance`] without force).
+    /// 2. **Janitor**: deletes the region directories that no region,
+    ///    retired region or procedure of the catalog names
+    ///    ([`ClusterMaster::sweep_orphans`]).
+    ///
+    /// A chore that fails is logged and due again a period later: both are
+    /// idempotent, and retrying every round would hammer a store that is
+    /// down.
+    pub fn run_chores(&self) -> ChoresRun {
+        let now = self.clock.now_millis();
+        let (balance_due, sweep_due) = {
+            let mut chores = self.chores.lock();
+            let periods = chores.periods;
+            let take = |next: &mut Option<i64>, period: std::time::Duration| match *next {
+                Some(at) if at <= now => {
+                    *next = Some(now.saturating_add(duration_ms(period)));
+                    true
+                }
+                _ => false,
+            };
+            (
+                take(&mut chores.next_balance_ms, periods.balancer),
+                take(&mut chores.next_sweep_ms, periods.janitor),
+            )
+        };
+        let mut run = ChoresRun::default();
+        if balance_due {
+            match self.balance(false) {
+                Ok(MasterAnswer::Moved { regions }) => {
+                    if regions > 0 {
+                        tracing::info!(regions, "periodic balancer moved regions");
+                    }
+                    run.balanced = Some(regions);
+                }
+                Ok(MasterAnswer::NotRun { reason }) => {
+                    tracing::debug!(reason, "periodic balancer skipped");
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "periodic balancer failed; due again next period")
+                }
+            }
+        }
+        if sweep_due {
+            match self.sweep_orphans() {
+                Ok(n) => run.swept = Some(n),
+                Err(e) => tracing::warn!(error = %e, "janitor sweep failed; due again next period"),
+            }
+        }
+        run
+    }
+
+    /// Deletes every region directory on the storage that the committed
+    /// catalog does not name (a serving or retired region, or the new
+    /// regions of a procedure); returns how many went.
+    ///
+    /// Such directories are left by a master that died between a commit
+    /// and its deletions (drop, truncate), by a split or merge rolled back
+    /// while its hosting server was still seeding the new directories, or
+    /// by a deletion that failed. Safe under the master's lock: every
+    /// region id is committed to the catalog (as a region or in a
+    /// procedure) before any server creates its directory, so a
+    /// directory the committed catalog does not name can never be named
+    /// by it later.
+    pub fn sweep_orphans(&self) -> Result<usize> {
+        let state = self.state.lock();
+        self.check_running()?;
+        let mut live = std::collections::HashSet::new();
+        for (name, table) in &state.catalog.tables {
+            for region in table.regions.iter().chain(&table.retired) {
+                live.insert(layout::region_dir(&self.root, name, region.id));
+            }
+        }
+        for procedure in state.catalog.procedures.values() {
+            match procedure {
+                Procedure::SplitRegion {
+                    table, daughters, ..
+                } => {
+                    for id in daughters {
+                        live.insert(layout::region_dir(&self.root, table, *id));
+                    }
+                }
+                Procedure::MergeRegions { table, merged, .. } => {
+                    live.insert(layout::region_dir(&self.root, table, *merged));
+                }
+                _ => {}
+            }
+        }
+        let removed =
+            crate::region_server::remove_orphaned_regions(self.files.as_ref(), &self.root, &live)?;
+        if removed > 0 {
+            tracing::info!(
+                removed,
+                "janitor: removed region directories no catalog region names"
+            );
+        }
+        Ok(removed)
+    }
+
+    /// Reads the balancer switch and, with `on`, commits its new value;
+    /// answers the value before.
+    fn balancer_switch(&self, on: Option<bool>) -> Result<bool> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let previous = !state.catalog.balancer_off;
+        if let Some(on) = on {
+            if on != previous {
+                let mut updated = state.catalog.clone();
+                updated.balancer_off = !on;
+                self.commit(&mut state, updated)?;
+                tracing::info!(on, "balancer switch");
+            }
+        }
+        Ok(previous)
     }
 
     /// Runs the reconciliation of the module docs once (also called
@@ -763,11 +954,36 @@ impl ClusterMaster {
     ///
     /// A server that cannot report its load skips pass 2: moving regions
     /// on a partial picture could make things worse.
-    fn balance(&self) -> Result<usize> {
+    ///
+    /// It does not run while the balancer switch is off, nor, without
+    /// `force`, while a region is still in transition after reconciling
+    /// (moving regions around one that is stuck opening plans on a
+    /// picture about to change). Both as HBase's master decides.
+    fn balance(&self, force: bool) -> Result<MasterAnswer> {
         let mut state = self.state.lock();
         self.check_running()?;
         self.reconcile(&mut state)?;
-        let rates = self.region_rates(&state);
+        if state.catalog.balancer_off {
+            return Ok(MasterAnswer::NotRun {
+                reason: "the balancer switch is off".into(),
+            });
+        }
+        if !force {
+            let moving = self.regions_to_act_on(&state).len();
+            if moving > 0 {
+                return Ok(MasterAnswer::NotRun {
+                    reason: format!("{moving} region(s) in transition"),
+                });
+            }
+        }
+        self.balance_locked(&mut state)
+            .map(|regions| MasterAnswer::Moved { regions })
+    }
+
+    /// [`ClusterMaster::balance`]'s two passes, under the lock.
+    fn balance_locked(&self, state: &mut State) -> Result<usize> {
+        let state = &mut *state;
+        let rates = self.region_rates(state);
         let mut moved = 0;
         loop {
             let counts = region_counts(&state.catalog, &state.live);
@@ -797,7 +1013,7 @@ impl ClusterMaster {
             let Some((table, region)) = candidate else {
                 return Ok(moved);
             };
-            self.move_locked(&mut state, &table, region, Some(fewest))?;
+            self.move_locked(state, &table, region, Some(fewest))?;
             moved += 1;
         }
 
@@ -829,7 +1045,7 @@ impl ClusterMaster {
                 requests_per_sec = format!("{:.0}", planned.requests_per_sec),
                 "balancer: moving a region for load"
             );
-            self.move_locked(&mut state, &planned.table, planned.region, Some(planned.to))?;
+            self.move_locked(state, &planned.table, planned.region, Some(planned.to))?;
             moved += 1;
         }
         Ok(moved)
@@ -980,9 +1196,10 @@ impl MasterControl for ClusterMaster {
             }
             MasterCall::Alter { table, changes } => done(self.alter_table(&table, &changes)),
             MasterCall::Truncate { table } => done(self.truncate_table(&table)),
-            MasterCall::Balance => self
-                .balance()
-                .map(|regions| MasterAnswer::Moved { regions }),
+            MasterCall::Balance { force } => self.balance(force),
+            MasterCall::BalancerSwitch { on } => self
+                .balancer_switch(on)
+                .map(|previous| MasterAnswer::Switch { previous }),
             MasterCall::Status => Ok(MasterAnswer::Status(self.status())),
         }
     }

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use basalt_types::{NamespaceDescriptor, Result, TableDescriptor};
 
-pub use master::ClusterMaster;
+pub use master::{ChorePeriods, ChoresRun, ClusterMaster};
 pub use member::ClusterMember;
 pub(crate) use split::MemberHooks;
 
@@ -283,10 +283,33 @@ pub enum MasterCall {
         /// Its neighbour.
         region_b: String,
     },
-    /// Evens the number of regions per live server, then their load.
-    Balance,
+    /// Evens the number of regions per live server, then their load. Does
+    /// not run while the balancer switch is off, nor while regions are in
+    /// transition unless `force` (HBase's `balancer 'force'`).
+    Balance {
+        /// Run even with regions in transition.
+        #[serde(default)]
+        force: bool,
+    },
+    /// Reads the balancer switch and, with `on`, sets it (HBase's
+    /// `balance_switch`). The switch is kept in the catalog, so it
+    /// survives the master: a standby that takes over reads it.
+    BalancerSwitch {
+        /// The new value; `None` only reads.
+        #[serde(default)]
+        on: Option<bool>,
+    },
     /// Servers, regions, transitions and procedures.
     Status,
+}
+
+/// What [`crate::Database::balance`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BalancerRun {
+    /// The balancer ran and moved this many regions.
+    Moved(usize),
+    /// It did not run, and why.
+    NotRun(String),
 }
 
 /// The master's answer.
@@ -299,6 +322,17 @@ pub enum MasterAnswer {
     Moved {
         /// Regions moved.
         regions: usize,
+    },
+    /// The balancer did not run, and why (the switch is off, regions are
+    /// in transition).
+    NotRun {
+        /// Why, for the log and the shell.
+        reason: String,
+    },
+    /// A switch's value before the call.
+    Switch {
+        /// The value before the call.
+        previous: bool,
     },
     /// The cluster's state.
     Status(ClusterStatus),

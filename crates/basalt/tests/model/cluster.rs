@@ -37,8 +37,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use basalt::cluster::{
-    ClusterMaster, MasterAnswer, MasterCall, MasterControl, PrepareMerge, PrepareSplit,
-    RegionServerControl, SplitPlan,
+    BalancerRun, ClusterMaster, MasterAnswer, MasterCall, MasterControl, PrepareMerge,
+    PrepareSplit, RegionServerControl, SplitPlan,
 };
 use basalt::fs::FileStore;
 use basalt::{
@@ -166,8 +166,14 @@ pub(crate) enum Event {
         region: usize,
         target: usize,
     },
-    /// `MasterCall::Balance`.
-    Balance,
+    /// `Database::balance` through a member: it runs unless the switch is
+    /// off (or, without `force`, regions are in transition).
+    Balance {
+        force: bool,
+    },
+    /// `Database::balancer_switch` through a member: it answers the value
+    /// the reference holds, which survives a new master (`NewMaster`).
+    BalancerSwitch(bool),
     /// The `victim % live`-th member leaves the live set without closing
     /// (it keeps running: a zombie, which must be fenced); with `join` a
     /// new member starts before the master hears of it. A lone member
@@ -330,7 +336,8 @@ fn event() -> impl Strategy<Value = Event> {
     prop_oneof![
         3 => (any::<usize>(), any::<usize>())
             .prop_map(|(region, target)| Event::Move { region, target }),
-        1 => Just(Event::Balance),
+        1 => any::<bool>().prop_map(|force| Event::Balance { force }),
+        1 => any::<bool>().prop_map(Event::BalancerSwitch),
         2 => (any::<usize>(), any::<bool>()).prop_map(|(victim, join)| Event::Crash { victim, join }),
         1 => Just(Event::Join),
         2 => row().prop_map(|k| Event::Split(SplitAt::Key(k))),
@@ -384,6 +391,8 @@ struct Cluster {
     /// Crashed members, still running (their writes must be fenced).
     zombies: Vec<Database>,
     families_added: u32,
+    /// The balancer switch as the reference has it.
+    balancer_on: bool,
 }
 
 fn failed(what: &str) -> impl Fn(Error) -> String + '_ {
@@ -408,6 +417,7 @@ impl Cluster {
             next_port: 1,
             zombies: Vec::new(),
             families_added: 0,
+            balancer_on: true,
         };
         cluster.settle()?;
         Ok(cluster)
@@ -750,10 +760,38 @@ impl ClusterHarness {
                 }
                 stat("cluster: move");
             }
-            Event::Balance => match c.call(MasterCall::Balance).map_err(failed("Balance"))? {
-                MasterAnswer::Moved { regions } if regions > 0 => stat("cluster: balance moved"),
-                _ => stat("cluster: balance, nothing to move"),
-            },
+            Event::Balance { force } => {
+                let (_, db) = c.via(0)?;
+                let may_run = c.balancer_on;
+                match db.balance(*force).map_err(failed("balance"))? {
+                    BalancerRun::Moved(_) if !may_run => {
+                        return Err("the balancer ran with its switch off".into())
+                    }
+                    BalancerRun::Moved(regions) if regions > 0 => stat("cluster: balance moved"),
+                    BalancerRun::Moved(_) => stat("cluster: balance, nothing to move"),
+                    // Regions still in transition stop an unforced run.
+                    BalancerRun::NotRun(reason)
+                        if may_run && (*force || !reason.contains("in transition")) =>
+                    {
+                        return Err(format!("the balancer did not run: {reason}"))
+                    }
+                    BalancerRun::NotRun(_) => stat("cluster: balance refused"),
+                }
+            }
+            Event::BalancerSwitch(on) => {
+                let (_, db) = c.via(0)?;
+                let previous = db
+                    .balancer_switch(Some(*on))
+                    .map_err(failed("balancer_switch"))?;
+                if previous != c.balancer_on {
+                    return Err(format!(
+                        "the balancer switch was {previous}, the reference has {}",
+                        c.balancer_on
+                    ));
+                }
+                c.balancer_on = *on;
+                stat("cluster: balancer switch");
+            }
             Event::Crash { victim, join } => {
                 if c.live().len() < 2 {
                     c.start_member()?;
