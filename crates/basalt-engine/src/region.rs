@@ -330,6 +330,12 @@ impl Region {
         self.open_failure.as_ref()
     }
 
+    /// The `Fenced` error once a newer owner fenced this process (or this
+    /// opening of the region), if one has.
+    fn fence_error(&self) -> Option<Error> {
+        self.context.fence.as_ref().and_then(|f| f.check().err())
+    }
+
     /// The error every request to a `FAILED_OPEN` region gets: corruption
     /// at the file and offset that made the open fail.
     fn check_opened(&self) -> Result<()> {
@@ -856,7 +862,13 @@ impl Region {
             return Ok(());
         }
         let wal = self.wal()?;
-        self.wait_for_memstore_room()?;
+        // Fencing invariant R1 holds for a writer that waited for room too:
+        // when room never came because this process was fenced meanwhile
+        // (its flushes cannot commit any more), the answer is `Fenced`,
+        // which tells the client the region is elsewhere now, not
+        // `RegionTooBusy`, which would have it retry here.
+        let fenced_first = |e: Error| self.fence_error().unwrap_or(e);
+        self.wait_for_memstore_room().map_err(fenced_first)?;
         // The global budget after the region's own limit: a writer held
         // by its region holds no global bytes meanwhile.
         let mut reservation = match &self.context.memory {
@@ -866,7 +878,7 @@ impl Region {
                     .flat_map(|w| w.cells.iter())
                     .map(Cell::heap_size)
                     .sum();
-                Some(budget.reserve(bytes)?)
+                Some(budget.reserve(bytes).map_err(fenced_first)?)
             }
             None => None,
         };

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use basalt_engine::compaction::CompactionPolicy;
+use basalt_engine::fence::Fence;
 use basalt_engine::fs::MemFileStore;
 use basalt_engine::memory::{BudgetLimits, MemstoreBudget};
 use basalt_engine::wal::{Wal, WalOptions};
@@ -29,6 +30,10 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_fenced_by(None)
+}
+
+fn fixture_fenced_by(fence: Option<Arc<Fence>>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let budget = MemstoreBudget::new(BudgetLimits::new(LIMIT, 0.5, Duration::ZERO));
     let pressure_calls = Arc::new(AtomicUsize::new(0));
@@ -43,7 +48,7 @@ fn fixture() -> Fixture {
         cache: None,
         policy: CompactionPolicy::default(),
         memory: Some(Arc::clone(&budget)),
-        fence: None,
+        fence,
         work: Default::default(),
     };
     let info = RegionInfo {
@@ -184,4 +189,30 @@ fn a_closed_budget_fails_a_held_writer_instead_of_leaving_it_waiting() {
             .is_empty(),
         "nothing of the refused write was applied"
     );
+}
+
+#[test]
+fn a_writer_held_when_a_newer_owner_fences_the_process_is_told_fenced_not_too_busy() {
+    let fence = Arc::new(Fence::new(1));
+    let f = fixture_fenced_by(Some(Arc::clone(&fence)));
+    let rows = fill_to_the_limit(&f);
+    let writer = {
+        let region = Arc::clone(&f.region);
+        std::thread::spawn(move || region.put(&put(rows).add("f", "more", vec![b'w'; 1000])))
+    };
+    while f.budget.held_writes() == 0 {
+        std::thread::yield_now();
+    }
+    // A newer owner took the region over: this process's flushes cannot
+    // commit, so room never comes, and the held writer must hear why.
+    fence.trip(2, "a newer owner committed the store's manifest");
+    let flushed = f.region.flush();
+    assert!(flushed.is_err(), "a fenced region cannot flush");
+    f.budget.flush_failed("fenced");
+    let err = writer.join().unwrap().unwrap_err();
+    assert!(
+        matches!(err, basalt_types::Error::Fenced { epoch: 2, .. }),
+        "{err}"
+    );
+    assert!(f.region.get(&Get::new(format!("row{rows:06}"))).is_err());
 }
