@@ -104,6 +104,20 @@ fn fill_to_the_limit(f: &Fixture) -> usize {
     row
 }
 
+/// Fills the budget, then starts a writer that the limit holds; returns
+/// the row it writes and its thread, once it is held.
+fn hold_a_writer(f: &Fixture) -> (usize, std::thread::JoinHandle<basalt_types::Result<()>>) {
+    let rows = fill_to_the_limit(f);
+    let writer = {
+        let region = Arc::clone(&f.region);
+        std::thread::spawn(move || region.put(&put(rows).add("f", "more", vec![b'w'; 1000])))
+    };
+    while f.budget.held_writes() == 0 {
+        std::thread::yield_now();
+    }
+    (rows, writer)
+}
+
 #[test]
 fn memstore_bytes_are_counted_until_their_flush_commits() {
     let f = fixture();
@@ -171,14 +185,7 @@ fn a_writer_held_at_the_limit_is_released_when_a_flush_completes() {
 #[test]
 fn a_closed_budget_fails_a_held_writer_instead_of_leaving_it_waiting() {
     let f = fixture();
-    let rows = fill_to_the_limit(&f);
-    let writer = {
-        let region = Arc::clone(&f.region);
-        std::thread::spawn(move || region.put(&put(rows).add("f", "more", vec![b'w'; 1000])))
-    };
-    while f.budget.held_writes() == 0 {
-        std::thread::yield_now();
-    }
+    let (rows, writer) = hold_a_writer(&f);
     f.budget.close();
     let err = writer.join().unwrap().unwrap_err();
     assert!(matches!(err, basalt_types::Error::Closed(_)), "{err}");
@@ -195,14 +202,7 @@ fn a_closed_budget_fails_a_held_writer_instead_of_leaving_it_waiting() {
 fn a_writer_held_when_a_newer_owner_fences_the_process_is_told_fenced_not_too_busy() {
     let fence = Arc::new(Fence::new(1));
     let f = fixture_fenced_by(Some(Arc::clone(&fence)));
-    let rows = fill_to_the_limit(&f);
-    let writer = {
-        let region = Arc::clone(&f.region);
-        std::thread::spawn(move || region.put(&put(rows).add("f", "more", vec![b'w'; 1000])))
-    };
-    while f.budget.held_writes() == 0 {
-        std::thread::yield_now();
-    }
+    let (rows, writer) = hold_a_writer(&f);
     // A newer owner took the region over: this process's flushes cannot
     // commit, so room never comes, and the held writer must hear why.
     fence.trip(2, "a newer owner committed the store's manifest");

@@ -251,6 +251,15 @@ fn status(master: &ClusterMaster) -> basalt::cluster::ClusterStatus {
     master.status()
 }
 
+/// How many regions each live server holds, in server order.
+fn region_counts(master: &ClusterMaster) -> Vec<usize> {
+    status(master)
+        .servers
+        .iter()
+        .map(|s| s.regions.len())
+        .collect()
+}
+
 /// Runs the balancer; how many regions it moved.
 fn balance(master: &ClusterMaster) -> usize {
     match master.call(MasterCall::Balance { force: false }).unwrap() {
@@ -376,11 +385,7 @@ fn zombie_row(db: &Database, region: u64) -> Vec<u8> {
 fn a_move_and_the_balancer_keep_every_row_and_even_out_the_servers() {
     let mut h = Harness::new();
     let master = h.start_master("m1");
-    let first = h.start_member();
-    h.settle(&master);
-    create(&master);
-    h.settle(&master);
-    write(&h.member(&first), 0, 300);
+    let first = member_with_table(&mut h, &master, 300);
     let second = h.start_member();
     h.settle(&master);
     let moved = balance(&master);
@@ -398,11 +403,7 @@ fn a_move_and_the_balancer_keep_every_row_and_even_out_the_servers() {
 fn the_balancer_switch_is_kept_in_the_catalog_so_the_next_master_honours_it() {
     let mut h = Harness::new();
     let old = h.start_master("m1");
-    let first = h.start_member();
-    h.settle(&old);
-    create(&old);
-    h.settle(&old);
-    write(&h.member(&first), 0, 100);
+    let first = member_with_table(&mut h, &old, 100);
     assert!(balancer_switch(&old, Some(false)), "on by default");
     let _second = h.start_member();
     h.settle(&old);
@@ -426,20 +427,41 @@ fn the_balancer_switch_is_kept_in_the_catalog_so_the_next_master_honours_it() {
     assert_eq!(rows(&h.member(&first)).len(), 100);
 }
 
+/// One member, holding table `t` with `rows` rows written through it.
+fn member_with_table(h: &mut Harness, master: &ClusterMaster, rows: usize) -> String {
+    let first = h.start_member();
+    h.settle(master);
+    create(master);
+    h.settle(master);
+    write(&h.member(&first), 0, rows);
+    first
+}
+
+/// A master on a manual clock running its chores every `periods`, one
+/// member, and table `t` with `rows` rows written through it.
+fn cluster_with_chores(
+    h: &mut Harness,
+    periods: ChorePeriods,
+    rows: usize,
+) -> (Arc<basalt::ManualClock>, Arc<ClusterMaster>, String) {
+    let clock = Arc::new(basalt::ManualClock::new(1_000_000));
+    let master = h.start_master_on("m1", clock.clone());
+    master.set_chore_periods(periods);
+    let first = member_with_table(h, &master, rows);
+    (clock, master, first)
+}
+
 #[test]
 fn the_periodic_balancer_runs_when_due_and_only_while_its_switch_is_on() {
     let mut h = Harness::new();
-    let clock = Arc::new(basalt::ManualClock::new(1_000_000));
-    let master = h.start_master_on("m1", clock.clone());
-    master.set_chore_periods(ChorePeriods {
-        balancer: Duration::from_secs(60),
-        janitor: Duration::ZERO,
-    });
-    let first = h.start_member();
-    h.settle(&master);
-    create(&master);
-    h.settle(&master);
-    write(&h.member(&first), 0, 100);
+    let (clock, master, first) = cluster_with_chores(
+        &mut h,
+        ChorePeriods {
+            balancer: Duration::from_secs(60),
+            janitor: Duration::ZERO,
+        },
+        100,
+    );
     let _second = h.start_member();
     h.settle(&master);
     assert_eq!(master.run_chores(), ChoresRun::default(), "not due yet");
@@ -448,12 +470,7 @@ fn the_periodic_balancer_runs_when_due_and_only_while_its_switch_is_on() {
     clock.advance(1);
     assert_eq!(master.run_chores().balanced, Some(4));
     h.settle(&master);
-    let counts: Vec<usize> = status(&master)
-        .servers
-        .iter()
-        .map(|s| s.regions.len())
-        .collect();
-    assert_eq!(counts, vec![4, 4]);
+    assert_eq!(region_counts(&master), vec![4, 4]);
     assert_eq!(
         master.run_chores().balanced,
         None,
@@ -476,17 +493,14 @@ fn the_periodic_balancer_runs_when_due_and_only_while_its_switch_is_on() {
 #[test]
 fn the_janitor_removes_region_directories_no_catalog_region_names_and_keeps_the_rest() {
     let mut h = Harness::new();
-    let clock = Arc::new(basalt::ManualClock::new(1_000_000));
-    let master = h.start_master_on("m1", clock.clone());
-    master.set_chore_periods(ChorePeriods {
-        balancer: Duration::ZERO,
-        janitor: Duration::from_secs(300),
-    });
-    let first = h.start_member();
-    h.settle(&master);
-    create(&master);
-    h.settle(&master);
-    write(&h.member(&first), 0, 200);
+    let (clock, master, first) = cluster_with_chores(
+        &mut h,
+        ChorePeriods {
+            balancer: Duration::ZERO,
+            janitor: Duration::from_secs(300),
+        },
+        200,
+    );
     h.member(&first).flush_table("t").unwrap();
     // What a master that died between a drop or truncate's commit and its
     // deletions leaves: directories of regions no catalog names, in a
@@ -522,12 +536,7 @@ fn the_balancer_moves_load_off_the_server_holding_the_two_hot_regions() {
     h.settle(&master);
     create(&master);
     h.settle(&master);
-    let counts: Vec<usize> = status(&master)
-        .servers
-        .iter()
-        .map(|s| s.regions.len())
-        .collect();
-    assert_eq!(counts, vec![4, 4]);
+    assert_eq!(region_counts(&master), vec![4, 4]);
 
     // Two of the first server's regions take nearly all the requests.
     let held = status(&master)
