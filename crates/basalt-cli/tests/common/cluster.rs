@@ -207,10 +207,16 @@ impl<'a> ClusterBuilder<'a> {
         if let Some(ms) = self.request_timeout_ms {
             storage_section.push_str(&format!("request_timeout_ms = {ms}\n"));
         }
+        // No periodic balancer: the chaos tests assert that no region moves
+        // without cause (a ZooKeeper restart, a paused server), and a
+        // balancer run for load five minutes in would be a cause of its
+        // own. The balancer runs when a test asks (`balancer`); its
+        // periodic runs are tested with a manual clock
+        // (crates/basalt/tests/cluster_assignment.rs).
         std::fs::write(
             &config,
             format!(
-                "[zookeeper]\nsession_timeout_ms = {}\nconnect_timeout_ms = 10000\n\n{storage_section}",
+                "[zookeeper]\nsession_timeout_ms = {}\nconnect_timeout_ms = 10000\n\n{storage_section}\n[database]\nbalancer_period_ms = 0\n",
                 self.session_timeout_ms
             ),
         )
