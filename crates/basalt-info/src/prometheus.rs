@@ -181,7 +181,7 @@ pub fn render(db: &Database) -> String {
     e.family(
         "basalt_read_requests_total",
         Kind::Counter,
-        "Gets and scans served by the table's regions since they opened.",
+        "Gets and scans served by the table's regions since the process started (regions that left included).",
         &per_table(&|t| t.requests.read_requests as f64),
     );
     e.family(
@@ -201,6 +201,12 @@ pub fn render(db: &Database) -> String {
         Kind::Counter,
         "Rows looked at by reads.",
         &per_table(&|t| t.requests.rows_scanned as f64),
+    );
+    e.family(
+        "basalt_cells_scanned_total",
+        Kind::Counter,
+        "Cells looked at by reads.",
+        &per_table(&|t| t.requests.cells_scanned as f64),
     );
     e.family(
         "basalt_bytes_read_total",

@@ -660,6 +660,39 @@ fn metrics_are_well_formed_text_format_with_the_issues_families() {
     }
 }
 
+#[test]
+fn metrics_counters_do_not_go_down_when_a_region_splits() {
+    let f = Fixture::new();
+    create(&f.db, "t", &[]);
+    for i in 0..8 {
+        put(&f.db, "t", format!("row{i}").as_bytes());
+    }
+    f.db.table("t")
+        .unwrap()
+        .get(&basalt::Get::new("row1"))
+        .unwrap();
+    let counters = |f: &Fixture| -> BTreeMap<String, f64> {
+        let families = parse_exposition(&f.get("/metrics").body);
+        families
+            .iter()
+            .filter(|(_, (kind, _))| kind == "counter")
+            .flat_map(|(_, (_, samples))| samples.iter())
+            .map(|(name, labels, v)| (format!("{name}{labels:?}"), *v))
+            .collect()
+    };
+    let before = counters(&f);
+    assert_eq!(before["basalt_write_requests_total{\"table\": \"t\"}"], 8.0);
+    f.db.split_table("t", Some(b"row4")).unwrap();
+    assert_eq!(f.db.list_regions("t").unwrap().len(), 2);
+    let after = counters(&f);
+    for (series, value) in &before {
+        let now = after.get(series).copied().unwrap_or(0.0);
+        assert!(now >= *value, "{series} went from {value} down to {now}");
+    }
+    assert_eq!(after["basalt_write_requests_total{\"table\": \"t\"}"], 8.0);
+    assert_eq!(after["basalt_read_requests_total{\"table\": \"t\"}"], 1.0);
+}
+
 fn value_of(families: &Families, name: &str) -> f64 {
     families[name].1[0].2
 }
