@@ -67,6 +67,9 @@ pub struct Memory {
     pub memstore_limit_bytes: u64,
     /// The block cache.
     pub block_cache: BlockCache,
+    /// The disk cache of object storage; absent when the files are on
+    /// local disk (no cache).
+    pub file_cache: Option<basalt::metrics::FileCacheMetrics>,
 }
 
 /// The block cache shared by every store.
@@ -388,6 +391,7 @@ pub fn status(db: &Database) -> Status {
                 capacity_bytes: c.capacity_bytes,
                 hit_ratio: c.hit_ratio,
             },
+            file_cache: m.file_cache,
         },
         wal: Wal {
             appends: m.wal.appends,

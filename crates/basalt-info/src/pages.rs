@@ -73,6 +73,32 @@ pub fn status(s: &Status) -> String {
             ("Block cache evictions", c.evictions.to_string()),
         ],
     ));
+    if let Some(f) = &s.memory.file_cache {
+        body.push_str("<h2>Disk cache of object storage</h2>");
+        body.push_str(&html::pairs(
+            "file-cache",
+            &[
+                (
+                    "Cached",
+                    format!("{} of {}", bytes(f.bytes), bytes(f.capacity_bytes)),
+                ),
+                ("Parts cached", f.parts.to_string()),
+                (
+                    "Hits / misses (parts)",
+                    format!(
+                        "{} / {} ({:.1}% hits)",
+                        f.hits,
+                        f.misses,
+                        f.hit_ratio * 100.0
+                    ),
+                ),
+                ("Read from the cache", bytes(f.hit_bytes)),
+                ("Fetched from object storage", bytes(f.fetched_bytes)),
+                ("Evictions", f.evictions.to_string()),
+                ("Damaged parts dropped", f.discarded.to_string()),
+            ],
+        ));
+    }
     body.push_str("<h2>Write-ahead log and background work</h2>");
     body.push_str(&html::pairs(
         "wal",

@@ -693,6 +693,95 @@ fn metrics_counters_do_not_go_down_when_a_region_splits() {
     assert_eq!(after["basalt_read_requests_total{\"table\": \"t\"}"], 1.0);
 }
 
+/// The disk cache's families in an exposition.
+fn file_cache_families(families: &Families) -> Vec<&str> {
+    families
+        .keys()
+        .filter(|k| k.starts_with("basalt_file_cache_"))
+        .map(String::as_str)
+        .collect()
+}
+
+#[test]
+fn metrics_and_status_carry_the_disk_cache_only_when_the_store_has_one() {
+    // Files on local disk: no cache, no families, no section.
+    let f = Fixture::new();
+    let families = parse_exposition(&f.get("/metrics").body);
+    assert!(file_cache_families(&families).is_empty());
+    assert!(f.json("/api/status")["memory"]["file_cache"].is_null());
+    assert!(!f.get("/").body.contains("file-cache"));
+
+    // Files behind the object store's disk cache (over a memory store).
+    let dir = tempfile::tempdir().unwrap();
+    let cache_dir = tempfile::tempdir().unwrap();
+    let files = basalt_object_store::CachedFileStore::open(
+        Arc::new(basalt::fs::MemFileStore::new()),
+        dir.path(),
+        basalt_object_store::DiskCacheConfig {
+            dir: cache_dir.path().to_path_buf(),
+            capacity_bytes: 1 << 20,
+            part_bytes: 4096,
+            identity: "mem://info-test".into(),
+        },
+    )
+    .unwrap();
+    let mut options = Options::new(dir.path());
+    // No block cache: reads go to the file store, so the disk cache counts.
+    options.block_cache_bytes = 0;
+    let db = Database::builder(options)
+        .clock(Arc::new(ManualClock::new(START_MS)))
+        .file_store(Arc::new(files))
+        .open()
+        .unwrap();
+    create(&db, "t", &[]);
+    put(&db, "t", b"row");
+    db.flush_table("t").unwrap();
+    for _ in 0..3 {
+        db.table("t")
+            .unwrap()
+            .get(&basalt::Get::new("row"))
+            .unwrap();
+    }
+    let server = InfoServer::bind(
+        db.clone(),
+        &InfoConfig {
+            port: 0,
+            ..InfoConfig::default()
+        },
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    let families = parse_exposition(&request(addr, "GET", "/metrics").body);
+    assert_eq!(
+        file_cache_families(&families),
+        [
+            "basalt_file_cache_bytes",
+            "basalt_file_cache_capacity_bytes",
+            "basalt_file_cache_discarded_total",
+            "basalt_file_cache_evictions_total",
+            "basalt_file_cache_fetched_bytes_total",
+            "basalt_file_cache_hit_bytes_total",
+            "basalt_file_cache_hits_total",
+            "basalt_file_cache_misses_total",
+            "basalt_file_cache_parts",
+        ]
+    );
+    let hits = value_of(&families, "basalt_file_cache_hits_total");
+    let misses = value_of(&families, "basalt_file_cache_misses_total");
+    assert!(hits + misses > 0.0, "reads went through the cache");
+    assert_eq!(
+        value_of(&families, "basalt_file_cache_capacity_bytes"),
+        1048576.0
+    );
+    let status: Value = serde_json::from_str(&request(addr, "GET", "/api/status").body).unwrap();
+    let cache = &status["memory"]["file_cache"];
+    assert_eq!(cache["capacity_bytes"], 1 << 20);
+    assert_eq!(cache["hits"].as_f64(), Some(hits));
+    assert!(request(addr, "GET", "/").body.contains("id=\"file-cache\""));
+    server.shutdown();
+    db.close().unwrap();
+}
+
 fn value_of(families: &Families, name: &str) -> f64 {
     families[name].1[0].2
 }

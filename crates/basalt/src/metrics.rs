@@ -36,6 +36,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use basalt_engine::block_cache::BlockCacheStats;
+use basalt_engine::fs::FileCacheStats;
 use basalt_engine::wal::WalStats;
 
 use crate::database::{Database, RegionSummary};
@@ -301,6 +302,50 @@ impl From<BlockCacheStats> for BlockCacheMetrics {
     }
 }
 
+/// The file store's local cache of object storage (`FileStore::cache_stats`):
+/// present only when the database's files are on object storage behind
+/// the disk cache. A part is an aligned range of a file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileCacheMetrics {
+    /// Parts read from the cache.
+    pub hits: u64,
+    /// Parts fetched from object storage.
+    pub misses: u64,
+    /// Hits over lookups (0 with none).
+    pub hit_ratio: f64,
+    /// Bytes read from cached parts.
+    pub hit_bytes: u64,
+    /// Bytes fetched from object storage into parts.
+    pub fetched_bytes: u64,
+    /// Parts evicted to stay within the budget.
+    pub evictions: u64,
+    /// Part files found damaged or missing, and dropped.
+    pub discarded: u64,
+    /// Parts cached now.
+    pub parts: u64,
+    /// Bytes cached now.
+    pub bytes: u64,
+    /// The budget in bytes (`[storage] cache_bytes`).
+    pub capacity_bytes: u64,
+}
+
+impl From<FileCacheStats> for FileCacheMetrics {
+    fn from(s: FileCacheStats) -> Self {
+        FileCacheMetrics {
+            hits: s.hits,
+            misses: s.misses,
+            hit_ratio: s.hit_ratio(),
+            hit_bytes: s.hit_bytes,
+            fetched_bytes: s.fetched_bytes,
+            evictions: s.evictions,
+            discarded: s.discarded,
+            parts: s.parts,
+            bytes: s.bytes,
+            capacity_bytes: s.capacity_bytes,
+        }
+    }
+}
+
 /// The server's write-ahead log since it opened (the local segment log or
 /// the log on object storage, through `WriteAheadLog::stats`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -529,6 +574,10 @@ pub struct ServerMetrics {
     pub latencies: Vec<OperationLatency>,
     /// The block cache.
     pub block_cache: BlockCacheMetrics,
+    /// The file store's disk cache of object storage; `None` when the
+    /// store keeps none (files on local disk).
+    #[serde(default)]
+    pub file_cache: Option<FileCacheMetrics>,
     /// The write-ahead log.
     pub wal: WalMetrics,
     /// The memstores and their global budget.
@@ -642,6 +691,11 @@ impl Database {
             requests,
             latencies: self.latencies().snapshot(),
             block_cache: self.block_cache_stats().into(),
+            file_cache: server
+                .store_context()
+                .files
+                .cache_stats()
+                .map(FileCacheMetrics::from),
             wal: server.wal_stats().into(),
             memstore: MemstoreMetrics {
                 bytes: budget.total() as u64,
