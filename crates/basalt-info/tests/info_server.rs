@@ -661,6 +661,64 @@ fn metrics_are_well_formed_text_format_with_the_issues_families() {
 }
 
 #[test]
+fn the_servers_api_lists_this_one_server_with_its_regions_loads() {
+    let f = Fixture::new();
+    create(&f.db, "a", &[b"m"]);
+    create(&f.db, "b", &[]);
+    for row in ["c", "x", "y"] {
+        put(&f.db, "a", row.as_bytes());
+    }
+    put(&f.db, "b", b"k");
+    let table = f.db.table("a").unwrap();
+    table.get(&basalt::Get::new("c")).unwrap();
+    let filter = basalt::Filter::parse("ValueFilter(=, 'binary:nothing')").unwrap();
+    table.get(&basalt::Get::new("x").filter(filter)).unwrap();
+    f.db.flush_table("a").unwrap();
+
+    let servers = f.json("/api/servers");
+    assert_eq!(servers["cluster"], false);
+    assert!(servers["error"].is_null());
+    let list = servers["servers"].as_array().unwrap();
+    assert_eq!(list.len(), 1, "{servers}");
+    let me = &list[0];
+    assert_eq!(me["this_process"], true);
+    assert_eq!(me["regions"], 3);
+    let load = &me["load"];
+    assert_eq!(load["write_requests"], 4);
+    assert_eq!(load["read_requests"], 2);
+    assert_eq!(load["filtered_read_requests"], 1);
+    assert_eq!(
+        load["store_files"], 2,
+        "one per region of a after the flush"
+    );
+    assert!(load["store_file_bytes"].as_u64().unwrap() > 0);
+    assert!(
+        load["memstore_bytes"].as_u64().unwrap() > 0,
+        "b is not flushed"
+    );
+    // The same numbers as the sum over the tables' regions.
+    let regions: Vec<Value> = ["a", "b"]
+        .iter()
+        .flat_map(|t| {
+            f.json(&format!("/api/tables/{t}"))["region_list"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .collect();
+    let sum = |k: &str| regions.iter().map(|r| r[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(load["write_requests"].as_u64(), Some(sum("write_requests")));
+    assert_eq!(load["store_files"].as_u64(), Some(sum("store_files")));
+    assert!(regions.iter().all(|r| r["load_from"] == "here"));
+
+    let page = f.get("/servers");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("id=\"servers\""), "{}", page.body);
+    assert!(page.body.contains("(this process)"));
+    assert!(!page.body.contains("no report"));
+}
+
+#[test]
 fn metrics_counters_do_not_go_down_when_a_region_splits() {
     let f = Fixture::new();
     create(&f.db, "t", &[]);
