@@ -41,9 +41,10 @@ pub struct Status {
     pub read_requests_per_second: f64,
     /// Writes per second over the last minute.
     pub write_requests_per_second: f64,
-    /// Gets and scans served since the regions opened.
+    /// Gets and scans served since the process started (regions that
+    /// left it included).
     pub read_requests: u64,
-    /// Row mutations applied since the regions opened.
+    /// Row mutations applied since the process started.
     pub write_requests: u64,
     /// Reads that met damaged data since the server started.
     pub corruption_errors: u64,
