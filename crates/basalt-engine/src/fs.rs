@@ -102,6 +102,19 @@ pub trait FileStore: Send + Sync + Debug {
         Ok(0)
     }
 
+    /// The counters of the local cache this store keeps of a slower
+    /// store's files (the object store's disk cache), or `None` when it
+    /// keeps none (the default: local disk and memory need no cache).
+    ///
+    /// Contract: cheap enough for every metrics scrape (no I/O, at most a
+    /// short lock); the counters ([`FileCacheStats::hits`] and the others
+    /// named "since it opened") never go down while the store lives; a
+    /// store that wraps another (fault injection, a cache in front of a
+    /// cache) reports the one it wraps unless it is the cache itself.
+    fn cache_stats(&self) -> Option<FileCacheStats> {
+        None
+    }
+
     /// Reads a whole (small) file, e.g. a manifest.
     fn read_all(&self, path: &Path) -> Result<Bytes> {
         let size = self.size(path)?;
@@ -112,6 +125,43 @@ pub trait FileStore: Send + Sync + Debug {
             )
         })?;
         self.read_range(path, 0, len)
+    }
+}
+
+/// What a [`FileStore`]'s local cache of another store's files counted
+/// since it opened, and its size now ([`FileStore::cache_stats`]). The
+/// unit cached is a part: an aligned range of a file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileCacheStats {
+    /// Parts read from the cache.
+    pub hits: u64,
+    /// Parts that had to be fetched from the store behind it.
+    pub misses: u64,
+    /// Bytes read from cached parts.
+    pub hit_bytes: u64,
+    /// Bytes fetched from the store behind it into parts.
+    pub fetched_bytes: u64,
+    /// Parts evicted to stay within the budget.
+    pub evictions: u64,
+    /// Part files found damaged (wrong length) or missing, and dropped.
+    pub discarded: u64,
+    /// Parts cached now.
+    pub parts: u64,
+    /// Bytes cached now.
+    pub bytes: u64,
+    /// The budget in bytes.
+    pub capacity_bytes: u64,
+}
+
+impl FileCacheStats {
+    /// Hits over all part lookups (0 before any).
+    pub fn hit_ratio(&self) -> f64 {
+        let total = self.hits.saturating_add(self.misses);
+        if total == 0 {
+            0.0
+        } else {
+            self.hits as f64 / total as f64
+        }
     }
 }
 
@@ -794,6 +844,10 @@ impl FileStore for FaultyFileStore {
 
     fn remove_unfinished(&self, dir: &Path) -> Result<usize> {
         self.inner.remove_unfinished(dir)
+    }
+
+    fn cache_stats(&self) -> Option<FileCacheStats> {
+        self.inner.cache_stats()
     }
 }
 

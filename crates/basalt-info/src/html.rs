@@ -39,6 +39,7 @@ pub fn url_component(text: &str) -> String {
 const NAV: &[(&str, &str)] = &[
     ("/", "Status"),
     ("/tables", "Tables"),
+    ("/servers", "Servers"),
     ("/load-splits", "Load splits"),
     ("/metrics", "Metrics"),
 ];

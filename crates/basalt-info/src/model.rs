@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use basalt::admin::FamilyInfo;
+use basalt::cluster::{ClusterStatus, MasterAnswer, MasterCall, RegionLoadReport};
 use basalt::{Database, RegionSummary};
 use basalt_types::cell::escape_bytes;
 
@@ -40,9 +41,10 @@ pub struct Status {
     pub read_requests_per_second: f64,
     /// Writes per second over the last minute.
     pub write_requests_per_second: f64,
-    /// Gets and scans served since the regions opened.
+    /// Gets and scans served since the process started (regions that
+    /// left it included).
     pub read_requests: u64,
-    /// Row mutations applied since the regions opened.
+    /// Row mutations applied since the process started.
     pub write_requests: u64,
     /// Reads that met damaged data since the server started.
     pub corruption_errors: u64,
@@ -67,6 +69,9 @@ pub struct Memory {
     pub memstore_limit_bytes: u64,
     /// The block cache.
     pub block_cache: BlockCache,
+    /// The disk cache of object storage; absent when the files are on
+    /// local disk (no cache).
+    pub file_cache: Option<basalt::metrics::FileCacheMetrics>,
 }
 
 /// The block cache shared by every store.
@@ -158,6 +163,9 @@ pub struct TableSummary {
     pub bytes_read: u64,
     /// Bytes of cells written.
     pub bytes_written: u64,
+    /// Cluster mode: regions whose server sent no load (the sums above
+    /// leave them out).
+    pub regions_without_load: usize,
 }
 
 /// `/api/tables/<name>`: the schema and every region with hbtop's columns.
@@ -189,36 +197,43 @@ pub struct RegionRow {
     pub state: String,
     /// Cluster mode: the server holding it.
     pub server: Option<String>,
+    /// Where the load columns come from: `here` (this process holds the
+    /// region), `report` (its server reported it to the master for this
+    /// page) or `none` (its server did not answer, or the master could not
+    /// be asked). A column a source does not carry is null, shown as "—",
+    /// never as a 0 that pretends to be data.
+    pub load_from: &'static str,
     /// Reads and writes per second over the last minute [#REQ/S].
-    pub requests_per_second: f64,
+    pub requests_per_second: Option<f64>,
     /// Reads per second [#READ/S].
-    pub read_requests_per_second: f64,
+    pub read_requests_per_second: Option<f64>,
     /// Filtered reads per second [#FREAD/S].
-    pub filtered_read_requests_per_second: f64,
+    pub filtered_read_requests_per_second: Option<f64>,
     /// Writes per second [#WRITE/S].
-    pub write_requests_per_second: f64,
+    pub write_requests_per_second: Option<f64>,
     /// Gets and scans served.
-    pub read_requests: u64,
+    pub read_requests: Option<u64>,
     /// Reads whose filter dropped rows or cells.
-    pub filtered_read_requests: u64,
+    pub filtered_read_requests: Option<u64>,
     /// Row mutations applied.
-    pub write_requests: u64,
+    pub write_requests: Option<u64>,
     /// Bytes of cells returned by reads.
-    pub bytes_read: u64,
+    pub bytes_read: Option<u64>,
     /// Bytes of cells written.
-    pub bytes_written: u64,
+    pub bytes_written: Option<u64>,
     /// Bytes in store files [SF].
-    pub store_file_bytes: u64,
+    pub store_file_bytes: Option<u64>,
     /// Store files [#SF].
-    pub store_files: usize,
+    pub store_files: Option<usize>,
     /// Bytes in memstores [MEMSTORE].
-    pub memstore_bytes: u64,
+    pub memstore_bytes: Option<u64>,
     /// The running compaction's progress, 0.0 to 1.0; absent when none
-    /// runs [%COMP].
+    /// runs, or not known (`load_from` other than `here`) [%COMP].
     pub compaction_progress: Option<f64>,
     /// When the last major compaction finished, milliseconds since the
-    /// epoch; 0 never (since the region opened) [LASTMCOMP].
-    pub last_major_compaction_ms: i64,
+    /// epoch; 0 never (since the region opened); null when not known
+    /// (`load_from` other than `here`) [LASTMCOMP].
+    pub last_major_compaction_ms: Option<i64>,
 }
 
 /// The sortable columns of the regions table: (key in `?sort=`, header).
@@ -240,10 +255,14 @@ pub const REGION_COLUMNS: &[(&str, &str)] = &[
 
 impl RegionRow {
     /// Orders two regions by the column named `key` (one of
-    /// [`REGION_COLUMNS`]); `None` for an unknown column.
+    /// [`REGION_COLUMNS`]); `None` for an unknown column. An unknown value
+    /// sorts below every known one.
     pub fn compare(key: &str, a: &RegionRow, b: &RegionRow) -> Option<std::cmp::Ordering> {
         use std::cmp::Ordering;
-        let f = |x: f64, y: f64| x.partial_cmp(&y).unwrap_or(Ordering::Equal);
+        let f = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+            (x, y) => x.is_some().cmp(&y.is_some()),
+        };
         Some(match key {
             "start_key" | "end_key" => a.index.cmp(&b.index),
             "encoded_name" => a.encoded_name.cmp(&b.encoded_name),
@@ -260,8 +279,8 @@ impl RegionRow {
             "store_files" => a.store_files.cmp(&b.store_files),
             "memstore_bytes" => a.memstore_bytes.cmp(&b.memstore_bytes),
             "compaction_progress" => f(
-                a.compaction_progress.unwrap_or(-1.0),
-                b.compaction_progress.unwrap_or(-1.0),
+                a.compaction_progress.or(Some(-1.0)),
+                b.compaction_progress.or(Some(-1.0)),
             ),
             "last_major_compaction_ms" => {
                 a.last_major_compaction_ms.cmp(&b.last_major_compaction_ms)
@@ -277,8 +296,82 @@ pub fn key_text(bytes: &[u8]) -> String {
     escape_bytes(bytes)
 }
 
-fn region_row(index: usize, r: &RegionSummary) -> RegionRow {
-    let load = &r.load;
+/// The loads of the regions other servers hold, as the master's cluster
+/// status carries them: fetched once per page, and only in cluster mode.
+#[derive(Debug, Default)]
+pub struct RemoteLoads {
+    /// This process's server name (its regions' loads are read here).
+    me: Option<String>,
+    /// Per live server, its regions' reports by region id; `None` when it
+    /// did not answer the master in time.
+    servers: BTreeMap<String, Option<BTreeMap<u64, RegionLoadReport>>>,
+}
+
+impl RemoteLoads {
+    /// Asks the master for the cluster's status when `db` is a cluster
+    /// member; empty otherwise, or when the master cannot be asked (then
+    /// every other server's regions show no load).
+    pub fn fetch(db: &Database) -> RemoteLoads {
+        let me = db.server_name().map(str::to_string);
+        if db.cluster().is_none() {
+            return RemoteLoads::default();
+        }
+        match db.master_call(MasterCall::Status) {
+            Ok(MasterAnswer::Status(status)) => RemoteLoads::of(&status, me),
+            Ok(_) => RemoteLoads {
+                me,
+                ..RemoteLoads::default()
+            },
+            Err(e) => {
+                tracing::debug!(error = %e, "the master could not be asked for the cluster's loads");
+                RemoteLoads {
+                    me,
+                    ..RemoteLoads::default()
+                }
+            }
+        }
+    }
+
+    /// The loads in `status`, seen from server `me`.
+    pub fn of(status: &ClusterStatus, me: Option<String>) -> RemoteLoads {
+        RemoteLoads {
+            me,
+            servers: status
+                .servers
+                .iter()
+                .map(|s| {
+                    let reports = s
+                        .region_loads
+                        .as_ref()
+                        .map(|l| l.iter().map(|r| (r.region, r.clone())).collect());
+                    (s.name.clone(), reports)
+                })
+                .collect(),
+        }
+    }
+
+    /// The row of region `r`: its own load when this process holds it
+    /// (one process: always), its server's report otherwise.
+    fn row(&self, index: usize, r: &RegionSummary) -> RegionRow {
+        match &r.server {
+            Some(server) if Some(server) != self.me.as_ref() => {
+                let report = self
+                    .servers
+                    .get(server)
+                    .and_then(|reports| reports.as_ref())
+                    .and_then(|reports| reports.get(&r.info.id));
+                match report {
+                    Some(report) => reported_row(index, r, report),
+                    None => unknown_row(index, r),
+                }
+            }
+            _ => region_row(index, r),
+        }
+    }
+}
+
+/// The columns every row has, whatever its load's source.
+fn bare_row(index: usize, r: &RegionSummary, load_from: &'static str) -> RegionRow {
     RegionRow {
         index,
         name: key_text(&r.info.region_name()),
@@ -287,21 +380,70 @@ fn region_row(index: usize, r: &RegionSummary) -> RegionRow {
         end_key: key_text(&r.info.end_key),
         state: r.state.name().to_string(),
         server: r.server.clone(),
-        requests_per_second: load.read_requests_per_sec + load.write_requests_per_sec,
-        read_requests_per_second: load.read_requests_per_sec,
-        filtered_read_requests_per_second: load.filtered_read_requests_per_sec,
-        write_requests_per_second: load.write_requests_per_sec,
-        read_requests: load.read_requests,
-        filtered_read_requests: load.filtered_read_requests,
-        write_requests: load.write_requests,
-        bytes_read: load.bytes_read,
-        bytes_written: load.bytes_written,
-        store_file_bytes: r.store_file_bytes(),
-        store_files: r.store_files(),
-        memstore_bytes: load.memstore_bytes,
-        compaction_progress: basalt::metrics::compaction_progress(r),
-        last_major_compaction_ms: basalt::metrics::last_major_compaction_ms(r),
+        load_from,
+        requests_per_second: None,
+        read_requests_per_second: None,
+        filtered_read_requests_per_second: None,
+        write_requests_per_second: None,
+        read_requests: None,
+        filtered_read_requests: None,
+        write_requests: None,
+        bytes_read: None,
+        bytes_written: None,
+        store_file_bytes: None,
+        store_files: None,
+        memstore_bytes: None,
+        compaction_progress: None,
+        last_major_compaction_ms: None,
     }
+}
+
+/// A region held here: every column.
+fn region_row(index: usize, r: &RegionSummary) -> RegionRow {
+    let load = &r.load;
+    RegionRow {
+        requests_per_second: Some(load.read_requests_per_sec + load.write_requests_per_sec),
+        read_requests_per_second: Some(load.read_requests_per_sec),
+        filtered_read_requests_per_second: Some(load.filtered_read_requests_per_sec),
+        write_requests_per_second: Some(load.write_requests_per_sec),
+        read_requests: Some(load.read_requests),
+        filtered_read_requests: Some(load.filtered_read_requests),
+        write_requests: Some(load.write_requests),
+        bytes_read: Some(load.bytes_read),
+        bytes_written: Some(load.bytes_written),
+        store_file_bytes: Some(r.store_file_bytes()),
+        store_files: Some(r.store_files()),
+        memstore_bytes: Some(load.memstore_bytes),
+        compaction_progress: basalt::metrics::compaction_progress(r),
+        last_major_compaction_ms: Some(basalt::metrics::last_major_compaction_ms(r)),
+        ..bare_row(index, r, "here")
+    }
+}
+
+/// A region another server holds, from what that server reported: the
+/// columns a report carries (compaction progress and the last major
+/// compaction it does not).
+fn reported_row(index: usize, r: &RegionSummary, report: &RegionLoadReport) -> RegionRow {
+    RegionRow {
+        requests_per_second: Some(report.requests_per_sec),
+        read_requests_per_second: report.read_requests_per_sec,
+        filtered_read_requests_per_second: report.filtered_read_requests_per_sec,
+        write_requests_per_second: report.write_requests_per_sec,
+        read_requests: Some(report.read_requests),
+        filtered_read_requests: report.filtered_read_requests,
+        write_requests: Some(report.write_requests),
+        bytes_read: report.bytes_read,
+        bytes_written: report.bytes_written,
+        store_file_bytes: Some(report.store_file_bytes),
+        store_files: Some(report.store_files),
+        memstore_bytes: Some(report.memstore_bytes),
+        ..bare_row(index, r, "report")
+    }
+}
+
+/// A region another server holds that sent no report.
+fn unknown_row(index: usize, r: &RegionSummary) -> RegionRow {
+    bare_row(index, r, "none")
 }
 
 fn summary_of(name: &str, info: &basalt::TableInfo, rows: &[RegionRow]) -> TableSummary {
@@ -316,21 +458,32 @@ fn summary_of(name: &str, info: &basalt::TableInfo, rows: &[RegionRow]) -> Table
             .map(|f| Family::of(FamilyInfo::of(f)))
             .collect(),
         regions: info.regions.len(),
-        store_files: rows.iter().map(|r| r.store_files).sum(),
-        store_file_bytes: rows.iter().map(|r| r.store_file_bytes).sum(),
-        memstore_bytes: rows.iter().map(|r| r.memstore_bytes).sum(),
-        requests_per_second: rows.iter().map(|r| r.requests_per_second).sum(),
-        read_requests: rows.iter().map(|r| r.read_requests).sum(),
-        filtered_read_requests: rows.iter().map(|r| r.filtered_read_requests).sum(),
-        write_requests: rows.iter().map(|r| r.write_requests).sum(),
+        store_files: rows.iter().filter_map(|r| r.store_files).sum(),
+        store_file_bytes: rows.iter().filter_map(|r| r.store_file_bytes).sum(),
+        memstore_bytes: rows.iter().filter_map(|r| r.memstore_bytes).sum(),
+        requests_per_second: rows.iter().filter_map(|r| r.requests_per_second).sum(),
+        read_requests: rows.iter().filter_map(|r| r.read_requests).sum(),
+        filtered_read_requests: rows.iter().filter_map(|r| r.filtered_read_requests).sum(),
+        write_requests: rows.iter().filter_map(|r| r.write_requests).sum(),
         rows_scanned: loads.map(|l| l.rows_scanned).sum(),
-        bytes_read: rows.iter().map(|r| r.bytes_read).sum(),
-        bytes_written: rows.iter().map(|r| r.bytes_written).sum(),
+        bytes_read: rows.iter().filter_map(|r| r.bytes_read).sum(),
+        bytes_written: rows.iter().filter_map(|r| r.bytes_written).sum(),
+        regions_without_load: rows.iter().filter(|r| r.load_from == "none").count(),
     }
 }
 
 /// One table's schema and regions; a table that does not exist is a 404.
+/// In a cluster, the regions other servers hold show what those servers
+/// reported to the master.
 pub fn table_detail(db: &Database, name: &str) -> Result<TableDetail, Failure> {
+    table_detail_with(db, name, &RemoteLoads::fetch(db))
+}
+
+fn table_detail_with(
+    db: &Database,
+    name: &str,
+    remote: &RemoteLoads,
+) -> Result<TableDetail, Failure> {
     let info = db
         .describe_table(name)
         .map_err(|e| Failure::from_error(&e))?;
@@ -338,7 +491,7 @@ pub fn table_detail(db: &Database, name: &str) -> Result<TableDetail, Failure> {
         .regions
         .iter()
         .enumerate()
-        .map(|(i, r)| region_row(i, r))
+        .map(|(i, r)| remote.row(i, r))
         .collect();
     Ok(TableDetail {
         summary: summary_of(name, &info, &region_list),
@@ -351,9 +504,10 @@ pub fn table_detail(db: &Database, name: &str) -> Result<TableDetail, Failure> {
 pub fn tables(db: &Database) -> Vec<TableSummary> {
     let mut names = db.list_tables();
     names.sort();
+    let remote = RemoteLoads::fetch(db);
     names
         .iter()
-        .filter_map(|name| table_detail(db, name).ok())
+        .filter_map(|name| table_detail_with(db, name, &remote).ok())
         .map(|t| t.summary)
         .collect()
 }
@@ -388,6 +542,7 @@ pub fn status(db: &Database) -> Status {
                 capacity_bytes: c.capacity_bytes,
                 hit_ratio: c.hit_ratio,
             },
+            file_cache: m.file_cache,
         },
         wal: Wal {
             appends: m.wal.appends,
@@ -456,4 +611,282 @@ pub fn load_splits(db: &Database) -> Vec<serde_json::Value> {
 /// (`basalt::metrics::ServerMetrics`).
 pub fn server_metrics(db: &Database) -> basalt::metrics::ServerMetrics {
     db.server_metrics()
+}
+
+/// `/api/servers`: the region servers with their load, as HBase's master
+/// lists them ("Region Servers"), the backup masters and the dead
+/// servers. Any process of a cluster shows the whole cluster (from the
+/// master's status); one process shows itself.
+#[derive(Debug, Clone, Serialize)]
+pub struct Servers {
+    /// Cluster mode; false in one process (which is then the only server).
+    pub cluster: bool,
+    /// The active master's server name (cluster mode).
+    pub master: Option<String>,
+    /// Standby masters.
+    pub backup_masters: Vec<String>,
+    /// Live region servers, in name order.
+    pub servers: Vec<ServerRow>,
+    /// Servers declared dead whose recovery is not over.
+    pub dead_servers: Vec<String>,
+    /// Why the cluster's status could not be read (the list is then
+    /// empty): the master unreachable, say.
+    pub error: Option<String>,
+}
+
+/// One live region server.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerRow {
+    /// HBase server name `host,port,startcode` (one process: `this
+    /// process`).
+    pub name: String,
+    /// Whether it is the process serving this page.
+    pub this_process: bool,
+    /// Regions open there.
+    pub regions: usize,
+    /// Its load summed over its regions; null when it did not answer the
+    /// master in time ("no report").
+    pub load: Option<ServerLoad>,
+}
+
+/// A region server's load, summed over its regions' reports. A sum is
+/// null when a region's report lacks the field (a server of an older
+/// version), rather than a sum of what is known.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ServerLoad {
+    /// Reads and writes per second over the last minute.
+    pub requests_per_second: f64,
+    /// Reads per second.
+    pub read_requests_per_second: Option<f64>,
+    /// Writes per second.
+    pub write_requests_per_second: Option<f64>,
+    /// Gets and scans served (in one process: since it started; in a
+    /// cluster: since each region opened there, as HBase reports them).
+    pub read_requests: u64,
+    /// Reads whose filter dropped rows or cells.
+    pub filtered_read_requests: Option<u64>,
+    /// Row mutations applied.
+    pub write_requests: u64,
+    /// Bytes in memstores.
+    pub memstore_bytes: u64,
+    /// Store files.
+    pub store_files: usize,
+    /// Bytes in store files.
+    pub store_file_bytes: u64,
+}
+
+/// The sum of `values`, or `None` when any is unknown.
+fn sum_known<T: std::iter::Sum<T>>(values: impl Iterator<Item = Option<T>>) -> Option<T> {
+    values
+        .collect::<Option<Vec<T>>>()
+        .map(|v| v.into_iter().sum())
+}
+
+impl ServerLoad {
+    /// The sum of one server's region reports.
+    pub fn of(reports: &[RegionLoadReport]) -> ServerLoad {
+        ServerLoad {
+            requests_per_second: reports.iter().map(|r| r.requests_per_sec).sum(),
+            read_requests_per_second: sum_known(reports.iter().map(|r| r.read_requests_per_sec)),
+            write_requests_per_second: sum_known(reports.iter().map(|r| r.write_requests_per_sec)),
+            read_requests: reports.iter().map(|r| r.read_requests).sum(),
+            filtered_read_requests: sum_known(reports.iter().map(|r| r.filtered_read_requests)),
+            write_requests: reports.iter().map(|r| r.write_requests).sum(),
+            memstore_bytes: reports.iter().map(|r| r.memstore_bytes).sum(),
+            store_files: reports.iter().map(|r| r.store_files).sum(),
+            store_file_bytes: reports.iter().map(|r| r.store_file_bytes).sum(),
+        }
+    }
+}
+
+/// The servers page's value from a cluster's status, seen from server
+/// `me`.
+pub fn servers_of(status: &ClusterStatus, me: Option<&str>) -> Servers {
+    let mut servers: Vec<ServerRow> = status
+        .servers
+        .iter()
+        .map(|s| ServerRow {
+            name: s.name.clone(),
+            this_process: me == Some(s.name.as_str()),
+            regions: s.regions.len(),
+            load: s.region_loads.as_deref().map(ServerLoad::of),
+        })
+        .collect();
+    servers.sort_by(|a, b| a.name.cmp(&b.name));
+    Servers {
+        cluster: true,
+        master: Some(status.master.clone()),
+        backup_masters: status.backup_masters.clone(),
+        servers,
+        dead_servers: status.dead_servers.clone(),
+        error: None,
+    }
+}
+
+/// The servers page's value: the cluster's region servers (from the
+/// master's status, which asks each for its regions' loads), or this one
+/// process.
+pub fn servers(db: &Database) -> Servers {
+    if db.cluster().is_none() {
+        let m = db.server_metrics();
+        let r = &m.requests;
+        return Servers {
+            cluster: false,
+            master: None,
+            backup_masters: Vec::new(),
+            servers: vec![ServerRow {
+                name: m.server.clone().unwrap_or_else(|| "this process".into()),
+                this_process: true,
+                regions: m.regions,
+                load: Some(ServerLoad {
+                    requests_per_second: r.requests_per_sec,
+                    read_requests_per_second: Some(r.read_requests_per_sec),
+                    write_requests_per_second: Some(r.write_requests_per_sec),
+                    read_requests: r.read_requests,
+                    filtered_read_requests: Some(r.filtered_read_requests),
+                    write_requests: r.write_requests,
+                    memstore_bytes: m.memstore.bytes,
+                    store_files: m.store_files,
+                    store_file_bytes: m.store_file_bytes,
+                }),
+            }],
+            dead_servers: Vec::new(),
+            error: None,
+        };
+    }
+    match db.master_call(MasterCall::Status) {
+        Ok(MasterAnswer::Status(status)) => servers_of(&status, db.server_name()),
+        Ok(_) => unreachable_cluster("the master answered status with no status".into()),
+        Err(e) => unreachable_cluster(format!("the master could not be asked: {e}")),
+    }
+}
+
+fn unreachable_cluster(error: String) -> Servers {
+    Servers {
+        cluster: true,
+        master: None,
+        backup_masters: Vec::new(),
+        servers: Vec::new(),
+        dead_servers: Vec::new(),
+        error: Some(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use basalt::cluster::ServerStatus;
+
+    fn report(region: u64, reads: u64) -> RegionLoadReport {
+        RegionLoadReport {
+            table: "t".into(),
+            region,
+            requests_per_sec: 2.0,
+            read_requests: reads,
+            write_requests: 1,
+            memstore_bytes: 100,
+            store_files: 1,
+            store_file_bytes: 1000,
+            read_requests_per_sec: Some(1.5),
+            write_requests_per_sec: Some(0.5),
+            filtered_read_requests_per_sec: Some(0.0),
+            filtered_read_requests: Some(3),
+            bytes_read: Some(10),
+            bytes_written: Some(20),
+        }
+    }
+
+    fn status() -> ClusterStatus {
+        ClusterStatus {
+            master: "m,16000,1".into(),
+            backup_masters: vec!["b,16000,2".into()],
+            servers: vec![
+                ServerStatus {
+                    name: "rs2,16020,3".into(),
+                    regions: vec!["x".into()],
+                    region_loads: None,
+                },
+                ServerStatus {
+                    name: "rs1,16020,4".into(),
+                    regions: vec!["a".into(), "b".into()],
+                    region_loads: Some(vec![report(1, 10), report(2, 5)]),
+                },
+            ],
+            dead_servers: vec!["rs0,16020,0".into()],
+            ..ClusterStatus::default()
+        }
+    }
+
+    #[test]
+    fn servers_sum_their_region_reports_and_a_silent_server_has_no_load() {
+        let servers = servers_of(&status(), Some("rs1,16020,4"));
+        assert!(servers.cluster);
+        assert_eq!(servers.master.as_deref(), Some("m,16000,1"));
+        assert_eq!(servers.backup_masters, ["b,16000,2"]);
+        assert_eq!(servers.dead_servers, ["rs0,16020,0"]);
+        let names: Vec<&str> = servers.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["rs1,16020,4", "rs2,16020,3"]);
+        let rs1 = &servers.servers[0];
+        assert!(rs1.this_process);
+        assert_eq!(rs1.regions, 2);
+        let load = rs1.load.as_ref().unwrap();
+        assert_eq!((load.read_requests, load.write_requests), (15, 2));
+        assert_eq!(load.filtered_read_requests, Some(6));
+        assert_eq!(load.read_requests_per_second, Some(3.0));
+        assert_eq!((load.store_files, load.store_file_bytes), (2, 2000));
+        assert_eq!(servers.servers[1].load, None, "rs2 sent no report");
+        assert_eq!(servers.servers[1].regions, 1);
+    }
+
+    fn summary(id: u64, server: &str) -> RegionSummary {
+        RegionSummary {
+            info: basalt::RegionInfo {
+                id,
+                table: "t".into(),
+                start_key: bytes::Bytes::new(),
+                end_key: bytes::Bytes::new(),
+            },
+            state: basalt::RegionState::Open,
+            load: basalt::RegionLoad::default(),
+            stores: Vec::new(),
+            server: Some(server.into()),
+        }
+    }
+
+    #[test]
+    fn another_servers_region_shows_its_report_and_unknown_columns_stay_unknown() {
+        let loads = RemoteLoads::of(&status(), Some("rs2,16020,3".into()));
+        // Held by rs1, which reported it.
+        let reported = loads.row(0, &summary(1, "rs1,16020,4"));
+        assert_eq!(reported.load_from, "report");
+        assert_eq!(reported.read_requests, Some(10));
+        assert_eq!(reported.filtered_read_requests, Some(3));
+        assert_eq!(reported.read_requests_per_second, Some(1.5));
+        assert_eq!(reported.store_file_bytes, Some(1000));
+        assert_eq!(reported.memstore_bytes, Some(100));
+        assert_eq!(reported.compaction_progress, None);
+        assert_eq!(reported.last_major_compaction_ms, None, "not in a report");
+        // Held by rs1 but missing from its report (opened since).
+        let missing = loads.row(1, &summary(9, "rs1,16020,4"));
+        assert_eq!(missing.load_from, "none");
+        assert_eq!(missing.write_requests, None);
+        // Held here (rs2): read here, although rs2 sent no report.
+        let here = loads.row(2, &summary(5, "rs2,16020,3"));
+        assert_eq!(here.load_from, "here");
+        assert_eq!(here.write_requests, Some(0));
+        assert_eq!(here.last_major_compaction_ms, Some(0));
+        // A server the master does not list.
+        assert_eq!(loads.row(3, &summary(7, "gone,1,1")).load_from, "none");
+    }
+
+    #[test]
+    fn a_report_without_the_newer_fields_sums_to_unknown_not_zero() {
+        let mut old = report(1, 1);
+        old.filtered_read_requests = None;
+        old.read_requests_per_sec = None;
+        let load = ServerLoad::of(&[old, report(2, 1)]);
+        assert_eq!(load.filtered_read_requests, None);
+        assert_eq!(load.read_requests_per_second, None);
+        assert_eq!(load.write_requests_per_second, Some(1.0));
+    }
 }

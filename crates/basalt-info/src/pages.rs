@@ -9,7 +9,7 @@ use basalt::Database;
 
 use crate::heatmap::{self, range_text, Heatmap, Metric};
 use crate::html::{self, bytes, escape, page, rate, url_component};
-use crate::model::{RegionRow, Status, TableDetail, TableSummary, REGION_COLUMNS};
+use crate::model::{RegionRow, Servers, Status, TableDetail, TableSummary, REGION_COLUMNS};
 use crate::routes::{Failure, Query};
 
 /// The status page.
@@ -73,6 +73,32 @@ pub fn status(s: &Status) -> String {
             ("Block cache evictions", c.evictions.to_string()),
         ],
     ));
+    if let Some(f) = &s.memory.file_cache {
+        body.push_str("<h2>Disk cache of object storage</h2>");
+        body.push_str(&html::pairs(
+            "file-cache",
+            &[
+                (
+                    "Cached",
+                    format!("{} of {}", bytes(f.bytes), bytes(f.capacity_bytes)),
+                ),
+                ("Parts cached", f.parts.to_string()),
+                (
+                    "Hits / misses (parts)",
+                    format!(
+                        "{} / {} ({:.1}% hits)",
+                        f.hits,
+                        f.misses,
+                        f.hit_ratio * 100.0
+                    ),
+                ),
+                ("Read from the cache", bytes(f.hit_bytes)),
+                ("Fetched from object storage", bytes(f.fetched_bytes)),
+                ("Evictions", f.evictions.to_string()),
+                ("Damaged parts dropped", f.discarded.to_string()),
+            ],
+        ));
+    }
     body.push_str("<h2>Write-ahead log and background work</h2>");
     body.push_str(&html::pairs(
         "wal",
@@ -265,9 +291,13 @@ pub fn table(t: &TableDetail, sort: &RegionSort) -> String {
     }
     body.push_str("</tr></thead><tbody>");
     for r in &t.region_list {
-        let comp = r
-            .compaction_progress
-            .map_or_else(|| "-".to_string(), |p| format!("{:.0}%", p * 100.0));
+        // "-": known to be nothing (no compaction runs); "—": not known
+        // here (another server's region without that column in its report).
+        let comp = match (r.load_from, r.compaction_progress) {
+            (_, Some(p)) => format!("{:.0}%", p * 100.0),
+            ("here", None) => "-".to_string(),
+            _ => UNKNOWN.to_string(),
+        };
         let _ = write!(
             body,
             "<tr><td class=\"key\">{}</td><td class=\"key\">{}</td><td title=\"{}\"><code>{}</code></td>\
@@ -277,20 +307,120 @@ pub fn table(t: &TableDetail, sort: &RegionSort) -> String {
             escape(&r.end_key),
             escape(&r.name),
             escape(&r.encoded_name),
-            rate(r.requests_per_second),
-            rate(r.read_requests_per_second),
-            rate(r.filtered_read_requests_per_second),
-            rate(r.write_requests_per_second),
-            bytes(r.store_file_bytes),
-            r.store_files,
-            bytes(r.memstore_bytes),
+            known(r.requests_per_second, rate),
+            known(r.read_requests_per_second, rate),
+            known(r.filtered_read_requests_per_second, rate),
+            known(r.write_requests_per_second, rate),
+            known(r.store_file_bytes, bytes),
+            known(r.store_files, |n| n.to_string()),
+            known(r.memstore_bytes, bytes),
             comp,
-            html::timestamp(r.last_major_compaction_ms),
+            known(r.last_major_compaction_ms, html::timestamp),
             escape(&r.state),
         );
     }
     body.push_str("</tbody></table>");
+    if s.regions_without_load > 0 {
+        let _ = write!(
+            body,
+            "<p class=\"muted\" id=\"no-load\">{} region(s) show {UNKNOWN}: their server sent the master no load for this page (see <a href=\"/servers\">Servers</a>).</p>",
+            s.regions_without_load
+        );
+    }
     page(&format!("Table {}", s.name), "/tables", &body)
+}
+
+/// How a value not known here is shown.
+const UNKNOWN: &str = "\u{2014}";
+
+/// `value` drawn by `show`, or "—" when it is not known.
+fn known<T>(value: Option<T>, show: impl Fn(T) -> String) -> String {
+    value.map_or_else(|| UNKNOWN.to_string(), show)
+}
+
+/// The servers page: the live region servers with their load, the
+/// backup masters and the dead servers.
+pub fn servers(s: &Servers) -> String {
+    let mut body = String::new();
+    if let Some(error) = &s.error {
+        let _ = write!(body, "<p id=\"error\">{}</p>", escape(error));
+    }
+    if s.cluster {
+        body.push_str(&html::pairs(
+            "masters",
+            &[
+                (
+                    "Active master",
+                    s.master.clone().unwrap_or_else(|| UNKNOWN.into()),
+                ),
+                (
+                    "Backup masters",
+                    if s.backup_masters.is_empty() {
+                        "none".into()
+                    } else {
+                        s.backup_masters.join(", ")
+                    },
+                ),
+            ],
+        ));
+    } else {
+        body.push_str("<p class=\"muted\">One process: it is the only server.</p>");
+    }
+    body.push_str("<h2>Region servers</h2>");
+    body.push_str(
+        "<table id=\"servers\"><thead><tr><th>Server</th><th>Regions</th><th>Requests/s</th>\
+         <th>Reads/s</th><th>Writes/s</th><th>Reads</th><th>Filtered reads</th><th>Writes</th>\
+         <th>Memstore</th><th>Store files</th><th>Store file size</th></tr></thead><tbody>",
+    );
+    for server in &s.servers {
+        let name = if server.this_process {
+            format!("{} (this process)", escape(&server.name))
+        } else {
+            escape(&server.name)
+        };
+        let _ = write!(
+            body,
+            "<tr><td><code>{name}</code></td><td class=\"n\">{}</td>",
+            server.regions
+        );
+        match &server.load {
+            Some(l) => {
+                let _ = write!(
+                    body,
+                    "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                     <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                     <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                    rate(l.requests_per_second),
+                    known(l.read_requests_per_second, rate),
+                    known(l.write_requests_per_second, rate),
+                    l.read_requests,
+                    known(l.filtered_read_requests, |n| n.to_string()),
+                    l.write_requests,
+                    bytes(l.memstore_bytes),
+                    l.store_files,
+                    bytes(l.store_file_bytes),
+                );
+            }
+            None => body.push_str(
+                "<td colspan=\"9\" class=\"muted no-report\">no report (the server did not answer the master in time)</td></tr>",
+            ),
+        }
+    }
+    body.push_str("</tbody></table>");
+    if s.cluster {
+        body.push_str("<h2>Dead servers</h2>");
+        if s.dead_servers.is_empty() {
+            body.push_str("<p class=\"muted\" id=\"dead-servers\">None.</p>");
+        } else {
+            body.push_str("<ul id=\"dead-servers\">");
+            for d in &s.dead_servers {
+                let _ = write!(body, "<li><code>{}</code></li>", escape(d));
+            }
+            body.push_str("</ul>");
+        }
+    }
+    body.push_str("<p class=\"muted\">JSON: <a href=\"/api/servers\">/api/servers</a>.</p>");
+    page("Servers", "/servers", &body)
 }
 
 /// The heatmap page: the metric switch, the SVG, the hottest ranges and

@@ -181,7 +181,7 @@ pub fn render(db: &Database) -> String {
     e.family(
         "basalt_read_requests_total",
         Kind::Counter,
-        "Gets and scans served by the table's regions since they opened.",
+        "Gets and scans served by the table's regions since the process started (regions that left included).",
         &per_table(&|t| t.requests.read_requests as f64),
     );
     e.family(
@@ -201,6 +201,12 @@ pub fn render(db: &Database) -> String {
         Kind::Counter,
         "Rows looked at by reads.",
         &per_table(&|t| t.requests.rows_scanned as f64),
+    );
+    e.family(
+        "basalt_cells_scanned_total",
+        Kind::Counter,
+        "Cells looked at by reads.",
+        &per_table(&|t| t.requests.cells_scanned as f64),
     );
     e.family(
         "basalt_bytes_read_total",
@@ -356,6 +362,69 @@ pub fn render(db: &Database) -> String {
         "The block cache's capacity.",
         cache.capacity_bytes as f64,
     );
+    // The disk cache of object storage: only when the file store keeps
+    // one, so a server on local disk does not report an empty cache.
+    if let Some(f) = &m.file_cache {
+        let families: &[(&str, Kind, &str, u64)] = &[
+            (
+                "basalt_file_cache_hits_total",
+                Kind::Counter,
+                "Parts of files read from the disk cache of object storage.",
+                f.hits,
+            ),
+            (
+                "basalt_file_cache_misses_total",
+                Kind::Counter,
+                "Parts of files the disk cache had to fetch from object storage.",
+                f.misses,
+            ),
+            (
+                "basalt_file_cache_hit_bytes_total",
+                Kind::Counter,
+                "Bytes read from the disk cache.",
+                f.hit_bytes,
+            ),
+            (
+                "basalt_file_cache_fetched_bytes_total",
+                Kind::Counter,
+                "Bytes fetched from object storage into the disk cache.",
+                f.fetched_bytes,
+            ),
+            (
+                "basalt_file_cache_evictions_total",
+                Kind::Counter,
+                "Parts evicted from the disk cache to stay within its budget.",
+                f.evictions,
+            ),
+            (
+                "basalt_file_cache_discarded_total",
+                Kind::Counter,
+                "Damaged or missing part files dropped from the disk cache.",
+                f.discarded,
+            ),
+            (
+                "basalt_file_cache_parts",
+                Kind::Gauge,
+                "Parts in the disk cache.",
+                f.parts,
+            ),
+            (
+                "basalt_file_cache_bytes",
+                Kind::Gauge,
+                "Bytes in the disk cache.",
+                f.bytes,
+            ),
+            (
+                "basalt_file_cache_capacity_bytes",
+                Kind::Gauge,
+                "The disk cache's budget.",
+                f.capacity_bytes,
+            ),
+        ];
+        for (name, kind, help, value) in families {
+            e.single(name, *kind, help, *value as f64);
+        }
+    }
     e.single(
         "basalt_corruption_errors_total",
         Kind::Counter,

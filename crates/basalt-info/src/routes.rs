@@ -227,12 +227,14 @@ enum Route {
     Table(String),
     Heatmap(String),
     LoadSplits,
+    Servers,
     ApiStatus,
     ApiTables,
     ApiTable(String),
     ApiHeatmap(String),
     ApiLoadSplits,
     ApiServerMetrics,
+    ApiServers,
     Metrics,
 }
 
@@ -259,12 +261,14 @@ impl Route {
             ["table", t] => Route::Table(name(t)?),
             ["table", t, "heatmap"] => Route::Heatmap(name(t)?),
             ["load-splits"] => Route::LoadSplits,
+            ["servers"] => Route::Servers,
             ["api", "status"] => Route::ApiStatus,
             ["api", "tables"] => Route::ApiTables,
             ["api", "tables", t] => Route::ApiTable(name(t)?),
             ["api", "tables", t, "heatmap"] => Route::ApiHeatmap(name(t)?),
             ["api", "load-splits"] => Route::ApiLoadSplits,
             ["api", "server-metrics"] => Route::ApiServerMetrics,
+            ["api", "servers"] => Route::ApiServers,
             ["metrics"] => Route::Metrics,
             _ => return Ok(None),
         }))
@@ -286,7 +290,7 @@ pub fn handle(context: &Context, method: &str, path: &str, query: Option<&str>) 
         Ok(None) => {
             return fail(Failure::new(
                 404,
-                format!("no page at {path}: see / for the status page, /tables, /load-splits, /metrics and the /api/... endpoints in docs/web-ui.md"),
+                format!("no page at {path}: see / for the status page, /tables, /servers, /load-splits, /metrics and the /api/... endpoints in docs/web-ui.md"),
             ))
         }
         Err(f) => return fail(f),
@@ -352,6 +356,14 @@ fn answer(context: &Context, route: Route, mut query: Query) -> Result<Reply, Fa
         Route::ApiLoadSplits => {
             query.finish(&[])?;
             Reply::json(&model::load_splits(db))
+        }
+        Route::Servers => {
+            query.finish(&[])?;
+            Reply::html(pages::servers(&model::servers(db)))
+        }
+        Route::ApiServers => {
+            query.finish(&[])?;
+            Reply::json(&model::servers(db))
         }
         Route::ApiServerMetrics => {
             query.finish(&[])?;

@@ -660,6 +660,186 @@ fn metrics_are_well_formed_text_format_with_the_issues_families() {
     }
 }
 
+#[test]
+fn the_servers_api_lists_this_one_server_with_its_regions_loads() {
+    let f = Fixture::new();
+    create(&f.db, "a", &[b"m"]);
+    create(&f.db, "b", &[]);
+    for row in ["c", "x", "y"] {
+        put(&f.db, "a", row.as_bytes());
+    }
+    put(&f.db, "b", b"k");
+    let table = f.db.table("a").unwrap();
+    table.get(&basalt::Get::new("c")).unwrap();
+    let filter = basalt::Filter::parse("ValueFilter(=, 'binary:nothing')").unwrap();
+    table.get(&basalt::Get::new("x").filter(filter)).unwrap();
+    f.db.flush_table("a").unwrap();
+
+    let servers = f.json("/api/servers");
+    assert_eq!(servers["cluster"], false);
+    assert!(servers["error"].is_null());
+    let list = servers["servers"].as_array().unwrap();
+    assert_eq!(list.len(), 1, "{servers}");
+    let me = &list[0];
+    assert_eq!(me["this_process"], true);
+    assert_eq!(me["regions"], 3);
+    let load = &me["load"];
+    assert_eq!(load["write_requests"], 4);
+    assert_eq!(load["read_requests"], 2);
+    assert_eq!(load["filtered_read_requests"], 1);
+    assert_eq!(
+        load["store_files"], 2,
+        "one per region of a after the flush"
+    );
+    assert!(load["store_file_bytes"].as_u64().unwrap() > 0);
+    assert!(
+        load["memstore_bytes"].as_u64().unwrap() > 0,
+        "b is not flushed"
+    );
+    // The same numbers as the sum over the tables' regions.
+    let regions: Vec<Value> = ["a", "b"]
+        .iter()
+        .flat_map(|t| {
+            f.json(&format!("/api/tables/{t}"))["region_list"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .collect();
+    let sum = |k: &str| regions.iter().map(|r| r[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(load["write_requests"].as_u64(), Some(sum("write_requests")));
+    assert_eq!(load["store_files"].as_u64(), Some(sum("store_files")));
+    assert!(regions.iter().all(|r| r["load_from"] == "here"));
+
+    let page = f.get("/servers");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("id=\"servers\""), "{}", page.body);
+    assert!(page.body.contains("(this process)"));
+    assert!(!page.body.contains("no report"));
+}
+
+#[test]
+fn metrics_counters_do_not_go_down_when_a_region_splits() {
+    let f = Fixture::new();
+    create(&f.db, "t", &[]);
+    for i in 0..8 {
+        put(&f.db, "t", format!("row{i}").as_bytes());
+    }
+    f.db.table("t")
+        .unwrap()
+        .get(&basalt::Get::new("row1"))
+        .unwrap();
+    let counters = |f: &Fixture| -> BTreeMap<String, f64> {
+        let families = parse_exposition(&f.get("/metrics").body);
+        families
+            .iter()
+            .filter(|(_, (kind, _))| kind == "counter")
+            .flat_map(|(_, (_, samples))| samples.iter())
+            .map(|(name, labels, v)| (format!("{name}{labels:?}"), *v))
+            .collect()
+    };
+    let before = counters(&f);
+    assert_eq!(before["basalt_write_requests_total{\"table\": \"t\"}"], 8.0);
+    f.db.split_table("t", Some(b"row4")).unwrap();
+    assert_eq!(f.db.list_regions("t").unwrap().len(), 2);
+    let after = counters(&f);
+    for (series, value) in &before {
+        let now = after.get(series).copied().unwrap_or(0.0);
+        assert!(now >= *value, "{series} went from {value} down to {now}");
+    }
+    assert_eq!(after["basalt_write_requests_total{\"table\": \"t\"}"], 8.0);
+    assert_eq!(after["basalt_read_requests_total{\"table\": \"t\"}"], 1.0);
+}
+
+/// The disk cache's families in an exposition.
+fn file_cache_families(families: &Families) -> Vec<&str> {
+    families
+        .keys()
+        .filter(|k| k.starts_with("basalt_file_cache_"))
+        .map(String::as_str)
+        .collect()
+}
+
+#[test]
+fn metrics_and_status_carry_the_disk_cache_only_when_the_store_has_one() {
+    // Files on local disk: no cache, no families, no section.
+    let f = Fixture::new();
+    let families = parse_exposition(&f.get("/metrics").body);
+    assert!(file_cache_families(&families).is_empty());
+    assert!(f.json("/api/status")["memory"]["file_cache"].is_null());
+    assert!(!f.get("/").body.contains("file-cache"));
+
+    // Files behind the object store's disk cache (over a memory store).
+    let dir = tempfile::tempdir().unwrap();
+    let cache_dir = tempfile::tempdir().unwrap();
+    let files = basalt_object_store::CachedFileStore::open(
+        Arc::new(basalt::fs::MemFileStore::new()),
+        dir.path(),
+        basalt_object_store::DiskCacheConfig {
+            dir: cache_dir.path().to_path_buf(),
+            capacity_bytes: 1 << 20,
+            part_bytes: 4096,
+            identity: "mem://info-test".into(),
+        },
+    )
+    .unwrap();
+    let mut options = Options::new(dir.path());
+    // No block cache: reads go to the file store, so the disk cache counts.
+    options.block_cache_bytes = 0;
+    let db = Database::builder(options)
+        .clock(Arc::new(ManualClock::new(START_MS)))
+        .file_store(Arc::new(files))
+        .open()
+        .unwrap();
+    create(&db, "t", &[]);
+    put(&db, "t", b"row");
+    db.flush_table("t").unwrap();
+    for _ in 0..3 {
+        db.table("t")
+            .unwrap()
+            .get(&basalt::Get::new("row"))
+            .unwrap();
+    }
+    let server = InfoServer::bind(
+        db.clone(),
+        &InfoConfig {
+            port: 0,
+            ..InfoConfig::default()
+        },
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    let families = parse_exposition(&request(addr, "GET", "/metrics").body);
+    assert_eq!(
+        file_cache_families(&families),
+        [
+            "basalt_file_cache_bytes",
+            "basalt_file_cache_capacity_bytes",
+            "basalt_file_cache_discarded_total",
+            "basalt_file_cache_evictions_total",
+            "basalt_file_cache_fetched_bytes_total",
+            "basalt_file_cache_hit_bytes_total",
+            "basalt_file_cache_hits_total",
+            "basalt_file_cache_misses_total",
+            "basalt_file_cache_parts",
+        ]
+    );
+    let hits = value_of(&families, "basalt_file_cache_hits_total");
+    let misses = value_of(&families, "basalt_file_cache_misses_total");
+    assert!(hits + misses > 0.0, "reads went through the cache");
+    assert_eq!(
+        value_of(&families, "basalt_file_cache_capacity_bytes"),
+        1048576.0
+    );
+    let status: Value = serde_json::from_str(&request(addr, "GET", "/api/status").body).unwrap();
+    let cache = &status["memory"]["file_cache"];
+    assert_eq!(cache["capacity_bytes"], 1 << 20);
+    assert_eq!(cache["hits"].as_f64(), Some(hits));
+    assert!(request(addr, "GET", "/").body.contains("id=\"file-cache\""));
+    server.shutdown();
+    db.close().unwrap();
+}
+
 fn value_of(families: &Families, name: &str) -> f64 {
     families[name].1[0].2
 }

@@ -59,7 +59,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 
-use basalt_engine::fs::{past_end, FileStore, FileWriter};
+use basalt_engine::fs::{past_end, FileCacheStats, FileStore, FileWriter};
 use basalt_types::{Error, Result};
 
 const IDENTITY_FILE: &str = "IDENTITY";
@@ -81,40 +81,10 @@ pub struct DiskCacheConfig {
     pub identity: String,
 }
 
-/// Counters of a [`CachedFileStore`] since it opened, and its size now.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DiskCacheStats {
-    /// Parts read from the cache.
-    pub hits: u64,
-    /// Parts that had to be fetched from the remote store.
-    pub misses: u64,
-    /// Bytes read from cached parts.
-    pub hit_bytes: u64,
-    /// Bytes fetched from the remote store into parts.
-    pub fetched_bytes: u64,
-    /// Parts evicted to stay within the budget.
-    pub evictions: u64,
-    /// Part files found damaged (wrong length) or missing, and dropped.
-    pub discarded: u64,
-    /// Parts cached now.
-    pub parts: u64,
-    /// Bytes cached now.
-    pub bytes: u64,
-    /// The budget.
-    pub capacity_bytes: u64,
-}
-
-impl DiskCacheStats {
-    /// Hits over all part lookups (0 before any).
-    pub fn hit_ratio(&self) -> f64 {
-        let total = self.hits + self.misses;
-        if total == 0 {
-            0.0
-        } else {
-            self.hits as f64 / total as f64
-        }
-    }
-}
+/// Counters of a [`CachedFileStore`] since it opened, and its size now:
+/// the engine's [`FileCacheStats`], which `FileStore::cache_stats` carries
+/// to the database's metrics.
+pub type DiskCacheStats = FileCacheStats;
 
 /// One cached part: a file (by its path below the root) and a part index.
 type PartId = (PathBuf, u64);
@@ -595,5 +565,11 @@ impl FileStore for CachedFileStore {
 
     fn remove_unfinished(&self, dir: &Path) -> Result<usize> {
         self.inner.remove_unfinished(dir)
+    }
+
+    /// This cache's counters (not the store's behind it: the cache is the
+    /// one that counts).
+    fn cache_stats(&self) -> Option<FileCacheStats> {
+        Some(self.stats())
     }
 }

@@ -104,6 +104,36 @@ fn a_warm_working_set_is_read_without_remote_requests() {
 }
 
 #[test]
+fn the_file_store_trait_reports_the_caches_counters_and_only_a_cache_has_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, remote) = cached_mem(dir.path(), 2 * PART);
+    let f = Path::new("/db/data/t/c.sst");
+    let bytes = data(4 * PART as usize, 3);
+    write(&cache, f, &bytes);
+    for part in 0..4u64 {
+        cache.read_range(f, part * PART, 10).unwrap();
+    }
+    cache.read_range(f, 3 * PART, 10).unwrap();
+    // What the database sees, through the trait object.
+    let as_store: Arc<dyn FileStore> = Arc::new(cache);
+    let stats = as_store
+        .cache_stats()
+        .expect("a cache reports its counters");
+    assert_eq!((stats.hits, stats.misses), (1, 4));
+    assert_eq!(stats.evictions, 2, "a budget of two parts");
+    assert_eq!((stats.parts, stats.bytes), (2, 2 * PART));
+    assert_eq!(stats.capacity_bytes, 2 * PART);
+    assert_eq!(stats.hit_bytes, 10);
+    assert_eq!(stats.fetched_bytes, 4 * PART);
+    // A fault-injecting wrapper reports the cache it wraps.
+    let wrapped = FaultyFileStore::new(Arc::clone(&as_store));
+    assert_eq!(wrapped.cache_stats(), Some(stats));
+    // The stores behind a cache have none.
+    assert_eq!(remote.cache_stats(), None);
+    assert_eq!(MemFileStore::new().cache_stats(), None);
+}
+
+#[test]
 fn the_cache_stays_within_its_budget_evicting_the_least_recently_used() {
     let dir = tempfile::tempdir().unwrap();
     let (cache, remote) = cached_mem(dir.path(), 5 * PART);

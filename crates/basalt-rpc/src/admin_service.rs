@@ -116,6 +116,7 @@ pub(crate) fn region_load(region: &RegionSummary) -> RegionLoad {
         write_requests_count: Some(region.load.write_requests),
         // Every file is on this process's own storage.
         data_locality: Some(1.0),
+        filtered_read_requests_count: Some(region.load.filtered_read_requests),
     }
 }
 
@@ -132,6 +133,7 @@ pub(crate) fn meta_region_load() -> RegionLoad {
         read_requests_count: Some(0),
         write_requests_count: Some(0),
         data_locality: Some(1.0),
+        filtered_read_requests_count: Some(0),
     }
 }
 

@@ -891,6 +891,7 @@ fn members_status(call: &Call<'_>, options: &[i32]) -> Result<status::ClusterSta
                     load.mem_store_size_mb = Some(mib(l.memstore_bytes));
                     load.read_requests_count = Some(l.read_requests);
                     load.write_requests_count = Some(l.write_requests);
+                    load.filtered_read_requests_count = l.filtered_read_requests;
                 }
                 load
             }));

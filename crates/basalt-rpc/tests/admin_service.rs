@@ -321,6 +321,15 @@ fn region_loads_are_answered_for_one_table_or_for_all() {
     s.create("t1", &[b"k"]);
     s.create("t2", &[]);
     s.put("t1", "a");
+    // One read whose filter drops the row: a filtered read.
+    let filter = basalt::Filter::parse("ValueFilter(=, 'binary:nothing')").unwrap();
+    let got = s
+        .db()
+        .table("t1")
+        .unwrap()
+        .get(&basalt::Get::new("a").filter(filter))
+        .unwrap();
+    assert!(got.is_empty());
     let load = |table: Option<&str>| -> Vec<Vec<u8>> {
         let answer: a::GetRegionLoadResponse = s
             .call(
@@ -356,6 +365,8 @@ fn region_loads_are_answered_for_one_table_or_for_all() {
     let first = &answer.region_loads[0];
     assert_eq!(first.stores, Some(2));
     assert_eq!(first.write_requests_count, Some(1));
+    assert_eq!(first.read_requests_count, Some(1));
+    assert_eq!(first.filtered_read_requests_count, Some(1));
 }
 
 #[test]

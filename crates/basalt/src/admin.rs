@@ -1057,6 +1057,16 @@ fn cluster_reply(
                             region.memstore_bytes = report.memstore_bytes;
                             region.store_files = report.store_files;
                             region.store_file_bytes = report.store_file_bytes;
+                            region.read_requests_per_sec =
+                                report.read_requests_per_sec.unwrap_or_default();
+                            region.write_requests_per_sec =
+                                report.write_requests_per_sec.unwrap_or_default();
+                            region.filtered_read_requests_per_sec =
+                                report.filtered_read_requests_per_sec.unwrap_or_default();
+                            region.filtered_read_requests =
+                                report.filtered_read_requests.unwrap_or_default();
+                            region.bytes_read = report.bytes_read.unwrap_or_default();
+                            region.bytes_written = report.bytes_written.unwrap_or_default();
                         }
                     }
                     Some(ServerLoadReply {
@@ -1066,7 +1076,18 @@ fn cluster_reply(
                         memstore_bytes: reports.iter().map(|r| r.memstore_bytes).sum(),
                         store_files: reports.iter().map(|r| r.store_files).sum(),
                         store_file_bytes: reports.iter().map(|r| r.store_file_bytes).sum(),
-                        ..ServerLoadReply::default()
+                        read_requests_per_second: reports
+                            .iter()
+                            .filter_map(|r| r.read_requests_per_sec)
+                            .sum(),
+                        write_requests_per_second: reports
+                            .iter()
+                            .filter_map(|r| r.write_requests_per_sec)
+                            .sum(),
+                        filtered_read_requests: reports
+                            .iter()
+                            .filter_map(|r| r.filtered_read_requests)
+                            .sum(),
                     })
                 }
                 None => load,

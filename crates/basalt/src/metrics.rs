@@ -8,7 +8,9 @@
 //! 2. Region and store counters live in the engine (`RegionLoad`,
 //!    `StoreStats`) and are summed here per server
 //!    ([`Database::server_metrics`]) and per table
-//!    ([`Database::table_metrics`]).
+//!    ([`Database::table_metrics`]); the request totals add those of the
+//!    regions that left this process ([`RetiredLoad`]), so they never go
+//!    down.
 //! 3. Server-wide parts (block cache, write-ahead log, memstore budget,
 //!    flush and compaction queues, finished flushes and compactions) are
 //!    read from the region server at the moment of the call.
@@ -25,6 +27,8 @@
 
 mod heatmap;
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
@@ -32,11 +36,11 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use basalt_engine::block_cache::BlockCacheStats;
+use basalt_engine::fs::FileCacheStats;
 use basalt_engine::wal::WalStats;
 
 use crate::database::{Database, RegionSummary};
 
-use crate::RegionRoute;
 pub use heatmap::{HeatmapQuery, HeatmapRow, HotRange, KeyHeatmap, RegionKeyLoad, HOTTEST_RANGES};
 
 /// The request operations whose latency is recorded, one histogram each.
@@ -298,6 +302,50 @@ impl From<BlockCacheStats> for BlockCacheMetrics {
     }
 }
 
+/// The file store's local cache of object storage (`FileStore::cache_stats`):
+/// present only when the database's files are on object storage behind
+/// the disk cache. A part is an aligned range of a file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileCacheMetrics {
+    /// Parts read from the cache.
+    pub hits: u64,
+    /// Parts fetched from object storage.
+    pub misses: u64,
+    /// Hits over lookups (0 with none).
+    pub hit_ratio: f64,
+    /// Bytes read from cached parts.
+    pub hit_bytes: u64,
+    /// Bytes fetched from object storage into parts.
+    pub fetched_bytes: u64,
+    /// Parts evicted to stay within the budget.
+    pub evictions: u64,
+    /// Part files found damaged or missing, and dropped.
+    pub discarded: u64,
+    /// Parts cached now.
+    pub parts: u64,
+    /// Bytes cached now.
+    pub bytes: u64,
+    /// The budget in bytes (`[storage] cache_bytes`).
+    pub capacity_bytes: u64,
+}
+
+impl From<FileCacheStats> for FileCacheMetrics {
+    fn from(s: FileCacheStats) -> Self {
+        FileCacheMetrics {
+            hits: s.hits,
+            misses: s.misses,
+            hit_ratio: s.hit_ratio(),
+            hit_bytes: s.hit_bytes,
+            fetched_bytes: s.fetched_bytes,
+            evictions: s.evictions,
+            discarded: s.discarded,
+            parts: s.parts,
+            bytes: s.bytes,
+            capacity_bytes: s.capacity_bytes,
+        }
+    }
+}
+
 /// The server's write-ahead log since it opened (the local segment log or
 /// the log on object storage, through `WriteAheadLog::stats`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -358,12 +406,95 @@ pub struct GatewayMetrics {
     pub address: String,
 }
 
+/// The request totals of regions: what a region that leaves this process
+/// leaves behind in [`RetiredLoad`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestTotals {
+    /// Gets and scans.
+    pub read_requests: u64,
+    /// Reads whose filter dropped at least one row or cell.
+    pub filtered_read_requests: u64,
+    /// Row mutations.
+    pub write_requests: u64,
+    /// Rows looked at by reads.
+    pub rows_scanned: u64,
+    /// Cells looked at by reads.
+    pub cells_scanned: u64,
+    /// Bytes of cells returned by reads.
+    pub bytes_read: u64,
+    /// Bytes of cells written.
+    pub bytes_written: u64,
+}
+
+impl RequestTotals {
+    /// The totals of one region's load.
+    pub fn of(load: &basalt_engine::RegionLoad) -> Self {
+        RequestTotals {
+            read_requests: load.read_requests,
+            filtered_read_requests: load.filtered_read_requests,
+            write_requests: load.write_requests,
+            rows_scanned: load.rows_scanned,
+            cells_scanned: load.cells_scanned,
+            bytes_read: load.bytes_read,
+            bytes_written: load.bytes_written,
+        }
+    }
+
+    fn add(&mut self, other: &RequestTotals) {
+        self.read_requests = self.read_requests.saturating_add(other.read_requests);
+        self.filtered_read_requests = self
+            .filtered_read_requests
+            .saturating_add(other.filtered_read_requests);
+        self.write_requests = self.write_requests.saturating_add(other.write_requests);
+        self.rows_scanned = self.rows_scanned.saturating_add(other.rows_scanned);
+        self.cells_scanned = self.cells_scanned.saturating_add(other.cells_scanned);
+        self.bytes_read = self.bytes_read.saturating_add(other.bytes_read);
+        self.bytes_written = self.bytes_written.saturating_add(other.bytes_written);
+    }
+}
+
+/// The final request totals of every region that left this process since
+/// it started (closed for a move or an unassignment, a split or merge
+/// parent retired, a table disabled, truncated or dropped), per server and
+/// per table. The server and table totals add them to the regions open
+/// now, so they never go down while the process lives (Prometheus reads a
+/// drop in a counter as a restart).
+///
+/// The region server folds a region in at the moment it leaves the open
+/// set, under the same lock ([`RegionServer::close_region`]), so a reader
+/// never sees a region in both or in neither. A table's entry outlives the
+/// table: a table created again under the same name goes on from it, as
+/// one series of `/metrics` would. Work a handle still held does in a
+/// closed region after that (a scanner's last rows) is not counted.
+///
+/// [`RegionServer::close_region`]: crate::RegionServer::close_region
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetiredLoad {
+    /// Over every table.
+    pub server: RequestTotals,
+    /// Per table name.
+    pub tables: HashMap<String, RequestTotals>,
+}
+
+impl RetiredLoad {
+    /// Folds in the final load of a region of `table` that left.
+    pub fn fold(&mut self, table: &str, load: &basalt_engine::RegionLoad) {
+        let totals = RequestTotals::of(load);
+        self.server.add(&totals);
+        self.tables
+            .entry(table.to_string())
+            .or_default()
+            .add(&totals);
+    }
+}
+
 /// Request counts and rates summed over regions.
 ///
-/// Counts are totals since each region opened, summed over the regions
-/// open here now: a region that closes (moved, split, merged, dropped)
-/// takes its counts with it and a new region starts at 0, as HBase's
-/// per-region counters do. Rates are over the last minute.
+/// Counts are totals since the process started: those of the regions open
+/// here now (each since it opened) plus the final counts of the regions
+/// that left ([`RetiredLoad`]), so they never go down. A region's own
+/// counts start at 0 when it opens, as HBase's per-region counters do.
+/// Rates are over the last minute, over the regions open now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestMetrics {
     /// Gets and scans (a scan once per region it read).
@@ -374,6 +505,9 @@ pub struct RequestMetrics {
     pub write_requests: u64,
     /// Rows looked at by reads.
     pub rows_scanned: u64,
+    /// Cells looked at by reads.
+    #[serde(default)]
+    pub cells_scanned: u64,
     /// Bytes of cells returned by reads.
     pub bytes_read: u64,
     /// Bytes of cells written.
@@ -394,18 +528,25 @@ pub struct RequestMetrics {
 
 impl RequestMetrics {
     fn add(&mut self, load: &basalt_engine::RegionLoad) {
-        self.read_requests += load.read_requests;
-        self.filtered_read_requests += load.filtered_read_requests;
-        self.write_requests += load.write_requests;
-        self.rows_scanned += load.rows_scanned;
-        self.bytes_read += load.bytes_read;
-        self.bytes_written += load.bytes_written;
+        self.add_totals(&RequestTotals::of(load));
         self.requests_per_sec += load.read_requests_per_sec + load.write_requests_per_sec;
         self.read_requests_per_sec += load.read_requests_per_sec;
         self.filtered_read_requests_per_sec += load.filtered_read_requests_per_sec;
         self.write_requests_per_sec += load.write_requests_per_sec;
         self.bytes_read_per_sec += load.bytes_read_per_sec;
         self.bytes_written_per_sec += load.bytes_written_per_sec;
+    }
+
+    fn add_totals(&mut self, totals: &RequestTotals) {
+        self.read_requests = self.read_requests.saturating_add(totals.read_requests);
+        self.filtered_read_requests = self
+            .filtered_read_requests
+            .saturating_add(totals.filtered_read_requests);
+        self.write_requests = self.write_requests.saturating_add(totals.write_requests);
+        self.rows_scanned = self.rows_scanned.saturating_add(totals.rows_scanned);
+        self.cells_scanned = self.cells_scanned.saturating_add(totals.cells_scanned);
+        self.bytes_read = self.bytes_read.saturating_add(totals.bytes_read);
+        self.bytes_written = self.bytes_written.saturating_add(totals.bytes_written);
     }
 }
 
@@ -426,12 +567,17 @@ pub struct ServerMetrics {
     pub failed_regions: usize,
     /// The gateways serving this database, in the order they started.
     pub gateways: Vec<GatewayMetrics>,
-    /// Requests over the regions open here.
+    /// Requests since the process started (regions open here and those
+    /// that left, [`RetiredLoad`]).
     pub requests: RequestMetrics,
     /// Per operation, in [`Operation::ALL`] order.
     pub latencies: Vec<OperationLatency>,
     /// The block cache.
     pub block_cache: BlockCacheMetrics,
+    /// The file store's disk cache of object storage; `None` when the
+    /// store keeps none (files on local disk).
+    #[serde(default)]
+    pub file_cache: Option<FileCacheMetrics>,
     /// The write-ahead log.
     pub wal: WalMetrics,
     /// The memstores and their global budget.
@@ -455,7 +601,8 @@ pub struct ServerMetrics {
 }
 
 /// One table's numbers over its regions open here (per-table series of
-/// the Prometheus endpoint).
+/// the Prometheus endpoint); its request totals also count the regions of
+/// the table that left this process ([`RetiredLoad`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TableMetrics {
     /// The table.
@@ -466,7 +613,7 @@ pub struct TableMetrics {
     pub regions: usize,
     /// Of them, regions open here (whose numbers are below).
     pub regions_here: usize,
-    /// Requests over those regions.
+    /// Requests over those regions and the table's regions that left.
     pub requests: RequestMetrics,
     /// Store files.
     pub store_files: usize,
@@ -507,9 +654,11 @@ impl Database {
         let server = self.region_server();
         let now = self.clock().now_millis();
         let started = self.started_at_ms();
+        let (online, retired) = server.regions_and_retired_load();
         let mut requests = RequestMetrics::default();
+        requests.add_totals(&retired.server);
         let (mut regions, mut failed, mut files, mut file_bytes) = (0, 0, 0, 0);
-        for region in server.online_regions() {
+        for region in online {
             regions += 1;
             if region.open_failure().is_some() {
                 failed += 1;
@@ -542,6 +691,11 @@ impl Database {
             requests,
             latencies: self.latencies().snapshot(),
             block_cache: self.block_cache_stats().into(),
+            file_cache: server
+                .store_context()
+                .files
+                .cache_stats()
+                .map(FileCacheMetrics::from),
             wal: server.wal_stats().into(),
             memstore: MemstoreMetrics {
                 bytes: budget.total() as u64,
@@ -562,27 +716,38 @@ impl Database {
         }
     }
 
-    /// Per table, its numbers over the regions open here, in name order.
+    /// Per table, its numbers over the regions open here (and, for the
+    /// request totals, those that left), in name order.
     pub fn table_metrics(&self) -> Vec<TableMetrics> {
+        // The open set, not the locator's local routes, so that a region
+        // is counted live or retired, never both: the locator may still
+        // route to a region the server has just closed.
+        let (online, retired) = self.region_server().regions_and_retired_load();
+        let mut by_table: HashMap<&str, Vec<&Arc<basalt_engine::Region>>> = HashMap::new();
+        for region in &online {
+            by_table
+                .entry(region.info().table.as_str())
+                .or_default()
+                .push(region);
+        }
         self.locator()
             .tables()
             .into_iter()
             .map(|(name, location)| {
-                let routes = location.routes();
                 let mut metrics = TableMetrics {
-                    table: name,
+                    regions: location.routes().len(),
                     enabled: location.is_enabled(),
-                    regions: routes.len(),
                     regions_here: 0,
                     requests: RequestMetrics::default(),
                     store_files: 0,
                     store_file_bytes: 0,
                     memstore_bytes: 0,
+                    table: name,
                 };
-                for route in &routes {
-                    let RegionRoute::Local(region) = route else {
-                        continue;
-                    };
+                if let Some(totals) = retired.tables.get(&metrics.table) {
+                    metrics.requests.add_totals(totals);
+                }
+                for region in by_table.get(metrics.table.as_str()).into_iter().flatten() {
                     let load = region.load();
                     metrics.regions_here += 1;
                     metrics.requests.add(&load);

@@ -71,6 +71,7 @@ use basalt_engine::{Clock, FamilyState, OpenFailure, Region, RegionInfo, StoreCo
 use basalt_types::{Error, Result};
 
 use crate::maintenance::{Maintenance, MaintenanceHooks};
+use crate::metrics::RetiredLoad;
 use crate::options::Options;
 
 /// What a region server needs to open a region: its identity and key
@@ -147,6 +148,9 @@ pub struct RegionServer {
     moved_away: Mutex<HashMap<u64, u64>>,
     /// Cluster mode: the region epoch each region open here was opened at.
     epochs: Mutex<HashMap<u64, u64>>,
+    /// The final request totals of the regions that left the open set
+    /// (folded in by `close_region`, under `online`'s write lock).
+    retired: Mutex<RetiredLoad>,
     shut_down: AtomicBool,
 }
 
@@ -251,6 +255,7 @@ impl RegionServer {
             opening: Mutex::new(HashSet::new()),
             moved_away: Mutex::new(HashMap::new()),
             epochs: Mutex::new(HashMap::new()),
+            retired: Mutex::new(RetiredLoad::default()),
             shut_down: AtomicBool::new(false),
         };
         Ok((server, recovery))
@@ -291,6 +296,7 @@ impl RegionServer {
             opening: Mutex::new(HashSet::new()),
             moved_away: Mutex::new(HashMap::new()),
             epochs: Mutex::new(HashMap::new()),
+            retired: Mutex::new(RetiredLoad::default()),
             shut_down: AtomicBool::new(false),
         })
     }
@@ -470,10 +476,35 @@ impl RegionServer {
     /// Stops serving region `id` here: the scheduler forgets it and it
     /// leaves the open set. Its files stay (a successor may link to them);
     /// handles still held keep reading its frozen data.
+    ///
+    /// Every way a region leaves this server ends here (a move, an
+    /// unassignment, a split or merge parent replaced, a table disabled,
+    /// truncated or dropped: [`RegionServer::close_for_move`],
+    /// [`RegionServer::close_handed_over`], [`RegionServer::destroy_region`]
+    /// call it), so this is where its final request totals are folded into
+    /// the retired load ([`RegionServer::regions_and_retired_load`]): the
+    /// server's and table's totals never go down.
     pub fn close_region(&self, id: u64) -> Option<Arc<Region>> {
         self.maintenance.unregister(id);
         self.epochs.lock().remove(&id);
-        self.online.write().remove(&id)
+        let mut online = self.online.write();
+        let closed = online.remove(&id);
+        if let Some(region) = &closed {
+            // Under the open set's lock: a reader sees the region open or
+            // retired, never both and never neither.
+            self.retired
+                .lock()
+                .fold(&region.info().table, &region.load());
+        }
+        closed
+    }
+
+    /// Every open region and the totals of those that left, taken together
+    /// so that no region is counted twice or missed (the metrics' sums).
+    pub fn regions_and_retired_load(&self) -> (Vec<Arc<Region>>, RetiredLoad) {
+        let online = self.online.read();
+        let retired = self.retired.lock().clone();
+        (online.values().cloned().collect(), retired)
     }
 
     /// Cluster mode: the region epoch region `id` was opened at here

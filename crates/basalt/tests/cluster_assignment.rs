@@ -528,6 +528,76 @@ fn the_janitor_removes_region_directories_no_catalog_region_names_and_keeps_the_
 }
 
 #[test]
+fn a_servers_request_totals_keep_the_regions_it_moved_away_and_reports_carry_filtered_reads() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let first = member_with_table(&mut h, &master, 300);
+    let totals = |db: &Database| {
+        let server = db.server_metrics().requests.write_requests;
+        let table = db
+            .table_metrics()
+            .into_iter()
+            .find(|t| t.table == "t")
+            .map(|t| t.requests.write_requests);
+        (server, table)
+    };
+    assert_eq!(totals(&h.member(&first)), (300, Some(300)));
+
+    // Half the regions move to a new server: the first keeps their counts.
+    let second = h.start_member();
+    h.settle(&master);
+    assert_eq!(balance(&master), 4);
+    h.settle(&master);
+    assert_eq!(h.member(&first).server_metrics().regions, 4);
+    assert_eq!(totals(&h.member(&first)), (300, Some(300)));
+    assert_eq!(
+        totals(&h.member(&second)),
+        (0, Some(0)),
+        "moved regions start at 0"
+    );
+
+    // A filtered read of a row the second server holds, through the first:
+    // the second's report to the master carries it.
+    let held = status(&master)
+        .servers
+        .into_iter()
+        .find(|s| s.name == second)
+        .unwrap()
+        .regions;
+    let region = h
+        .member(&first)
+        .region_states("t")
+        .unwrap()
+        .into_iter()
+        .map(|(info, _)| info)
+        .find(|info| held.contains(&info.encoded_name()))
+        .unwrap();
+    // `write` put row i at "<i % 8>-<i>": the first row of region k is k's.
+    let k: usize = std::str::from_utf8(&region.start_key)
+        .unwrap()
+        .parse()
+        .unwrap_or(0);
+    let row = format!("{k:02}-{k:05}");
+    let filter = basalt::Filter::parse("ValueFilter(=, 'binary:nothing')").unwrap();
+    h.member(&first)
+        .table("t")
+        .unwrap()
+        .get(&Get::new(row).filter(filter))
+        .unwrap();
+    let reports = status(&master)
+        .servers
+        .into_iter()
+        .find(|s| s.name == second)
+        .unwrap()
+        .region_loads
+        .expect("the second server answered");
+    let report = reports.iter().find(|r| r.region == region.id).unwrap();
+    assert_eq!(report.read_requests, 1);
+    assert_eq!(report.filtered_read_requests, Some(1));
+    assert!(report.read_requests_per_sec.is_some() && report.bytes_written.is_some());
+}
+
+#[test]
 fn the_balancer_moves_load_off_the_server_holding_the_two_hot_regions() {
     let mut h = Harness::new();
     let master = h.start_master("m1");

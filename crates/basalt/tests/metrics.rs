@@ -293,6 +293,112 @@ fn server_and_table_metrics_sum_the_regions_open_here() {
     assert!(status.memstore_bytes > 0);
 }
 
+/// The server's and table `t`'s request totals: (reads, writes, bytes written).
+fn totals(db: &Database) -> ((u64, u64, u64), (u64, u64, u64)) {
+    let server = db.server_metrics().requests;
+    let table = db
+        .table_metrics()
+        .into_iter()
+        .find(|t| t.table == "t")
+        .map(|t| t.requests)
+        .unwrap_or_default();
+    (
+        (
+            server.read_requests,
+            server.write_requests,
+            server.bytes_written,
+        ),
+        (
+            table.read_requests,
+            table.write_requests,
+            table.bytes_written,
+        ),
+    )
+}
+
+#[test]
+fn request_totals_never_go_down_when_regions_split_merge_move_or_are_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(T0);
+    let db = open(dir.path(), &clock);
+    let table = create(&db, "t", &[]);
+    // (reads, writes, bytes written) done so far.
+    let mut done = (0, 0, 0);
+    let work = |table: &Table, round: usize, done: &mut (u64, u64, u64)| {
+        for i in 0..10 {
+            let row = format!("r{i}");
+            let value = format!("v{round}");
+            table
+                .put(&Put::new(row.clone()).add("f", "q", value.clone()))
+                .unwrap();
+            table.get(&Get::new(row.clone())).unwrap();
+            done.0 += 1;
+            done.1 += 1;
+            done.2 += cell_bytes(&row, "q", &value);
+        }
+    };
+    let mut last = ((0, 0, 0), (0, 0, 0));
+    let mut check = |db: &Database, step: &str, done: (u64, u64, u64)| {
+        let now = totals(db);
+        assert!(
+            now.0 >= last.0 && now.1 >= last.1,
+            "{step}: went down from {last:?} to {now:?}"
+        );
+        assert_eq!(now.0, done, "{step}: server");
+        assert_eq!(now.1, done, "{step}: table");
+        last = now;
+    };
+
+    work(&table, 0, &mut done);
+    check(&db, "written", done);
+
+    db.split_table("t", Some(b"r5")).unwrap();
+    assert_eq!(db.list_regions("t").unwrap().len(), 2);
+    check(&db, "split", done);
+    work(&table, 1, &mut done);
+    check(&db, "written after the split", done);
+
+    let names: Vec<Vec<u8>> = db
+        .list_regions("t")
+        .unwrap()
+        .iter()
+        .map(|r| r.info.region_name().to_vec())
+        .collect();
+    db.merge_regions(&names[0], &names[1]).unwrap();
+    assert_eq!(db.list_regions("t").unwrap().len(), 1);
+    check(&db, "merged", done);
+    work(&table, 2, &mut done);
+    check(&db, "written after the merge", done);
+
+    // A region closed for a move (the master then opens it elsewhere).
+    let id = only_region(&db, "t").info.id;
+    db.region_server().close_for_move(id).unwrap();
+    assert_eq!(db.server_metrics().regions, 0);
+    check(&db, "moved away", done);
+
+    // Truncation replaces the (here closed) regions with empty ones.
+    db.disable_table("t").unwrap();
+    db.truncate_table("t").unwrap();
+    check(&db, "truncated", done);
+    db.enable_table("t").unwrap();
+    work(&db.table("t").unwrap(), 3, &mut done);
+    check(&db, "written after the truncation", done);
+
+    // The server's totals outlive a dropped table; its series go.
+    db.disable_table("t").unwrap();
+    db.drop_table("t").unwrap();
+    let server = db.server_metrics().requests;
+    assert_eq!(
+        (
+            server.read_requests,
+            server.write_requests,
+            server.bytes_written
+        ),
+        done
+    );
+    assert!(db.table_metrics().is_empty());
+}
+
 #[test]
 fn a_region_reply_from_an_older_server_still_decodes() {
     let old = r#"{"name":[116],"encoded_name":"e","start_key":[],"end_key":[],

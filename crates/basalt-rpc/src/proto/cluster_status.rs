@@ -119,6 +119,10 @@ pub struct RegionLoad {
     /// Fraction of the data on local disks.
     #[prost(float, optional, tag = "16")]
     pub data_locality: Option<f32>,
+    /// Reads whose filter dropped at least one row or cell (HBase 2's
+    /// filtered read requests).
+    #[prost(uint64, optional, tag = "19")]
+    pub filtered_read_requests_count: Option<u64>,
 }
 
 /// A region server's load.

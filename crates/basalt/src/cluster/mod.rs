@@ -109,6 +109,27 @@ pub struct RegionLoadReport {
     pub store_files: usize,
     /// Bytes in its store files.
     pub store_file_bytes: u64,
+    /// Reads per second over the last minute. The fields from here on are
+    /// `None` from a server that predates them, so a reader shows them as
+    /// unknown rather than as 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_requests_per_sec: Option<f64>,
+    /// Writes per second over the last minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_requests_per_sec: Option<f64>,
+    /// Filtered reads per second over the last minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filtered_read_requests_per_sec: Option<f64>,
+    /// Reads whose filter dropped at least one row or cell, since it
+    /// opened there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filtered_read_requests: Option<u64>,
+    /// Bytes of cells returned by reads, since it opened there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_read: Option<u64>,
+    /// Bytes of cells written, since it opened there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_written: Option<u64>,
 }
 
 /// The load of every region `db` serves itself, for
@@ -129,6 +150,12 @@ pub fn local_region_loads(db: &crate::Database) -> Vec<RegionLoadReport> {
                     memstore_bytes: load.memstore_bytes,
                     store_files: stores.iter().map(|(_, s)| s.files).sum(),
                     store_file_bytes: stores.iter().map(|(_, s)| s.file_bytes).sum(),
+                    read_requests_per_sec: Some(load.read_requests_per_sec),
+                    write_requests_per_sec: Some(load.write_requests_per_sec),
+                    filtered_read_requests_per_sec: Some(load.filtered_read_requests_per_sec),
+                    filtered_read_requests: Some(load.filtered_read_requests),
+                    bytes_read: Some(load.bytes_read),
+                    bytes_written: Some(load.bytes_written),
                 });
             }
         }
