@@ -434,6 +434,7 @@ fn the_periodic_balancer_runs_when_due_and_only_while_its_switch_is_on() {
     master.set_chore_periods(ChorePeriods {
         balancer: Duration::from_secs(60),
         janitor: Duration::ZERO,
+        normalizer: Duration::ZERO,
     });
     let first = h.start_member();
     h.settle(&master);
@@ -481,6 +482,7 @@ fn the_janitor_removes_region_directories_no_catalog_region_names_and_keeps_the_
     master.set_chore_periods(ChorePeriods {
         balancer: Duration::ZERO,
         janitor: Duration::from_secs(300),
+        normalizer: Duration::ZERO,
     });
     let first = h.start_member();
     h.settle(&master);
