@@ -365,6 +365,7 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
     )
     .map_err(|e| format!("cannot start the master: {e}"))?;
     master.set_chore_periods(options.chore_periods());
+    master.set_normalizer_config(options.normalizer_config());
     {
         let coordinator = Arc::clone(&coordinator);
         let handle = runtime.handle().clone();

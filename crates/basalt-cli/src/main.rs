@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use serde::Deserialize;
@@ -490,6 +491,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         None => None,
     };
     let dir = options.data_dir.clone();
+    let normalizer_period = Duration::from_millis(options.normalizer_period_ms);
     let storage =
         open_storage(&storage, &dir).map_err(|e| format!("cannot use the storage: {e}"))?;
     let mut builder = Database::builder(options);
@@ -626,7 +628,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let gateways = db.gateways();
     let list: Vec<String> = gateways.iter().map(ToString::to_string).collect();
     tracing::info!(count = gateways.len(), gateways = %list.join(", "), "gateways serving");
+    let normalizer = NormalizerChore::start(&db, normalizer_period);
     let waited = server.wait_for_signal();
+    normalizer.stop();
     // Out of ZooKeeper first: clients stop being sent here.
     if let (Some(s), Some(r)) = (&rpc_server, registration) {
         if let Some(Err(e)) = s.block_on(r.deregister()) {
@@ -665,6 +669,74 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     };
     waited.map_err(|e| format!("waiting for signals failed: {e}"))?;
     closed.map_err(|e| format!("closing the database failed: {e}"))
+}
+
+/// The one-process normalizer chore of `basalt serve`: every
+/// `normalizer_period_ms` (0: never), while the normalizer switch is on,
+/// one `Database::normalize` pass on a thread of its own (a pass flushes
+/// and rewrites catalog versions: never on a gateway's thread). A cluster
+/// member leaves it to the active master's chore.
+struct NormalizerChore {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl NormalizerChore {
+    fn start(db: &Database, period: Duration) -> NormalizerChore {
+        if period.is_zero() || db.cluster().is_some() {
+            return NormalizerChore {
+                stop: None,
+                thread: None,
+            };
+        }
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let db = db.clone();
+        let thread = std::thread::Builder::new()
+            .name("normalizer".into())
+            .spawn(move || {
+                // A message or a dropped sender both mean stop.
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(period)
+                {
+                    match db.normalizer_switch(None) {
+                        Ok(true) => match db.normalize() {
+                            Ok(run) if !run.plans.is_empty() || run.failed > 0 => {
+                                tracing::info!(
+                                    plans = run.plans.len(),
+                                    failed = run.failed,
+                                    "periodic normalizer"
+                                );
+                            }
+                            Ok(_) => {}
+                            Err(e) => tracing::warn!(error = %e, "periodic normalizer failed; due again next period"),
+                        },
+                        Ok(false) => {}
+                        Err(e) => tracing::debug!(error = %e, "normalizer switch unreadable"),
+                    }
+                }
+            });
+        match thread {
+            Ok(thread) => NormalizerChore {
+                stop: Some(stop),
+                thread: Some(thread),
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start the normalizer thread; normalize runs only when asked");
+                NormalizerChore {
+                    stop: None,
+                    thread: None,
+                }
+            }
+        }
+    }
+
+    /// Stops the thread, after the pass it may be in.
+    fn stop(mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Flushes every table (enabled or not: a disabled table has nothing in

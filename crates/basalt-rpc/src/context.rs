@@ -104,13 +104,12 @@ impl Default for RpcLimits {
 }
 
 /// The master's switches that have no effect in one process but that the
-/// Admin API reads and sets (normalizer, catalog janitor, split and merge
-/// switches): kept so a client reads back what it set. The balancer switch
-/// is the catalog's (`Database::balancer_switch`).
+/// Admin API reads and sets (catalog janitor, split and merge switches):
+/// kept so a client reads back what it set. The balancer and normalizer
+/// switches are the catalog's (`Database::balancer_switch`,
+/// `Database::normalizer_switch`).
 #[derive(Debug)]
 pub struct Switches {
-    /// `SetNormalizerRunning` / `IsNormalizerEnabled`.
-    pub normalizer: AtomicBool,
     /// `EnableCatalogJanitor` / `IsCatalogJanitorEnabled`.
     pub catalog_janitor: AtomicBool,
     /// `SetSplitOrMergeEnabled` (split).
@@ -126,7 +125,6 @@ pub struct Switches {
 impl Default for Switches {
     fn default() -> Self {
         Switches {
-            normalizer: AtomicBool::new(false),
             catalog_janitor: AtomicBool::new(true),
             split: AtomicBool::new(true),
             merge: AtomicBool::new(true),

@@ -25,12 +25,14 @@
 //! `UnassignRegion` and `Balance` are the master's own calls
 //! (`Database::master_call`); the cluster status carries every server's
 //! region loads as each reported them to the master (`RegionLoads`). The
-//! balancer switch is the catalog's, so every process answers the same
-//! value and it outlives the master.
+//! balancer and normalizer switches are the catalog's, so every process
+//! answers the same value and they outlive the master; `Normalize` is
+//! the master's normalizer pass.
 //!
 //! One process is the whole cluster: one master (this one, active), one
-//! region server, no backup masters, no dead servers. The balancer switch
-//! is kept in the catalog as in a cluster; the normalizer, the catalog
+//! region server, no backup masters, no dead servers. The balancer and
+//! normalizer switches are kept in the catalog as in a cluster (and
+//! `Normalize` merges and splits this process's regions); the catalog
 //! janitor and cleaner switches are kept in the process so a client reads
 //! back what it set; with a single server there is never a region to
 //! move, so a balance "runs" and moves nothing. The split and
@@ -1118,27 +1120,31 @@ fn is_balancer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     bool_answer(call.ctx.db.balancer_switch(None)?)
 }
 
-/// Basalt has no region normalizer (it never merges small regions by
-/// itself): a normalizer that is on "runs" with nothing to do, one that is
-/// off does not run, as HBase answers.
+/// `Database::normalize` (docs/normalizer.md): merges small cold
+/// neighbours and splits oversized regions, in a cluster by the active
+/// master. Answers whether it ran: not while the normalizer switch is off
+/// (as HBase answers), nor while regions are in transition. HBase's
+/// request may name tables; Basalt normalizes every table.
 fn normalize(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    read_switch(param, "NormalizeRequest", &call.ctx.switches.normalizer)
+    Call::decode::<m::Empty>(param, "NormalizeRequest")?;
+    bool_answer(call.ctx.db.normalize()?.ran)
 }
 
+/// The normalizer switch lives in the catalog
+/// (`Database::normalizer_switch`), as the balancer's does.
 fn set_normalizer_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    set_switch(
-        param,
-        "SetNormalizerRunningRequest",
-        &call.ctx.switches.normalizer,
+    let request = Call::decode::<m::SwitchRequest>(param, "SetNormalizerRunningRequest")?;
+    // An absent value is protobuf's default (see `set_switch`).
+    bool_answer(
+        call.ctx
+            .db
+            .normalizer_switch(Some(request.on.unwrap_or(false)))?,
     )
 }
 
 fn is_normalizer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    read_switch(
-        param,
-        "IsNormalizerEnabledRequest",
-        &call.ctx.switches.normalizer,
-    )
+    Call::decode::<m::Empty>(param, "IsNormalizerEnabledRequest")?;
+    bool_answer(call.ctx.db.normalizer_switch(None)?)
 }
 
 /// Basalt's janitor drops retired split and merge parents as soon as no

@@ -892,7 +892,19 @@ fn balance_runs_and_moves_nothing_when_on_and_does_not_run_when_off() {
     ));
 
     let normalized: m::BoolResponse = s.call("Normalize", &m::Empty {}).unwrap();
-    assert_eq!(normalized.value, Some(false), "the normalizer starts off");
+    assert_eq!(
+        normalized.value,
+        Some(false),
+        "the normalizer starts off, so it does not run"
+    );
+    assert!(!switch(&s, "SetNormalizerRunning", true));
+    let normalized: m::BoolResponse = s.call("Normalize", &m::Empty {}).unwrap();
+    assert_eq!(normalized.value, Some(true), "on, it runs (nothing to do)");
+    // The switch is the catalog's: the admin API reads what native RPC set.
+    assert!(matches!(
+        basalt::Admin::execute(s.ctx.db.as_ref(), basalt::AdminRequest::NormalizerEnabled).unwrap(),
+        basalt::AdminReply::Switch { previous: true }
+    ));
     let scan: m::RunCatalogScanResponse = s.call("RunCatalogScan", &m::Empty {}).unwrap();
     assert_eq!(scan.scan_result, Some(0));
 }

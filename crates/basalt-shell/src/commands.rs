@@ -214,6 +214,20 @@ pub(crate) static COMMANDS: &[Spec] = &[
     Spec { name: "balancer_enabled", group: "tools", run: Some(balancer_enabled), usage: "balancer_enabled
   Whether the balancer switch is on.
     balancer_enabled" },
+    Spec { name: "normalize", group: "tools", run: Some(normalize), usage: "normalize
+  Runs the region normalizer once now: merges small cold neighbours and
+  splits regions past twice their table's average size (docs/normalizer.md);
+  prints each move with its reason; true when it ran. It does not run
+  while the normalizer switch is off.
+    normalize" },
+    Spec { name: "normalizer_switch", group: "tools", run: Some(normalizer_switch), usage: "normalizer_switch true|false
+  Turns the region normalizer on or off (the periodic runs and
+  'normalize'); prints the previous state. Off by default; kept in the
+  catalog. It applies to every table.
+    normalizer_switch true" },
+    Spec { name: "normalizer_enabled", group: "tools", run: Some(normalizer_enabled), usage: "normalizer_enabled
+  Whether the normalizer switch is on.
+    normalizer_enabled" },
     Spec { name: "move", group: "tools", run: Some(move_region), usage: "move 'ENCODED_REGIONNAME' [, 'SERVER_NAME']
   Cluster: moves a region to the server named 'host,port,startcode' (see
   status 'detailed'), or to another server the master picks.
@@ -1484,6 +1498,51 @@ fn balancer_enabled(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         AdminReply::Switch { previous } => Ok(Some(previous.to_string())),
         _ => Err(ShellError::Other(
             "unexpected reply to balancer_enabled".into(),
+        )),
+    }
+}
+
+fn normalize(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 0)?;
+    let run = match ctx.backend.admin(AdminRequest::Normalize)? {
+        AdminReply::Normalized(run) => run,
+        _ => return Err(ShellError::Other("unexpected reply to normalize".into())),
+    };
+    if run.ran {
+        for plan in &run.plans {
+            ctx.line(plan.reason())?;
+        }
+        ctx.line(format!(
+            "{} plan(s) carried out, {} failed",
+            run.plans.len(),
+            run.failed
+        ))?;
+    } else if let Some(reason) = &run.reason {
+        ctx.line(format!("the normalizer did not run: {reason}"))?;
+    }
+    Ok(Some(run.ran.to_string()))
+}
+
+fn normalizer_switch(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let on = bool_of(&args[0], "the normalizer switch")?;
+    match ctx.backend.admin(AdminRequest::NormalizerSwitch { on })? {
+        AdminReply::Switch { previous } => {
+            ctx.line(format!("Previous normalizer state : {previous}"))?;
+            Ok(Some(previous.to_string()))
+        }
+        _ => Err(ShellError::Other(
+            "unexpected reply to normalizer_switch".into(),
+        )),
+    }
+}
+
+fn normalizer_enabled(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 0)?;
+    match ctx.backend.admin(AdminRequest::NormalizerEnabled)? {
+        AdminReply::Switch { previous } => Ok(Some(previous.to_string())),
+        _ => Err(ShellError::Other(
+            "unexpected reply to normalizer_enabled".into(),
         )),
     }
 }

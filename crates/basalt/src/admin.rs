@@ -314,6 +314,18 @@ pub enum AdminRequest {
     },
     /// Reads the balancer switch (`balancer_enabled`).
     BalancerEnabled,
+    /// Runs the region normalizer once now (`normalize`): merges small
+    /// cold neighbours, splits oversized regions (docs/normalizer.md).
+    /// Does nothing while its switch is off.
+    Normalize,
+    /// Sets the normalizer switch (`normalizer_switch`); answers the value
+    /// before. Off by default; kept in the catalog.
+    NormalizerSwitch {
+        /// The new value.
+        on: bool,
+    },
+    /// Reads the normalizer switch (`normalizer_enabled`).
+    NormalizerEnabled,
     /// Cluster only: opens a region that is assigned nowhere.
     Assign {
         /// Encoded region name (a full region name is accepted too).
@@ -685,8 +697,11 @@ pub enum AdminReply {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
-    /// `balance_switch`, `balancer_enabled`: the switch's value before the
-    /// call.
+    /// `normalize`: whether the normalizer ran and the plans it carried
+    /// out.
+    Normalized(crate::normalizer::NormalizerRun),
+    /// `balance_switch`, `balancer_enabled`, `normalizer_switch`,
+    /// `normalizer_enabled`: the switch's value before the call.
     Switch {
         /// The value before (for a read, the value).
         previous: bool,
@@ -815,6 +830,13 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
         }),
         AdminRequest::BalancerEnabled => Ok(AdminReply::Switch {
             previous: db.balancer_switch(None)?,
+        }),
+        AdminRequest::Normalize => Ok(AdminReply::Normalized(db.normalize()?)),
+        AdminRequest::NormalizerSwitch { on } => Ok(AdminReply::Switch {
+            previous: db.normalizer_switch(Some(on))?,
+        }),
+        AdminRequest::NormalizerEnabled => Ok(AdminReply::Switch {
+            previous: db.normalizer_switch(None)?,
         }),
         AdminRequest::Create {
             table,
@@ -1418,6 +1440,39 @@ mod tests {
         );
         assert!(!switch(&db, AdminRequest::BalanceSwitch { on: true }));
         assert!(switch(&db, AdminRequest::BalancerEnabled));
+    }
+
+    #[test]
+    fn the_normalizer_switch_starts_off_and_normalize_says_why_it_did_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let switch = |request| match db.execute(request).unwrap() {
+            AdminReply::Switch { previous } => previous,
+            other => panic!("unexpected {other:?}"),
+        };
+        assert!(!switch(AdminRequest::NormalizerEnabled), "off by default");
+        match db.execute(AdminRequest::Normalize).unwrap() {
+            AdminReply::Normalized(run) => {
+                assert!(!run.ran);
+                assert!(run.reason.unwrap_or_default().contains("switch is off"));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(!switch(AdminRequest::NormalizerSwitch { on: true }));
+        assert!(switch(AdminRequest::NormalizerEnabled));
+        match db.execute(AdminRequest::Normalize).unwrap() {
+            AdminReply::Normalized(run) => assert!(run.ran && run.plans.is_empty(), "{run:?}"),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(
+            serde_json::to_string(&AdminRequest::NormalizerSwitch { on: true }).unwrap(),
+            r#"{"op":"normalizer_switch","on":true}"#
+        );
+        let json = serde_json::to_string(&db.execute(AdminRequest::Normalize).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"reply":"normalized","ran":true,"plans":[],"failed":0}"#
+        );
     }
 
     #[test]

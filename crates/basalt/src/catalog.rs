@@ -83,6 +83,11 @@ pub struct Catalog {
     /// reason).
     #[serde(default, skip_serializing_if = "is_false")]
     pub balancer_off: bool,
+    /// The normalizer switch is on (`normalizer_switch true`): off by
+    /// default, as HBase's is, so regions merge or split by size only when
+    /// the user asked. Kept here for the balancer switch's reason.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub normalizer_on: bool,
     /// The stored version this catalog was loaded from or last stored as
     /// (0: never stored). Not part of the document: the file name says it.
     #[serde(skip)]
@@ -385,6 +390,7 @@ impl Default for Catalog {
             procedures: BTreeMap::new(),
             last_procedure_id: 0,
             balancer_off: false,
+            normalizer_on: false,
             version: 0,
         }
     }

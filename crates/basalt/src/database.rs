@@ -39,6 +39,7 @@ use crate::gateways::{Gateway, Gateways};
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
 use crate::master::{FamilyChange, Master};
 use crate::metrics::RequestLatencies;
+use crate::normalizer::NormalizerRun;
 use crate::options::Options;
 use crate::region_server::WalPlacement;
 use crate::region_server::{RecoveryReport, RegionServer};
@@ -497,6 +498,45 @@ impl Database {
             };
         }
         self.local_master("balancer_switch")?.balancer_switch(on)
+    }
+
+    /// Reads the normalizer switch and, with `on`, sets it (HBase's
+    /// `normalizer_switch`, `normalizer_enabled`); answers the value
+    /// before. Off by default; kept in the catalog, so it outlives the
+    /// process and, in a cluster, the active master. It applies to every
+    /// table (HBase also has a per-table `NORMALIZATION_ENABLED`, which
+    /// Basalt does not have).
+    pub fn normalizer_switch(&self, on: Option<bool>) -> Result<bool> {
+        self.check_open()?;
+        if self.inner.cluster.is_some() {
+            return match self.master_call(MasterCall::NormalizerSwitch { on })? {
+                MasterAnswer::Switch { previous } => Ok(previous),
+                other => Err(Error::invalid(format!(
+                    "the master answered {other:?} to normalizer_switch"
+                ))),
+            };
+        }
+        self.local_master("normalizer_switch")?
+            .normalizer_switch(on)
+    }
+
+    /// Runs the region normalizer once now, whatever its period (HBase's
+    /// `normalize`, `docs/normalizer.md`): merges small cold neighbours
+    /// and splits oversized regions that load-based split does not own.
+    /// In a cluster the active master plans from the loads its servers
+    /// report; in one process from the regions here. While the switch is
+    /// off it does nothing and says so; answers the plans carried out.
+    pub fn normalize(&self) -> Result<NormalizerRun> {
+        self.check_open()?;
+        if self.inner.cluster.is_some() {
+            return match self.master_call(MasterCall::Normalize)? {
+                MasterAnswer::Normalized(run) => Ok(run),
+                other => Err(Error::invalid(format!(
+                    "the master answered {other:?} to normalize"
+                ))),
+            };
+        }
+        self.local_master("normalize")?.normalize()
     }
 
     /// Cluster mode: a call to the active master.

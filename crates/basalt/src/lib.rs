@@ -44,6 +44,7 @@ mod locator;
 mod maintenance;
 mod master;
 pub mod metrics;
+pub mod normalizer;
 mod options;
 mod region_calls;
 mod region_server;
@@ -62,6 +63,7 @@ pub use database::{
 pub use gateways::Gateway;
 pub use locator::{RegionLocator, RegionRoute, RouteRefresher, TableLocation};
 pub use master::{FamilyChange, Master};
+pub use normalizer::{NormalizationPlan, NormalizerRun};
 pub use options::{Options, RegionSplitPolicy};
 pub use region_calls::{REGION_CALL_MAX_ROWS, REGION_CALL_SCANNER_CAP, REGION_CALL_SCANNER_LEASE};
 pub use region_server::{RecoveryReport, RegionAssignment, RegionServer, RegionSpec, WalPlacement};

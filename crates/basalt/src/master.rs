@@ -361,6 +361,99 @@ impl Master {
     }
 }
 
+// ---- the normalizer ----
+impl Master {
+    /// Reads the normalizer switch and, with `on`, commits its new value;
+    /// answers the value before. Off by default; kept in the catalog like
+    /// the balancer switch, so it survives a restart.
+    pub fn normalizer_switch(&self, on: Option<bool>) -> Result<bool> {
+        self.check_running()?;
+        let mut catalog = self.catalog.lock();
+        let previous = catalog.normalizer_on;
+        if let Some(on) = on {
+            if on != previous {
+                let mut updated = catalog.clone();
+                updated.normalizer_on = on;
+                self.commit(&mut catalog, updated)?;
+                tracing::info!(on, "normalizer switch");
+            }
+        }
+        Ok(previous)
+    }
+
+    /// One normalizer pass over every enabled table (`crate::normalizer`):
+    /// plans from the regions' sizes (store files and memstores) and
+    /// request rates, then carries each plan out through the split-by-hand
+    /// path without a key and the merge of two regions. Does nothing while
+    /// the switch is off. A table with a region that is not serving
+    /// (`FAILED_OPEN`) is skipped: its size is unknown.
+    pub fn normalize(&self) -> Result<crate::normalizer::NormalizerRun> {
+        use crate::normalizer::{plan_table, NormalizationPlan, NormalizerRun, RegionFacts};
+        self.check_running()?;
+        if !self.catalog.lock().normalizer_on {
+            return Ok(NormalizerRun::not_run("the normalizer switch is off"));
+        }
+        let config = self.options.normalizer_config();
+        let now = self.clock.now_millis();
+        let mut run = NormalizerRun {
+            ran: true,
+            ..NormalizerRun::default()
+        };
+        for (table, location) in self.locator.tables() {
+            if !location.is_enabled() {
+                continue;
+            }
+            let mut facts = Vec::new();
+            let mut names = std::collections::HashMap::new();
+            for region in location.regions() {
+                if region.open_failure().is_some() {
+                    facts.clear();
+                    break;
+                }
+                let load = region.load();
+                let file_bytes: u64 = region.store_stats().iter().map(|(_, s)| s.file_bytes).sum();
+                let info = region.info();
+                names.insert(info.id, info.encoded_name());
+                facts.push(RegionFacts {
+                    id: info.id,
+                    start_key: info.start_key.clone(),
+                    end_key: info.end_key.clone(),
+                    size_bytes: file_bytes.saturating_add(load.memstore_bytes),
+                    requests_per_sec: load.read_requests_per_sec + load.write_requests_per_sec,
+                });
+            }
+            for plan in plan_table(&table, &facts, now, &config) {
+                let done = match &plan {
+                    NormalizationPlan::Split { region, .. } => {
+                        self.split(&table, *region, None).and_then(|split| {
+                            if split {
+                                Ok(())
+                            } else {
+                                Err(Error::invalid("the region has no row to split at"))
+                            }
+                        })
+                    }
+                    NormalizationPlan::Merge { left, right, .. } => {
+                        let name = |id: &u64| names.get(id).cloned().unwrap_or_default();
+                        self.merge_regions(name(left).as_bytes(), name(right).as_bytes())
+                    }
+                };
+                match done {
+                    Ok(()) => {
+                        tracing::info!(table, reason = %plan.reason(), "normalizer");
+                        run.plans.push(plan);
+                    }
+                    Err(e) => {
+                        tracing::warn!(table, reason = %plan.reason(), error = %e, "normalizer: plan failed; planned again next run");
+                        run.failed += 1;
+                    }
+                }
+            }
+        }
+        Ok(run)
+    }
+}
+
 // ---- namespaces ----
 impl Master {
     /// Creates a namespace with its properties (HBase's `create_namespace`).

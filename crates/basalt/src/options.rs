@@ -147,6 +147,34 @@ pub struct Options {
     /// was seeding), in milliseconds; 0: never. Default 300,000 (HBase's
     /// `hbase.catalogjanitor.interval`).
     pub janitor_period_ms: u64,
+    // The region normalizer (docs/normalizer.md): off until its switch is
+    // turned on (`normalizer_switch`, kept in the catalog); one block, the
+    // defaults and why are there.
+    /// How often the normalizer runs while its switch is on, in
+    /// milliseconds (the cluster's active master; `basalt serve` in one
+    /// process); 0: only when asked (`normalize`). Default 300,000
+    /// (HBase's `hbase.normalizer.period`).
+    pub normalizer_period_ms: u64,
+    /// A table with fewer regions is never normalized. Default 3 (HBase's
+    /// `hbase.normalizer.min.region.count`).
+    pub normalizer_min_region_count: usize,
+    /// A region younger than this (its id is its creation time) never
+    /// merges, so a table just pre-split keeps its regions until its load
+    /// arrives. Default 259,200,000 (3 days, HBase's
+    /// `hbase.normalizer.merge.min_region_age.days`).
+    pub normalizer_merge_min_age_ms: u64,
+    /// A region with fewer bytes (store files and memstores) counts as
+    /// empty and may merge with a neighbour whatever their combined size.
+    /// Default 1 MiB (HBase's `hbase.normalizer.merge.min_region_size.mb`).
+    pub normalizer_merge_min_size_bytes: u64,
+    /// Two neighbours merge only while their combined requests per second
+    /// stay below this. Default 300: a tenth of
+    /// `load_split_qps_threshold`, so a merged region is far from being
+    /// split again by load; a value at or above that threshold is lowered
+    /// to a tenth of it.
+    pub normalizer_merge_max_qps: u64,
+    /// Plans (splits and merges) carried out per table per run. Default 10.
+    pub normalizer_max_plans: usize,
 }
 
 /// How the split size of a region is chosen (HBase's region split policies).
@@ -209,18 +237,30 @@ impl Default for Options {
             load_split_events_kept: 100,
             balancer_period_ms: 300_000,
             janitor_period_ms: 300_000,
+            normalizer_period_ms: 300_000,
+            normalizer_min_region_count: 3,
+            normalizer_merge_min_age_ms: 3 * 24 * 60 * 60 * 1000,
+            normalizer_merge_min_size_bytes: 1024 * 1024,
+            normalizer_merge_max_qps: 300,
+            normalizer_max_plans: 10,
         }
     }
 }
 
 impl Options {
-    /// The active master's chores, from `balancer_period_ms` and
-    /// `janitor_period_ms`.
+    /// The active master's chores, from `balancer_period_ms`,
+    /// `janitor_period_ms` and `normalizer_period_ms`.
     pub fn chore_periods(&self) -> crate::cluster::ChorePeriods {
         crate::cluster::ChorePeriods {
             balancer: Duration::from_millis(self.balancer_period_ms),
             janitor: Duration::from_millis(self.janitor_period_ms),
+            normalizer: Duration::from_millis(self.normalizer_period_ms),
         }
+    }
+
+    /// The normalizer's planning limits, from the `normalizer_*` keys.
+    pub fn normalizer_config(&self) -> crate::normalizer::NormalizerConfig {
+        crate::normalizer::NormalizerConfig::from_options(self)
     }
 
     /// Default options for the data directory `dir`.

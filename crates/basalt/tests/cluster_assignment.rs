@@ -459,6 +459,7 @@ fn the_periodic_balancer_runs_when_due_and_only_while_its_switch_is_on() {
         ChorePeriods {
             balancer: Duration::from_secs(60),
             janitor: Duration::ZERO,
+            normalizer: Duration::ZERO,
         },
         100,
     );
@@ -491,6 +492,59 @@ fn the_periodic_balancer_runs_when_due_and_only_while_its_switch_is_on() {
 }
 
 #[test]
+fn the_normalizer_chore_merges_small_cold_regions_on_different_servers_and_keeps_every_row() {
+    const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+    let mut h = Harness::new();
+    let clock = Arc::new(basalt::ManualClock::new(1_000_000));
+    let master = h.start_master_on("m1", clock.clone());
+    master.set_chore_periods(ChorePeriods {
+        balancer: Duration::ZERO,
+        janitor: Duration::ZERO,
+        normalizer: Duration::from_secs(60),
+    });
+    let first = h.start_member();
+    let second = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    write(&h.member(&first), 0, 200);
+    let holders: BTreeSet<usize> = status(&master)
+        .servers
+        .iter()
+        .map(|s| s.regions.len())
+        .collect();
+    assert!(!holders.contains(&0), "both servers hold regions");
+
+    // Off by default: a due run does nothing.
+    clock.advance(3 * DAY_MS + 60_000);
+    assert_eq!(master.run_chores().normalized, None);
+    match master
+        .call(MasterCall::NormalizerSwitch { on: Some(true) })
+        .unwrap()
+    {
+        MasterAnswer::Switch { previous } => assert!(!previous),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        master.run_chores().normalized,
+        None,
+        "next due a period later"
+    );
+    clock.advance(60_000);
+    assert_eq!(master.run_chores().normalized, Some(4));
+    h.settle(&master);
+    let s = status(&master);
+    assert!(
+        s.in_transition.is_empty() && s.procedures.is_empty(),
+        "{s:?}"
+    );
+    assert_eq!(region_count(&master), 4);
+    assert_eq!(distinct_rows(&h.member(&second)), 200);
+    write(&h.member(&second), 200, 300);
+    assert_eq!(distinct_rows(&h.member(&first)), 300);
+}
+
+#[test]
 fn the_janitor_removes_region_directories_no_catalog_region_names_and_keeps_the_rest() {
     let mut h = Harness::new();
     let (clock, master, first) = cluster_with_chores(
@@ -498,6 +552,7 @@ fn the_janitor_removes_region_directories_no_catalog_region_names_and_keeps_the_
         ChorePeriods {
             balancer: Duration::ZERO,
             janitor: Duration::from_secs(300),
+            normalizer: Duration::ZERO,
         },
         200,
     );

@@ -55,6 +55,9 @@ use super::{
 };
 use crate::catalog::{Catalog, DeadServer, Procedure, RegionEntry, RegionState};
 use crate::master::fence_catalog;
+use crate::normalizer::{
+    plan_table, NormalizationPlan, NormalizerConfig, NormalizerRun, RegionFacts,
+};
 
 /// Called after each committed catalog version (the process announces it
 /// so members reload the catalog).
@@ -79,6 +82,8 @@ pub struct ClusterMaster {
     backup_masters: RwLock<Vec<String>>,
     /// When the periodic chores are next due ([`ClusterMaster::run_chores`]).
     chores: Mutex<ChoreSchedule>,
+    /// The normalizer's planning limits ([`ClusterMaster::set_normalizer_config`]).
+    normalizer: RwLock<NormalizerConfig>,
 }
 
 /// How often the active master's chores run; zero turns one off.
@@ -91,6 +96,9 @@ pub struct ChorePeriods {
     /// catalog janitor and cleaner chores, `hbase.catalogjanitor.interval`,
     /// 5 minutes).
     pub janitor: std::time::Duration,
+    /// The region normalizer (HBase's `hbase.normalizer.period`, 5
+    /// minutes), when the normalizer switch is on.
+    pub normalizer: std::time::Duration,
 }
 
 impl Default for ChorePeriods {
@@ -98,6 +106,7 @@ impl Default for ChorePeriods {
         ChorePeriods {
             balancer: std::time::Duration::from_secs(300),
             janitor: std::time::Duration::from_secs(300),
+            normalizer: std::time::Duration::from_secs(300),
         }
     }
 }
@@ -109,6 +118,7 @@ struct ChoreSchedule {
     periods: ChorePeriods,
     next_balance_ms: Option<i64>,
     next_sweep_ms: Option<i64>,
+    next_normalize_ms: Option<i64>,
 }
 
 impl ChoreSchedule {
@@ -123,6 +133,7 @@ impl ChoreSchedule {
             periods,
             next_balance_ms: due(periods.balancer),
             next_sweep_ms: due(periods.janitor),
+            next_normalize_ms: due(periods.normalizer),
         }
     }
 }
@@ -140,6 +151,9 @@ pub struct ChoresRun {
     /// The janitor swept and removed this many region directories
     /// (`None`: it was not due).
     pub swept: Option<usize>,
+    /// The normalizer ran and carried out this many plans (`None`: it
+    /// was not due, its switch is off, or it could not run).
+    pub normalized: Option<usize>,
 }
 
 impl std::fmt::Debug for ClusterMaster {
@@ -202,6 +216,7 @@ impl ClusterMaster {
             stopped: AtomicBool::new(false),
             backup_masters: RwLock::new(Vec::new()),
             chores: Mutex::new(ChoreSchedule::new(ChorePeriods::default(), clock_now)),
+            normalizer: RwLock::new(NormalizerConfig::default()),
         }))
     }
 
@@ -256,13 +271,15 @@ impl ClusterMaster {
     /// 2. **Janitor**: deletes the region directories that no region,
     ///    retired region or procedure of the catalog names
     ///    ([`ClusterMaster::sweep_orphans`]).
+    /// 3. **Normalizer**, when its switch is on and no region is in
+    ///    transition ([`ClusterMaster::normalize`]).
     ///
     /// A chore that fails is logged and due again a period later: both are
     /// idempotent, and retrying every round would hammer a store that is
     /// down.
     pub fn run_chores(&self) -> ChoresRun {
         let now = self.clock.now_millis();
-        let (balance_due, sweep_due) = {
+        let (balance_due, sweep_due, normalize_due) = {
             let mut chores = self.chores.lock();
             let periods = chores.periods;
             let take = |next: &mut Option<i64>, period: std::time::Duration| match *next {
@@ -275,6 +292,7 @@ impl ClusterMaster {
             (
                 take(&mut chores.next_balance_ms, periods.balancer),
                 take(&mut chores.next_sweep_ms, periods.janitor),
+                take(&mut chores.next_normalize_ms, periods.normalizer),
             )
         };
         let mut run = ChoresRun::default();
@@ -299,6 +317,17 @@ impl ClusterMaster {
             match self.sweep_orphans() {
                 Ok(n) => run.swept = Some(n),
                 Err(e) => tracing::warn!(error = %e, "janitor sweep failed; due again next period"),
+            }
+        }
+        if normalize_due {
+            match self.normalize() {
+                Ok(normalized) if normalized.ran => run.normalized = Some(normalized.plans.len()),
+                Ok(normalized) => {
+                    tracing::debug!(reason = ?normalized.reason, "periodic normalizer skipped");
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "periodic normalizer failed; due again next period")
+                }
             }
         }
         run
@@ -349,6 +378,125 @@ impl ClusterMaster {
             );
         }
         Ok(removed)
+    }
+
+    /// Sets the normalizer's planning limits (the process hands in
+    /// `Options::normalizer_config`; HBase's defaults until then).
+    pub fn set_normalizer_config(&self, config: NormalizerConfig) {
+        *self.normalizer.write() = config;
+    }
+
+    /// Reads the normalizer switch and, with `on`, commits its new value;
+    /// answers the value before.
+    fn normalizer_switch(&self, on: Option<bool>) -> Result<bool> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let previous = state.catalog.normalizer_on;
+        if let Some(on) = on {
+            if on != previous {
+                let mut updated = state.catalog.clone();
+                updated.normalizer_on = on;
+                self.commit(&mut state, updated)?;
+                tracing::info!(on, "normalizer switch");
+            }
+        }
+        Ok(previous)
+    }
+
+    /// One normalizer pass (`crate::normalizer`), under the master's lock:
+    /// plans each enabled table from the loads the servers report (size:
+    /// store files and memstores; requests per second) and carries the
+    /// plans out through the master's split (no key: the region's
+    /// midpoint) and merge (which first moves the right region to the
+    /// left one's server).
+    ///
+    /// It does not run while its switch is off, while a region is in
+    /// transition, or when a live server cannot report its load (the
+    /// balancer's rule: sizes and rates from part of the cluster would
+    /// plan on a partial picture). A table with a region no server
+    /// reports (opening meanwhile) is skipped.
+    pub fn normalize(&self) -> Result<NormalizerRun> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        self.reconcile(&mut state)?;
+        if !state.catalog.normalizer_on {
+            return Ok(NormalizerRun::not_run("the normalizer switch is off"));
+        }
+        let moving = self.regions_to_act_on(&state).len();
+        if moving > 0 {
+            return Ok(NormalizerRun::not_run(format!(
+                "{moving} region(s) in transition"
+            )));
+        }
+        let reports = match self.region_reports(&state) {
+            Ok(reports) => reports,
+            Err(why) => {
+                tracing::warn!(why, "the normalizer does not run");
+                return Ok(NormalizerRun::not_run(why));
+            }
+        };
+        let config = *self.normalizer.read();
+        let now = self.clock.now_millis();
+        let mut tables = Vec::new();
+        for (name, table) in &state.catalog.tables {
+            if !table.enabled {
+                continue;
+            }
+            let facts: Option<Vec<RegionFacts>> = table
+                .regions
+                .iter()
+                .map(|region| {
+                    reports.get(&region.id).map(|report| RegionFacts {
+                        id: region.id,
+                        start_key: region.start_key.clone(),
+                        end_key: region.end_key.clone(),
+                        size_bytes: report
+                            .store_file_bytes
+                            .saturating_add(report.memstore_bytes),
+                        requests_per_sec: report.requests_per_sec,
+                    })
+                })
+                .collect();
+            match facts {
+                Some(facts) => tables.push((name.clone(), facts)),
+                None => {
+                    tracing::debug!(table = %name, "normalizer: a region has no load report; table skipped")
+                }
+            }
+        }
+        let mut run = NormalizerRun {
+            ran: true,
+            ..NormalizerRun::default()
+        };
+        for (table, facts) in tables {
+            for plan in plan_table(&table, &facts, now, &config) {
+                let done = match &plan {
+                    NormalizationPlan::Split { region, .. } => self
+                        .split_locked(&mut state, &table, *region, None)
+                        .and_then(|split| {
+                            if split {
+                                Ok(())
+                            } else {
+                                Err(Error::invalid("the region has no row to split at"))
+                            }
+                        }),
+                    NormalizationPlan::Merge { left, right, .. } => {
+                        self.merge_adjacent_locked(&mut state, &table, *left, *right)
+                    }
+                };
+                match done {
+                    Ok(()) => {
+                        tracing::info!(table, reason = %plan.reason(), "normalizer");
+                        run.plans.push(plan);
+                    }
+                    Err(e) => {
+                        tracing::warn!(table, reason = %plan.reason(), error = %e, "normalizer: plan failed; planned again next run");
+                        run.failed += 1;
+                    }
+                }
+            }
+        }
+        Ok(run)
     }
 
     /// Reads the balancer switch and, with `on`, commits its new value;
@@ -1061,31 +1209,47 @@ impl ClusterMaster {
     /// second, `basalt_engine::load`), so under a steady load it reads
     /// right again within a second or two of the move.
     fn region_rates(&self, state: &State) -> Option<BTreeMap<u64, f64>> {
-        let mut rates = BTreeMap::new();
+        match self.region_reports(state) {
+            Ok(reports) => Some(
+                reports
+                    .into_iter()
+                    .map(|(id, report)| (id, report.requests_per_sec))
+                    .collect(),
+            ),
+            Err(why) => {
+                tracing::warn!(why, "no load report: the balancer evens region counts only");
+                None
+            }
+        }
+    }
+
+    /// Every live server's region load reports, by region id; the error
+    /// names a server that could not report.
+    fn region_reports(
+        &self,
+        state: &State,
+    ) -> std::result::Result<BTreeMap<u64, super::RegionLoadReport>, String> {
+        let mut out = BTreeMap::new();
         for server in &state.live {
-            match self.servers.region_loads(server) {
-                Ok(reports) => {
-                    for report in reports {
-                        // Only where the catalog has it open: a report can
-                        // trail a move that just happened.
-                        let here = state
-                            .catalog
-                            .region(report.region)
-                            .is_some_and(|(_, _, e)| {
-                                e.state == RegionState::Open && e.server.as_deref() == Some(server)
-                            });
-                        if here {
-                            rates.insert(report.region, report.requests_per_sec);
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(server, error = %e, "no load report: the balancer evens region counts only");
-                    return None;
+            let reports = self
+                .servers
+                .region_loads(server)
+                .map_err(|e| format!("region server {server} cannot report its load: {e}"))?;
+            for report in reports {
+                // Only where the catalog has it open: a report can trail a
+                // move that just happened.
+                let here = state
+                    .catalog
+                    .region(report.region)
+                    .is_some_and(|(_, _, e)| {
+                        e.state == RegionState::Open && e.server.as_deref() == Some(server)
+                    });
+                if here {
+                    out.insert(report.region, report);
                 }
             }
         }
-        Some(rates)
+        Ok(out)
     }
 
     /// The cluster as this master sees it.
@@ -1200,6 +1364,10 @@ impl MasterControl for ClusterMaster {
             MasterCall::BalancerSwitch { on } => self
                 .balancer_switch(on)
                 .map(|previous| MasterAnswer::Switch { previous }),
+            MasterCall::NormalizerSwitch { on } => self
+                .normalizer_switch(on)
+                .map(|previous| MasterAnswer::Switch { previous }),
+            MasterCall::Normalize => self.normalize().map(MasterAnswer::Normalized),
             MasterCall::Status => Ok(MasterAnswer::Status(self.status())),
         }
     }

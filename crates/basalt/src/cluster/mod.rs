@@ -326,6 +326,17 @@ pub enum MasterCall {
         #[serde(default)]
         on: Option<bool>,
     },
+    /// Reads the normalizer switch and, with `on`, sets it (HBase's
+    /// `normalizer_switch`). Kept in the catalog, off by default.
+    NormalizerSwitch {
+        /// The new value; `None` only reads.
+        #[serde(default)]
+        on: Option<bool>,
+    },
+    /// Runs the normalizer once now (HBase's `normalize`): merges small
+    /// cold neighbours and splits oversized regions (`crate::normalizer`).
+    /// Does not run while its switch is off.
+    Normalize,
     /// Servers, regions, transitions and procedures.
     Status,
 }
@@ -361,6 +372,8 @@ pub enum MasterAnswer {
         /// The value before the call.
         previous: bool,
     },
+    /// What a normalizer run did.
+    Normalized(crate::normalizer::NormalizerRun),
     /// The cluster's state.
     Status(ClusterStatus),
 }

@@ -179,7 +179,7 @@ impl ClusterMaster {
     }
 
     /// Steps a-e for a split; false when the parent has no row to split at.
-    fn split_locked(
+    pub(super) fn split_locked(
         &self,
         state: &mut State,
         table: &str,
@@ -289,13 +289,30 @@ impl ClusterMaster {
                 "regions {region_a} and {region_b} are not adjacent"
             )));
         }
-        // Both on one server first: the merged region links to both.
-        let (_, left_server) = open_on(&state.catalog, &table, left.id)?;
-        let (_, right_server) = open_on(&state.catalog, &table, right.id)?;
-        if left_server != right_server {
-            self.move_locked(&mut state, &table, right.id, Some(left_server.clone()))?;
+        self.merge_adjacent_locked(&mut state, &table, left.id, right.id)
+    }
+
+    /// Merges `left` and its right neighbour `right`, moving `right` to
+    /// `left`'s server first: the merged region links to both. Also the
+    /// normalizer's merge.
+    pub(super) fn merge_adjacent_locked(
+        &self,
+        state: &mut State,
+        table: &str,
+        left: u64,
+        right: u64,
+    ) -> Result<()> {
+        let (l, left_server) = open_on(&state.catalog, table, left)?;
+        let (r, right_server) = open_on(&state.catalog, table, right)?;
+        if l.end_key != r.start_key || l.end_key.is_empty() {
+            return Err(Error::invalid(format!(
+                "regions {left} and {right} of {table} are not adjacent"
+            )));
         }
-        self.merge_locked(&mut state, &table, left.id, right.id)
+        if left_server != right_server {
+            self.move_locked(state, table, right, Some(left_server.clone()))?;
+        }
+        self.merge_locked(state, table, left, right)
     }
 
     /// Steps a-e for a merge of the adjacent regions `left` and `right`,

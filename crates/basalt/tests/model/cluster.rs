@@ -14,7 +14,7 @@
 //!    through a member picked by the step: most land on a remote route.
 //!    `ASYNC_WAL` writes are sent as `SYNC_WAL`: a crash may lose them, as
 //!    in HBase, and the reference does not model that loss.
-//! 4. Each cluster event (move, balance by counts and load, a member
+//! 4. Each cluster event (move, balance by counts and load, normalize, a member
 //!    crashing with a new one perhaps joining, a member joining, split,
 //!    merge, an alter adding an empty family, a new master, flushes and
 //!    compactions through one member, which reach every region) is
@@ -174,6 +174,11 @@ pub(crate) enum Event {
     /// `Database::balancer_switch` through a member: it answers the value
     /// the reference holds, which survives a new master (`NewMaster`).
     BalancerSwitch(bool),
+    /// `Database::normalizer_switch(true)` then `Database::normalize`
+    /// through a member (the master merges small cold neighbours at any
+    /// age here, see `master_in`): merges and splits never change data,
+    /// which the checks after every event read back.
+    Normalize,
     /// The `victim % live`-th member leaves the live set without closing
     /// (it keeps running: a zombie, which must be fenced); with `join` a
     /// new member starts before the master hears of it. A lone member
@@ -338,6 +343,7 @@ fn event() -> impl Strategy<Value = Event> {
             .prop_map(|(region, target)| Event::Move { region, target }),
         1 => any::<bool>().prop_map(|force| Event::Balance { force }),
         1 => any::<bool>().prop_map(Event::BalancerSwitch),
+        1 => Just(Event::Normalize),
         2 => (any::<usize>(), any::<bool>()).prop_map(|(victim, join)| Event::Crash { victim, join }),
         1 => Just(Event::Join),
         2 => row().prop_map(|k| Event::Split(SplitAt::Key(k))),
@@ -447,6 +453,12 @@ impl Cluster {
             Arc::new(Control(Arc::clone(directory))),
         )
         .map_err(failed("ClusterMaster::start"))?;
+        // Regions of a case are seconds old: without this the normalizer
+        // would never merge (its default waits three days).
+        master.set_normalizer_config(basalt::normalizer::NormalizerConfig {
+            merge_min_age_ms: 0,
+            ..basalt::normalizer::NormalizerConfig::default()
+        });
         *slot.0.write() = Some(Arc::clone(&master));
         Ok(master)
     }
@@ -791,6 +803,21 @@ impl ClusterHarness {
                 }
                 c.balancer_on = *on;
                 stat("cluster: balancer switch");
+            }
+            Event::Normalize => {
+                let (_, db) = c.via(0)?;
+                db.normalizer_switch(Some(true))
+                    .map_err(failed("normalizer_switch"))?;
+                let run = db.normalize().map_err(failed("normalize"))?;
+                c.settle()?;
+                match run.reason.as_deref() {
+                    Some(reason) if reason.contains("switch is off") => {
+                        return Err(format!("the normalizer did not run: {reason}"))
+                    }
+                    Some(_) => stat("cluster: normalize refused"),
+                    None if run.plans.is_empty() => stat("cluster: normalize, nothing to do"),
+                    None => stat("cluster: normalize carried out plans"),
+                }
             }
             Event::Crash { victim, join } => {
                 if c.live().len() < 2 {

@@ -63,7 +63,7 @@
 //! members of an in-process cluster (a `ClusterMaster` and 2-3 member
 //! databases on a shared `file://` storage, RPCs replaced by in-process
 //! stand-ins), each through a member the step picks, so most take remote
-//! routes, with cluster events mixed in: moves, balancing, a member
+//! routes, with cluster events mixed in: moves, balancing, normalizing, a member
 //! crashing (its regions reopen elsewhere from its fenced log; a new member
 //! may join), members joining, splits and merges by the master, an alter
 //! adding a family nothing writes to, a new master fencing the old one, and
