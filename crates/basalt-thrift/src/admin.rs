@@ -290,7 +290,6 @@ mod tests {
             r#"{"version":1,"op":"move","region":"0123456789abcdef0123456789abcdef","server":"h,1,2"}"#,
             r#"{"version":1,"op":"assign","region":"0123456789abcdef0123456789abcdef"}"#,
             r#"{"version":1,"op":"unassign","region":"0123456789abcdef0123456789abcdef"}"#,
-            r#"{"version":1,"op":"balance"}"#,
         ] {
             let answer = run(&db, op);
             assert_eq!(
@@ -300,6 +299,27 @@ mod tests {
             let message = answer["error"]["message"].as_str().unwrap();
             assert!(message.contains("needs a cluster"), "{message}");
         }
+    }
+
+    #[test]
+    fn balance_runs_in_one_process_and_its_switch_travels_as_version_one_documents() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let ran = run(&db, r#"{"version":1,"op":"balance"}"#);
+        assert_eq!(ran["ok"]["reply"], "balanced", "{ran}");
+        assert_eq!(ran["ok"]["ran"], true);
+        assert_eq!(ran["ok"]["moved"], 0);
+        let switched = run(&db, r#"{"version":1,"op":"balance_switch","on":false}"#);
+        assert_eq!(switched["ok"]["reply"], "switch", "{switched}");
+        assert_eq!(switched["ok"]["previous"], true);
+        let refused = run(&db, r#"{"version":1,"op":"balance","force":true}"#);
+        assert_eq!(refused["ok"]["ran"], false, "{refused}");
+        assert!(refused["ok"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("switch is off"));
+        let enabled = run(&db, r#"{"version":1,"op":"balancer_enabled"}"#);
+        assert_eq!(enabled["ok"]["previous"], false, "{enabled}");
     }
 
     #[test]
