@@ -72,6 +72,14 @@ final class Answer {
    * catches. A batch's per-action errors are named by their causes' classes.
    */
   static String error(Throwable error) {
+    // A scanner's iterator wraps the server's error in an UncheckedIOException, and the client
+    // may wrap that again: name the error the server sent.
+    while ((error instanceof java.io.UncheckedIOException
+            || error.getClass() == java.io.IOException.class
+            || error.getClass() == RuntimeException.class)
+        && error.getCause() != null) {
+      error = error.getCause();
+    }
     StringBuilder text = new StringBuilder("error " + error.getClass().getSimpleName());
     if (error instanceof RetriesExhaustedWithDetailsException) {
       RetriesExhaustedWithDetailsException details = (RetriesExhaustedWithDetailsException) error;
