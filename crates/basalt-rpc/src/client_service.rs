@@ -698,6 +698,13 @@ fn to_scan(scan: &Scan, bounds: &RowBounds) -> Result<BasaltScan, RpcError> {
     });
     out.max_versions = scan.max_versions.unwrap_or(1).max(1);
     out.raw = is_raw(scan);
+    // HBase's store scanner refuses a raw scan naming qualifiers (whole
+    // families are fine): a raw read shows every cell of what it reads.
+    if out.raw && scan.column.iter().any(|c| !c.qualifier.is_empty()) {
+        return Err(RpcError::do_not_retry(
+            "Cannot specify any column for a raw scan",
+        ));
+    }
     out.time_range = time_range(scan.time_range.as_ref())?;
     if let Some(filter) = &scan.filter {
         out.filter = Some(decode_filter(filter)?);

@@ -654,3 +654,43 @@ fn a_raw_scan_answers_delete_markers_and_the_cells_they_mask() {
     // HBase's CellType codes: DeleteColumn (12) sorts before the Put (4) it masks.
     assert_eq!(types, vec![Some(12), Some(4)]);
 }
+
+#[test]
+fn a_raw_scan_naming_a_qualifier_is_refused_as_hbase_refuses_it() {
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    let raw_with = |column: Column, c: &mut RpcClient| {
+        c.call(
+            "Scan",
+            &ScanRequest {
+                region: region(&name),
+                scan: Some(Scan {
+                    attribute: vec![basalt_rpc::proto::hbase::NameBytesPair {
+                        name: "_raw_".into(),
+                        value: Some(vec![0xFF]),
+                    }],
+                    column: vec![column],
+                    ..Default::default()
+                }),
+                number_of_rows: Some(10),
+                ..Default::default()
+            },
+            &[],
+        )
+    };
+    let whole_family = Column {
+        family: Bytes::from_static(b"cf"),
+        qualifier: vec![],
+    };
+    assert!(raw_with(whole_family, &mut c).is_ok());
+    let one_column = Column {
+        family: Bytes::from_static(b"cf"),
+        qualifier: vec![Bytes::from_static(b"q")],
+    };
+    let error = raw_with(one_column, &mut c).unwrap_err().to_string();
+    assert!(
+        error.contains("Cannot specify any column for a raw scan"),
+        "{error}"
+    );
+}
