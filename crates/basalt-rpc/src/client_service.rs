@@ -697,6 +697,14 @@ fn to_scan(scan: &Scan, bounds: &RowBounds) -> Result<BasaltScan, RpcError> {
         None => out.columns.add_family(f),
     });
     out.max_versions = scan.max_versions.unwrap_or(1).max(1);
+    out.raw = is_raw(scan);
+    // HBase's store scanner refuses a raw scan naming qualifiers (whole
+    // families are fine): a raw read shows every cell of what it reads.
+    if out.raw && scan.column.iter().any(|c| !c.qualifier.is_empty()) {
+        return Err(RpcError::do_not_retry(
+            "Cannot specify any column for a raw scan",
+        ));
+    }
     out.time_range = time_range(scan.time_range.as_ref())?;
     if let Some(filter) = &scan.filter {
         out.filter = Some(decode_filter(filter)?);
@@ -710,6 +718,20 @@ fn to_scan(scan: &Scan, bounds: &RowBounds) -> Result<BasaltScan, RpcError> {
         ));
     }
     Ok(out)
+}
+
+/// Whether a scan is raw: it shows delete markers and the cells they mask
+/// (HBase's `Scan.setRaw`, the shell's `RAW => true`). The protocol has no
+/// field for it: HBase's client sends the attribute `_raw_` holding
+/// `Bytes.toBytes(boolean)`, one byte, non-zero for true.
+fn is_raw(scan: &Scan) -> bool {
+    scan.attribute.iter().any(|pair| {
+        pair.name == "_raw_"
+            && pair
+                .value
+                .as_deref()
+                .is_some_and(|v| v.iter().any(|&b| b != 0))
+    })
 }
 
 fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {

@@ -588,3 +588,109 @@ fn a_get_of_rows_only_in_files_is_answered_cold_and_warm() {
         "the second round read cached blocks"
     );
 }
+
+#[test]
+fn a_raw_scan_answers_delete_markers_and_the_cells_they_mask() {
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    do_put(&mut c, &name, "row1", "v1");
+    let delete = MutationProto {
+        row: Some(Bytes::from_static(b"row1")),
+        mutate_type: Some(MutationType::Delete as i32),
+        column_value: vec![ColumnValue {
+            family: Bytes::from_static(b"cf"),
+            qualifier_value: vec![QualifierValue {
+                qualifier: Some(Bytes::from_static(b"q")),
+                delete_type: Some(
+                    basalt_rpc::proto::client::mutation_proto::DeleteType::DeleteMultipleVersions
+                        as i32,
+                ),
+                ..Default::default()
+            }],
+        }],
+        ..Default::default()
+    };
+    let _: MutateResponse = c
+        .call(
+            "Mutate",
+            &MutateRequest {
+                region: region(&name),
+                mutation: Some(delete),
+                ..Default::default()
+            },
+            &[],
+        )
+        .unwrap()
+        .decode()
+        .unwrap();
+    let scan = |raw: bool, c: &mut RpcClient| {
+        scan_call(
+            c,
+            ScanRequest {
+                region: region(&name),
+                scan: Some(Scan {
+                    // HBase's client says raw in an attribute: `Bytes.toBytes(true)` is 0xFF.
+                    attribute: vec![basalt_rpc::proto::hbase::NameBytesPair {
+                        name: "_raw_".into(),
+                        value: Some(vec![if raw { 0xFF } else { 0 }]),
+                    }],
+                    max_versions: Some(10),
+                    ..Default::default()
+                }),
+                number_of_rows: Some(10),
+                ..Default::default()
+            },
+        )
+    };
+    assert!(scan(false, &mut c).results.is_empty());
+    let raw = scan(true, &mut c);
+    assert_eq!(raw.results.len(), 1);
+    let types: Vec<_> = raw.results[0]
+        .cell
+        .iter()
+        .map(|cell| cell.cell_type)
+        .collect();
+    // HBase's CellType codes: DeleteColumn (12) sorts before the Put (4) it masks.
+    assert_eq!(types, vec![Some(12), Some(4)]);
+}
+
+#[test]
+fn a_raw_scan_naming_a_qualifier_is_refused_as_hbase_refuses_it() {
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    let raw_with = |column: Column, c: &mut RpcClient| {
+        c.call(
+            "Scan",
+            &ScanRequest {
+                region: region(&name),
+                scan: Some(Scan {
+                    attribute: vec![basalt_rpc::proto::hbase::NameBytesPair {
+                        name: "_raw_".into(),
+                        value: Some(vec![0xFF]),
+                    }],
+                    column: vec![column],
+                    ..Default::default()
+                }),
+                number_of_rows: Some(10),
+                ..Default::default()
+            },
+            &[],
+        )
+    };
+    let whole_family = Column {
+        family: Bytes::from_static(b"cf"),
+        qualifier: vec![],
+    };
+    assert!(raw_with(whole_family, &mut c).is_ok());
+    let one_column = Column {
+        family: Bytes::from_static(b"cf"),
+        qualifier: vec![Bytes::from_static(b"q")],
+    };
+    let error = raw_with(one_column, &mut c).unwrap_err().to_string();
+    assert!(
+        error.contains("Cannot specify any column for a raw scan"),
+        "{error}"
+    );
+}

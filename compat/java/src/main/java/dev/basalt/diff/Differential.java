@@ -1,0 +1,272 @@
+package dev.basalt.diff;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
+import org.apache.hadoop.hbase.client.CompactionState;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableDescriptor;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.KeepDeletedCells;
+import org.apache.hadoop.hbase.util.Bytes;
+
+/**
+ * The differential test: the same seeded operations through HBase's own Java client against the
+ * reference Apache HBase and against Basalt, every answer compared cell by cell (row, family,
+ * qualifier, timestamp, type, value, order) or by error class.
+ *
+ * <pre>
+ * java -cp ... dev.basalt.diff.Differential --reference QUORUM --basalt QUORUM
+ *     [--seed N] [--seeds K] [--ops N] [--report FILE] [--max-shown N]
+ * </pre>
+ *
+ * Each seed runs on two tables: one with HBase's classic version rules and one with {@code
+ * NEW_VERSION_BEHAVIOR => true}. Exits 0 when every answer matched, 1 on any mismatch, 2 on a
+ * usage or set-up error.
+ */
+public final class Differential {
+  /** a: 3 versions; b: 1 version; c: 4 versions keeping deleted cells; d: 2 versions, 2 h TTL. */
+  static final String[] FAMILIES = {"a", "b", "c", "d"};
+
+  private Differential() {}
+
+  public static void main(String[] args) throws Exception {
+    Map<String, String> options = parse(args);
+    String reference = options.get("--reference");
+    String basalt = options.get("--basalt");
+    if (reference == null || basalt == null) {
+      System.err.println(
+          "usage: Differential --reference QUORUM --basalt QUORUM [--seed N] [--seeds K]"
+              + " [--ops N] [--report FILE] [--max-shown N]");
+      System.exit(2);
+    }
+    long seed = Long.parseLong(options.getOrDefault("--seed", "1"));
+    int seeds = Integer.parseInt(options.getOrDefault("--seeds", "1"));
+    int ops = Integer.parseInt(options.getOrDefault("--ops", "1500"));
+    int maxShown = Integer.parseInt(options.getOrDefault("--max-shown", "40"));
+    String reportPath = options.get("--report");
+
+    Report report = new Report(maxShown);
+    try (Connection referenceConnection = connect(reference);
+        Connection basaltConnection = connect(basalt)) {
+      Side hbase = new Side("hbase", referenceConnection);
+      Side ours = new Side("basalt", basaltConnection);
+      report.section("admin answers");
+      AdminProbes.run(hbase, ours, report);
+      for (long s = seed; s < seed + seeds; s++) {
+        for (boolean newVersionBehavior : new boolean[] {false, true}) {
+          TableName table =
+              TableName.valueOf("diff_" + s + (newVersionBehavior ? "_nvb" : "_classic"));
+          report.section(table.getNameAsString());
+          runSeed(s, table, newVersionBehavior, ops, hbase, ours, report);
+        }
+      }
+    }
+    String summary = report.summary();
+    System.out.println(summary);
+    if (reportPath != null) {
+      Files.write(Path.of(reportPath), report.full().getBytes(StandardCharsets.UTF_8));
+    }
+    System.exit(report.mismatches() == 0 ? 0 : 1);
+  }
+
+  static Connection connect(String quorum) throws IOException {
+    Configuration conf = HBaseConfiguration.create();
+    int colon = quorum.lastIndexOf(':');
+    conf.set("hbase.zookeeper.quorum", colon < 0 ? quorum : quorum.substring(0, colon));
+    if (colon >= 0) {
+      conf.set("hbase.zookeeper.property.clientPort", quorum.substring(colon + 1));
+    }
+    // A wrong answer should surface as an error quickly, not after HBase's long retry chain.
+    conf.setInt("hbase.client.retries.number", 5);
+    conf.setLong("hbase.client.pause", 50);
+    conf.setInt("hbase.client.operation.timeout", 60_000);
+    conf.setInt("hbase.rpc.timeout", 30_000);
+    return ConnectionFactory.createConnection(conf);
+  }
+
+  static TableDescriptor descriptor(TableName name, boolean newVersionBehavior) {
+    List<ColumnFamilyDescriptor> families = new ArrayList<>();
+    families.add(family("a", newVersionBehavior).setMaxVersions(3).build());
+    families.add(family("b", newVersionBehavior).setMaxVersions(1).build());
+    families.add(
+        family("c", newVersionBehavior)
+            .setMaxVersions(4)
+            .setKeepDeletedCells(KeepDeletedCells.TRUE)
+            .build());
+    families.add(
+        family("d", newVersionBehavior).setMaxVersions(2).setMinVersions(1).setTimeToLive(7200).build());
+    return TableDescriptorBuilder.newBuilder(name).setColumnFamilies(families).build();
+  }
+
+  private static ColumnFamilyDescriptorBuilder family(String name, boolean newVersionBehavior) {
+    return ColumnFamilyDescriptorBuilder.newBuilder(Bytes.toBytes(name))
+        .setNewVersionBehavior(newVersionBehavior);
+  }
+
+  private static void runSeed(
+      long seed, TableName name, boolean newVersionBehavior, int ops, Side hbase, Side ours,
+      Report report) throws Exception {
+    for (Side side : new Side[] {hbase, ours}) {
+      side.recreate(descriptor(name, newVersionBehavior));
+    }
+    // An hour before now: explicit timestamps (base + 1..60 ms) are older than any the servers'
+    // clocks give, and younger than family d's two-hour TTL.
+    long base = System.currentTimeMillis() - TimeUnit.HOURS.toMillis(1);
+    Generator generator = new Generator(seed, name, true);
+    try (Table hbaseTable = hbase.connection.getTable(name);
+        Table oursTable = ours.connection.getTable(name)) {
+      for (int i = 0; i < ops; i++) {
+        Op op = generator.next();
+        String expected = hbase.apply(op, hbaseTable, base);
+        String actual = ours.apply(op, oursTable, base);
+        report.compare(i, op.describe(), expected, actual);
+        // Server timestamps of two writes in one millisecond would meet HBase's same-timestamp
+        // rule, which Basalt deliberately does not share (docs/hbase-semantics.md).
+        Thread.sleep(1);
+      }
+      // The final state, whole: every cell of every version, delete markers included.
+      Op everything = FinalState.op();
+      report.compare(ops, everything.describe(), hbase.apply(everything, hbaseTable, base),
+          ours.apply(everything, oursTable, base));
+    }
+    for (Side side : new Side[] {hbase, ours}) {
+      side.drop(name);
+    }
+  }
+
+  /** Waits until a table's compactions are done (HBase's major compaction is asynchronous). */
+  static void awaitCompaction(Admin admin, TableName table) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    // A compaction may not have been queued yet when the state is first read.
+    Thread.sleep(200);
+    while (System.nanoTime() < deadline) {
+      if (admin.getCompactionState(table) == CompactionState.NONE) {
+        return;
+      }
+      Thread.sleep(100);
+    }
+    throw new IOException("major compaction of " + table + " still running after 120 s");
+  }
+
+  private static Map<String, String> parse(String[] args) {
+    Map<String, String> options = new LinkedHashMap<>();
+    for (int i = 0; i + 1 < args.length; i += 2) {
+      options.put(args[i], args[i + 1]);
+    }
+    if (args.length % 2 != 0) {
+      System.err.println("option without a value: " + args[args.length - 1]);
+      System.exit(2);
+    }
+    return options;
+  }
+
+  /** One server: its connection and how an operation's answer is taken from it. */
+  static final class Side {
+    final String name;
+    final Connection connection;
+
+    Side(String name, Connection connection) {
+      this.name = name;
+      this.connection = connection;
+    }
+
+    String apply(Op op, Table table, long base) {
+      try (Admin admin = connection.getAdmin()) {
+        return op.apply(table, admin, base);
+      } catch (Exception error) {
+        return Answer.error(error);
+      }
+    }
+
+    void recreate(TableDescriptor descriptor) throws IOException {
+      try (Admin admin = connection.getAdmin()) {
+        drop(descriptor.getTableName());
+        admin.createTable(descriptor);
+      }
+    }
+
+    void drop(TableName name) throws IOException {
+      try (Admin admin = connection.getAdmin()) {
+        if (admin.tableExists(name)) {
+          if (admin.isTableEnabled(name)) {
+            admin.disableTable(name);
+          }
+          admin.deleteTable(name);
+        }
+      }
+    }
+  }
+
+  /** Counts comparisons and keeps the first mismatches in full. */
+  static final class Report {
+    private final int maxShown;
+    private final StringBuilder full = new StringBuilder();
+    private final Map<String, int[]> sections = new LinkedHashMap<>();
+    private String section = "";
+    private int compared;
+    private int mismatches;
+
+    Report(int maxShown) {
+      this.maxShown = maxShown;
+    }
+
+    void section(String name) {
+      section = name;
+      sections.put(name, new int[2]);
+    }
+
+    void compare(int index, String what, String expected, String actual) {
+      compared++;
+      sections.get(section)[0]++;
+      if (expected.equals(actual)) {
+        return;
+      }
+      mismatches++;
+      sections.get(section)[1]++;
+      String text =
+          "MISMATCH " + section + " #" + index + ": " + what + "\n  hbase:  " + expected
+              + "\n  basalt: " + actual + "\n";
+      full.append(text);
+      if (mismatches <= maxShown) {
+        PrintStream out = System.out;
+        out.print(text);
+      }
+    }
+
+    int mismatches() {
+      return mismatches;
+    }
+
+    String summary() {
+      StringBuilder text = new StringBuilder();
+      sections.forEach(
+          (name, counts) ->
+              text.append(String.format("  %-24s %6d compared, %4d differ%n", name, counts[0], counts[1])));
+      text.append(
+          String.format(
+              "differential: %d answers compared, %d differ (%s)%n",
+              compared, mismatches, mismatches == 0 ? "PASS" : "FAIL"));
+      return text.toString();
+    }
+
+    String full() {
+      return summary() + "\n" + full;
+    }
+  }
+}

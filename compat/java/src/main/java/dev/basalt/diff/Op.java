@@ -1,0 +1,21 @@
+package dev.basalt.diff;
+
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.Table;
+
+/** One generated operation, applied the same way to each server; its answer is canonical text. */
+interface Op {
+  /** What the operation is, for a mismatch report. */
+  String describe();
+
+  /** Runs the operation; returns its answer (errors are caught by the caller). */
+  String apply(Table table, Admin admin, long base) throws Exception;
+
+  /**
+   * True when the operation's answer must not be compared: it read server-chosen state that two
+   * servers cannot agree on (none of the generated operations today).
+   */
+  default boolean comparable() {
+    return true;
+  }
+}
