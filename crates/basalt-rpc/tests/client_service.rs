@@ -588,3 +588,29 @@ fn a_get_of_rows_only_in_files_is_answered_cold_and_warm() {
         "the second round read cached blocks"
     );
 }
+
+#[test]
+fn the_connection_registry_preamble_answers_the_cluster_id_then_closes() {
+    use std::io::{Read, Write};
+    let f = start();
+    for addr in [f.server.region_server_addr(), f.server.master_addr()] {
+        let mut socket = std::net::TcpStream::connect(addr).unwrap();
+        socket
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        // HBase 2.6's RpcConnectionRegistry: `Regist` instead of `HBas`.
+        socket.write_all(b"Regist").unwrap();
+        let mut answer = Vec::new();
+        socket.read_to_end(&mut answer).unwrap();
+        let len = u32::from_be_bytes(answer[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, answer.len() - 4, "one frame, then the server closes");
+        let (header, message, _) =
+            basalt_rpc::frame::split_response(Bytes::from(answer[4..].to_vec())).unwrap();
+        assert_eq!(header.call_id, Some(u32::MAX), "call id -1");
+        assert!(header.exception.is_none());
+        let response =
+            basalt_rpc::proto::registry::GetConnectionRegistryResponse::decode(&message[..])
+                .unwrap();
+        assert_eq!(response.cluster_id.as_deref(), Some("test-cluster"));
+    }
+}
