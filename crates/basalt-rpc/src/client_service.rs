@@ -853,7 +853,14 @@ fn open_scan(
             if reversed {
                 rows.reverse();
             }
-            (bounds, Box::new(rows.into_iter().map(Ok)))
+            // The rows are already cut to the scan's bounds in meta order;
+            // the per-row check in `fetch` compares bytes, which would drop
+            // them (the client's stop row `t ,,` sorts below `t,` in bytes).
+            let unbounded = RowBounds {
+                low: (Bytes::new(), true),
+                high: (Bytes::new(), false),
+            };
+            (unbounded, Box::new(rows.into_iter().map(Ok)))
         }
         Target::Region { info, .. } => {
             let bounds = scan_bounds(scan, &info.start_key, &info.end_key);

@@ -614,3 +614,63 @@ fn the_connection_registry_preamble_answers_the_cluster_id_then_closes() {
         assert_eq!(response.cluster_id.as_deref(), Some("test-cluster"));
     }
 }
+
+/// The rows of `hbase:meta` a scan from `start` to `stop` answers, as the
+/// Java client's `Admin.getRegions` sends it (forward, family `info`).
+fn meta_rows_between(c: &mut RpcClient, start: &[u8], stop: &[u8]) -> Vec<Bytes> {
+    let response = scan_call(
+        c,
+        ScanRequest {
+            region: meta(),
+            scan: Some(Scan {
+                start_row: Some(Bytes::copy_from_slice(start)),
+                stop_row: Some(Bytes::copy_from_slice(stop)),
+                column: vec![Column {
+                    family: Bytes::from_static(b"info"),
+                    qualifier: vec![],
+                }],
+                ..Default::default()
+            }),
+            number_of_rows: Some(100),
+            close_scanner: Some(true),
+            ..Default::default()
+        },
+    );
+    response
+        .results
+        .iter()
+        .map(|r| r.cell[0].row.clone().unwrap())
+        .collect()
+}
+
+#[test]
+fn get_regions_meta_scan_answers_every_region_of_a_presplit_table_including_after_split_and_merge()
+{
+    let f = start();
+    f.db.create_table_with_splits(
+        TableDescriptor::new("s").family(ColumnFamilyDescriptor::new("cf")),
+        &[
+            Bytes::from_static(b"b"),
+            Bytes::from_static(b"d"),
+            Bytes::from_static(b"f"),
+        ],
+    )
+    .unwrap();
+    let mut c = client(&f, false);
+    // HBase's ClientMetaTableAccessor: start `s,,`, stop `s ,,` (a space
+    // sorts below the delimiter, so every `s,...` row is inside).
+    let rows = meta_rows_between(&mut c, b"s,,", b"s ,,");
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert!(rows[0].starts_with(b"s,,"), "the first region is kept");
+    assert!(rows.iter().all(|r| r.starts_with(b"s,")));
+
+    f.db.split_table("s", Some(b"c")).unwrap();
+    assert_eq!(meta_rows_between(&mut c, b"s,,", b"s ,,").len(), 5);
+
+    let regions = f.db.list_regions("s").unwrap();
+    let (a, b) = (regions[0].info.region_name(), regions[1].info.region_name());
+    f.db.merge_regions(&a, &b).unwrap();
+    assert_eq!(meta_rows_between(&mut c, b"s,,", b"s ,,").len(), 4);
+    // Table `t`'s rows stay out of `s`'s range, and the reverse.
+    assert_eq!(meta_rows_between(&mut c, b"t,,", b"t ,,").len(), 1);
+}
