@@ -34,8 +34,9 @@ use basalt_types::filter::CellFilter;
 use basalt_types::mutation::{validate_row, validate_timestamp, Condition};
 use basalt_types::query::{prefix_successor, ColumnSelection};
 use basalt_types::{
-    Append, Cell, CellType, CheckAndMutate, ColumnFamilyDescriptor, Delete, Durability, Error, Get,
-    Increment, Mutation, Put, Result, RowMutations, RowResult, Scan, TimeRange, LATEST_TIMESTAMP,
+    Append, Cell, CellType, CheckAndMutate, ColumnFamilyDescriptor, CompareOp, Delete, Durability,
+    Error, Get, Increment, Mutation, Put, Result, RowMutations, RowResult, Scan, TimeRange,
+    LATEST_TIMESTAMP,
 };
 
 use crate::clock::Clock;
@@ -720,6 +721,12 @@ impl Region {
         let current = self.latest_cell(row, &check.family, &check.qualifier, check.time_range)?;
         let holds = match (&check.condition, &current) {
             (Condition::Absent, current) => current.is_none(),
+            // HBase (2.5+, HBASE-26742): an empty expected value tests for an
+            // absent or empty cell, whatever the operator; NOT_EQUAL negates.
+            (Condition::Compare { op, comparator }, current) if comparator.value_is_empty() => {
+                let absent_or_empty = current.as_ref().is_none_or(|c| c.value.is_empty());
+                absent_or_empty == (*op != CompareOp::NotEqual)
+            }
             (Condition::Compare { .. }, None) => false,
             (Condition::Compare { op, comparator }, Some(cell)) => {
                 op.holds(comparator.compare_to(&cell.value))

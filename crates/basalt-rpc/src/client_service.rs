@@ -13,7 +13,7 @@ use basalt::{
     Append, CheckAndMutate, Condition as BasaltCondition, Delete, Durability, Get as BasaltGet,
     Increment, Mutation, Put, RegionInfo, RowMutations, RowResult, Scan as BasaltScan, TimeRange,
 };
-use basalt_types::{Cell, CellType, CompareOp, LATEST_TIMESTAMP};
+use basalt_types::{Cell, CellType, Comparator, CompareOp, LATEST_TIMESTAMP};
 use bytes::Bytes;
 
 use crate::call::{cell_from_proto, encode, Call, Method};
@@ -392,18 +392,11 @@ fn to_check(condition: &Condition, mutations: RowMutations) -> Result<CheckAndMu
         Some(c) => decode_comparator(c)?,
         None => None,
     };
-    let test = match (op, comparator) {
-        // HBase: a null value with EQUAL means "the column is absent".
-        (CompareType::Equal, None) => BasaltCondition::Absent,
-        (_, None) => {
-            return Err(RpcError::do_not_retry(format!(
-                "a check against a missing value supports only EQUAL, got {op:?}"
-            )))
-        }
-        (op, Some(comparator)) => BasaltCondition::Compare {
-            op: compare_op(op)?,
-            comparator,
-        },
+    // A missing comparator or a `NullComparator` has an empty value, as in
+    // HBase: the engine then tests for an absent (or empty) cell.
+    let test = BasaltCondition::Compare {
+        op: compare_op(op)?,
+        comparator: comparator.unwrap_or_else(|| Comparator::Binary(Bytes::new())),
     };
     Ok(CheckAndMutate {
         row: condition.row.clone(),

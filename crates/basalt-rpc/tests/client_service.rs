@@ -11,7 +11,7 @@ use basalt_rpc::proto::client::{
 };
 use basalt_rpc::proto::filter::Comparator;
 use basalt_rpc::proto::hbase::{
-    region_specifier::RegionSpecifierType, RegionInfo, RegionSpecifier,
+    region_specifier::RegionSpecifierType, CompareType, RegionInfo, RegionSpecifier,
 };
 use basalt_rpc::{RpcConfig, RpcServer};
 use bytes::Bytes;
@@ -673,4 +673,56 @@ fn get_regions_meta_scan_answers_every_region_of_a_presplit_table_including_afte
     assert_eq!(meta_rows_between(&mut c, b"s,,", b"s ,,").len(), 4);
     // Table `t`'s rows stay out of `s`'s range, and the reverse.
     assert_eq!(meta_rows_between(&mut c, b"t,,", b"t ,,").len(), 1);
+}
+
+#[test]
+fn a_check_and_put_whose_expected_value_is_empty_writes_while_the_cell_is_absent() {
+    use basalt_rpc::proto::filter::{BinaryComparator, ByteArrayComparable};
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"e");
+    // What the Java client sends for `ifEquals(family, qualifier, new byte[0])`:
+    // a BinaryComparator whose comparable has no value.
+    let condition = |compare_type: CompareType| Condition {
+        row: Bytes::from_static(b"e"),
+        family: Some(Bytes::from_static(b"cf")),
+        qualifier: Some(Bytes::from_static(b"q")),
+        compare_type: Some(compare_type as i32),
+        comparator: Some(Comparator {
+            name: "org.apache.hadoop.hbase.filter.BinaryComparator".into(),
+            serialized_comparator: Some(
+                BinaryComparator {
+                    comparable: Some(ByteArrayComparable { value: None }),
+                }
+                .encode_to_vec(),
+            ),
+        }),
+        ..Default::default()
+    };
+    let mut check = |compare_type: CompareType, v: &str| -> bool {
+        let r: MutateResponse = c
+            .call(
+                "Mutate",
+                &MutateRequest {
+                    region: region(&name),
+                    mutation: Some(put("e", "q", v)),
+                    condition: Some(condition(compare_type)),
+                    ..Default::default()
+                },
+                &[],
+            )
+            .unwrap()
+            .decode()
+            .unwrap();
+        r.processed.unwrap()
+    };
+    assert!(
+        !check(CompareType::NotEqual, "no"),
+        "absent is not NOT_EQUAL"
+    );
+    assert!(check(CompareType::Equal, "first"), "absent: written");
+    assert!(!check(CompareType::Equal, "second"), "present now");
+    assert!(check(CompareType::NotEqual, "third"));
+    let cells = do_get(&mut c, &name, "e").unwrap();
+    assert_eq!(&cells[0].1[..], b"third");
 }
