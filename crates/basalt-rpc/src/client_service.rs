@@ -374,10 +374,16 @@ fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Op, RpcE
 
 /// A condition of check-and-mutate as Basalt's.
 fn to_check(condition: &Condition, mutations: RowMutations) -> Result<CheckAndMutate, RpcError> {
-    if condition.filter.is_some() {
-        return Err(RpcError::do_not_retry(
-            "check-and-mutate with a filter condition is not supported by Basalt: use a column condition",
-        ));
+    if let Some(filter) = &condition.filter {
+        // HBase 2.4+: the row read through the filter must have a cell.
+        return Ok(CheckAndMutate {
+            row: condition.row.clone(),
+            family: Bytes::new(),
+            qualifier: Bytes::new(),
+            condition: BasaltCondition::Filter(decode_filter(filter)?),
+            time_range: time_range(condition.time_range.as_ref())?,
+            mutations,
+        });
     }
     let family = condition
         .family

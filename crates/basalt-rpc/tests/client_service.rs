@@ -589,32 +589,6 @@ fn a_get_of_rows_only_in_files_is_answered_cold_and_warm() {
     );
 }
 
-#[test]
-fn the_connection_registry_preamble_answers_the_cluster_id_then_closes() {
-    use std::io::{Read, Write};
-    let f = start();
-    for addr in [f.server.region_server_addr(), f.server.master_addr()] {
-        let mut socket = std::net::TcpStream::connect(addr).unwrap();
-        socket
-            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-            .unwrap();
-        // HBase 2.6's RpcConnectionRegistry: `Regist` instead of `HBas`.
-        socket.write_all(b"Regist").unwrap();
-        let mut answer = Vec::new();
-        socket.read_to_end(&mut answer).unwrap();
-        let len = u32::from_be_bytes(answer[..4].try_into().unwrap()) as usize;
-        assert_eq!(len, answer.len() - 4, "one frame, then the server closes");
-        let (header, message, _) =
-            basalt_rpc::frame::split_response(Bytes::from(answer[4..].to_vec())).unwrap();
-        assert_eq!(header.call_id, Some(u32::MAX), "call id -1");
-        assert!(header.exception.is_none());
-        let response =
-            basalt_rpc::proto::registry::GetConnectionRegistryResponse::decode(&message[..])
-                .unwrap();
-        assert_eq!(response.cluster_id.as_deref(), Some("test-cluster"));
-    }
-}
-
 /// The rows of `hbase:meta` a scan from `start` to `stop` answers, as the
 /// Java client's `Admin.getRegions` sends it (forward, family `info`).
 fn meta_rows_between(c: &mut RpcClient, start: &[u8], stop: &[u8]) -> Vec<Bytes> {
@@ -725,4 +699,95 @@ fn a_check_and_put_whose_expected_value_is_empty_writes_while_the_cell_is_absent
     assert!(check(CompareType::NotEqual, "third"));
     let cells = do_get(&mut c, &name, "e").unwrap();
     assert_eq!(&cells[0].1[..], b"third");
+}
+
+#[test]
+fn the_connection_registry_preamble_answers_the_cluster_id_then_closes() {
+    use std::io::{Read, Write};
+    let f = start();
+    for addr in [f.server.region_server_addr(), f.server.master_addr()] {
+        let mut socket = std::net::TcpStream::connect(addr).unwrap();
+        socket
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        // HBase 2.6's RpcConnectionRegistry: `Regist` instead of `HBas`.
+        socket.write_all(b"Regist").unwrap();
+        let mut answer = Vec::new();
+        socket.read_to_end(&mut answer).unwrap();
+        let len = u32::from_be_bytes(answer[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, answer.len() - 4, "one frame, then the server closes");
+        let (header, message, _) =
+            basalt_rpc::frame::split_response(Bytes::from(answer[4..].to_vec())).unwrap();
+        assert_eq!(header.call_id, Some(u32::MAX), "call id -1");
+        assert!(header.exception.is_none());
+        let response =
+            basalt_rpc::proto::registry::GetConnectionRegistryResponse::decode(&message[..])
+                .unwrap();
+        assert_eq!(response.cluster_id.as_deref(), Some("test-cluster"));
+    }
+}
+
+#[test]
+fn a_check_and_mutate_with_a_filter_condition_applies_when_the_filter_matches_the_row() {
+    use basalt_rpc::proto::filter as pf;
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"fc");
+    do_put(&mut c, &name, "fc", "v1");
+    let value_is = |v: &str| pf::Filter {
+        name: "org.apache.hadoop.hbase.filter.ValueFilter".into(),
+        serialized_filter: Some(
+            pf::ValueFilter {
+                compare_filter: Some(pf::CompareFilter {
+                    compare_op: CompareType::Equal as i32,
+                    comparator: Some(Comparator {
+                        name: "org.apache.hadoop.hbase.filter.BinaryComparator".into(),
+                        serialized_comparator: Some(
+                            pf::BinaryComparator {
+                                comparable: Some(pf::ByteArrayComparable {
+                                    value: Some(Bytes::from(v.to_string())),
+                                }),
+                            }
+                            .encode_to_vec(),
+                        ),
+                    }),
+                }),
+            }
+            .encode_to_vec(),
+        ),
+    };
+    let mut check =
+        |filter: pf::Filter, range: Option<basalt_rpc::proto::hbase::TimeRange>, q: &str| -> bool {
+            let r: MutateResponse = c
+                .call(
+                    "Mutate",
+                    &MutateRequest {
+                        region: region(&name),
+                        mutation: Some(put("fc", q, "written")),
+                        condition: Some(Condition {
+                            row: Bytes::from_static(b"fc"),
+                            filter: Some(filter),
+                            time_range: range,
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                    &[],
+                )
+                .unwrap()
+                .decode()
+                .unwrap();
+            r.processed.unwrap()
+        };
+    assert!(!check(value_is("other"), None, "no"));
+    assert!(check(value_is("v1"), None, "yes"));
+    // A time range that holds no version of the matching cell: no match.
+    let before = basalt_rpc::proto::hbase::TimeRange {
+        from: Some(0),
+        to: Some(1),
+    };
+    assert!(!check(value_is("v1"), Some(before), "old"));
+    let cells = do_get(&mut c, &name, "fc").unwrap();
+    let qualifiers: Vec<&[u8]> = cells.iter().map(|(q, _)| &q[..]).collect();
+    assert_eq!(qualifiers, [&b"q"[..], &b"yes"[..]]);
 }

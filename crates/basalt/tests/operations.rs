@@ -421,6 +421,27 @@ fn a_check_with_an_empty_expected_value_means_the_cell_must_be_absent_or_empty()
 }
 
 #[test]
+fn a_check_with_a_filter_condition_applies_only_when_the_row_passes_the_filter() {
+    let t = TestDb::new();
+    let table = t.table("t", vec![cf("f")]);
+    table.put(&Put::new("r").add("f", "q", "5")).unwrap();
+    let check = |v: &str, q: &str| {
+        CheckAndMutate::new("r", "", "")
+            .if_filter_matches(Filter::Value(
+                CompareOp::Equal,
+                Comparator::binary(v.to_string()),
+            ))
+            .then(Put::new("r").add("f", q.to_string(), "x"))
+            .unwrap()
+    };
+    assert!(!table.check_and_mutate(&check("6", "no")).unwrap());
+    assert!(table.check_and_mutate(&check("5", "yes")).unwrap());
+    let row = table.get(&Get::new("r")).unwrap();
+    let qualifiers: Vec<&[u8]> = row.cells.iter().map(|c| &c.qualifier[..]).collect();
+    assert_eq!(qualifiers, [&b"q"[..], &b"yes"[..]]);
+}
+
+#[test]
 fn row_mutations_and_batches() {
     let t = TestDb::new();
     let table = t.table("t", vec![cf("f"), cf("g")]);
