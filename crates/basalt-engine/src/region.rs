@@ -34,8 +34,9 @@ use basalt_types::filter::CellFilter;
 use basalt_types::mutation::{validate_row, validate_timestamp, Condition};
 use basalt_types::query::{prefix_successor, ColumnSelection};
 use basalt_types::{
-    Append, Cell, CellType, CheckAndMutate, ColumnFamilyDescriptor, Delete, Durability, Error, Get,
-    Increment, Mutation, Put, Result, RowMutations, RowResult, Scan, TimeRange, LATEST_TIMESTAMP,
+    Append, Cell, CellType, CheckAndMutate, ColumnFamilyDescriptor, CompareOp, Delete, Durability,
+    Error, Get, Increment, Mutation, Put, Result, RowMutations, RowResult, Scan, TimeRange,
+    LATEST_TIMESTAMP,
 };
 
 use crate::clock::Clock;
@@ -715,11 +716,29 @@ impl Region {
                 "check-and-mutate mutations must be on the checked row",
             ));
         }
+        if let Condition::Filter(filter) = &check.condition {
+            // HBase: a filter condition reads the whole row through it.
+            let _lock = self.row_locks.lock(row);
+            let get = Get::new(row.clone())
+                .filter(filter.clone())
+                .time_range(check.time_range);
+            if self.get(&get)?.cells.is_empty() {
+                return Ok(false);
+            }
+            return self.apply_checked(check).map(|()| true);
+        }
         self.check_family(&check.family)?;
         let _lock = self.row_locks.lock(row);
         let current = self.latest_cell(row, &check.family, &check.qualifier, check.time_range)?;
         let holds = match (&check.condition, &current) {
+            (Condition::Filter(_), _) => false,
             (Condition::Absent, current) => current.is_none(),
+            // HBase (2.5+, HBASE-26742): an empty expected value tests for an
+            // absent or empty cell, whatever the operator; NOT_EQUAL negates.
+            (Condition::Compare { op, comparator }, current) if comparator.value_is_empty() => {
+                let absent_or_empty = current.as_ref().is_none_or(|c| c.value.is_empty());
+                absent_or_empty == (*op != CompareOp::NotEqual)
+            }
             (Condition::Compare { .. }, None) => false,
             (Condition::Compare { op, comparator }, Some(cell)) => {
                 op.holds(comparator.compare_to(&cell.value))
@@ -728,19 +747,24 @@ impl Region {
         if !holds {
             return Ok(false);
         }
+        self.apply_checked(check).map(|()| true)
+    }
+
+    /// Writes a check's mutations once its test held; the caller holds the
+    /// row lock.
+    fn apply_checked(&self, check: &CheckAndMutate) -> Result<()> {
         if check.mutations.mutations().is_empty() {
-            return Ok(true);
+            return Ok(());
         }
         let mut staged = StagedTimestamps::new();
-        let cells = self.resolve(row, check.mutations.mutations(), &mut staged)?;
+        let cells = self.resolve(&check.row, check.mutations.mutations(), &mut staged)?;
         self.write(
             vec![ResolvedWrite {
                 cells,
                 durability: check.mutations.durability(),
             }],
             staged,
-        )?;
-        Ok(true)
+        )
     }
 
     fn check_family(&self, family: &[u8]) -> Result<()> {

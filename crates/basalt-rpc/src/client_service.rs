@@ -13,7 +13,7 @@ use basalt::{
     Append, CheckAndMutate, Condition as BasaltCondition, Delete, Durability, Get as BasaltGet,
     Increment, Mutation, Put, RegionInfo, RowMutations, RowResult, Scan as BasaltScan, TimeRange,
 };
-use basalt_types::{Cell, CellType, CompareOp, LATEST_TIMESTAMP};
+use basalt_types::{Cell, CellType, Comparator, CompareOp, LATEST_TIMESTAMP};
 use bytes::Bytes;
 
 use crate::call::{cell_from_proto, encode, Call, Method};
@@ -374,10 +374,16 @@ fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Op, RpcE
 
 /// A condition of check-and-mutate as Basalt's.
 fn to_check(condition: &Condition, mutations: RowMutations) -> Result<CheckAndMutate, RpcError> {
-    if condition.filter.is_some() {
-        return Err(RpcError::do_not_retry(
-            "check-and-mutate with a filter condition is not supported by Basalt: use a column condition",
-        ));
+    if let Some(filter) = &condition.filter {
+        // HBase 2.4+: the row read through the filter must have a cell.
+        return Ok(CheckAndMutate {
+            row: condition.row.clone(),
+            family: Bytes::new(),
+            qualifier: Bytes::new(),
+            condition: BasaltCondition::Filter(decode_filter(filter)?),
+            time_range: time_range(condition.time_range.as_ref())?,
+            mutations,
+        });
     }
     let family = condition
         .family
@@ -392,18 +398,11 @@ fn to_check(condition: &Condition, mutations: RowMutations) -> Result<CheckAndMu
         Some(c) => decode_comparator(c)?,
         None => None,
     };
-    let test = match (op, comparator) {
-        // HBase: a null value with EQUAL means "the column is absent".
-        (CompareType::Equal, None) => BasaltCondition::Absent,
-        (_, None) => {
-            return Err(RpcError::do_not_retry(format!(
-                "a check against a missing value supports only EQUAL, got {op:?}"
-            )))
-        }
-        (op, Some(comparator)) => BasaltCondition::Compare {
-            op: compare_op(op)?,
-            comparator,
-        },
+    // A missing comparator or a `NullComparator` has an empty value, as in
+    // HBase: the engine then tests for an absent (or empty) cell.
+    let test = BasaltCondition::Compare {
+        op: compare_op(op)?,
+        comparator: comparator.unwrap_or_else(|| Comparator::Binary(Bytes::new())),
     };
     Ok(CheckAndMutate {
         row: condition.row.clone(),
@@ -875,7 +874,14 @@ fn open_scan(
             if reversed {
                 rows.reverse();
             }
-            (bounds, Box::new(rows.into_iter().map(Ok)))
+            // The rows are already cut to the scan's bounds in meta order;
+            // the per-row check in `fetch` compares bytes, which would drop
+            // them (the client's stop row `t ,,` sorts below `t,` in bytes).
+            let unbounded = RowBounds {
+                low: (Bytes::new(), true),
+                high: (Bytes::new(), false),
+            };
+            (unbounded, Box::new(rows.into_iter().map(Ok)))
         }
         Target::Region { info, .. } => {
             let bounds = scan_bounds(scan, &info.start_key, &info.end_key);

@@ -32,6 +32,22 @@ pub const NO_CALL: u32 = u32::MAX;
 /// Largest connection header accepted (HBase's are a few hundred bytes).
 pub const MAX_CONNECTION_HEADER_BYTES: usize = 64 << 10;
 
+/// The preamble an HBase 2.6+ client's `RpcConnectionRegistry` sends in
+/// place of `HBas`, version and auth, to learn the cluster id before any
+/// connection header (HBASE-25051). It is answered with one
+/// [`encode_registry_response`] and the connection closes, as HBase does.
+pub const REGISTRY_PREAMBLE: &[u8; 6] = b"Regist";
+
+/// The answer to [`REGISTRY_PREAMBLE`]: a response frame with call id -1
+/// holding a `GetConnectionRegistryResponse` (the cluster id).
+pub fn encode_registry_response(cluster_id: &str) -> Vec<u8> {
+    let message = crate::proto::registry::GetConnectionRegistryResponse {
+        cluster_id: Some(cluster_id.to_string()),
+    }
+    .encode_to_vec();
+    encode_response(NO_CALL, Ok((message.as_slice(), &[][..])))
+}
+
 /// Why a preamble is refused (the answer then closes the connection).
 pub fn check_preamble(preamble: &[u8; 6]) -> Result<(), RpcError> {
     if &preamble[..4] != MAGIC {
@@ -397,6 +413,20 @@ mod tests {
         body.splice(header_len..header_len + 2, text.into_bytes());
         let request = split_request(Bytes::from(body)).unwrap();
         assert_eq!(TableName::decode(request.param).unwrap(), param);
+    }
+
+    #[test]
+    fn the_registry_preamble_is_answered_with_the_cluster_id_under_call_id_minus_one() {
+        let frame = encode_registry_response("cluster-7");
+        let (header, message, cells) = split_response(Bytes::from(frame[4..].to_vec())).unwrap();
+        assert_eq!(header.call_id, Some(u32::MAX));
+        assert!(header.exception.is_none());
+        assert!(cells.is_empty());
+        let answer =
+            crate::proto::registry::GetConnectionRegistryResponse::decode(&message[..]).unwrap();
+        assert_eq!(answer.cluster_id.as_deref(), Some("cluster-7"));
+        // It is not a connection preamble: alone it would be refused.
+        assert!(check_preamble(REGISTRY_PREAMBLE).is_err());
     }
 
     #[test]

@@ -277,13 +277,7 @@ fn listed_tables(
     include_sys_tables: bool,
     namespace: Option<&str>,
 ) -> Result<Vec<String>, RpcError> {
-    let pattern = match regex.filter(|r| !r.is_empty()) {
-        None => None,
-        // Java's `matches`: the whole name must match.
-        Some(r) => Some(regex::Regex::new(&format!("^(?:{r})$")).map_err(|e| {
-            RpcError::do_not_retry(format!("invalid table name pattern '{r}': {e}"))
-        })?),
-    };
+    let pattern = table_pattern(regex)?;
     let mut names = call.ctx.db.list_tables();
     if include_sys_tables {
         names.push(META_TABLE.to_string());
@@ -308,6 +302,19 @@ fn listed_tables(
             })
         })
         .collect())
+}
+
+/// A listing's pattern as HBase's master applies it: absent lists every
+/// table; present (even empty) must match the whole name, as Java's
+/// `Pattern.matcher(name).matches()`, so an empty pattern matches none.
+fn table_pattern(regex: Option<&str>) -> Result<Option<regex::Regex>, RpcError> {
+    regex
+        .map(|r| {
+            regex::Regex::new(&format!("^(?:{r})$")).map_err(|e| {
+                RpcError::do_not_retry(format!("invalid table name pattern '{r}': {e}"))
+            })
+        })
+        .transpose()
 }
 
 /// The schema of `name`, `None` when it does not exist (dropped since it
@@ -1513,4 +1520,25 @@ fn memory_budget(ctx: &RpcContext) -> u64 {
 /// Whole MiB, saturating.
 fn mib(bytes: u64) -> u32 {
     u32::try_from(bytes >> 20).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn an_empty_table_pattern_matches_no_name_while_an_absent_one_lists_all() {
+        let empty = table_pattern(Some("")).unwrap().unwrap();
+        assert!(!empty.is_match("t"));
+        assert!(!empty.is_match("default:t"));
+        assert!(table_pattern(None).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_table_pattern_must_match_the_whole_name() {
+        let p = table_pattern(Some("ap")).unwrap().unwrap();
+        assert!(!p.is_match("apple"));
+        assert!(p.is_match("ap"));
+    }
 }

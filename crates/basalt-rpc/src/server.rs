@@ -462,6 +462,13 @@ async fn connection(
     // 1. Preamble and connection header.
     let mut preamble = [0u8; 6];
     read_within(&mut reader, &mut preamble, idle).await?;
+    if &preamble == frame::REGISTRY_PREAMBLE {
+        // HBase 2.6+ `RpcConnectionRegistry`: the cluster id, then close.
+        let answer = frame::encode_registry_response(&shared.ctx.identity.cluster_id);
+        writer.write_all(&answer).await?;
+        writer.flush().await?;
+        return Ok(());
+    }
     if let Err(e) = frame::check_preamble(&preamble) {
         return fatal(&mut writer, NO_CALL, &e).await;
     }

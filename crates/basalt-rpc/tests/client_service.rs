@@ -11,7 +11,7 @@ use basalt_rpc::proto::client::{
 };
 use basalt_rpc::proto::filter::Comparator;
 use basalt_rpc::proto::hbase::{
-    region_specifier::RegionSpecifierType, RegionInfo, RegionSpecifier,
+    region_specifier::RegionSpecifierType, CompareType, RegionInfo, RegionSpecifier,
 };
 use basalt_rpc::{RpcConfig, RpcServer};
 use bytes::Bytes;
@@ -693,4 +693,205 @@ fn a_raw_scan_naming_a_qualifier_is_refused_as_hbase_refuses_it() {
         error.contains("Cannot specify any column for a raw scan"),
         "{error}"
     );
+/// The rows of `hbase:meta` a scan from `start` to `stop` answers, as the
+/// Java client's `Admin.getRegions` sends it (forward, family `info`).
+fn meta_rows_between(c: &mut RpcClient, start: &[u8], stop: &[u8]) -> Vec<Bytes> {
+    let response = scan_call(
+        c,
+        ScanRequest {
+            region: meta(),
+            scan: Some(Scan {
+                start_row: Some(Bytes::copy_from_slice(start)),
+                stop_row: Some(Bytes::copy_from_slice(stop)),
+                column: vec![Column {
+                    family: Bytes::from_static(b"info"),
+                    qualifier: vec![],
+                }],
+                ..Default::default()
+            }),
+            number_of_rows: Some(100),
+            close_scanner: Some(true),
+            ..Default::default()
+        },
+    );
+    response
+        .results
+        .iter()
+        .map(|r| r.cell[0].row.clone().unwrap())
+        .collect()
+}
+
+#[test]
+fn get_regions_meta_scan_answers_every_region_of_a_presplit_table_including_after_split_and_merge()
+{
+    let f = start();
+    f.db.create_table_with_splits(
+        TableDescriptor::new("s").family(ColumnFamilyDescriptor::new("cf")),
+        &[
+            Bytes::from_static(b"b"),
+            Bytes::from_static(b"d"),
+            Bytes::from_static(b"f"),
+        ],
+    )
+    .unwrap();
+    let mut c = client(&f, false);
+    // HBase's ClientMetaTableAccessor: start `s,,`, stop `s ,,` (a space
+    // sorts below the delimiter, so every `s,...` row is inside).
+    let rows = meta_rows_between(&mut c, b"s,,", b"s ,,");
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert!(rows[0].starts_with(b"s,,"), "the first region is kept");
+    assert!(rows.iter().all(|r| r.starts_with(b"s,")));
+
+    f.db.split_table("s", Some(b"c")).unwrap();
+    assert_eq!(meta_rows_between(&mut c, b"s,,", b"s ,,").len(), 5);
+
+    let regions = f.db.list_regions("s").unwrap();
+    let (a, b) = (regions[0].info.region_name(), regions[1].info.region_name());
+    f.db.merge_regions(&a, &b).unwrap();
+    assert_eq!(meta_rows_between(&mut c, b"s,,", b"s ,,").len(), 4);
+    // Table `t`'s rows stay out of `s`'s range, and the reverse.
+    assert_eq!(meta_rows_between(&mut c, b"t,,", b"t ,,").len(), 1);
+}
+
+#[test]
+fn a_check_and_put_whose_expected_value_is_empty_writes_while_the_cell_is_absent() {
+    use basalt_rpc::proto::filter::{BinaryComparator, ByteArrayComparable};
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"e");
+    // What the Java client sends for `ifEquals(family, qualifier, new byte[0])`:
+    // a BinaryComparator whose comparable has no value.
+    let condition = |compare_type: CompareType| Condition {
+        row: Bytes::from_static(b"e"),
+        family: Some(Bytes::from_static(b"cf")),
+        qualifier: Some(Bytes::from_static(b"q")),
+        compare_type: Some(compare_type as i32),
+        comparator: Some(Comparator {
+            name: "org.apache.hadoop.hbase.filter.BinaryComparator".into(),
+            serialized_comparator: Some(
+                BinaryComparator {
+                    comparable: Some(ByteArrayComparable { value: None }),
+                }
+                .encode_to_vec(),
+            ),
+        }),
+        ..Default::default()
+    };
+    let mut check = |compare_type: CompareType, v: &str| -> bool {
+        let r: MutateResponse = c
+            .call(
+                "Mutate",
+                &MutateRequest {
+                    region: region(&name),
+                    mutation: Some(put("e", "q", v)),
+                    condition: Some(condition(compare_type)),
+                    ..Default::default()
+                },
+                &[],
+            )
+            .unwrap()
+            .decode()
+            .unwrap();
+        r.processed.unwrap()
+    };
+    assert!(
+        !check(CompareType::NotEqual, "no"),
+        "absent is not NOT_EQUAL"
+    );
+    assert!(check(CompareType::Equal, "first"), "absent: written");
+    assert!(!check(CompareType::Equal, "second"), "present now");
+    assert!(check(CompareType::NotEqual, "third"));
+    let cells = do_get(&mut c, &name, "e").unwrap();
+    assert_eq!(&cells[0].1[..], b"third");
+}
+
+#[test]
+fn the_connection_registry_preamble_answers_the_cluster_id_then_closes() {
+    use std::io::{Read, Write};
+    let f = start();
+    for addr in [f.server.region_server_addr(), f.server.master_addr()] {
+        let mut socket = std::net::TcpStream::connect(addr).unwrap();
+        socket
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        // HBase 2.6's RpcConnectionRegistry: `Regist` instead of `HBas`.
+        socket.write_all(b"Regist").unwrap();
+        let mut answer = Vec::new();
+        socket.read_to_end(&mut answer).unwrap();
+        let len = u32::from_be_bytes(answer[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, answer.len() - 4, "one frame, then the server closes");
+        let (header, message, _) =
+            basalt_rpc::frame::split_response(Bytes::from(answer[4..].to_vec())).unwrap();
+        assert_eq!(header.call_id, Some(u32::MAX), "call id -1");
+        assert!(header.exception.is_none());
+        let response =
+            basalt_rpc::proto::registry::GetConnectionRegistryResponse::decode(&message[..])
+                .unwrap();
+        assert_eq!(response.cluster_id.as_deref(), Some("test-cluster"));
+    }
+}
+
+#[test]
+fn a_check_and_mutate_with_a_filter_condition_applies_when_the_filter_matches_the_row() {
+    use basalt_rpc::proto::filter as pf;
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"fc");
+    do_put(&mut c, &name, "fc", "v1");
+    let value_is = |v: &str| pf::Filter {
+        name: "org.apache.hadoop.hbase.filter.ValueFilter".into(),
+        serialized_filter: Some(
+            pf::ValueFilter {
+                compare_filter: Some(pf::CompareFilter {
+                    compare_op: CompareType::Equal as i32,
+                    comparator: Some(Comparator {
+                        name: "org.apache.hadoop.hbase.filter.BinaryComparator".into(),
+                        serialized_comparator: Some(
+                            pf::BinaryComparator {
+                                comparable: Some(pf::ByteArrayComparable {
+                                    value: Some(Bytes::from(v.to_string())),
+                                }),
+                            }
+                            .encode_to_vec(),
+                        ),
+                    }),
+                }),
+            }
+            .encode_to_vec(),
+        ),
+    };
+    let mut check =
+        |filter: pf::Filter, range: Option<basalt_rpc::proto::hbase::TimeRange>, q: &str| -> bool {
+            let r: MutateResponse = c
+                .call(
+                    "Mutate",
+                    &MutateRequest {
+                        region: region(&name),
+                        mutation: Some(put("fc", q, "written")),
+                        condition: Some(Condition {
+                            row: Bytes::from_static(b"fc"),
+                            filter: Some(filter),
+                            time_range: range,
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                    &[],
+                )
+                .unwrap()
+                .decode()
+                .unwrap();
+            r.processed.unwrap()
+        };
+    assert!(!check(value_is("other"), None, "no"));
+    assert!(check(value_is("v1"), None, "yes"));
+    // A time range that holds no version of the matching cell: no match.
+    let before = basalt_rpc::proto::hbase::TimeRange {
+        from: Some(0),
+        to: Some(1),
+    };
+    assert!(!check(value_is("v1"), Some(before), "old"));
+    let cells = do_get(&mut c, &name, "fc").unwrap();
+    let qualifiers: Vec<&[u8]> = cells.iter().map(|(q, _)| &q[..]).collect();
+    assert_eq!(qualifiers, [&b"q"[..], &b"yes"[..]]);
 }

@@ -303,6 +303,10 @@ fn listing_matches_whole_names_and_shows_system_tables_only_when_asked() {
     assert!(names(Some("ap"), false).is_empty());
     assert_eq!(names(Some("default:b.*"), false), ["banana"]);
     assert_eq!(names(None, false), ["apple", "apricot", "banana"]);
+    // HBase's master matches a present pattern, even an empty one, against
+    // the whole name: an empty pattern lists nothing.
+    assert!(names(Some(""), false).is_empty());
+    assert!(names(Some(""), true).is_empty());
     assert_eq!(
         names(Some(".*"), true),
         ["apple", "apricot", "banana", "hbase:meta"]

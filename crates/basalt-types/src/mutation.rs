@@ -465,7 +465,7 @@ impl RowMutations {
 }
 
 /// What a [`CheckAndMutate`] tests before it applies its mutations.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Condition {
     /// The column has no visible value.
     Absent,
@@ -477,11 +477,15 @@ pub enum Condition {
         /// The value (and how to compare it).
         comparator: Comparator,
     },
+    /// The row read through this filter (newest versions in the time
+    /// range) has at least one cell: HBase 2.4+'s `Condition.filter`. The
+    /// check's family and qualifier are then unused.
+    Filter(crate::filter::Filter),
 }
 
 /// Tests one column's latest value and applies mutations if the test holds,
 /// atomically. Decoding checks that the mutations are on the checked row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "CheckAndMutateFields")]
 pub struct CheckAndMutate {
     /// The row (the mutations must be on it too).
@@ -531,6 +535,12 @@ impl CheckAndMutate {
     /// Applies only if `comparator OP latest value` holds.
     pub fn if_matches(mut self, op: CompareOp, comparator: Comparator) -> Self {
         self.condition = Condition::Compare { op, comparator };
+        self
+    }
+
+    /// Applies only if the row, read through `filter`, has a cell.
+    pub fn if_filter_matches(mut self, filter: crate::filter::Filter) -> Self {
+        self.condition = Condition::Filter(filter);
         self
     }
 

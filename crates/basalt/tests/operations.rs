@@ -389,6 +389,59 @@ fn check_and_mutate_with_every_operator_and_absence() {
 }
 
 #[test]
+fn a_check_with_an_empty_expected_value_means_the_cell_must_be_absent_or_empty() {
+    let t = TestDb::new();
+    let table = t.table("t", vec![cf("f")]);
+    let check = |op: CompareOp, v: &str| {
+        CheckAndMutate::new("r", "f", "q")
+            .if_matches(op, Comparator::binary(""))
+            .then(Put::new("r").add("f", "q", v.to_string()))
+            .unwrap()
+    };
+    // Absent: every operator but NOT_EQUAL holds (HBase's `valueIsNull`).
+    assert!(!table
+        .check_and_mutate(&check(CompareOp::NotEqual, "x"))
+        .unwrap());
+    assert!(table
+        .check_and_mutate(&check(CompareOp::Equal, ""))
+        .unwrap());
+    // Present and empty: the same answers.
+    assert!(table
+        .check_and_mutate(&check(CompareOp::Less, "5"))
+        .unwrap());
+    // Present with a value: only NOT_EQUAL holds.
+    assert!(!table
+        .check_and_mutate(&check(CompareOp::Equal, "6"))
+        .unwrap());
+    assert!(table
+        .check_and_mutate(&check(CompareOp::NotEqual, "7"))
+        .unwrap());
+    let row = table.get(&Get::new("r").column("f", "q")).unwrap();
+    assert_eq!(&row.cells[0].value[..], b"7");
+}
+
+#[test]
+fn a_check_with_a_filter_condition_applies_only_when_the_row_passes_the_filter() {
+    let t = TestDb::new();
+    let table = t.table("t", vec![cf("f")]);
+    table.put(&Put::new("r").add("f", "q", "5")).unwrap();
+    let check = |v: &str, q: &str| {
+        CheckAndMutate::new("r", "", "")
+            .if_filter_matches(Filter::Value(
+                CompareOp::Equal,
+                Comparator::binary(v.to_string()),
+            ))
+            .then(Put::new("r").add("f", q.to_string(), "x"))
+            .unwrap()
+    };
+    assert!(!table.check_and_mutate(&check("6", "no")).unwrap());
+    assert!(table.check_and_mutate(&check("5", "yes")).unwrap());
+    let row = table.get(&Get::new("r")).unwrap();
+    let qualifiers: Vec<&[u8]> = row.cells.iter().map(|c| &c.qualifier[..]).collect();
+    assert_eq!(qualifiers, [&b"q"[..], &b"yes"[..]]);
+}
+
+#[test]
 fn row_mutations_and_batches() {
     let t = TestDb::new();
     let table = t.table("t", vec![cf("f"), cf("g")]);

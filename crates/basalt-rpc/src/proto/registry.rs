@@ -4,6 +4,15 @@
 
 use super::hbase::{RegionInfo, ServerName};
 
+/// The answer to the connection registry preamble (`Regist`), sent by
+/// HBase 2.6+ clients before any connection header.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct GetConnectionRegistryResponse {
+    /// The cluster id.
+    #[prost(string, optional, tag = "1")]
+    pub cluster_id: Option<String>,
+}
+
 /// `GetClusterId`'s answer.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct GetClusterIdResponse {

@@ -48,6 +48,17 @@ impl Comparator {
         Comparator::Substring(needle.to_lowercase())
     }
 
+    /// True when the comparator's value is empty. HBase's check-and-mutate
+    /// then tests for an absent or empty cell instead of comparing (its
+    /// `valueIsNull`).
+    pub fn value_is_empty(&self) -> bool {
+        match self {
+            Comparator::Binary(v) | Comparator::BinaryPrefix(v) => v.is_empty(),
+            Comparator::Regex(r) => r.as_str().is_empty(),
+            Comparator::Substring(needle) => needle.is_empty(),
+        }
+    }
+
     /// True for the comparators that only answer "matches or not".
     pub fn is_match_only(&self) -> bool {
         matches!(self, Comparator::Regex(_) | Comparator::Substring(_))
@@ -157,6 +168,14 @@ impl fmt::Debug for Comparator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_comparator_with_no_value_counts_as_empty() {
+        assert!(Comparator::binary("").value_is_empty());
+        assert!(Comparator::substring("").value_is_empty());
+        assert!(!Comparator::binary("x").value_is_empty());
+        assert!(!Comparator::BinaryPrefix(Bytes::from_static(b"x")).value_is_empty());
+    }
     use crate::filter::CompareOp;
 
     #[test]

@@ -776,6 +776,13 @@ impl Model {
         let current = self.latest(row, fam.0, qual, tr, now);
         match (cond, current) {
             (CondSpec::Absent, current) => current.is_none(),
+            // HBase: an empty expected value tests for an absent or empty
+            // cell; NOT_EQUAL negates (HBASE-26742).
+            (CondSpec::Compare(op, CmpSpec::Binary(v) | CmpSpec::BinaryPrefix(v)), current)
+                if v.is_empty() =>
+            {
+                current.as_ref().is_none_or(|c| c.value.is_empty()) == (*op != CompareOp::NotEqual)
+            }
             (CondSpec::Compare(..), None) => false,
             (CondSpec::Compare(op, cmp), Some(c)) => {
                 let ord = match cmp {
