@@ -693,6 +693,8 @@ fn a_raw_scan_naming_a_qualifier_is_refused_as_hbase_refuses_it() {
         error.contains("Cannot specify any column for a raw scan"),
         "{error}"
     );
+}
+
 /// The rows of `hbase:meta` a scan from `start` to `stop` answers, as the
 /// Java client's `Admin.getRegions` sends it (forward, family `info`).
 fn meta_rows_between(c: &mut RpcClient, start: &[u8], stop: &[u8]) -> Vec<Bytes> {
