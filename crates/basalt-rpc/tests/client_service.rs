@@ -897,3 +897,47 @@ fn a_check_and_mutate_with_a_filter_condition_applies_when_the_filter_matches_th
     let qualifiers: Vec<&[u8]> = cells.iter().map(|(q, _)| &q[..]).collect();
     assert_eq!(qualifiers, [&b"q"[..], &b"yes"[..]]);
 }
+
+#[test]
+fn a_row_mutation_answers_each_unnumbered_mutation_by_position_without_processed() {
+    // HBase's Table.mutateRow sends its mutations unnumbered in one atomic
+    // region action and reads one answer per position; `processed` there
+    // would make it read one answer for the whole action and retry the rest.
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    let mut delete = put("r", "old", "");
+    delete.mutate_type = Some(MutationType::Delete as i32);
+    let request = MultiRequest {
+        region_action: vec![RegionAction {
+            region: region(&name),
+            atomic: Some(true),
+            action: vec![
+                Action {
+                    mutation: Some(put("r", "new", "y")),
+                    ..Default::default()
+                },
+                Action {
+                    mutation: Some(delete),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: MultiResponse = c.call("Multi", &request, &[]).unwrap().decode().unwrap();
+    let answer = &response.region_action_result[0];
+    assert_eq!(answer.processed, None);
+    let indices: Vec<_> = answer.result_or_exception.iter().map(|r| r.index).collect();
+    assert_eq!(indices, vec![Some(0), Some(1)]);
+    assert!(answer
+        .result_or_exception
+        .iter()
+        .all(|r| r.exception.is_none()));
+    let cells = do_get(&mut c, &name, "r").unwrap();
+    assert_eq!(
+        cells,
+        vec![(Bytes::from_static(b"new"), Bytes::from_static(b"y"))]
+    );
+}

@@ -13,6 +13,7 @@ import org.apache.hadoop.hbase.client.*;
 import org.apache.hadoop.hbase.filter.*;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.apache.hadoop.hbase.util.Pair;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /** Server-side filters, each checked against the rows HBase 2.6 returns. */
@@ -255,6 +256,7 @@ class FilterTest extends CompatBase {
   }
 
   @Test
+  @Disabled("Basalt has no FuzzyRowFilter yet (issue 27; docs/native-rpc.md)")
   void fuzzy_row_filter_matches_fixed_positions() throws Exception {
     try (Table t = data("fuzzy")) {
       // "row?5": positions 0-2 and 4 fixed (mask 0), position 3 free (mask 1).

@@ -13,6 +13,7 @@ import org.apache.hadoop.hbase.UnknownScannerException;
 import org.apache.hadoop.hbase.client.*;
 import org.apache.hadoop.hbase.client.metrics.ScanMetrics;
 import org.apache.hadoop.hbase.util.Bytes;
+import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /** Scans: ranges, direction, limits, caching, batching, versions, raw, metrics, leases. */
@@ -231,6 +232,7 @@ class ScanTest extends CompatBase {
   }
 
   @Test
+  @Disabled("Basalt answers no scan metrics yet (issue 27; docs/native-rpc.md)")
   void scan_metrics_count_rows_and_rpcs() throws Exception {
     try (Table t = tenRows("metrics")) {
       Scan scan = new Scan().setScanMetricsEnabled(true).setCaching(3);
