@@ -562,15 +562,10 @@ fn region_action(
                 true
             }
         };
-        // Only a conditional action says whether it applied. HBase's
-        // client reads `processed` on a plain row mutation as "one answer
-        // for the whole action" and then finds no answer for the other
-        // mutations it sent (it retries them as failed).
-        if condition.is_some() {
-            result.processed = Some(processed);
-        }
+        result.processed = Some(processed);
         // One empty answer per mutation, numbered by position as HBase's
-        // region server does (the client sends these actions unnumbered).
+        // region server does: the Java client sends these actions
+        // unnumbered and looks each answer up by its position.
         for position in 0..action.action.len() {
             result.result_or_exception.push(ResultOrException {
                 index: u32::try_from(position).ok(),
