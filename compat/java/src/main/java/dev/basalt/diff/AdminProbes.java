@@ -35,6 +35,7 @@ final class AdminProbes {
 
   static void run(Differential.Side hbase, Differential.Side ours, Differential.Report report) throws Exception {
     for (Differential.Side side : new Differential.Side[] {hbase, ours}) {
+      awaitMaster(side);
       cleanUp(side);
     }
     List<String> names = new ArrayList<>();
@@ -153,6 +154,25 @@ final class AdminProbes {
     }
     for (Differential.Side side : new Differential.Side[] {hbase, ours}) {
       cleanUp(side);
+    }
+  }
+
+  /**
+   * Waits until the server's master answers namespace calls: HBase's master answers
+   * PleaseHoldException ("Master is initializing") for a while after its region server serves.
+   */
+  private static void awaitMaster(Differential.Side side) throws Exception {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(180);
+    while (true) {
+      try (Admin admin = side.connection.getAdmin()) {
+        admin.listNamespaceDescriptors();
+        return;
+      } catch (java.io.IOException initializing) {
+        if (System.nanoTime() > deadline) {
+          throw initializing;
+        }
+        Thread.sleep(500);
+      }
     }
   }
 
