@@ -527,38 +527,49 @@ impl Region {
 
     /// Applies a put.
     pub fn put(&self, put: &Put) -> Result<()> {
-        self.mutate(Mutation::Put(put.clone()))
+        self.mutate(Mutation::Put(put.clone())).map(drop)
     }
 
     /// Applies a delete.
     pub fn delete(&self, delete: &Delete) -> Result<()> {
-        self.mutate(Mutation::Delete(delete.clone()))
+        self.mutate(Mutation::Delete(delete.clone())).map(drop)
     }
 
-    fn mutate(&self, mutation: Mutation) -> Result<()> {
+    /// One mutation, atomically; the new values of an increment or append.
+    fn mutate(&self, mutation: Mutation) -> Result<RowResult> {
         let row = mutation.row().clone();
         self.check_row(&row)?;
         let durability = mutation.durability();
         let _lock = self.row_locks.lock(&row);
         let mut staged = StagedTimestamps::new();
-        let cells = self.resolve(&row, std::slice::from_ref(&mutation), &mut staged)?;
-        self.write(vec![ResolvedWrite { cells, durability }], staged)
+        let mut computed = Vec::new();
+        let cells = self.resolve(
+            &row,
+            std::slice::from_ref(&mutation),
+            &mut staged,
+            &mut computed,
+        )?;
+        self.write(vec![ResolvedWrite { cells, durability }], staged)?;
+        Ok(result_of(&row, computed))
     }
 
-    /// Applies puts and deletes of one row atomically.
-    pub fn mutate_row(&self, mutations: &RowMutations) -> Result<()> {
+    /// Applies the mutations of one row atomically; returns the new values
+    /// of its increments and appends (empty when it has none).
+    pub fn mutate_row(&self, mutations: &RowMutations) -> Result<RowResult> {
         let row = mutations.row();
         self.check_row(row)?;
         let _lock = self.row_locks.lock(row);
         let mut staged = StagedTimestamps::new();
-        let cells = self.resolve(row, mutations.mutations(), &mut staged)?;
+        let mut computed = Vec::new();
+        let cells = self.resolve(row, mutations.mutations(), &mut staged, &mut computed)?;
         self.write(
             vec![ResolvedWrite {
                 cells,
                 durability: mutations.durability(),
             }],
             staged,
-        )
+        )?;
+        Ok(result_of(row, computed))
     }
 
     /// Applies many mutations, each atomically on its row; the batch as a
@@ -581,7 +592,14 @@ impl Region {
             if results[i].is_err() {
                 continue;
             }
-            match self.resolve(mutation.row(), std::slice::from_ref(mutation), &mut staged) {
+            // A batch does not answer an increment's values (see `Mutation`).
+            let mut computed = Vec::new();
+            match self.resolve(
+                mutation.row(),
+                std::slice::from_ref(mutation),
+                &mut staged,
+                &mut computed,
+            ) {
                 Ok(cells) => {
                     pending.push(ResolvedWrite {
                         cells,
@@ -607,108 +625,25 @@ impl Region {
 
     /// Adds to 8-byte counters; returns the new values.
     pub fn increment(&self, increment: &Increment) -> Result<RowResult> {
-        let columns = increment
-            .columns()
-            .iter()
-            .map(|(f, q, delta)| (f, q, *delta));
-        self.read_modify_write(
-            increment.row(),
-            columns,
-            increment.durability,
-            |current, delta| {
-                let old = match current {
-                    Some(c) => {
-                        let bytes: [u8; 8] = c.value[..]
-                            .try_into()
-                            .map_err(|_| Error::NotALong { len: c.value.len() })?;
-                        i64::from_be_bytes(bytes)
-                    }
-                    None => 0,
-                };
-                Ok(Bytes::copy_from_slice(
-                    &old.wrapping_add(delta).to_be_bytes(),
-                ))
-            },
-        )
+        self.mutate(Mutation::Increment(increment.clone()))
     }
 
     /// Appends to the latest values; returns the new values.
     pub fn append(&self, append: &Append) -> Result<RowResult> {
-        let columns = append.columns().iter().map(|(f, q, suffix)| (f, q, suffix));
-        self.read_modify_write(
-            append.row(),
-            columns,
-            append.durability,
-            |current, suffix| {
-                Ok(match current {
-                    Some(c) => {
-                        let mut v = Vec::with_capacity(c.value.len() + suffix.len());
-                        v.extend_from_slice(&c.value);
-                        v.extend_from_slice(suffix);
-                        Bytes::from(v)
-                    }
-                    None => suffix.clone(),
-                })
-            },
-        )
-    }
-
-    /// Increment and append: under the row lock, computes each column's new
-    /// value from its latest visible cell and writes all of them as one
-    /// atomic row mutation. The new cell's timestamp is HBase's
-    /// `max(now, latest + 1)`, so it is never hidden behind the value it
-    /// replaces.
-    fn read_modify_write<'a, T>(
-        &self,
-        row: &Bytes,
-        columns: impl Iterator<Item = (&'a Bytes, &'a Bytes, T)>,
-        durability: Durability,
-        mut new_value: impl FnMut(Option<&Cell>, T) -> Result<Bytes>,
-    ) -> Result<RowResult> {
-        self.check_row(row)?;
-        let _lock = self.row_locks.lock(row);
-        let now = self.clock.now_millis();
-        // The row's next server timestamp, so the new value is also newer
-        // than anything this row was given in the same millisecond.
-        let row_now = self.row_clock.next(row, now);
-        let mut newest = row_now;
-        let mut cells = Vec::new();
-        for (family, qualifier, operand) in columns {
-            self.check_family(family)?;
-            let current = self.latest_cell(row, family, qualifier, TimeRange::all())?;
-            let value = new_value(current.as_ref(), operand)?;
-            self.check_value(&value)?;
-            let timestamp = current
-                .as_ref()
-                .map_or(row_now, |c| c.timestamp.saturating_add(1).max(row_now));
-            newest = newest.max(timestamp);
-            cells.push(Cell {
-                row: row.clone(),
-                family: family.clone(),
-                qualifier: qualifier.clone(),
-                timestamp,
-                cell_type: CellType::Put,
-                sequence_id: 0,
-                value,
-            });
-        }
-        // Only an applied write moves the row's clock: a failed one leaves
-        // no trace, so the next write gets the timestamp it would have.
-        let mut staged = StagedTimestamps::new();
-        staged.rows.insert(row.clone(), newest);
-        staged.now = now;
-        self.write(
-            vec![ResolvedWrite {
-                cells: cells.clone(),
-                durability,
-            }],
-            staged,
-        )?;
-        Ok(result_of(row, cells))
+        self.mutate(Mutation::Append(append.clone()))
     }
 
     /// Tests a column and applies the mutations if the test holds, atomically.
     pub fn check_and_mutate(&self, check: &CheckAndMutate) -> Result<bool> {
+        self.check_and_mutate_returning(check)
+            .map(|(applied, _)| applied)
+    }
+
+    /// [`Region::check_and_mutate`], also returning the new values of the
+    /// mutations' increments and appends when they were applied (HBase's
+    /// `CheckAndMutateResult`).
+    pub fn check_and_mutate_returning(&self, check: &CheckAndMutate) -> Result<(bool, RowResult)> {
+        let not_applied = || Ok((false, result_of(&check.row, Vec::new())));
         let row = &check.row;
         self.check_row(row)?;
         if check.mutations.row() != row {
@@ -723,9 +658,9 @@ impl Region {
                 .filter(filter.clone())
                 .time_range(check.time_range);
             if self.get(&get)?.cells.is_empty() {
-                return Ok(false);
+                return not_applied();
             }
-            return self.apply_checked(check).map(|()| true);
+            return self.apply_checked(check).map(|result| (true, result));
         }
         self.check_family(&check.family)?;
         let _lock = self.row_locks.lock(row);
@@ -745,26 +680,32 @@ impl Region {
             }
         };
         if !holds {
-            return Ok(false);
+            return not_applied();
         }
-        self.apply_checked(check).map(|()| true)
+        self.apply_checked(check).map(|result| (true, result))
     }
 
     /// Writes a check's mutations once its test held; the caller holds the
-    /// row lock.
-    fn apply_checked(&self, check: &CheckAndMutate) -> Result<()> {
-        if check.mutations.mutations().is_empty() {
-            return Ok(());
+    /// row lock. Returns the new values of its increments and appends.
+    fn apply_checked(&self, check: &CheckAndMutate) -> Result<RowResult> {
+        let mut computed = Vec::new();
+        if !check.mutations.mutations().is_empty() {
+            let mut staged = StagedTimestamps::new();
+            let cells = self.resolve(
+                &check.row,
+                check.mutations.mutations(),
+                &mut staged,
+                &mut computed,
+            )?;
+            self.write(
+                vec![ResolvedWrite {
+                    cells,
+                    durability: check.mutations.durability(),
+                }],
+                staged,
+            )?;
         }
-        let mut staged = StagedTimestamps::new();
-        let cells = self.resolve(&check.row, check.mutations.mutations(), &mut staged)?;
-        self.write(
-            vec![ResolvedWrite {
-                cells,
-                durability: check.mutations.durability(),
-            }],
-            staged,
-        )
+        Ok(result_of(&check.row, computed))
     }
 
     fn check_family(&self, family: &[u8]) -> Result<()> {
@@ -795,11 +736,17 @@ impl Region {
     ///
     /// The timestamp is staged in `staged`, and reaches the row's record
     /// only through [`Region::commit_timestamps`] once the write is applied.
+    ///
+    /// Increments and appends read the row as it was before these
+    /// mutations (as HBase computes them before it applies any); their new
+    /// cells are also pushed to `computed`, the row mutation's result. A
+    /// new value's timestamp is HBase's `max(now, latest + 1)`.
     fn resolve(
         &self,
         row: &Bytes,
         mutations: &[Mutation],
         staged: &mut StagedTimestamps,
+        computed: &mut Vec<Cell>,
     ) -> Result<Vec<Cell>> {
         let now = self.clock.now_millis();
         let server_ts = match staged.rows.get(row) {
@@ -807,6 +754,9 @@ impl Region {
             None => self.row_clock.next(row, now),
         };
         let mut used_server_ts = false;
+        // The newest server-given timestamp (an increment's may pass
+        // `server_ts`): the row's next write must get a later one.
+        let mut newest_ts = server_ts;
         let mut cells = Vec::new();
         // How many "latest version" deletes each column got so far: the k-th
         // such marker on a column removes its k-th newest version.
@@ -866,13 +816,66 @@ impl Region {
                         cells.push(marker(row, &m.family, &m.qualifier, ts, m.cell_type));
                     }
                 }
+                Mutation::Increment(increment) => {
+                    for (family, qualifier, delta) in increment.columns() {
+                        let cell =
+                            self.computed_cell(row, family, qualifier, server_ts, |current| {
+                                incremented(current, *delta)
+                            })?;
+                        used_server_ts = true;
+                        newest_ts = newest_ts.max(cell.timestamp);
+                        computed.push(cell.clone());
+                        cells.push(cell);
+                    }
+                }
+                Mutation::Append(append) => {
+                    for (family, qualifier, suffix) in append.columns() {
+                        let cell =
+                            self.computed_cell(row, family, qualifier, server_ts, |current| {
+                                appended(current, suffix)
+                            })?;
+                        used_server_ts = true;
+                        newest_ts = newest_ts.max(cell.timestamp);
+                        computed.push(cell.clone());
+                        cells.push(cell);
+                    }
+                }
             }
         }
         if used_server_ts {
-            staged.rows.insert(row.clone(), server_ts);
+            staged.rows.insert(row.clone(), newest_ts);
             staged.now = now;
         }
         Ok(cells)
+    }
+
+    /// An increment's or append's new cell of one column, computed from its
+    /// latest visible cell; its timestamp is `max(server_ts, latest + 1)`,
+    /// so it is never hidden behind the value it replaces.
+    fn computed_cell(
+        &self,
+        row: &Bytes,
+        family: &Bytes,
+        qualifier: &Bytes,
+        server_ts: i64,
+        new_value: impl FnOnce(Option<&Cell>) -> Result<Bytes>,
+    ) -> Result<Cell> {
+        self.check_family(family)?;
+        let current = self.latest_cell(row, family, qualifier, TimeRange::all())?;
+        let value = new_value(current.as_ref())?;
+        self.check_value(&value)?;
+        let timestamp = current
+            .as_ref()
+            .map_or(server_ts, |c| c.timestamp.saturating_add(1).max(server_ts));
+        Ok(Cell {
+            row: row.clone(),
+            family: family.clone(),
+            qualifier: qualifier.clone(),
+            timestamp,
+            cell_type: CellType::Put,
+            sequence_id: 0,
+            value,
+        })
     }
 
     /// Runs resolved writes through the WAL, the memstores and MVCC.
@@ -1597,6 +1600,37 @@ fn marker(row: &Bytes, family: &Bytes, qualifier: &Bytes, ts: i64, t: CellType) 
         sequence_id: 0,
         value: Bytes::new(),
     }
+}
+
+/// An increment's new value: the current 8-byte counter plus `delta`
+/// (wrapping, as Java's long does); a missing cell counts as 0.
+fn incremented(current: Option<&Cell>, delta: i64) -> Result<Bytes> {
+    let old = match current {
+        Some(c) => {
+            let bytes: [u8; 8] = c.value[..]
+                .try_into()
+                .map_err(|_| Error::NotALong { len: c.value.len() })?;
+            i64::from_be_bytes(bytes)
+        }
+        None => 0,
+    };
+    Ok(Bytes::copy_from_slice(
+        &old.wrapping_add(delta).to_be_bytes(),
+    ))
+}
+
+/// An append's new value: the current value followed by `suffix`; a
+/// missing cell counts as empty.
+fn appended(current: Option<&Cell>, suffix: &Bytes) -> Result<Bytes> {
+    Ok(match current {
+        Some(c) => {
+            let mut v = Vec::with_capacity(c.value.len() + suffix.len());
+            v.extend_from_slice(&c.value);
+            v.extend_from_slice(suffix);
+            Bytes::from(v)
+        }
+        None => suffix.clone(),
+    })
 }
 
 fn result_of(row: &Bytes, mut cells: Vec<Cell>) -> RowResult {

@@ -264,32 +264,8 @@ fn mutation_cells(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Vec<C
     Ok(cells)
 }
 
-/// One write of a `MutationProto`.
-#[derive(Debug)]
-enum Op {
-    /// A put or a delete (what row mutations may hold).
-    Row(Mutation),
-    /// An increment (answers the new values).
-    Increment(Increment),
-    /// An append (answers the new values).
-    Append(Append),
-}
-
-impl Op {
-    /// The put or delete, for row mutations; increments and appends are
-    /// refused there (Basalt's row mutations hold puts and deletes only).
-    fn into_row_mutation(self) -> Result<Mutation, RpcError> {
-        match self {
-            Op::Row(m) => Ok(m),
-            Op::Increment(_) | Op::Append(_) => Err(RpcError::do_not_retry(
-                "an atomic row mutation or check-and-mutate may hold puts and deletes only in Basalt (no increments or appends)",
-            )),
-        }
-    }
-}
-
 /// A protobuf mutation as Basalt's.
-fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Op, RpcError> {
+fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Mutation, RpcError> {
     let row = mutation
         .row
         .clone()
@@ -314,7 +290,7 @@ fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Op, RpcE
             if let Some(d) = durability {
                 put = put.durability(d);
             }
-            Op::Row(Mutation::Put(put))
+            Mutation::Put(put)
         }
         MutationType::Delete => {
             let ts = mutation.timestamp.map_or(LATEST_TIMESTAMP, |t| {
@@ -341,7 +317,7 @@ fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Op, RpcE
             if let Some(d) = durability {
                 delete = delete.durability(d);
             }
-            Op::Row(Mutation::Delete(delete))
+            Mutation::Delete(delete)
         }
         MutationType::Increment => {
             let mut increment = Increment::new(row);
@@ -357,7 +333,7 @@ fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Op, RpcE
             if let Some(d) = durability {
                 increment = increment.durability(d);
             }
-            Op::Increment(increment)
+            Mutation::Increment(increment)
         }
         MutationType::Append => {
             let mut append = Append::new(row);
@@ -367,7 +343,7 @@ fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Op, RpcE
             if let Some(d) = durability {
                 append = append.durability(d);
             }
-            Op::Append(append)
+            Mutation::Append(append)
         }
     })
 }
@@ -445,23 +421,23 @@ fn returns_results(mutation: &MutationProto) -> bool {
 fn apply(
     call: &mut Call<'_>,
     table: &basalt::Table,
-    op: Op,
+    mutation: Mutation,
     want_result: bool,
 ) -> Result<Option<crate::proto::client::Result>, RpcError> {
-    Ok(match op {
-        Op::Row(Mutation::Put(put)) => {
+    Ok(match mutation {
+        Mutation::Put(put) => {
             table.put(&put)?;
             None
         }
-        Op::Row(Mutation::Delete(delete)) => {
+        Mutation::Delete(delete) => {
             table.delete(&delete)?;
             None
         }
-        Op::Increment(increment) => {
+        Mutation::Increment(increment) => {
             let row = table.increment(&increment)?;
             want_result.then(|| call.result(row.cells, false))
         }
-        Op::Append(append) => {
+        Mutation::Append(append) => {
             let row = table.append(&append)?;
             want_result.then(|| call.result(row.cells, false))
         }
@@ -486,13 +462,13 @@ fn mutate(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
                     "a check-and-mutate must check the row it mutates",
                 ));
             }
-            let check = to_check(
-                condition,
-                RowMutations::new(row.clone()).add(converted.into_row_mutation()?)?,
-            )?;
+            let check = to_check(condition, RowMutations::new(row.clone()).add(converted)?)?;
+            let (applied, result) = table.check_and_mutate_returning(&check)?;
+            // HBase answers an applied increment's or append's new values.
             MutateResponse {
-                result: None,
-                processed: Some(table.check_and_mutate(&check)?),
+                result: (applied && want_result && !result.cells.is_empty())
+                    .then(|| call.result(result.cells, false)),
+                processed: Some(applied),
             }
         }
         None => MutateResponse {
@@ -546,7 +522,7 @@ fn region_action(
             })?;
             let row = mutation.row.clone().unwrap_or_default();
             check_row(&info, &row)?;
-            let converted = to_mutation(call, mutation)?.into_row_mutation()?;
+            let converted = to_mutation(call, mutation)?;
             group = Some(match group {
                 None => RowMutations::new(row).add(converted)?,
                 Some(g) => g.add(converted)?,
@@ -555,21 +531,25 @@ fn region_action(
         let Some(group) = group else {
             return Ok(result);
         };
-        let processed = match condition {
-            Some(condition) => table.check_and_mutate(&to_check(condition, group)?)?,
-            None => {
-                table.mutate_row(&group)?;
-                true
-            }
+        let (processed, computed) = match condition {
+            Some(condition) => table.check_and_mutate_returning(&to_check(condition, group)?)?,
+            None => (true, table.mutate_row(&group)?),
         };
         result.processed = Some(processed);
-        // One empty answer per mutation, numbered by position as HBase's
-        // region server does: the Java client sends these actions
-        // unnumbered and looks each answer up by its position.
+        // One answer per mutation, numbered by position as HBase's region
+        // server does: the Java client sends these actions unnumbered and
+        // looks each answer up by its position. The first carries the new
+        // values of every increment and append (HBase 2.4+'s
+        // `ResponseConverter` reads them from there); the others are empty.
+        let mut computed = Some(computed.cells);
         for position in 0..action.action.len() {
+            let answer = match computed.take() {
+                Some(cells) if !cells.is_empty() => call.result(cells, false),
+                _ => crate::proto::client::Result::default(),
+            };
             result.result_or_exception.push(ResultOrException {
                 index: u32::try_from(position).ok(),
-                result: Some(crate::proto::client::Result::default()),
+                result: Some(answer),
                 exception: None,
             });
         }

@@ -943,3 +943,48 @@ fn a_row_mutation_answers_each_unnumbered_mutation_by_position() {
         vec![(Bytes::from_static(b"new"), Bytes::from_static(b"y"))]
     );
 }
+
+#[test]
+fn a_row_mutation_with_an_increment_answers_its_new_value_in_the_first_position() {
+    // HBase 2.4+'s client reads a mutateRow's Result (the increments' and
+    // appends' new values) from the first answer of the atomic action.
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    let mut increment = put("ri", "n", "");
+    increment.mutate_type = Some(MutationType::Increment as i32);
+    increment.column_value[0].qualifier_value[0].value =
+        Some(Bytes::copy_from_slice(&9i64.to_be_bytes()));
+    let request = MultiRequest {
+        region_action: vec![RegionAction {
+            region: region(&name),
+            atomic: Some(true),
+            action: vec![
+                Action {
+                    mutation: Some(put("ri", "p", "v")),
+                    ..Default::default()
+                },
+                Action {
+                    mutation: Some(increment),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: MultiResponse = c.call("Multi", &request, &[]).unwrap().decode().unwrap();
+    let answer = &response.region_action_result[0];
+    assert_eq!(answer.processed, Some(true));
+    let first = answer.result_or_exception[0].result.as_ref().unwrap();
+    let values: Vec<&[u8]> = first
+        .cell
+        .iter()
+        .map(|cell| cell.value.as_deref().unwrap_or_default())
+        .collect();
+    assert_eq!(values, vec![&9i64.to_be_bytes()[..]]);
+    let second = answer.result_or_exception[1].result.as_ref().unwrap();
+    assert!(second.cell.is_empty());
+    let cells = do_get(&mut c, &name, "ri").unwrap();
+    assert_eq!(cells.len(), 2);
+}

@@ -371,13 +371,23 @@ impl Append {
     }
 }
 
-/// A put or a delete: the parts of a [`RowMutations`] or a batch.
+/// One write of a row: the parts of a [`RowMutations`] or a batch.
+///
+/// An increment or append in a [`RowMutations`] reads the row as it was
+/// before the whole row mutation (HBase 2.4+ computes their new values
+/// before it applies any of the mutations), and its new values are the
+/// row mutation's result. In a batch its new values are not returned: call
+/// `increment` or `append` for them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Mutation {
     /// A put.
     Put(Put),
     /// A delete.
     Delete(Delete),
+    /// An increment of 8-byte counters.
+    Increment(Increment),
+    /// An append to values.
+    Append(Append),
 }
 
 impl Mutation {
@@ -386,6 +396,8 @@ impl Mutation {
         match self {
             Mutation::Put(p) => p.row(),
             Mutation::Delete(d) => d.row(),
+            Mutation::Increment(i) => i.row(),
+            Mutation::Append(a) => a.row(),
         }
     }
 
@@ -394,6 +406,8 @@ impl Mutation {
         match self {
             Mutation::Put(p) => p.durability,
             Mutation::Delete(d) => d.durability,
+            Mutation::Increment(i) => i.durability,
+            Mutation::Append(a) => a.durability,
         }
     }
 }
@@ -410,8 +424,21 @@ impl From<Delete> for Mutation {
     }
 }
 
-/// Puts and deletes on one row, applied together atomically. Decoding
-/// checks that every mutation is on the row.
+impl From<Increment> for Mutation {
+    fn from(increment: Increment) -> Self {
+        Mutation::Increment(increment)
+    }
+}
+
+impl From<Append> for Mutation {
+    fn from(append: Append) -> Self {
+        Mutation::Append(append)
+    }
+}
+
+/// Puts, deletes, increments and appends on one row, applied together
+/// atomically (HBase 2.4+'s `RowMutations`). Decoding checks that every
+/// mutation is on the row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RowMutationsFields")]
 pub struct RowMutations {
@@ -428,7 +455,7 @@ impl RowMutations {
         }
     }
 
-    /// Adds a put or delete; it must be on the same row. (Named after
+    /// Adds a put, delete, increment or append; it must be on the same row. (Named after
     /// HBase's `RowMutations.add`, not `std::ops::Add`.)
     #[allow(clippy::should_implement_trait)]
     pub fn add(mut self, mutation: impl Into<Mutation>) -> Result<Self> {

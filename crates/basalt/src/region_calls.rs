@@ -264,7 +264,7 @@ fn serve_on_region(
         }
         RegionCall::MutateRow(mutations) => {
             in_region(mutations.row())?;
-            region.mutate_row(&mutations).map(|()| RegionAnswer::Done)
+            region.mutate_row(&mutations).map(RegionAnswer::Row)
         }
         RegionCall::Increment(increment) => {
             in_region(increment.row())?;
@@ -276,7 +276,9 @@ fn serve_on_region(
         }
         RegionCall::CheckAndMutate(check) => {
             in_region(&check.row)?;
-            region.check_and_mutate(&check).map(RegionAnswer::Applied)
+            region
+                .check_and_mutate_returning(&check)
+                .map(|(applied, result)| RegionAnswer::Applied { applied, result })
         }
         RegionCall::Batch(mutations) => {
             // Mutations outside the region are refused one by one; the

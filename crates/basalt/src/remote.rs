@@ -47,7 +47,8 @@ pub enum RegionCall {
     Put(Put),
     /// [`Table::delete`](crate::Table::delete): answers `Done`.
     Delete(Delete),
-    /// [`Table::mutate_row`](crate::Table::mutate_row): answers `Done`.
+    /// [`Table::mutate_row`](crate::Table::mutate_row): answers `Row`
+    /// (its increments' and appends' new values).
     MutateRow(RowMutations),
     /// [`Table::increment`](crate::Table::increment): answers `Row`.
     Increment(Increment),
@@ -115,8 +116,14 @@ pub enum RegionAnswer {
     Done,
     /// A get's row, or an increment's or append's new values.
     Row(RowResult),
-    /// Whether a check-and-mutate applied its mutations.
-    Applied(bool),
+    /// Whether a check-and-mutate applied its mutations, and then the new
+    /// values of its increments and appends.
+    Applied {
+        /// The check held and the mutations were applied.
+        applied: bool,
+        /// The increments' and appends' new values (empty otherwise).
+        result: RowResult,
+    },
     /// Per mutation of a batch, in order: `None` when it applied.
     Batch(Vec<Option<RemoteError>>),
     /// Rows of a scanner.
@@ -273,7 +280,7 @@ pub(crate) fn unexpected(server: &ServerAddress, call: &str, answer: &RegionAnsw
     let shape = match answer {
         RegionAnswer::Done => "Done",
         RegionAnswer::Row(_) => "Row",
-        RegionAnswer::Applied(_) => "Applied",
+        RegionAnswer::Applied { .. } => "Applied",
         RegionAnswer::Batch(_) => "Batch",
         RegionAnswer::Rows { .. } => "Rows",
     };

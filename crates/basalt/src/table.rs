@@ -133,14 +133,16 @@ impl Table {
         })
     }
 
-    /// Applies puts and deletes of one row atomically.
-    pub fn mutate_row(&self, mutations: &RowMutations) -> Result<()> {
+    /// Applies puts, deletes, increments and appends of one row
+    /// atomically; returns the new values of its increments and appends
+    /// (empty when it has none), as HBase 2.4+'s `mutateRow` does.
+    pub fn mutate_row(&self, mutations: &RowMutations) -> Result<RowResult> {
         self.latencies.time(Operation::MutateRow, || {
             self.route(
                 mutations.row(),
                 |r| r.mutate_row(mutations),
                 || RegionCall::MutateRow(mutations.clone()),
-                expect_done,
+                expect_row,
             )
         })
     }
@@ -192,13 +194,21 @@ impl Table {
     /// Applies the mutations if the check holds, atomically; returns whether
     /// they were applied.
     pub fn check_and_mutate(&self, check: &CheckAndMutate) -> Result<bool> {
+        self.check_and_mutate_returning(check)
+            .map(|(applied, _)| applied)
+    }
+
+    /// [`Table::check_and_mutate`], also returning the new values of the
+    /// mutations' increments and appends when they were applied (HBase's
+    /// `CheckAndMutateResult`).
+    pub fn check_and_mutate_returning(&self, check: &CheckAndMutate) -> Result<(bool, RowResult)> {
         self.latencies.time(Operation::CheckAndMutate, || {
             self.route(
                 &check.row,
-                |r| r.check_and_mutate(check),
+                |r| r.check_and_mutate_returning(check),
                 || RegionCall::CheckAndMutate(check.clone()),
                 |server, call, answer| match answer {
-                    RegionAnswer::Applied(applied) => Ok(applied),
+                    RegionAnswer::Applied { applied, result } => Ok((applied, result)),
                     other => Err(unexpected(server, call, &other)),
                 },
             )

@@ -442,6 +442,98 @@ fn a_check_with_a_filter_condition_applies_only_when_the_row_passes_the_filter()
 }
 
 #[test]
+fn row_mutations_with_increments_and_appends_answer_their_new_values() {
+    // HBase 2.4+: a RowMutations may hold increments and appends; they read
+    // the row as it was before the row mutation, and their new values are
+    // its result.
+    let t = TestDb::new();
+    let table = t.table("t", vec![cf("f")]);
+    table
+        .put(
+            &Put::new("r")
+                .add("f", "s", "ab")
+                .add("f", "c", 5i64.to_be_bytes().to_vec()),
+        )
+        .unwrap();
+    t.clock.advance(1);
+    let rm = RowMutations::new("r")
+        .add(Put::new("r").add("f", "p", "v"))
+        .unwrap()
+        .add(Increment::new("r").add("f", "c", 7))
+        .unwrap()
+        .add(Append::new("r").add("f", "s", "cd"))
+        .unwrap()
+        .add(Delete::new("r").columns("f", "gone"))
+        .unwrap();
+    let result = table.mutate_row(&rm).unwrap();
+    let answered: Vec<(Vec<u8>, Vec<u8>)> = result
+        .cells
+        .iter()
+        .map(|c| (c.qualifier.to_vec(), c.value.to_vec()))
+        .collect();
+    assert_eq!(
+        answered,
+        vec![
+            (b"c".to_vec(), 12i64.to_be_bytes().to_vec()),
+            (b"s".to_vec(), b"abcd".to_vec()),
+        ]
+    );
+    assert_eq!(
+        cells(&table.get(&Get::new("r")).unwrap()),
+        [
+            "f:c=\0\0\0\0\0\0\0\u{c}@1000001",
+            "f:p=v@1000001",
+            "f:s=abcd@1000001"
+        ]
+    );
+    // Puts and deletes alone answer no values.
+    let plain = RowMutations::new("r")
+        .add(Put::new("r").add("f", "p", "w"))
+        .unwrap();
+    assert!(table.mutate_row(&plain).unwrap().cells.is_empty());
+}
+
+#[test]
+fn a_refused_increment_leaves_the_whole_row_mutation_unapplied() {
+    let t = TestDb::new();
+    let table = t.table("t", vec![cf("f")]);
+    table
+        .put(&Put::new("r").add("f", "text", "not a long"))
+        .unwrap();
+    let rm = RowMutations::new("r")
+        .add(Put::new("r").add("f", "p", "v"))
+        .unwrap()
+        .add(Increment::new("r").add("f", "text", 1))
+        .unwrap();
+    assert!(matches!(
+        table.mutate_row(&rm),
+        Err(Error::NotALong { len: 10 })
+    ));
+    assert_eq!(
+        cells(&table.get(&Get::new("r")).unwrap()),
+        ["f:text=not a long@1000000"]
+    );
+}
+
+#[test]
+fn check_and_mutate_returning_answers_an_applied_increment() {
+    let t = TestDb::new();
+    let table = t.table("t", vec![cf("f")]);
+    let check = || {
+        CheckAndMutate::new("r", "f", "guard")
+            .if_absent()
+            .then(Increment::new("r").add("f", "c", 3))
+            .unwrap()
+    };
+    let (applied, result) = table.check_and_mutate_returning(&check()).unwrap();
+    assert!(applied);
+    assert_eq!(result.cells[0].value.as_ref(), 3i64.to_be_bytes());
+    table.put(&Put::new("r").add("f", "guard", "x")).unwrap();
+    let (applied, result) = table.check_and_mutate_returning(&check()).unwrap();
+    assert!(!applied && result.cells.is_empty());
+}
+
+#[test]
 fn row_mutations_and_batches() {
     let t = TestDb::new();
     let table = t.table("t", vec![cf("f"), cf("g")]);

@@ -266,7 +266,7 @@ impl Run {
                     .table()
                     .mutate_row(&build_row_mutations(row, muts, now))
                 {
-                    Ok(()) => {
+                    Ok(_) => {
                         self.h.model.apply_row_mutations(muts, now);
                         "ok".into()
                     }

@@ -430,7 +430,6 @@ class TableOpsTest extends CompatBase {
   }
 
   @Test
-  @Disabled("Basalt's atomic row mutations hold puts and deletes only (issue 27; docs/native-rpc.md)")
   void row_mutations_with_increment_and_append_answer_their_results() throws Exception {
     try (Table t = conn.getTable(createTable("rmia"))) {
       t.put(new Put(b("r")).addColumn(CF, b("s"), b("ab")));
@@ -442,6 +441,24 @@ class TableOpsTest extends CompatBase {
       assertEquals("abcd", s(res.getValue(CF, b("s"))));
       Result r = t.get(new Get(b("r")));
       assertEquals("v", s(r.getValue(CF, b("p"))));
+    }
+  }
+
+  @Test
+  void check_and_mutate_of_an_increment_answers_the_new_value_when_it_applies() throws Exception {
+    try (Table t = conn.getTable(createTable("camInc"))) {
+      t.put(new Put(b("r")).addColumn(CF, b("c"), Bytes.toBytes(5L)));
+      CheckAndMutateResult applied = t.checkAndMutate(CheckAndMutate.newBuilder(b("r"))
+          .ifNotExists(CF, b("guard"))
+          .build(new Increment(b("r")).addColumn(CF, b("c"), 3)));
+      assertTrue(applied.isSuccess());
+      assertEquals(8L, Bytes.toLong(applied.getResult().getValue(CF, b("c"))));
+      t.put(new Put(b("r")).addColumn(CF, b("guard"), b("x")));
+      CheckAndMutateResult refused = t.checkAndMutate(CheckAndMutate.newBuilder(b("r"))
+          .ifNotExists(CF, b("guard"))
+          .build(new Increment(b("r")).addColumn(CF, b("c"), 3)));
+      assertFalse(refused.isSuccess());
+      assertEquals(8L, Bytes.toLong(t.get(new Get(b("r"))).getValue(CF, b("c"))));
     }
   }
 
