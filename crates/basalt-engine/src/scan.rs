@@ -507,6 +507,16 @@ pub struct ScanMetrics {
 }
 
 impl ScanMetrics {
+    /// Adds another read's counters to these (a scan over several regions).
+    pub fn add(&mut self, other: &ScanMetrics) {
+        self.rows_scanned += other.rows_scanned;
+        self.cells_scanned += other.cells_scanned;
+        self.rows_returned += other.rows_returned;
+        self.rows_filtered += other.rows_filtered;
+        self.cells_filtered += other.cells_filtered;
+        self.bytes_returned += other.bytes_returned;
+    }
+
     /// True when the read's filter dropped at least one row or cell: the
     /// read counts as a filtered read request.
     pub fn filtered(&self) -> bool {

@@ -27,7 +27,7 @@ use crate::proto::client::{
     ScanRequest, ScanResponse,
 };
 use crate::proto::hbase::{CompareType, RegionSpecifier};
-use crate::scanners::{RowBounds, ScanState};
+use crate::scanners::{RowBounds, RowSource, ScanState};
 
 /// The methods served; `BulkLoadHFile`, `PrepareBulkLoad`,
 /// `CleanupBulkLoad`, `ExecService` and `ExecRegionServerService` are
@@ -823,6 +823,9 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     }
     let more_in_region = !state.region_exhausted;
     let more = !state.scan_done;
+    if request.track_scan_metrics.unwrap_or(false) {
+        response.scan_metrics = Some(scan_metrics(state.unreported_metrics()));
+    }
     drop(state);
     response.more_results_in_region = Some(more_in_region);
     response.more_results = Some(more);
@@ -834,6 +837,25 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     Ok(encode(&response))
 }
 
+/// The server side's scan metrics as HBase names them (its
+/// `ServerSideScanMetrics`), counters at zero left out as HBase does.
+fn scan_metrics(work: basalt::ScanMetrics) -> crate::proto::client::ScanMetrics {
+    let counters = [
+        ("ROWS_SCANNED", work.rows_scanned),
+        ("ROWS_FILTERED", work.rows_filtered),
+    ];
+    crate::proto::client::ScanMetrics {
+        metrics: counters
+            .into_iter()
+            .filter(|&(_, value)| value > 0)
+            .map(|(name, value)| crate::proto::hbase::NameInt64Pair {
+                name: Some(name.to_string()),
+                value: Some(i64::try_from(value).unwrap_or(i64::MAX)),
+            })
+            .collect(),
+    }
+}
+
 /// Opens the engine's scan (or `hbase:meta`'s rows) for a new scanner.
 fn open_scan(
     call: &Call<'_>,
@@ -842,10 +864,7 @@ fn open_scan(
     limit_of_rows: Option<u32>,
 ) -> Result<ScanState, RpcError> {
     let reversed = scan.reversed.unwrap_or(false);
-    let (bounds, rows): (
-        RowBounds,
-        Box<dyn Iterator<Item = basalt::Result<RowResult>> + Send>,
-    ) = match meta::resolve(call.ctx, spec)? {
+    let (bounds, rows): (RowBounds, Box<dyn RowSource>) = match meta::resolve(call.ctx, spec)? {
         Target::Meta => {
             let bounds = scan_bounds(scan, &Bytes::new(), &Bytes::new());
             let mut rows: Vec<RowResult> = meta::rows(call.ctx)
@@ -864,7 +883,8 @@ fn open_scan(
                 low: (Bytes::new(), true),
                 high: (Bytes::new(), false),
             };
-            (unbounded, Box::new(rows.into_iter().map(Ok)))
+            let rows: Vec<basalt::Result<RowResult>> = rows.into_iter().map(Ok).collect();
+            (unbounded, Box::new(rows.into_iter()))
         }
         Target::Region { info, .. } => {
             let bounds = scan_bounds(scan, &info.start_key, &info.end_key);
@@ -875,6 +895,8 @@ fn open_scan(
     };
     Ok(ScanState {
         rows: Some(rows),
+        ended_metrics: basalt::ScanMetrics::default(),
+        reported_metrics: basalt::ScanMetrics::default(),
         bounds,
         reversed,
         carried: Vec::new(),
@@ -940,7 +962,7 @@ fn fetch(
                             !state.bounds.below_high(&row.row)
                         };
                         if past {
-                            state.rows = None;
+                            state.end_rows();
                             state.region_exhausted = true;
                             break;
                         }
@@ -956,11 +978,11 @@ fn fetch(
                     cells
                 }
                 Some(Err(e)) => {
-                    state.rows = None;
+                    state.end_rows();
                     return Err(e.into());
                 }
                 None => {
-                    state.rows = None;
+                    state.end_rows();
                     state.region_exhausted = true;
                     break;
                 }
@@ -997,7 +1019,7 @@ fn fetch(
                 *remaining = remaining.saturating_sub(1);
                 if *remaining == 0 {
                     state.scan_done = true;
-                    state.rows = None;
+                    state.end_rows();
                 }
             }
         }

@@ -25,9 +25,10 @@
 //! | `SkipFilter`, `WhileMatchFilter`         | `Skip`, `While`                          |
 //! | `FilterWrapper`                          | the wrapped filter                       |
 //! | `MultiRowRangeFilter`                    | `List(MustPassOne)` of `Row` bounds      |
+//! | `FuzzyRowFilter`                         | `FuzzyRow` (either mask form)            |
 //!
 //! Refused with a `DoNotRetryIOException` naming the class:
-//! `FuzzyRowFilter`, `RandomRowFilter`, `FirstKeyValueMatchingQualifiersFilter`,
+//! `RandomRowFilter`, `FirstKeyValueMatchingQualifiersFilter`,
 //! `FilterAllFilter`, a `ColumnPaginationFilter` paging from a qualifier
 //! (`column_offset`), and any class Basalt does not know (custom filters).
 //!
@@ -357,7 +358,17 @@ fn decode_at(
             multi_row_range(name, m.row_range_list)?
         }
         "FuzzyRowFilter" => {
-            return Err(not_supported(name, "Basalt has no fuzzy row-key matching"))
+            let m: pb::FuzzyRowFilter = decode(name, bytes)?;
+            budget.take(m.fuzzy_keys_data.len(), name)?;
+            let mut keys = Vec::with_capacity(m.fuzzy_keys_data.len());
+            for (i, pair) in m.fuzzy_keys_data.into_iter().enumerate() {
+                let key =
+                    basalt::FuzzyKey::from_hbase_mask(pair.first, &pair.second).map_err(|e| {
+                        RpcError::do_not_retry(format!("{name}: fuzzy_keys_data {i}: {e}"))
+                    })?;
+                keys.push(key);
+            }
+            Filter::FuzzyRow(keys)
         }
         "RandomRowFilter" => return Err(not_supported(name, "Basalt has no random row sampling")),
         "FirstKeyValueMatchingQualifiersFilter" => {
@@ -1524,6 +1535,36 @@ mod tests {
     }
 
     #[test]
+    fn a_fuzzy_row_filter_decodes_from_the_mask_the_java_client_sends() {
+        // HBase's Java client preprocesses the mask before it sends it:
+        // 0xFF for a fixed byte, 2 for a free one.
+        let pair = |key: &str, mask: &[u8]| crate::proto::hbase::BytesBytesPair {
+            first: key.as_bytes().to_vec(),
+            second: mask.to_vec(),
+        };
+        let decoded = ok(filter(
+            "FuzzyRowFilter",
+            pb::FuzzyRowFilter {
+                fuzzy_keys_data: vec![pair("a\0c", &[0xFF, 2, 0xFF]), pair("x?", &[0, 1])],
+                is_mask_v2: Some(true),
+            },
+        ));
+        let Filter::FuzzyRow(keys) = decoded else {
+            panic!("not a fuzzy row filter: {decoded:?}");
+        };
+        assert_eq!(keys[0].fixed(), [true, false, true]);
+        assert_eq!(keys[1].fixed(), [true, false]);
+        let m = refused(filter(
+            "FuzzyRowFilter",
+            pb::FuzzyRowFilter {
+                fuzzy_keys_data: vec![pair("ab", &[0])],
+                is_mask_v2: None,
+            },
+        ));
+        assert!(m.contains("fuzzy_keys_data 0"), "{m}");
+    }
+
+    #[test]
     fn an_empty_or_reversed_multi_row_range_filter_is_refused() {
         let m = refused(filter(
             "MultiRowRangeFilter",
@@ -1558,7 +1599,6 @@ mod tests {
     #[test]
     fn filters_basalt_does_not_have_are_refused_naming_the_class() {
         for short in [
-            "FuzzyRowFilter",
             "RandomRowFilter",
             "FirstKeyValueMatchingQualifiersFilter",
             "FilterAllFilter",

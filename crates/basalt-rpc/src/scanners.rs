@@ -43,10 +43,32 @@ impl RowBounds {
     }
 }
 
+/// The rows an open scanner answers from, and the work done to find them.
+pub trait RowSource: Iterator<Item = basalt::Result<basalt::RowResult>> + Send {
+    /// The work so far (what HBase's server-side scan metrics count); none
+    /// for rows that were not read through the engine.
+    fn metrics(&self) -> basalt::ScanMetrics {
+        basalt::ScanMetrics::default()
+    }
+}
+
+impl RowSource for basalt::Scanner {
+    fn metrics(&self) -> basalt::ScanMetrics {
+        basalt::Scanner::metrics(self)
+    }
+}
+
+/// `hbase:meta`'s rows, built in memory.
+impl RowSource for std::vec::IntoIter<basalt::Result<basalt::RowResult>> {}
+
 /// What an open scanner holds between calls.
 pub struct ScanState {
     /// The engine's scan (across regions: the bounds keep it in one).
-    pub rows: Option<Box<dyn Iterator<Item = basalt::Result<basalt::RowResult>> + Send>>,
+    pub rows: Option<Box<dyn RowSource>>,
+    /// The work of `rows` once they were dropped ([`ScanState::end_rows`]).
+    pub ended_metrics: basalt::ScanMetrics,
+    /// The work already reported to the client (it adds each answer's).
+    pub reported_metrics: basalt::ScanMetrics,
     /// Rows the scan may return.
     pub bounds: RowBounds,
     /// Rows in descending order.
@@ -64,6 +86,34 @@ pub struct ScanState {
     pub scan_done: bool,
     /// Per-family cell cap and skip (`store_limit`, `store_offset`).
     pub store_window: Option<(usize, usize)>,
+}
+
+impl ScanState {
+    /// Drops the rows (nothing more is read), keeping their work's count.
+    pub fn end_rows(&mut self) {
+        if let Some(rows) = self.rows.take() {
+            self.ended_metrics = rows.metrics();
+        }
+    }
+
+    /// The work done since the last call to this (what the next answer
+    /// reports).
+    pub fn unreported_metrics(&mut self) -> basalt::ScanMetrics {
+        let now = match &self.rows {
+            Some(rows) => rows.metrics(),
+            None => self.ended_metrics,
+        };
+        let reported = self.reported_metrics;
+        self.reported_metrics = now;
+        basalt::ScanMetrics {
+            rows_scanned: now.rows_scanned.saturating_sub(reported.rows_scanned),
+            cells_scanned: now.cells_scanned.saturating_sub(reported.cells_scanned),
+            rows_returned: now.rows_returned.saturating_sub(reported.rows_returned),
+            rows_filtered: now.rows_filtered.saturating_sub(reported.rows_filtered),
+            cells_filtered: now.cells_filtered.saturating_sub(reported.cells_filtered),
+            bytes_returned: now.bytes_returned.saturating_sub(reported.bytes_returned),
+        }
+    }
 }
 
 impl std::fmt::Debug for ScanState {
@@ -238,6 +288,8 @@ mod tests {
     fn state() -> ScanState {
         ScanState {
             rows: None,
+            ended_metrics: basalt::ScanMetrics::default(),
+            reported_metrics: basalt::ScanMetrics::default(),
             bounds: RowBounds {
                 low: (Bytes::new(), true),
                 high: (Bytes::new(), false),

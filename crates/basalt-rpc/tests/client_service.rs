@@ -988,3 +988,95 @@ fn a_row_mutation_with_an_increment_answers_its_new_value_in_the_first_position(
     let cells = do_get(&mut c, &name, "ri").unwrap();
     assert_eq!(cells.len(), 2);
 }
+
+#[test]
+fn a_scan_tracking_metrics_reports_each_calls_rows_scanned_and_filtered() {
+    // HBase's client adds up the server's counters of every answer
+    // (`Scan.setScanMetricsEnabled`), so each answer reports only its own.
+    use basalt_rpc::proto::filter as pf;
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    for i in 0..10 {
+        do_put(&mut c, &name, &format!("row{i:02}"), "v");
+    }
+    let counter = |answer: &ScanResponse, wanted: &str| -> i64 {
+        answer
+            .scan_metrics
+            .as_ref()
+            .expect("an answer to a scan tracking metrics carries them")
+            .metrics
+            .iter()
+            .filter(|m| m.name.as_deref() == Some(wanted))
+            .filter_map(|m| m.value)
+            .sum()
+    };
+    let scan_with = |c: &mut RpcClient, filter: Option<pf::Filter>| -> (i64, i64, usize) {
+        let mut answer = scan_call(
+            c,
+            ScanRequest {
+                region: region(&name),
+                scan: Some(Scan {
+                    filter,
+                    ..Default::default()
+                }),
+                number_of_rows: Some(4),
+                track_scan_metrics: Some(true),
+                ..Default::default()
+            },
+        );
+        let (mut scanned, mut filtered, mut rows) = (0, 0, 0);
+        loop {
+            scanned += counter(&answer, "ROWS_SCANNED");
+            filtered += counter(&answer, "ROWS_FILTERED");
+            rows += answer.results.len();
+            if answer.more_results_in_region != Some(true) {
+                return (scanned, filtered, rows);
+            }
+            answer = scan_call(
+                c,
+                ScanRequest {
+                    scanner_id: answer.scanner_id,
+                    number_of_rows: Some(4),
+                    track_scan_metrics: Some(true),
+                    ..Default::default()
+                },
+            );
+        }
+    };
+    assert_eq!(scan_with(&mut c, None), (10, 0, 10));
+    let only_row_3 = pf::Filter {
+        name: "org.apache.hadoop.hbase.filter.RowFilter".into(),
+        serialized_filter: Some(
+            pf::RowFilter {
+                compare_filter: Some(pf::CompareFilter {
+                    compare_op: CompareType::Equal as i32,
+                    comparator: Some(Comparator {
+                        name: "org.apache.hadoop.hbase.filter.BinaryComparator".into(),
+                        serialized_comparator: Some(
+                            pf::BinaryComparator {
+                                comparable: Some(pf::ByteArrayComparable {
+                                    value: Some(Bytes::from_static(b"row03")),
+                                }),
+                            }
+                            .encode_to_vec(),
+                        ),
+                    }),
+                }),
+            }
+            .encode_to_vec(),
+        ),
+    };
+    assert_eq!(scan_with(&mut c, Some(only_row_3)), (10, 9, 1));
+    // Without asking, no metrics travel.
+    let plain = scan_call(
+        &mut c,
+        ScanRequest {
+            region: region(&name),
+            scan: Some(Scan::default()),
+            number_of_rows: Some(20),
+            ..Default::default()
+        },
+    );
+    assert!(plain.scan_metrics.is_none());
+}

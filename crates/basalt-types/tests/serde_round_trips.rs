@@ -5,7 +5,7 @@
 //! the builders never produce, naming it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use basalt_types::filter::{ListOperator, SingleColumnValue};
+use basalt_types::filter::{FuzzyKey, ListOperator, SingleColumnValue};
 use basalt_types::query::ColumnSelection;
 use basalt_types::{
     Append, Cell, CellType, CheckAndMutate, Comparator, CompareOp, Delete, Durability, Filter, Get,
@@ -137,6 +137,14 @@ fn filter() -> impl Strategy<Value = Filter> {
         (any::<u32>(), any::<u32>())
             .prop_map(|(limit, offset)| Filter::ColumnPagination { limit, offset }),
         bytes(4).prop_map(Filter::InclusiveStop),
+        prop::collection::vec(
+            prop::collection::vec((any::<u8>(), any::<bool>()), 0..4).prop_map(|pairs| {
+                let (key, fixed): (Vec<u8>, Vec<bool>) = pairs.into_iter().unzip();
+                FuzzyKey::new(key, fixed).unwrap()
+            }),
+            0..3
+        )
+        .prop_map(Filter::FuzzyRow),
         prop::collection::vec(any::<i64>(), 0..4).prop_map(Filter::Timestamps),
         (compare_op(), comparator()).prop_map(|(o, c)| Filter::Row(o, c)),
         (compare_op(), comparator()).prop_map(|(o, c)| Filter::Family(o, c)),

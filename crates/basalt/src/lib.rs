@@ -82,6 +82,9 @@ pub use basalt_engine::layout;
 pub use basalt_engine::load_split::{LoadSplitConfig, LoadSplitEvent, LoadSplitOutcome};
 /// Memory-only reads for gateways (see the module).
 pub use basalt_engine::read_tier;
+/// Counters of the work a scan did (rows and cells looked at, filtered
+/// and returned): [`Scanner::metrics`].
+pub use basalt_engine::scan::ScanMetrics;
 /// Other region servers' logs on shared storage (cluster mode): list them,
 /// fence a dead server's, replay an ended one, delete one no longer needed.
 pub use basalt_engine::wal::object::{delete_log, fence_log, list_logs, replay_log};
@@ -97,7 +100,9 @@ pub use basalt_types::descriptor::{
     KeepDeletedCells, NamespaceDescriptor, TableDescriptor, DEFAULT_NAMESPACE,
     MAX_FAMILY_NAME_BYTES, MAX_TABLE_NAME_PART_BYTES, RESERVED_NAMESPACES,
 };
-pub use basalt_types::filter::{Comparator, CompareOp, Filter, ListOperator, SingleColumnValue};
+pub use basalt_types::filter::{
+    Comparator, CompareOp, Filter, FuzzyKey, ListOperator, SingleColumnValue,
+};
 pub use basalt_types::mutation::{
     Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Put, RowMutations,
 };

@@ -19,7 +19,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use basalt_engine::region::scan_range;
-use basalt_engine::scan::{RegionScanner, RowRange};
+use basalt_engine::scan::{RegionScanner, RowRange, ScanMetrics};
 use basalt_engine::{Region, RegionInfo};
 use basalt_types::filter::CellFilter;
 use basalt_types::{
@@ -321,6 +321,7 @@ impl Table {
             current: None,
             cursor: Cursor::Start,
             rows_returned: 0,
+            finished_metrics: ScanMetrics::default(),
         })
     }
 }
@@ -356,6 +357,9 @@ pub struct Scanner {
     current: Option<Current>,
     cursor: Cursor,
     rows_returned: u64,
+    /// The work of the local regions already read (regions on other
+    /// servers report none).
+    finished_metrics: ScanMetrics,
 }
 
 /// The region a scan is reading.
@@ -410,6 +414,17 @@ impl std::fmt::Debug for Scanner {
 }
 
 impl Scanner {
+    /// The work the scan did so far in the regions read here (HBase's
+    /// server-side scan metrics: rows scanned and filtered). Regions read
+    /// on another server of a cluster are not counted.
+    pub fn metrics(&self) -> ScanMetrics {
+        let mut metrics = self.finished_metrics;
+        if let Some(Current::Local(_, scanner)) = &self.current {
+            metrics.add(&scanner.metrics());
+        }
+        metrics
+    }
+
     /// The next region the scan covers, if any, and moves the cursor past it.
     fn next_region(&mut self) -> Option<RegionRoute> {
         let routes = self.state.routes();
@@ -605,6 +620,7 @@ impl Scanner {
                     }
                     // This region is done: account its work and move on.
                     self.rows_returned += scanner.metrics().rows_returned;
+                    self.finished_metrics.add(&scanner.metrics());
                     region.record_read(scanner);
                     if scanner.ended_for_good() {
                         self.cursor = Cursor::Done;

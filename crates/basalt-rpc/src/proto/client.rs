@@ -420,12 +420,24 @@ pub struct ScanResponse {
     /// An answer sent only to keep the scan alive.
     #[prost(bool, optional, tag = "9")]
     pub heartbeat_message: Option<bool>,
+    /// The server side's scan metrics of this call, when the request asked
+    /// for them (`track_scan_metrics`); the client adds them up.
+    #[prost(message, optional, tag = "10")]
+    pub scan_metrics: Option<ScanMetrics>,
     /// The read point (so a reopened scanner sees the same data).
     #[prost(uint64, optional, tag = "11")]
     pub mvcc_read_point: Option<u64>,
     /// Cursor.
     #[prost(message, optional, tag = "12")]
     pub cursor: Option<Cursor>,
+}
+
+/// Named counters of a scan (HBase's `MapReduce.proto` `ScanMetrics`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ScanMetrics {
+    /// The counters; HBase leaves out those at zero.
+    #[prost(message, repeated, tag = "1")]
+    pub metrics: Vec<super::hbase::NameInt64Pair>,
 }
 
 /// One action of a multi call.

@@ -307,6 +307,18 @@ pub struct MultiRowRangeFilter {
     pub row_range_list: Vec<RowRange>,
 }
 
+/// `FuzzyRowFilter`: rows matching any of several patterns.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FuzzyRowFilter {
+    /// Each pattern: `first` the key bytes, `second` the mask.
+    #[prost(message, repeated, tag = "1")]
+    pub fuzzy_keys_data: Vec<super::hbase::BytesBytesPair>,
+    /// Newer clients say which preprocessed mask form they send; the mask
+    /// bytes alone tell Basalt (see `FuzzyKey::from_hbase_mask`).
+    #[prost(bool, optional, tag = "2")]
+    pub is_mask_v2: Option<bool>,
+}
+
 /// `ColumnValueFilter`: only the cells of one column whose value passes.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ColumnValueFilter {

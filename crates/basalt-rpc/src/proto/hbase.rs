@@ -200,6 +200,17 @@ pub struct NameBytesPair {
     pub value: Option<Vec<u8>>,
 }
 
+/// A name and a 64-bit count (scan metrics).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NameInt64Pair {
+    /// The name.
+    #[prost(string, optional, tag = "1")]
+    pub name: Option<String>,
+    /// The count.
+    #[prost(int64, optional, tag = "2")]
+    pub value: Option<i64>,
+}
+
 /// Two byte strings.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct BytesBytesPair {

@@ -20,7 +20,8 @@ use std::collections::{BTreeSet, HashSet};
 use bytes::Bytes;
 
 use super::{
-    CellFilter, Comparator, CompareOp, Filter, ListOperator, ReturnCode, SingleColumnValue,
+    CellFilter, Comparator, CompareOp, Filter, FuzzyKey, ListOperator, ReturnCode,
+    SingleColumnValue,
 };
 use crate::cell::{compare_version, Cell, CellType, LATEST_TIMESTAMP};
 
@@ -130,6 +131,12 @@ pub(super) fn build(filter: &Filter, reversed: bool) -> Box<dyn CellFilter> {
             op: *op,
             comparator: comparator.clone(),
             column_found: false,
+        }),
+        Filter::FuzzyRow(keys) => Box::new(FuzzyRows {
+            keys: keys.clone(),
+            reversed,
+            decided: None,
+            done: false,
         }),
         Filter::List(operator, members) => {
             let members: Vec<Box<dyn CellFilter>> =
@@ -1250,4 +1257,75 @@ impl CellFilter for WhileMatch {
     fn next_cell_hint(&mut self, cell: &Cell) -> Option<Cell> {
         self.inner.next_cell_hint(cell)
     }
+}
+
+// ---------------------------------------------------------------------------
+// Fuzzy row keys
+// ---------------------------------------------------------------------------
+
+/// FuzzyRowFilter: keeps the rows whose key matches any pattern. The
+/// decision is made once per row; a forward scan ends once no later row can
+/// match any pattern.
+#[derive(Debug)]
+struct FuzzyRows {
+    keys: Vec<FuzzyKey>,
+    reversed: bool,
+    /// The row decided last and whether it matched.
+    decided: Option<(Bytes, bool)>,
+    done: bool,
+}
+
+impl FuzzyRows {
+    fn row_matches(&mut self, row: &Bytes) -> bool {
+        if let Some((decided_row, matched)) = &self.decided {
+            if decided_row == row {
+                return *matched;
+            }
+        }
+        let matched = self.keys.iter().any(|k| fuzzy_mismatch(row, k).is_none());
+        if !matched && !self.reversed {
+            // Forward: the scan may stop when no pattern can match a row
+            // after this one.
+            self.done = self.keys.iter().all(|k| !fuzzy_later_match_exists(row, k));
+        }
+        self.decided = Some((row.clone(), matched));
+        matched
+    }
+}
+
+impl CellFilter for FuzzyRows {
+    fn filter_all_remaining(&mut self) -> bool {
+        self.done
+    }
+
+    fn filter_cell(&mut self, cell: &Cell) -> ReturnCode {
+        if self.row_matches(&cell.row) {
+            ReturnCode::Include
+        } else {
+            ReturnCode::NextRow
+        }
+    }
+}
+
+/// The first position where `row` breaks the pattern (a fixed byte that
+/// differs), or `None` when it matches. Only positions both have count.
+fn fuzzy_mismatch(row: &[u8], pattern: &FuzzyKey) -> Option<usize> {
+    row.iter()
+        .zip(pattern.key().iter())
+        .zip(pattern.fixed())
+        .position(|((r, k), &fixed)| fixed && r != k)
+}
+
+/// Whether some row sorting after `row` (which does not match) matches the
+/// pattern. At the first broken position `p`: a row byte below the
+/// pattern's leaves room (raise it to the pattern's byte); a byte above it
+/// needs a free position before `p` whose byte can still grow.
+fn fuzzy_later_match_exists(row: &[u8], pattern: &FuzzyKey) -> bool {
+    let Some(p) = fuzzy_mismatch(row, pattern) else {
+        return true;
+    };
+    if row[p] < pattern.key()[p] {
+        return true;
+    }
+    (0..p).any(|i| !pattern.fixed()[i] && row[i] < u8::MAX)
 }

@@ -189,6 +189,74 @@ pub enum Filter {
     Skip(Box<Filter>),
     /// Ends the scan at the first cell or row the inner filter drops.
     While(Box<Filter>),
+    /// Rows whose key matches any of several patterns with fixed and
+    /// "any byte" positions (HBase's `FuzzyRowFilter`).
+    FuzzyRow(Vec<FuzzyKey>),
+}
+
+/// One pattern of [`Filter::FuzzyRow`]: a row matches when every fixed
+/// position its key has (positions past the row's end or past the
+/// pattern's end are not compared, as in HBase) holds the pattern's byte.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "FuzzyKeyFields")]
+pub struct FuzzyKey {
+    key: Bytes,
+    mask: Vec<bool>,
+}
+
+/// The serialised form of a [`FuzzyKey`], checked on decoding.
+#[derive(Deserialize)]
+struct FuzzyKeyFields {
+    key: Bytes,
+    mask: Vec<bool>,
+}
+
+impl TryFrom<FuzzyKeyFields> for FuzzyKey {
+    type Error = crate::Error;
+
+    fn try_from(fields: FuzzyKeyFields) -> crate::Result<Self> {
+        FuzzyKey::new(fields.key, fields.mask)
+    }
+}
+
+impl FuzzyKey {
+    /// A pattern: `fixed[i]` says whether byte `i` of a matching row must
+    /// equal `key[i]` (true) or may be anything (false). The two must be
+    /// equally long, as HBase requires.
+    pub fn new(key: impl Into<Bytes>, fixed: Vec<bool>) -> crate::Result<Self> {
+        let key = key.into();
+        if key.len() != fixed.len() {
+            return Err(crate::Error::invalid(format!(
+                "a fuzzy row key of {} bytes needs a mask of as many bytes, got {}",
+                key.len(),
+                fixed.len()
+            )));
+        }
+        Ok(FuzzyKey { key, mask: fixed })
+    }
+
+    /// From HBase's fuzzy info bytes: a client's own form (0 = fixed, 1 =
+    /// any) or the form HBase's Java client sends after preprocessing it
+    /// (0xFF = fixed, anything else = any), told apart by the 0xFF bytes
+    /// only the preprocessed form has.
+    pub fn from_hbase_mask(key: impl Into<Bytes>, mask: &[u8]) -> crate::Result<Self> {
+        let preprocessed = mask.contains(&0xFF);
+        let fixed = mask
+            .iter()
+            .map(|&b| if preprocessed { b == 0xFF } else { b == 0 })
+            .collect();
+        FuzzyKey::new(key, fixed)
+    }
+
+    /// The pattern's bytes (any value at the free positions).
+    pub fn key(&self) -> &Bytes {
+        &self.key
+    }
+
+    /// Per position: true when the row's byte must equal the key's.
+    pub fn fixed(&self) -> &[bool] {
+        &self.mask
+    }
 }
 
 /// Options of `SingleColumnValueFilter` and its Exclude variant.

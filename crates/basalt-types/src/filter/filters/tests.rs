@@ -6,7 +6,8 @@ use bytes::Bytes;
 use super::{merge_all, merge_any};
 use crate::cell::{Cell, CellType};
 use crate::filter::{
-    CellFilter, Comparator, CompareOp, Filter, ListOperator, ReturnCode, SingleColumnValue,
+    CellFilter, Comparator, CompareOp, Filter, FuzzyKey, ListOperator, ReturnCode,
+    SingleColumnValue,
 };
 
 use ReturnCode::*;
@@ -1327,4 +1328,77 @@ fn every_filter_survives_reset_between_rows() {
         let second = run(&mut f);
         assert_eq!(first, second, "{filter:?}");
     }
+}
+
+/// `????_99` as HBase's docs write a fuzzy pattern: `?` free, the rest fixed.
+fn fuzzy(pattern: &str) -> FuzzyKey {
+    let fixed = pattern.bytes().map(|b| b != b'?').collect();
+    FuzzyKey::new(Bytes::copy_from_slice(pattern.as_bytes()), fixed).unwrap()
+}
+
+#[test]
+fn fuzzy_row_filter_keeps_rows_matching_any_pattern_at_their_fixed_bytes() {
+    let rows = table(&[
+        ("u001_01_x", "f", "q", 1, "1"),
+        ("u001_99_x", "f", "q", 1, "2"),
+        ("u002_99", "f", "q", 1, "3"),
+        ("u003_98", "f", "q", 1, "4"),
+        ("u004_77", "f", "q", 1, "5"),
+        (
+            "u00",
+            "f",
+            "q",
+            1,
+            "6: shorter than the pattern, matching as far as it goes",
+        ),
+    ]);
+    let filter = Filter::FuzzyRow(vec![fuzzy("u???_99"), fuzzy("u???_77")]);
+    assert_eq!(
+        scan(&filter, &rows),
+        strs(&[
+            "u001_99_x/f:q@1=2",
+            "u002_99/f:q@1=3",
+            "u004_77/f:q@1=5",
+            "u00/f:q@1=6: shorter than the pattern, matching as far as it goes"
+        ])
+    );
+    assert_eq!(
+        scan_dir(&filter, true, &rows),
+        scan(&filter, &rows),
+        "the same rows, whichever way the scan runs (one row per entry here)"
+    );
+}
+
+#[test]
+fn fuzzy_row_filter_ends_a_forward_scan_once_no_later_row_can_match() {
+    let filter = Filter::FuzzyRow(vec![fuzzy("ab?d")]);
+    let mut f = filter.build(false);
+    let at = |f: &mut Box<dyn CellFilter>, row: &str| {
+        f.reset();
+        f.filter_cell(&cell(row, "f", "q", 1, "v"))
+    };
+    assert_eq!(at(&mut f, "aa"), NextRow);
+    assert!(!f.filter_all_remaining(), "'ab..' rows still lie ahead");
+    assert_eq!(at(&mut f, "abxd"), Include);
+    assert_eq!(at(&mut f, "abxe"), NextRow);
+    assert!(!f.filter_all_remaining(), "'aby d' still lies ahead");
+    assert_eq!(at(&mut f, "ac"), NextRow);
+    assert!(f.filter_all_remaining(), "a fixed 'b' can never come back");
+    let mut reversed = filter.build(true);
+    assert_eq!(at(&mut reversed, "ac"), NextRow);
+    assert!(!reversed.filter_all_remaining(), "a reversed scan goes on");
+}
+
+#[test]
+fn fuzzy_keys_read_both_forms_of_hbase_masks_and_refuse_mismatched_lengths() {
+    // A client's own form: 0 fixed, 1 free.
+    let own = FuzzyKey::from_hbase_mask(b("ab"), &[0, 1]).unwrap();
+    assert_eq!(own.fixed(), [true, false]);
+    // What HBase's Java client sends after preprocessing: 0xFF fixed.
+    let sent = FuzzyKey::from_hbase_mask(b("ab"), &[0xFF, 2]).unwrap();
+    assert_eq!(sent.fixed(), [true, false]);
+    let v1 = FuzzyKey::from_hbase_mask(b("ab"), &[0, 0xFF]).unwrap();
+    assert_eq!(v1.fixed(), [false, true]);
+    let err = FuzzyKey::from_hbase_mask(b("abc"), &[0, 1]).unwrap_err();
+    assert!(err.to_string().contains("3 bytes"), "{err}");
 }

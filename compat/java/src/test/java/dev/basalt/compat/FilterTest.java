@@ -256,13 +256,29 @@ class FilterTest extends CompatBase {
   }
 
   @Test
-  @Disabled("Basalt has no FuzzyRowFilter yet (issue 27; docs/native-rpc.md)")
   void fuzzy_row_filter_matches_fixed_positions() throws Exception {
     try (Table t = data("fuzzy")) {
       // "row?5": positions 0-2 and 4 fixed (mask 0), position 3 free (mask 1).
       FuzzyRowFilter f = new FuzzyRowFilter(List.of(
           new Pair<>(b("row?5"), new byte[] {0, 0, 0, 1, 0})));
       assertEquals(List.of("row05", "row15"), rows(t, f));
+    }
+  }
+
+  @Test
+  void fuzzy_row_filter_with_several_patterns_in_a_reversed_scan() throws Exception {
+    try (Table t = data("fuzzyrev")) {
+      FuzzyRowFilter f = new FuzzyRowFilter(List.of(
+          new Pair<>(b("row?3"), new byte[] {0, 0, 0, 1, 0}),
+          new Pair<>(b("row1?"), new byte[] {0, 0, 0, 0, 1})));
+      List<String> seen = new ArrayList<>();
+      try (ResultScanner rs = t.getScanner(new Scan().setReversed(true).setFilter(f))) {
+        for (Result r : rs) {
+          seen.add(Bytes.toString(r.getRow()));
+        }
+      }
+      assertEquals(List.of("row19", "row18", "row17", "row16", "row15", "row14", "row13",
+          "row12", "row11", "row10", "row03"), seen);
     }
   }
 

@@ -8,10 +8,13 @@ import java.util.List;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.CellUtil;
 import org.apache.hadoop.hbase.DoNotRetryIOException;
+import org.apache.hadoop.hbase.CompareOperator;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.UnknownScannerException;
 import org.apache.hadoop.hbase.client.*;
 import org.apache.hadoop.hbase.client.metrics.ScanMetrics;
+import org.apache.hadoop.hbase.filter.BinaryComparator;
+import org.apache.hadoop.hbase.filter.RowFilter;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
@@ -232,7 +235,6 @@ class ScanTest extends CompatBase {
   }
 
   @Test
-  @Disabled("Basalt answers no scan metrics yet (issue 27; docs/native-rpc.md)")
   void scan_metrics_count_rows_and_rpcs() throws Exception {
     try (Table t = tenRows("metrics")) {
       Scan scan = new Scan().setScanMetricsEnabled(true).setCaching(3);
@@ -245,7 +247,26 @@ class ScanTest extends CompatBase {
         ScanMetrics m = rs.getScanMetrics();
         assertNotNull(m);
         assertEquals(10, m.countOfRowsScanned.get());
+        assertEquals(0, m.countOfRowsFiltered.get());
         assertTrue(m.countOfRPCcalls.get() >= 4);
+      }
+    }
+  }
+
+  @Test
+  void scan_metrics_count_the_rows_a_filter_dropped() throws Exception {
+    try (Table t = tenRows("metricsfiltered")) {
+      Scan scan = new Scan().setScanMetricsEnabled(true)
+          .setFilter(new RowFilter(CompareOperator.EQUAL, new BinaryComparator(b("r3"))));
+      try (ResultScanner rs = t.getScanner(scan)) {
+        int n = 0;
+        for (Result r : rs) {
+          n++;
+        }
+        assertEquals(1, n);
+        ScanMetrics m = rs.getScanMetrics();
+        assertEquals(10, m.countOfRowsScanned.get());
+        assertEquals(9, m.countOfRowsFiltered.get());
       }
     }
   }
