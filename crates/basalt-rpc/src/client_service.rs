@@ -555,8 +555,37 @@ fn region_action(
         }
         return Ok(result);
     }
-    for a in &action.action {
-        let outcome = one_action(call, &table, &info, a);
+    // As HBase's region server does: gets and increments/appends are
+    // answered where they stand, while puts and deletes are gathered and
+    // applied together (one log sync) before the next increment or append
+    // and at the end. So a get does not see a put or delete that comes
+    // before it in the same action unless an increment or append lies
+    // between them (HBase 2.6 answers the same).
+    let mut outcomes: Vec<Option<Result<crate::proto::client::Result, RpcError>>> =
+        (0..action.action.len()).map(|_| None).collect();
+    let mut gathered: Vec<(usize, Mutation)> = Vec::new();
+    for (position, a) in action.action.iter().enumerate() {
+        let outcome = match one_action(call, &table, &info, a) {
+            Ok(Step::Answered(r)) => Ok(r),
+            Ok(Step::Gather(mutation)) => {
+                gathered.push((position, mutation));
+                continue;
+            }
+            Ok(Step::Apply(mutation, want)) => {
+                apply_gathered(&table, &mut gathered, &mut outcomes);
+                apply(call, &table, mutation, want).map(Option::unwrap_or_default)
+            }
+            Err(error) => Err(error),
+        };
+        outcomes[position] = Some(outcome);
+    }
+    apply_gathered(&table, &mut gathered, &mut outcomes);
+    for (a, outcome) in action.action.iter().zip(outcomes) {
+        let outcome = outcome.unwrap_or_else(|| {
+            Err(RpcError::do_not_retry(
+                "an action was left unanswered (a Basalt bug)",
+            ))
+        });
         result.result_or_exception.push(match outcome {
             Ok(r) => ResultOrException {
                 index: a.index,
@@ -573,26 +602,65 @@ fn region_action(
     Ok(result)
 }
 
+/// What one action of a non-atomic region action comes to.
+enum Step {
+    /// Answered at once (a get).
+    Answered(crate::proto::client::Result),
+    /// A put or delete, applied with the others gathered.
+    Gather(Mutation),
+    /// An increment or append, applied where it stands (whether its new
+    /// values are answered).
+    Apply(Mutation, bool),
+}
+
+/// Applies the gathered puts and deletes as one batch and records each
+/// one's answer.
+fn apply_gathered(
+    table: &basalt::Table,
+    gathered: &mut Vec<(usize, Mutation)>,
+    outcomes: &mut [Option<Result<crate::proto::client::Result, RpcError>>],
+) {
+    if gathered.is_empty() {
+        return;
+    }
+    let (positions, mutations): (Vec<usize>, Vec<Mutation>) = gathered.drain(..).unzip();
+    for (position, applied) in positions.into_iter().zip(table.batch(&mutations)) {
+        if let Some(slot) = outcomes.get_mut(position) {
+            *slot = Some(
+                applied
+                    .map(|()| crate::proto::client::Result::default())
+                    .map_err(RpcError::from),
+            );
+        }
+    }
+}
+
 fn one_action(
     call: &mut Call<'_>,
     table: &basalt::Table,
     info: &RegionInfo,
     action: &crate::proto::client::Action,
-) -> Result<crate::proto::client::Result, RpcError> {
+) -> Result<Step, RpcError> {
     if let Some(get) = &action.get {
         check_row(info, &get.row)?;
         let (query, window) = to_get(get)?;
         if get.existence_only.unwrap_or(false) {
-            return Ok(exists(table.exists(&query)?));
+            return Ok(Step::Answered(exists(table.exists(&query)?)));
         }
         let row = table.get(&query)?;
-        return Ok(call.result(apply_store_window(row.cells, window), false));
+        return Ok(Step::Answered(
+            call.result(apply_store_window(row.cells, window), false),
+        ));
     }
     if let Some(mutation) = &action.mutation {
         check_row(info, &mutation.row.clone().unwrap_or_default())?;
         let want = returns_results(mutation);
-        let converted = to_mutation(call, mutation)?;
-        return Ok(apply(call, table, converted, want)?.unwrap_or_default());
+        // Converted here, in order: the cells of each mutation come next
+        // in the request's cell block.
+        return Ok(match to_mutation(call, mutation)? {
+            m @ (Mutation::Put(_) | Mutation::Delete(_)) => Step::Gather(m),
+            m @ (Mutation::Increment(_) | Mutation::Append(_)) => Step::Apply(m, want),
+        });
     }
     if action.service_call.is_some() {
         return Err(RpcError::do_not_retry(

@@ -354,10 +354,61 @@ fn a_batch_answers_each_action_with_its_own_result_or_exception() {
         results[1].exception.as_ref().unwrap().name,
         "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException"
     );
+    // As in HBase, the puts of a region action are applied together after
+    // its gets, unless an increment or append comes between them.
+    assert!(results[2].result.as_ref().unwrap().cell.is_empty());
+    assert_eq!(do_get(&mut c, &name, "a").unwrap().len(), 1);
+}
+
+#[test]
+fn a_get_sees_the_puts_before_it_in_a_region_action_only_past_an_increment() {
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    let get = |row: &'static [u8]| Action {
+        get: Some(Get {
+            row: Bytes::from_static(row),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut increment = put("g2", "n", "");
+    increment.mutate_type = Some(MutationType::Increment as i32);
+    increment.column_value[0].qualifier_value[0].value =
+        Some(Bytes::copy_from_slice(&1i64.to_be_bytes()));
+    let mut actions = vec![
+        Action {
+            mutation: Some(put("g1", "q", "before")),
+            ..Default::default()
+        },
+        get(b"g1"),
+        Action {
+            mutation: Some(increment),
+            ..Default::default()
+        },
+        get(b"g1"),
+    ];
+    for (i, a) in actions.iter_mut().enumerate() {
+        a.index = Some(i as u32);
+    }
+    let request = MultiRequest {
+        region_action: vec![RegionAction {
+            region: region(&name),
+            action: actions,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let response: MultiResponse = c.call("Multi", &request, &[]).unwrap().decode().unwrap();
+    let results = &response.region_action_result[0].result_or_exception;
+    let cells = |i: usize| results[i].result.as_ref().unwrap().cell.len();
     assert_eq!(
-        results[2].result.as_ref().unwrap().cell[0].value.as_deref(),
-        Some(&b"1"[..])
+        cells(1),
+        0,
+        "the put is still gathered when the first get runs"
     );
+    assert_eq!(cells(2), 1, "the increment answers its new value");
+    assert_eq!(cells(3), 1, "the increment applied the gathered put first");
 }
 
 #[test]
