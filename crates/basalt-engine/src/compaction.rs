@@ -163,11 +163,14 @@ impl CellStream for Collecting {
 
 /// A major compaction's output with KEEP_DELETED_CELLS: everything, except
 /// cells no read can return: older writes at a timestamp a newer write of the
-/// same column overwrote, and (without MIN_VERSIONS) puts past their TTL.
+/// same column overwrote, (without MIN_VERSIONS) puts past the family's TTL,
+/// and puts past their own TTL.
 #[derive(Debug)]
 pub struct Retaining {
     merged: MergedSource,
     oldest_unexpired: Option<i64>,
+    /// The compaction's time, for puts with their own TTL.
+    now: i64,
     last_put: Option<Cell>,
     /// NEW_VERSION_BEHAVIOR: an overwritten put still counts as a version
     /// at points of history before its overwrite, so it is kept.
@@ -184,6 +187,7 @@ impl Retaining {
         Retaining {
             merged,
             oldest_unexpired,
+            now,
             last_put: None,
             keep_overwritten: family.new_version_behavior,
         }
@@ -201,9 +205,11 @@ impl CellStream for Retaining {
                     .last_put
                     .as_ref()
                     .is_some_and(|p| p.same_column(&cell) && p.timestamp == cell.timestamp);
+            // A put past its own TTL is expired whatever MIN_VERSIONS says.
             let expired = self
                 .oldest_unexpired
-                .is_some_and(|oldest| cell.timestamp < oldest);
+                .is_some_and(|oldest| cell.timestamp < oldest)
+                || cell.ttl_expired(self.now);
             self.last_put = Some(cell.clone());
             if !overwritten && !expired {
                 return Ok(Some(cell));

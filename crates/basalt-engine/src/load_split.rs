@@ -891,6 +891,7 @@ mod tests {
             cell_type: basalt_types::CellType::Put,
             sequence_id: 0,
             value: Bytes::from(vec![0u8; 4096]),
+            ttl_millis: None,
         };
         // 10 writes of 4 KiB per second: 40 KiB/s, 10 requests per second.
         for i in 0..401 {

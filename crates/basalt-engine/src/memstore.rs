@@ -58,11 +58,18 @@ impl PartialOrd for MemKey {
     }
 }
 
+/// What a memstore keeps beside a cell's key.
+#[derive(Debug, Clone)]
+struct MemValue {
+    value: Bytes,
+    ttl_millis: Option<u64>,
+}
+
 /// One store's in-memory sorted cells.
 #[derive(Debug)]
 pub struct MemStore {
     family: Bytes,
-    cells: SkipMap<MemKey, Bytes>,
+    cells: SkipMap<MemKey, MemValue>,
     heap_size: AtomicUsize,
     /// The server's global memstore budget, when there is one, and the
     /// bytes of this memstore it counts: from insertion until the flush
@@ -122,7 +129,13 @@ impl MemStore {
 
     fn add(&self, cell: &Cell, size: usize) {
         self.heap_size.fetch_add(size, AtomicOrdering::Relaxed);
-        self.cells.insert(MemKey::of(cell), cell.value.clone());
+        self.cells.insert(
+            MemKey::of(cell),
+            MemValue {
+                value: cell.value.clone(),
+                ttl_millis: cell.ttl_millis,
+            },
+        );
     }
 
     /// Returns this memstore's bytes to the budget: its flush committed, so
@@ -175,7 +188,8 @@ impl MemStore {
                     timestamp: key.timestamp,
                     cell_type: key.cell_type,
                     sequence_id: key.sequence_id,
-                    value: entry.value().clone(),
+                    value: entry.value().value.clone(),
+                    ttl_millis: entry.value().ttl_millis,
                 });
             }
         }
@@ -251,7 +265,8 @@ impl MemStoreSource {
                     timestamp: key.timestamp,
                     cell_type: key.cell_type,
                     sequence_id: key.sequence_id,
-                    value: entry.value().clone(),
+                    value: entry.value().value.clone(),
+                    ttl_millis: entry.value().ttl_millis,
                 });
             }
             last = Some(entry);
@@ -296,7 +311,7 @@ impl CellSource for MemStoreSource {
     }
 
     fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
-        let visible = |e: &crossbeam_skiplist::map::Entry<'_, MemKey, Bytes>| {
+        let visible = |e: &crossbeam_skiplist::map::Entry<'_, MemKey, MemValue>| {
             e.key().sequence_id <= self.read_point
         };
         let previous_row = match row {

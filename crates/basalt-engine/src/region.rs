@@ -818,10 +818,11 @@ impl Region {
                 }
                 Mutation::Increment(increment) => {
                     for (family, qualifier, delta) in increment.columns() {
-                        let cell =
+                        let mut cell =
                             self.computed_cell(row, family, qualifier, server_ts, |current| {
                                 incremented(current, *delta)
                             })?;
+                        cell.ttl_millis = increment.ttl_millis;
                         used_server_ts = true;
                         newest_ts = newest_ts.max(cell.timestamp);
                         computed.push(cell.clone());
@@ -830,10 +831,11 @@ impl Region {
                 }
                 Mutation::Append(append) => {
                     for (family, qualifier, suffix) in append.columns() {
-                        let cell =
+                        let mut cell =
                             self.computed_cell(row, family, qualifier, server_ts, |current| {
                                 appended(current, suffix)
                             })?;
+                        cell.ttl_millis = append.ttl_millis;
                         used_server_ts = true;
                         newest_ts = newest_ts.max(cell.timestamp);
                         computed.push(cell.clone());
@@ -875,6 +877,7 @@ impl Region {
             cell_type: CellType::Put,
             sequence_id: 0,
             value,
+            ttl_millis: None,
         })
     }
 
@@ -1599,6 +1602,7 @@ fn marker(row: &Bytes, family: &Bytes, qualifier: &Bytes, ts: i64, t: CellType) 
         cell_type: t,
         sequence_id: 0,
         value: Bytes::new(),
+        ttl_millis: None,
     }
 }
 

@@ -86,6 +86,8 @@ pub(crate) struct RowRules {
     raw: bool,
     /// Puts older than this are expired (`i64::MIN` without a TTL).
     oldest_unexpired: i64,
+    /// The read's time, for puts with their own TTL.
+    now: i64,
     row: RowDeletes,
     column: ColumnState,
 }
@@ -284,6 +286,7 @@ impl RowRules {
             time_range: options.time_range,
             raw: options.raw,
             oldest_unexpired,
+            now: options.now,
             row: RowDeletes::default(),
             column: ColumnState::default(),
         }
@@ -322,6 +325,11 @@ impl RowRules {
                     .map(|seq| (seq, Vec::new()))
                     .collect();
             }
+        }
+        // A put past its own TTL is gone for every read, raw ones too, and
+        // is not a version (HBase skips it before any other rule).
+        if cell.cell_type == CellType::Put && cell.ttl_expired(self.now) {
+            return Verdict::Skip;
         }
         if self.raw {
             // Raw reads track no deletes, so a column the read is done

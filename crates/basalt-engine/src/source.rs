@@ -65,6 +65,7 @@ fn key(row: Bytes, family: Bytes, qualifier: Bytes, ts: i64, t: CellType, seq: u
         cell_type: t,
         sequence_id: seq,
         value: Bytes::new(),
+        ttl_millis: None,
     }
 }
 
@@ -172,6 +173,7 @@ pub(crate) mod tests {
             cell_type: t,
             sequence_id: seq,
             value: Bytes::copy_from_slice(v.as_bytes()),
+            ttl_millis: None,
         }
     }
 

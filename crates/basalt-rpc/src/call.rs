@@ -141,6 +141,7 @@ pub fn cell_from_proto(cell: &proto::hbase::Cell) -> Result<Cell, RpcError> {
         cell_type,
         sequence_id: 0,
         value: cell.value.clone().unwrap_or_default(),
+        ttl_millis: None,
     })
 }
 

@@ -193,6 +193,7 @@ pub fn decode(block: &Bytes, max_cells: usize) -> Result<Vec<Cell>, RpcError> {
             cell_type,
             sequence_id: 0,
             value,
+            ttl_millis: None,
         });
     }
     Ok(cells)

@@ -290,6 +290,9 @@ fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Mutation
             if let Some(d) = durability {
                 put = put.durability(d);
             }
+            if let Some(ttl) = cell_ttl(mutation)? {
+                put = put.ttl_millis(ttl);
+            }
             Mutation::Put(put)
         }
         MutationType::Delete => {
@@ -333,6 +336,7 @@ fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Mutation
             if let Some(d) = durability {
                 increment = increment.durability(d);
             }
+            increment.ttl_millis = cell_ttl(mutation)?;
             Mutation::Increment(increment)
         }
         MutationType::Append => {
@@ -343,6 +347,7 @@ fn to_mutation(call: &mut Call<'_>, mutation: &MutationProto) -> Result<Mutation
             if let Some(d) = durability {
                 append = append.durability(d);
             }
+            append.ttl_millis = cell_ttl(mutation)?;
             Mutation::Append(append)
         }
     })
@@ -405,6 +410,29 @@ pub fn compare_op(op: CompareType) -> Result<CompareOp, RpcError> {
             ))
         }
     })
+}
+
+/// A mutation's per-cell TTL in milliseconds: HBase's `_ttl` attribute
+/// (`Mutation.setTTL`, an 8-byte big-endian long). Absent, or Java's
+/// `Long.MAX_VALUE` (what HBase reads as "none"), means none; a negative or
+/// malformed one is refused.
+fn cell_ttl(mutation: &MutationProto) -> Result<Option<u64>, RpcError> {
+    let Some(attribute) = mutation.attribute.iter().find(|a| a.name == "_ttl") else {
+        return Ok(None);
+    };
+    let bytes: [u8; 8] = attribute
+        .value
+        .as_deref()
+        .unwrap_or_default()
+        .try_into()
+        .map_err(|_| RpcError::do_not_retry("the _ttl attribute must be an 8-byte long"))?;
+    match i64::from_be_bytes(bytes) {
+        i64::MAX => Ok(None),
+        ttl if ttl < 0 => Err(RpcError::do_not_retry(format!(
+            "a cell TTL must not be negative, got {ttl} ms"
+        ))),
+        ttl => Ok(Some(ttl as u64)),
+    }
 }
 
 /// Whether an increment or append answers its new values: HBase's

@@ -231,6 +231,7 @@ pub fn meta_cell(
         cell_type: CellType::Put,
         sequence_id: 0,
         value,
+        ttl_millis: None,
     }
 }
 

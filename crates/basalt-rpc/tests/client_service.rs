@@ -1131,3 +1131,39 @@ fn a_scan_tracking_metrics_reports_each_calls_rows_scanned_and_filtered() {
     );
     assert!(plain.scan_metrics.is_none());
 }
+
+#[test]
+fn a_put_with_a_ttl_attribute_expires_and_a_malformed_one_is_refused() {
+    // HBase's `Mutation.setTTL` travels as the `_ttl` attribute, an 8-byte
+    // big-endian count of milliseconds.
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    let mutate = |c: &mut RpcClient, row: &str, ttl: Vec<u8>| {
+        let mut m = put(row, "q", "v");
+        m.attribute = vec![basalt_rpc::proto::hbase::NameBytesPair {
+            name: "_ttl".into(),
+            value: Some(ttl),
+        }];
+        c.call(
+            "Mutate",
+            &MutateRequest {
+                region: region(&name),
+                mutation: Some(m),
+                ..Default::default()
+            },
+            &[],
+        )
+    };
+    mutate(&mut c, "brief", 1i64.to_be_bytes().to_vec()).unwrap();
+    mutate(&mut c, "lasting", i64::MAX.to_be_bytes().to_vec()).unwrap();
+    // Expiry needs the clock to pass timestamp + 1 ms: a few ms of sleep
+    // decide nothing about speed.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert!(do_get(&mut c, &name, "brief").unwrap().is_empty());
+    assert_eq!(do_get(&mut c, &name, "lasting").unwrap().len(), 1);
+    let refused = mutate(&mut c, "bad", vec![1, 2, 3]).unwrap_err();
+    assert!(refused.to_string().contains("_ttl"), "{refused}");
+    let negative = mutate(&mut c, "bad", (-5i64).to_be_bytes().to_vec()).unwrap_err();
+    assert!(negative.to_string().contains("negative"), "{negative}");
+}

@@ -114,9 +114,23 @@ pub struct Cell {
     pub sequence_id: u64,
     /// The value (empty for delete markers).
     pub value: Bytes,
+    /// A put's own time to live, in milliseconds after its timestamp
+    /// (HBase's per-cell TTL, a Mutation's `setTTL`): the cell expires once
+    /// `timestamp + ttl_millis < now`. It never outlives its family's TTL
+    /// (both apply). `None` for most cells.
+    pub ttl_millis: Option<u64>,
 }
 
 impl Cell {
+    /// True when the cell's own TTL has passed at `now` (HBase: expired
+    /// once `timestamp + ttl < now`; never for a cell without one).
+    pub fn ttl_expired(&self, now: i64) -> bool {
+        self.ttl_millis.is_some_and(|ttl| {
+            let ttl = i64::try_from(ttl).unwrap_or(i64::MAX);
+            self.timestamp.saturating_add(ttl) < now
+        })
+    }
+
     /// A put cell.
     pub fn put(
         row: impl Into<Bytes>,
@@ -133,6 +147,7 @@ impl Cell {
             cell_type: CellType::Put,
             sequence_id: 0,
             value: value.into(),
+            ttl_millis: None,
         }
     }
 
@@ -223,6 +238,7 @@ mod tests {
             cell_type: t,
             sequence_id: seq,
             value: Bytes::new(),
+            ttl_millis: None,
         }
     }
 

@@ -66,6 +66,8 @@ pub struct Put {
     cells: Vec<Cell>,
     /// How the write is logged.
     pub durability: Durability,
+    /// The cells' own TTL (see [`Put::ttl_millis`]).
+    ttl_millis: Option<u64>,
 }
 
 impl Put {
@@ -76,6 +78,7 @@ impl Put {
             timestamp: LATEST_TIMESTAMP,
             cells: Vec::new(),
             durability: Durability::default(),
+            ttl_millis: None,
         }
     }
 
@@ -113,6 +116,7 @@ impl Put {
             cell_type: CellType::Put,
             sequence_id: 0,
             value: value.into(),
+            ttl_millis: self.ttl_millis,
         });
         self
     }
@@ -121,6 +125,22 @@ impl Put {
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
         self
+    }
+
+    /// Builder: every cell of the put (those added before and after) lives
+    /// `ttl` milliseconds after its timestamp, and never longer than its
+    /// family's TTL allows (HBase's `Mutation.setTTL`, a per-cell TTL).
+    pub fn ttl_millis(mut self, ttl: u64) -> Self {
+        self.ttl_millis = Some(ttl);
+        for cell in &mut self.cells {
+            cell.ttl_millis = Some(ttl);
+        }
+        self
+    }
+
+    /// The cells' own TTL, if the put sets one.
+    pub fn ttl(&self) -> Option<u64> {
+        self.ttl_millis
     }
 
     /// The row.
@@ -183,6 +203,7 @@ impl Delete {
             cell_type: t,
             sequence_id: 0,
             value: Bytes::new(),
+            ttl_millis: None,
         });
         self
     }
@@ -283,6 +304,9 @@ pub struct Increment {
     columns: Vec<(Bytes, Bytes, i64)>,
     /// How the write is logged.
     pub durability: Durability,
+    /// The new cells' own TTL, in milliseconds after their timestamp
+    /// (HBase's `Mutation.setTTL`).
+    pub ttl_millis: Option<u64>,
 }
 
 impl Increment {
@@ -292,6 +316,7 @@ impl Increment {
             row: row.into(),
             columns: Vec::new(),
             durability: Durability::default(),
+            ttl_millis: None,
         }
     }
 
@@ -330,6 +355,9 @@ pub struct Append {
     columns: Vec<(Bytes, Bytes, Bytes)>,
     /// How the write is logged.
     pub durability: Durability,
+    /// The new cells' own TTL, in milliseconds after their timestamp
+    /// (HBase's `Mutation.setTTL`).
+    pub ttl_millis: Option<u64>,
 }
 
 impl Append {
@@ -339,6 +367,7 @@ impl Append {
             row: row.into(),
             columns: Vec::new(),
             durability: Durability::default(),
+            ttl_millis: None,
         }
     }
 
@@ -618,6 +647,7 @@ struct PutFields {
     timestamp: i64,
     cells: Vec<Cell>,
     durability: Durability,
+    ttl_millis: Option<u64>,
 }
 
 impl TryFrom<PutFields> for Put {
@@ -632,6 +662,7 @@ impl TryFrom<PutFields> for Put {
             timestamp: f.timestamp,
             cells: f.cells,
             durability: f.durability,
+            ttl_millis: f.ttl_millis,
         })
     }
 }

@@ -72,6 +72,7 @@ fn cell() -> impl Strategy<Value = Cell> {
                 cell_type,
                 sequence_id,
                 value,
+                ttl_millis: None,
             },
         )
 }

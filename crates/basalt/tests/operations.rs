@@ -208,6 +208,81 @@ fn ttl_expires_cells_at_once_and_min_versions_keeps_some() {
 }
 
 #[test]
+fn a_puts_own_ttl_expires_its_cells_whatever_min_versions_keeps() {
+    // HBase's per-cell TTL (`Mutation.setTTL`): the cell expires once
+    // timestamp + ttl < now, is then no version at all (the older one
+    // shows again), and MIN_VERSIONS does not keep it.
+    let t = TestDb::new();
+    let table = t.table("t", vec![cf("f").min_versions(1)]);
+    let now = 1_000_000;
+    table
+        .put(&Put::new("r").add_at("f", "q", now - 1_000, "lasting"))
+        .unwrap();
+    table
+        .put(&Put::new("r").ttl_millis(5_000).add("f", "q", "brief"))
+        .unwrap();
+    let newest = |table: &Table| cells(&table.get(&Get::new("r")).unwrap());
+    assert_eq!(newest(&table), ["f:q=brief@1000000"]);
+    t.clock.advance(5_000);
+    assert_eq!(
+        newest(&table),
+        ["f:q=brief@1000000"],
+        "ts + ttl == now: alive"
+    );
+    t.clock.advance(1);
+    assert_eq!(newest(&table), ["f:q=lasting@999000"]);
+    let raw = table.scan(&Scan::new().raw(true).max_versions(10)).unwrap();
+    assert_eq!(
+        raw.map(|r| cells(&r.unwrap())).collect::<Vec<_>>(),
+        vec![vec!["f:q=lasting@999000".to_string()]],
+        "raw reads do not see it either"
+    );
+}
+
+#[test]
+fn a_cells_own_ttl_survives_log_replay_flush_and_compaction() {
+    let t = TestDb::new();
+    let table = t.table("t", vec![cf("f")]);
+    table
+        .put(&Put::new("wal").ttl_millis(10_000).add("f", "q", "v"))
+        .unwrap();
+    table
+        .increment(&{
+            let mut i = Increment::new("inc").add("f", "n", 1);
+            i.ttl_millis = Some(10_000);
+            i
+        })
+        .unwrap();
+    // Replayed from the log after a crash: the TTL came back with the cell.
+    let (dir, clock) = t.crash();
+    let mut t = TestDb::open_at(dir, clock);
+    let table = t.db.table("t").unwrap();
+    let rows = |table: &Table| {
+        table
+            .scan(&Scan::new())
+            .unwrap()
+            .map(|r| String::from_utf8_lossy(&r.unwrap().row).into_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(&table), ["inc", "wal"]);
+    // Written to a store file and read back from it after a restart.
+    t.db.flush_table("t").unwrap();
+    t.reopen();
+    let table = t.db.table("t").unwrap();
+    table
+        .put(&Put::new("plain").add("f", "q", "stays"))
+        .unwrap();
+    t.db.flush_table("t").unwrap();
+    assert_eq!(rows(&table), ["inc", "plain", "wal"]);
+    t.clock.advance(10_001);
+    assert_eq!(rows(&table), ["plain"]);
+    // A major compaction drops the expired cells for good.
+    t.db.compact_table("t", true).unwrap();
+    let raw = table.scan(&Scan::new().raw(true)).unwrap();
+    assert_eq!(raw.count(), 1);
+}
+
+#[test]
 fn scans_forward_reverse_prefix_limit_batch() {
     let t = TestDb::new();
     let table = t.table("t", vec![cf("f")]);

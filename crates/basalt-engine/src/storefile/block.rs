@@ -87,8 +87,13 @@ impl DataBlockBuilder {
         put_varint(&mut self.buf, shared as u64);
         put_varint(&mut self.buf, (self.key.len() - shared) as u64);
         put_varint(&mut self.buf, cell.row.len() as u64);
-        put_varint(&mut self.buf, cell.value.len() as u64);
+        // A cell's own TTL leads its value area (the key's type byte says so).
+        let ttl_len = if cell.ttl_millis.is_some() { 8 } else { 0 };
+        put_varint(&mut self.buf, (ttl_len + cell.value.len()) as u64);
         self.buf.extend_from_slice(&self.key[shared..]);
+        if let Some(ttl) = cell.ttl_millis {
+            self.buf.extend_from_slice(&ttl.to_be_bytes());
+        }
         self.buf.extend_from_slice(&cell.value);
         std::mem::swap(&mut self.key, &mut self.prev_key);
         self.entries += 1;
@@ -125,6 +130,8 @@ pub(crate) struct BlockCursor {
     key: Vec<u8>,
     row_len: usize,
     value: (usize, usize),
+    /// The current entry's own TTL, if it has one.
+    ttl_millis: Option<u64>,
     /// Bytes of `key` taken from the previous entry.
     shared: usize,
     /// Where the rest of `key` (its unshared bytes) lies in `data`.
@@ -157,6 +164,7 @@ impl BlockCursor {
             key: Vec::new(),
             row_len: 0,
             value: (0, 0),
+            ttl_millis: None,
             shared: 0,
             suffix_at: 0,
             valid: false,
@@ -233,9 +241,27 @@ impl BlockCursor {
             ));
         }
         // Validates the type code once, here, so `key_ref` cannot fail.
-        decode_key(&self.key, row_len)?;
+        let key = decode_key(&self.key, row_len)?;
+        self.ttl_millis = None;
+        let value_end = value_start + value_len;
+        let mut value_start = value_start;
+        if key.has_ttl {
+            let ttl = area
+                .get(value_start..value_start + 8)
+                .filter(|_| value_len >= 8)
+                .ok_or_else(|| {
+                    format!(
+                        "entry at {}: a cell with a TTL has only {value_len} value bytes",
+                        self.next_pos
+                    )
+                })?;
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(ttl);
+            self.ttl_millis = Some(u64::from_be_bytes(bytes));
+            value_start += 8;
+        }
         self.row_len = row_len;
-        self.value = (value_start, value_start + value_len);
+        self.value = (value_start, value_end);
         self.shared = shared;
         self.suffix_at = suffix_at;
         self.next_pos = d.pos();
@@ -293,6 +319,7 @@ impl BlockCursor {
             cell_type: k.cell_type,
             sequence_id: k.sequence_id,
             value: self.data.slice(self.value.0..self.value.1),
+            ttl_millis: self.ttl_millis,
         }
     }
 
@@ -410,6 +437,10 @@ mod tests {
                 c.sequence_id = i as u64;
                 if i % 7 == 0 {
                     c.cell_type = CellType::DeleteColumn;
+                } else if i % 5 == 0 {
+                    // Some puts carry their own TTL (a flag on the type
+                    // byte, the TTL in front of the value).
+                    c.ttl_millis = Some(i as u64 * 1_000);
                 }
                 c
             })
@@ -480,5 +511,23 @@ mod tests {
         }
         assert!(BlockCursor::new(Bytes::from_static(&[0, 0, 0, 0])).is_err());
         assert!(BlockCursor::new(Bytes::from_static(&[1, 0, 0])).is_err());
+    }
+
+    #[test]
+    fn a_cell_flagged_with_a_ttl_but_too_short_for_it_is_corruption() {
+        let mut c = Cell::put("r", "f", "q", 5, "");
+        c.ttl_millis = Some(7);
+        let data = build(&[c], DataBlockEncoding::None);
+        let mut cur = BlockCursor::new(data.clone()).unwrap();
+        assert!(cur.step().unwrap());
+        assert_eq!(cur.cell(&Bytes::new(), None).unwrap().ttl_millis, Some(7));
+        // The entry's value length (one byte, right after the three key
+        // varints: shared 0, unshared, row length) says 8 bytes; make it 7.
+        let mut bad = data.to_vec();
+        assert_eq!(bad[3], 8);
+        bad[3] = 7;
+        let mut cur = BlockCursor::new(Bytes::from(bad)).unwrap();
+        let error = cur.step().unwrap_err();
+        assert!(error.contains("TTL"), "{error}");
     }
 }

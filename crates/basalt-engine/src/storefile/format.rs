@@ -147,9 +147,20 @@ pub(crate) fn encode_key(cell: &Cell, out: &mut Vec<u8>) {
     out.extend_from_slice(&cell.row);
     out.extend_from_slice(&cell.qualifier);
     put_u64_be(out, cell.timestamp as u64);
-    out.push(cell.cell_type.code());
+    let flag = if cell.ttl_millis.is_some() {
+        TTL_FLAG
+    } else {
+        0
+    };
+    out.push(cell.cell_type.code() | flag);
     put_u64_be(out, cell.sequence_id);
 }
+
+/// Set in a key's type byte when the cell carries its own TTL; its value
+/// area then starts with the TTL (8 bytes, big endian, milliseconds). No
+/// type code uses this bit, and files written before it existed never set
+/// it, so they read as before.
+pub(crate) const TTL_FLAG: u8 = 0x80;
 
 /// A decoded key borrowing from a block (the family is the file's).
 #[derive(Debug, Clone, Copy)]
@@ -159,6 +170,8 @@ pub(crate) struct KeyRef<'a> {
     pub timestamp: i64,
     pub cell_type: CellType,
     pub sequence_id: u64,
+    /// The cell carries its own TTL (in front of its value).
+    pub has_ttl: bool,
 }
 
 /// Splits an encoded key whose row is `row_len` bytes long.
@@ -170,7 +183,8 @@ pub(crate) fn decode_key(key: &[u8], row_len: usize) -> DecodeResult<KeyRef<'_>>
         ));
     }
     let suffix = key.len() - KEY_SUFFIX_LEN;
-    let code = key[suffix + 8];
+    let flagged = key[suffix + 8];
+    let code = flagged & !TTL_FLAG;
     let cell_type =
         CellType::from_code(code).ok_or_else(|| format!("unknown cell type code {code}"))?;
     Ok(KeyRef {
@@ -179,6 +193,7 @@ pub(crate) fn decode_key(key: &[u8], row_len: usize) -> DecodeResult<KeyRef<'_>>
         timestamp: coding::u64_be(key, suffix, "key timestamp")? as i64,
         cell_type,
         sequence_id: coding::u64_be(key, suffix + 9, "key sequence id")?,
+        has_ttl: flagged & TTL_FLAG != 0,
     })
 }
 
@@ -193,6 +208,7 @@ impl KeyRef<'_> {
             cell_type: self.cell_type,
             sequence_id: self.sequence_id,
             value: bytes::Bytes::new(),
+            ttl_millis: None,
         }
     }
 }

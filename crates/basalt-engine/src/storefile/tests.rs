@@ -61,6 +61,7 @@ fn cell(row: &[u8], q: &[u8], ts: i64, t: CellType, seq: u64, value: Bytes) -> C
         cell_type: t,
         sequence_id: seq,
         value,
+        ttl_millis: None,
     }
 }
 

@@ -42,6 +42,11 @@ const KIND_ROW_MUTATION: u8 = 1;
 /// cell counts that cannot fit in the remaining payload before allocating.
 const MIN_CELL_LEN: usize = 1 + 1 + 8 + 1 + 1;
 
+/// Set in a cell's type byte when the cell carries its own TTL: an 8-byte
+/// little-endian count of milliseconds follows the type byte. No type
+/// code uses this bit, and logs written before it existed never set it.
+const TTL_FLAG: u8 = 0x80;
+
 /// The header of segment `id`.
 pub(crate) fn encode_segment_header(id: u64) -> [u8; SEGMENT_HEADER_LEN] {
     let mut h = [0u8; SEGMENT_HEADER_LEN];
@@ -132,7 +137,13 @@ pub(crate) fn encode_record(edit: &WalEdit, out: &mut Vec<u8>) -> Result<()> {
         put_bytes(out, &cell.family);
         put_bytes(out, &cell.qualifier);
         put_u64_le(out, cell.timestamp as u64);
-        out.push(cell.cell_type.code());
+        match cell.ttl_millis {
+            None => out.push(cell.cell_type.code()),
+            Some(ttl) => {
+                out.push(cell.cell_type.code() | TTL_FLAG);
+                put_u64_le(out, ttl);
+            }
+        }
         put_bytes(out, &cell.value);
     }
 
@@ -184,6 +195,12 @@ pub(crate) fn decode_payload(payload: Bytes) -> std::result::Result<WalEdit, Str
         let qualifier = r.bytes("qualifier")?;
         let timestamp = r.u64("timestamp")? as i64;
         let code = r.u8("cell type")?;
+        let ttl_millis = if code & TTL_FLAG != 0 {
+            Some(r.u64("cell TTL")?)
+        } else {
+            None
+        };
+        let code = code & !TTL_FLAG;
         let cell_type =
             CellType::from_code(code).ok_or_else(|| format!("unknown cell type code {code}"))?;
         let value = r.bytes("value")?;
@@ -195,6 +212,7 @@ pub(crate) fn decode_payload(payload: Bytes) -> std::result::Result<WalEdit, Str
             cell_type,
             sequence_id,
             value,
+            ttl_millis,
         });
     }
     if r.remaining() != 0 {
@@ -282,6 +300,7 @@ mod tests {
             cell_type: t,
             sequence_id: seq,
             value: Bytes::copy_from_slice(v),
+            ttl_millis: None,
         }
     }
 
@@ -497,6 +516,7 @@ mod tests {
             any::<i64>(),
             arb_cell_type(),
             proptest::collection::vec(any::<u8>(), 0..200),
+            proptest::option::of(any::<u64>()),
         );
         (
             any::<u64>(),
@@ -509,7 +529,7 @@ mod tests {
                 sequence_id,
                 cells: cells
                     .into_iter()
-                    .map(|(f, q, ts, t, v)| Cell {
+                    .map(|(f, q, ts, t, v, ttl)| Cell {
                         row: Bytes::from(row.clone()),
                         family: Bytes::from(f),
                         qualifier: Bytes::from(q),
@@ -517,6 +537,7 @@ mod tests {
                         cell_type: t,
                         sequence_id,
                         value: Bytes::from(v),
+                        ttl_millis: ttl,
                     })
                     .collect(),
             })

@@ -24,6 +24,7 @@ fn edit(region_id: u64, sequence_id: u64, row: &str) -> WalEdit {
             cell_type: CellType::Put,
             sequence_id,
             value: Bytes::from(format!("v{sequence_id}")),
+            ttl_millis: None,
         }],
     }
 }

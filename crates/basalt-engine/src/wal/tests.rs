@@ -84,6 +84,7 @@ fn edit(region_id: u64, sequence_id: u64, row: &str, cells: usize) -> WalEdit {
                 },
                 sequence_id,
                 value: Bytes::from(format!("value-{region_id}-{sequence_id}-{i}")),
+                ttl_millis: None,
             })
             .collect(),
     }

@@ -179,6 +179,7 @@ fn first_on_column(cell: &Cell, qualifier: Bytes) -> Cell {
         cell_type: CellType::DeleteFamily,
         sequence_id: u64::MAX,
         value: Bytes::new(),
+        ttl_millis: None,
     }
 }
 
@@ -196,6 +197,7 @@ fn first_on_next_family(cell: &Cell) -> Cell {
         cell_type: CellType::DeleteFamily,
         sequence_id: u64::MAX,
         value: Bytes::new(),
+        ttl_millis: None,
     }
 }
 

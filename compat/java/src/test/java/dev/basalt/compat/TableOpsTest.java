@@ -12,7 +12,6 @@ import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.*;
 import org.apache.hadoop.hbase.filter.SingleColumnValueFilter;
 import org.apache.hadoop.hbase.util.Bytes;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /** Single-row operations through Table: put, get, exists, delete, increment, append, checks. */
@@ -252,15 +251,25 @@ class TableOpsTest extends CompatBase {
   }
 
   @Test
-  @Disabled("Basalt does not honour a Put's per-cell TTL yet (issue 27; docs/native-rpc.md)")
   void per_cell_ttl_on_a_put_expires_the_cell() throws Exception {
     try (Table t = conn.getTable(createTable("ttl"))) {
       t.put(new Put(b("r")).addColumn(CF, b("short"), b("gone")).setTTL(500));
       t.put(new Put(b("r")).addColumn(CF, b("long"), b("stays")));
+      assertEquals("gone", s(t.get(new Get(b("r"))).getValue(CF, b("short"))));
       Thread.sleep(1500);
       Result r = t.get(new Get(b("r")));
       assertNull(r.getValue(CF, b("short")));
       assertEquals("stays", s(r.getValue(CF, b("long"))));
+    }
+  }
+
+  @Test
+  void per_cell_ttl_on_an_expired_version_shows_the_older_one_again() throws Exception {
+    try (Table t = conn.getTable(createTable("ttlv"))) {
+      t.put(new Put(b("r")).addColumn(CF, Q, 1000L, b("old")));
+      t.put(new Put(b("r")).addColumn(CF, Q, b("brief")).setTTL(300));
+      Thread.sleep(1000);
+      assertEquals("old", s(t.get(new Get(b("r"))).getValue(CF, Q)));
     }
   }
 
