@@ -11,7 +11,7 @@
 //! or decimal strings (HBase writes `PageFilter`'s size as a string).
 //!
 //! Every filter type Basalt evaluates is read; a type Basalt does not have
-//! (`RandomRowFilter`, `FuzzyRowFilter`, ...) or a comparator it does not
+//! (`RandomRowFilter`, ...) or a comparator it does not
 //! have (`NullComparator`, `BitComparator`, `LongComparator`) is an error
 //! naming it, which the gateway answers with 400. The whole table is in
 //! `docs/rest-protocol.md`.
@@ -66,6 +66,7 @@ pub const FILTER_TYPES: &[&str] = &[
     "WhileMatchFilter",
     "SkipFilter",
     "DependentColumnFilter",
+    "FuzzyRowFilter",
 ];
 
 /// The comparator types [`parse`] reads, by HBase's name.
@@ -332,6 +333,29 @@ fn filter(value: &Value, what: &str) -> Read<Filter> {
             };
             Filter::Timestamps(stamps)
         }
+        // HBase's REST model: `fuzzyKeys`, each `{key, mask}` in base64,
+        // the mask in either form HBase's FuzzyRowFilter reads.
+        "FuzzyRowFilter" => {
+            let keys = match fields.get("fuzzyKeys") {
+                Some(Value::Array(list)) => list
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| {
+                        let what = format!("{what}: fuzzy key {i}");
+                        let pair = k
+                            .as_object()
+                            .ok_or_else(|| bad(format!("{what} is not an object")))?;
+                        let key = bytes(pair, "key", &what)?;
+                        let mask = bytes(pair, "mask", &what)?;
+                        basalt::FuzzyKey::from_hbase_mask(key, &mask)
+                            .map_err(|e| bad(format!("{what}: {e}")))
+                    })
+                    .collect::<Read<Vec<_>>>()?,
+                Some(_) => return Err(bad(format!("{what}: fuzzyKeys is not a list"))),
+                None => return Err(bad(format!("{what} has no fuzzyKeys"))),
+            };
+            Filter::FuzzyRow(keys)
+        }
         "WhileMatchFilter" => Filter::While(one_inner(fields, what)?),
         "SkipFilter" => Filter::Skip(one_inner(fields, what)?),
         "DependentColumnFilter" => {
@@ -364,6 +388,25 @@ mod tests {
 
     fn b64(text: &str) -> String {
         BASE64.encode(text)
+    }
+
+    #[test]
+    fn a_fuzzy_row_filter_reads_its_keys_and_masks() {
+        let json = format!(
+            r#"{{"type":"FuzzyRowFilter","fuzzyKeys":[{{"key":"{}","mask":"{}"}}]}}"#,
+            b64("a?c"),
+            BASE64.encode([0u8, 1, 0])
+        );
+        let Filter::FuzzyRow(keys) = parse(&json).unwrap() else {
+            panic!("not a fuzzy row filter");
+        };
+        assert_eq!(keys[0].fixed(), [true, false, true]);
+        let uneven = format!(
+            r#"{{"type":"FuzzyRowFilter","fuzzyKeys":[{{"key":"{}","mask":"{}"}}]}}"#,
+            b64("ab"),
+            BASE64.encode([0u8])
+        );
+        assert!(parse(&uneven).unwrap_err().0.contains("fuzzy key 0"));
     }
 
     #[test]
