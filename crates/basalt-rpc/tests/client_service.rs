@@ -78,6 +78,42 @@ fn put(row: &str, q: &str, v: &str) -> MutationProto {
     }
 }
 
+/// An increment of `cf:q` by `amount` in `row`.
+fn increment(row: &str, q: &str, amount: i64) -> MutationProto {
+    let mut m = put(row, q, "");
+    m.mutate_type = Some(MutationType::Increment as i32);
+    m.column_value[0].qualifier_value[0].value =
+        Some(Bytes::copy_from_slice(&amount.to_be_bytes()));
+    m
+}
+
+/// Sends one region action of `mutations` (unnumbered, as the Java client
+/// sends a row mutation) and answers its result.
+fn region_action_of(
+    c: &mut RpcClient,
+    name: &[u8],
+    atomic: bool,
+    mutations: Vec<MutationProto>,
+) -> basalt_rpc::proto::client::RegionActionResult {
+    let request = MultiRequest {
+        region_action: vec![RegionAction {
+            region: region(name),
+            atomic: Some(atomic),
+            action: mutations
+                .into_iter()
+                .map(|m| Action {
+                    mutation: Some(m),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let mut response: MultiResponse = c.call("Multi", &request, &[]).unwrap().decode().unwrap();
+    response.region_action_result.remove(0)
+}
+
 /// The region serving `row` of table `t`, found as hbase-driver finds it:
 /// a reversed scan of `hbase:meta` from `t,<row>,`.
 fn locate(c: &mut RpcClient, row: &[u8]) -> (Vec<u8>, RegionInfo) {
@@ -372,10 +408,6 @@ fn a_get_sees_the_puts_before_it_in_a_region_action_only_past_an_increment() {
         }),
         ..Default::default()
     };
-    let mut increment = put("g2", "n", "");
-    increment.mutate_type = Some(MutationType::Increment as i32);
-    increment.column_value[0].qualifier_value[0].value =
-        Some(Bytes::copy_from_slice(&1i64.to_be_bytes()));
     let mut actions = vec![
         Action {
             mutation: Some(put("g1", "q", "before")),
@@ -383,7 +415,7 @@ fn a_get_sees_the_puts_before_it_in_a_region_action_only_past_an_increment() {
         },
         get(b"g1"),
         Action {
-            mutation: Some(increment),
+            mutation: Some(increment("g2", "n", 1)),
             ..Default::default()
         },
         get(b"g1"),
@@ -961,26 +993,7 @@ fn a_row_mutation_answers_each_unnumbered_mutation_by_position() {
     let (name, _) = locate(&mut c, b"a");
     let mut delete = put("r", "old", "");
     delete.mutate_type = Some(MutationType::Delete as i32);
-    let request = MultiRequest {
-        region_action: vec![RegionAction {
-            region: region(&name),
-            atomic: Some(true),
-            action: vec![
-                Action {
-                    mutation: Some(put("r", "new", "y")),
-                    ..Default::default()
-                },
-                Action {
-                    mutation: Some(delete),
-                    ..Default::default()
-                },
-            ],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let response: MultiResponse = c.call("Multi", &request, &[]).unwrap().decode().unwrap();
-    let answer = &response.region_action_result[0];
+    let answer = &region_action_of(&mut c, &name, true, vec![put("r", "new", "y"), delete]);
     assert_eq!(answer.processed, Some(true));
     let indices: Vec<_> = answer.result_or_exception.iter().map(|r| r.index).collect();
     assert_eq!(indices, vec![Some(0), Some(1)]);
@@ -1002,30 +1015,12 @@ fn a_row_mutation_with_an_increment_answers_its_new_value_in_the_first_position(
     let f = start();
     let mut c = client(&f, false);
     let (name, _) = locate(&mut c, b"a");
-    let mut increment = put("ri", "n", "");
-    increment.mutate_type = Some(MutationType::Increment as i32);
-    increment.column_value[0].qualifier_value[0].value =
-        Some(Bytes::copy_from_slice(&9i64.to_be_bytes()));
-    let request = MultiRequest {
-        region_action: vec![RegionAction {
-            region: region(&name),
-            atomic: Some(true),
-            action: vec![
-                Action {
-                    mutation: Some(put("ri", "p", "v")),
-                    ..Default::default()
-                },
-                Action {
-                    mutation: Some(increment),
-                    ..Default::default()
-                },
-            ],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let response: MultiResponse = c.call("Multi", &request, &[]).unwrap().decode().unwrap();
-    let answer = &response.region_action_result[0];
+    let answer = &region_action_of(
+        &mut c,
+        &name,
+        true,
+        vec![put("ri", "p", "v"), increment("ri", "n", 9)],
+    );
     assert_eq!(answer.processed, Some(true));
     let first = answer.result_or_exception[0].result.as_ref().unwrap();
     let values: Vec<&[u8]> = first
