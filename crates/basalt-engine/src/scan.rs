@@ -1009,6 +1009,68 @@ pub(crate) fn read_row<F: FamilyCandidates>(
     Ok(Some(cells))
 }
 
+/// One family's cells of a row held in memory, in cell order, as
+/// [`read_row`] consumes them.
+struct HeldFamily {
+    cells: VecDeque<Cell>,
+}
+
+impl FamilyCandidates for HeldFamily {
+    fn holds_row(&self, row: &Bytes) -> bool {
+        self.cells.front().is_some_and(|c| c.row == *row)
+    }
+
+    fn next_candidate(&mut self, row: &Bytes) -> Result<Option<Cell>> {
+        if self.holds_row(row) {
+            Ok(self.cells.pop_front())
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn skip_column(&mut self, cell: &Cell) -> Result<()> {
+        while self
+            .cells
+            .front()
+            .is_some_and(|c| c.family == cell.family && c.qualifier == cell.qualifier)
+        {
+            self.cells.pop_front();
+        }
+        Ok(())
+    }
+}
+
+/// Reads one row that is not stored but built in memory (the native RPC
+/// gateway's system tables, made from the catalog on every read) through a
+/// read's filter and max versions, by the same loop stored rows go
+/// through, so a filter answers the same on them. `cells` are the row's
+/// candidates: the row's cells in cell order, already cut to the read's
+/// columns and time range. `None` when nothing of the row is returned.
+pub fn read_held_row(
+    row: &Bytes,
+    cells: Vec<Cell>,
+    filter: Option<&mut (dyn CellFilter + 'static)>,
+    max_versions: u32,
+    metrics: &mut ScanMetrics,
+) -> Result<Option<Vec<Cell>>> {
+    let mut families: Vec<HeldFamily> = Vec::new();
+    for cell in cells {
+        match families.last_mut() {
+            Some(family) if family.cells.back().is_some_and(|c| c.family == cell.family) => {
+                family.cells.push_back(cell);
+            }
+            _ => families.push(HeldFamily {
+                cells: VecDeque::from([cell]),
+            }),
+        }
+    }
+    let shape = RowShape {
+        max_versions: max_versions.max(1),
+        raw: false,
+    };
+    read_row(&mut families, row, filter, shape, metrics)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1164,5 +1226,46 @@ mod tests {
         let i = a.intersect(&b);
         assert_eq!(i.lower, Bound::Excluded(Bytes::from_static(b"b")));
         assert_eq!(i.upper, Bound::Excluded(Bytes::from_static(b"x")));
+    }
+
+    #[test]
+    fn a_held_row_goes_through_the_filter_and_max_versions_as_a_stored_one() {
+        let in_family = |family: &'static [u8], mut c: Cell| {
+            c.family = Bytes::from_static(family);
+            c
+        };
+        let cells = vec![
+            in_family(b"a", cell("q", 20, CellType::Put, 2, "keep")),
+            in_family(b"a", cell("q", 10, CellType::Put, 1, "old")),
+            in_family(b"b", cell("q", 5, CellType::Put, 3, "drop")),
+            in_family(b"b", cell("z", 5, CellType::Put, 4, "keep")),
+        ];
+        let row = Bytes::from_static(b"r");
+        let mut filter = basalt_types::filter::Filter::parse("ValueFilter(=, 'binary:keep')")
+            .unwrap()
+            .build(false);
+        let mut metrics = ScanMetrics::default();
+        let got = read_held_row(&row, cells.clone(), Some(filter.as_mut()), 1, &mut metrics)
+            .unwrap()
+            .unwrap();
+        let values: Vec<_> = got.iter().map(|c| c.value.clone()).collect();
+        assert_eq!(values, vec![Bytes::from("keep"), Bytes::from("keep")]);
+        assert_eq!(got[1].family, Bytes::from_static(b"b"));
+        // Two versions asked, no filter: both of a:q, and b's cells.
+        let got = read_held_row(&row, cells, None, 2, &mut metrics)
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.len(), 4);
+        // A row the filter empties is no row.
+        let mut none = basalt_types::filter::Filter::parse("ValueFilter(=, 'binary:nothing')")
+            .unwrap()
+            .build(false);
+        let mut metrics = ScanMetrics::default();
+        let row_cells = vec![cell("q", 1, CellType::Put, 1, "v")];
+        assert!(
+            read_held_row(&row, row_cells, Some(none.as_mut()), 1, &mut metrics)
+                .unwrap()
+                .is_none()
+        );
     }
 }

@@ -3,8 +3,9 @@
 //! compaction `Admin.flush*` / `Admin.compact*` send to the region's
 //! server.
 //!
-//! The regions online here are `hbase:meta`'s (built from Basalt's
-//! catalog) and every open region of every enabled table: a disabled
+//! The regions online here are `hbase:meta`'s and `hbase:namespace`'s
+//! (built from Basalt's catalog) and every open region of every enabled
+//! table: a disabled
 //! table's regions are closed in HBase's terms, and a region whose files
 //! failed to open is in transition (`FAILED_OPEN`); calls naming either
 //! answer `NotServingRegionException`.
@@ -26,6 +27,7 @@ use crate::call::{encode, Call, Method};
 use crate::context::RpcContext;
 use crate::error::RpcError;
 use crate::meta::{self, Target, META_REGION_NAME, META_TABLE};
+use crate::namespace_table::{self, NAMESPACE_TABLE};
 use crate::proto::admin as a;
 use crate::proto::cluster_status::RegionLoad;
 use crate::proto::hbase::{region_specifier::RegionSpecifierType, EmptyMsg, RegionSpecifier};
@@ -120,12 +122,29 @@ pub(crate) fn region_load(region: &RegionSummary) -> RegionLoad {
     }
 }
 
-/// `hbase:meta`'s load: it has no files or memstore of its own (its rows
-/// are built from Basalt's catalog on each read).
-pub(crate) fn meta_region_load() -> RegionLoad {
+/// The loads of the system tables' regions of `table` (all of them for
+/// `None`): `hbase:meta`'s and `hbase:namespace`'s, every server answers
+/// both.
+pub(crate) fn system_region_loads(table: Option<&str>) -> Vec<RegionLoad> {
+    let mut loads = Vec::new();
+    if table.is_none_or(|t| t == META_TABLE) {
+        loads.push(system_region_load(META_REGION_NAME, 2));
+    }
+    if table.is_none_or(|t| t == NAMESPACE_TABLE) {
+        loads.push(system_region_load(
+            &namespace_table::region_info().region_name(),
+            1,
+        ));
+    }
+    loads
+}
+
+/// A system table's region load: it has no files or memstore of its own
+/// (its rows are built from Basalt's catalog on each read).
+fn system_region_load(region_name: &[u8], stores: u32) -> RegionLoad {
     RegionLoad {
-        region_specifier: Some(region_name_spec(META_REGION_NAME)),
-        stores: Some(2),
+        region_specifier: Some(region_name_spec(region_name)),
+        stores: Some(stores),
         storefiles: Some(0),
         store_uncompressed_size_mb: Some(0),
         storefile_size_mb: Some(0),
@@ -137,17 +156,29 @@ pub(crate) fn meta_region_load() -> RegionLoad {
     }
 }
 
-/// A region this server serves: `hbase:meta`, or an open region of an
-/// enabled table; anything else is `NotServingRegionException`.
-fn served(call: &Call<'_>, spec: Option<&RegionSpecifier>) -> Result<Option<RegionInfo>, RpcError> {
+/// A region this server serves: a system table's (with its `RegionInfo`
+/// message), or an open region of an enabled table; anything else is
+/// `NotServingRegionException`.
+enum Served {
+    /// `hbase:meta` or `hbase:namespace`: nothing stored to flush or
+    /// compact, never split or merged.
+    System(crate::proto::hbase::RegionInfo),
+    /// A user table's region.
+    User(RegionInfo),
+}
+
+fn served(call: &Call<'_>, spec: Option<&RegionSpecifier>) -> Result<Served, RpcError> {
     match meta::resolve(call.ctx, spec)? {
-        Target::Meta => Ok(None),
+        Target::Meta => Ok(Served::System(meta::meta_region_info())),
+        Target::Namespace => Ok(Served::System(meta::region_info_proto(
+            &namespace_table::region_info(),
+        ))),
         Target::Region { info, state } => {
             let enabled = call.ctx.db.is_table_enabled(&info.table).unwrap_or(false);
             if !enabled || state != RegionState::Open {
                 return Err(RpcError::not_serving(&info.region_name()));
             }
-            Ok(Some(info))
+            Ok(Served::User(info))
         }
     }
 }
@@ -179,14 +210,14 @@ fn get_region_info(call: &mut Call<'_>, param: &[u8]) -> Answer {
         .unwrap_or(false)
         .then_some(a::get_region_info_response::CompactionState::None as i32);
     let answer = match served(call, request.region.as_ref())? {
-        None => a::GetRegionInfoResponse {
-            region_info: Some(meta::meta_region_info()),
+        Served::System(region_info) => a::GetRegionInfoResponse {
+            region_info: Some(region_info),
             compaction_state,
             splittable: Some(false),
             mergeable: Some(false),
             best_split_row: None,
         },
-        Some(info) => {
+        Served::User(info) => {
             let best_split_row = if request.best_split_row.unwrap_or(false) {
                 match call.ctx.db.region_server().region(info.id) {
                     Some(region) => region.split_point()?.map(|k| k.to_vec()),
@@ -209,7 +240,10 @@ fn get_region_info(call: &mut Call<'_>, param: &[u8]) -> Answer {
 
 fn get_online_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Call::decode::<EmptyMsg>(param, "GetOnlineRegionRequest")?;
-    let mut regions = vec![meta::meta_region_info()];
+    let mut regions = vec![
+        meta::meta_region_info(),
+        meta::region_info_proto(&namespace_table::region_info()),
+    ];
     regions.extend(
         online_regions(call.ctx)
             .iter()
@@ -224,12 +258,12 @@ fn get_online_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
 /// is checked to exist and the region flushed. `if_older_than_ts` is a
 /// hint to skip a redundant flush; Basalt does not keep the time of the
 /// last flush, and flushing again costs at most a small file, so it always
-/// flushes. `hbase:meta` has no memstore: nothing to flush.
+/// flushes. The system tables have no memstore: nothing to flush.
 fn flush_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<a::FlushRegionRequest>(param, "FlushRegionRequest")?;
     let flushed = match served(call, request.region.as_ref())? {
-        None => false,
-        Some(info) => {
+        Served::System(_) => false,
+        Served::User(info) => {
             check_family(call, &info, request.family.as_deref())?;
             call.ctx.db.region_server().flush_region(info.id)?;
             true
@@ -244,11 +278,11 @@ fn flush_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
 
 /// Compacts the region now (major or minor). Basalt compacts a region's
 /// stores together under one gate: a family named is checked to exist and
-/// the whole region compacted, which includes it. `hbase:meta` has no
-/// files: nothing to compact.
+/// the whole region compacted, which includes it. The system tables have
+/// no files: nothing to compact.
 fn compact_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<a::CompactRegionRequest>(param, "CompactRegionRequest")?;
-    if let Some(info) = served(call, request.region.as_ref())? {
+    if let Served::User(info) = served(call, request.region.as_ref())? {
         check_family(call, &info, request.family.as_deref())?;
         call.ctx.db.compact_region(
             info.encoded_name().as_bytes(),
@@ -279,10 +313,7 @@ fn get_region_load(call: &mut Call<'_>, param: &[u8]) -> Answer {
         .as_ref()
         .map(meta::table_name_text)
         .transpose()?;
-    let mut loads = Vec::new();
-    if table.as_deref().is_none_or(|t| t == META_TABLE) {
-        loads.push(meta_region_load());
-    }
+    let mut loads = system_region_loads(table.as_deref());
     loads.extend(
         online_regions(call.ctx)
             .iter()

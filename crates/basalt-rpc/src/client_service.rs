@@ -20,6 +20,7 @@ use crate::call::{cell_from_proto, encode, Call, Method};
 use crate::error::{RpcError, OUT_OF_ORDER_SCANNER_NEXT};
 use crate::filters::{decode_comparator, decode_filter};
 use crate::meta::{self, Target};
+use crate::namespace_table;
 use crate::proto::client::{
     mutation_proto::{DeleteType, MutationType},
     Column, Condition, Get, GetRequest, GetResponse, MultiRequest, MultiResponse, MutateRequest,
@@ -66,6 +67,7 @@ fn region_for_row(
             Ok(info)
         }
         Target::Meta => Err(meta::meta_is_read_only()),
+        Target::Namespace => Err(namespace_table::read_only()),
     }
 }
 
@@ -161,6 +163,15 @@ fn get(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
                 exists(!row.cells.is_empty())
             } else {
                 call.result(row.cells, false)
+            }
+        }
+        Target::Namespace => {
+            let (query, window) = to_get(&get)?;
+            let row = namespace_table::get(call.ctx, &query)?;
+            if get.existence_only.unwrap_or(false) {
+                exists(!row.cells.is_empty())
+            } else {
+                call.result(apply_store_window(row.cells, window), false)
             }
         }
         Target::Region { info, .. } => {
@@ -539,6 +550,9 @@ fn region_action(
     action: &RegionAction,
     condition: Option<&Condition>,
 ) -> Result<RegionActionResult, RpcError> {
+    if let Target::Namespace = meta::resolve(call.ctx, action.region.as_ref())? {
+        return namespace_action(call, action, condition);
+    }
     let info = meta::resolve_user_region(call.ctx, action.region.as_ref())?;
     let table = call.ctx.db.table(&info.table)?;
     let mut result = RegionActionResult::default();
@@ -614,6 +628,50 @@ fn region_action(
                 "an action was left unanswered (a Basalt bug)",
             ))
         });
+        result.result_or_exception.push(match outcome {
+            Ok(r) => ResultOrException {
+                index: a.index,
+                result: Some(r),
+                exception: None,
+            },
+            Err(error) => ResultOrException {
+                index: a.index,
+                result: None,
+                exception: Some(error.to_name_bytes()),
+            },
+        });
+    }
+    Ok(result)
+}
+
+/// A region action on `hbase:namespace`: its gets are answered (a batch
+/// of gets, `Table.get(List)` and `exists(List)`, travels this way), each
+/// mutation is refused on its own, and an atomic or conditional action,
+/// which can only hold mutations, is refused whole.
+fn namespace_action(
+    call: &mut Call<'_>,
+    action: &RegionAction,
+    condition: Option<&Condition>,
+) -> Result<RegionActionResult, RpcError> {
+    if action.atomic.unwrap_or(false) || condition.is_some() {
+        return Err(namespace_table::read_only());
+    }
+    let mut result = RegionActionResult::default();
+    for a in &action.action {
+        let outcome = match (&a.get, &a.mutation) {
+            (Some(get), _) => to_get(get).and_then(|(query, window)| {
+                let row = namespace_table::get(call.ctx, &query)?;
+                Ok(if get.existence_only.unwrap_or(false) {
+                    exists(!row.cells.is_empty())
+                } else {
+                    call.result(apply_store_window(row.cells, window), false)
+                })
+            }),
+            (None, Some(_)) => Err(namespace_table::read_only()),
+            (None, None) => Err(RpcError::do_not_retry(
+                "an action on hbase:namespace holds neither a get nor a mutation",
+            )),
+        };
         result.result_or_exception.push(match outcome {
             Ok(r) => ResultOrException {
                 index: a.index,
@@ -981,6 +1039,14 @@ fn open_scan(
             };
             let rows: Vec<basalt::Result<RowResult>> = rows.into_iter().map(Ok).collect();
             (unbounded, Box::new(rows.into_iter()))
+        }
+        Target::Namespace => {
+            // A few rows, one per namespace: read whole at open, cut to the
+            // scan's bounds by `fetch` as a region's rows are.
+            let bounds = scan_bounds(scan, &Bytes::new(), &Bytes::new());
+            let rows = namespace_table::scan(call.ctx, &to_scan(scan, &bounds)?)?;
+            let rows: Vec<basalt::Result<RowResult>> = rows.into_iter().map(Ok).collect();
+            (bounds, Box::new(rows.into_iter()))
         }
         Target::Region { info, .. } => {
             let bounds = scan_bounds(scan, &info.start_key, &info.end_key);

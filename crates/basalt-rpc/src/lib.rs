@@ -35,6 +35,7 @@ pub mod filters;
 pub mod frame;
 pub mod master_service;
 pub mod meta;
+pub mod namespace_table;
 pub mod peer_service;
 pub mod proto;
 pub mod registry;

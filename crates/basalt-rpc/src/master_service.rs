@@ -69,12 +69,13 @@ use parking_lot::Mutex;
 use basalt::{namespace_of, Error, FamilyChange, RegionState};
 
 use crate::admin_service::{
-    meta_region_load, now_millis, online_regions, region_load, region_name_spec,
+    now_millis, online_regions, region_load, region_name_spec, system_region_loads,
 };
 use crate::call::{encode, Call, Method};
 use crate::context::{RpcContext, Switches, HBASE_VERSION};
 use crate::error::RpcError;
 use crate::meta::{self, table_name_proto, Target, META_TABLE};
+use crate::namespace_table::{self, NAMESPACE_TABLE};
 use crate::proto::cluster_status::{
     self as status, region_state::State as RegionStateCode, StatusOption,
 };
@@ -237,15 +238,24 @@ fn table_name(name: Option<&pb::TableName>, field: &str) -> Result<String, RpcEr
     meta::table_name_text(name.ok_or_else(|| RpcError::missing(field))?)
 }
 
-/// Refuses DDL on `hbase:meta`: Basalt builds it from its catalog, it is
-/// not a table that can be altered.
+/// Refuses DDL on the system tables (`hbase:meta`, `hbase:namespace`):
+/// Basalt builds them from its catalog, they are not tables that can be
+/// altered.
 fn refuse_meta(name: &str) -> Result<(), RpcError> {
-    if name == META_TABLE {
-        return Err(RpcError::do_not_retry(
-            "hbase:meta is built from Basalt's catalog and cannot be altered, disabled, truncated or deleted",
-        ));
+    if is_system_table(name) {
+        return Err(RpcError::do_not_retry(format!(
+            "{name} is built from Basalt's catalog and cannot be altered, disabled, truncated or deleted"
+        )));
     }
     Ok(())
+}
+
+/// The system tables HBase 2.6 lists: `hbase:meta` and `hbase:namespace`,
+/// both served from Basalt's catalog.
+const SYSTEM_TABLES: [&str; 2] = [META_TABLE, NAMESPACE_TABLE];
+
+fn is_system_table(name: &str) -> bool {
+    SYSTEM_TABLES.contains(&name)
 }
 
 fn family_error(message: String) -> RpcError {
@@ -269,7 +279,8 @@ fn known_region(call: &Call<'_>, spec: Option<&pb::RegionSpecifier>) -> Result<T
 }
 
 /// The tables a listing shows, by Basalt name, in order: user tables,
-/// plus `hbase:meta` when system tables are asked for; filtered by
+/// plus `hbase:meta` and `hbase:namespace` when system tables are asked
+/// for (HBase 2.6 lists both); filtered by
 /// namespace and by a Java-style pattern matching the whole name.
 fn listed_tables(
     call: &Call<'_>,
@@ -280,7 +291,7 @@ fn listed_tables(
     let pattern = table_pattern(regex)?;
     let mut names = call.ctx.db.list_tables();
     if include_sys_tables {
-        names.push(META_TABLE.to_string());
+        names.extend(SYSTEM_TABLES.iter().map(|t| t.to_string()));
         names.sort();
     }
     Ok(names
@@ -323,6 +334,9 @@ fn schema_of(call: &Call<'_>, name: &str) -> Result<Option<pb::TableSchema>, Rpc
     if name == META_TABLE {
         return Ok(Some(schema::meta_table_schema()));
     }
+    if name == NAMESPACE_TABLE {
+        return Ok(Some(namespace_table::table_schema()));
+    }
     // The descriptor alone: `describe_table` would also gather every
     // region's load.
     match call.ctx.db.table(name) {
@@ -340,11 +354,12 @@ fn schemas_of(call: &Call<'_>, names: &[String]) -> Result<Vec<pb::TableSchema>,
     Ok(out)
 }
 
-/// The tables of a namespace, `hbase:meta` included for `hbase`.
+/// The tables of a namespace, the system tables included for `hbase`
+/// (in HBase 2.6's order: `hbase:meta`, `hbase:namespace`).
 fn namespace_tables(call: &Call<'_>, namespace: &str) -> Result<Vec<String>, RpcError> {
     let mut names = call.ctx.db.list_namespace_tables(namespace)?;
     if namespace == basalt_types::descriptor::SYSTEM_NAMESPACE {
-        names.insert(0, META_TABLE.to_string());
+        names.splice(0..0, SYSTEM_TABLES.iter().map(|t| t.to_string()));
     }
     Ok(names)
 }
@@ -415,7 +430,7 @@ fn get_table_names(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn get_table_state(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::TableRequest>(param, "GetTableStateRequest")?;
     let name = table_name(request.table_name.as_ref(), "table_name")?;
-    let enabled = name == META_TABLE || call.ctx.db.is_table_enabled(&name)?;
+    let enabled = is_system_table(&name) || call.ctx.db.is_table_enabled(&name)?;
     let state = if enabled {
         TableStateCode::Enabled
     } else {
@@ -433,7 +448,7 @@ fn get_table_state(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn get_schema_alter_status(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::TableRequest>(param, "GetSchemaAlterStatusRequest")?;
     let name = table_name(request.table_name.as_ref(), "table_name")?;
-    let regions = if name == META_TABLE {
+    let regions = if is_system_table(&name) {
         1
     } else {
         call.ctx.db.list_regions(&name)?.len()
@@ -456,8 +471,8 @@ fn create_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
         .as_ref()
         .ok_or_else(|| RpcError::missing("table_schema"))?;
     let descriptor = schema::table_descriptor(table_schema)?;
-    if descriptor.name() == META_TABLE {
-        return Err(Error::TableExists(META_TABLE.to_string()).into());
+    if is_system_table(descriptor.name()) {
+        return Err(Error::TableExists(descriptor.name().to_string()).into());
     }
     let mut splits: Vec<Bytes> = request.split_keys.into_iter().map(Bytes::from).collect();
     splits.sort();
@@ -870,8 +885,9 @@ fn members_status(call: &Call<'_>, options: &[i32]) -> Result<status::ClusterSta
     if want(StatusOption::LiveServers) {
         for server in &cluster.servers {
             let mine = here == Some(server.name.as_str());
-            // Every region server answers hbase:meta (from the catalog).
-            let mut loads = vec![meta_region_load()];
+            // Every region server answers the system tables (from the
+            // catalog).
+            let mut loads = system_region_loads(None);
             let held: Vec<&basalt::RegionSummary> = server
                 .regions
                 .iter()
@@ -993,7 +1009,7 @@ fn cluster_status(call: &Call<'_>, options: &[i32]) -> status::ClusterStatus {
     }
     if want(StatusOption::LiveServers) {
         let regions = online_regions(ctx);
-        let mut loads = vec![meta_region_load()];
+        let mut loads = system_region_loads(None);
         loads.extend(regions.iter().map(region_load));
         let reads: u64 = regions.iter().map(|r| r.load.read_requests).sum();
         let writes: u64 = regions.iter().map(|r| r.load.write_requests).sum();
@@ -1022,8 +1038,10 @@ fn cluster_status(call: &Call<'_>, options: &[i32]) -> status::ClusterStatus {
     let want_counts = want(StatusOption::TableToRegionsCount);
     if want_transitions || want_counts {
         if want_counts {
-            out.table_region_states_count
-                .push(region_states_count(META_TABLE, 1, 0, 0));
+            for table in SYSTEM_TABLES {
+                out.table_region_states_count
+                    .push(region_states_count(table, 1, 0, 0));
+            }
         }
         for name in ctx.db.list_tables() {
             // A table dropped since the listing is not part of the answer.
@@ -1288,10 +1306,10 @@ fn split_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
         .as_ref()
         .ok_or_else(|| RpcError::missing("region_info"))?;
     let table = table_name(info.table_name.as_ref(), "region_info.table_name")?;
-    if table == META_TABLE {
-        return Err(RpcError::do_not_retry(
-            "hbase:meta has one region and cannot be split",
-        ));
+    if is_system_table(&table) {
+        return Err(RpcError::do_not_retry(format!(
+            "{table} has one region and cannot be split"
+        )));
     }
     let region = call
         .ctx
@@ -1333,6 +1351,11 @@ fn merge_table_regions(call: &mut Call<'_>, param: &[u8]) -> Answer {
             Target::Meta => {
                 return Err(RpcError::do_not_retry(
                     "hbase:meta has one region and cannot be merged",
+                ))
+            }
+            Target::Namespace => {
+                return Err(RpcError::do_not_retry(
+                    "hbase:namespace has one region and cannot be merged",
                 ))
             }
         }
@@ -1377,6 +1400,13 @@ fn encoded_of(spec: Option<&pb::RegionSpecifier>) -> Result<String, RpcError> {
     if spec.value == meta::META_REGION_NAME || spec.value == meta::META_ENCODED_NAME {
         return Err(RpcError::do_not_retry(
             "hbase:meta is served by every region server and is not moved".to_string(),
+        ));
+    }
+    if namespace_table::is_region(&spec.value, true)
+        || namespace_table::is_region(&spec.value, false)
+    {
+        return Err(RpcError::do_not_retry(
+            "hbase:namespace is served by every region server and is not moved".to_string(),
         ));
     }
     basalt::admin::encoded_region(&text).map_err(|e| unknown_region(e.to_string()))
@@ -1486,8 +1516,8 @@ fn exec_procedure(call: &mut Call<'_>, param: &[u8]) -> Answer {
         Some((ns, q)) if ns == basalt::DEFAULT_NAMESPACE => q,
         _ => instance,
     };
-    // hbase:meta lives in Basalt's catalog: nothing to flush.
-    if name != META_TABLE {
+    // The system tables live in Basalt's catalog: nothing to flush.
+    if !is_system_table(name) {
         call.ctx.db.flush_table(name)?;
     }
     Ok(encode(&m::ExecProcedureResponse {

@@ -14,6 +14,10 @@
 //!   `state` (`OPEN`);
 //! - table rows, key `<table>`, family `table`: `state` (a TableState
 //!   message, no magic).
+//!
+//! HBase 2's `hbase:namespace` (`namespace_table.rs`) has its table row
+//! and its one region row here too, as in HBase's `hbase:meta`: the Java
+//! client looks its region up before reading it.
 
 use basalt::{RegionInfo, RegionState};
 use basalt_types::{Cell, CellType};
@@ -21,6 +25,7 @@ use bytes::Bytes;
 
 use crate::context::RpcContext;
 use crate::error::RpcError;
+use crate::namespace_table::{self, NAMESPACE_TABLE};
 use crate::proto;
 use crate::proto::hbase::region_specifier::RegionSpecifierType;
 
@@ -97,6 +102,8 @@ pub fn meta_region_info() -> proto::hbase::RegionInfo {
 pub enum Target {
     /// `hbase:meta`.
     Meta,
+    /// HBase 2's `hbase:namespace` (its one region).
+    Namespace,
     /// A user table's region, as served now.
     Region {
         /// Identity and key range.
@@ -124,6 +131,10 @@ pub fn resolve(
     let name = &spec.value[..];
     if (encoded && name == META_ENCODED_NAME) || (!encoded && name == META_REGION_NAME) {
         return Ok(Target::Meta);
+    }
+    // Every server answers it, as hbase:meta: it is built from the catalog.
+    if namespace_table::is_region(name, encoded) {
+        return Ok(Target::Namespace);
     }
     let tables: Vec<String> = if encoded {
         ctx.db.list_tables()
@@ -199,6 +210,7 @@ pub fn resolve_user_region(
     match resolve(ctx, spec)? {
         Target::Region { info, .. } => Ok(info),
         Target::Meta => Err(meta_is_read_only()),
+        Target::Namespace => Err(namespace_table::read_only()),
     }
 }
 
@@ -259,9 +271,11 @@ pub fn compare_meta_rows(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 }
 
 /// Every row `hbase:meta` would hold now, in meta order: for each table its
-/// state row, then one row per region.
+/// state row, then one row per region (`hbase:namespace`'s included).
 pub fn rows(ctx: &RpcContext) -> Vec<basalt::RowResult> {
-    rows_of(ctx, ctx.db.list_tables())
+    let mut tables = ctx.db.list_tables();
+    tables.push(NAMESPACE_TABLE.to_string());
+    rows_of(ctx, tables)
 }
 
 /// The rows of `hbase:meta` for one row key: its table's rows (a get needs
@@ -272,7 +286,9 @@ pub fn rows_for_key(ctx: &RpcContext, key: &[u8]) -> Vec<basalt::RowResult> {
         None => key,
     };
     match std::str::from_utf8(table) {
-        Ok(table) if ctx.db.table_exists(table) => rows_of(ctx, vec![table.to_string()]),
+        Ok(table) if table == NAMESPACE_TABLE || ctx.db.table_exists(table) => {
+            rows_of(ctx, vec![table.to_string()])
+        }
         _ => Vec::new(),
     }
 }
@@ -286,12 +302,21 @@ fn rows_of(ctx: &RpcContext, tables: Vec<String>) -> Vec<basalt::RowResult> {
     let start_code = long_bytes(ts);
     let mut rows = Vec::new();
     for table in tables {
-        // Either fails when the table was dropped since the listing.
-        let (Ok(enabled), Ok(regions)) = (
-            ctx.db.is_table_enabled(&table),
-            ctx.db.region_holders(&table),
-        ) else {
-            continue;
+        let (enabled, regions) = if table == NAMESPACE_TABLE {
+            // Always enabled, its one region served by the server answering.
+            (
+                true,
+                vec![(namespace_table::region_info(), RegionState::Open, None)],
+            )
+        } else {
+            // Either fails when the table was dropped since the listing.
+            let (Ok(enabled), Ok(regions)) = (
+                ctx.db.is_table_enabled(&table),
+                ctx.db.region_holders(&table),
+            ) else {
+                continue;
+            };
+            (enabled, regions)
         };
         let state = proto::hbase::TableState {
             state: if enabled {

@@ -83,7 +83,7 @@ fn meta_spec() -> RegionSpecifier {
 }
 
 #[test]
-fn online_regions_are_hbase_meta_and_every_region_of_every_enabled_table() {
+fn online_regions_are_the_system_tables_and_every_region_of_every_enabled_table() {
     let s = server();
     s.create("t1", &[b"k"]);
     s.create("t2", &[]);
@@ -92,8 +92,13 @@ fn online_regions_are_hbase_meta_and_every_region_of_every_enabled_table() {
 
     let online: a::GetOnlineRegionResponse = s.call("GetOnlineRegion", &EmptyMsg {}).unwrap();
     let regions = online.region_info;
-    assert_eq!(regions.len(), 4, "{regions:?}");
+    assert_eq!(regions.len(), 5, "{regions:?}");
     assert_eq!(regions[0], meta_region_info());
+    // HBase 2's hbase:namespace, as HBase's region server lists it.
+    assert_eq!(
+        regions[1],
+        basalt_rpc::meta::region_info_proto(&basalt_rpc::namespace_table::region_info())
+    );
     let mut expected: Vec<_> = s.regions("t1");
     expected.extend(s.regions("t2"));
     for region in &expected {
@@ -307,6 +312,47 @@ fn flushing_and_compacting_hbase_meta_do_nothing_and_succeed() {
 }
 
 #[test]
+fn the_namespace_tables_region_is_described_by_either_name_and_has_nothing_to_flush() {
+    let s = server();
+    let info = basalt_rpc::namespace_table::region_info();
+    for spec in [
+        RegionSpecifier {
+            r#type: RegionSpecifierType::RegionName as i32,
+            value: info.region_name().to_vec(),
+        },
+        RegionSpecifier {
+            r#type: RegionSpecifierType::EncodedRegionName as i32,
+            value: info.encoded_name().into_bytes(),
+        },
+    ] {
+        let answer: a::GetRegionInfoResponse = s
+            .call(
+                "GetRegionInfo",
+                &a::GetRegionInfoRequest {
+                    region: Some(spec.clone()),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            answer.region_info,
+            Some(basalt_rpc::meta::region_info_proto(&info))
+        );
+        assert_eq!(answer.splittable, Some(false));
+        let flushed: a::FlushRegionResponse = s
+            .call(
+                "FlushRegion",
+                &a::FlushRegionRequest {
+                    region: Some(spec),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(flushed.flushed, Some(false));
+    }
+}
+
+#[test]
 fn server_info_names_this_region_server() {
     let s = server();
     let answer: a::GetServerInfoResponse = s.call("GetServerInfo", &EmptyMsg {}).unwrap();
@@ -351,7 +397,17 @@ fn region_loads_are_answered_for_one_table_or_for_all() {
         .map(|r| r.info.region_name().to_vec())
         .collect();
     assert_eq!(load(Some("t1")), t1);
-    assert_eq!(load(None).len(), 4, "hbase:meta, two of t1, one of t2");
+    assert_eq!(
+        load(None).len(),
+        5,
+        "hbase:meta, hbase:namespace, two of t1, one of t2"
+    );
+    assert_eq!(
+        load(Some("hbase:namespace")),
+        [basalt_rpc::namespace_table::region_info()
+            .region_name()
+            .to_vec()]
+    );
     assert!(load(Some("missing")).is_empty());
 
     let answer: a::GetRegionLoadResponse = s

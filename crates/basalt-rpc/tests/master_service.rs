@@ -307,10 +307,18 @@ fn listing_matches_whole_names_and_shows_system_tables_only_when_asked() {
     // the whole name: an empty pattern lists nothing.
     assert!(names(Some(""), false).is_empty());
     assert!(names(Some(""), true).is_empty());
+    // HBase 2.6 lists both of its system tables.
     assert_eq!(
         names(Some(".*"), true),
-        ["apple", "apricot", "banana", "hbase:meta"]
+        [
+            "apple",
+            "apricot",
+            "banana",
+            "hbase:meta",
+            "hbase:namespace"
+        ]
     );
+    assert_eq!(names(None, true).len(), 5);
 
     let answer: m::GetTableDescriptorsResponse = s
         .call(
@@ -634,7 +642,13 @@ fn namespaces_are_created_described_modified_listed_and_deleted() {
             },
         )
         .unwrap();
-    assert_eq!(system.table_names, [table_name_proto("hbase:meta")]);
+    assert_eq!(
+        system.table_names,
+        [
+            table_name_proto("hbase:meta"),
+            table_name_proto("hbase:namespace")
+        ]
+    );
 
     s.ddl("DisableTable", &table("ns1:t1"));
     s.ddl("DeleteTable", &table("ns1:t1"));
@@ -774,8 +788,9 @@ fn cluster_status_lists_this_server_and_every_region() {
         .iter()
         .map(|l| l.region_specifier.clone().unwrap().value)
         .collect();
-    assert_eq!(names.len(), 4, "meta, two of t1, one of t2");
+    assert_eq!(names.len(), 5, "meta, namespace, two of t1, one of t2");
     assert_eq!(names[0], b"hbase:meta,,1");
+    assert!(names[1].starts_with(b"hbase:namespace,,"));
     for region in s.regions_of("t1").iter().chain(&s.regions_of("t2")) {
         assert!(names.contains(&region_spec(region).value));
     }
@@ -1182,6 +1197,47 @@ fn hbase_meta_is_described_and_enabled_but_refuses_ddl() {
         ),
         TABLE_EXISTS,
     );
+}
+
+#[test]
+fn hbase_namespace_is_described_as_hbase_describes_it_and_refuses_ddl() {
+    let s = server();
+    let described = s
+        .describe("hbase:namespace")
+        .expect("hbase:namespace is described");
+    let [info] = described.column_families.as_slice() else {
+        panic!("one family expected: {described:?}");
+    };
+    assert_eq!(info.name, b"info");
+    assert_eq!(attribute(info, "VERSIONS"), "10");
+    assert_eq!(attribute(info, "IN_MEMORY"), "true");
+    assert_eq!(attribute(info, "BLOCKSIZE"), "8192");
+    assert_eq!(attribute(info, "BLOOMFILTER"), "ROW");
+    assert_eq!(
+        s.state("hbase:namespace").unwrap(),
+        TableStateCode::Enabled as i32
+    );
+    for method in ["DisableTable", "DeleteTable", "EnableTable"] {
+        let error = expect_class(
+            s.call::<m::ProcIdResponse>(method, &table("hbase:namespace")),
+            DO_NOT_RETRY,
+        );
+        assert!(error.message.contains("hbase:namespace"), "{error:?}");
+    }
+    expect_class(
+        s.call::<m::ProcIdResponse>(
+            "CreateTable",
+            &m::CreateTableRequest {
+                table_schema: Some(schema("hbase:namespace", &["info"])),
+                split_keys: Vec::new(),
+            },
+        ),
+        TABLE_EXISTS,
+    );
+    let status: m::GetSchemaAlterStatusResponse = s
+        .call("GetSchemaAlterStatus", &table("hbase:namespace"))
+        .unwrap();
+    assert_eq!(status.total_regions, Some(1));
 }
 
 #[test]

@@ -82,6 +82,10 @@ pub use basalt_engine::layout;
 pub use basalt_engine::load_split::{LoadSplitConfig, LoadSplitEvent, LoadSplitOutcome};
 /// Memory-only reads for gateways (see the module).
 pub use basalt_engine::read_tier;
+/// A row built in memory rather than stored, read through a read's filter
+/// and max versions exactly as stored rows are (the native RPC gateway's
+/// system tables).
+pub use basalt_engine::scan::read_held_row;
 /// Counters of the work a scan did (rows and cells looked at, filtered
 /// and returned): [`Scanner::metrics`].
 pub use basalt_engine::scan::ScanMetrics;

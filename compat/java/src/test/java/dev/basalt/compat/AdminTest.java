@@ -353,13 +353,54 @@ class AdminTest extends CompatBase {
   }
 
   @Test
-  @Disabled("Basalt does not serve HBase 2's hbase:namespace table yet (issue 27; docs/native-rpc.md)")
   void a_get_on_the_namespace_table_is_answered() throws Exception {
-    // Older clients and tools read hbase:namespace directly.
+    // Older clients and tools read hbase:namespace directly: a row per
+    // namespace, info:d holding its NamespaceDescriptor message.
+    String ns = "jcns" + (System.nanoTime() % 100000);
+    admin.createNamespace(NamespaceDescriptor.create(ns).addConfiguration("owner", "jc").build());
     try (Table t = conn.getTable(TableName.NAMESPACE_TABLE_NAME)) {
-      Result r = t.get(new Get(b("default")));
-      assertNotNull(r);
+      byte[] d = t.get(new Get(b("default"))).getValue(b("info"), b("d"));
+      assertNotNull(d, "the default row has info:d");
+      assertEquals("default", namespaceDescriptor(d).getName());
+      assertTrue(t.exists(new Get(b(ns))));
+      assertFalse(t.exists(new Get(b(ns + "-missing"))));
+      List<NamespaceDescriptor> scanned = new ArrayList<>();
+      try (ResultScanner s = t.getScanner(new Scan().addFamily(b("info")))) {
+        for (Result row : s) {
+          NamespaceDescriptor nd = namespaceDescriptor(row.getValue(b("info"), b("d")));
+          assertEquals(s(row.getRow()), nd.getName(), "the row key is the namespace's name");
+          scanned.add(nd);
+        }
+      }
+      NamespaceDescriptor created = scanned.stream().filter(nd -> nd.getName().equals(ns))
+          .findFirst().orElseThrow();
+      assertEquals("jc", created.getConfigurationValue("owner"));
+      assertTrue(scanned.stream().anyMatch(nd -> nd.getName().equals("hbase")));
+    } finally {
+      admin.deleteNamespace(ns);
     }
+    try (Table t = conn.getTable(TableName.NAMESPACE_TABLE_NAME)) {
+      assertFalse(t.exists(new Get(b(ns))), "a deleted namespace leaves the table");
+    }
+  }
+
+  @Test
+  void system_tables_are_listed_and_described_as_hbase_lists_them() throws Exception {
+    List<TableName> system = Arrays.asList(admin.listTableNames((Pattern) null, true));
+    assertTrue(system.contains(TableName.META_TABLE_NAME));
+    assertTrue(system.contains(TableName.NAMESPACE_TABLE_NAME));
+    assertFalse(Arrays.asList(admin.listTableNames()).contains(TableName.NAMESPACE_TABLE_NAME));
+    TableDescriptor ns = admin.getDescriptor(TableName.NAMESPACE_TABLE_NAME);
+    assertEquals(10, ns.getColumnFamily(b("info")).getMaxVersions());
+    assertTrue(admin.tableExists(TableName.NAMESPACE_TABLE_NAME));
+    assertTrue(admin.isTableEnabled(TableName.NAMESPACE_TABLE_NAME));
+    assertEquals(1, admin.getRegions(TableName.NAMESPACE_TABLE_NAME).size());
+  }
+
+  private static NamespaceDescriptor namespaceDescriptor(byte[] value) throws Exception {
+    return org.apache.hadoop.hbase.shaded.protobuf.ProtobufUtil.toNamespaceDescriptor(
+        org.apache.hadoop.hbase.shaded.protobuf.generated.HBaseProtos.NamespaceDescriptor
+            .parseFrom(value));
   }
 
   @Test
