@@ -39,6 +39,7 @@ pub mod namespace_table;
 pub mod peer_service;
 pub mod proto;
 pub mod registry;
+pub mod replication;
 pub mod scanners;
 pub mod schema;
 pub mod server;

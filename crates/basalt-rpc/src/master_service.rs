@@ -29,6 +29,11 @@
 //! answers the same value and they outlive the master; `Normalize` is
 //! the master's normalizer pass.
 //!
+//! Replication peers are kept in the catalog (`basalt::replication`) and
+//! changed with HBase's checks and messages; HBase's peer procedures are
+//! done when Basalt answers (their id polls as finished). Basalt ships no
+//! edits to peers yet.
+//!
 //! One process is the whole cluster: one master (this one, active), one
 //! region server, no backup masters, no dead servers. The balancer and
 //! normalizer switches are kept in the catalog as in a cluster (and
@@ -47,10 +52,7 @@
 //! `DeleteSnapshot`, `IsSnapshotDone`, `RestoreSnapshot`, `SetQuota`,
 //! `getLastMajorCompactionTimestamp`,
 //! `getLastMajorCompactionTimestampForRegion`, `getSecurityCapabilities`,
-//! `AbortProcedure`, `GetProcedures`, `GetLocks`, `AddReplicationPeer`,
-//! `RemoveReplicationPeer`, `EnableReplicationPeer`,
-//! `DisableReplicationPeer`, `GetReplicationPeerConfig`,
-//! `UpdateReplicationPeerConfig`, `ListReplicationPeers`,
+//! `AbortProcedure`, `GetProcedures`, `GetLocks`,
 //! `ListDecommissionedRegionServers`, `DecommissionRegionServers`,
 //! `RecommissionRegionServer`, `GetSpaceQuotaRegionSizes`,
 //! `GetQuotaStates`, `ClearDeadServers`, `SwitchRpcThrottle`,
@@ -66,6 +68,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use basalt::replication::PeerChange;
 use basalt::{namespace_of, Error, FamilyChange, RegionState};
 
 use crate::admin_service::{
@@ -81,6 +84,8 @@ use crate::proto::cluster_status::{
 };
 use crate::proto::hbase::{self as pb, table_state::State as TableStateCode};
 use crate::proto::master::{self as m, get_procedure_result_response::State as ProcState};
+use crate::proto::replication as rp;
+use crate::replication;
 use crate::schema;
 
 /// The methods served.
@@ -137,6 +142,29 @@ pub const METHODS: &[Method] = &[
     method("ExecProcedure", exec_procedure),
     method("ExecProcedureWithRet", exec_procedure),
     method("IsProcedureDone", is_procedure_done),
+    method("AddReplicationPeer", add_replication_peer),
+    method("RemoveReplicationPeer", remove_replication_peer),
+    method("EnableReplicationPeer", enable_replication_peer),
+    method("DisableReplicationPeer", disable_replication_peer),
+    method("GetReplicationPeerConfig", get_replication_peer_config),
+    method(
+        "UpdateReplicationPeerConfig",
+        update_replication_peer_config,
+    ),
+    method("ListReplicationPeers", list_replication_peers),
+    method("IsReplicationPeerEnabled", is_replication_peer_enabled),
+    method(
+        "ReplicationPeerModificationSwitch",
+        replication_peer_modification_switch,
+    ),
+    method(
+        "IsReplicationPeerModificationEnabled",
+        is_replication_peer_modification_enabled,
+    ),
+    method(
+        "GetReplicationPeerModificationProcedures",
+        get_replication_peer_modification_procedures,
+    ),
 ];
 
 const fn method(
@@ -1531,6 +1559,211 @@ fn is_procedure_done(_call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::IsProcedureDoneRequest>(param, "IsProcedureDoneRequest")?;
     flush_procedure(request.procedure.as_ref())?;
     Ok(encode(&m::IsProcedureDoneResponse { done: Some(true) }))
+}
+
+// ---- replication peers ----
+
+/// HBase's class for the peer failures its master does not make final
+/// (the modification switch off, the state of an unknown peer): the
+/// client retries them.
+const IO_EXCEPTION: &str = "java.io.IOException";
+
+fn peer_id(id: Option<String>) -> Result<String, RpcError> {
+    id.ok_or_else(|| RpcError::missing("peer_id"))
+}
+
+/// HBase's master refuses every peer change while the modification switch
+/// is off, before looking at the request, with a plain (retried)
+/// `IOException`. The master checks the switch again as it commits.
+fn check_peer_modification(call: &Call<'_>) -> Result<(), RpcError> {
+    if call.ctx.db.replication_peer_modification_switch(None)? {
+        Ok(())
+    } else {
+        Err(RpcError::new(
+            IO_EXCEPTION,
+            "Replication peer modification disabled",
+            false,
+        ))
+    }
+}
+
+/// A peer's configuration from a request, checked as HBase's master checks
+/// it before its other rules: the cluster key's form, then (for a peer
+/// that is another HBase cluster) its ZooKeeper, which must answer and
+/// must not be this cluster's (`replication.rs`).
+fn checked_peer_config(
+    call: &Call<'_>,
+    message: Option<&crate::proto::replication::ReplicationPeer>,
+) -> Result<basalt::replication::PeerConfig, RpcError> {
+    let config =
+        replication::peer_config(message.ok_or_else(|| RpcError::missing("peer_config"))?)?;
+    replication::check_peer_cluster(call.ctx, &config)?;
+    Ok(config)
+}
+
+/// Adds a peer (HBase's `Admin.addReplicationPeer`): a procedure in
+/// HBase, whose id the client polls; done when Basalt answers. Basalt
+/// keeps the peer and ships no edits to it.
+fn add_replication_peer(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request =
+        Call::decode::<rp::AddReplicationPeerRequest>(param, "AddReplicationPeerRequest")?;
+    check_peer_modification(call)?;
+    let id = peer_id(request.peer_id)?;
+    basalt::replication::check_peer_id(&id)?;
+    let config = checked_peer_config(call, request.peer_config.as_ref())?;
+    call.ctx.db.change_replication_peer(PeerChange::Add {
+        id,
+        config,
+        enabled: replication::is_enabled(request.peer_state.as_ref()),
+    })?;
+    procedure_answer(submitted)
+}
+
+/// One peer change naming only the peer.
+fn peer_change(
+    call: &mut Call<'_>,
+    param: &[u8],
+    what: &str,
+    change: impl FnOnce(String) -> PeerChange,
+) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<rp::PeerIdRequest>(param, what)?;
+    check_peer_modification(call)?;
+    let id = peer_id(request.peer_id)?;
+    call.ctx.db.change_replication_peer(change(id))?;
+    procedure_answer(submitted)
+}
+
+fn remove_replication_peer(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    peer_change(call, param, "RemoveReplicationPeerRequest", |id| {
+        PeerChange::Remove { id }
+    })
+}
+
+fn enable_replication_peer(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    peer_change(call, param, "EnableReplicationPeerRequest", |id| {
+        PeerChange::SetState { id, enabled: true }
+    })
+}
+
+fn disable_replication_peer(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    peer_change(call, param, "DisableReplicationPeerRequest", |id| {
+        PeerChange::SetState { id, enabled: false }
+    })
+}
+
+/// Replaces a peer's configuration; its state stays, its cluster key and
+/// endpoint cannot change (HBase's rules).
+fn update_replication_peer_config(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let request = Call::decode::<rp::UpdateReplicationPeerConfigRequest>(
+        param,
+        "UpdateReplicationPeerConfigRequest",
+    )?;
+    check_peer_modification(call)?;
+    let id = peer_id(request.peer_id)?;
+    let config = checked_peer_config(call, request.peer_config.as_ref())?;
+    call.ctx
+        .db
+        .change_replication_peer(PeerChange::Update { id, config })?;
+    procedure_answer(submitted)
+}
+
+/// One peer, or `ReplicationPeerNotFoundException` (as HBase answers).
+fn peer(call: &Call<'_>, id: &str) -> Result<basalt::replication::ReplicationPeer, RpcError> {
+    call.ctx
+        .db
+        .replication_peers()?
+        .remove(id)
+        .ok_or_else(|| Error::ReplicationPeerNotFound(id.to_string()).into())
+}
+
+fn get_replication_peer_config(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<rp::PeerIdRequest>(param, "GetReplicationPeerConfigRequest")?;
+    let id = peer_id(request.peer_id)?;
+    let found = peer(call, &id)?;
+    Ok(encode(&rp::GetReplicationPeerConfigResponse {
+        peer_id: Some(id),
+        peer_config: Some(replication::peer_message(&found.config)),
+    }))
+}
+
+/// Every peer whose whole id matches the pattern (Java's `matches`), in
+/// id order; every peer without one.
+fn list_replication_peers(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request =
+        Call::decode::<rp::ListReplicationPeersRequest>(param, "ListReplicationPeersRequest")?;
+    let pattern = request
+        .regex
+        .as_deref()
+        .map(|r| {
+            regex::Regex::new(&format!("^(?:{r})$")).map_err(|e| {
+                RpcError::do_not_retry(format!("invalid replication peer pattern '{r}': {e}"))
+            })
+        })
+        .transpose()?;
+    Ok(encode(&rp::ListReplicationPeersResponse {
+        peer_desc: call
+            .ctx
+            .db
+            .replication_peers()?
+            .iter()
+            .filter(|(id, _)| pattern.as_ref().is_none_or(|p| p.is_match(id)))
+            .map(|(id, peer)| replication::peer_description(id, peer))
+            .collect(),
+    }))
+}
+
+/// Whether a peer is enabled. HBase's master answers an unknown peer here
+/// with a plain `IOException` (retried), not the not-found exception of
+/// the other calls.
+fn is_replication_peer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<rp::PeerIdRequest>(param, "GetReplicationPeerStateRequest")?;
+    let id = peer_id(request.peer_id)?;
+    let Some(found) = call.ctx.db.replication_peers()?.remove(&id) else {
+        return Err(RpcError::new(
+            IO_EXCEPTION,
+            format!("Replication Peer of {id} does not exist."),
+            false,
+        ));
+    };
+    Ok(encode(&rp::GetReplicationPeerStateResponse {
+        is_enabled: Some(found.enabled),
+    }))
+}
+
+/// HBase 2.6's switch for peer changes; kept in the catalog
+/// (`Database::replication_peer_modification_switch`).
+fn replication_peer_modification_switch(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<rp::ReplicationPeerModificationSwitchRequest>(
+        param,
+        "ReplicationPeerModificationSwitchRequest",
+    )?;
+    // An absent value is protobuf's default (see `set_switch`).
+    let previous = call
+        .ctx
+        .db
+        .replication_peer_modification_switch(Some(request.on.unwrap_or(false)))?;
+    Ok(encode(&rp::ReplicationPeerModificationSwitchResponse {
+        previous_value: Some(previous),
+    }))
+}
+
+fn is_replication_peer_modification_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "IsReplicationPeerModificationEnabledRequest")?;
+    Ok(encode(&rp::IsReplicationPeerModificationEnabledResponse {
+        enabled: Some(call.ctx.db.replication_peer_modification_switch(None)?),
+    }))
+}
+
+/// The peer changes still running: none, each is done when its call
+/// answers (a client waits on this after turning the switch off).
+fn get_replication_peer_modification_procedures(_call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "GetReplicationPeerModificationProceduresRequest")?;
+    Ok(encode(
+        &rp::GetReplicationPeerModificationProceduresResponse {},
+    ))
 }
 
 /// Bytes the server's budgeted memory holds now: memstores and cached

@@ -748,6 +748,54 @@ pub(crate) async fn connect(config: &ZkConfig, connect_string: &str) -> Result<C
     }
 }
 
+/// The cluster id another cluster's ZooKeeper holds
+/// (`<znode_parent>/hbaseid`), `None` when it holds none: what HBase's
+/// master reads of a replication peer before adding it. One short
+/// session, connecting and reading each bounded by
+/// `config.connect_timeout_ms`, on a runtime of its own, so it can be
+/// called from any thread not running async code (the RPC handlers run on
+/// the blocking pool).
+pub fn read_cluster_id(config: &ZkConfig) -> Result<Option<String>, ZkError> {
+    let connect_string = config.connect_string()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ZkError::Connect {
+            quorum: config.quorum.clone(),
+            timeout_ms: config.connect_timeout_ms,
+            reason: format!("no runtime for the ZooKeeper client: {e}"),
+        })?;
+    let znode = format!("{}/hbaseid", config.znode_parent);
+    let limit = Duration::from_millis(config.connect_timeout_ms);
+    let spawner = TokioSpawner(runtime.handle().clone());
+    runtime.block_on(WithSpawner::new(spawner, async {
+        let client = connect(config, &connect_string).await?;
+        let read = tokio::time::timeout(limit, client.get_data(&znode)).await;
+        // Dropping the last handle sends CloseSession; waiting a moment
+        // for it spares the peer a session left to expire.
+        let mut states = client.state_watcher();
+        let closing = client.state();
+        drop(client);
+        if !closing.is_terminated() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                while !states.changed().await.is_terminated() {}
+            })
+            .await;
+        }
+        match read {
+            Err(_) => Err(ZkError::Timeout {
+                quorum: config.quorum.clone(),
+                znode: znode.clone(),
+                operation: "read",
+                timeout_ms: config.connect_timeout_ms,
+            }),
+            Ok(Err(zookeeper_client::Error::NoNode)) => Ok(None),
+            Ok(Err(e)) => Err(ZkError::operation(&config.quorum, &znode, "read", e)),
+            Ok(Ok((data, _))) => decode_znode::<ClusterId>(&data).map(|id| Some(id.cluster_id)),
+        }
+    }))
+}
+
 /// Writes every znode, the master first: if another master is live we
 /// must not overwrite the znodes it owns the meaning of.
 async fn publish(

@@ -63,6 +63,19 @@ pub enum Error {
     #[error("{0}")]
     Constraint(String),
 
+    /// A replication peer call named a peer id that is not configured
+    /// (HBase's `ReplicationPeerNotFoundException`).
+    #[error("replication peer {0} does not exist")]
+    ReplicationPeerNotFound(String),
+
+    /// A replication peer change HBase's rules refuse (an id already
+    /// taken, a peer already enabled or disabled, an invalid peer id,
+    /// cluster key or table and namespace selection), worded as HBase
+    /// words it; HBase answers these with its plain
+    /// `DoNotRetryIOException`.
+    #[error("{0}")]
+    ReplicationPeerRefused(String),
+
     /// A mutation or query named a family the table does not have.
     #[error("column family {family} does not exist in table {table}")]
     NoSuchFamily {
@@ -191,6 +204,10 @@ pub enum ErrorKind {
     /// The state of the data forbids the operation (a namespace with
     /// tables cannot be dropped).
     Constraint,
+    /// A replication peer id that is not configured.
+    ReplicationPeerNotFound,
+    /// A replication peer change refused by HBase's rules.
+    ReplicationPeerRefused,
     /// A family the table does not have.
     NoSuchFamily,
     /// An increment of a value that is not an 8-byte long.
@@ -266,6 +283,14 @@ pub const JAVA_EXCEPTION_CLASSES: &[(ErrorKind, &str)] = &[
         "org.apache.hadoop.hbase.DoNotRetryIOException",
     ),
     (
+        ErrorKind::ReplicationPeerRefused,
+        "org.apache.hadoop.hbase.DoNotRetryIOException",
+    ),
+    (
+        ErrorKind::ReplicationPeerNotFound,
+        "org.apache.hadoop.hbase.ReplicationPeerNotFoundException",
+    ),
+    (
         ErrorKind::NotServingRegion,
         "org.apache.hadoop.hbase.NotServingRegionException",
     ),
@@ -321,6 +346,8 @@ impl Error {
             Error::NamespaceNotFound(_) => ErrorKind::NamespaceNotFound,
             Error::NamespaceExists(_) => ErrorKind::NamespaceExists,
             Error::Constraint(_) => ErrorKind::Constraint,
+            Error::ReplicationPeerNotFound(_) => ErrorKind::ReplicationPeerNotFound,
+            Error::ReplicationPeerRefused(_) => ErrorKind::ReplicationPeerRefused,
             Error::NoSuchFamily { .. } => ErrorKind::NoSuchFamily,
             Error::NotALong { .. } => ErrorKind::NotALong,
             Error::FilterSyntax { .. } => ErrorKind::FilterSyntax,
@@ -336,7 +363,8 @@ impl Error {
     }
 
     /// What the error is about, when it names one thing: the table for the
-    /// table kinds, the namespace for the namespace kinds, the family for [`ErrorKind::NoSuchFamily`] (its table is
+    /// table kinds, the namespace for the namespace kinds, the peer id for
+    /// [`ErrorKind::ReplicationPeerNotFound`], the family for [`ErrorKind::NoSuchFamily`] (its table is
     /// [`Error::table`]). `None` for kinds that carry only a message.
     pub fn subject(&self) -> Option<&str> {
         match self {
@@ -345,7 +373,8 @@ impl Error {
             | Error::TableDisabled(t)
             | Error::TableEnabled(t)
             | Error::NamespaceNotFound(t)
-            | Error::NamespaceExists(t) => Some(t),
+            | Error::NamespaceExists(t)
+            | Error::ReplicationPeerNotFound(t) => Some(t),
             Error::NoSuchFamily { family, .. } => Some(family),
             _ => None,
         }
@@ -356,7 +385,9 @@ impl Error {
     pub fn table(&self) -> Option<&str> {
         match self {
             Error::NoSuchFamily { table, .. } => Some(table),
-            Error::NamespaceNotFound(_) | Error::NamespaceExists(_) => None,
+            Error::NamespaceNotFound(_)
+            | Error::NamespaceExists(_)
+            | Error::ReplicationPeerNotFound(_) => None,
             _ => self.subject(),
         }
     }
@@ -375,6 +406,8 @@ impl Error {
             | Error::NamespaceNotFound(m)
             | Error::NamespaceExists(m)
             | Error::Constraint(m)
+            | Error::ReplicationPeerNotFound(m)
+            | Error::ReplicationPeerRefused(m)
             | Error::WalFailed(m)
             | Error::Closed(m)
             | Error::NotServingRegion(m)
@@ -430,6 +463,8 @@ impl Error {
             ErrorKind::NamespaceNotFound => Error::NamespaceNotFound(message),
             ErrorKind::NamespaceExists => Error::NamespaceExists(message),
             ErrorKind::Constraint => Error::Constraint(message),
+            ErrorKind::ReplicationPeerNotFound => Error::ReplicationPeerNotFound(message),
+            ErrorKind::ReplicationPeerRefused => Error::ReplicationPeerRefused(message),
             ErrorKind::WalUnavailable => Error::WalFailed(message),
             ErrorKind::Closed => Error::Closed(message),
             ErrorKind::NotServingRegion => Error::NotServingRegion(message),
@@ -501,6 +536,12 @@ impl fmt::Debug for Error {
             Error::NamespaceNotFound(n) => f.debug_tuple("NamespaceNotFound").field(n).finish(),
             Error::NamespaceExists(n) => f.debug_tuple("NamespaceExists").field(n).finish(),
             Error::Constraint(m) => f.debug_tuple("Constraint").field(m).finish(),
+            Error::ReplicationPeerNotFound(p) => {
+                f.debug_tuple("ReplicationPeerNotFound").field(p).finish()
+            }
+            Error::ReplicationPeerRefused(m) => {
+                f.debug_tuple("ReplicationPeerRefused").field(m).finish()
+            }
             Error::NoSuchFamily { table, family } => f
                 .debug_struct("NoSuchFamily")
                 .field("table", table)
@@ -610,6 +651,11 @@ mod tests {
             Some(ErrorKind::InvalidArgument)
         );
         assert_eq!(ErrorKind::from_java_class("com.example.Nope"), None);
+        // A plain DoNotRetryIOException stays what it always read as.
+        assert_eq!(
+            ErrorKind::from_java_class("org.apache.hadoop.hbase.DoNotRetryIOException"),
+            Some(ErrorKind::NotALong)
+        );
     }
 
     #[test]
@@ -645,6 +691,8 @@ mod tests {
             Error::NamespaceNotFound("n".into()),
             Error::NamespaceExists("n".into()),
             Error::Constraint("c".into()),
+            Error::ReplicationPeerNotFound("p1".into()),
+            Error::ReplicationPeerRefused("Replication peer p1 already exists".into()),
             Error::NoSuchFamily {
                 table: "ns:t".into(),
                 family: "f\nwith a line".into(),

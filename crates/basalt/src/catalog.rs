@@ -31,6 +31,8 @@ use basalt_engine::manifest::is_already_exists;
 use basalt_types::descriptor::{namespace_of, validate_namespace_name, RESERVED_NAMESPACES};
 use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
+use crate::replication::{PeerChange, ReplicationPeer};
+
 /// Version of the catalog layout. Version 2 added region states and
 /// retired regions; version 3 stores numbered write-once versions through
 /// the file store instead of one `catalog.json` replaced by rename.
@@ -88,6 +90,17 @@ pub struct Catalog {
     /// the user asked. Kept here for the balancer switch's reason.
     #[serde(default, skip_serializing_if = "is_false")]
     pub normalizer_on: bool,
+    /// Replication peers by id (HBase's `add_peer`), with their state and
+    /// configuration (`crate::replication`). Kept here, as the switches
+    /// are, so every process of a cluster and a master that takes over
+    /// answer the same. Basalt ships no edits to them yet.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replication_peers: BTreeMap<String, ReplicationPeer>,
+    /// HBase 2.6's replication peer modification switch is off: peers can
+    /// be listed but not added, removed, enabled, disabled or updated. On
+    /// by default, as HBase's.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub replication_peer_modification_off: bool,
     /// The stored version this catalog was loaded from or last stored as
     /// (0: never stored). Not part of the document: the file name says it.
     #[serde(skip)]
@@ -391,6 +404,8 @@ impl Default for Catalog {
             last_procedure_id: 0,
             balancer_off: false,
             normalizer_on: false,
+            replication_peers: BTreeMap::new(),
+            replication_peer_modification_off: false,
             version: 0,
         }
     }
@@ -519,6 +534,16 @@ impl Catalog {
             entry.properties.remove(key);
         }
         Ok(())
+    }
+
+    /// Adds, removes, enables, disables or updates a replication peer
+    /// with HBase's checks (`crate::replication`), refused while the
+    /// modification switch is off.
+    pub fn change_replication_peer(&mut self, change: PeerChange) -> Result<()> {
+        change.apply(
+            &mut self.replication_peers,
+            !self.replication_peer_modification_off,
+        )
     }
 
     /// Removes an empty namespace a user created.

@@ -44,6 +44,7 @@ use crate::options::Options;
 use crate::region_server::WalPlacement;
 use crate::region_server::{RecoveryReport, RegionServer};
 use crate::remote::{RegionCall, RegionCaller};
+use crate::replication::{PeerChange, ReplicationPeer};
 use crate::split::SplitAlgorithm;
 use crate::table::Table;
 use basalt_engine::wal::ObjectWalOptions;
@@ -518,6 +519,56 @@ impl Database {
         }
         self.local_master("normalizer_switch")?
             .normalizer_switch(on)
+    }
+
+    /// Adds, removes, enables, disables or updates a replication peer
+    /// (HBase's `add_peer`, `remove_peer`, `enable_peer`, `disable_peer`,
+    /// `update_peer_config`) with HBase's checks (`crate::replication`).
+    /// Kept in the catalog, so peers outlive the process and, in a
+    /// cluster, the active master. **Basalt ships no edits to peers
+    /// yet**: a peer is configuration only.
+    pub fn change_replication_peer(&self, change: PeerChange) -> Result<()> {
+        self.check_open()?;
+        if self.inner.cluster.is_some() {
+            return self
+                .master_call(MasterCall::ReplicationPeer { change })
+                .map(drop);
+        }
+        self.local_master("change_replication_peer")?
+            .change_replication_peer(change)
+    }
+
+    /// Every replication peer by id (HBase's `list_peers`). In a cluster,
+    /// as the active master has them.
+    pub fn replication_peers(&self) -> Result<BTreeMap<String, ReplicationPeer>> {
+        self.check_open()?;
+        if self.inner.cluster.is_some() {
+            return match self.master_call(MasterCall::ReplicationPeers)? {
+                MasterAnswer::ReplicationPeers { peers } => Ok(peers),
+                other => Err(Error::invalid(format!(
+                    "the master answered {other:?} to replication_peers"
+                ))),
+            };
+        }
+        Ok(self.local_master("replication_peers")?.replication_peers())
+    }
+
+    /// Reads the replication peer modification switch and, with `on`,
+    /// sets it (HBase 2.6's `replicationPeerModificationSwitch`); answers
+    /// the value before. On by default; while off, every peer change is
+    /// refused. Kept in the catalog.
+    pub fn replication_peer_modification_switch(&self, on: Option<bool>) -> Result<bool> {
+        self.check_open()?;
+        if self.inner.cluster.is_some() {
+            return match self.master_call(MasterCall::ReplicationPeerModificationSwitch { on })? {
+                MasterAnswer::Switch { previous } => Ok(previous),
+                other => Err(Error::invalid(format!(
+                    "the master answered {other:?} to replication_peer_modification_switch"
+                ))),
+            };
+        }
+        self.local_master("replication_peer_modification_switch")?
+            .replication_peer_modification_switch(on)
     }
 
     /// Runs the region normalizer once now, whatever its period (HBase's

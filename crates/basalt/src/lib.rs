@@ -49,6 +49,7 @@ mod options;
 mod region_calls;
 mod region_server;
 pub mod remote;
+pub mod replication;
 mod split;
 mod table;
 

@@ -33,6 +33,7 @@ use crate::catalog::{Catalog, RegionEntry, RegionState};
 use crate::locator::{RegionLocator, TableLocation};
 use crate::options::Options;
 use crate::region_server::{RecoveryReport, RegionServer, RegionSpec, WalPlacement};
+use crate::replication::{PeerChange, ReplicationPeer};
 
 use handover::MasterHooks;
 
@@ -354,6 +355,41 @@ impl Master {
             if on != previous {
                 let mut updated = catalog.clone();
                 updated.balancer_off = !on;
+                self.commit(&mut catalog, updated)?;
+            }
+        }
+        Ok(previous)
+    }
+}
+
+// ---- replication peers ----
+impl Master {
+    /// Adds, removes, enables, disables or updates a replication peer
+    /// (`crate::replication`), committed in the catalog so it survives a
+    /// restart. Basalt ships no edits to peers yet.
+    pub fn change_replication_peer(&self, change: PeerChange) -> Result<()> {
+        self.check_running()?;
+        let mut catalog = self.catalog.lock();
+        let mut updated = catalog.clone();
+        updated.change_replication_peer(change)?;
+        self.commit(&mut catalog, updated)
+    }
+
+    /// Every replication peer, by id.
+    pub fn replication_peers(&self) -> BTreeMap<String, ReplicationPeer> {
+        self.catalog.lock().replication_peers.clone()
+    }
+
+    /// Reads the replication peer modification switch and, with `on`,
+    /// commits its new value; answers the value before. On by default.
+    pub fn replication_peer_modification_switch(&self, on: Option<bool>) -> Result<bool> {
+        self.check_running()?;
+        let mut catalog = self.catalog.lock();
+        let previous = !catalog.replication_peer_modification_off;
+        if let Some(on) = on {
+            if on != previous {
+                let mut updated = catalog.clone();
+                updated.replication_peer_modification_off = !on;
                 self.commit(&mut catalog, updated)?;
             }
         }

@@ -20,6 +20,7 @@ use basalt::cluster::{
     PrepareSplit, RegionServerControl, SplitPlan,
 };
 use basalt::fs::FileStore;
+use basalt::replication::{PeerChange, PeerConfig, ReplicationPeer};
 use basalt::{
     ColumnFamilyDescriptor, Database, Error, Get, MemberConfig, ObjectWalOptions, Options, Put,
     RegionAnswer, RegionCall, RegionCaller, Result, Scan, ServerAddress, SystemClock,
@@ -425,6 +426,68 @@ fn the_balancer_switch_is_kept_in_the_catalog_so_the_next_master_honours_it() {
     assert_eq!(balance(&new), 4);
     h.settle(&new);
     assert_eq!(rows(&h.member(&first)).len(), 100);
+}
+
+#[test]
+fn replication_peers_are_kept_in_the_catalog_so_the_next_master_answers_them() {
+    let mut h = Harness::new();
+    let old = h.start_master("m1");
+    let member = h.start_member();
+    h.settle(&old);
+    // A member's calls go to the active master.
+    let db = h.member(&member);
+    let config = PeerConfig {
+        cluster_key: Some("zk1:2181:/hbase-dr".into()),
+        replicate_all: true,
+        bandwidth: 1000,
+        ..PeerConfig::default()
+    };
+    db.change_replication_peer(PeerChange::Add {
+        id: "dr".into(),
+        config: config.clone(),
+        enabled: true,
+    })
+    .unwrap();
+    db.change_replication_peer(PeerChange::SetState {
+        id: "dr".into(),
+        enabled: false,
+    })
+    .unwrap();
+    let refused = db
+        .change_replication_peer(PeerChange::Remove { id: "nope".into() })
+        .unwrap_err();
+    assert_eq!(refused.kind(), basalt::ErrorKind::ReplicationPeerNotFound);
+
+    // A standby takes over: it reads the peers from the catalog.
+    let new = h.start_master("m2");
+    h.settle(&new);
+    match new.call(MasterCall::ReplicationPeers).unwrap() {
+        MasterAnswer::ReplicationPeers { peers } => {
+            assert_eq!(
+                peers["dr"],
+                ReplicationPeer {
+                    enabled: false,
+                    config
+                }
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        new.call(MasterCall::ReplicationPeerModificationSwitch { on: Some(false) })
+            .unwrap(),
+        MasterAnswer::Switch { previous: true }
+    ));
+    let refused = h
+        .member(&member)
+        .change_replication_peer(PeerChange::Remove { id: "dr".into() })
+        .unwrap_err();
+    assert_eq!(refused.kind(), basalt::ErrorKind::ReplicationPeerRefused);
+    assert!(!h
+        .member(&member)
+        .replication_peer_modification_switch(None)
+        .unwrap());
+    assert_eq!(h.member(&member).replication_peers().unwrap().len(), 1);
 }
 
 /// One member, holding table `t` with `rows` rows written through it.

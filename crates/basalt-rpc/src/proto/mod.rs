@@ -10,4 +10,5 @@ pub mod filter;
 pub mod hbase;
 pub mod master;
 pub mod registry;
+pub mod replication;
 pub mod rpc;

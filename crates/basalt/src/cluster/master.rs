@@ -516,6 +516,23 @@ impl ClusterMaster {
         Ok(previous)
     }
 
+    /// Reads the replication peer modification switch and, with `on`,
+    /// commits its new value; answers the value before.
+    fn replication_peer_modification_switch(&self, on: Option<bool>) -> Result<bool> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let previous = !state.catalog.replication_peer_modification_off;
+        if let Some(on) = on {
+            if on != previous {
+                let mut updated = state.catalog.clone();
+                updated.replication_peer_modification_off = !on;
+                self.commit(&mut state, updated)?;
+                tracing::info!(on, "replication peer modification switch");
+            }
+        }
+        Ok(previous)
+    }
+
     /// Runs the reconciliation of the module docs once (also called
     /// periodically: a failed step is retried).
     pub fn tick(&self) -> Result<()> {
@@ -971,7 +988,9 @@ impl ClusterMaster {
         Ok(())
     }
 
-    fn namespace_change(&self, change: impl FnOnce(&mut Catalog) -> Result<()>) -> Result<()> {
+    /// A change of the catalog alone (namespaces, replication peers): no
+    /// region is opened, closed or moved, so one commit is the whole of it.
+    fn catalog_change(&self, change: impl FnOnce(&mut Catalog) -> Result<()>) -> Result<()> {
         let mut state = self.state.lock();
         self.check_running()?;
         let mut updated = state.catalog.clone();
@@ -1342,13 +1361,13 @@ impl MasterControl for ClusterMaster {
             MasterCall::SetEnabled { table, enabled } => done(self.set_enabled(&table, enabled)),
             MasterCall::DropTable { table } => done(self.drop_table(&table)),
             MasterCall::CreateNamespace { descriptor } => {
-                done(self.namespace_change(|c| c.add_namespace(descriptor)))
+                done(self.catalog_change(|c| c.add_namespace(descriptor)))
             }
             MasterCall::AlterNamespace { name, set, unset } => {
-                done(self.namespace_change(|c| c.alter_namespace(&name, set, &unset)))
+                done(self.catalog_change(|c| c.alter_namespace(&name, set, &unset)))
             }
             MasterCall::DropNamespace { name } => {
-                done(self.namespace_change(|c| c.remove_namespace(&name)))
+                done(self.catalog_change(|c| c.remove_namespace(&name)))
             }
             MasterCall::Move { region, target } => done(self.move_region(&region, target)),
             MasterCall::Assign { region } => done(self.assign(&region)),
@@ -1368,6 +1387,15 @@ impl MasterControl for ClusterMaster {
                 .normalizer_switch(on)
                 .map(|previous| MasterAnswer::Switch { previous }),
             MasterCall::Normalize => self.normalize().map(MasterAnswer::Normalized),
+            MasterCall::ReplicationPeer { change } => {
+                done(self.catalog_change(|c| c.change_replication_peer(change)))
+            }
+            MasterCall::ReplicationPeers => Ok(MasterAnswer::ReplicationPeers {
+                peers: self.state.lock().catalog.replication_peers.clone(),
+            }),
+            MasterCall::ReplicationPeerModificationSwitch { on } => self
+                .replication_peer_modification_switch(on)
+                .map(|previous| MasterAnswer::Switch { previous }),
             MasterCall::Status => Ok(MasterAnswer::Status(self.status())),
         }
     }

@@ -337,6 +337,23 @@ pub enum MasterCall {
     /// cold neighbours and splits oversized regions (`crate::normalizer`).
     /// Does not run while its switch is off.
     Normalize,
+    /// Adds, removes, enables, disables or updates a replication peer
+    /// (`crate::replication`); kept in the catalog.
+    ReplicationPeer {
+        /// The change.
+        change: crate::replication::PeerChange,
+    },
+    /// Every replication peer (answered with
+    /// [`MasterAnswer::ReplicationPeers`]).
+    ReplicationPeers,
+    /// Reads the replication peer modification switch and, with `on`,
+    /// sets it (HBase 2.6's `replicationPeerModificationSwitch`). Kept in
+    /// the catalog, on by default.
+    ReplicationPeerModificationSwitch {
+        /// The new value; `None` only reads.
+        #[serde(default)]
+        on: Option<bool>,
+    },
     /// Servers, regions, transitions and procedures.
     Status,
 }
@@ -374,6 +391,11 @@ pub enum MasterAnswer {
     },
     /// What a normalizer run did.
     Normalized(crate::normalizer::NormalizerRun),
+    /// The replication peers, by id.
+    ReplicationPeers {
+        /// Every peer.
+        peers: BTreeMap<String, crate::replication::ReplicationPeer>,
+    },
     /// The cluster's state.
     Status(ClusterStatus),
 }

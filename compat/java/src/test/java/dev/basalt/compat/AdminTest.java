@@ -15,7 +15,6 @@ import org.apache.hadoop.hbase.TableNotFoundException;
 import org.apache.hadoop.hbase.client.*;
 import org.apache.hadoop.hbase.replication.ReplicationPeerConfig;
 import org.apache.hadoop.hbase.replication.ReplicationPeerDescription;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 /** Admin: tables, families, regions, namespaces, cluster, replication peers. */
@@ -315,12 +314,24 @@ class AdminTest extends CompatBase {
     assertFalse(admin.getRegionServers().isEmpty());
   }
 
+  /**
+   * A peer HBase's master accepts: its cluster key must reach a ZooKeeper
+   * (the master reads the peer's cluster id there), so the suite's own
+   * ZooKeeper under a base znode no cluster uses. Basalt keeps peers and
+   * ships no edits to them (docs/native-rpc.md).
+   */
+  private static ReplicationPeerConfig peerConfig() {
+    String quorum = System.getProperty("basalt.zookeeper.quorum",
+        System.getProperty("hbase.zookeeper.quorum", ""));
+    org.junit.jupiter.api.Assumptions.assumeFalse(quorum.isEmpty(),
+        "a replication peer needs a reachable ZooKeeper (basalt.zookeeper.quorum)");
+    return ReplicationPeerConfig.newBuilder().setClusterKey(quorum + ":/jc-peer").build();
+  }
+
   @Test
-  @Disabled("Basalt does not serve the replication peer admin calls yet (issue 27; docs/native-rpc.md)")
   void replication_peers_can_be_added_disabled_enabled_and_removed() throws Exception {
     String id = "jc" + (System.nanoTime() % 100000);
-    admin.addReplicationPeer(id, ReplicationPeerConfig.newBuilder()
-        .setClusterKey("127.0.0.1:2181:/hbase-peer").build(), true);
+    admin.addReplicationPeer(id, peerConfig(), true);
     try {
       List<ReplicationPeerDescription> peers = admin.listReplicationPeers();
       ReplicationPeerDescription p = peers.stream().filter(d -> d.getPeerId().equals(id))
@@ -330,10 +341,40 @@ class AdminTest extends CompatBase {
       assertFalse(admin.listReplicationPeers(Pattern.compile(id)).get(0).isEnabled());
       admin.enableReplicationPeer(id);
       assertTrue(admin.listReplicationPeers(Pattern.compile(id)).get(0).isEnabled());
+      admin.updateReplicationPeerConfig(id,
+          ReplicationPeerConfig.newBuilder(peerConfig()).setBandwidth(1000).build());
+      ReplicationPeerConfig updated = admin.getReplicationPeerConfig(id);
+      assertEquals(1000, updated.getBandwidth());
+      assertEquals(peerConfig().getClusterKey(), updated.getClusterKey());
     } finally {
       admin.removeReplicationPeer(id);
     }
     assertTrue(admin.listReplicationPeers(Pattern.compile(id)).isEmpty());
+  }
+
+  @Test
+  void replication_peer_failures_keep_hbases_exception_classes() throws Exception {
+    String id = "jce" + (System.nanoTime() % 100000);
+    ReplicationPeerConfig config = peerConfig();
+    admin.addReplicationPeer(id, config, false);
+    try {
+      org.apache.hadoop.hbase.DoNotRetryIOException taken = assertThrows(
+          org.apache.hadoop.hbase.DoNotRetryIOException.class,
+          () -> admin.addReplicationPeer(id, config, true));
+      assertTrue(taken.getMessage().contains("Replication peer " + id + " already exists"),
+          taken.getMessage());
+      assertThrows(org.apache.hadoop.hbase.DoNotRetryIOException.class,
+          () -> admin.disableReplicationPeer(id), "a disabled peer cannot be disabled again");
+      assertFalse(admin.listReplicationPeers(Pattern.compile(id)).get(0).isEnabled());
+    } finally {
+      admin.removeReplicationPeer(id);
+    }
+    assertThrows(org.apache.hadoop.hbase.ReplicationPeerNotFoundException.class,
+        () -> admin.removeReplicationPeer(id));
+    assertThrows(org.apache.hadoop.hbase.ReplicationPeerNotFoundException.class,
+        () -> admin.getReplicationPeerConfig(id));
+    assertThrows(org.apache.hadoop.hbase.DoNotRetryIOException.class,
+        () -> admin.addReplicationPeer("jc-dash", config, true), "an id holding '-'");
   }
 
   @Test
