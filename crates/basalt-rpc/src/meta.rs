@@ -273,14 +273,28 @@ pub fn compare_meta_rows(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
 /// Every row `hbase:meta` would hold now, in meta order: for each table its
 /// state row, then one row per region (`hbase:namespace`'s included).
 pub fn rows(ctx: &RpcContext) -> Vec<basalt::RowResult> {
+    catch_up(ctx);
     let mut tables = ctx.db.list_tables();
     tables.push(NAMESPACE_TABLE.to_string());
     rows_of(ctx, tables)
 }
 
+/// In a cluster, reads the catalog again when the master committed a newer
+/// version: HBase's clients expect `hbase:meta` to show a DDL as soon as
+/// the master's call returns (`Admin.tableExists` right after
+/// `deleteTable`), and the watch on the catalog version can lag behind
+/// that. A failed read keeps the catalog held (logged): a look-up answered
+/// from it is at worst stale, and the client retries on `NotServingRegion`.
+fn catch_up(ctx: &RpcContext) {
+    if let Err(e) = ctx.db.refresh_cluster() {
+        tracing::warn!(error = %e, "hbase:meta answered from the catalog held: could not read the newest");
+    }
+}
+
 /// The rows of `hbase:meta` for one row key: its table's rows (a get needs
 /// no other table's regions).
 pub fn rows_for_key(ctx: &RpcContext, key: &[u8]) -> Vec<basalt::RowResult> {
+    catch_up(ctx);
     let table = match key.iter().position(|&b| b == b',') {
         Some(comma) => &key[..comma],
         None => key,

@@ -335,6 +335,38 @@ fn a_new_table_s_regions_spread_over_the_live_servers_and_every_member_reaches_e
     assert_eq!(got.value(b"f", b"q").map(|v| &v[..]), Some(&b"v3"[..]));
 }
 
+/// `hbase:meta` reads call `refresh_cluster` before answering, so a drop
+/// shows on a member whose catalog notification has not arrived yet (the
+/// Java client's `tableExists` right after `deleteTable`).
+#[test]
+fn a_member_that_missed_the_notification_sees_a_dropped_table_gone_after_one_refresh() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let server = h.start_member();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    let member = h.member(&server);
+    assert!(member.table_exists("t"));
+    master
+        .call(MasterCall::SetEnabled {
+            table: "t".into(),
+            enabled: false,
+        })
+        .unwrap();
+    master
+        .call(MasterCall::DropTable { table: "t".into() })
+        .unwrap();
+    // No settle: the member has not heard of the drop.
+    assert!(member.table_exists("t"), "the member's catalog is stale");
+    member.refresh_cluster().unwrap();
+    assert!(!member.table_exists("t"));
+    // A refresh that finds no newer version keeps what the member holds.
+    member.refresh_cluster().unwrap();
+    assert!(!member.table_exists("t"));
+    assert!(member.list_tables().is_empty());
+}
+
 #[test]
 fn a_dead_server_s_regions_reopen_elsewhere_with_its_acknowledged_writes_and_it_is_fenced() {
     let mut h = Harness::new();

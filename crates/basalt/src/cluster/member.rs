@@ -94,6 +94,14 @@ impl ClusterMember {
     /// Returns the catalog version now held.
     pub fn refresh(&self, server: Option<&RegionServer>, locator: &RegionLocator) -> Result<u64> {
         let _routing = self.routing.lock();
+        // Listing first keeps a call that finds nothing new to one listing
+        // (meta reads call this on every look-up), not a parse of the
+        // whole catalog.
+        let held = self.catalog.read().version;
+        let listed = crate::catalog::CatalogFiles::find(self.files.as_ref(), &self.root)?;
+        if matches!(listed.newest, Some((version, _)) if version != 0 && version <= held) {
+            return Ok(held);
+        }
         let newest = Catalog::read_newest(self.files.as_ref(), &self.root)?;
         if newest.version <= self.catalog.read().version && newest.version != 0 {
             return Ok(self.catalog.read().version);
