@@ -133,7 +133,6 @@ pub(crate) struct Scanners {
 
 #[derive(Debug, Default)]
 struct Inner {
-    next: u64,
     open: HashMap<String, Arc<OpenScanner>>,
 }
 
@@ -152,13 +151,13 @@ impl Scanners {
         if inner.open.len() >= self.max {
             return Err(self.max);
         }
-        inner.next += 1;
-        // The counter keeps ids unique; the clock part keeps a restarted
-        // server from handing out an id a client still holds from before.
-        let millis = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let id = format!("{millis:x}{:08x}", inner.next);
+        // A REST scanner is a URL that any connection may use (HBase's
+        // design), so the id is its only secret: 128 random bits, which
+        // nobody guesses and a restarted server does not hand out again.
+        let mut id = basalt::guard::random_scanner_token();
+        while inner.open.contains_key(&id) {
+            id = basalt::guard::random_scanner_token();
+        }
         inner.open.insert(
             id.clone(),
             Arc::new(OpenScanner {

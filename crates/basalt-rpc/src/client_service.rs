@@ -876,14 +876,14 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     let (id, scanner, opened) = match request.scanner_id {
         Some(id) => {
             if request.close_scanner.unwrap_or(false) && request.number_of_rows.unwrap_or(0) == 0 {
-                ctx.scanners.close(id);
+                ctx.scanners.close_for(id, call.connection);
                 return Ok(encode(&ScanResponse {
                     scanner_id: Some(id),
                     more_results: Some(false),
                     ..Default::default()
                 }));
             }
-            let scanner = match ctx.scanners.get(id) {
+            let scanner = match ctx.scanners.get(id, call.connection) {
                 Ok(scanner) => scanner,
                 // HBase answers a call on a scanner it closed by itself (a
                 // region with nothing more to give) with an empty answer:

@@ -8,7 +8,6 @@
 //! connection that closes drops the scanners it opened.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -146,7 +145,6 @@ pub struct Scanners {
     /// HBase does (it closes a scanner with nothing more to give by itself,
     /// and clients still send a `next` or a `close` for it).
     recently_closed: Mutex<HashMap<u64, Instant>>,
-    next_id: AtomicU64,
     capacity: usize,
     lease: Duration,
 }
@@ -154,12 +152,9 @@ pub struct Scanners {
 impl Scanners {
     /// A table of at most `capacity` scanners with `lease_ms` leases.
     pub fn new(capacity: usize, lease_ms: u64) -> Scanners {
-        // Ids below 2^52 stay exact in clients that hold them as doubles.
-        let start = rand::random::<u64>() % (1 << 40) + 1;
         Scanners {
             open: Mutex::new(HashMap::new()),
             recently_closed: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(start),
             capacity,
             lease: Duration::from_millis(lease_ms),
         }
@@ -192,7 +187,12 @@ impl Scanners {
                 false,
             ));
         }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        // Random ids: another client cannot guess one (and `get` refuses
+        // it from any other connection anyway).
+        let mut id = basalt::guard::random_scanner_id();
+        while open.contains_key(&id) {
+            id = basalt::guard::random_scanner_id();
+        }
         let scanner = Arc::new(OpenScanner {
             owner,
             state: Mutex::new(state),
@@ -202,10 +202,15 @@ impl Scanners {
         Ok((id, scanner))
     }
 
-    /// The scanner `id`, its lease renewed; `UnknownScannerException` when
-    /// it is closed, expired or was never opened.
-    pub fn get(&self, id: u64) -> Result<Arc<OpenScanner>, RpcError> {
+    /// The scanner `id` for the connection `owner`, its lease renewed;
+    /// `UnknownScannerException` when it is closed, expired, was never
+    /// opened or was opened by another connection (a scanner is bound to
+    /// its connection: another client must not read or steal it).
+    pub fn get(&self, id: u64, owner: u64) -> Result<Arc<OpenScanner>, RpcError> {
         let mut open = self.open.lock();
+        if open.get(&id).is_some_and(|s| s.owner != owner) {
+            return Err(unknown_scanner(id));
+        }
         if let Some(scanner) = open.get(&id) {
             let mut last_used = scanner.last_used.lock();
             if last_used.elapsed() < self.lease {
@@ -215,11 +220,14 @@ impl Scanners {
             }
         }
         open.remove(&id);
-        Err(RpcError::new(
-            UNKNOWN_SCANNER,
-            format!("unknown scanner {id}: closed, expired after its lease, or never opened"),
-            true,
-        ))
+        Err(unknown_scanner(id))
+    }
+
+    /// Closes scanner `id` when `owner` opened it; true when it was open
+    /// and is closed now. Another connection's close leaves it open.
+    pub fn close_for(&self, id: u64, owner: u64) -> bool {
+        let owned = self.open.lock().get(&id).is_some_and(|s| s.owner == owner);
+        owned && self.close(id)
     }
 
     /// Drops every scanner unused for a lease (the server calls it every
@@ -281,6 +289,14 @@ impl Scanners {
     }
 }
 
+fn unknown_scanner(id: u64) -> RpcError {
+    RpcError::new(
+        UNKNOWN_SCANNER,
+        format!("unknown scanner {id}: closed, expired after its lease, or never opened on this connection"),
+        true,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,9 +324,21 @@ mod tests {
     fn a_closed_scanner_is_unknown() {
         let scanners = Scanners::new(4, 60_000);
         let (id, _) = scanners.register(1, state()).unwrap();
-        assert!(scanners.get(id).is_ok());
+        assert!(scanners.get(id, 1).is_ok());
         assert!(scanners.close(id));
-        assert_eq!(scanners.get(id).unwrap_err().class, UNKNOWN_SCANNER);
+        assert_eq!(scanners.get(id, 1).unwrap_err().class, UNKNOWN_SCANNER);
+    }
+
+    #[test]
+    fn another_connection_cannot_use_or_close_a_scanner() {
+        let scanners = Scanners::new(4, 60_000);
+        let (id, _) = scanners.register(1, state()).unwrap();
+        let (next, _) = scanners.register(1, state()).unwrap();
+        assert_ne!(next, id + 1, "ids are not sequential");
+        assert_eq!(scanners.get(id, 2).unwrap_err().class, UNKNOWN_SCANNER);
+        assert!(!scanners.close_for(id, 2));
+        assert!(scanners.get(id, 1).is_ok(), "the owner still has it");
+        assert!(scanners.close_for(id, 1));
     }
 
     #[test]

@@ -191,9 +191,9 @@ impl Service {
             "scannerOpenWithPrefix" => (Io, self.scanner_open_with_prefix(conn, parse(b)?)),
             "scannerOpenTs" => (Io, self.scanner_open_ts(conn, parse(b)?)),
             "scannerOpenWithStopTs" => (Io, self.scanner_open_with_stop_ts(conn, parse(b)?)),
-            "scannerGet" => (IoIa, self.scanner_get(parse(b)?)),
-            "scannerGetList" => (IoIa, self.scanner_get_list(parse(b)?)),
-            "scannerClose" => (IoIa, self.scanner_close(parse(b)?)),
+            "scannerGet" => (IoIa, self.scanner_get(conn, parse(b)?)),
+            "scannerGetList" => (IoIa, self.scanner_get_list(conn, parse(b)?)),
+            "scannerClose" => (IoIa, self.scanner_close(conn, parse(b)?)),
             "getRowOrBefore" => (Io, self.get_row_or_before(parse(b)?)),
             "getRegionInfo" => (Io, self.get_region_info(parse(b)?)),
             "append" => (Io, self.append(parse(b)?)),
@@ -783,8 +783,8 @@ impl Service {
         self.open(conn, a.table_name, scan, false)
     }
 
-    fn fetch(&self, id: i32, rows: i32) -> CallResult {
-        let Some(entry) = self.scanners.get(id) else {
+    fn fetch(&self, conn: u64, id: i32, rows: i32) -> CallResult {
+        let Some(entry) = self.scanners.get(id, conn) else {
             return Err(CallError::IllegalArgument("scanner ID is invalid".into()));
         };
         let rows = entry
@@ -794,18 +794,22 @@ impl Service {
         Ok(Some(out.to_value()))
     }
 
-    fn scanner_get(&self, a: Result<args::ScannerId, CallError>) -> CallResult {
-        self.fetch(required(a?.id, "id")?, 1)
+    fn scanner_get(&self, conn: u64, a: Result<args::ScannerId, CallError>) -> CallResult {
+        self.fetch(conn, required(a?.id, "id")?, 1)
     }
 
-    fn scanner_get_list(&self, a: Result<args::ScannerGetList, CallError>) -> CallResult {
+    fn scanner_get_list(
+        &self,
+        conn: u64,
+        a: Result<args::ScannerGetList, CallError>,
+    ) -> CallResult {
         let a = a?;
-        self.fetch(required(a.id, "id")?, required(a.nb_rows, "nbRows")?)
+        self.fetch(conn, required(a.id, "id")?, required(a.nb_rows, "nbRows")?)
     }
 
-    fn scanner_close(&self, a: Result<args::ScannerId, CallError>) -> CallResult {
+    fn scanner_close(&self, conn: u64, a: Result<args::ScannerId, CallError>) -> CallResult {
         let id = required(a?.id, "id")?;
-        if !self.scanners.remove(id) {
+        if !self.scanners.remove(id, conn) {
             return Err(CallError::IllegalArgument("scanner ID is invalid".into()));
         }
         Ok(None)

@@ -99,7 +99,6 @@ pub(crate) struct Scanners {
 
 #[derive(Debug, Default)]
 struct Inner {
-    next_id: i32,
     open: HashMap<i32, Arc<OpenScanner>>,
     /// Open scanners per owning connection.
     owned: HashMap<u64, usize>,
@@ -182,26 +181,37 @@ impl Scanners {
             return Err(Refused::Connection(self.per_connection));
         }
         *owned += 1;
-        // Ids wrap around after 2^31 scanners; skip any still open.
-        let mut id = inner.next_id;
+        // Random ids (not sequential): a client cannot guess another's,
+        // and `get` refuses an id from any connection but its owner.
+        let mut id = basalt::guard::random_scanner_id_i32();
         while inner.open.contains_key(&id) {
-            id = id.checked_add(1).unwrap_or(0);
+            id = basalt::guard::random_scanner_id_i32();
         }
-        inner.next_id = id.checked_add(1).unwrap_or(0);
         inner.open.insert(id, entry);
         Ok(id)
     }
 
-    /// The scanner with this id, its lease renewed.
-    pub(crate) fn get(&self, id: i32) -> Option<Arc<OpenScanner>> {
-        let entry = self.inner.lock().open.get(&id).cloned()?;
+    /// The scanner with this id, its lease renewed; `None` when it is
+    /// unknown or another connection than `owner` opened it.
+    pub(crate) fn get(&self, id: i32, owner: u64) -> Option<Arc<OpenScanner>> {
+        let entry = self
+            .inner
+            .lock()
+            .open
+            .get(&id)
+            .filter(|s| s.owner == owner)
+            .cloned()?;
         *entry.last_used.lock() = Instant::now();
         Some(entry)
     }
 
-    /// Closes a scanner; false when the id is unknown.
-    pub(crate) fn remove(&self, id: i32) -> bool {
+    /// Closes a scanner; false when the id is unknown or another
+    /// connection than `owner` opened it.
+    pub(crate) fn remove(&self, id: i32, owner: u64) -> bool {
         let mut inner = self.inner.lock();
+        if inner.open.get(&id).is_none_or(|s| s.owner != owner) {
+            return false;
+        }
         match inner.open.remove(&id) {
             Some(s) => {
                 inner.forget(s.owner);

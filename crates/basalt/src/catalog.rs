@@ -475,6 +475,7 @@ impl Catalog {
             return Err(Error::TableExists(name));
         }
         let namespace = namespace_of(&name);
+        check_not_system_table(&name, namespace)?;
         if !self.has_namespace(namespace) {
             return Err(Error::NamespaceNotFound(namespace.to_string()));
         }
@@ -791,6 +792,37 @@ impl Catalog {
     }
 }
 
+/// The tables HBase keeps in its `hbase` namespace. Basalt serves
+/// `hbase:meta` from the catalog itself; a user table of the same name would
+/// be listed twice and shadow it, so creating any of these answers
+/// `TableExistsException`, as HBase does for a table that exists.
+pub const SYSTEM_TABLES: [&str; 8] = [
+    "hbase:meta",
+    "hbase:namespace",
+    "hbase:acl",
+    "hbase:labels",
+    "hbase:quota",
+    "hbase:rsgroup",
+    "hbase:replication",
+    "hbase:slowlog",
+];
+
+/// Refuses a user table in the system namespace: HBase's own tables answer
+/// `TableExistsException`, any other `hbase:*` name a constraint error, so
+/// no gateway can shadow or impersonate a system table.
+fn check_not_system_table(name: &str, namespace: &str) -> Result<()> {
+    if SYSTEM_TABLES.contains(&name) {
+        return Err(Error::TableExists(name.to_string()));
+    }
+    if namespace == basalt_types::descriptor::SYSTEM_NAMESPACE {
+        return Err(Error::Constraint(format!(
+            "table {name} is in the reserved namespace {namespace}, \
+             which holds only system tables"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -877,6 +909,35 @@ mod tests {
         let parsed = Catalog::parse(old.as_bytes(), Path::new("c"), 1).unwrap();
         assert!(parsed.has_namespace("legacy"));
         assert!(parsed.namespaces["legacy"].properties.is_empty());
+    }
+
+    #[test]
+    fn system_tables_and_the_system_namespace_cannot_be_created_by_users() {
+        let mut c = Catalog::default();
+        let table =
+            |name: &str| TableDescriptor::new(name).family(ColumnFamilyDescriptor::new("f"));
+        assert!(matches!(
+            c.add_table(table("hbase:meta"), &[], 1),
+            Err(Error::TableExists(name)) if name == "hbase:meta"
+        ));
+        assert!(matches!(
+            c.add_table(table("hbase:namespace"), &[], 1),
+            Err(Error::TableExists(_))
+        ));
+        assert!(matches!(
+            c.add_table(table("hbase:mine"), &[], 1),
+            Err(Error::Constraint(message)) if message.contains("reserved namespace hbase")
+        ));
+        assert!(matches!(
+            c.add_namespace(NamespaceDescriptor {
+                name: "hbase".into(),
+                properties: BTreeMap::new(),
+            }),
+            Err(Error::NamespaceExists(_))
+        ));
+        assert!(c.tables.is_empty());
+        // A user table whose qualifier merely looks like a system one is fine.
+        assert!(c.add_table(table("meta"), &[], 1).is_ok());
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub mod check;
 pub mod cluster;
 mod database;
 mod gateways;
+pub mod guard;
 pub mod keys;
 mod locator;
 mod maintenance;

@@ -169,8 +169,8 @@ impl Service2 {
             "append" => parse(b).and_then(|a| self.append(a)),
             "mutateRow" => parse(b).and_then(|a| self.mutate_row(a)),
             "openScanner" => parse(b).and_then(|a| self.open_scanner(conn, a)),
-            "getScannerRows" => parse(b).and_then(|a| self.get_scanner_rows(a)),
-            "closeScanner" => parse(b).and_then(|a| self.close_scanner(a)),
+            "getScannerRows" => parse(b).and_then(|a| self.get_scanner_rows(conn, a)),
+            "closeScanner" => parse(b).and_then(|a| self.close_scanner(conn, a)),
             "getScannerResults" => parse(b).and_then(|a| self.get_scanner_results(a)),
             "getRegionLocation" => parse(b).and_then(|a| self.get_region_location(a)),
             "getAllRegionLocations" => parse(b).and_then(|a| self.get_all_region_locations(a)),
@@ -475,9 +475,9 @@ impl Service2 {
         Ok(Some(Value::I32(id)))
     }
 
-    fn get_scanner_rows(&self, a: args::GetScannerRows) -> Answer {
+    fn get_scanner_rows(&self, conn: u64, a: args::GetScannerRows) -> Answer {
         let id = required(a.scanner_id, "scannerId")?;
-        let Some(entry) = self.scanners.get(id) else {
+        let Some(entry) = self.scanners.get(id, conn) else {
             return Err(Failure::IllegalArgument(format!(
                 "Invalid scanner Id: {id}"
             )));
@@ -488,9 +488,9 @@ impl Service2 {
         Ok(Some(out.to_value()))
     }
 
-    fn close_scanner(&self, a: args::CloseScanner) -> Answer {
+    fn close_scanner(&self, conn: u64, a: args::CloseScanner) -> Answer {
         let id = required(a.scanner_id, "scannerId")?;
-        if !self.scanners.remove(id) {
+        if !self.scanners.remove(id, conn) {
             return Err(Failure::IllegalArgument(format!(
                 "Invalid scanner Id: {id}"
             )));
