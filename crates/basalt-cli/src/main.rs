@@ -239,6 +239,10 @@ struct ServeArgs {
 ///
 /// [database]          # engine options (see basalt::Options)
 /// wal_segment_bytes = 67108864
+///
+/// [limits]            # shared by every gateway (docs/limits.md)
+/// max_filters = 1000
+/// max_filter_depth = 32
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -261,6 +265,28 @@ struct Config {
     storage: StorageConfig,
     /// The embedded database.
     database: Options,
+    /// Limits every gateway shares (docs/limits.md).
+    limits: LimitsConfig,
+}
+
+/// `[limits]`: bounds on the work one request may ask of the server,
+/// whatever gateway it came through.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct LimitsConfig {
+    /// Most filters in one request's filter tree.
+    max_filters: usize,
+    /// Deepest nesting of one request's filter tree.
+    max_filter_depth: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_filters: basalt::DEFAULT_MAX_FILTERS,
+            max_filter_depth: basalt::DEFAULT_MAX_FILTER_DEPTH,
+        }
+    }
 }
 
 /// `[zookeeper]`: where to register; no quorum means no registration.
@@ -407,6 +433,7 @@ fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String>
     if let Some(dir) = config.data_dir.take() {
         config.database.data_dir = dir;
     }
+    basalt::set_filter_limits(config.limits.max_filters, config.limits.max_filter_depth);
     if let Some(dir) = &args.data_dir {
         config.database.data_dir = dir.clone();
     }

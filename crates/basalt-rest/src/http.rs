@@ -9,6 +9,11 @@
 //! 2. Each connection runs on hyper's HTTP/1.1 server with a header read
 //!    timeout (a client that never finishes its headers is dropped) and
 //!    hands every request to the server's [`Handler`].
+//!    Every answer carries the web security headers (`nosniff`, a CSP,
+//!    frame refusal); a request naming a `Host` that is neither an IP
+//!    literal nor an allowed name is refused (DNS rebinding), and a `POST`
+//!    without a same-origin signal and with no or a form-like content type
+//!    is refused (a cross-site form or bodyless POST must not change state).
 //! 3. Shutdown lets each connection finish the request it is serving
 //!    (hyper's graceful shutdown), then the loop waits for every
 //!    connection task before it returns.
@@ -30,6 +35,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use basalt::guard::{AddressSlots, RefusalLog, Slot, SlotLimits};
+
 /// What a server answers a request with.
 pub type Handler = Arc<
     dyn Fn(hyper::Request<Incoming>) -> Pin<Box<dyn Future<Output = Response> + Send>>
@@ -48,17 +55,89 @@ pub struct ConnectionGate {
     max: usize,
     open: AtomicUsize,
     refused: AtomicU64,
+    /// Per-address limits with reserved slots, so one address flooding
+    /// the server cannot lock every other client out.
+    slots: AddressSlots,
+    /// One summary line per interval instead of a WARN per refusal.
+    refusals: RefusalLog,
+    /// Host names (besides IP literals and the defaults) a request may
+    /// name in `Host`.
+    allowed_hosts: parking_lot::RwLock<Vec<String>>,
 }
+
+/// The security headers every answer of an HTTP server carries: no MIME
+/// sniffing of API answers, no framing (clickjacking), and a policy that
+/// lets the UI's pages load only their own resources.
+pub const SECURITY_HEADERS: [(&str, &str); 4] = [
+    ("x-content-type-options", "nosniff"),
+    ("x-frame-options", "DENY"),
+    (
+        "content-security-policy",
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; \
+         frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    ),
+    ("referrer-policy", "no-referrer"),
+];
+
+/// The names a `Host` header may carry without being configured.
+const DEFAULT_ALLOWED_HOSTS: [&str; 1] = ["localhost"];
 
 impl ConnectionGate {
     /// A gate admitting at most `max` connections at once (at least one).
+    /// One address may hold half of them, and a tenth are kept for
+    /// addresses holding none (see [`ConnectionGate::with_limits`]).
     pub fn new(server: &'static str, max: usize) -> Arc<ConnectionGate> {
+        let max = max.max(1);
+        Self::with_limits(server, max, (max / 2).max(1), max / 10, &[])
+    }
+
+    /// A gate admitting `max` connections, at most `per_address` from one
+    /// peer address, `reserved` of them only for addresses holding none;
+    /// `allowed_hosts` are the host names (besides `localhost` and any IP
+    /// literal) requests may name in `Host`.
+    pub fn with_limits(
+        server: &'static str,
+        max: usize,
+        per_address: usize,
+        reserved: usize,
+        allowed_hosts: &[String],
+    ) -> Arc<ConnectionGate> {
+        let max = max.max(1);
         Arc::new(ConnectionGate {
             server,
-            max: max.max(1),
+            max,
             open: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
+            slots: AddressSlots::new(SlotLimits {
+                total: max,
+                per_address,
+                reserved,
+            }),
+            refusals: RefusalLog::new(server, Duration::from_secs(10)),
+            allowed_hosts: parking_lot::RwLock::new(
+                allowed_hosts
+                    .iter()
+                    .map(|h| h.to_ascii_lowercase())
+                    .collect(),
+            ),
         })
+    }
+
+    /// Allows one more host name in `Host` (the server's configured name).
+    pub fn allow_host(&self, name: &str) {
+        self.allowed_hosts.write().push(name.to_ascii_lowercase());
+    }
+
+    /// True when a request may name `host` (a `Host` header value, port
+    /// included or not): an IP literal (DNS rebinding needs a name), or a
+    /// name that is allowed.
+    pub fn host_allowed(&self, host: &str) -> bool {
+        let name = host_name(host).to_ascii_lowercase();
+        if name.parse::<std::net::IpAddr>().is_ok() {
+            return true;
+        }
+        DEFAULT_ALLOWED_HOSTS.contains(&name.as_str())
+            || self.allowed_hosts.read().iter().any(|h| *h == name)
     }
 
     /// Connections open now.
@@ -73,7 +152,7 @@ impl ConnectionGate {
 }
 
 /// One admitted connection; gives its place back when its task ends.
-struct Admitted(Arc<ConnectionGate>);
+struct Admitted(Arc<ConnectionGate>, #[allow(dead_code)] Slot);
 
 impl Drop for Admitted {
     fn drop(&mut self) {
@@ -101,14 +180,17 @@ pub async fn accept_loop(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    if gate.open.load(Ordering::SeqCst) >= gate.max {
-                        gate.refused.fetch_add(1, Ordering::SeqCst);
-                        tracing::warn!(%peer, max = gate.max, server = gate.server, "connection refused: max_connections reached");
-                        drop(stream);
-                        continue;
-                    }
+                    let slot = match gate.slots.acquire(peer.ip()) {
+                        Ok(slot) => slot,
+                        Err(refusal) => {
+                            gate.refused.fetch_add(1, Ordering::SeqCst);
+                            gate.refusals.refused(refusal.reason());
+                            drop(stream);
+                            continue;
+                        }
+                    };
                     gate.open.fetch_add(1, Ordering::SeqCst);
-                    let admitted = Admitted(Arc::clone(&gate));
+                    let admitted = Admitted(Arc::clone(&gate), slot);
                     connections.spawn(serve_connection(
                         stream,
                         admitted,
@@ -139,9 +221,22 @@ async fn serve_connection(
     handler: Handler,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let service = service_fn(move |request| {
-        let answer = handler(request);
-        async move { Ok::<_, Infallible>(answer.await) }
+    let gate = Arc::clone(&admitted.0);
+    let service = service_fn(move |request: hyper::Request<Incoming>| {
+        let refusal = refuse_unsafe(&gate, request.headers(), request.method());
+        let answer = refusal.is_none().then(|| handler(request));
+        async move {
+            let mut response = match (refusal, answer) {
+                (Some(refusal), _) => refusal,
+                (None, Some(answer)) => answer.await,
+                (None, None) => plain(hyper::StatusCode::INTERNAL_SERVER_ERROR, "no answer"),
+            };
+            let headers = response.headers_mut();
+            for (name, value) in SECURITY_HEADERS {
+                headers.insert(name, hyper::header::HeaderValue::from_static(value));
+            }
+            Ok::<_, Infallible>(response)
+        }
     });
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new());
@@ -162,4 +257,202 @@ async fn serve_connection(
         }
     }
     drop(admitted);
+}
+
+/// The host part of a `Host` value: `name`, `name:port`, `[v6]:port`.
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
+            name
+        }
+        _ => host,
+    }
+}
+
+fn plain(status: hyper::StatusCode, message: &str) -> Response {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(format!("{message}\n"))));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain"),
+    );
+    response
+}
+
+/// The content types a cross-site HTML form (or a "simple" cross-origin
+/// request) can send without a CORS preflight.
+const FORM_TYPES: [&str; 3] = [
+    "application/x-www-form-urlencoded",
+    "multipart/form-data",
+    "text/plain",
+];
+
+/// Refuses a request naming a host that is not allowed (DNS rebinding) or
+/// a state-changing request a browser could have sent cross-site: `None`
+/// when it may be served.
+pub fn refuse_unsafe(
+    gate: &ConnectionGate,
+    headers: &hyper::HeaderMap,
+    method: &hyper::Method,
+) -> Option<Response> {
+    let text = |name: hyper::header::HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(host) = text(hyper::header::HOST) {
+        if !gate.host_allowed(host) {
+            return Some(plain(
+                hyper::StatusCode::MISDIRECTED_REQUEST,
+                &format!(
+                    "Host '{}' is not one of this server's names; add it to allowed_hosts",
+                    host_name(host)
+                ),
+            ));
+        }
+    }
+    if matches!(
+        *method,
+        hyper::Method::GET | hyper::Method::HEAD | hyper::Method::OPTIONS
+    ) {
+        return None;
+    }
+    let fetch_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim);
+    if let Some(site) = fetch_site {
+        if !matches!(site, "same-origin" | "none") {
+            return Some(plain(
+                hyper::StatusCode::FORBIDDEN,
+                &format!("cross-site {method} refused (Sec-Fetch-Site: {site})"),
+            ));
+        }
+    }
+    let origin = text(hyper::header::ORIGIN);
+    if let Some(origin) = origin {
+        let origin_host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+        let same =
+            text(hyper::header::HOST).is_some_and(|host| host.eq_ignore_ascii_case(origin_host));
+        if !same {
+            return Some(plain(
+                hyper::StatusCode::FORBIDDEN,
+                &format!("cross-origin {method} refused (Origin: {origin})"),
+            ));
+        }
+    }
+    let same_origin_signal = fetch_site.is_some() || origin.is_some();
+    if *method == hyper::Method::POST && !same_origin_signal {
+        // PUT and DELETE cannot be sent cross-site without a preflight this
+        // server never grants; a POST can, as a form or bodyless.
+        let content_type = text(hyper::header::CONTENT_TYPE)
+            .map(|t| t.split(';').next().unwrap_or(t).trim().to_ascii_lowercase());
+        match content_type {
+            None => {
+                return Some(plain(
+                    hyper::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "POST needs an explicit Content-Type (or a same-origin Origin)",
+                ))
+            }
+            Some(t) if FORM_TYPES.contains(&t.as_str()) => {
+                return Some(plain(
+                    hyper::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    &format!("POST with Content-Type {t} could be a cross-site form; refused without a same-origin Origin"),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> hyper::HeaderMap {
+        let mut map = hyper::HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, hyper::header::HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    fn status(
+        gate: &ConnectionGate,
+        method: hyper::Method,
+        pairs: &[(&'static str, &'static str)],
+    ) -> u16 {
+        refuse_unsafe(gate, &headers(pairs), &method).map_or(200, |r| r.status().as_u16())
+    }
+
+    #[test]
+    fn a_rebinding_host_name_is_refused_and_ip_literals_pass() {
+        let gate = ConnectionGate::with_limits("test", 8, 8, 0, &["db.example".to_string()]);
+        assert_eq!(
+            status(&gate, hyper::Method::GET, &[("host", "evil.example:8080")]),
+            421
+        );
+        for host in [
+            "127.0.0.1:8080",
+            "[::1]:8080",
+            "localhost",
+            "DB.example:1",
+            "10.1.2.3",
+        ] {
+            assert!(gate.host_allowed(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn a_cross_site_bodyless_post_cannot_change_state() {
+        let gate = ConnectionGate::new("test", 8);
+        let local = ("host", "127.0.0.1:8080");
+        assert_eq!(status(&gate, hyper::Method::POST, &[local]), 415);
+        assert_eq!(
+            status(
+                &gate,
+                hyper::Method::POST,
+                &[local, ("content-type", "text/plain")]
+            ),
+            415
+        );
+        assert_eq!(
+            status(
+                &gate,
+                hyper::Method::POST,
+                &[local, ("origin", "http://evil.example")]
+            ),
+            403
+        );
+        assert_eq!(
+            status(
+                &gate,
+                hyper::Method::POST,
+                &[local, ("sec-fetch-site", "cross-site")]
+            ),
+            403
+        );
+        assert_eq!(
+            status(
+                &gate,
+                hyper::Method::POST,
+                &[local, ("content-type", "application/json")]
+            ),
+            200
+        );
+        assert_eq!(
+            status(
+                &gate,
+                hyper::Method::POST,
+                &[local, ("origin", "http://127.0.0.1:8080")]
+            ),
+            200
+        );
+        assert_eq!(status(&gate, hyper::Method::DELETE, &[local]), 200);
+    }
 }

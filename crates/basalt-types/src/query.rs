@@ -387,6 +387,9 @@ impl Scan {
         if self.batch == Some(0) {
             return Err(Error::invalid("batch must be at least 1"));
         }
+        if let Some(filter) = &self.filter {
+            filter.check_limits()?;
+        }
         Ok(())
     }
 }

@@ -107,7 +107,8 @@ pub use basalt_types::descriptor::{
     MAX_FAMILY_NAME_BYTES, MAX_TABLE_NAME_PART_BYTES, RESERVED_NAMESPACES,
 };
 pub use basalt_types::filter::{
-    Comparator, CompareOp, Filter, FuzzyKey, ListOperator, SingleColumnValue,
+    set_filter_limits, Comparator, CompareOp, Filter, FuzzyKey, ListOperator, SingleColumnValue,
+    DEFAULT_MAX_FILTERS, DEFAULT_MAX_FILTER_DEPTH,
 };
 pub use basalt_types::mutation::{
     Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Put, RowMutations,

@@ -91,6 +91,9 @@ impl Table {
 
     /// Reads one row. A missing row gives an empty result, not an error.
     pub fn get(&self, get: &Get) -> Result<RowResult> {
+        if let Some(filter) = &get.filter {
+            filter.check_limits()?;
+        }
         self.latencies.time(Operation::Get, || {
             // Reads are never refused by a local region (a closing
             // region's data is frozen); a remote one may have moved.

@@ -284,6 +284,43 @@ impl Filter {
         parse::parse_filter(text)
     }
 
+    /// Refuses a filter tree with more than [`max_filters`] filters or
+    /// nested deeper than [`max_filter_depth`]: every filter is evaluated
+    /// for every cell scanned, so an unbounded list (100,000 `PrefixFilter`
+    /// in an OR, a few megabytes of request) would buy minutes of server
+    /// CPU. Every filter language (filter string, REST FilterModel,
+    /// protobuf, Thrift2) ends here, through `Scan::validate` and the
+    /// table's `get`.
+    pub fn check_limits(&self) -> Result<()> {
+        let (max_count, max_depth) = (max_filters(), max_filter_depth());
+        let mut count = 0usize;
+        // Iterative, so a deep tree cannot overflow the stack here.
+        let mut stack: Vec<(&Filter, usize)> = vec![(self, 1)];
+        while let Some((filter, depth)) = stack.pop() {
+            count += 1;
+            if count > max_count {
+                return Err(crate::Error::invalid(format!(
+                    "the filter holds more than {max_count} filters (the limit, \
+                     max_filters); split the request or simplify the filter"
+                )));
+            }
+            if depth > max_depth {
+                return Err(crate::Error::invalid(format!(
+                    "the filter is nested more than {max_depth} levels deep \
+                     (the limit, max_filter_depth)"
+                )));
+            }
+            match filter {
+                Filter::List(_, children) => {
+                    stack.extend(children.iter().map(|c| (c, depth + 1)));
+                }
+                Filter::Skip(inner) | Filter::While(inner) => stack.push((inner, depth + 1)),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Creates the stateful evaluator for one read. `reversed` tells
     /// row-range filters (Prefix, InclusiveStop) which way the scan runs.
     pub fn build(&self, reversed: bool) -> Box<dyn CellFilter> {
@@ -358,5 +395,66 @@ pub trait CellFilter: Send + fmt::Debug {
     /// could pass. Cells sorting before it are skipped.
     fn next_cell_hint(&mut self, _cell: &Cell) -> Option<Cell> {
         None
+    }
+}
+
+/// Default of [`max_filters`].
+pub const DEFAULT_MAX_FILTERS: usize = 1_000;
+/// Default of [`max_filter_depth`].
+pub const DEFAULT_MAX_FILTER_DEPTH: usize = 32;
+
+static MAX_FILTERS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_FILTERS);
+static MAX_FILTER_DEPTH: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(DEFAULT_MAX_FILTER_DEPTH);
+
+/// Most filters one request's filter tree may hold (process-wide; the
+/// server sets it from its configuration at start).
+pub fn max_filters() -> usize {
+    MAX_FILTERS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Deepest nesting of one request's filter tree.
+pub fn max_filter_depth() -> usize {
+    MAX_FILTER_DEPTH.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Sets the process-wide filter limits (each at least 1).
+pub fn set_filter_limits(max_filters: usize, max_depth: usize) {
+    MAX_FILTERS.store(max_filters.max(1), std::sync::atomic::Ordering::Relaxed);
+    MAX_FILTER_DEPTH.store(max_depth.max(1), std::sync::atomic::Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    fn prefixes(n: usize) -> Filter {
+        let text = (0..n)
+            .map(|i| format!("PrefixFilter('p{i}')"))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        Filter::parse(&text).unwrap()
+    }
+
+    #[test]
+    fn a_hundred_thousand_filters_are_refused_with_a_clear_error() {
+        let error = prefixes(100_000).check_limits().unwrap_err().to_string();
+        assert!(error.contains("more than 1000 filters"), "{error}");
+        assert!(prefixes(10).check_limits().is_ok());
+    }
+
+    #[test]
+    fn a_deeply_nested_filter_is_refused() {
+        let mut text = "KeyOnlyFilter()".to_string();
+        for _ in 0..40 {
+            text = format!("SKIP ({text})");
+        }
+        let error = Filter::parse(&text)
+            .unwrap()
+            .check_limits()
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("nested more than 32"), "{error}");
     }
 }
