@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use basalt::guard::{AddressSlots, RefusalLog, SlotLimits};
 use basalt::Database;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -78,6 +79,16 @@ pub struct RpcConfig {
     pub max_scan_answer_bytes: usize,
     /// Calls answered at once per connection.
     pub max_calls_per_connection: usize,
+    /// A new connection must send its preamble and connection header
+    /// within this long (0: the idle timeout), so silent connections do not
+    /// hold slots for the whole idle timeout.
+    pub handshake_timeout_ms: u64,
+    /// Connections one peer address may hold (0: half of
+    /// `max_connections`).
+    pub max_connections_per_address: usize,
+    /// Slots of `max_connections` only addresses holding no connection may
+    /// take (default a tenth), so one address cannot lock others out.
+    pub reserved_connections: Option<usize>,
 }
 
 impl Default for RpcConfig {
@@ -100,6 +111,9 @@ impl Default for RpcConfig {
             default_scan_rows: limits.default_scan_rows,
             max_scan_answer_bytes: limits.max_scan_answer_bytes,
             max_calls_per_connection: limits.max_calls_per_connection,
+            handshake_timeout_ms: 10_000,
+            max_connections_per_address: 0,
+            reserved_connections: None,
         }
     }
 }
@@ -202,6 +216,19 @@ impl RpcBound {
             budget_size: budget,
             next_connection: AtomicU64::new(1),
             open_connections: AtomicUsize::new(0),
+            slots: AddressSlots::new(SlotLimits {
+                total: limits.max_connections,
+                per_address: match config.max_connections_per_address {
+                    0 => (limits.max_connections / 2).max(1),
+                    n => n,
+                },
+                reserved: config
+                    .reserved_connections
+                    .unwrap_or(limits.max_connections / 10),
+            }),
+            refusals: RefusalLog::new("native RPC", Duration::from_secs(10)),
+            handshake: (config.handshake_timeout_ms > 0)
+                .then(|| Duration::from_millis(config.handshake_timeout_ms)),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         // Abandoned scanners go after their lease even when nobody opens
@@ -277,6 +304,12 @@ struct Shared {
     budget_size: usize,
     next_connection: AtomicU64,
     open_connections: AtomicUsize,
+    /// Per-address connection slots (both ports share them).
+    slots: AddressSlots,
+    /// Refusals, summarized once per interval.
+    refusals: RefusalLog,
+    /// Deadline for the preamble and connection header.
+    handshake: Option<Duration>,
 }
 
 /// A running native RPC server.
@@ -396,14 +429,16 @@ async fn accept_loop(
         tokio::select! {
             _ = shutdown.changed() => return,
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                let open = shared.open_connections.fetch_add(1, Ordering::SeqCst);
-                if open >= shared.ctx.limits.max_connections {
-                    shared.open_connections.fetch_sub(1, Ordering::SeqCst);
-                    tracing::warn!(limit = shared.ctx.limits.max_connections, "native RPC connection refused: too many open");
-                    drop(stream);
-                    continue;
-                }
+                let Ok((stream, peer)) = accepted else { continue };
+                let slot = match shared.slots.acquire(peer.ip()) {
+                    Ok(slot) => slot,
+                    Err(refusal) => {
+                        shared.refusals.refused(refusal.reason());
+                        drop(stream);
+                        continue;
+                    }
+                };
+                shared.open_connections.fetch_add(1, Ordering::SeqCst);
                 let _ = stream.set_nodelay(true);
                 let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
                 let shared = Arc::clone(&shared);
@@ -414,6 +449,7 @@ async fn accept_loop(
                     }
                     shared.ctx.scanners.close_owned_by(id);
                     shared.open_connections.fetch_sub(1, Ordering::SeqCst);
+                    drop(slot);
                 });
             }
         }
@@ -459,9 +495,18 @@ async fn connection(
     let limits = &shared.ctx.limits;
     let idle = (limits.idle_timeout_ms > 0).then(|| Duration::from_millis(limits.idle_timeout_ms));
     let (mut reader, mut writer) = stream.into_split();
-    // 1. Preamble and connection header.
+    // 1. Preamble and connection header, under the handshake deadline: a
+    // silent connection gives its slot back in seconds, not an idle timeout.
+    let handshake_started = tokio::time::Instant::now();
+    let handshake = shared.handshake.or(idle);
+    let left = |budget: Option<Duration>| {
+        budget.map(|b| {
+            b.saturating_sub(handshake_started.elapsed())
+                .max(Duration::from_millis(1))
+        })
+    };
     let mut preamble = [0u8; 6];
-    read_within(&mut reader, &mut preamble, idle).await?;
+    read_within(&mut reader, &mut preamble, left(handshake)).await?;
     if &preamble == frame::REGISTRY_PREAMBLE {
         // HBase 2.6+ `RpcConnectionRegistry`: the cluster id, then close.
         let answer = frame::encode_registry_response(&shared.ctx.identity.cluster_id);
@@ -473,7 +518,7 @@ async fn connection(
         return fatal(&mut writer, NO_CALL, &e).await;
     }
     let mut len = [0u8; 4];
-    read_within(&mut reader, &mut len, idle).await?;
+    read_within(&mut reader, &mut len, left(handshake)).await?;
     let header_len = u32::from_be_bytes(len) as usize;
     if header_len > frame::MAX_CONNECTION_HEADER_BYTES {
         let e = RpcError::new(
@@ -487,7 +532,7 @@ async fn connection(
         return fatal(&mut writer, NO_CALL, &e).await;
     }
     let mut header = vec![0u8; header_len];
-    read_within(&mut reader, &mut header, idle).await?;
+    read_within(&mut reader, &mut header, left(handshake)).await?;
     let header = match <ConnectionHeader as prost::Message>::decode(&header[..]) {
         Ok(h) => h,
         Err(e) => {
