@@ -84,11 +84,12 @@ const DEFAULT_ALLOWED_HOSTS: [&str; 1] = ["localhost"];
 
 impl ConnectionGate {
     /// A gate admitting at most `max` connections at once (at least one).
-    /// One address may hold half of them, and a tenth are kept for
-    /// addresses holding none (see [`ConnectionGate::with_limits`]).
+    /// A tenth of them are kept for addresses holding none, so one
+    /// address can take the rest but never lock others out (see
+    /// [`ConnectionGate::with_limits`]).
     pub fn new(server: &'static str, max: usize) -> Arc<ConnectionGate> {
         let max = max.max(1);
-        Self::with_limits(server, max, (max / 2).max(1), max / 10, &[])
+        Self::with_limits(server, max, max, max / 10, &[])
     }
 
     /// A gate admitting `max` connections, at most `per_address` from one

@@ -83,8 +83,8 @@ pub struct RpcConfig {
     /// within this long (0: the idle timeout), so silent connections do not
     /// hold slots for the whole idle timeout.
     pub handshake_timeout_ms: u64,
-    /// Connections one peer address may hold (0: half of
-    /// `max_connections`).
+    /// Connections one peer address may hold (0: no limit of its own; the
+    /// reserved slots still keep room for other addresses).
     pub max_connections_per_address: usize,
     /// Slots of `max_connections` only addresses holding no connection may
     /// take (default a tenth), so one address cannot lock others out.
@@ -219,7 +219,7 @@ impl RpcBound {
             slots: AddressSlots::new(SlotLimits {
                 total: limits.max_connections,
                 per_address: match config.max_connections_per_address {
-                    0 => (limits.max_connections / 2).max(1),
+                    0 => usize::MAX,
                     n => n,
                 },
                 reserved: config

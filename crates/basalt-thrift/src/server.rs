@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use basalt::guard::{AddressSlots, Slot, SlotLimits};
 use bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -146,6 +147,12 @@ pub struct ServerConfig {
     /// is answered. Default 64 MiB: four requests of the largest size at
     /// once, thousands of ordinary ones.
     pub max_in_flight_bytes: usize,
+    /// Connections one peer address may hold (0: no limit of its own).
+    pub max_connections_per_address: usize,
+    /// Of `max_connections`, the slots only addresses holding no
+    /// connection may take (default a tenth): one address flooding the
+    /// server cannot lock the others out.
+    pub reserved_connections: Option<usize>,
 }
 
 impl ServerConfig {
@@ -173,6 +180,8 @@ impl Default for ServerConfig {
             max_connections: 1000,
             idle_timeout_ms: 60_000,
             max_in_flight_bytes: 64 * 1024 * 1024,
+            max_connections_per_address: 0,
+            reserved_connections: None,
         }
     }
 }
@@ -253,6 +262,8 @@ struct Shared {
     started: Instant,
     next_connection: AtomicU64,
     open_connections: AtomicUsize,
+    /// Per-address slots with reserved room for other addresses.
+    slots: AddressSlots,
 }
 
 impl Shared {
@@ -411,6 +422,16 @@ impl Server {
             started: Instant::now(),
             next_connection: AtomicU64::new(1),
             open_connections: AtomicUsize::new(0),
+            slots: AddressSlots::new(SlotLimits {
+                total: config.max_connections.max(1),
+                per_address: match config.max_connections_per_address {
+                    0 => usize::MAX,
+                    n => n,
+                },
+                reserved: config
+                    .reserved_connections
+                    .unwrap_or(config.max_connections / 10),
+            }),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         runtime.spawn(expire_scanners(
@@ -550,14 +571,16 @@ async fn accept_loop(
                 Ok((stream, peer)) => {
                     // Counted here, not in the task, so that a burst of
                     // connections cannot all pass the cap before any runs.
-                    let open = shared.open_connections.fetch_add(1, Ordering::SeqCst);
-                    if open >= shared.max_connections {
-                        shared.open_connections.fetch_sub(1, Ordering::SeqCst);
-                        refuse(&shared, stream, peer);
-                        continue;
-                    }
+                    let slot = match shared.slots.acquire(peer.ip()) {
+                        Ok(slot) => slot,
+                        Err(_) => {
+                            refuse(&shared, stream, peer);
+                            continue;
+                        }
+                    };
+                    shared.open_connections.fetch_add(1, Ordering::SeqCst);
                     let id = shared.next_connection.fetch_add(1, Ordering::SeqCst);
-                    connections.spawn(connection(stream, peer, id, Arc::clone(&shared), shutdown.clone()));
+                    connections.spawn(connection(stream, peer, id, Arc::clone(&shared), shutdown.clone(), slot));
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off rather
@@ -620,6 +643,7 @@ async fn connection(
     id: u64,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
+    slot: Slot,
 ) {
     let _ = stream.set_nodelay(true);
     tracing::debug!(%peer, id, "connection opened");
@@ -640,6 +664,7 @@ async fn connection(
         tracing::debug!(%peer, id, released, "released the connection's scanners");
     }
     shared.open_connections.fetch_sub(1, Ordering::SeqCst);
+    drop(slot);
 }
 
 /// Ends a connection the server gives up on: the write side first (the
