@@ -53,6 +53,16 @@ pub struct InfoConfig {
     /// Most connections open at once; one more is accepted and closed at
     /// once. Default 64.
     pub max_connections: usize,
+    /// Host names a request's `Host` header may carry besides IP literals
+    /// and `localhost` (the names clients reach this server by); any other
+    /// name is refused with 421 so DNS rebinding cannot reach the server
+    /// from a browser. Default: none (the bind address, when it is a name,
+    /// is added).
+    pub allowed_hosts: Vec<String>,
+    /// Of `max_connections`, the slots only addresses holding no
+    /// connection may take (default a tenth), so one address cannot lock
+    /// the others out.
+    pub reserved_connections: Option<usize>,
     /// Milliseconds a client may take to send a request's headers (and so
     /// the longest a connection may sit idle between requests); 0 never
     /// times out. Default 30 000.
@@ -74,6 +84,8 @@ impl Default for InfoConfig {
             worker_threads: 1,
             max_blocking_threads: 4,
             max_connections: 64,
+            allowed_hosts: Vec::new(),
+            reserved_connections: None,
             idle_timeout_ms: 30_000,
             heatmap_rows: 64,
             max_heatmap_rows: 512,
@@ -172,7 +184,20 @@ impl InfoServer {
         let local_addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             context: Arc::new(Context::new(db, &config)),
-            connections: ConnectionGate::new("info", config.max_connections),
+            connections: ConnectionGate::with_limits(
+                "info",
+                config.max_connections,
+                config.max_connections,
+                config
+                    .reserved_connections
+                    .unwrap_or(config.max_connections / 10),
+                &config
+                    .allowed_hosts
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(config.bind.clone()))
+                    .collect::<Vec<_>>(),
+            ),
             idle_timeout: (config.idle_timeout_ms > 0)
                 .then(|| Duration::from_millis(config.idle_timeout_ms)),
         });

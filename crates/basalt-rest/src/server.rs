@@ -48,6 +48,16 @@ pub struct RestConfig {
     /// Most connections open at once; one more is accepted and closed at
     /// once. Default 1000.
     pub max_connections: usize,
+    /// Host names a request's `Host` header may carry besides IP literals
+    /// and `localhost` (the names clients reach this server by); any other
+    /// name is refused with 421 so DNS rebinding cannot reach the server
+    /// from a browser. Default: none (the bind address, when it is a name,
+    /// is added).
+    pub allowed_hosts: Vec<String>,
+    /// Of `max_connections`, the slots only addresses holding no
+    /// connection may take (default a tenth), so one address cannot lock
+    /// the others out.
+    pub reserved_connections: Option<usize>,
     /// Milliseconds a client may take to send a request's headers (and
     /// so also the longest a connection may sit idle between requests),
     /// and then its body; 0 never times out. Default 60 000.
@@ -84,6 +94,8 @@ impl Default for RestConfig {
             worker_threads: 2,
             max_blocking_threads: 32,
             max_connections: 1000,
+            allowed_hosts: Vec::new(),
+            reserved_connections: None,
             idle_timeout_ms: 60_000,
             max_request_bytes: 16 * 1024 * 1024,
             max_in_flight_bytes: 64 * 1024 * 1024,
@@ -203,7 +215,20 @@ impl RestServer {
             .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
         let shared = Arc::new(Shared {
             context,
-            connections: ConnectionGate::new("REST", config.max_connections),
+            connections: ConnectionGate::with_limits(
+                "REST",
+                config.max_connections,
+                config.max_connections,
+                config
+                    .reserved_connections
+                    .unwrap_or(config.max_connections / 10),
+                &config
+                    .allowed_hosts
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(config.bind.clone()))
+                    .collect::<Vec<_>>(),
+            ),
             idle_timeout: (config.idle_timeout_ms > 0)
                 .then(|| Duration::from_millis(config.idle_timeout_ms)),
             max_request_bytes: config.max_request_bytes,
