@@ -163,3 +163,20 @@ fn scanners_per_connection_are_capped() {
     c.scanner_open(b"t", b"", &[]).unwrap();
     assert_eq!(server.server().open_scanners(), 4);
 }
+
+#[test]
+fn another_connection_cannot_use_or_close_a_scanner() {
+    let server = TestServer::start();
+    fill(&server);
+    let mut owner = server.default_client();
+    let first = owner.scanner_open(b"t", b"", &[]).unwrap();
+    let second = owner.scanner_open(b"t", b"", &[]).unwrap();
+    assert_ne!(second, first.wrapping_add(1), "scanner ids are not sequential");
+    let mut thief = server.default_client();
+    assert!(thief.scanner_get_list(first, 10).is_err());
+    assert!(thief.scanner_close(first).is_err());
+    // The owner's scanner is untouched: it still reads every row.
+    assert_eq!(owner.scanner_get_list(first, 1000).unwrap().len(), 100);
+    owner.scanner_close(first).unwrap();
+    owner.scanner_close(second).unwrap();
+}
