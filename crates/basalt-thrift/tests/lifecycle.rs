@@ -171,7 +171,11 @@ fn another_connection_cannot_use_or_close_a_scanner() {
     let mut owner = server.default_client();
     let first = owner.scanner_open(b"t", b"", &[]).unwrap();
     let second = owner.scanner_open(b"t", b"", &[]).unwrap();
-    assert_ne!(second, first.wrapping_add(1), "scanner ids are not sequential");
+    assert_ne!(
+        second,
+        first.wrapping_add(1),
+        "scanner ids are not sequential"
+    );
     let mut thief = server.default_client();
     assert!(thief.scanner_get_list(first, 10).is_err());
     assert!(thief.scanner_close(first).is_err());

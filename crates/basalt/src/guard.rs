@@ -159,7 +159,8 @@ impl AddressSlots {
 pub struct RefusalLog {
     what: &'static str,
     interval: Duration,
-    state: Mutex<(Instant, u64, Option<String>)>,
+    /// When a line was last logged, and the refusals since.
+    state: Mutex<(Option<Instant>, u64)>,
 }
 
 impl RefusalLog {
@@ -168,24 +169,23 @@ impl RefusalLog {
         RefusalLog {
             what,
             interval,
-            state: Mutex::new((Instant::now(), 0, None)),
+            state: Mutex::new((None, 0)),
         }
     }
 
-    /// Records one refusal; answers the summary line when one is due (the
-    /// caller logs it), so tests can see what would be logged.
+    /// Records one refusal and logs a summary line when none was logged
+    /// for an interval; answers that line (tests read it).
     pub fn refused(&self, reason: &str) -> Option<String> {
         let mut state = self.state.lock();
         state.1 += 1;
-        state.2 = Some(reason.to_string());
-        if state.0.elapsed() < self.interval && state.1 > 1 {
+        if state.0.is_some_and(|at| at.elapsed() < self.interval) {
             return None;
         }
         let line = format!(
-            "{}: refused {} connection(s) in the last {:?}; latest reason: {}",
+            "{}: refused {} connection(s) since the last report (one line per {:?} at most); latest: {}",
             self.what, state.1, self.interval, reason
         );
-        *state = (Instant::now(), 0, None);
+        *state = (Some(Instant::now()), 0);
         tracing::warn!("{line}");
         Some(line)
     }
