@@ -314,7 +314,7 @@ impl Filter {
                 Filter::List(_, children) => {
                     stack.extend(children.iter().map(|c| (c, depth + 1)));
                 }
-                Filter::Skip(inner) | Filter::While(inner) => stack.push((inner, depth + 1)),
+                Filter::Skip(inner) | Filter::While(inner) => stack.push((&**inner, depth + 1)),
                 _ => {}
             }
         }
