@@ -316,10 +316,10 @@ pub fn refuse_unsafe(
             ));
         }
     }
-    if matches!(
-        *method,
-        hyper::Method::GET | hyper::Method::HEAD | hyper::Method::OPTIONS
-    ) {
+    if *method == hyper::Method::GET
+        || *method == hyper::Method::HEAD
+        || *method == hyper::Method::OPTIONS
+    {
         return None;
     }
     let fetch_site = headers
