@@ -52,7 +52,6 @@ pub type Response = hyper::Response<Full<Bytes>>;
 pub struct ConnectionGate {
     /// Names the server in log lines (`REST`, `info`).
     server: &'static str,
-    max: usize,
     open: AtomicUsize,
     refused: AtomicU64,
     /// Per-address limits with reserved slots, so one address flooding
@@ -106,7 +105,6 @@ impl ConnectionGate {
         let max = max.max(1);
         Arc::new(ConnectionGate {
             server,
-            max,
             open: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
             slots: AddressSlots::new(SlotLimits {
@@ -137,8 +135,7 @@ impl ConnectionGate {
         if name.parse::<std::net::IpAddr>().is_ok() {
             return true;
         }
-        DEFAULT_ALLOWED_HOSTS.contains(&name.as_str())
-            || self.allowed_hosts.read().iter().any(|h| *h == name)
+        DEFAULT_ALLOWED_HOSTS.contains(&name.as_str()) || self.allowed_hosts.read().contains(&name)
     }
 
     /// Connections open now.
