@@ -201,6 +201,8 @@ impl InfoServer {
             idle_timeout: (config.idle_timeout_ms > 0)
                 .then(|| Duration::from_millis(config.idle_timeout_ms)),
         });
+        // The UI and its API only read: a POST is answered 405 by the router.
+        shared.connections.serves_no_writes();
         let (shutdown, shutdown_rx) = watch::channel(false);
         let handler: Handler = {
             let shared = Arc::clone(&shared);

@@ -62,6 +62,9 @@ pub struct ConnectionGate {
     /// Host names (besides IP literals and the defaults) a request may
     /// name in `Host`.
     allowed_hosts: parking_lot::RwLock<Vec<String>>,
+    /// False for a server none of whose requests change state (the web
+    /// UI): its router answers a POST 405, so no cross-site check applies.
+    accepts_writes: std::sync::atomic::AtomicBool,
 }
 
 /// The security headers every answer of an HTTP server carries: no MIME
@@ -119,7 +122,13 @@ impl ConnectionGate {
                     .map(|h| h.to_ascii_lowercase())
                     .collect(),
             ),
+            accepts_writes: std::sync::atomic::AtomicBool::new(true),
         })
+    }
+
+    /// Marks the server as one whose requests never change state.
+    pub fn serves_no_writes(&self) {
+        self.accepts_writes.store(false, Ordering::SeqCst);
     }
 
     /// Allows one more host name in `Host` (the server's configured name).
@@ -344,7 +353,8 @@ pub fn refuse_unsafe(
         }
     }
     let same_origin_signal = fetch_site.is_some() || origin.is_some();
-    if *method == hyper::Method::POST && !same_origin_signal {
+    let accepts_writes = gate.accepts_writes.load(Ordering::SeqCst);
+    if *method == hyper::Method::POST && !same_origin_signal && accepts_writes {
         // PUT and DELETE cannot be sent cross-site without a preflight this
         // server never grants; a POST can, as a form or bodyless.
         let content_type = text(hyper::header::CONTENT_TYPE)
