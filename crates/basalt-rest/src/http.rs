@@ -289,6 +289,21 @@ fn plain(status: hyper::StatusCode, message: &str) -> Response {
     response
 }
 
+/// True when a request carries what every browser adds and a page's script
+/// cannot take away: the `Sec-Fetch-*` metadata (every current browser),
+/// an `Origin` (every cross-origin or state-changing request), or a
+/// `Mozilla/` user agent (every browser, older ones too).
+fn from_a_browser(headers: &hyper::HeaderMap) -> bool {
+    headers.contains_key("sec-fetch-site")
+        || headers.contains_key("sec-fetch-mode")
+        || headers.contains_key("sec-fetch-dest")
+        || headers.contains_key(hyper::header::ORIGIN)
+        || headers
+            .get(hyper::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|agent| agent.trim_start().starts_with("Mozilla/"))
+}
+
 /// The content types a cross-site HTML form (or a "simple" cross-origin
 /// request) can send without a CORS preflight.
 const FORM_TYPES: [&str; 3] = [
@@ -311,7 +326,12 @@ pub fn refuse_unsafe(
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
     };
-    if let Some(host) = text(hyper::header::HOST) {
+    // DNS rebinding is an attack through a browser: only a browser's
+    // request is held to the allowed names, so API clients reaching the
+    // server by any name (a container's service name, a proxy's upstream)
+    // keep working, while a page that rebinds its own name to this server
+    // is refused.
+    if let Some(host) = text(hyper::header::HOST).filter(|_| from_a_browser(headers)) {
         if !gate.host_allowed(host) {
             return Some(plain(
                 hyper::StatusCode::MISDIRECTED_REQUEST,
@@ -401,9 +421,30 @@ mod tests {
     #[test]
     fn a_rebinding_host_name_is_refused_and_ip_literals_pass() {
         let gate = ConnectionGate::with_limits("test", 8, 8, 0, &["db.example".to_string()]);
+        for signal in [
+            ("sec-fetch-site", "same-origin"),
+            ("origin", "http://evil.example:8080"),
+            ("user-agent", "Mozilla/5.0 (X11; Linux x86_64)"),
+        ] {
+            assert_eq!(
+                status(
+                    &gate,
+                    hyper::Method::GET,
+                    &[("host", "evil.example:8080"), signal]
+                ),
+                421,
+                "{signal:?}"
+            );
+        }
+        // An API client (no browser's signal) may reach the server by any
+        // name: rebinding needs a browser.
         assert_eq!(
-            status(&gate, hyper::Method::GET, &[("host", "evil.example:8080")]),
-            421
+            status(
+                &gate,
+                hyper::Method::GET,
+                &[("host", "db.internal:8080"), ("user-agent", "curl/8.5.0")]
+            ),
+            200
         );
         for host in [
             "127.0.0.1:8080",

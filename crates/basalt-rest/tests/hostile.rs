@@ -23,8 +23,11 @@ fn hbase_meta_and_other_system_names_cannot_be_created() {
     };
     for name in ["hbase:meta", "hbase:mine"] {
         let reply = f.put(&format!("/{name}/schema"), XML, schema(name).as_bytes());
+        // HBase's REST answers a create that meets TableExistsException
+        // 304 Not Modified (hbase:meta exists); any other hbase:* name is
+        // a refused request.
         assert!(
-            (400..500).contains(&reply.status) || reply.status == 503,
+            reply.status == 304 || (400..500).contains(&reply.status) || reply.status == 503,
             "{name}: {} {}",
             reply.status,
             reply.text()
@@ -85,7 +88,7 @@ fn answers_carry_security_headers_and_rebinding_hosts_are_refused() {
     assert!(reply.header("content-security-policy").is_some());
     let rebound = parse_reply(&exchange_raw(
         f.addr,
-        b"GET /version/cluster HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n",
+        b"GET /version/cluster HTTP/1.1\r\nHost: attacker.example\r\nSec-Fetch-Site: same-origin\r\nConnection: close\r\n\r\n",
     ));
     assert_eq!(rebound.status, 421);
 }
