@@ -14,6 +14,7 @@ mod coding;
 pub mod compaction;
 pub mod fence;
 pub mod fs;
+pub mod interrupt;
 pub mod key_load;
 pub mod layout;
 pub mod load;

@@ -64,6 +64,19 @@ pub fn is_memory_only() -> bool {
     matches!(MODE.with(Cell::get), Mode::MemoryOnly { .. })
 }
 
+/// Ends a memory-only attempt that would have to wait (for room in a
+/// budget, say): in memory-only mode it records a miss, so the caller runs
+/// the call again on its blocking pool, and returns true; otherwise false.
+pub fn give_up() -> bool {
+    MODE.with(|m| match m.get() {
+        Mode::Normal => false,
+        Mode::MemoryOnly { .. } => {
+            m.set(Mode::MemoryOnly { missed: true });
+            true
+        }
+    })
+}
+
 /// Called before a read path reads `path`: in memory-only mode, records the
 /// miss and fails the read (`WouldBlock`); otherwise does nothing.
 pub fn before_file_read(path: &Path) -> Result<()> {

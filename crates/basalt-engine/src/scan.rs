@@ -778,6 +778,9 @@ impl RegionScanner {
             return Ok(Some(r));
         }
         while !self.done {
+            // Between rows: the call may have been cancelled or have run out
+            // of time, and the scanner can resume here later.
+            crate::interrupt::check()?;
             if !self.started {
                 self.started = true;
                 self.position_first()?;

@@ -151,6 +151,18 @@ pub enum Error {
     #[error("region is too busy: {0}")]
     RegionTooBusy(String),
 
+    /// The call was abandoned because its client went away (HBase's
+    /// `CallerDisconnectedException`): the server stopped the work rather
+    /// than finish an answer nobody reads. Nothing was changed.
+    #[error("call cancelled: {0}")]
+    Cancelled(String),
+
+    /// The call ran into its time budget before it had anything to answer
+    /// (a scan whose filter rejects row after row): the message names the
+    /// limit. A scanner stays where it stopped; the next call continues.
+    #[error("timed out: {0}")]
+    TimedOut(String),
+
     /// Another process opened the same data (on shared object storage) at a
     /// higher epoch and fenced this one: this process must not make any
     /// write visible any more, so it refuses every read and write of every
@@ -231,6 +243,10 @@ pub enum ErrorKind {
     /// Another process took the data over (a higher epoch): this one
     /// serves nothing more.
     Fenced,
+    /// The client went away and the server stopped the call's work.
+    Cancelled,
+    /// The call used up its time budget before it had an answer.
+    TimedOut,
 }
 
 /// HBase's Java exception class for each [`ErrorKind`]: the one place that
@@ -309,6 +325,14 @@ pub const JAVA_EXCEPTION_CLASSES: &[(ErrorKind, &str)] = &[
         ErrorKind::Fenced,
         "org.apache.hadoop.hbase.YouAreDeadException",
     ),
+    (
+        ErrorKind::Cancelled,
+        "org.apache.hadoop.hbase.ipc.CallerDisconnectedException",
+    ),
+    (
+        ErrorKind::TimedOut,
+        "org.apache.hadoop.hbase.exceptions.TimeoutIOException",
+    ),
 ];
 
 /// The class for kinds missing from the table (none today; a kind added
@@ -359,6 +383,8 @@ impl Error {
             Error::NotServingRegion(_) => ErrorKind::NotServingRegion,
             Error::RegionTooBusy(_) => ErrorKind::RegionTooBusy,
             Error::Fenced { .. } => ErrorKind::Fenced,
+            Error::Cancelled(_) => ErrorKind::Cancelled,
+            Error::TimedOut(_) => ErrorKind::TimedOut,
         }
     }
 
@@ -411,7 +437,9 @@ impl Error {
             | Error::WalFailed(m)
             | Error::Closed(m)
             | Error::NotServingRegion(m)
-            | Error::RegionTooBusy(m) => m.clone(),
+            | Error::RegionTooBusy(m)
+            | Error::Cancelled(m)
+            | Error::TimedOut(m) => m.clone(),
             Error::NoSuchFamily { table, family } => format!("{table}\n{family}"),
             Error::NotALong { len } => len.to_string(),
             Error::FilterSyntax { position, message } => format!("{position}\n{message}"),
@@ -469,6 +497,8 @@ impl Error {
             ErrorKind::Closed => Error::Closed(message),
             ErrorKind::NotServingRegion => Error::NotServingRegion(message),
             ErrorKind::RegionTooBusy => Error::RegionTooBusy(message),
+            ErrorKind::Cancelled => Error::Cancelled(message),
+            ErrorKind::TimedOut => Error::TimedOut(message),
             ErrorKind::NoSuchFamily => {
                 let (table, family) = split(&message);
                 Error::NoSuchFamily { table, family }
@@ -573,6 +603,8 @@ impl fmt::Debug for Error {
             Error::Closed(m) => f.debug_tuple("Closed").field(m).finish(),
             Error::NotServingRegion(m) => f.debug_tuple("NotServingRegion").field(m).finish(),
             Error::RegionTooBusy(m) => f.debug_tuple("RegionTooBusy").field(m).finish(),
+            Error::Cancelled(m) => f.debug_tuple("Cancelled").field(m).finish(),
+            Error::TimedOut(m) => f.debug_tuple("TimedOut").field(m).finish(),
             Error::Fenced { epoch, message } => f
                 .debug_struct("Fenced")
                 .field("epoch", epoch)
@@ -718,6 +750,8 @@ mod tests {
             Error::Closed("database /d".into()),
             Error::NotServingRegion("r".into()),
             Error::RegionTooBusy("r".into()),
+            Error::Cancelled("the client left".into()),
+            Error::TimedOut("scan_call_timeout_ms".into()),
             Error::Fenced {
                 epoch: 9,
                 message: "epoch 8 met 9".into(),

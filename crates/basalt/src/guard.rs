@@ -10,13 +10,27 @@
 //!   cannot lock everyone else out.
 //! - [`RefusalLog`] turns refusals into one summary line per interval
 //!   instead of one line per refusal (a flood would otherwise flood the log).
+//! - [`AnswerBudget`] counts the bytes of answers being built and waiting
+//!   to be written, over every gateway of the process: an answer takes its
+//!   room before it is built and keeps it until its last byte is written,
+//!   so clients that do not read cannot make the server hold more than the
+//!   budget.
+//! - [`WriteTimeout`] fails a connection's write that makes no progress for
+//!   the write timeout, so a client that stops reading is dropped and gives
+//!   back everything its connection held.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::io;
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A random scanner id for protocols that carry a 64-bit id (native RPC).
 /// Never zero, and below 2^52 so clients that hold ids as doubles keep
@@ -191,6 +205,389 @@ impl RefusalLog {
     }
 }
 
+/// Default of the process-wide answer budget ([`answer_budget`]):
+/// 128 MiB of answers built or waiting to be written at once, over every
+/// gateway.
+pub const DEFAULT_ANSWER_BUDGET_BYTES: usize = 128 << 20;
+
+/// Default largest answer of one call on every gateway, whatever the
+/// client asks (HBase's `max_result_size`): 4 MiB. An answer stops at the
+/// first row that reaches it (a single larger row is still answered whole,
+/// or cut where the protocol allows partial rows).
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 4 << 20;
+
+/// Default write timeout of every gateway: a connection whose answer makes
+/// no progress for this long is dropped.
+pub const DEFAULT_WRITE_TIMEOUT_MS: u64 = 30_000;
+
+/// Default deadline of a new connection's first request (or handshake) on
+/// every gateway.
+pub const DEFAULT_FIRST_REQUEST_TIMEOUT_MS: u64 = 10_000;
+
+/// Default longest one scan call may read before it answers with what it
+/// has (or, holding nothing, fails with a time-out naming the limit).
+pub const DEFAULT_SCAN_CALL_TIMEOUT_MS: u64 = 60_000;
+
+/// Estimated bytes an answer takes in memory while it is built, for rows
+/// whose cells hold `cell_bytes` of keys and values in `cells` cells: the
+/// cells themselves, the gateway's model of them and the encoded bytes (a
+/// copy each), plus a fixed cost per cell for the structures around them.
+pub fn answer_estimate(cell_bytes: usize, cells: usize) -> usize {
+    cell_bytes
+        .saturating_mul(3)
+        .saturating_add(cells.saturating_mul(200))
+}
+
+/// Bytes of answers the process holds at once (see the module docs).
+#[derive(Debug)]
+pub struct AnswerBudget {
+    total: AtomicUsize,
+    used: Mutex<usize>,
+    freed: Condvar,
+    waits: AtomicU64,
+    refusals: AtomicU64,
+}
+
+/// Why an answer could not take room in the budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetFull {
+    /// The budget's size in bytes.
+    pub total: usize,
+    /// How long the answer waited.
+    pub waited: Duration,
+}
+
+impl std::fmt::Display for BudgetFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the server is busy: answers waiting for their clients fill the answer budget \
+             ({} bytes, [limits] max_answer_bytes_in_flight) and none finished within {} ms; \
+             retry",
+            self.total,
+            self.waited.as_millis()
+        )
+    }
+}
+
+static ANSWER_BUDGET: LazyLock<Arc<AnswerBudget>> =
+    LazyLock::new(|| AnswerBudget::new(DEFAULT_ANSWER_BUDGET_BYTES));
+
+/// The answer budget every gateway of this process shares.
+pub fn answer_budget() -> Arc<AnswerBudget> {
+    Arc::clone(&ANSWER_BUDGET)
+}
+
+/// Sets the size of the process-wide answer budget (the server does so
+/// from `[limits] max_answer_bytes_in_flight` before it serves).
+pub fn set_answer_budget_bytes(total: usize) {
+    ANSWER_BUDGET.total.store(total.max(1), Ordering::SeqCst);
+    ANSWER_BUDGET.freed.notify_all();
+}
+
+impl AnswerBudget {
+    /// A budget of `total` bytes (at least one).
+    pub fn new(total: usize) -> Arc<AnswerBudget> {
+        Arc::new(AnswerBudget {
+            total: AtomicUsize::new(total.max(1)),
+            used: Mutex::new(0),
+            freed: Condvar::new(),
+            waits: AtomicU64::new(0),
+            refusals: AtomicU64::new(0),
+        })
+    }
+
+    /// The budget's size in bytes.
+    pub fn total(&self) -> usize {
+        self.total.load(Ordering::SeqCst)
+    }
+
+    /// Bytes held now.
+    pub fn in_use(&self) -> usize {
+        *self.used.lock()
+    }
+
+    /// Times an answer waited for room, and times it gave up (tests).
+    pub fn waits_and_refusals(&self) -> (u64, u64) {
+        (
+            self.waits.load(Ordering::SeqCst),
+            self.refusals.load(Ordering::SeqCst),
+        )
+    }
+
+    /// Room for `bytes` if there is some now.
+    pub fn try_take(self: &Arc<Self>, bytes: usize) -> Option<AnswerBytes> {
+        let mut used = self.used.lock();
+        if *used > 0 && used.saturating_add(bytes) > self.total() {
+            return None;
+        }
+        *used = used.saturating_add(bytes);
+        Some(self.held(bytes))
+    }
+
+    /// Room for `bytes`, waiting up to `patience` for answers in flight to
+    /// be written. An answer larger than the whole budget gets in once
+    /// nothing else is held, so any one answer can be served. Never waits
+    /// on a thread in memory-only mode (a gateway's runtime thread): the
+    /// attempt is marked as missed instead, to be run again on the pool.
+    pub fn take(
+        self: &Arc<Self>,
+        bytes: usize,
+        patience: Duration,
+    ) -> Result<AnswerBytes, BudgetFull> {
+        let started = Instant::now();
+        let mut used = self.used.lock();
+        let mut waited = false;
+        while *used > 0 && used.saturating_add(bytes) > self.total() {
+            if crate::read_tier::is_memory_only() {
+                crate::read_tier::give_up();
+                break;
+            }
+            if !waited {
+                waited = true;
+                self.waits.fetch_add(1, Ordering::SeqCst);
+            }
+            let left = patience.saturating_sub(started.elapsed());
+            if left.is_zero() || self.freed.wait_for(&mut used, left).timed_out() {
+                if *used == 0 || used.saturating_add(bytes) <= self.total() {
+                    break;
+                }
+                self.refusals.fetch_add(1, Ordering::SeqCst);
+                return Err(BudgetFull {
+                    total: self.total(),
+                    waited: started.elapsed(),
+                });
+            }
+        }
+        *used = used.saturating_add(bytes);
+        Ok(self.held(bytes))
+    }
+
+    /// Counts `bytes` whether or not there is room: for an answer already
+    /// built (a small one that did not take room first), so that answers
+    /// waiting for their clients are all counted.
+    pub fn force(self: &Arc<Self>, bytes: usize) -> AnswerBytes {
+        let mut used = self.used.lock();
+        *used = used.saturating_add(bytes);
+        self.held(bytes)
+    }
+
+    fn held(self: &Arc<Self>, bytes: usize) -> AnswerBytes {
+        AnswerBytes {
+            budget: Some(Arc::clone(self)),
+            held: bytes,
+        }
+    }
+
+    fn release(&self, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        let mut used = self.used.lock();
+        *used = used.saturating_sub(bytes);
+        drop(used);
+        self.freed.notify_all();
+    }
+}
+
+/// Room one answer holds in an [`AnswerBudget`], given back when dropped
+/// (once the answer is written, or its connection is gone).
+#[derive(Debug, Default)]
+pub struct AnswerBytes {
+    budget: Option<Arc<AnswerBudget>>,
+    held: usize,
+}
+
+impl AnswerBytes {
+    /// Holds nothing (an answer outside any budget).
+    pub fn none() -> AnswerBytes {
+        AnswerBytes::default()
+    }
+
+    /// Bytes held.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// Takes `more` bytes if there is room now.
+    pub fn try_grow(&mut self, more: usize) -> bool {
+        let Some(budget) = &self.budget else {
+            return true;
+        };
+        let mut used = budget.used.lock();
+        if used.saturating_add(more) > budget.total() {
+            return false;
+        }
+        *used = used.saturating_add(more);
+        self.held = self.held.saturating_add(more);
+        true
+    }
+
+    /// Holds exactly `bytes` from now on: the excess is given back, or the
+    /// shortfall counted whether or not there is room (the answer exists
+    /// already; this only counts it).
+    pub fn resize(&mut self, bytes: usize) {
+        let Some(budget) = &self.budget else {
+            return;
+        };
+        if bytes < self.held {
+            budget.release(self.held - bytes);
+        } else {
+            let mut used = budget.used.lock();
+            *used = used.saturating_add(bytes - self.held);
+        }
+        self.held = bytes;
+    }
+}
+
+impl Drop for AnswerBytes {
+    fn drop(&mut self) {
+        if let Some(budget) = &self.budget {
+            budget.release(self.held);
+        }
+    }
+}
+
+thread_local! {
+    static ROOM: std::cell::RefCell<Option<AnswerBytes>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with `room` as the answer room of the call running on this
+/// thread, so the code that builds the answer can count what it adds
+/// ([`count_answer`]) without passing the room down; returns `f`'s result
+/// and the room, grown by what was counted.
+pub fn with_answer_room<R>(room: AnswerBytes, f: impl FnOnce() -> R) -> (R, AnswerBytes) {
+    let previous = ROOM.with(|r| r.replace(Some(room)));
+    let result = f();
+    let room = ROOM.with(|r| std::mem::replace(&mut *r.borrow_mut(), previous));
+    (result, room.unwrap_or_default())
+}
+
+/// Counts `bytes` more of the answer being built in the current call's
+/// room (see [`with_answer_room`]; nothing outside one).
+pub fn count_answer(bytes: usize) {
+    ROOM.with(|r| {
+        if let Some(room) = r.borrow_mut().as_mut() {
+            room.resize(room.held().saturating_add(bytes));
+        }
+    });
+}
+
+/// A connection whose writes fail with `TimedOut` once one has made no
+/// progress for the timeout: a peer that stops reading its answers cannot
+/// keep the connection (and the answer, and its room in the budgets) for
+/// longer. Reads pass through untouched.
+#[derive(Debug)]
+pub struct WriteTimeout<S> {
+    inner: S,
+    timeout: Option<Duration>,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<S> WriteTimeout<S> {
+    /// Wraps `inner`; `None` never times out.
+    pub fn new(inner: S, timeout: Option<Duration>) -> WriteTimeout<S> {
+        WriteTimeout {
+            inner,
+            timeout,
+            stalled: None,
+        }
+    }
+
+    /// The wrapped connection.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The wrapped connection, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// What a pending write does: waits, until the timeout since the last
+    /// progress passes.
+    fn pending<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        let Some(timeout) = self.timeout else {
+            return Poll::Pending;
+        };
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the peer read nothing of its answer for {} ms (write_timeout_ms)",
+                    timeout.as_millis()
+                ),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progress<T>(
+        &mut self,
+        result: Poll<io::Result<T>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<T>> {
+        match result {
+            Poll::Pending => self.pending(cx),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for WriteTimeout<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for WriteTimeout<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.progress(result, cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.progress(result, cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_flush(cx);
+        this.progress(result, cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let result = Pin::new(&mut this.inner).poll_shutdown(cx);
+        this.progress(result, cx)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,6 +634,67 @@ mod tests {
         assert_eq!(slots.acquire(ip(1)).unwrap_err(), SlotRefusal::PerAddress);
         drop(a);
         assert!(slots.acquire(ip(1)).is_ok());
+    }
+
+    #[test]
+    fn an_answer_waits_for_room_and_gives_up_after_its_patience() {
+        let budget = AnswerBudget::new(100);
+        let first = budget.try_take(80).unwrap();
+        assert!(budget.try_take(30).is_none(), "no room for a second answer");
+        let refused = budget.take(30, Duration::from_millis(20)).unwrap_err();
+        assert!(refused.to_string().contains("max_answer_bytes_in_flight"));
+        let waiter = {
+            let budget = Arc::clone(&budget);
+            std::thread::spawn(move || budget.take(30, Duration::from_secs(60)).map(|b| b.held()))
+        };
+        drop(first);
+        assert_eq!(waiter.join().unwrap(), Ok(30));
+        assert_eq!(budget.in_use(), 0, "every answer gave its room back");
+    }
+
+    #[test]
+    fn an_answer_larger_than_the_budget_is_served_alone() {
+        let budget = AnswerBudget::new(100);
+        let big = budget.take(1000, Duration::ZERO).unwrap();
+        assert_eq!(budget.in_use(), 1000);
+        assert!(budget.try_take(1).is_none());
+        drop(big);
+        let mut grown = budget.try_take(10).unwrap();
+        assert!(grown.try_grow(90));
+        assert!(!grown.try_grow(1), "growing stops at the budget");
+        grown.resize(5);
+        assert_eq!(budget.in_use(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_write_that_makes_no_progress_fails_after_the_timeout() {
+        use tokio::io::AsyncWriteExt;
+        let (ours, _theirs) = tokio::io::duplex(64);
+        let mut conn = WriteTimeout::new(ours, Some(Duration::from_millis(50)));
+        let error = conn.write_all(&[0u8; 4096]).await.unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert!(error.to_string().contains("write_timeout_ms"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_slow_reader_that_keeps_reading_is_not_cut_off() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (ours, mut theirs) = tokio::io::duplex(64);
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            let mut chunk = [0u8; 16];
+            loop {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                match theirs.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return got.len(),
+                    Ok(n) => got.extend_from_slice(&chunk[..n]),
+                }
+            }
+        });
+        let mut conn = WriteTimeout::new(ours, Some(Duration::from_millis(500)));
+        conn.write_all(&[1u8; 2048]).await.unwrap();
+        drop(conn);
+        assert_eq!(reader.await.unwrap(), 2048);
     }
 
     #[test]

@@ -78,6 +78,8 @@ pub use basalt_engine::block_cache::BlockCacheStats;
 pub use basalt_engine::fence::Fence;
 /// The file stores a database can be opened over (see [`DatabaseBuilder`]).
 pub use basalt_engine::fs;
+/// Stopping a call's scan work when its client leaves or its time runs out.
+pub use basalt_engine::interrupt;
 /// Where every file and directory of a data set lives.
 pub use basalt_engine::layout;
 /// Load-based split: its settings and the decisions `Database::load_split_events` lists.

@@ -23,8 +23,8 @@ use basalt_engine::scan::{RegionScanner, RowRange, ScanMetrics};
 use basalt_engine::{Region, RegionInfo};
 use basalt_types::filter::CellFilter;
 use basalt_types::{
-    Append, CheckAndMutate, Delete, Error, Get, Increment, Mutation, Put, Result, RowMutations,
-    RowResult, Scan, TableDescriptor,
+    Append, CheckAndMutate, Delete, Error, ErrorKind, Get, Increment, Mutation, Put, Result,
+    RowMutations, RowResult, Scan, TableDescriptor,
 };
 
 use crate::locator::{same_route, RegionRoute, TableLocation};
@@ -709,6 +709,11 @@ impl Iterator for Scanner {
         match self.state.note_corruption(result) {
             Ok(Some(r)) => Some(Ok(r)),
             Ok(None) => None,
+            // Stopped between rows by its call (the client left, or the
+            // call's time ran out): the scan can go on from here.
+            Err(e) if matches!(e.kind(), ErrorKind::Cancelled | ErrorKind::TimedOut) => {
+                Some(Err(e))
+            }
             Err(e) => {
                 self.cursor = Cursor::Done;
                 self.close_remote();
