@@ -94,6 +94,34 @@ impl Client {
         &mut self.stream
     }
 
+    /// Sends a call and does not wait for its reply (tests of clients that
+    /// never read their answers; [`Client::read_reply`] reads it later).
+    pub fn send_call(&mut self, method: &str, args: Value) -> ClientResult<()> {
+        self.seqid = self.seqid.wrapping_add(1);
+        let out = self.encode_call(method, &args)?;
+        self.stream.write_all(&out)?;
+        Ok(())
+    }
+
+    fn encode_call(&self, method: &str, args: &Value) -> ClientResult<BytesMut> {
+        let header = MessageHeader {
+            name: method.to_string(),
+            kind: MessageType::Call,
+            seqid: self.seqid,
+        };
+        let mut out = BytesMut::new();
+        if self.framed {
+            out.put_u32(0);
+        }
+        encode_message(self.protocol, &header, args, &mut out);
+        if self.framed {
+            let len = u32::try_from(out.len() - 4)
+                .map_err(|_| ClientError::Protocol("call too large".into()))?;
+            out[..4].copy_from_slice(&len.to_be_bytes());
+        }
+        Ok(out)
+    }
+
     /// Sends a call with an argument struct and returns the reply's result
     /// struct, or the `TApplicationException` it carried.
     pub fn call_raw(&mut self, method: &str, args: Value) -> ClientResult<Value> {

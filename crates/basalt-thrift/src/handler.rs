@@ -24,7 +24,7 @@ use basalt::{
 
 use crate::exception;
 use crate::protocol::Value;
-use crate::scanners::Scanners;
+use crate::scanners::{AnswerLimits, Scanners};
 use crate::types::{
     app_error, args, AlreadyExists, ColumnDescriptor, IOError, IllegalArgument, Mutation, TCell,
     TColumn, TRegionInfo, TRowResult, TScan, Thrift,
@@ -80,9 +80,9 @@ pub(crate) struct Service {
     db: Database,
     pub(crate) scanners: Arc<Scanners>,
     advertised: Advertised,
-    /// Soft cap on the value bytes of one `scannerGetList` answer: fewer rows
-    /// than asked come back rather than a reply over the frame limit.
-    max_reply_bytes: usize,
+    /// How large one `scannerGetList` answer may grow: fewer rows than
+    /// asked come back rather than an answer over it.
+    answer_limits: AnswerLimits,
 }
 
 type CallResult = Result<Option<Value>, CallError>;
@@ -115,13 +115,13 @@ impl Service {
         db: Database,
         scanners: Arc<Scanners>,
         advertised: Advertised,
-        max_reply_bytes: usize,
+        answer_limits: AnswerLimits,
     ) -> Self {
         Service {
             db,
             scanners,
             advertised,
-            max_reply_bytes,
+            answer_limits,
         }
     }
 
@@ -788,7 +788,7 @@ impl Service {
             return Err(CallError::IllegalArgument("scanner ID is invalid".into()));
         };
         let rows = entry
-            .next_rows(usize::try_from(rows).unwrap_or(0), self.max_reply_bytes)
+            .next_rows(usize::try_from(rows).unwrap_or(0), self.answer_limits)
             .map_err(db_error)?;
         let out: Vec<TRowResult> = rows.iter().map(|r| row_result(r, entry.sorted)).collect();
         Ok(Some(out.to_value()))

@@ -1,9 +1,9 @@
 //! Open scanners: ids handed to clients, who owns them, and their leases.
 //!
-//! Scanner ids are global (as in HBase, any connection may use an id it
-//! learned), but each scanner remembers the connection that opened it so a
-//! connection that goes away releases its scanners at once. Scanners nobody
-//! closes expire after the lease (HBase: 60 s) without being used.
+//! Scanner ids are random and bound to the connection that opened them:
+//! another connection that learns or guesses an id is told it is invalid,
+//! and a connection that goes away releases its scanners at once. Scanners
+//! nobody closes expire after the lease (HBase: 60 s) without being used.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,38 +31,80 @@ impl OpenScanner {
     pub(crate) fn next_rows(
         &self,
         rows: usize,
-        max_bytes: usize,
+        limits: AnswerLimits,
     ) -> Result<Vec<basalt::RowResult>, basalt::Error> {
-        take_rows(&mut self.state.lock(), rows, max_bytes)
+        take_rows(&mut self.state.lock(), rows, limits)
     }
 }
 
+/// How large one answer of rows may grow.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AnswerLimits {
+    /// Soft cap on the cell bytes of one answer (`max_answer_bytes`, and at
+    /// most half the frame limit): fewer rows than asked come back rather
+    /// than a reply over it.
+    pub max_bytes: usize,
+    /// How long an answer waits for room in the process's answer budget
+    /// before the call fails as busy.
+    pub patience: Duration,
+}
+
+/// Room an answer takes in the answer budget before its first row is read:
+/// enough for an ordinary answer, so a full budget holds the call back
+/// before it reads anything.
+const FIRST_ROOM: usize = 64 * 1024;
+
 /// The next rows with cells of `state`'s scanner, at most `rows` of them
-/// and stopping once about `max_bytes` of cells are collected (so a reply
-/// stays under the frame limit); fewer (or none) once the scanner runs
-/// out, which (as an error does) leaves `state` empty. Registered scanners
-/// and Thrift2's one-call `getScannerResults` share it.
+/// and stopping once about `limits.max_bytes` of cells are collected (so a
+/// reply stays under the frame limit), or once the process's answer budget
+/// is full and some rows are collected; fewer (or none) once the scanner
+/// runs out, which (as an error does) leaves `state` empty. A call stopped
+/// by its time budget answers the rows it has, or fails with nothing,
+/// leaving the scanner where it stopped. Registered scanners and Thrift2's
+/// one-call `getScannerResults` share it.
 pub(crate) fn take_rows(
     state: &mut Option<basalt::Scanner>,
     rows: usize,
-    max_bytes: usize,
+    limits: AnswerLimits,
 ) -> Result<Vec<basalt::RowResult>, basalt::Error> {
+    let budget = basalt::guard::answer_budget();
+    // Held while the answer is built; the server counts the encoded reply
+    // again until it is written.
+    let mut held = budget
+        .take(FIRST_ROOM, limits.patience)
+        .map_err(|full| basalt::Error::TimedOut(full.to_string()))?;
     let mut out = Vec::new();
     let mut bytes = 0usize;
-    while out.len() < rows && bytes < max_bytes {
+    while out.len() < rows && bytes < limits.max_bytes {
+        if !out.is_empty() && budget.in_use() >= budget.total() {
+            break;
+        }
         let Some(scanner) = state.as_mut() else {
             break;
         };
         match scanner.next() {
             Some(Ok(result)) => {
-                bytes += result
+                let row_bytes = result
                     .cells
                     .iter()
                     .map(|c| c.value.len() + c.qualifier.len() + c.family.len() + 16)
                     .sum::<usize>();
+                bytes += row_bytes;
+                let estimate = basalt::guard::answer_estimate(row_bytes, result.cells.len());
+                held.resize(held.held().saturating_add(estimate));
                 if !result.is_empty() {
                     out.push(result);
                 }
+            }
+            Some(Err(e)) if e.kind() == basalt::ErrorKind::TimedOut && !out.is_empty() => break,
+            // Stopped between rows: the scanner may go on later.
+            Some(Err(e))
+                if matches!(
+                    e.kind(),
+                    basalt::ErrorKind::TimedOut | basalt::ErrorKind::Cancelled
+                ) =>
+            {
+                return Err(e)
             }
             Some(Err(e)) => {
                 *state = None;

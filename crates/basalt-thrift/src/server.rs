@@ -19,6 +19,14 @@
 //! before its body is read, and every request waits for room for its
 //! decoded form, measured exactly before it is decoded, so many small
 //! elements cannot grow the process by forty times what was sent.
+//!
+//! Answers are bounded too: a scanner's answer stops at `max_answer_bytes`
+//! whatever the client asks, takes room in the process's answer budget
+//! while it is built and written (`basalt::guard`), and a client that reads
+//! nothing of it for `write_timeout_ms` is dropped with everything its
+//! connection held. A new connection must send its first request within
+//! `first_request_timeout_ms`; a scan call reads for at most
+//! `scan_call_timeout_ms`, and stops at its next row when its client leaves.
 
 use std::io;
 use std::net::SocketAddr;
@@ -26,7 +34,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use basalt::guard::{AddressSlots, Slot, SlotLimits};
+use basalt::guard::{AddressSlots, AnswerBytes, Slot, SlotLimits, WriteTimeout};
+use basalt::interrupt::CallControl;
 use bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -41,7 +50,7 @@ use crate::protocol::{
     decode_header, decode_message_within, detect_wire, encode_message, DecodeError, MessageHeader,
     MessageScanner, MessageType, Scanned, Value, Wire,
 };
-use crate::scanners::Scanners;
+use crate::scanners::{AnswerLimits, Scanners};
 use crate::thrift2::handler::Service2;
 use crate::types::{app_error, TApplicationException, Thrift};
 
@@ -85,16 +94,25 @@ pub(crate) trait Dispatch: Send + Sync + std::fmt::Debug + 'static {
 /// and a read that needed a file, on the blocking pool, so nothing that
 /// waits on a disk or object storage holds a thread that serves
 /// connections (`basalt::read_tier`).
-async fn run_call(service: &Arc<dyn Dispatch>, id: u64, name: &str, body: Value) -> Outcome {
+async fn run_call(
+    service: &Arc<dyn Dispatch>,
+    id: u64,
+    name: &str,
+    body: Value,
+    control: CallControl,
+) -> Outcome {
     if service.is_read_only(name) {
         let attempt = body.clone();
-        if let Some(outcome) = basalt::read_tier::memory_only(|| service.call(id, name, attempt)) {
+        if let Some(outcome) =
+            control.run(|| basalt::read_tier::memory_only(|| service.call(id, name, attempt)))
+        {
             return outcome;
         }
     }
     let service = Arc::clone(service);
     let method = name.to_string();
-    match tokio::task::spawn_blocking(move || service.call(id, &method, body)).await {
+    match tokio::task::spawn_blocking(move || control.run(|| service.call(id, &method, body))).await
+    {
         Ok(outcome) => outcome,
         Err(e) => Outcome::Application(
             app_error::INTERNAL_ERROR,
@@ -153,6 +171,22 @@ pub struct ServerConfig {
     /// connection may take (default a tenth): one address flooding the
     /// server cannot lock the others out.
     pub reserved_connections: Option<usize>,
+    /// Largest answer of one scanner call in cell bytes, whatever the
+    /// client asks (and at most half of `max_frame_bytes`): fewer rows come
+    /// back, as HBase's `max_result_size` does. Default 4 MiB.
+    pub max_answer_bytes: usize,
+    /// Milliseconds an answer may make no progress to the client before the
+    /// connection is dropped (its scanners, answer and budget with it); 0
+    /// never. Default 30 000.
+    pub write_timeout_ms: u64,
+    /// Milliseconds a new connection has to send its first whole request;
+    /// 0: the idle timeout. Default 10 000, so silent connections give
+    /// their slot back in seconds.
+    pub first_request_timeout_ms: u64,
+    /// Milliseconds one scanner call may read before it answers the rows it
+    /// has (or, with none, fails naming this limit; the scanner stays where
+    /// it stopped); 0 never. Default 60 000.
+    pub scan_call_timeout_ms: u64,
 }
 
 impl ServerConfig {
@@ -182,6 +216,10 @@ impl Default for ServerConfig {
             max_in_flight_bytes: 64 * 1024 * 1024,
             max_connections_per_address: 0,
             reserved_connections: None,
+            max_answer_bytes: basalt::guard::DEFAULT_MAX_ANSWER_BYTES,
+            write_timeout_ms: basalt::guard::DEFAULT_WRITE_TIMEOUT_MS,
+            first_request_timeout_ms: basalt::guard::DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
+            scan_call_timeout_ms: basalt::guard::DEFAULT_SCAN_CALL_TIMEOUT_MS,
         }
     }
 }
@@ -211,12 +249,20 @@ pub struct ServerStats {
     pub budget_waits: u64,
     /// Connections refused for being over `max_connections`.
     pub refused_connections: u64,
-    /// Connections closed for being idle.
+    /// Connections closed for being idle (before their first request too).
     pub idle_closed: u64,
     /// Requests refused because their decoded form would be too large.
     pub refused_decodes: u64,
     /// Bytes of the request budget held right now (the wire half).
     pub in_flight_bytes: u64,
+    /// Connections dropped because their client read nothing of an answer
+    /// for `write_timeout_ms`.
+    pub write_timeouts: u64,
+    /// Connections closed for sending no whole first request within
+    /// `first_request_timeout_ms`.
+    pub first_request_timeouts: u64,
+    /// Calls whose work was stopped because their client left.
+    pub cancelled_calls: u64,
 }
 
 #[derive(Debug, Default)]
@@ -226,6 +272,9 @@ struct Stats {
     refused_connections: AtomicU64,
     idle_closed: AtomicU64,
     refused_decodes: AtomicU64,
+    write_timeouts: AtomicU64,
+    first_request_timeouts: AtomicU64,
+    cancelled_calls: AtomicU64,
     /// When the last refusal was logged (ms since start), so a flood of
     /// connections logs once a second, not once per connection.
     last_refusal_log_ms: AtomicU64,
@@ -257,6 +306,9 @@ struct Shared {
     max_frame: usize,
     max_connections: usize,
     idle_timeout: Option<Duration>,
+    first_request_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    scan_call_timeout: Option<Duration>,
     budget: Budget,
     stats: Stats,
     started: Instant,
@@ -387,18 +439,28 @@ impl Server {
             port: local_addr.port(),
         };
         let max_frame = config.max_frame_bytes.max(64);
+        let millis = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
+        let write_timeout = millis(config.write_timeout_ms);
+        let answer_limits = AnswerLimits {
+            max_bytes: config.max_answer_bytes.clamp(1, max_frame / 2),
+            // An answer waits for room at most as long as a client that
+            // does not read may hold it.
+            patience: write_timeout.unwrap_or(Duration::from_millis(
+                basalt::guard::DEFAULT_WRITE_TIMEOUT_MS,
+            )),
+        };
         let service: Arc<dyn Dispatch> = match flavour {
             Flavour::Thrift1 => Arc::new(Service::new(
                 db.clone(),
                 Arc::clone(&scanners),
                 advertised,
-                max_frame / 2,
+                answer_limits,
             )),
             Flavour::Thrift2 => Arc::new(Service2::new(
                 db.clone(),
                 Arc::clone(&scanners),
                 advertised,
-                max_frame / 2,
+                answer_limits,
             )),
         };
         // Semaphores count in u32 requests; 4 GiB is far beyond any use.
@@ -411,8 +473,10 @@ impl Server {
             scanners: Arc::clone(&scanners),
             max_frame,
             max_connections: config.max_connections.max(1),
-            idle_timeout: (config.idle_timeout_ms > 0)
-                .then(|| Duration::from_millis(config.idle_timeout_ms)),
+            idle_timeout: millis(config.idle_timeout_ms),
+            first_request_timeout: millis(config.first_request_timeout_ms),
+            write_timeout,
+            scan_call_timeout: millis(config.scan_call_timeout_ms),
             budget: Budget {
                 wire: Arc::new(Semaphore::new(budget_size)),
                 decoded: Arc::new(Semaphore::new(budget_size)),
@@ -488,6 +552,9 @@ impl Server {
             refused_decodes: s.refused_decodes.load(Ordering::SeqCst),
             in_flight_bytes: (self.shared.budget.size - self.shared.budget.wire.available_permits())
                 as u64,
+            write_timeouts: s.write_timeouts.load(Ordering::SeqCst),
+            first_request_timeouts: s.first_request_timeouts.load(Ordering::SeqCst),
+            cancelled_calls: s.cancelled_calls.load(Ordering::SeqCst),
         }
     }
 
@@ -633,6 +700,10 @@ enum Stop {
     Clean,
     /// No complete request within the idle timeout.
     Idle,
+    /// No complete first request within the first-request deadline.
+    FirstRequest,
+    /// The client read nothing of an answer for the write timeout.
+    WriteTimeout,
     /// Something to log.
     Error(String),
 }
@@ -653,6 +724,20 @@ async fn connection(
         Stop::Idle => {
             shared.stats.idle_closed.fetch_add(1, Ordering::SeqCst);
             tracing::info!(%peer, id, "closing connection idle for idle_timeout_ms");
+        }
+        // Counted, logged quietly: a flood of silent connections must not
+        // flood the log either.
+        Stop::FirstRequest => {
+            shared.stats.idle_closed.fetch_add(1, Ordering::SeqCst);
+            shared
+                .stats
+                .first_request_timeouts
+                .fetch_add(1, Ordering::SeqCst);
+            tracing::debug!(%peer, id, "closing connection: no first request within first_request_timeout_ms");
+        }
+        Stop::WriteTimeout => {
+            shared.stats.write_timeouts.fetch_add(1, Ordering::SeqCst);
+            tracing::debug!(%peer, id, "dropping connection: its client read nothing of an answer for write_timeout_ms");
         }
         Stop::Error(e) => {
             tracing::warn!(%peer, id, "closing connection: {e}");
@@ -692,6 +777,8 @@ async fn close_after_error(stream: &mut TcpStream) {
 struct Waits<'a> {
     shutdown: &'a mut watch::Receiver<bool>,
     idle_deadline: Option<tokio::time::Instant>,
+    /// The deadline is the first request's (its expiry is counted apart).
+    first: bool,
 }
 
 /// Reads at least one more byte into `buf`, unless the server shuts down,
@@ -721,7 +808,7 @@ async fn fill(
             Err(e) => Err(Stop::Error(format!("read failed: {e}"))),
         },
         _ = waits.shutdown.changed() => Err(Stop::Clean),
-        _ = idle => Err(Stop::Idle),
+        _ = idle => Err(if waits.first { Stop::FirstRequest } else { Stop::Idle }),
     }
 }
 
@@ -731,10 +818,21 @@ async fn serve_connection(
     shared: &Shared,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Stop {
+    // The first request has its own, shorter deadline: a connection that
+    // sends nothing gives its slot back in seconds.
+    let first_deadline = match (shared.first_request_timeout, shared.idle_timeout) {
+        (Some(first), Some(idle)) => Some(first.min(idle)),
+        (first, idle) => first.or(idle),
+    }
+    .map(|t| tokio::time::Instant::now() + t);
     let mut waits = Waits {
         shutdown,
-        idle_deadline: shared.idle_timeout.map(|t| tokio::time::Instant::now() + t),
+        idle_deadline: first_deadline,
+        first: true,
     };
+    // Every call of the connection shares its cancel flag: a client that
+    // leaves stops the work of the call it left behind.
+    let connection_control = CallControl::new();
     let mut buf = BytesMut::with_capacity(4096);
     while buf.len() < 5 {
         match fill(stream, &mut buf, 5, &mut waits).await {
@@ -754,7 +852,9 @@ async fn serve_connection(
     tracing::debug!(id, ?wire, "transport detected");
     loop {
         // Idle time runs from the last answer to the next complete request.
-        waits.idle_deadline = shared.idle_timeout.map(|t| tokio::time::Instant::now() + t);
+        if !waits.first {
+            waits.idle_deadline = shared.idle_timeout.map(|t| tokio::time::Instant::now() + t);
+        }
         let mut held = Held::default();
         let message =
             match read_message(stream, &mut buf, wire, shared, &mut held, &mut waits).await {
@@ -767,11 +867,20 @@ async fn serve_connection(
         if buf.capacity() > 1024 * 1024 {
             buf = BytesMut::from(&buf[..]);
         }
+        waits.first = false;
         match message {
             Incoming::Call { header, body } => {
                 let oneway = header.kind == MessageType::Oneway;
                 let outcome = if matches!(header.kind, MessageType::Call | MessageType::Oneway) {
-                    run_call(&shared.service, id, &header.name, body).await
+                    let control = connection_control.with_deadline(shared.scan_call_timeout);
+                    let call = run_call(&shared.service, id, &header.name, body, control);
+                    match watch_peer(stream, &mut buf, call, &connection_control).await {
+                        Some(outcome) => outcome,
+                        None => {
+                            shared.stats.cancelled_calls.fetch_add(1, Ordering::SeqCst);
+                            return Stop::Clean;
+                        }
+                    }
                 } else {
                     Outcome::Application(
                         app_error::INVALID_MESSAGE_TYPE,
@@ -784,8 +893,8 @@ async fn serve_connection(
                 if oneway {
                     continue;
                 }
-                if let Err(e) = reply(stream, wire, &header, outcome).await {
-                    return Stop::Error(format!("write failed: {e}"));
+                if let Err(e) = reply(stream, wire, &header, outcome, shared.write_timeout).await {
+                    return write_failed(e);
                 }
             }
             Incoming::Malformed {
@@ -797,8 +906,9 @@ async fn serve_connection(
                 tracing::warn!(id, "malformed message: {error}");
                 if let Some(header) = &header {
                     let outcome = Outcome::Application(app_error::PROTOCOL_ERROR, error.clone());
-                    if let Err(e) = reply(stream, wire, header, outcome).await {
-                        return Stop::Error(format!("write failed: {e}"));
+                    if let Err(e) = reply(stream, wire, header, outcome, shared.write_timeout).await
+                    {
+                        return write_failed(e);
                     }
                 }
                 // Without a frame boundary there is no telling where the
@@ -809,6 +919,50 @@ async fn serve_connection(
                 }
             }
         }
+    }
+}
+
+/// Bytes a client may send ahead (its next requests) while a call runs:
+/// kept for later, and no more read until the call answers.
+const MAX_READ_AHEAD: usize = 64 * 1024;
+
+/// Awaits `call` while watching the connection: a client that closes it
+/// (or breaks it) cancels the call's work, which stops at its next row;
+/// `None` then, as nobody is left to answer. Bytes the client sends ahead
+/// are kept in `buf` for the next request.
+async fn watch_peer(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    call: impl std::future::Future<Output = Outcome>,
+    control: &CallControl,
+) -> Option<Outcome> {
+    tokio::pin!(call);
+    loop {
+        if buf.len() < MAX_READ_AHEAD {
+            buf.reserve(4096);
+        }
+        tokio::select! {
+            outcome = &mut call => return Some(outcome),
+            read = stream.read_buf(buf), if buf.len() < MAX_READ_AHEAD => match read {
+                Ok(0) | Err(_) => {
+                    control.cancel();
+                    // The work stops at its next row; its answer is dropped.
+                    let _ = call.await;
+                    return None;
+                }
+                Ok(_) => {}
+            },
+        }
+    }
+}
+
+/// The stop for a failed write: a client that read nothing for the write
+/// timeout is told apart from a broken connection.
+fn write_failed(e: io::Error) -> Stop {
+    if e.kind() == io::ErrorKind::TimedOut {
+        Stop::WriteTimeout
+    } else {
+        Stop::Error(format!("write failed: {e}"))
     }
 }
 
@@ -1036,11 +1190,16 @@ async fn decode(
     })
 }
 
+/// Answers smaller than this are not counted in the answer budget: a
+/// thousand connections' worth of them is a few megabytes.
+const COUNTED_ANSWER_BYTES: usize = 16 * 1024;
+
 async fn reply(
     stream: &mut TcpStream,
     wire: Wire,
     request: &MessageHeader,
     outcome: Outcome,
+    write_timeout: Option<Duration>,
 ) -> io::Result<()> {
     let (kind, body) = match outcome {
         Outcome::Reply(body) => (MessageType::Reply, body),
@@ -1067,6 +1226,14 @@ async fn reply(
         let len = u32::try_from(out.len() - 4).unwrap_or(u32::MAX);
         out[..4].copy_from_slice(&len.to_be_bytes());
     }
-    stream.write_all(&out).await?;
-    stream.flush().await
+    // The encoded answer holds room in the answer budget until it is
+    // written, or its client is dropped for not reading it.
+    let _counted = if out.len() >= COUNTED_ANSWER_BYTES {
+        basalt::guard::answer_budget().force(out.len())
+    } else {
+        AnswerBytes::none()
+    };
+    let mut conn = WriteTimeout::new(&mut *stream, write_timeout);
+    conn.write_all(&out).await?;
+    conn.flush().await
 }

@@ -22,7 +22,7 @@ use basalt::{
 use crate::exception;
 use crate::handler::{Advertised, Outcome};
 use crate::protocol::Value;
-use crate::scanners::Scanners;
+use crate::scanners::{AnswerLimits, Scanners};
 use crate::types::{app_error, Thrift};
 
 use super::types::{
@@ -76,8 +76,8 @@ pub(crate) struct Service2 {
     db: Database,
     scanners: Arc<Scanners>,
     advertised: Advertised,
-    /// Soft cap on the cell bytes of one scanner answer.
-    max_reply_bytes: usize,
+    /// How large one scanner answer may grow.
+    answer_limits: AnswerLimits,
     /// The server's start code (`TServerName.startCode`): when it started.
     start_code: i64,
 }
@@ -138,7 +138,7 @@ impl Service2 {
         db: Database,
         scanners: Arc<Scanners>,
         advertised: Advertised,
-        max_reply_bytes: usize,
+        answer_limits: AnswerLimits,
     ) -> Self {
         let start_code = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -147,7 +147,7 @@ impl Service2 {
             db,
             scanners,
             advertised,
-            max_reply_bytes,
+            answer_limits,
             start_code,
         }
     }
@@ -483,7 +483,7 @@ impl Service2 {
             )));
         };
         let rows = usize::try_from(a.num_rows.unwrap_or(1)).unwrap_or(0);
-        let results = entry.next_rows(rows, self.max_reply_bytes)?;
+        let results = entry.next_rows(rows, self.answer_limits)?;
         let out: Vec<TResult> = results.iter().map(result_of).collect();
         Ok(Some(out.to_value()))
     }
@@ -504,7 +504,7 @@ impl Service2 {
         let rows = usize::try_from(a.num_rows.unwrap_or(1)).unwrap_or(0);
         // The scanner lives for this call only, so it is never registered.
         let mut scanner = Some(table.scan(&scan)?);
-        let results = crate::scanners::take_rows(&mut scanner, rows, self.max_reply_bytes)?;
+        let results = crate::scanners::take_rows(&mut scanner, rows, self.answer_limits)?;
         let out: Vec<TResult> = results.iter().map(result_of).collect();
         Ok(Some(out.to_value()))
     }
