@@ -4,8 +4,10 @@
 //! every region's key load).
 //!
 //! What clients can make the server hold is bounded: connections
-//! (`max_connections`; one more is accepted and closed at once) and the
-//! time to send a request's headers (`idle_timeout_ms`). Requests have no
+//! (`max_connections`; one more is accepted and closed at once), the time
+//! to send a request's headers (`idle_timeout_ms`) and a first request
+//! (`first_request_timeout_ms`), and the time a page may wait for a client
+//! that reads nothing (`write_timeout_ms`). Requests have no
 //! body worth reading: only GET and HEAD are served, and a body sent
 //! anyway is never read into memory.
 
@@ -15,7 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use serde::{Deserialize, Serialize};
@@ -23,7 +24,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use basalt::Database;
-use basalt_rest::http::{self, ConnectionGate, Handler};
+use basalt_rest::http::{self, AnswerBody, ConnectionGate, ConnectionTimeouts, Handler};
 
 use crate::routes::{handle, Context, Reply};
 
@@ -67,6 +68,12 @@ pub struct InfoConfig {
     /// the longest a connection may sit idle between requests); 0 never
     /// times out. Default 30 000.
     pub idle_timeout_ms: u64,
+    /// Milliseconds a new connection has to start its first request; 0:
+    /// `idle_timeout_ms`. Default 10 000.
+    pub first_request_timeout_ms: u64,
+    /// Milliseconds a page may make no progress to its client before the
+    /// connection is dropped; 0 never. Default 30 000.
+    pub write_timeout_ms: u64,
     /// Key-axis rows of a heatmap when the request names none. Default 64.
     pub heatmap_rows: usize,
     /// Most key-axis rows a request may ask for (`?rows=`); more is a 400.
@@ -87,6 +94,8 @@ impl Default for InfoConfig {
             allowed_hosts: Vec::new(),
             reserved_connections: None,
             idle_timeout_ms: 30_000,
+            first_request_timeout_ms: basalt::guard::DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
+            write_timeout_ms: basalt::guard::DEFAULT_WRITE_TIMEOUT_MS,
             heatmap_rows: 64,
             max_heatmap_rows: 512,
         }
@@ -208,10 +217,16 @@ impl InfoServer {
             let shared = Arc::clone(&shared);
             Arc::new(move |request| Box::pin(respond(Arc::clone(&shared), request)))
         };
+        let millis = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
+        let timeouts = ConnectionTimeouts {
+            header: shared.idle_timeout,
+            first_request: millis(config.first_request_timeout_ms).or(shared.idle_timeout),
+            write: millis(config.write_timeout_ms),
+        };
         let accept_loop = runtime.spawn(http::accept_loop(
             listener,
             Arc::clone(&shared.connections),
-            shared.idle_timeout,
+            timeouts,
             handler,
             shutdown_rx,
         ));
@@ -255,10 +270,7 @@ impl InfoServer {
     }
 }
 
-async fn respond(
-    shared: Arc<Shared>,
-    request: hyper::Request<Incoming>,
-) -> hyper::Response<Full<Bytes>> {
+async fn respond(shared: Arc<Shared>, request: hyper::Request<Incoming>) -> http::Response {
     let (parts, _body) = request.into_parts();
     // HEAD is answered as GET would be; hyper sends the headers (with the
     // body's Content-Length) and leaves the body out.
@@ -280,8 +292,8 @@ async fn respond(
     into_response(reply)
 }
 
-fn into_response(reply: Reply) -> hyper::Response<Full<Bytes>> {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(reply.body)));
+fn into_response(reply: Reply) -> http::Response {
+    let mut response = hyper::Response::new(AnswerBody::from(Bytes::from(reply.body)));
     *response.status_mut() = hyper::StatusCode::from_u16(reply.status)
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();

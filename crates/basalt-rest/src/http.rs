@@ -7,8 +7,13 @@
 //!    (counted and logged), so a flood costs a descriptor for an instant,
 //!    never a task.
 //! 2. Each connection runs on hyper's HTTP/1.1 server with a header read
-//!    timeout (a client that never finishes its headers is dropped) and
-//!    hands every request to the server's [`Handler`].
+//!    timeout (a client that never finishes its headers is dropped), a
+//!    first-request deadline (a connection that sends nothing gives its
+//!    slot back in seconds) and a write timeout (a client that reads
+//!    nothing of its answer is dropped, and the answer with it), and hands
+//!    every request to the server's [`Handler`]. Answers go out in chunks
+//!    of [`ANSWER_CHUNK`] bytes ([`AnswerBody`]), holding their room in the
+//!    process's answer budget until the last chunk has left.
 //!    Every answer carries the web security headers (`nosniff`, a CSP,
 //!    frame refusal); a request naming a `Host` that is neither an IP
 //!    literal nor an allowed name is refused (DNS rebinding), and a `POST`
@@ -21,13 +26,13 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
-use hyper::body::Incoming;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -35,7 +40,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use basalt::guard::{AddressSlots, RefusalLog, Slot, SlotLimits};
+use basalt::guard::{AddressSlots, AnswerBytes, RefusalLog, Slot, SlotLimits, WriteTimeout};
 
 /// What a server answers a request with.
 pub type Handler = Arc<
@@ -45,7 +50,98 @@ pub type Handler = Arc<
 >;
 
 /// A response with its whole body.
-pub type Response = hyper::Response<Full<Bytes>>;
+pub type Response = hyper::Response<AnswerBody>;
+
+/// Largest piece of an answer handed to the connection at once. hyper
+/// queues at most 16 pieces before it waits for the socket, so this bounds
+/// what a connection holds outside the answer budget (256 KiB).
+pub const ANSWER_CHUNK: usize = 16 * 1024;
+
+/// An answer's bytes, handed out in pieces of at most [`ANSWER_CHUNK`]
+/// (copies, so the whole answer is freed once the last piece has left),
+/// holding its room in the answer budget until then or until the
+/// connection is dropped.
+#[derive(Debug, Default)]
+pub struct AnswerBody {
+    data: Bytes,
+    sent: usize,
+    room: AnswerBytes,
+}
+
+impl AnswerBody {
+    /// A body of `data` holding `room` in the answer budget.
+    pub fn new(data: impl Into<Bytes>, room: AnswerBytes) -> AnswerBody {
+        AnswerBody {
+            data: data.into(),
+            sent: 0,
+            room,
+        }
+    }
+}
+
+impl From<Bytes> for AnswerBody {
+    fn from(data: Bytes) -> AnswerBody {
+        AnswerBody::new(data, AnswerBytes::none())
+    }
+}
+
+impl From<Vec<u8>> for AnswerBody {
+    fn from(data: Vec<u8>) -> AnswerBody {
+        AnswerBody::new(data, AnswerBytes::none())
+    }
+}
+
+impl Body for AnswerBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        let len = this.data.len();
+        if this.sent >= len {
+            this.room = AnswerBytes::none();
+            return Poll::Ready(None);
+        }
+        let piece = if this.sent == 0 && len <= ANSWER_CHUNK {
+            this.data.clone()
+        } else {
+            let end = len.min(this.sent + ANSWER_CHUNK);
+            Bytes::copy_from_slice(&this.data[this.sent..end])
+        };
+        this.sent += piece.len();
+        if this.sent >= len {
+            // The last piece is with the connection: the answer is gone.
+            this.data = Bytes::new();
+            this.sent = 0;
+            this.room = AnswerBytes::none();
+        }
+        Poll::Ready(Some(Ok(Frame::data(piece))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.sent >= self.data.len()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.data.len().saturating_sub(self.sent) as u64)
+    }
+}
+
+/// The time limits of a server's connections.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnectionTimeouts {
+    /// Time to send a request's headers, and so the longest a connection
+    /// may sit idle between requests.
+    pub header: Option<Duration>,
+    /// Time a new connection has to start its first request.
+    pub first_request: Option<Duration>,
+    /// Time an answer may make no progress before its connection is
+    /// dropped.
+    pub write: Option<Duration>,
+}
 
 /// The open connections of one server and their limit.
 #[derive(Debug)]
@@ -54,6 +150,10 @@ pub struct ConnectionGate {
     server: &'static str,
     open: AtomicUsize,
     refused: AtomicU64,
+    /// Connections dropped for reading nothing of an answer.
+    write_timeouts: AtomicU64,
+    /// Connections closed for sending no request in time.
+    first_request_timeouts: AtomicU64,
     /// Per-address limits with reserved slots, so one address flooding
     /// the server cannot lock every other client out.
     slots: AddressSlots,
@@ -110,6 +210,8 @@ impl ConnectionGate {
             server,
             open: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
+            write_timeouts: AtomicU64::new(0),
+            first_request_timeouts: AtomicU64::new(0),
             slots: AddressSlots::new(SlotLimits {
                 total: max,
                 per_address,
@@ -156,6 +258,18 @@ impl ConnectionGate {
     pub fn refused(&self) -> u64 {
         self.refused.load(Ordering::SeqCst)
     }
+
+    /// Connections dropped because their client read nothing of an answer
+    /// for the write timeout.
+    pub fn write_timeouts(&self) -> u64 {
+        self.write_timeouts.load(Ordering::SeqCst)
+    }
+
+    /// Connections closed for starting no request by the first-request
+    /// deadline.
+    pub fn first_request_timeouts(&self) -> u64 {
+        self.first_request_timeouts.load(Ordering::SeqCst)
+    }
 }
 
 /// One admitted connection; gives its place back when its task ends.
@@ -178,7 +292,7 @@ pub async fn stopped(shutdown: &mut watch::Receiver<bool>) {
 pub async fn accept_loop(
     listener: TcpListener,
     gate: Arc<ConnectionGate>,
-    header_timeout: Option<Duration>,
+    timeouts: ConnectionTimeouts,
     handler: Handler,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -201,7 +315,7 @@ pub async fn accept_loop(
                     connections.spawn(serve_connection(
                         stream,
                         admitted,
-                        header_timeout,
+                        timeouts,
                         Arc::clone(&handler),
                         shutdown.clone(),
                     ));
@@ -224,12 +338,16 @@ pub async fn accept_loop(
 async fn serve_connection(
     stream: tokio::net::TcpStream,
     admitted: Admitted,
-    header_timeout: Option<Duration>,
+    timeouts: ConnectionTimeouts,
     handler: Handler,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let gate = Arc::clone(&admitted.0);
+    let counters = Arc::clone(&admitted.0);
+    let asked = Arc::new(AtomicBool::new(false));
+    let asked_by_service = Arc::clone(&asked);
     let service = service_fn(move |request: hyper::Request<Incoming>| {
+        asked_by_service.store(true, Ordering::SeqCst);
         let refusal = refuse_unsafe(&gate, request.headers(), request.method());
         let answer = refusal.is_none().then(|| handler(request));
         async move {
@@ -247,16 +365,37 @@ async fn serve_connection(
     });
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new());
-    if let Some(timeout) = header_timeout {
+    if let Some(timeout) = timeouts.header {
         builder.header_read_timeout(timeout);
     }
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    let io = TokioIo::new(WriteTimeout::new(stream, timeouts.write));
+    let connection = builder.serve_connection(io, service);
     tokio::pin!(connection);
+    // The first request must have arrived by its deadline (a request under
+    // way counts: its headers have their own timeout).
+    let first_request = async {
+        match timeouts.first_request {
+            Some(deadline) => {
+                tokio::time::sleep(deadline).await;
+                if asked.load(Ordering::SeqCst) {
+                    std::future::pending::<()>().await;
+                }
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
     tokio::select! {
         result = connection.as_mut() => {
             if let Err(e) = result {
+                if is_write_timeout(&e) {
+                    counters.write_timeouts.fetch_add(1, Ordering::SeqCst);
+                }
                 tracing::debug!(error = %e, server = admitted.0.server, "connection ended with an error");
             }
+        }
+        _ = first_request => {
+            counters.first_request_timeouts.fetch_add(1, Ordering::SeqCst);
+            tracing::debug!(server = admitted.0.server, "closing a connection that sent no request within first_request_timeout_ms");
         }
         _ = stopped(&mut shutdown) => {
             connection.as_mut().graceful_shutdown();
@@ -264,6 +403,18 @@ async fn serve_connection(
         }
     }
     drop(admitted);
+}
+
+/// True when hyper's error came from the write timeout.
+fn is_write_timeout(e: &hyper::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::TimedOut;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// The host part of a `Host` value: `name`, `name:port`, `[v6]:port`.
@@ -280,7 +431,7 @@ fn host_name(host: &str) -> &str {
 }
 
 fn plain(status: hyper::StatusCode, message: &str) -> Response {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(format!("{message}\n"))));
+    let mut response = hyper::Response::new(AnswerBody::from(Bytes::from(format!("{message}\n"))));
     *response.status_mut() = status;
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,

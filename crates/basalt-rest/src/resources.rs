@@ -193,6 +193,8 @@ pub(crate) struct Context {
     pub scanners: Scanners,
     /// Most cells in one answer.
     pub max_response_cells: usize,
+    /// Most bytes of cells in one answer.
+    pub max_answer_bytes: usize,
     /// Refuse every change (HBase's `hbase.rest.readonly`).
     pub read_only: bool,
     /// `host:port` reported as every region's location.
@@ -652,6 +654,8 @@ fn read_rows(
                 get = get.time_range(range);
             }
             let result = t.get(&get)?;
+            // One row is answered whole (as HBase does), but counted.
+            answer_size(&result);
             Ok(if result.is_empty() {
                 Vec::new()
             } else {
@@ -662,14 +666,23 @@ fn read_rows(
             let scan = stateless_scan(rows, spec, range, versions, query)?;
             let mut rows = Vec::new();
             let mut cells = 0;
+            let mut bytes = 0;
             for row in t.scan(&scan)? {
                 let row = row?;
                 cells += row.cells.len();
+                bytes += answer_size(&row);
                 if cells > ctx.max_response_cells {
                     return Err(Error::invalid(format!(
                         "the rows hold more than {} cells (max_response_cells); \
                          read them with a scanner",
                         ctx.max_response_cells
+                    )));
+                }
+                if bytes > ctx.max_answer_bytes {
+                    return Err(Error::invalid(format!(
+                        "the rows hold more than {} bytes (max_answer_bytes); \
+                         read them with a scanner",
+                        ctx.max_answer_bytes
                     )));
                 }
                 rows.push(row);
@@ -866,6 +879,14 @@ fn delete_cells(ctx: &Context, table: &str, spec: &RowSpec) -> Reply {
     }
 }
 
+/// The bytes of `row`'s cells, counted in the call's answer room as the
+/// answer that will carry them.
+fn answer_size(row: &basalt::RowResult) -> usize {
+    let bytes: usize = row.cells.iter().map(crate::scanners::cell_bytes).sum();
+    basalt::guard::count_answer(basalt::guard::answer_estimate(bytes, row.cells.len()));
+    bytes
+}
+
 /// `GET /<table>/multiget?row=<key>&row=<key>...[&v=<n>]`.
 fn multiget(ctx: &Context, request: &Request, table: &str) -> Reply {
     let Some(format) = negotiate(request.accept.as_deref(), MODEL_FORMATS) else {
@@ -890,13 +911,22 @@ fn multiget(ctx: &Context, request: &Request, table: &str) -> Reply {
     let result = ctx.db.table(table).and_then(|t| {
         let mut rows = Vec::new();
         let mut cells = 0;
+        let mut bytes = 0;
         for key in keys {
             let row = t.get(&Get::new(Bytes::from(key.clone())).max_versions(versions))?;
             cells += row.cells.len();
+            bytes += answer_size(&row);
             if cells > ctx.max_response_cells {
                 return Err(Error::invalid(format!(
                     "the rows hold more than {} cells (max_response_cells)",
                     ctx.max_response_cells
+                )));
+            }
+            if bytes > ctx.max_answer_bytes {
+                return Err(Error::invalid(format!(
+                    "the rows hold more than {} bytes (max_answer_bytes); \
+                     ask for fewer rows at once",
+                    ctx.max_answer_bytes
                 )));
             }
             if !row.is_empty() {
@@ -1033,9 +1063,14 @@ fn read_scanner(ctx: &Context, request: &Request, table: &str, id: &str) -> Repl
     let limit = max_cells
         .unwrap_or(scanner.batch)
         .min(ctx.max_response_cells);
-    match state.fetch(limit, max_rows) {
+    match state.fetch(limit, max_rows, ctx.max_answer_bytes) {
         Ok(rows) if rows.is_empty() => Reply::empty(204),
         Ok(rows) => Reply::ok(format, CellSet { rows }.encode(format)),
+        // Stopped between rows (its time ran out, or its client left): the
+        // scanner can go on at the next read.
+        Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::Cancelled) => {
+            Reply::error(&e)
+        }
         Err(e) => {
             // A scanner that failed cannot say where to resume.
             drop(state);

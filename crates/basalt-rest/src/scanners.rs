@@ -36,21 +36,33 @@ impl std::fmt::Debug for ScanState {
 
 impl ScanState {
     /// The next answer: at most `max_cells` cells, in at most `max_rows`
-    /// rows when given. Empty when the scan is over.
+    /// rows when given, stopping once about `max_bytes` of cells are in it
+    /// or once the process's answer budget is full (its cells are counted
+    /// in the call's answer room as they are added). Empty when the scan
+    /// is over. A call stopped by its time budget answers what it has, or
+    /// fails with nothing; the scanner stays where it stopped.
     pub fn fetch(
         &mut self,
         max_cells: usize,
         max_rows: Option<usize>,
+        max_bytes: usize,
     ) -> basalt::Result<Vec<RowModel>> {
+        let budget = basalt::guard::answer_budget();
         let mut rows: Vec<RowModel> = Vec::new();
         let mut cells = 0;
-        while cells < max_cells {
+        let mut bytes = 0usize;
+        while cells < max_cells && bytes < max_bytes {
+            if cells > 0 && budget.in_use() >= budget.total() {
+                break;
+            }
             let Some(cell) = self.pending.front() else {
                 let Some(scanner) = self.scanner.as_mut() else {
                     break;
                 };
                 match scanner.next() {
-                    Some(row) => self.pending.extend(row?.cells),
+                    Some(Ok(row)) => self.pending.extend(row.cells),
+                    Some(Err(e)) if e.kind() == basalt::ErrorKind::TimedOut && cells > 0 => break,
+                    Some(Err(e)) => return Err(e),
                     None => self.scanner = None,
                 }
                 continue;
@@ -70,6 +82,9 @@ impl ScanState {
             let Some(cell) = self.pending.pop_front() else {
                 break;
             };
+            let size = cell_bytes(&cell);
+            bytes += size;
+            basalt::guard::count_answer(basalt::guard::answer_estimate(size, 1));
             if let Some(row) = rows.last_mut() {
                 row.cells.push(cell_model(&cell));
             }
@@ -93,6 +108,12 @@ impl ScanState {
             }
         }
     }
+}
+
+/// The bytes of a cell an answer carries (keys and value, and a little for
+/// the rest).
+pub(crate) fn cell_bytes(cell: &Cell) -> usize {
+    cell.row.len() + cell.family.len() + cell.qualifier.len() + cell.value.len() + 16
 }
 
 /// A cell as the models write it: `family:qualifier`, timestamp, value.

@@ -6,8 +6,14 @@
 //! to send a request's headers (`idle_timeout_ms`), each body
 //! (`max_request_bytes`, 413 beyond it), the bodies being read at once
 //! (`max_in_flight_bytes`: a request waits for room before its body is
-//! read), the cells of one answer (`max_response_cells`) and open
-//! scanners (`max_scanners`, expiring after `scanner_lease_ms` unused).
+//! read), the cells and bytes of one answer (`max_response_cells`,
+//! `max_answer_bytes`), answers being built and written (the process's
+//! answer budget, `basalt::guard`), a client that reads nothing of its
+//! answer (`write_timeout_ms`), a connection that sends nothing
+//! (`first_request_timeout_ms`), the time one scan call reads
+//! (`scan_call_timeout_ms`; its work also stops when its client leaves)
+//! and open scanners (`max_scanners`, expiring after `scanner_lease_ms`
+//! unused).
 
 use std::io;
 use std::net::SocketAddr;
@@ -16,16 +22,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::{Body, Incoming};
 use hyper::header::{HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
+use basalt::guard::AnswerBytes;
+use basalt::interrupt::CallControl;
 use basalt::Database;
 
-use crate::http::{self, stopped, ConnectionGate, Handler};
+use crate::http::{self, stopped, AnswerBody, ConnectionGate, ConnectionTimeouts, Handler};
 use crate::media::Format;
 use crate::resources::{handle, Context, Reply, Request};
 use crate::scanners::Scanners;
@@ -76,6 +84,21 @@ pub struct RestConfig {
     /// row-range or multi-row read holding more is refused (400) with
     /// advice to use a scanner. Default 100 000.
     pub max_response_cells: usize,
+    /// Most bytes of cells in one answer: a scanner's answer stops there
+    /// (as HBase's `max_result_size`), and a row-range or multi-row read
+    /// holding more is refused (400) with advice. Default 4 MiB.
+    pub max_answer_bytes: usize,
+    /// Milliseconds an answer may make no progress to its client before
+    /// the connection is dropped, and the answer with it; 0 never. Default
+    /// 30 000.
+    pub write_timeout_ms: u64,
+    /// Milliseconds a new connection has to start its first request; 0:
+    /// `idle_timeout_ms`. Default 10 000.
+    pub first_request_timeout_ms: u64,
+    /// Milliseconds one scanner read (or row-range read) may scan before it
+    /// answers the cells it has, or (with none) 503 naming this limit; the
+    /// scanner stays where it stopped. 0 never. Default 60 000.
+    pub scan_call_timeout_ms: u64,
     /// Most scanners open at once (each holds engine state). Default 4096.
     pub max_scanners: usize,
     /// Milliseconds an unused scanner stays open. Default 60 000.
@@ -100,6 +123,10 @@ impl Default for RestConfig {
             max_request_bytes: 16 * 1024 * 1024,
             max_in_flight_bytes: 64 * 1024 * 1024,
             max_response_cells: 100_000,
+            max_answer_bytes: basalt::guard::DEFAULT_MAX_ANSWER_BYTES,
+            write_timeout_ms: basalt::guard::DEFAULT_WRITE_TIMEOUT_MS,
+            first_request_timeout_ms: basalt::guard::DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
+            scan_call_timeout_ms: basalt::guard::DEFAULT_SCAN_CALL_TIMEOUT_MS,
             max_scanners: 4096,
             scanner_lease_ms: 60_000,
             read_only: false,
@@ -121,6 +148,15 @@ pub struct RestStats {
     pub refused_connections: u64,
     /// Requests refused for a body over `max_request_bytes`.
     pub refused_bodies: u64,
+    /// Connections dropped for reading nothing of an answer for
+    /// `write_timeout_ms`.
+    pub write_timeouts: u64,
+    /// Connections closed for starting no request within
+    /// `first_request_timeout_ms`.
+    pub first_request_timeouts: u64,
+    /// Requests whose client left while they ran (their scans stopped at
+    /// the next row).
+    pub cancelled_calls: u64,
 }
 
 #[derive(Debug)]
@@ -132,6 +168,11 @@ struct Shared {
     budget: Arc<Semaphore>,
     budget_size: usize,
     refused_bodies: AtomicU64,
+    /// The longest one scan call reads.
+    scan_call_timeout: Option<Duration>,
+    /// How long an answer waits for room in the answer budget.
+    answer_patience: Duration,
+    cancelled_calls: AtomicU64,
 }
 
 /// The port, bound but not yet serving: [`RestServer::bind`] then
@@ -207,12 +248,14 @@ impl RestServer {
             db,
             scanners: Scanners::new(lease, config.max_scanners.max(1)),
             max_response_cells: config.max_response_cells.max(1),
+            max_answer_bytes: config.max_answer_bytes.max(1),
             read_only: config.read_only,
             location: format!("{host}:{}", local_addr.port()),
         });
         let budget_size = config
             .max_in_flight_bytes
             .clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+        let millis = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
         let shared = Arc::new(Shared {
             context,
             connections: ConnectionGate::with_limits(
@@ -235,6 +278,11 @@ impl RestServer {
             budget: Arc::new(Semaphore::new(budget_size)),
             budget_size,
             refused_bodies: AtomicU64::new(0),
+            scan_call_timeout: millis(config.scan_call_timeout_ms),
+            answer_patience: millis(config.write_timeout_ms).unwrap_or(Duration::from_millis(
+                basalt::guard::DEFAULT_WRITE_TIMEOUT_MS,
+            )),
+            cancelled_calls: AtomicU64::new(0),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         runtime.spawn(expire_scanners(
@@ -247,10 +295,15 @@ impl RestServer {
             let host = shared.context.location.clone();
             Arc::new(move |request| Box::pin(respond(Arc::clone(&shared), request, host.clone())))
         };
+        let timeouts = ConnectionTimeouts {
+            header: shared.idle_timeout,
+            first_request: millis(config.first_request_timeout_ms).or(shared.idle_timeout),
+            write: millis(config.write_timeout_ms),
+        };
         let accept_loop = runtime.spawn(http::accept_loop(
             listener,
             Arc::clone(&shared.connections),
-            shared.idle_timeout,
+            timeouts,
             handler,
             shutdown_rx,
         ));
@@ -285,6 +338,9 @@ impl RestServer {
         RestStats {
             refused_connections: self.shared.connections.refused(),
             refused_bodies: self.shared.refused_bodies.load(Ordering::SeqCst),
+            write_timeouts: self.shared.connections.write_timeouts(),
+            first_request_timeouts: self.shared.connections.first_request_timeouts(),
+            cancelled_calls: self.shared.cancelled_calls.load(Ordering::SeqCst),
         }
     }
 
@@ -333,7 +389,7 @@ async fn respond(
     shared: Arc<Shared>,
     request: hyper::Request<Incoming>,
     local: String,
-) -> hyper::Response<Full<Bytes>> {
+) -> http::Response {
     let (parts, body) = request.into_parts();
     // Exact for a Content-Length body and for no body at all (a GET);
     // unknown only for a chunked one.
@@ -438,35 +494,108 @@ async fn respond(
         body,
     };
     let context = Arc::clone(&shared.context);
+    // A client that leaves drops this future (hyper drops the call of a
+    // connection that is gone): the guard then stops the call's scan work
+    // at its next row.
+    let control = CallControl::new().with_deadline(shared.scan_call_timeout);
+    let cancel_on_drop = CancelOnDrop(Some(control.clone()));
+    let patience = shared.answer_patience;
     // A read whose data is in memstores and the block cache is answered
     // here, without the blocking pool's hand-off; one that needs a file
     // goes to the pool (see `basalt::read_tier`).
     if is_read_only(&request) {
-        if let Some(reply) = basalt::read_tier::memory_only(|| handle(&context, &request)) {
-            let reply = if gzip_answer {
-                gzip_reply(reply)
-            } else {
-                reply
-            };
-            return into_response(reply);
+        if let Some((reply, room)) = control.run(|| {
+            basalt::read_tier::memory_only(|| answer(&context, &request, gzip_answer, patience))
+        }) {
+            cancel_on_drop.disarm();
+            return answer_response(reply, room);
         }
     }
-    let answer = move || {
-        let reply = handle(&context, &request);
-        if gzip_answer {
-            gzip_reply(reply)
-        } else {
-            reply
+    let work_shared = Arc::clone(&shared);
+    let work_control = control.clone();
+    let work = move || {
+        let out = work_control.run(|| answer(&context, &request, gzip_answer, patience));
+        if work_control.is_cancelled() {
+            work_shared.cancelled_calls.fetch_add(1, Ordering::SeqCst);
         }
+        out
     };
-    let reply = match tokio::task::spawn_blocking(answer).await {
-        Ok(reply) => reply,
+    let (reply, room) = match tokio::task::spawn_blocking(work).await {
+        Ok(answered) => answered,
         Err(e) => {
             tracing::error!(error = %e, "REST request handler failed");
-            Reply::text(500, "Internal server error", None)
+            (
+                Reply::text(500, "Internal server error", None),
+                AnswerBytes::none(),
+            )
         }
     };
-    into_response(reply)
+    cancel_on_drop.disarm();
+    answer_response(reply, room)
+}
+
+/// Cancels a call's work when dropped before [`CancelOnDrop::disarm`]:
+/// the request future was dropped because its client left.
+struct CancelOnDrop(Option<CallControl>);
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(control) = self.0.take() {
+            control.cancel();
+        }
+    }
+}
+
+/// Room a read takes in the answer budget before it reads anything: a full
+/// budget holds it back (and, after `patience`, answers 503) before it
+/// builds more.
+const FIRST_ROOM: usize = 64 * 1024;
+
+/// Answers smaller than this are not counted in the answer budget while
+/// they are written: a thousand connections' worth is a few megabytes.
+const COUNTED_ANSWER_BYTES: usize = 16 * 1024;
+
+/// Builds the reply with its room in the answer budget: reads take room
+/// first and count what they build; the finished body then holds room for
+/// its size until it is written.
+fn answer(
+    context: &Context,
+    request: &Request,
+    gzip_answer: bool,
+    patience: Duration,
+) -> (Reply, AnswerBytes) {
+    let budget = basalt::guard::answer_budget();
+    let room = if request.method == "GET" {
+        match budget.take(FIRST_ROOM, patience) {
+            Ok(room) => room,
+            Err(full) => {
+                return (
+                    Reply::text(503, "Unavailable", Some(&full.to_string())),
+                    AnswerBytes::none(),
+                )
+            }
+        }
+    } else {
+        budget.force(0)
+    };
+    let (reply, mut room) = basalt::guard::with_answer_room(room, || handle(context, request));
+    let reply = if gzip_answer {
+        gzip_reply(reply)
+    } else {
+        reply
+    };
+    if reply.body.len() >= COUNTED_ANSWER_BYTES {
+        room.resize(reply.body.len());
+    } else {
+        room = AnswerBytes::none();
+    }
+    (reply, room)
 }
 
 /// True for requests that only read and change nothing: every GET except
@@ -533,8 +662,13 @@ fn too_large(max: usize) -> Reply {
     )
 }
 
-fn into_response(reply: Reply) -> hyper::Response<Full<Bytes>> {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(reply.body)));
+fn into_response(reply: Reply) -> http::Response {
+    answer_response(reply, AnswerBytes::none())
+}
+
+/// The response carrying `reply`, its body holding `room` until written.
+fn answer_response(reply: Reply, room: AnswerBytes) -> http::Response {
+    let mut response = hyper::Response::new(AnswerBody::new(reply.body, room));
     *response.status_mut() = hyper::StatusCode::from_u16(reply.status)
         .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();

@@ -7,6 +7,7 @@ mod common;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
 
 use common::{exchange_raw, parse_reply, Fixture};
 
@@ -116,4 +117,164 @@ fn connect_from(source: [u8; 4], to: SocketAddr) -> Option<TcpStream> {
     socket.bind(&SocketAddr::from((source, 0)).into()).ok()?;
     socket.connect(&to.into()).ok()?;
     Some(socket.into())
+}
+
+/// Writes `rows` rows of one `value_len`-byte cell each into table `t`.
+fn fill(f: &Fixture, rows: usize, value_len: usize) {
+    f.create_table("t", &["cf"]);
+    let table = f.db.table("t").unwrap();
+    let value = vec![b'a'; value_len];
+    for i in 0..rows {
+        table
+            .put(&basalt::Put::new(format!("row{i:07}")).add("cf", "q", value.clone()))
+            .unwrap();
+    }
+}
+
+/// Opens a scanner with `model` (JSON) and returns its path.
+fn open_scanner(f: &Fixture, model: &str) -> String {
+    let reply = f.put("/t/scanner", JSON, model.as_bytes());
+    assert_eq!(reply.status, 201, "{}", reply.text());
+    let location = reply.header("location").unwrap().to_string();
+    location[format!("http://{}", f.addr).len()..].to_string()
+}
+
+/// A REST filter of `n` value filters that each test every cell with a
+/// regular expression that must read the whole value to fail: seconds of
+/// CPU over a modest table, and nothing matches.
+fn costly_filter(n: usize) -> String {
+    let one = |i: usize| {
+        format!(
+            r#"{{\"type\":\"ValueFilter\",\"op\":\"EQUAL\",\"comparator\":{{\"type\":\"RegexStringComparator\",\"value\":\"^a.*z{i}$\"}}}}"#
+        )
+    };
+    let list = (0..n).map(one).collect::<Vec<_>>().join(",");
+    format!(r#"{{\"type\":\"FilterList\",\"op\":\"MUST_PASS_ONE\",\"filters\":[{list}]}}"#)
+}
+
+#[test]
+fn a_client_that_reads_nothing_is_dropped_after_the_write_timeout() {
+    let f = Fixture::with(basalt_rest::RestConfig {
+        write_timeout_ms: 300,
+        ..Default::default()
+    });
+    // 8 MiB of rows; one answer is capped at max_answer_bytes (4 MiB of
+    // cells), far more than the kernel buffers for a client that does not
+    // read.
+    fill(&f, 2000, 4096);
+    let path = open_scanner(&f, r#"{"batch":100000}"#);
+    let mut silent = TcpStream::connect(f.addr).unwrap();
+    silent
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+    let started = Instant::now();
+    eventually("the server to drop the client that reads nothing", || {
+        f.server().stats().write_timeouts == 1
+    });
+    eprintln!(
+        "dropped {} ms after the request",
+        started.elapsed().as_millis()
+    );
+    assert_eq!(
+        f.get("/version/cluster", XML).status,
+        200,
+        "others are served"
+    );
+    drop(silent);
+}
+
+#[test]
+fn a_scanner_answer_stops_at_max_answer_bytes_whatever_the_batch() {
+    let f = Fixture::with(basalt_rest::RestConfig {
+        max_answer_bytes: 64 * 1024,
+        ..Default::default()
+    });
+    fill(&f, 100, 4096);
+    let path = open_scanner(&f, r#"{"batch":100000}"#);
+    let mut cells = 0;
+    let mut answers = 0;
+    loop {
+        let reply = f.get(&path, JSON);
+        if reply.status == 204 {
+            break;
+        }
+        let got = common::json_cells(&reply).len();
+        assert!(got <= 17, "{got} cells of 4 KiB in one answer");
+        cells += got;
+        answers += 1;
+    }
+    assert_eq!(cells, 100, "every cell comes, over several answers");
+    assert!(answers >= 6, "{answers} answers");
+    // A row range holding more than the limit is refused with advice.
+    let reply = f.get("/t/row0000000,row0000099", JSON);
+    assert_eq!(reply.status, 400);
+    assert!(
+        reply.text().contains("max_answer_bytes"),
+        "{}",
+        reply.text()
+    );
+}
+
+#[test]
+fn a_costly_scan_stops_soon_after_its_client_leaves() {
+    let f = Fixture::new();
+    fill(&f, 20_000, 200);
+    let path = open_scanner(
+        &f,
+        &format!(r#"{{"batch":10,"filter":"{}"}}"#, costly_filter(999)),
+    );
+    let mut leaving = TcpStream::connect(f.addr).unwrap();
+    leaving
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+    // The scan is under way (it needs far longer than this to finish).
+    std::thread::sleep(Duration::from_millis(300));
+    drop(leaving);
+    let left = Instant::now();
+    eventually("the scan to stop", || {
+        f.server().stats().cancelled_calls == 1
+    });
+    let took = left.elapsed();
+    eprintln!(
+        "the scan stopped {} ms after its client left",
+        took.as_millis()
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "the scan went on for {took:?} after its client left"
+    );
+    // The scanner itself stays, for a client that reads it again.
+    assert_eq!(f.server().open_scanners(), 1);
+}
+
+#[test]
+fn silent_connections_give_their_slots_back_after_the_first_request_deadline() {
+    let f = Fixture::with(basalt_rest::RestConfig {
+        first_request_timeout_ms: 200,
+        ..Default::default()
+    });
+    let silent: Vec<TcpStream> = (0..50)
+        .map(|_| TcpStream::connect(f.addr).unwrap())
+        .collect();
+    eventually("the silent connections to be closed", || {
+        f.server().stats().first_request_timeouts == 50
+    });
+    assert_eq!(f.server().open_connections(), 0);
+    assert_eq!(f.get("/version/cluster", XML).status, 200);
+    drop(silent);
+}
+
+/// Polls `condition` until it holds; panics after a hang guard.
+fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
