@@ -142,6 +142,15 @@ impl RpcClient {
         }
     }
 
+    /// Sends a call and does not wait for its answer (tests of clients that
+    /// never read; [`RpcClient::read_frame`] reads it later).
+    pub fn send_call(&mut self, method: &str, param: &impl Message) -> Result<(), RpcError> {
+        let id = self.next_call;
+        self.next_call = self.next_call.wrapping_add(1);
+        let request = frame::encode_request(id, method, param, &[]);
+        self.stream.write_all(&request).map_err(io_error)
+    }
+
     /// Sends raw bytes (garbage-input tests).
     pub fn send_raw(&mut self, bytes: &[u8]) -> Result<(), RpcError> {
         self.stream.write_all(bytes).map_err(io_error)

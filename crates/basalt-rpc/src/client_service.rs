@@ -15,6 +15,7 @@ use basalt::{
 };
 use basalt_types::{Cell, CellType, Comparator, CompareOp, LATEST_TIMESTAMP};
 use bytes::Bytes;
+use std::time::Duration;
 
 use crate::call::{cell_from_proto, encode, Call, Method};
 use crate::error::{RpcError, OUT_OF_ORDER_SCANNER_NEXT};
@@ -939,16 +940,24 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
         .filter(|&n| n > 0)
         .or(caching)
         .map_or(ctx.limits.default_scan_rows, |n| n as usize);
+    // Whatever the client asks, an answer stops at the server's cap.
     let max_bytes = request
         .scan
         .as_ref()
         .and_then(|s| s.max_result_size)
         .filter(|&m| m > 0)
         .map_or(ctx.limits.max_scan_answer_bytes, |m| {
-            usize::try_from(m)
-                .unwrap_or(usize::MAX)
-                .min(ctx.limits.max_frame_bytes / 2)
-        });
+            usize::try_from(m).unwrap_or(usize::MAX)
+        })
+        .min(ctx.limits.max_answer_bytes)
+        .min(ctx.limits.max_frame_bytes / 2);
+    // Room in the answer budget before any row is read: a full budget
+    // holds the call back (then refuses it as busy, which clients retry).
+    let budget = basalt::guard::answer_budget();
+    let patience = Duration::from_millis(ctx.limits.write_timeout_ms.max(1));
+    let mut room = budget
+        .take(FIRST_ROOM, patience)
+        .map_err(|full| RpcError::from(basalt::Error::RegionTooBusy(full.to_string())))?;
     let mut response = ScanResponse {
         scanner_id: Some(id),
         ttl: Some(ctx.scanners.lease_seconds()),
@@ -956,9 +965,20 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     };
     let partial_ok = request.client_handles_partials.unwrap_or(false);
     let mut state = scanner.state.lock();
-    let fetched = fetch(&mut state, rows_wanted, max_bytes, partial_ok);
+    let fetched = fetch(&mut state, rows_wanted, max_bytes, partial_ok, &mut room);
     let fetched = match fetched {
-        Ok(f) => f,
+        Ok(Fetched::Rows(f)) => f,
+        // The call's time ran out before a row was found: a heartbeat, so
+        // the client calls again and the scan goes on where it stopped (as
+        // HBase's time-limited scans answer); a client that takes no
+        // heartbeats is told why.
+        Ok(Fetched::OutOfTime(e)) => {
+            if !request.client_handles_heartbeats.unwrap_or(false) {
+                return Err(e.into());
+            }
+            response.heartbeat_message = Some(true);
+            Vec::new()
+        }
         Err(e) => {
             drop(state);
             ctx.scanners.close(id);
@@ -1090,20 +1110,39 @@ fn meta_in_bounds(bounds: &RowBounds, row: &[u8]) -> bool {
     above && below
 }
 
+/// Room an answer takes in the answer budget before its first row is read.
+const FIRST_ROOM: usize = 64 * 1024;
+
+/// What [`fetch`] found.
+enum Fetched {
+    /// Rows (and pieces of rows), perhaps none at the end of the region.
+    Rows(Vec<(Vec<Cell>, bool)>),
+    /// The call's time ran out before any row was found; the scanner
+    /// stays where it stopped.
+    OutOfTime(basalt::Error),
+}
+
 /// The next rows of a scanner: at most `rows`, stopping once about
-/// `max_bytes` are collected. With `partial_ok`, a row bigger than what is
-/// left of `max_bytes` is cut and the rest carried to the next call (the
-/// client reassembles it); otherwise rows are whole.
+/// `max_bytes` are collected, or once the process's answer budget is full
+/// and some rows are collected (their estimated size is counted in `room`
+/// as they are read). With `partial_ok`, a row bigger than what is left of
+/// `max_bytes` is cut and the rest carried to the next call (the client
+/// reassembles it); otherwise rows are whole.
 fn fetch(
     state: &mut ScanState,
     rows: usize,
     max_bytes: usize,
     partial_ok: bool,
-) -> Result<Vec<(Vec<Cell>, bool)>, RpcError> {
+    room: &mut basalt::guard::AnswerBytes,
+) -> Result<Fetched, RpcError> {
+    let budget = basalt::guard::answer_budget();
     let mut out = Vec::new();
     let mut bytes = 0usize;
     let size = |c: &Cell| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len() + 24;
     while out.len() < rows && bytes < max_bytes && !state.scan_done {
+        if !out.is_empty() && budget.in_use() >= budget.total() {
+            break;
+        }
         let cells = if !state.carried.is_empty() {
             std::mem::take(&mut state.carried)
         } else {
@@ -1139,8 +1178,18 @@ fn fetch(
                     }
                     cells
                 }
+                // Stopped between rows by the call's time budget: answer
+                // what there is; the scanner goes on at the next call.
+                Some(Err(e)) if e.kind() == basalt::ErrorKind::TimedOut => {
+                    if out.is_empty() {
+                        return Ok(Fetched::OutOfTime(e));
+                    }
+                    break;
+                }
                 Some(Err(e)) => {
-                    state.end_rows();
+                    if e.kind() != basalt::ErrorKind::Cancelled {
+                        state.end_rows();
+                    }
                     return Err(e.into());
                 }
                 None => {
@@ -1151,6 +1200,10 @@ fn fetch(
             }
         };
         let row_bytes: usize = cells.iter().map(size).sum();
+        room.resize(
+            room.held()
+                .saturating_add(basalt::guard::answer_estimate(row_bytes, cells.len())),
+        );
         if partial_ok && bytes + row_bytes > max_bytes && cells.len() > 1 {
             // Cut the row where the answer fills; at least one cell goes.
             let mut taken = 0usize;
@@ -1186,5 +1239,5 @@ fn fetch(
             }
         }
     }
-    Ok(out)
+    Ok(Fetched::Rows(out))
 }

@@ -86,6 +86,17 @@ pub struct RpcLimits {
     pub max_scan_answer_bytes: usize,
     /// Calls being answered at once per connection; more wait.
     pub max_calls_per_connection: usize,
+    /// Bytes per scan answer at most whatever the client asks (its
+    /// `max_result_size` is lowered to this): HBase's server-side
+    /// `hbase.server.scanner.max.result.size`, 4 MiB here.
+    pub max_answer_bytes: usize,
+    /// How long a scan call may read before it answers what it has (a
+    /// heartbeat when it has nothing and the client takes heartbeats, as
+    /// HBase's time-limited scans do); 0 never.
+    pub scan_call_timeout_ms: u64,
+    /// How long an answer may wait for room in the answer budget, and a
+    /// connection may make no progress writing one before it is dropped.
+    pub write_timeout_ms: u64,
 }
 
 impl Default for RpcLimits {
@@ -99,6 +110,9 @@ impl Default for RpcLimits {
             default_scan_rows: 100,
             max_scan_answer_bytes: 2 << 20,
             max_calls_per_connection: 64,
+            max_answer_bytes: basalt::guard::DEFAULT_MAX_ANSWER_BYTES,
+            scan_call_timeout_ms: basalt::guard::DEFAULT_SCAN_CALL_TIMEOUT_MS,
+            write_timeout_ms: basalt::guard::DEFAULT_WRITE_TIMEOUT_MS,
         }
     }
 }

@@ -32,6 +32,11 @@ pub struct RpcError {
 }
 
 impl RpcError {
+    /// True when the call stopped because its client went away.
+    pub fn is_cancelled(&self) -> bool {
+        self.class == ErrorKind::Cancelled.java_class()
+    }
+
     /// An error of `class`.
     pub fn new(class: &str, message: impl Into<String>, do_not_retry: bool) -> RpcError {
         RpcError {
@@ -97,6 +102,7 @@ fn retryable(kind: ErrorKind) -> bool {
             | ErrorKind::Io
             | ErrorKind::WalUnavailable
             | ErrorKind::Closed
+            | ErrorKind::TimedOut
     )
 }
 

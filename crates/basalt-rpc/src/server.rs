@@ -21,7 +21,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use basalt::guard::{AddressSlots, RefusalLog, SlotLimits};
+use basalt::guard::{AddressSlots, AnswerBytes, RefusalLog, SlotLimits, WriteTimeout};
+use basalt::interrupt::CallControl;
 use basalt::Database;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -77,6 +78,15 @@ pub struct RpcConfig {
     pub default_scan_rows: usize,
     /// Bytes per scan answer when the client sets no limit.
     pub max_scan_answer_bytes: usize,
+    /// Bytes per scan answer at most, whatever the client asks (HBase's
+    /// `max_result_size`, lowered to this). Default 4 MiB.
+    pub max_answer_bytes: usize,
+    /// A connection whose answer makes no progress this long is dropped,
+    /// with its calls, scanners and answers (0: never). Default 30 000.
+    pub write_timeout_ms: u64,
+    /// A scan call reads at most this long before it answers what it has,
+    /// or a heartbeat (0: never). Default 60 000.
+    pub scan_call_timeout_ms: u64,
     /// Calls answered at once per connection.
     pub max_calls_per_connection: usize,
     /// A new connection must send its preamble and connection header
@@ -111,7 +121,10 @@ impl Default for RpcConfig {
             default_scan_rows: limits.default_scan_rows,
             max_scan_answer_bytes: limits.max_scan_answer_bytes,
             max_calls_per_connection: limits.max_calls_per_connection,
-            handshake_timeout_ms: 10_000,
+            max_answer_bytes: limits.max_answer_bytes,
+            write_timeout_ms: limits.write_timeout_ms,
+            scan_call_timeout_ms: limits.scan_call_timeout_ms,
+            handshake_timeout_ms: basalt::guard::DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
             max_connections_per_address: 0,
             reserved_connections: None,
         }
@@ -129,6 +142,9 @@ impl RpcConfig {
             default_scan_rows: self.default_scan_rows.max(1),
             max_scan_answer_bytes: self.max_scan_answer_bytes.max(1024),
             max_calls_per_connection: self.max_calls_per_connection.max(1),
+            max_answer_bytes: self.max_answer_bytes.max(1024),
+            scan_call_timeout_ms: self.scan_call_timeout_ms,
+            write_timeout_ms: self.write_timeout_ms,
         }
     }
 }
@@ -229,6 +245,8 @@ impl RpcBound {
             refusals: RefusalLog::new("native RPC", Duration::from_secs(10)),
             handshake: (config.handshake_timeout_ms > 0)
                 .then(|| Duration::from_millis(config.handshake_timeout_ms)),
+            write_timeouts: AtomicU64::new(0),
+            cancelled_calls: AtomicU64::new(0),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         // Abandoned scanners go after their lease even when nobody opens
@@ -310,6 +328,10 @@ struct Shared {
     refusals: RefusalLog,
     /// Deadline for the preamble and connection header.
     handshake: Option<Duration>,
+    /// Connections dropped for reading nothing of an answer.
+    write_timeouts: AtomicU64,
+    /// Calls whose work stopped because their client left.
+    cancelled_calls: AtomicU64,
 }
 
 /// A running native RPC server.
@@ -389,6 +411,17 @@ impl RpcServer {
     /// Bytes of requests held now (tests: the budget drains).
     pub fn in_flight_bytes(&self) -> usize {
         self.shared.budget_size - self.shared.budget.available_permits()
+    }
+
+    /// Connections dropped because their client read nothing of an answer
+    /// for `write_timeout_ms` (tests).
+    pub fn write_timeouts(&self) -> u64 {
+        self.shared.write_timeouts.load(Ordering::SeqCst)
+    }
+
+    /// Calls whose work stopped because their client left (tests).
+    pub fn cancelled_calls(&self) -> u64 {
+        self.shared.cancelled_calls.load(Ordering::SeqCst)
     }
 
     /// Decoded bytes reserved by requests now (tests: the budget drains).
@@ -576,22 +609,46 @@ async fn connection(
         return fatal(&mut writer, NO_CALL, &e).await;
     }
 
-    // 4. Answers leave through one writer task, in completion order.
-    let (answers, mut outbox) = mpsc::channel::<Vec<u8>>(limits.max_calls_per_connection);
+    // 4. Answers leave through one writer task, in completion order, each
+    // holding its room in the answer budget until it is written. A client
+    // that reads nothing for the write timeout is dropped: the writer ends,
+    // and with it the connection and its answers.
+    let (answers, mut outbox) =
+        mpsc::channel::<(Vec<u8>, AnswerBytes)>(limits.max_calls_per_connection);
+    let write_timeout =
+        (limits.write_timeout_ms > 0).then(|| Duration::from_millis(limits.write_timeout_ms));
+    let writer_shared = Arc::clone(shared);
     let writer_task = tokio::spawn(async move {
-        while let Some(frame) = outbox.recv().await {
-            if writer.write_all(&frame).await.is_err() {
+        let mut writer = WriteTimeout::new(writer, write_timeout);
+        while let Some((frame, room)) = outbox.recv().await {
+            if let Err(e) = writer.write_all(&frame).await {
+                if e.kind() == io::ErrorKind::TimedOut {
+                    writer_shared.write_timeouts.fetch_add(1, Ordering::SeqCst);
+                    tracing::debug!(connection = id, "dropping a native RPC connection: {e}");
+                }
                 break;
             }
+            drop(room);
         }
+        drop(outbox);
         let _ = writer.shutdown().await;
     });
     let calls = Arc::new(Semaphore::new(limits.max_calls_per_connection));
+    // Every call shares the connection's cancel flag: once the client is
+    // gone, the work of its calls stops at the next row.
+    let control = CallControl::new();
+    let scan_call_timeout = (limits.scan_call_timeout_ms > 0)
+        .then(|| Duration::from_millis(limits.scan_call_timeout_ms));
+    let mut stopping = false;
     let result = loop {
         // 3. One frame.
         let mut len = [0u8; 4];
         let read = tokio::select! {
-            _ = shutdown.changed() => break Ok(()),
+            _ = shutdown.changed() => {
+                stopping = true;
+                break Ok(());
+            }
+            _ = answers.closed() => break Err(io::Error::new(io::ErrorKind::TimedOut, "the answers' writer ended")),
             r = read_within(&mut reader, &mut len, idle) => r,
         };
         if let Err(e) = read {
@@ -608,7 +665,12 @@ async fn connection(
                 format!("a request of {frame_len} bytes is over the {}-byte limit ([rpc] max_frame_bytes)", limits.max_frame_bytes),
                 true,
             );
-            let _ = answers.send(frame::encode_response(NO_CALL, Err(&e))).await;
+            let _ = answers
+                .send((
+                    frame::encode_response(NO_CALL, Err(&e)),
+                    AnswerBytes::none(),
+                ))
+                .await;
             break Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
         }
         let permits = frame_len.clamp(1, shared.budget_size) as u32;
@@ -622,11 +684,21 @@ async fn connection(
         let request = match frame::split_request(Bytes::from(body)) {
             Ok(r) => r,
             Err((Some(call_id), e)) => {
-                let _ = answers.send(frame::encode_response(call_id, Err(&e))).await;
+                let _ = answers
+                    .send((
+                        frame::encode_response(call_id, Err(&e)),
+                        AnswerBytes::none(),
+                    ))
+                    .await;
                 continue;
             }
             Err((None, e)) => {
-                let _ = answers.send(frame::encode_response(NO_CALL, Err(&e))).await;
+                let _ = answers
+                    .send((
+                        frame::encode_response(NO_CALL, Err(&e)),
+                        AnswerBytes::none(),
+                    ))
+                    .await;
                 break Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string()));
             }
         };
@@ -644,7 +716,12 @@ async fn connection(
                 ),
                 true,
             );
-            let _ = answers.send(frame::encode_response(call_id, Err(&e))).await;
+            let _ = answers
+                .send((
+                    frame::encode_response(call_id, Err(&e)),
+                    AnswerBytes::none(),
+                ))
+                .await;
             continue;
         }
         let Ok(decoded_held) = Arc::clone(&shared.decoded)
@@ -658,14 +735,17 @@ async fn connection(
         };
         let shared = Arc::clone(shared);
         let answers = answers.clone();
+        let call_control = control.with_deadline(scan_call_timeout);
         tokio::spawn(async move {
             let call_id = request.header.call_id.unwrap_or(0);
             // A Get whose data is in memstores and the block cache is
             // answered here, without the blocking pool's hand-off; one that
             // needs a file goes to the pool (see `basalt::read_tier`).
             if is_read_only(service, &request) {
-                let attempt = basalt::read_tier::memory_only(|| {
-                    run_call(&shared.ctx, id, service, &request, cell_blocks)
+                let attempt = call_control.run(|| {
+                    basalt::read_tier::memory_only(|| {
+                        run_call(&shared.ctx, id, service, &request, cell_blocks)
+                    })
                 });
                 if let Some(answer) = attempt {
                     drop(held);
@@ -676,18 +756,25 @@ async fn connection(
                         }
                         Err(e) => frame::encode_response(call_id, Err(&e)),
                     };
-                    let _ = answers.send(frame).await;
+                    let _ = answers.send(counted(frame)).await;
                     drop(slot);
                     return;
                 }
             }
+            let cancelled = Arc::clone(&shared);
             let frame = tokio::task::spawn_blocking(move || {
-                let answer = run_call(&shared.ctx, id, service, &request, cell_blocks);
+                let answer =
+                    call_control.run(|| run_call(&shared.ctx, id, service, &request, cell_blocks));
                 drop(held);
                 drop(decoded_held);
                 match answer {
                     Ok((message, cells)) => frame::encode_response(call_id, Ok((&message, &cells))),
-                    Err(e) => frame::encode_response(call_id, Err(&e)),
+                    Err(e) => {
+                        if e.is_cancelled() {
+                            cancelled.cancelled_calls.fetch_add(1, Ordering::SeqCst);
+                        }
+                        frame::encode_response(call_id, Err(&e))
+                    }
                 }
             })
             .await
@@ -699,15 +786,34 @@ async fn connection(
                 );
                 frame::encode_response(call_id, Err(&error))
             });
-            let _ = answers.send(frame).await;
+            let _ = answers.send(counted(frame)).await;
             drop(slot);
         });
     };
-    // Calls in flight still answer: the writer ends when the last sender
-    // (each running call holds one) is gone.
+    // A client that left (or stopped reading) takes its calls' work with
+    // it; on shutdown, calls in flight still answer. The writer ends when
+    // the last sender (each running call holds one) is gone.
+    if !stopping {
+        control.cancel();
+    }
     drop(answers);
     let _ = writer_task.await;
     result
+}
+
+/// Answers smaller than this are not counted in the answer budget: a
+/// thousand connections' worth of them is a few megabytes.
+const COUNTED_ANSWER_BYTES: usize = 16 * 1024;
+
+/// An answer frame with its room in the answer budget, held until the
+/// writer has written it.
+fn counted(frame: Vec<u8>) -> (Vec<u8>, AnswerBytes) {
+    let room = if frame.len() >= COUNTED_ANSWER_BYTES {
+        basalt::guard::answer_budget().force(frame.len())
+    } else {
+        AnswerBytes::none()
+    };
+    (frame, room)
 }
 
 /// True for calls that only read rows and change nothing (no scanner, no
