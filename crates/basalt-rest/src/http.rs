@@ -130,6 +130,10 @@ impl Body for AnswerBody {
     }
 }
 
+/// Most bytes hyper buffers per connection: the longest request head, and
+/// the answer pieces waiting for the socket.
+pub const MAX_CONNECTION_BUFFER: usize = 64 * 1024;
+
 /// The time limits of a server's connections.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ConnectionTimeouts {
@@ -365,6 +369,9 @@ async fn serve_connection(
     });
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new());
+    // hyper's own buffer per connection (request heads, answer pieces
+    // queued for the socket) sits outside the answer budget: kept small.
+    builder.max_buf_size(MAX_CONNECTION_BUFFER);
     if let Some(timeout) = timeouts.header {
         builder.header_read_timeout(timeout);
     }

@@ -953,10 +953,9 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
         .min(ctx.limits.max_frame_bytes / 2);
     // Room in the answer budget before any row is read: a full budget
     // holds the call back (then refuses it as busy, which clients retry).
-    let budget = basalt::guard::answer_budget();
+    // The room joins the call's, held until the answer is written.
     let patience = Duration::from_millis(ctx.limits.write_timeout_ms.max(1));
-    let mut room = budget
-        .take(FIRST_ROOM, patience)
+    basalt::guard::take_answer_room(FIRST_ROOM, patience)
         .map_err(|full| RpcError::from(basalt::Error::RegionTooBusy(full.to_string())))?;
     let mut response = ScanResponse {
         scanner_id: Some(id),
@@ -965,7 +964,7 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     };
     let partial_ok = request.client_handles_partials.unwrap_or(false);
     let mut state = scanner.state.lock();
-    let fetched = fetch(&mut state, rows_wanted, max_bytes, partial_ok, &mut room);
+    let fetched = fetch(&mut state, rows_wanted, max_bytes, partial_ok);
     let fetched = match fetched {
         Ok(Fetched::Rows(f)) => f,
         // The call's time ran out before a row was found: a heartbeat, so
@@ -1124,8 +1123,8 @@ enum Fetched {
 
 /// The next rows of a scanner: at most `rows`, stopping once about
 /// `max_bytes` are collected, or once the process's answer budget is full
-/// and some rows are collected (their estimated size is counted in `room`
-/// as they are read). With `partial_ok`, a row bigger than what is left of
+/// and some rows are collected (their estimated size is counted in the
+/// call's answer room as they are read). With `partial_ok`, a row bigger than what is left of
 /// `max_bytes` is cut and the rest carried to the next call (the client
 /// reassembles it); otherwise rows are whole.
 fn fetch(
@@ -1133,7 +1132,6 @@ fn fetch(
     rows: usize,
     max_bytes: usize,
     partial_ok: bool,
-    room: &mut basalt::guard::AnswerBytes,
 ) -> Result<Fetched, RpcError> {
     let budget = basalt::guard::answer_budget();
     let mut out = Vec::new();
@@ -1200,10 +1198,7 @@ fn fetch(
             }
         };
         let row_bytes: usize = cells.iter().map(size).sum();
-        room.resize(
-            room.held()
-                .saturating_add(basalt::guard::answer_estimate(row_bytes, cells.len())),
-        );
+        basalt::guard::count_answer(basalt::guard::answer_estimate(row_bytes, cells.len()));
         if partial_ok && bytes + row_bytes > max_bytes && cells.len() > 1 {
             // Cut the row where the answer fills; at least one cell goes.
             let mut taken = 0usize;

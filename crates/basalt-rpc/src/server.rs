@@ -742,9 +742,11 @@ async fn connection(
             // answered here, without the blocking pool's hand-off; one that
             // needs a file goes to the pool (see `basalt::read_tier`).
             if is_read_only(service, &request) {
-                let attempt = call_control.run(|| {
-                    basalt::read_tier::memory_only(|| {
-                        run_call(&shared.ctx, id, service, &request, cell_blocks)
+                let (attempt, room) = call_control.run(|| {
+                    basalt::guard::with_answer_room(call_room(), || {
+                        basalt::read_tier::memory_only(|| {
+                            run_call(&shared.ctx, id, service, &request, cell_blocks)
+                        })
                     })
                 });
                 if let Some(answer) = attempt {
@@ -756,18 +758,21 @@ async fn connection(
                         }
                         Err(e) => frame::encode_response(call_id, Err(&e)),
                     };
-                    let _ = answers.send(counted(frame)).await;
+                    let _ = answers.send(counted(frame, room)).await;
                     drop(slot);
                     return;
                 }
             }
             let cancelled = Arc::clone(&shared);
-            let frame = tokio::task::spawn_blocking(move || {
-                let answer =
-                    call_control.run(|| run_call(&shared.ctx, id, service, &request, cell_blocks));
+            let answered = tokio::task::spawn_blocking(move || {
+                let (answer, room) = call_control.run(|| {
+                    basalt::guard::with_answer_room(call_room(), || {
+                        run_call(&shared.ctx, id, service, &request, cell_blocks)
+                    })
+                });
                 drop(held);
                 drop(decoded_held);
-                match answer {
+                let frame = match answer {
                     Ok((message, cells)) => frame::encode_response(call_id, Ok((&message, &cells))),
                     Err(e) => {
                         if e.is_cancelled() {
@@ -775,7 +780,8 @@ async fn connection(
                         }
                         frame::encode_response(call_id, Err(&e))
                     }
-                }
+                };
+                counted(frame, room)
             })
             .await
             .unwrap_or_else(|e| {
@@ -784,9 +790,12 @@ async fn connection(
                     format!("the call failed inside the server: {e}"),
                     false,
                 );
-                frame::encode_response(call_id, Err(&error))
+                (
+                    frame::encode_response(call_id, Err(&error)),
+                    AnswerBytes::none(),
+                )
             });
-            let _ = answers.send(counted(frame)).await;
+            let _ = answers.send(answered).await;
             drop(slot);
         });
     };
@@ -805,14 +814,25 @@ async fn connection(
 /// thousand connections' worth of them is a few megabytes.
 const COUNTED_ANSWER_BYTES: usize = 16 * 1024;
 
+/// A call's answer room: what building its answer takes in the answer
+/// budget (scans take room before their first row and count each row).
+fn call_room() -> AnswerBytes {
+    basalt::guard::answer_budget().force(0)
+}
+
 /// An answer frame with its room in the answer budget, held until the
-/// writer has written it.
-fn counted(frame: Vec<u8>) -> (Vec<u8>, AnswerBytes) {
-    let room = if frame.len() >= COUNTED_ANSWER_BYTES {
-        basalt::guard::answer_budget().force(frame.len())
+/// writer has written it: the frame's size from now on (what building it
+/// took is given back), nothing for a small one.
+fn counted(frame: Vec<u8>, mut room: AnswerBytes) -> (Vec<u8>, AnswerBytes) {
+    if frame.len() >= COUNTED_ANSWER_BYTES {
+        if room.held() == 0 {
+            room = basalt::guard::answer_budget().force(frame.len());
+        } else {
+            room.resize(frame.len());
+        }
     } else {
-        AnswerBytes::none()
-    };
+        room = AnswerBytes::none();
+    }
     (frame, room)
 }
 

@@ -68,10 +68,9 @@ pub(crate) fn take_rows(
     limits: AnswerLimits,
 ) -> Result<Vec<basalt::RowResult>, basalt::Error> {
     let budget = basalt::guard::answer_budget();
-    // Held while the answer is built; the server counts the encoded reply
-    // again until it is written.
-    let mut held = budget
-        .take(FIRST_ROOM, limits.patience)
+    // Held in the call's room while the answer is built, encoded and
+    // written (the server holds the room until then).
+    basalt::guard::take_answer_room(FIRST_ROOM, limits.patience)
         .map_err(|full| basalt::Error::TimedOut(full.to_string()))?;
     let mut out = Vec::new();
     let mut bytes = 0usize;
@@ -90,8 +89,10 @@ pub(crate) fn take_rows(
                     .map(|c| c.value.len() + c.qualifier.len() + c.family.len() + 16)
                     .sum::<usize>();
                 bytes += row_bytes;
-                let estimate = basalt::guard::answer_estimate(row_bytes, result.cells.len());
-                held.resize(held.held().saturating_add(estimate));
+                basalt::guard::count_answer(basalt::guard::answer_estimate(
+                    row_bytes,
+                    result.cells.len(),
+                ));
                 if !result.is_empty() {
                     out.push(result);
                 }

@@ -100,23 +100,34 @@ async fn run_call(
     name: &str,
     body: Value,
     control: CallControl,
-) -> Outcome {
+) -> (Outcome, AnswerBytes) {
+    // The call's answer room: what building its answer takes in the answer
+    // budget, held until the reply is written.
+    let room = || basalt::guard::answer_budget().force(0);
     if service.is_read_only(name) {
         let attempt = body.clone();
-        if let Some(outcome) =
-            control.run(|| basalt::read_tier::memory_only(|| service.call(id, name, attempt)))
-        {
-            return outcome;
+        let (outcome, held) = control.run(|| {
+            basalt::guard::with_answer_room(room(), || {
+                basalt::read_tier::memory_only(|| service.call(id, name, attempt))
+            })
+        });
+        if let Some(outcome) = outcome {
+            return (outcome, held);
         }
     }
     let service = Arc::clone(service);
     let method = name.to_string();
-    match tokio::task::spawn_blocking(move || control.run(|| service.call(id, &method, body))).await
-    {
-        Ok(outcome) => outcome,
-        Err(e) => Outcome::Application(
-            app_error::INTERNAL_ERROR,
-            format!("Internal error processing {name}: {e}"),
+    let call = move || {
+        control.run(|| basalt::guard::with_answer_room(room(), || service.call(id, &method, body)))
+    };
+    match tokio::task::spawn_blocking(call).await {
+        Ok(answered) => answered,
+        Err(e) => (
+            Outcome::Application(
+                app_error::INTERNAL_ERROR,
+                format!("Internal error processing {name}: {e}"),
+            ),
+            AnswerBytes::none(),
         ),
     }
 }
@@ -871,29 +882,35 @@ async fn serve_connection(
         match message {
             Incoming::Call { header, body } => {
                 let oneway = header.kind == MessageType::Oneway;
-                let outcome = if matches!(header.kind, MessageType::Call | MessageType::Oneway) {
-                    let control = connection_control.with_deadline(shared.scan_call_timeout);
-                    let call = run_call(&shared.service, id, &header.name, body, control);
-                    match watch_peer(stream, &mut buf, call, &connection_control).await {
-                        Some(outcome) => outcome,
-                        None => {
-                            shared.stats.cancelled_calls.fetch_add(1, Ordering::SeqCst);
-                            return Stop::Clean;
+                let (outcome, room) =
+                    if matches!(header.kind, MessageType::Call | MessageType::Oneway) {
+                        let control = connection_control.with_deadline(shared.scan_call_timeout);
+                        let call = run_call(&shared.service, id, &header.name, body, control);
+                        match watch_peer(stream, &mut buf, call, &connection_control).await {
+                            Some(answered) => answered,
+                            None => {
+                                shared.stats.cancelled_calls.fetch_add(1, Ordering::SeqCst);
+                                return Stop::Clean;
+                            }
                         }
-                    }
-                } else {
-                    Outcome::Application(
-                        app_error::INVALID_MESSAGE_TYPE,
-                        format!("message type {:?} cannot be a request", header.kind),
-                    )
-                };
+                    } else {
+                        (
+                            Outcome::Application(
+                                app_error::INVALID_MESSAGE_TYPE,
+                                format!("message type {:?} cannot be a request", header.kind),
+                            ),
+                            AnswerBytes::none(),
+                        )
+                    };
                 // The request's room in the budget is free once it is
                 // answered (its values are gone into the call).
                 drop(held);
                 if oneway {
                     continue;
                 }
-                if let Err(e) = reply(stream, wire, &header, outcome, shared.write_timeout).await {
+                if let Err(e) =
+                    reply(stream, wire, &header, outcome, room, shared.write_timeout).await
+                {
                     return write_failed(e);
                 }
             }
@@ -906,7 +923,9 @@ async fn serve_connection(
                 tracing::warn!(id, "malformed message: {error}");
                 if let Some(header) = &header {
                     let outcome = Outcome::Application(app_error::PROTOCOL_ERROR, error.clone());
-                    if let Err(e) = reply(stream, wire, header, outcome, shared.write_timeout).await
+                    let room = AnswerBytes::none();
+                    if let Err(e) =
+                        reply(stream, wire, header, outcome, room, shared.write_timeout).await
                     {
                         return write_failed(e);
                     }
@@ -930,12 +949,12 @@ const MAX_READ_AHEAD: usize = 64 * 1024;
 /// (or breaks it) cancels the call's work, which stops at its next row;
 /// `None` then, as nobody is left to answer. Bytes the client sends ahead
 /// are kept in `buf` for the next request.
-async fn watch_peer(
+async fn watch_peer<T>(
     stream: &mut TcpStream,
     buf: &mut BytesMut,
-    call: impl std::future::Future<Output = Outcome>,
+    call: impl std::future::Future<Output = T>,
     control: &CallControl,
-) -> Option<Outcome> {
+) -> Option<T> {
     tokio::pin!(call);
     loop {
         if buf.len() < MAX_READ_AHEAD {
@@ -1199,6 +1218,7 @@ async fn reply(
     wire: Wire,
     request: &MessageHeader,
     outcome: Outcome,
+    mut room: AnswerBytes,
     write_timeout: Option<Duration>,
 ) -> io::Result<()> {
     let (kind, body) = match outcome {
@@ -1227,12 +1247,18 @@ async fn reply(
         out[..4].copy_from_slice(&len.to_be_bytes());
     }
     // The encoded answer holds room in the answer budget until it is
-    // written, or its client is dropped for not reading it.
-    let _counted = if out.len() >= COUNTED_ANSWER_BYTES {
-        basalt::guard::answer_budget().force(out.len())
+    // written, or its client is dropped for not reading it; what building
+    // it took is given back now that only the bytes remain.
+    if out.len() >= COUNTED_ANSWER_BYTES {
+        if room.held() == 0 {
+            room = basalt::guard::answer_budget().force(out.len());
+        } else {
+            room.resize(out.len());
+        }
     } else {
-        AnswerBytes::none()
-    };
+        room = AnswerBytes::none();
+    }
+    let _room = room;
     let mut conn = WriteTimeout::new(&mut *stream, write_timeout);
     conn.write_all(&out).await?;
     conn.flush().await

@@ -409,6 +409,18 @@ impl AnswerBytes {
         self.held
     }
 
+    /// Holds what `other` held as well (both rooms of one budget).
+    pub fn absorb(&mut self, mut other: AnswerBytes) {
+        if self.budget.is_none() {
+            self.budget = other.budget.take();
+            self.held = other.held;
+        } else {
+            self.held = self.held.saturating_add(other.held);
+            other.budget = None;
+        }
+        other.held = 0;
+    }
+
     /// Takes `more` bytes if there is room now.
     pub fn try_grow(&mut self, more: usize) -> bool {
         let Some(budget) = &self.budget else {
@@ -456,11 +468,40 @@ thread_local! {
 /// thread, so the code that builds the answer can count what it adds
 /// ([`count_answer`]) without passing the room down; returns `f`'s result
 /// and the room, grown by what was counted.
+/// Gateways pass `answer_budget().force(0)`: an empty room of the
+/// budget, which [`take_answer_room`] and [`count_answer`] then grow.
 pub fn with_answer_room<R>(room: AnswerBytes, f: impl FnOnce() -> R) -> (R, AnswerBytes) {
+    /// Puts the previous room back, also when `f` panics.
+    struct Restore(Option<Option<AnswerBytes>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(previous) = self.0.take() {
+                ROOM.with(|r| *r.borrow_mut() = previous);
+            }
+        }
+    }
     let previous = ROOM.with(|r| r.replace(Some(room)));
+    let mut restore = Restore(Some(previous));
     let result = f();
-    let room = ROOM.with(|r| std::mem::replace(&mut *r.borrow_mut(), previous));
+    let room = ROOM.with(|r| r.borrow_mut().take());
+    if let Some(previous) = restore.0.take() {
+        ROOM.with(|r| *r.borrow_mut() = previous);
+    }
     (result, room.unwrap_or_default())
+}
+
+/// Waits for room for `bytes` in the process's answer budget (see
+/// [`AnswerBudget::take`]) and adds it to the current call's room, which
+/// holds it until the answer is written: a call that answers rows takes
+/// room before it reads the first.
+pub fn take_answer_room(bytes: usize, patience: Duration) -> Result<(), BudgetFull> {
+    let taken = answer_budget().take(bytes, patience)?;
+    ROOM.with(|r| {
+        if let Some(room) = r.borrow_mut().as_mut() {
+            room.absorb(taken);
+        }
+    });
+    Ok(())
 }
 
 /// Counts `bytes` more of the answer being built in the current call's
@@ -664,6 +705,21 @@ mod tests {
         assert!(!grown.try_grow(1), "growing stops at the budget");
         grown.resize(5);
         assert_eq!(budget.in_use(), 5);
+    }
+
+    #[test]
+    fn a_calls_room_holds_what_it_took_and_counted_until_dropped() {
+        let budget = answer_budget();
+        let before = budget.in_use();
+        let ((), room) = with_answer_room(budget.force(0), || {
+            take_answer_room(1000, Duration::from_secs(1)).unwrap();
+            count_answer(500);
+        });
+        assert_eq!(room.held(), 1500);
+        count_answer(7);
+        assert_eq!(room.held(), 1500, "nothing is counted outside a call");
+        drop(room);
+        assert!(budget.in_use() <= before, "the room was given back");
     }
 
     #[tokio::test]
