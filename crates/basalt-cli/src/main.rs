@@ -243,6 +243,7 @@ struct ServeArgs {
 /// [limits]            # shared by every gateway (docs/limits.md)
 /// max_filters = 1000
 /// max_filter_depth = 32
+/// max_answer_bytes_in_flight = 134217728
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -278,6 +279,9 @@ struct LimitsConfig {
     max_filters: usize,
     /// Deepest nesting of one request's filter tree.
     max_filter_depth: usize,
+    /// Bytes of answers being built or waiting for their clients, over
+    /// every gateway of the process.
+    max_answer_bytes_in_flight: usize,
 }
 
 impl Default for LimitsConfig {
@@ -285,6 +289,7 @@ impl Default for LimitsConfig {
         LimitsConfig {
             max_filters: basalt::DEFAULT_MAX_FILTERS,
             max_filter_depth: basalt::DEFAULT_MAX_FILTER_DEPTH,
+            max_answer_bytes_in_flight: basalt::guard::DEFAULT_ANSWER_BUDGET_BYTES,
         }
     }
 }
@@ -434,6 +439,7 @@ fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String>
         config.database.data_dir = dir;
     }
     basalt::set_filter_limits(config.limits.max_filters, config.limits.max_filter_depth);
+    basalt::guard::set_answer_budget_bytes(config.limits.max_answer_bytes_in_flight);
     if let Some(dir) = &args.data_dir {
         config.database.data_dir = dir.clone();
     }
