@@ -267,8 +267,9 @@ fn the_shell_shows_moves_reassigns_and_balances_the_regions_of_a_cluster() {
         );
         let expected = &placement(&status)[&name];
         let load = live.server_load.as_ref().unwrap();
-        // hbase:meta (every server answers it) plus the table's regions.
-        assert_eq!(load.region_loads.len(), expected.len() + 1, "{name}");
+        // hbase:meta and hbase:namespace (every server answers both) plus
+        // the table's regions.
+        assert_eq!(load.region_loads.len(), expected.len() + 2, "{name}");
         regions += expected.len();
     }
     assert_eq!(regions, 5);
