@@ -521,6 +521,19 @@ fn mutate(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
 
 fn multi(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     let request: MultiRequest = Call::decode(param, "MultiRequest")?;
+    // Several gets answer whole rows: room in the answer budget first, as a
+    // scan takes, and each row counted.
+    let gets = request
+        .region_action
+        .iter()
+        .flat_map(|a| &a.action)
+        .filter(|a| a.get.is_some())
+        .count();
+    if gets > 1 {
+        let patience = Duration::from_millis(call.ctx.limits.write_timeout_ms.max(1));
+        basalt::guard::take_answer_room(FIRST_ROOM, patience)
+            .map_err(|full| RpcError::from(basalt::Error::RegionTooBusy(full.to_string())))?;
+    }
     let mut response = MultiResponse::default();
     for (i, action) in request.region_action.iter().enumerate() {
         // HBase 2.0-2.3 sent one condition for the whole request.
@@ -735,6 +748,12 @@ fn one_action(
             return Ok(Step::Answered(exists(table.exists(&query)?)));
         }
         let row = table.get(&query)?;
+        let bytes: usize = row
+            .cells
+            .iter()
+            .map(|c| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len() + 24)
+            .sum();
+        basalt::guard::count_answer(basalt::guard::answer_estimate(bytes, row.cells.len()));
         return Ok(Step::Answered(
             call.result(apply_store_window(row.cells, window), false),
         ));

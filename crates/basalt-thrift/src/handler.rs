@@ -373,6 +373,9 @@ impl Service {
     ) -> CallResult {
         let table = self.table(table)?;
         let range = before(timestamp)?;
+        if rows.len() > 1 {
+            crate::scanners::room_for_rows(self.answer_limits).map_err(db_error)?;
+        }
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let mut get = Get::new(row).time_range(range);
@@ -380,6 +383,7 @@ impl Service {
                 get = parse_column(column).select_in_get(get);
             }
             let result = table.get(&get).map_err(db_error)?;
+            crate::scanners::count_row(&result);
             if !result.is_empty() {
                 out.push(row_result(&result, false));
             }

@@ -49,6 +49,25 @@ pub(crate) struct AnswerLimits {
     pub patience: Duration,
 }
 
+/// Counts a row's share of the answer being built in the call's answer
+/// room (see `basalt::guard::count_answer`).
+pub(crate) fn count_row(result: &basalt::RowResult) {
+    let bytes = result
+        .cells
+        .iter()
+        .map(|c| c.value.len() + c.qualifier.len() + c.family.len() + 16)
+        .sum::<usize>();
+    basalt::guard::count_answer(basalt::guard::answer_estimate(bytes, result.cells.len()));
+}
+
+/// Before a read of several rows: room in the answer budget, waiting while
+/// the budget is full (as a scanner answer does before its first row). The
+/// rows are then answered whole, each counted.
+pub(crate) fn room_for_rows(limits: AnswerLimits) -> Result<(), basalt::Error> {
+    basalt::guard::take_answer_room(FIRST_ROOM, limits.patience)
+        .map_err(|full| basalt::Error::TimedOut(full.to_string()))
+}
+
 /// Room an answer takes in the answer budget before its first row is read:
 /// enough for an ordinary answer, so a full budget holds the call back
 /// before it reads anything.

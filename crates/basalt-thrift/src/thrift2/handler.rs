@@ -266,8 +266,12 @@ impl Service2 {
 
     fn get_multiple(&self, a: args::TableGets) -> Answer {
         let table = self.table(a.table)?;
+        let tgets = required(a.tgets, "tgets")?;
+        if tgets.len() > 1 {
+            crate::scanners::room_for_rows(self.answer_limits)?;
+        }
         let mut out = Vec::new();
-        for tget in required(a.tgets, "tgets")? {
+        for tget in tgets {
             out.push(read(&table, get_of(tget)?)?);
         }
         Ok(Some(out.to_value()))
@@ -1010,6 +1014,7 @@ fn read(table: &Table, plan: GetPlan) -> Result<TResult, Failure> {
         });
     }
     let mut result = table.get(&plan.get)?;
+    crate::scanners::count_row(&result);
     if plan.store_limit.is_some() || plan.store_offset > 0 {
         // Per family, skip `offset` cells and keep `limit` (HBase's
         // storeOffset and storeLimit count cells of a store).
