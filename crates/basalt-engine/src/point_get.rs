@@ -96,6 +96,7 @@ pub(crate) fn read_one_row(
     let shape = RowShape {
         max_versions: max_versions.max(1),
         raw: false,
+        batch: None,
     };
     let cells = read_row(families, row, filter.as_deref_mut(), shape, &mut metrics)?;
     if cells.is_some() {

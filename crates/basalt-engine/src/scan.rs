@@ -662,12 +662,9 @@ impl RegionScanner {
         filter: Option<Box<dyn CellFilter>>,
         shape: ScanShape,
     ) -> Result<Self> {
-        if shape.batch.is_some() && filter.as_ref().is_some_and(|f| f.has_filter_row()) {
-            return Err(Error::invalid(
-                "cannot set batch on a scan using a filter that needs whole rows \
-                 (filter_row / filter_row_cells)",
-            ));
-        }
+        // A batch with a filter that decides on whole rows is refused only
+        // when a row has to be cut (`read_row`), as HBase does: rows no
+        // wider than the batch are answered.
         Ok(RegionScanner {
             stores,
             filter,
@@ -847,6 +844,7 @@ impl RegionScanner {
         let shape = RowShape {
             max_versions: self.max_versions,
             raw: self.raw,
+            batch: self.batch,
         };
         read_row(
             &mut self.stores,
@@ -893,6 +891,9 @@ pub(crate) struct RowShape {
     pub max_versions: u32,
     /// Markers are returned and do not count as versions.
     pub raw: bool,
+    /// A scan's batch: a row with more cells than this, under a filter
+    /// that decides on whole rows, cannot be answered.
+    pub batch: Option<usize>,
 }
 
 /// Reads one row across `families` (in family order) through the read's
@@ -993,6 +994,15 @@ pub(crate) fn read_row<F: FamilyCandidates>(
     }
     if let Some(filter) = filter.as_mut() {
         if filter.has_filter_row() {
+            if let Some(batch) = shape.batch.filter(|&b| cells.len() > b) {
+                return Err(Error::invalid(format!(
+                    "row {} has {} cells, more than the scan's batch of {batch}, and a filter \
+                     that decides on whole rows cannot see a row cut in parts \
+                     (use a scan without batch, or a filter without filterRow)",
+                    String::from_utf8_lossy(row),
+                    cells.len()
+                )));
+            }
             let before = cells.len();
             filter.filter_row_cells(&mut cells);
             metrics.cells_filtered += before.saturating_sub(cells.len()) as u64;
@@ -1070,6 +1080,7 @@ pub fn read_held_row(
     let shape = RowShape {
         max_versions: max_versions.max(1),
         raw: false,
+        batch: None,
     };
     read_row(&mut families, row, filter, shape, metrics)
 }

@@ -217,15 +217,37 @@ fn column_filters() {
     );
 }
 
+/// As in HBase, a filter that decides on whole rows and a batch meet only
+/// when a row is wider than the batch: narrower rows are answered whole,
+/// a wider one is an error naming the row (every row here has 3 cells).
 #[test]
-fn whole_row_filters_cannot_be_batched() {
+fn whole_row_filters_are_refused_only_on_a_row_the_batch_would_cut() {
     let t = TestDb::new();
     let table = setup(&t);
-    let scan = Scan::new()
-        .batch(1)
-        .filter(Filter::parse("SingleColumnValueFilter('info', 'city', =, 'binary:x')").unwrap());
-    let err = table.scan(&scan).unwrap().next().unwrap().unwrap_err();
-    assert!(err.to_string().contains("cannot set batch"), "{err}");
+    let scan = |batch: usize, filter: &str| {
+        Scan::new()
+            .batch(batch)
+            .filter(Filter::parse(filter).unwrap())
+    };
+    assert_eq!(
+        rows(table.scan(&scan(3, "PageFilter(2)")).unwrap()),
+        ["alice", "bob"]
+    );
+    let err = table
+        .scan(&scan(
+            1,
+            "SingleColumnValueFilter('info', 'city', =, 'binary:x')",
+        ))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("row alice has 3 cells, more than the scan's batch of 1"),
+        "{err}"
+    );
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
 
 #[test]

@@ -478,6 +478,9 @@ final class Generator {
       }
 
       public String apply(Table table, Admin admin, long base) throws Exception {
+        if (scan.isRaw()) {
+          Differential.compactForRawRead(admin, tableName);
+        }
         Scan stamped = new Scan(scan);
         if (!scan.getTimeRange().isAllTime()) {
           long[] range = stamp(scan.getTimeRange().getMin(), scan.getTimeRange().getMax(), base);
