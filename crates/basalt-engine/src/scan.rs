@@ -916,6 +916,12 @@ pub(crate) fn read_row<F: FamilyCandidates>(
             return Ok(None);
         }
     }
+    // A filter that decides on whole rows cannot see a row cut by a batch:
+    // as in HBase, the read fails once the batch is full and the row still
+    // has a cell to look at, and rows no wider are answered.
+    let row_filter_batch = shape
+        .batch
+        .filter(|_| filter.as_ref().is_some_and(|f| f.has_filter_row()));
     let mut cells = Vec::new();
     let mut seek_hint: Option<Cell> = None;
     let mut included_in_column = 0u32;
@@ -925,6 +931,14 @@ pub(crate) fn read_row<F: FamilyCandidates>(
             continue;
         }
         while let Some(cell) = family.next_candidate(row)? {
+            if let Some(batch) = row_filter_batch.filter(|&b| cells.len() >= b) {
+                return Err(Error::invalid(format!(
+                    "row {} has more cells than the scan's batch of {batch}, and a filter \
+                     that decides on whole rows cannot see a row cut in parts \
+                     (use a scan without batch, or a filter without filterRow)",
+                    String::from_utf8_lossy(row)
+                )));
+            }
             metrics.cells_scanned += 1;
             if let Some(hint) = &seek_hint {
                 if cell.compare_key(hint).is_lt() {
@@ -994,15 +1008,6 @@ pub(crate) fn read_row<F: FamilyCandidates>(
     }
     if let Some(filter) = filter.as_mut() {
         if filter.has_filter_row() {
-            if let Some(batch) = shape.batch.filter(|&b| cells.len() > b) {
-                return Err(Error::invalid(format!(
-                    "row {} has {} cells, more than the scan's batch of {batch}, and a filter \
-                     that decides on whole rows cannot see a row cut in parts \
-                     (use a scan without batch, or a filter without filterRow)",
-                    String::from_utf8_lossy(row),
-                    cells.len()
-                )));
-            }
             let before = cells.len();
             filter.filter_row_cells(&mut cells);
             metrics.cells_filtered += before.saturating_sub(cells.len()) as u64;
