@@ -193,19 +193,12 @@ impl InfoServer {
         let local_addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             context: Arc::new(Context::new(db, &config)),
-            connections: ConnectionGate::with_limits(
+            connections: ConnectionGate::for_listener(
                 "info",
                 config.max_connections,
-                config.max_connections,
-                config
-                    .reserved_connections
-                    .unwrap_or(config.max_connections / 10),
-                &config
-                    .allowed_hosts
-                    .iter()
-                    .cloned()
-                    .chain(std::iter::once(config.bind.clone()))
-                    .collect::<Vec<_>>(),
+                config.reserved_connections,
+                &config.allowed_hosts,
+                &config.bind,
             ),
             idle_timeout: (config.idle_timeout_ms > 0)
                 .then(|| Duration::from_millis(config.idle_timeout_ms)),

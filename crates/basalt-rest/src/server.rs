@@ -258,19 +258,12 @@ impl RestServer {
         let millis = |ms: u64| (ms > 0).then(|| Duration::from_millis(ms));
         let shared = Arc::new(Shared {
             context,
-            connections: ConnectionGate::with_limits(
+            connections: ConnectionGate::for_listener(
                 "REST",
                 config.max_connections,
-                config.max_connections,
-                config
-                    .reserved_connections
-                    .unwrap_or(config.max_connections / 10),
-                &config
-                    .allowed_hosts
-                    .iter()
-                    .cloned()
-                    .chain(std::iter::once(config.bind.clone()))
-                    .collect::<Vec<_>>(),
+                config.reserved_connections,
+                &config.allowed_hosts,
+                &config.bind,
             ),
             idle_timeout: (config.idle_timeout_ms > 0)
                 .then(|| Duration::from_millis(config.idle_timeout_ms)),

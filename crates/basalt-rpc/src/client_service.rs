@@ -642,20 +642,31 @@ fn region_action(
                 "an action was left unanswered (a Basalt bug)",
             ))
         });
-        result.result_or_exception.push(match outcome {
-            Ok(r) => ResultOrException {
-                index: a.index,
-                result: Some(r),
-                exception: None,
-            },
-            Err(error) => ResultOrException {
-                index: a.index,
-                result: None,
-                exception: Some(error.to_name_bytes()),
-            },
-        });
+        result
+            .result_or_exception
+            .push(action_answer(a.index, outcome));
     }
     Ok(result)
+}
+
+/// One action's answer in a region action's result: its result or its
+/// exception, under the action's index.
+fn action_answer(
+    index: Option<u32>,
+    outcome: Result<crate::proto::client::Result, RpcError>,
+) -> ResultOrException {
+    match outcome {
+        Ok(r) => ResultOrException {
+            index,
+            result: Some(r),
+            exception: None,
+        },
+        Err(error) => ResultOrException {
+            index,
+            result: None,
+            exception: Some(error.to_name_bytes()),
+        },
+    }
 }
 
 /// A region action on `hbase:namespace`: its gets are answered (a batch
@@ -686,18 +697,9 @@ fn namespace_action(
                 "an action on hbase:namespace holds neither a get nor a mutation",
             )),
         };
-        result.result_or_exception.push(match outcome {
-            Ok(r) => ResultOrException {
-                index: a.index,
-                result: Some(r),
-                exception: None,
-            },
-            Err(error) => ResultOrException {
-                index: a.index,
-                result: None,
-                exception: Some(error.to_name_bytes()),
-            },
-        });
+        result
+            .result_or_exception
+            .push(action_answer(a.index, outcome));
     }
     Ok(result)
 }

@@ -81,7 +81,7 @@ final class Answer {
     for (Throwable t = error; t != null; t = t.getCause()) {
       String message = String.valueOf(t.getMessage());
       if (message.contains("IncompatibleFilterException")
-          || message.contains("more than the scan's batch")) {
+          || message.contains("than the scan's batch")) {
         return true;
       }
     }
