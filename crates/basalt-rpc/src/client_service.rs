@@ -669,6 +669,13 @@ fn action_answer(
     }
 }
 
+/// What one cell adds to a native answer: its key and value, and the
+/// fixed fields around them (what `max_result_size` and the answer budget
+/// count).
+fn answer_cell_bytes(cell: &Cell) -> usize {
+    cell.row.len() + cell.family.len() + cell.qualifier.len() + cell.value.len() + 24
+}
+
 /// A region action on `hbase:namespace`: its gets are answered (a batch
 /// of gets, `Table.get(List)` and `exists(List)`, travels this way), each
 /// mutation is refused on its own, and an atomic or conditional action,
@@ -750,11 +757,7 @@ fn one_action(
             return Ok(Step::Answered(exists(table.exists(&query)?)));
         }
         let row = table.get(&query)?;
-        let bytes: usize = row
-            .cells
-            .iter()
-            .map(|c| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len() + 24)
-            .sum();
+        let bytes: usize = row.cells.iter().map(answer_cell_bytes).sum();
         basalt::guard::count_answer(basalt::guard::answer_estimate(bytes, row.cells.len()));
         return Ok(Step::Answered(
             call.result(apply_store_window(row.cells, window), false),
@@ -1157,7 +1160,6 @@ fn fetch(
     let budget = basalt::guard::answer_budget();
     let mut out = Vec::new();
     let mut bytes = 0usize;
-    let size = |c: &Cell| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len() + 24;
     while out.len() < rows && bytes < max_bytes && !state.scan_done {
         if !out.is_empty() && budget.in_use() >= budget.total() {
             break;
@@ -1218,17 +1220,17 @@ fn fetch(
                 }
             }
         };
-        let row_bytes: usize = cells.iter().map(size).sum();
+        let row_bytes: usize = cells.iter().map(answer_cell_bytes).sum();
         basalt::guard::count_answer(basalt::guard::answer_estimate(row_bytes, cells.len()));
         if partial_ok && bytes + row_bytes > max_bytes && cells.len() > 1 {
             // Cut the row where the answer fills; at least one cell goes.
             let mut taken = 0usize;
             let mut n = 0usize;
             for c in &cells {
-                if n > 0 && bytes + taken + size(c) > max_bytes {
+                if n > 0 && bytes + taken + answer_cell_bytes(c) > max_bytes {
                     break;
                 }
-                taken += size(c);
+                taken += answer_cell_bytes(c);
                 n += 1;
             }
             if n < cells.len() {

@@ -2,6 +2,8 @@
 //! region lookups in `hbase:meta`, reads, writes, scans, batches, splits.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use basalt::{ColumnFamilyDescriptor, Database, TableDescriptor};
 use basalt_rpc::client::RpcClient;
 use basalt_rpc::proto::client::{
@@ -10,51 +12,19 @@ use basalt_rpc::proto::client::{
     MutateRequest, MutateResponse, MutationProto, RegionAction, Scan, ScanRequest, ScanResponse,
 };
 use basalt_rpc::proto::filter::Comparator;
-use basalt_rpc::proto::hbase::{
-    region_specifier::RegionSpecifierType, CompareType, RegionInfo, RegionSpecifier,
-};
+use basalt_rpc::proto::hbase::{CompareType, RegionInfo, RegionSpecifier};
 use basalt_rpc::{RpcConfig, RpcServer};
 use bytes::Bytes;
 use prost::Message;
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    db: Database,
-    server: RpcServer,
-}
+use common::{client, region, Fixture};
 
 fn start() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path()).unwrap();
-    db.create_table(
-        TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf").max_versions(3)),
-    )
-    .unwrap();
-    let config = RpcConfig {
-        enabled: true,
-        master_port: 0,
-        region_server_port: 0,
-        ..RpcConfig::default()
-    };
-    let server = RpcServer::bind(&config)
-        .unwrap()
-        .serve(db.clone(), "test-cluster".into())
+    common::start_serving(|db| {
+        db.create_table(
+            TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf").max_versions(3)),
+        )
         .unwrap();
-    Fixture {
-        _dir: dir,
-        db,
-        server,
-    }
-}
-
-fn client(f: &Fixture, cell_blocks: bool) -> RpcClient {
-    RpcClient::connect(f.server.region_server_addr(), "ClientService", cell_blocks).unwrap()
-}
-
-fn region(name: &[u8]) -> Option<RegionSpecifier> {
-    Some(RegionSpecifier {
-        r#type: RegionSpecifierType::RegionName as i32,
-        value: name.to_vec(),
     })
 }
 

@@ -3,9 +3,11 @@
 //! scans and batches on that region; writes refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeMap;
 
-use basalt::{Database, NamespaceDescriptor as BasaltNamespace};
+use basalt::NamespaceDescriptor as BasaltNamespace;
 use basalt_rpc::client::RpcClient;
 use basalt_rpc::filters::PACKAGE;
 use basalt_rpc::proto::client::{
@@ -15,50 +17,17 @@ use basalt_rpc::proto::client::{
 };
 use basalt_rpc::proto::filter as fpb;
 use basalt_rpc::proto::hbase::{
-    region_specifier::RegionSpecifierType, table_state::State as TableStateCode,
-    NamespaceDescriptor, RegionInfo, RegionSpecifier, TableState,
+    table_state::State as TableStateCode, NamespaceDescriptor, RegionInfo, TableState,
 };
-use basalt_rpc::{RpcConfig, RpcServer};
 use bytes::Bytes;
 use prost::Message;
 
+use common::{client, region, Fixture};
+
 const DO_NOT_RETRY: &str = "org.apache.hadoop.hbase.DoNotRetryIOException";
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    db: Database,
-    server: RpcServer,
-}
-
 fn start() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path()).unwrap();
-    let config = RpcConfig {
-        enabled: true,
-        master_port: 0,
-        region_server_port: 0,
-        ..RpcConfig::default()
-    };
-    let server = RpcServer::bind(&config)
-        .unwrap()
-        .serve(db.clone(), "test-cluster".into())
-        .unwrap();
-    Fixture {
-        _dir: dir,
-        db,
-        server,
-    }
-}
-
-fn client(f: &Fixture, cell_blocks: bool) -> RpcClient {
-    RpcClient::connect(f.server.region_server_addr(), "ClientService", cell_blocks).unwrap()
-}
-
-fn region(name: &[u8]) -> Option<RegionSpecifier> {
-    Some(RegionSpecifier {
-        r#type: RegionSpecifierType::RegionName as i32,
-        value: name.to_vec(),
-    })
+    common::start_serving(|_| {})
 }
 
 /// Every cell of a get or scan answer as (row, family, qualifier, value),

@@ -50,14 +50,16 @@ pub(crate) struct AnswerLimits {
 }
 
 /// Counts a row's share of the answer being built in the call's answer
-/// room (see `basalt::guard::count_answer`).
-pub(crate) fn count_row(result: &basalt::RowResult) {
+/// room (see `basalt::guard::count_answer`); returns the row's bytes, what
+/// `max_answer_bytes` counts.
+pub(crate) fn count_row(result: &basalt::RowResult) -> usize {
     let bytes = result
         .cells
         .iter()
         .map(|c| c.value.len() + c.qualifier.len() + c.family.len() + 16)
         .sum::<usize>();
     basalt::guard::count_answer(basalt::guard::answer_estimate(bytes, result.cells.len()));
+    bytes
 }
 
 /// Before a read of several rows: room in the answer budget, waiting while
@@ -102,16 +104,7 @@ pub(crate) fn take_rows(
         };
         match scanner.next() {
             Some(Ok(result)) => {
-                let row_bytes = result
-                    .cells
-                    .iter()
-                    .map(|c| c.value.len() + c.qualifier.len() + c.family.len() + 16)
-                    .sum::<usize>();
-                bytes += row_bytes;
-                basalt::guard::count_answer(basalt::guard::answer_estimate(
-                    row_bytes,
-                    result.cells.len(),
-                ));
+                bytes += count_row(&result);
                 if !result.is_empty() {
                     out.push(result);
                 }
