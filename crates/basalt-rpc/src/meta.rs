@@ -285,7 +285,9 @@ pub fn rows(ctx: &RpcContext) -> Vec<basalt::RowResult> {
 /// `deleteTable`), and the watch on the catalog version can lag behind
 /// that. A failed read keeps the catalog held (logged): a look-up answered
 /// from it is at worst stale, and the client retries on `NotServingRegion`.
-fn catch_up(ctx: &RpcContext) {
+/// `hbase:namespace` reads catch up the same way (a namespace deleted
+/// through the master must be gone from the next read).
+pub(crate) fn catch_up(ctx: &RpcContext) {
     if let Err(e) = ctx.db.refresh_cluster() {
         tracing::warn!(error = %e, "hbase:meta answered from the catalog held: could not read the newest");
     }

@@ -77,6 +77,7 @@ pub fn read_only() -> RpcError {
 /// Every row of the table now, in row (byte) order: one per namespace,
 /// the reserved `default` and `hbase` included.
 pub fn rows(ctx: &RpcContext) -> Vec<RowResult> {
+    crate::meta::catch_up(ctx);
     // The server's start code, as for hbase:meta: every read of the same
     // namespaces answers the same cells (Basalt keeps no creation times).
     let ts = i64::try_from(ctx.identity.start_code).unwrap_or(i64::MAX);

@@ -22,9 +22,9 @@ use basalt::cluster::{
 use basalt::fs::FileStore;
 use basalt::replication::{PeerChange, PeerConfig, ReplicationPeer};
 use basalt::{
-    ColumnFamilyDescriptor, Database, Error, Get, MemberConfig, ObjectWalOptions, Options, Put,
-    RegionAnswer, RegionCall, RegionCaller, Result, Scan, ServerAddress, SystemClock,
-    TableDescriptor,
+    ColumnFamilyDescriptor, Database, Error, Get, MemberConfig, NamespaceDescriptor,
+    ObjectWalOptions, Options, Put, RegionAnswer, RegionCall, RegionCaller, Result, Scan,
+    ServerAddress, SystemClock, TableDescriptor,
 };
 use basalt_object_store::{open_storage, StorageConfig};
 
@@ -365,6 +365,37 @@ fn a_member_that_missed_the_notification_sees_a_dropped_table_gone_after_one_ref
     member.refresh_cluster().unwrap();
     assert!(!member.table_exists("t"));
     assert!(member.list_tables().is_empty());
+}
+
+/// `hbase:namespace` reads refresh the same way: a namespace dropped
+/// through the master is gone after one refresh on a member that has not
+/// been notified (the Java client's `exists` right after
+/// `deleteNamespace`).
+#[test]
+fn a_member_that_missed_the_notification_sees_a_dropped_namespace_gone_after_one_refresh() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let server = h.start_member();
+    h.settle(&master);
+    master
+        .call(MasterCall::CreateNamespace {
+            descriptor: NamespaceDescriptor::new("ns1"),
+        })
+        .unwrap();
+    h.settle(&master);
+    let member = h.member(&server);
+    let named = |db: &Database| {
+        db.list_namespaces()
+            .iter()
+            .any(|namespace| namespace.name == "ns1")
+    };
+    assert!(named(&member));
+    master
+        .call(MasterCall::DropNamespace { name: "ns1".into() })
+        .unwrap();
+    assert!(named(&member), "the member's catalog is stale");
+    member.refresh_cluster().unwrap();
+    assert!(!named(&member));
 }
 
 #[test]
