@@ -54,7 +54,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use basalt_types::{Error, Result};
 
@@ -64,6 +64,19 @@ pub trait FileStore: Send + Sync + Debug {
     /// Fails if `path` already exists. Nothing is visible until
     /// [`FileWriter::finish`].
     fn create(&self, path: &Path) -> Result<Box<dyn FileWriter>>;
+
+    /// Creates `path` holding `bytes` in one step, create-if-absent (an
+    /// existing `path` is the same `AlreadyExists` error as
+    /// [`FileWriter::finish`] gives). For small files written whole, such
+    /// as log objects: a store may skip what `create` does to fail fast
+    /// before a large upload (an object store's existence check costs a
+    /// round trip on every log publication).
+    fn publish(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let mut writer = self.create(path)?;
+        writer.write_all(bytes)?;
+        writer.finish()?;
+        Ok(())
+    }
 
     /// Reads exactly `len` bytes at `offset`. Reading past the end of the
     /// file is an error.
@@ -696,6 +709,10 @@ struct FaultState {
     rules: Vec<(FaultOp, Trigger)>,
     partial_writes: bool,
     injected: u64,
+    /// Finishes wait (the store is slow) until released.
+    holding: bool,
+    /// Finishes waiting now.
+    held: u64,
 }
 
 impl FaultState {
@@ -738,6 +755,8 @@ fn injected(op: FaultOp, path: &Path) -> Error {
 pub struct FaultyFileStore {
     inner: Arc<dyn FileStore>,
     state: Arc<Mutex<FaultState>>,
+    /// Signalled when held finishes are released.
+    released: Arc<Condvar>,
 }
 
 impl FaultyFileStore {
@@ -746,6 +765,7 @@ impl FaultyFileStore {
         FaultyFileStore {
             inner,
             state: Arc::new(Mutex::new(FaultState::default())),
+            released: Arc::new(Condvar::new()),
         }
     }
 
@@ -767,6 +787,24 @@ impl FaultyFileStore {
     /// writer (a torn write) instead of nothing.
     pub fn set_partial_writes(&self, partial: bool) {
         self.state.lock().partial_writes = partial;
+    }
+
+    /// Makes every [`FileWriter::finish`] from now on wait, its file not
+    /// yet published, until [`FaultyFileStore::release_finishes`]: a store
+    /// slow to acknowledge, so a test decides when a publication lands.
+    pub fn hold_finishes(&self) {
+        self.state.lock().holding = true;
+    }
+
+    /// Lets every held finish (and every later one) go on.
+    pub fn release_finishes(&self) {
+        self.state.lock().holding = false;
+        self.released.notify_all();
+    }
+
+    /// Finishes waiting in [`FaultyFileStore::hold_finishes`] now.
+    pub fn held_finishes(&self) -> u64 {
+        self.state.lock().held
     }
 
     /// Removes every rule (counters keep counting).
@@ -799,6 +837,7 @@ impl FileStore for FaultyFileStore {
         Ok(Box::new(FaultyWriter {
             inner: self.inner.create(path)?,
             state: Arc::clone(&self.state),
+            released: Arc::clone(&self.released),
             path: path.to_path_buf(),
         }))
     }
@@ -855,6 +894,7 @@ impl FileStore for FaultyFileStore {
 struct FaultyWriter {
     inner: Box<dyn FileWriter>,
     state: Arc<Mutex<FaultState>>,
+    released: Arc<Condvar>,
     path: PathBuf,
 }
 
@@ -878,8 +918,18 @@ impl FileWriter for FaultyWriter {
     }
 
     fn finish(self: Box<Self>) -> Result<u64> {
-        if self.state.lock().hit(FaultOp::Finish) {
-            return Err(injected(FaultOp::Finish, &self.path));
+        {
+            let mut s = self.state.lock();
+            if s.holding {
+                s.held += 1;
+                while s.holding {
+                    self.released.wait(&mut s);
+                }
+                s.held -= 1;
+            }
+            if s.hit(FaultOp::Finish) {
+                return Err(injected(FaultOp::Finish, &self.path));
+            }
         }
         self.inner.finish()
     }

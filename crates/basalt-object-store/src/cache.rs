@@ -433,6 +433,10 @@ impl FileStore for CachedFileStore {
         self.inner.create(path)
     }
 
+    fn publish(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.inner.publish(path, bytes)
+    }
+
     fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {
         if len == 0 {
             return Ok(Bytes::new());

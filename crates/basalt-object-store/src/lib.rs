@@ -93,9 +93,11 @@ pub struct StorageConfig {
     pub max_object_bytes: u64,
     /// Threads of the storage client's runtime (default 2).
     pub runtime_threads: usize,
-    /// The write-ahead log's group-commit window in milliseconds: edits
-    /// appended within it share one log object (one `PUT`); a write waits
-    /// up to this long plus the `PUT`. Default 5.
+    /// Extra milliseconds the write-ahead log waits, after the first edit
+    /// of a batch, before publishing it (see
+    /// `ObjectWalOptions::group_commit_window`). Default 0: edits arriving
+    /// while the previous object is written share the next one anyway; a
+    /// window only saves `PUT` requests, at the cost of latency.
     pub wal_group_commit_ms: u64,
 }
 
@@ -117,7 +119,7 @@ impl Default for StorageConfig {
             min_bytes_per_sec: store.min_bytes_per_sec,
             max_object_bytes: store.max_object_bytes,
             runtime_threads: store.runtime_threads,
-            wal_group_commit_ms: 5,
+            wal_group_commit_ms: 0,
         }
     }
 }

@@ -25,6 +25,7 @@
 //! | --- | --- |
 //! | `create` | `HEAD` (fail fast on an existing name), then a writer that buffers in memory |
 //! | `finish` | one `PUT` with `If-None-Match: *` (`PutMode::Create`); a refusal is `AlreadyExists` |
+//! | `publish` | that `PUT` alone, no `HEAD` (log objects: small, and one round trip fewer per write) |
 //! | `read_range` | one ranged `GET`; a short answer is a read past the end |
 //! | `size`, `exists` | `HEAD` |
 //! | `list`, `list_dirs` | a delimiter listing of the directory's prefix |
@@ -56,7 +57,8 @@ use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
 use object_store::path::{Path as Key, PathPart};
 use object_store::{
-    GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayloadMut,
+    GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+    PutPayloadMut,
 };
 
 use basalt_engine::fs::{already_exists, past_end, FileStore, FileWriter};
@@ -376,6 +378,17 @@ impl FileStore for ObjectFileStore {
         }))
     }
 
+    /// The conditional `PUT` alone: no `HEAD` first, which on every log
+    /// publication cost a round trip (a refusal is the same
+    /// `AlreadyExists`).
+    fn publish(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let len = bytes.len() as u64;
+        let key = self.inner.key_of(path)?;
+        self.inner.check_object_size(path, &key, len)?;
+        let payload = PutPayload::from(Bytes::copy_from_slice(bytes));
+        self.inner.put_if_absent(path, &key, payload, len)
+    }
+
     fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {
         if len == 0 {
             return Ok(Bytes::new());
@@ -501,25 +514,12 @@ struct ObjectWriter {
 
 impl FileWriter for ObjectWriter {
     fn write_all(&mut self, buf: &[u8]) -> Result<()> {
-        let limit = self.inner.config.max_object_bytes;
         let buffer = self
             .buffer
             .as_mut()
             .ok_or_else(|| Error::invalid("write after finish"))?;
         let total = self.written.saturating_add(buf.len() as u64);
-        if total > limit {
-            return Err(Error::io(
-                &self.path,
-                io::Error::new(
-                    io::ErrorKind::FileTooLarge,
-                    format!(
-                        "object storage {}: key {} would exceed {limit} bytes, the largest \
-                         object written in one PUT (storage setting max_object_bytes)",
-                        self.inner.name, self.key
-                    ),
-                ),
-            ));
-        }
+        self.inner.check_object_size(&self.path, &self.key, total)?;
         buffer.extend_from_slice(buf);
         self.written = total;
         Ok(())
@@ -535,16 +535,45 @@ impl FileWriter for ObjectWriter {
             .take()
             .ok_or_else(|| Error::invalid("finish called twice"))?
             .freeze();
-        let store = Arc::clone(&self.inner.store);
-        let location = self.key.clone();
+        self.inner
+            .put_if_absent(&self.path, &self.key, payload, self.written)?;
+        Ok(self.written)
+    }
+}
+
+impl Inner {
+    /// Refuses an object of `total` bytes above `max_object_bytes`: it is
+    /// sent in one `PUT`.
+    fn check_object_size(&self, path: &Path, key: &Key, total: u64) -> Result<()> {
+        let limit = self.config.max_object_bytes;
+        if total <= limit {
+            return Ok(());
+        }
+        Err(Error::io(
+            path,
+            io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!(
+                    "object storage {}: key {key} would exceed {limit} bytes, the largest \
+                     object written in one PUT (storage setting max_object_bytes)",
+                    self.name
+                ),
+            ),
+        ))
+    }
+
+    /// One `PUT` with `If-None-Match: *` (`PutMode::Create`): the
+    /// create-if-absent publication of `finish` and `publish`.
+    fn put_if_absent(&self, path: &Path, key: &Key, payload: PutPayload, len: u64) -> Result<()> {
+        let store = Arc::clone(&self.store);
+        let location = key.clone();
         let options = PutOptions {
             mode: PutMode::Create,
             ..PutOptions::default()
         };
-        self.inner
-            .call("PUT", &self.path, &self.key, self.written, async move {
-                store.put_opts(&location, payload, options).await
-            })?;
-        Ok(self.written)
+        self.call("PUT", path, key, len, async move {
+            store.put_opts(&location, payload, options).await
+        })?;
+        Ok(())
     }
 }

@@ -19,10 +19,12 @@
 //!
 //! 1. [`ObjectWal::append`] encodes the edit into the pending batch and
 //!    hands back an LSN; no I/O.
-//! 2. The committer thread waits until the oldest pending edit is
-//!    [`ObjectWalOptions::group_commit_window`] old (so concurrent writers
-//!    share one object), takes the whole batch and publishes it as the
-//!    log's next object, create-if-absent.
+//! 2. As soon as the previous object is published (and the oldest pending
+//!    edit is [`ObjectWalOptions::group_commit_window`] old, zero by
+//!    default) the committer thread takes the whole batch and publishes it
+//!    as the log's next object, create-if-absent. Edits appended while an
+//!    object is being written wait for the next one together: that is the
+//!    group commit, with no fixed wait.
 //! 3. Once the object is published (durable: the store acknowledged the
 //!    `PUT`) every waiter its batch covers is released by
 //!    [`ObjectWal::sync`]. Only one object is in flight at a time, so
@@ -128,8 +130,14 @@ impl Kind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectWalOptions {
     /// How long the committer waits after the first edit of a batch before
-    /// publishing it, so that the edits of concurrent writers share one
-    /// object (one `PUT`). Default 5 ms.
+    /// publishing it, on top of the time the previous object takes. Default
+    /// zero: a batch is published as soon as the previous object is, and
+    /// the edits that arrive while an object is being written already share
+    /// the next one, so a busy log batches by itself while a lone writer
+    /// waits for one `PUT` and no more. A window trades latency for fewer
+    /// objects (fewer `PUT` requests to pay for on S3) when writers are few
+    /// and their edits arrive just apart. A fixed wait of 5 ms bounded 16
+    /// writers to about 2,400 writes a second on a shared directory.
     pub group_commit_window: Duration,
     /// After a failed publication, how often the log tries to resolve it
     /// and serve again. Default 1 s.
@@ -139,7 +147,7 @@ pub struct ObjectWalOptions {
 impl Default for ObjectWalOptions {
     fn default() -> Self {
         ObjectWalOptions {
-            group_commit_window: Duration::from_millis(5),
+            group_commit_window: Duration::ZERO,
             repair_interval: Duration::from_secs(1),
         }
     }
@@ -336,9 +344,12 @@ struct Inner {
     fence: Arc<Fence>,
     options: ObjectWalOptions,
     state: Mutex<State>,
-    /// Wakes the committer (new edits, close) and the waiters (a batch
-    /// published or failed).
-    changed: Condvar,
+    /// Wakes the committer: new edits, a hurry, close.
+    work: Condvar,
+    /// Wakes the writers waiting for their edits: a batch published or
+    /// failed, a repair. Apart from `work` so that an append, which only
+    /// the committer cares about, does not wake every waiting writer.
+    settled: Condvar,
     /// Published objects with records (own and older logs'), oldest first.
     objects: Mutex<Vec<LogObject>>,
     old_logs: Mutex<Vec<OldLog>>,
@@ -509,7 +520,8 @@ impl ObjectWal {
                 closing: false,
                 closed: false,
             }),
-            changed: Condvar::new(),
+            work: Condvar::new(),
+            settled: Condvar::new(),
             objects: Mutex::new(objects),
             old_logs: Mutex::new(old_logs),
             stats: Counters::default(),
@@ -550,7 +562,7 @@ impl ObjectWal {
     /// coming).
     pub fn publish_pending(&self) {
         self.inner.state.lock().hurry = true;
-        self.inner.changed.notify_all();
+        self.inner.work.notify_all();
     }
 }
 
@@ -970,10 +982,7 @@ fn read_object(files: &dyn FileStore, path: &Path) -> Result<Option<Decoded>> {
 
 /// Creates `path` holding `bytes`, create-if-absent.
 fn publish(files: &dyn FileStore, path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut writer = files.create(path)?;
-    writer.write_all(bytes)?;
-    writer.finish()?;
-    Ok(())
+    files.publish(path, bytes)
 }
 
 /// One batch taken by the committer.
@@ -1003,7 +1012,7 @@ impl Inner {
                         if st.closing {
                             return;
                         }
-                        self.changed.wait_for(&mut st, due - now);
+                        self.work.wait_for(&mut st, due - now);
                         continue;
                     }
                     if st.buf_records > 0 {
@@ -1014,13 +1023,13 @@ impl Inner {
                         if now >= due || st.closing || st.hurry {
                             break Some(self.take_batch(&mut st));
                         }
-                        self.changed.wait_for(&mut st, due - now);
+                        self.work.wait_for(&mut st, due - now);
                         continue;
                     }
                     if st.closing || self.fence.is_tripped() {
                         return;
                     }
-                    self.changed.wait(&mut st);
+                    self.work.wait(&mut st);
                 }
             };
             match batch {
@@ -1052,7 +1061,7 @@ impl Inner {
             let mut st = self.state.lock();
             self.fail_pending(&mut st, &fenced.to_string());
             drop(st);
-            self.changed.notify_all();
+            self.settled.notify_all();
             return;
         }
         let epoch = self.fence.epoch();
@@ -1107,7 +1116,7 @@ impl Inner {
             }
         }
         drop(st);
-        self.changed.notify_all();
+        self.settled.notify_all();
     }
 
     /// The epoch named by the object that took our place (0 if unknown).
@@ -1217,7 +1226,7 @@ impl Inner {
             }
         }
         drop(st);
-        self.changed.notify_all();
+        self.settled.notify_all();
     }
 
     fn wait_durable(&self, lsn: u64) -> Result<()> {
@@ -1242,7 +1251,7 @@ impl Inner {
             if st.durable_lsn >= lsn {
                 return Ok(());
             }
-            self.changed.wait(&mut st);
+            self.settled.wait(&mut st);
         }
     }
 
@@ -1357,7 +1366,7 @@ impl WriteAheadLog for ObjectWal {
         *max = (*max).max(edit.sequence_id);
         if st.buf_since.is_none() {
             st.buf_since = Some(Instant::now());
-            self.inner.changed.notify_all();
+            self.inner.work.notify_one();
         }
         let lsn = st.next_lsn;
         st.next_lsn += 1;
@@ -1394,7 +1403,7 @@ impl WriteAheadLog for ObjectWal {
             st.closing = true;
             st.next_lsn - 1
         };
-        self.inner.changed.notify_all();
+        self.inner.work.notify_all();
         let waited = if last == 0 {
             Ok(())
         } else {
@@ -1402,7 +1411,7 @@ impl WriteAheadLog for ObjectWal {
         };
         let handle = self.committer.lock().take();
         if let Some(handle) = handle {
-            self.inner.changed.notify_all();
+            self.inner.work.notify_all();
             if handle.join().is_err() {
                 tracing::error!("the log committer thread panicked");
             }

@@ -96,6 +96,44 @@ fn concurrent_appends_of_one_window_become_one_object() {
     assert_eq!(wal.stats().writes, 1);
 }
 
+/// The default: no window. A lone writer waits for its own object and
+/// nothing else (under `manual()` this would wait an hour), and the edits
+/// that arrive while that object is being written share the next one.
+#[test]
+fn without_a_window_edits_appended_while_an_object_is_written_share_the_next_one() {
+    let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
+    let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
+    let (wal, _) = open(files, ObjectWalOptions::default());
+    assert_eq!(wal.inner.options.group_commit_window, Duration::ZERO);
+    faulty.hold_finishes();
+    let sync_writer = |i: u64| {
+        let wal = Arc::clone(&wal);
+        std::thread::spawn(move || {
+            let lsn = wal.append(&edit(1, i, &format!("r{i}"))).unwrap();
+            wal.sync(lsn, Durability::SyncWal)
+        })
+    };
+    let lone = sync_writer(1);
+    // Its object is being written (the store holds it): nothing waited
+    // for company.
+    eventually(|| faulty.held_finishes() == 1);
+    let followers: Vec<_> = (2..=4).map(sync_writer).collect();
+    eventually(|| wal.stats().appends == 4);
+    assert_eq!(wal.stats().writes, 0, "nothing is acknowledged yet");
+    faulty.release_finishes();
+    lone.join().unwrap().unwrap();
+    for follower in followers {
+        follower.join().unwrap().unwrap();
+    }
+    let records: Vec<u64> = wal.objects().iter().map(|o| o.records).collect();
+    assert_eq!(
+        records,
+        vec![1, 3],
+        "one object for the lone edit, one for the three after it"
+    );
+    assert_eq!(wal.stats().writes, 2);
+}
+
 #[test]
 fn replay_returns_every_acknowledged_edit_in_order_and_fences_the_log() {
     let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
@@ -516,7 +554,7 @@ fn a_failed_publication_that_landed_anyway_is_not_replayed() {
             last_attempt: Instant::now(),
         });
     }
-    wal.inner.changed.notify_all();
+    wal.inner.work.notify_all();
     eventually(|| wal.stats().repairs == 1);
     write(&wal, &edit(1, 3, "after")).unwrap();
     crash(wal);

@@ -25,6 +25,7 @@ fn io_kind(e: &Error) -> Option<io::ErrorKind> {
 pub fn check_all(store: &dyn FileStore, root: &Path) {
     nothing_is_visible_until_finish(store, &root.join("visible"));
     a_second_publication_of_a_name_loses(store, &root.join("collide"));
+    a_one_step_publication_is_create_if_absent_too(store, &root.join("publish"));
     a_dropped_writer_publishes_nothing(store, &root.join("dropped"));
     range_reads_return_exact_bytes_and_refuse_the_past_end(store, &root.join("ranges"));
     listings_show_files_and_directories_one_level_down(store, &root.join("lists"));
@@ -68,6 +69,30 @@ pub fn a_second_publication_of_a_name_loses(store: &dyn FileStore, dir: &Path) {
     // Creating an existing name fails at once.
     assert!(store.create(&b).is_err(), "create of an existing file");
     assert_eq!(&store.read_all(&b).unwrap()[..], b"one");
+}
+
+pub fn a_one_step_publication_is_create_if_absent_too(store: &dyn FileStore, dir: &Path) {
+    let c = dir.join("sub/c");
+    store.publish(&c, b"first").unwrap();
+    assert_eq!(&store.read_all(&c).unwrap()[..], b"first");
+    assert_eq!(store.list(&dir.join("sub")).unwrap(), vec![c.clone()]);
+    // Against a one-step publication and against a writer's: the name
+    // keeps the bytes that took it, and the loser says AlreadyExists.
+    let err = store.publish(&c, b"second").unwrap_err();
+    assert_eq!(io_kind(&err), Some(io::ErrorKind::AlreadyExists), "{err}");
+    let d = dir.join("d");
+    let mut w = store.create(&d).unwrap();
+    w.write_all(b"writer").unwrap();
+    store.publish(&d, b"one step").unwrap();
+    let err = w.finish().unwrap_err();
+    assert_eq!(io_kind(&err), Some(io::ErrorKind::AlreadyExists), "{err}");
+    assert_eq!(&store.read_all(&c).unwrap()[..], b"first");
+    assert_eq!(&store.read_all(&d).unwrap()[..], b"one step");
+    // An empty file is a file.
+    let e = dir.join("e");
+    store.publish(&e, b"").unwrap();
+    assert!(store.exists(&e).unwrap());
+    assert_eq!(store.size(&e).unwrap(), 0);
 }
 
 pub fn a_dropped_writer_publishes_nothing(store: &dyn FileStore, dir: &Path) {
