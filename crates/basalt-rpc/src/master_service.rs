@@ -517,39 +517,21 @@ fn delete_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
     procedure_answer(submitted)
 }
 
-/// Empties a disabled table and leaves it enabled, as HBase's truncate
-/// does (its clients wait for the table to come back enabled).
-///
-/// With `preserveSplits` the regions keep their boundaries. Without it
-/// the table comes back as one region: the emptied regions are merged,
-/// each merge a committed step, so a crash at any point leaves the table
-/// there, empty and enabled, only in more regions than asked (dropping
-/// and creating it again could lose the table to a crash in between).
+/// HBase's truncate: the core's `AdminRequest::Truncate` (a disabled
+/// table emptied and left enabled, in one region unless `preserveSplits`),
+/// the same for every gateway.
 fn truncate_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let submitted = now_millis();
     let request = Call::decode::<m::TruncateTableRequest>(param, "TruncateTableRequest")?;
     let name = table_name(request.table_name.as_ref(), "tableName")?;
     refuse_meta(&name)?;
-    let db = &call.ctx.db;
-    // Basalt's truncate checks this too; checked first so the table is not
-    // enabled below when the client forgot to disable it.
-    if db.is_table_enabled(&name)? {
-        return Err(Error::TableEnabled(name).into());
-    }
-    db.truncate_table(&name)?;
-    db.enable_table(&name)?;
-    if !request.preserve_splits.unwrap_or(false) {
-        loop {
-            let regions = db.list_regions(&name)?;
-            let [first, second, ..] = regions.as_slice() else {
-                break;
-            };
-            db.merge_regions(
-                first.info.encoded_name().as_bytes(),
-                second.info.encoded_name().as_bytes(),
-            )?;
-        }
-    }
+    basalt::admin::Admin::execute(
+        &*call.ctx.db,
+        basalt::AdminRequest::Truncate {
+            table: name,
+            preserve_splits: request.preserve_splits.unwrap_or(false),
+        },
+    )?;
     procedure_answer(submitted)
 }
 

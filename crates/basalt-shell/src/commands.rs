@@ -176,8 +176,12 @@ pub(crate) static COMMANDS: &[Spec] = &[
   Appends VALUE to the cell's current value.
     append 't1', 'r1', 'c1:log', 'more'" },
     Spec { name: "truncate", group: "dml", run: Some(truncate), usage: "truncate 'TABLE'
-  Empties the table, keeping its families and region boundaries.
+  Empties the table (disabled first if enabled), keeping its families; it
+  comes back enabled, in one region.
     truncate 't1'" },
+    Spec { name: "truncate_preserve", group: "dml", run: Some(truncate_preserve), usage: "truncate_preserve 'TABLE'
+  As truncate, keeping the region boundaries.
+    truncate_preserve 't1'" },
     Spec { name: "flush", group: "tools", run: Some(flush), usage: "flush 'TABLE'
   Writes the table's memstores to store files.
     flush 't1'" },
@@ -1357,16 +1361,33 @@ fn append(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     Ok(None)
 }
 
+/// HBase's shell `truncate`: disables the table if it is enabled, then
+/// truncates it into one region (it comes back enabled).
 fn truncate(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    truncate_with(ctx, args, false)
+}
+
+/// `truncate_preserve`: the same, keeping the region boundaries.
+fn truncate_preserve(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    truncate_with(ctx, args, true)
+}
+
+fn truncate_with(ctx: &mut Ctx<'_>, args: &[Arg], preserve_splits: bool) -> ShellResult<Returned> {
     arity(args, 1, 1)?;
     let table = table_of(args)?;
     if !ctx.backend.exists(&table)? {
         return Err(ShellError::UnknownTable(table));
     }
     ctx.line(format!("Truncating '{table}' table (it may take a while):"))?;
-    ctx.line("Disabling table...")?;
+    if ctx.backend.is_enabled(&table)? {
+        ctx.line("Disabling table...")?;
+        ctx.backend.set_enabled(&table, false)?;
+    }
     ctx.line("Truncating table...")?;
-    ctx.backend.admin(AdminRequest::Truncate { table })?;
+    ctx.backend.admin(AdminRequest::Truncate {
+        table,
+        preserve_splits,
+    })?;
     Ok(None)
 }
 

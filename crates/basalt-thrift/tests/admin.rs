@@ -180,11 +180,16 @@ fn every_operation_over_every_wire() {
         };
         assert_eq!((s.tables, s.regions), (1, 2));
 
-        // truncate keeps the regions and leaves an enabled table enabled.
-        c.admin(Op::Truncate {
+        // HBase's truncate: an enabled table is refused; a disabled one is
+        // emptied and comes back enabled, here keeping its regions.
+        let truncate = |preserve_splits| Op::Truncate {
             table: table.clone(),
-        })
-        .unwrap();
+            preserve_splits,
+        };
+        let refused = c.admin(truncate(true)).unwrap_err();
+        assert!(refused.to_string().contains("enabled"), "{refused}");
+        c.disable_table(table.as_bytes()).unwrap();
+        c.admin(truncate(true)).unwrap();
         assert!(c.is_table_enabled(table.as_bytes()).unwrap());
         let Reply::Rows { rows, .. } = c
             .admin(Op::Read {
@@ -196,10 +201,23 @@ fn every_operation_over_every_wire() {
             panic!("read answers rows")
         };
         assert!(rows.is_empty());
-        let Reply::Splits { keys } = c.admin(Op::GetSplits { table }).unwrap() else {
+        let Reply::Splits { keys } = c
+            .admin(Op::GetSplits {
+                table: table.clone(),
+            })
+            .unwrap()
+        else {
             panic!("get_splits answers keys")
         };
         assert_eq!(keys, [b("m")]);
+        // Without preserve_splits it comes back as one region.
+        c.disable_table(table.as_bytes()).unwrap();
+        c.admin(truncate(false)).unwrap();
+        assert!(c.is_table_enabled(table.as_bytes()).unwrap());
+        let Reply::Splits { keys } = c.admin(Op::GetSplits { table }).unwrap() else {
+            panic!("get_splits answers keys")
+        };
+        assert!(keys.is_empty(), "{keys:?}");
     }
 }
 

@@ -910,7 +910,10 @@ impl Database {
     }
 
     /// Empties a disabled table, keeping its descriptor and region
-    /// boundaries; the table stays disabled (as HBase's Admin does).
+    /// boundaries; the table stays disabled. The primitive under HBase's
+    /// truncate (`AdminRequest::Truncate`, which every gateway and the
+    /// shell run: it also enables the table and, unless asked to keep
+    /// them, merges its regions into one).
     pub fn truncate_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
         if self.inner.cluster.is_some() {

@@ -665,25 +665,14 @@ impl Service2 {
         Ok(None)
     }
 
-    /// HBase's truncate: of a disabled table, which stays disabled here (as
-    /// the embedded API's does). Without `preserveSplits` the table comes
-    /// back as one region: it is dropped and created again with the same
-    /// descriptor (a crash in between leaves it dropped; its rows were
-    /// being removed anyway).
+    /// HBase's truncate: the core's `AdminRequest::Truncate` (a disabled
+    /// table emptied and left enabled, in one region unless
+    /// `preserveSplits`), the same for every gateway.
     fn truncate_table(&self, a: args::TruncateTable) -> Answer {
-        let name = table_name(a.table_name)?;
-        let preserve = required(a.preserve_splits, "preserveSplits")?;
-        if preserve {
-            self.db.truncate_table(&name)?;
-            return Ok(None);
-        }
-        let info = self.db.describe_table(&name)?;
-        if info.enabled {
-            return Err(Error::TableEnabled(name).into());
-        }
-        self.db.drop_table(&name)?;
-        self.db.create_table(info.descriptor)?;
-        self.db.disable_table(&name)?;
+        self.db.execute(basalt::AdminRequest::Truncate {
+            table: table_name(a.table_name)?,
+            preserve_splits: required(a.preserve_splits, "preserveSplits")?,
+        })?;
         Ok(None)
     }
 
