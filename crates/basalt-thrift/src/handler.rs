@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use basalt::gateways::scanners::Owner;
 use basalt::{
     column::{parse_column, Column},
     ErrorKind,
@@ -24,7 +25,7 @@ use basalt::{
 
 use crate::exception;
 use crate::protocol::Value;
-use crate::scanners::{AnswerLimits, Scanners};
+use crate::scanners::{AnswerLimits, Scanners, ThriftScan};
 use crate::types::{
     app_error, args, AlreadyExists, ColumnDescriptor, IOError, IllegalArgument, Mutation, TCell,
     TColumn, TRegionInfo, TRowResult, TScan, Thrift,
@@ -699,9 +700,9 @@ impl Service {
     fn open(&self, conn: u64, table: Option<Bytes>, scan: Scan, sorted: bool) -> CallResult {
         let table = self.table(table)?;
         let scanner = table.scan(&scan).map_err(db_error)?;
-        let id = self
+        let (id, _) = self
             .scanners
-            .insert(conn, scanner, sorted)
+            .open(Owner::Connection(conn), ThriftScan::new(scanner, sorted))
             .map_err(|refused| CallError::Io(refused.message("scannerClose")))?;
         Ok(Some(Value::I32(id)))
     }
@@ -788,13 +789,14 @@ impl Service {
     }
 
     fn fetch(&self, conn: u64, id: i32, rows: i32) -> CallResult {
-        let Some(entry) = self.scanners.get(id, conn) else {
+        let Some(entry) = self.scanners.get(&id, Owner::Connection(conn)) else {
             return Err(CallError::IllegalArgument("scanner ID is invalid".into()));
         };
-        let rows = entry
+        let mut scan = entry.lock();
+        let rows = scan
             .next_rows(usize::try_from(rows).unwrap_or(0), self.answer_limits)
             .map_err(db_error)?;
-        let out: Vec<TRowResult> = rows.iter().map(|r| row_result(r, entry.sorted)).collect();
+        let out: Vec<TRowResult> = rows.iter().map(|r| row_result(r, scan.sorted)).collect();
         Ok(Some(out.to_value()))
     }
 
@@ -813,7 +815,7 @@ impl Service {
 
     fn scanner_close(&self, conn: u64, a: Result<args::ScannerId, CallError>) -> CallResult {
         let id = required(a?.id, "id")?;
-        if !self.scanners.remove(id, conn) {
+        if !self.scanners.close(&id, Owner::Connection(conn)) {
             return Err(CallError::IllegalArgument("scanner ID is invalid".into()));
         }
         Ok(None)
