@@ -1092,17 +1092,10 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// A table name as a URL path segment.
+/// A table name as a URL path segment (`:` kept: `ns:table`, as HBase's
+/// URLs write it).
 pub(crate) fn encode_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~:".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    basalt::gateways::text::percent_encode(text, b":")
 }
 
 /// `?check=put|delete|increment|append` on `/<table>/<row>[/<column>]`:

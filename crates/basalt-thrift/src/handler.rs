@@ -13,6 +13,7 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use basalt::gateways::scanners::Owner;
+use basalt::gateways::text::escape_bytes;
 use basalt::{
     column::{parse_column, Column},
     ErrorKind,
@@ -472,7 +473,7 @@ impl Service {
         let not_found = || {
             CallError::Io(format!(
                 "Cannot find row in hbase:meta, row={}",
-                basalt_escape(&meta_row)
+                escape_bytes(&meta_row)
             ))
         };
         // A meta row key is `<table>,<row>,<region id or 9s>`.
@@ -837,22 +838,9 @@ fn table_name(bytes: Bytes) -> Result<String, CallError> {
         CallError::Io(format!(
             "{}: {}",
             ErrorKind::TableNotFound.java_class(),
-            basalt_escape(e.as_bytes())
+            escape_bytes(e.as_bytes())
         ))
     })
-}
-
-/// Bytes as HBase prints them (`Bytes.toStringBinary`).
-fn basalt_escape(bytes: &[u8]) -> String {
-    let mut s = String::new();
-    for &b in bytes {
-        if b.is_ascii_graphic() || b == b' ' {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("\\x{b:02X}"));
-        }
-    }
-    s
 }
 
 fn versions(n: Option<i32>) -> Result<u32, CallError> {
@@ -921,12 +909,12 @@ fn row_mutations(
                 Column::Family(f) if strict => {
                     return Err(CallError::IllegalArgument(format!(
                         "Invalid famAndQf provided: put of column '{}' has no qualifier",
-                        basalt_escape(&f)
+                        escape_bytes(&f)
                     )))
                 }
                 Column::Family(f) => {
                     tracing::warn!(
-                        family = %basalt_escape(&f),
+                        family = %escape_bytes(&f),
                         "put without a qualifier skipped; only deletes apply to a whole family"
                     );
                 }
