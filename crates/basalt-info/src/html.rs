@@ -6,33 +6,12 @@ use std::fmt::Write as _;
 
 /// `text` with the five HTML-special characters as entities, so it can sit
 /// in element content and in double- or single-quoted attributes alike.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use basalt::gateways::text::escape_markup as escape;
 
 /// `text` percent-encoded for one path segment or query value: unreserved
 /// characters as they are, every other byte as `%XX`.
 pub fn url_component(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
+    basalt::gateways::text::percent_encode(text, b"")
 }
 
 /// The pages in the navigation bar: (path, label).

@@ -196,28 +196,8 @@ impl Query {
 /// Percent-decoding (and `+` as space) into UTF-8; `None` for a bad
 /// escape or bytes that are not UTF-8.
 pub fn decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = bytes.get(i + 1..i + 3)?;
-                let hex = std::str::from_utf8(hex).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
+    let bytes = basalt::gateways::text::percent_decode(text, true).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// The routes: what a path names.

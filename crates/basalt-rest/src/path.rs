@@ -1,4 +1,4 @@
-//! URLs: percent-decoding, query strings, and HBase's row specification
+//! URLs: query strings and HBase's row specification
 //! (`/<table>/<row>[/<columns>[/<timestamps>]]`).
 //!
 //! Each path segment is split before it is decoded, so a row key may hold
@@ -8,35 +8,8 @@
 
 use bytes::Bytes;
 
-/// Decodes `%XX` escapes (and `+` as a space when `plus_is_space`).
-/// Malformed escapes are an error naming the text.
-pub fn percent_decode(text: &str, plus_is_space: bool) -> Result<Vec<u8>, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = bytes
-                    .get(i + 1..i + 3)
-                    .and_then(|h| std::str::from_utf8(h).ok())
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| format!("malformed percent-escape in {text:?}"))?;
-                out.push(hex);
-                i += 3;
-            }
-            b'+' if plus_is_space => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    Ok(out)
-}
+/// Percent-decoding is the gateways' one implementation.
+pub use basalt::gateways::text::percent_decode;
 
 /// A query string's parameters in order, decoded.
 pub fn parse_query(query: Option<&str>) -> Result<Vec<(String, Vec<u8>)>, String> {

@@ -6,11 +6,13 @@
 //! see a request already read whole and answer a [`Reply`].
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
 use basalt::admin::FamilyInfo;
 use basalt::column::Column;
+use basalt::gateways::scanners::Owner;
 use basalt::{
     ColumnFamilyDescriptor, Database, Error, ErrorKind, FamilyChange, Get, Mutation, Put, Scan,
     TableDescriptor, TimeRange,
@@ -22,7 +24,7 @@ use crate::model::{
     RegionModel, RowModel, ScannerModel, TableSchema, VersionModel,
 };
 use crate::path::{parse_query, percent_decode, RowSpec, Rows, Stamps};
-use crate::scanners::{cell_model, Scanners};
+use crate::scanners::{cell_model, ScanState, Scanners};
 
 /// The version of HBase whose REST protocol and semantics the gateway
 /// follows, reported by `/version/cluster` (HBase clients check it is a
@@ -190,7 +192,7 @@ impl Reply {
 #[derive(Debug)]
 pub(crate) struct Context {
     pub db: Database,
-    pub scanners: Scanners,
+    pub scanners: Arc<Scanners>,
     /// Most cells in one answer.
     pub max_response_cells: usize,
     /// Most bytes of cells in one answer.
@@ -243,7 +245,7 @@ pub(crate) fn handle(ctx: &Context, request: &Request) -> Reply {
                 ["scanner", id] => match method {
                     "GET" => read_scanner(ctx, request, &table, id),
                     "DELETE" => {
-                        ctx.scanners.remove(id);
+                        ctx.scanners.close(*id, Owner::Anyone);
                         Reply::empty(200)
                     }
                     _ => Reply::method_not_allowed("GET, DELETE"),
@@ -986,8 +988,11 @@ fn create_scanner(ctx: &Context, request: &Request, table: &str) -> Reply {
             usize::try_from(b).unwrap_or(usize::MAX)
         })
         .min(ctx.max_response_cells);
-    match ctx.scanners.open(table, scanner, batch) {
-        Ok(id) => {
+    match ctx
+        .scanners
+        .open(Owner::Anyone, ScanState::new(table, scanner, batch))
+    {
+        Ok((id, _)) => {
             let mut reply = Reply::empty(201);
             let path = format!("/{}/scanner/{id}", encode_segment(table));
             let location = match &request.host {
@@ -997,11 +1002,12 @@ fn create_scanner(ctx: &Context, request: &Request, table: &str) -> Reply {
             reply.headers.push(("Location", location));
             reply
         }
-        Err(max) => Reply::text(
+        Err(refused) => Reply::text(
             503,
             "Unavailable",
             Some(&format!(
-                "{max} scanners are open (max_scanners); delete finished ones"
+                "{} scanners are open (max_scanners); delete finished ones",
+                refused.limit()
             )),
         ),
     }
@@ -1013,9 +1019,13 @@ fn read_scanner(ctx: &Context, request: &Request, table: &str, id: &str) -> Repl
     let Some(format) = negotiate(request.accept.as_deref(), CELL_FORMATS) else {
         return Reply::not_acceptable(CELL_FORMATS);
     };
-    let Some(scanner) = ctx.scanners.get(id).filter(|s| s.table == table) else {
+    let Some(scanner) = ctx.scanners.get(id, Owner::Anyone) else {
         return Reply::not_found();
     };
+    let mut state = scanner.lock();
+    if state.table != table {
+        return Reply::not_found();
+    }
     let query = match parse_query(request.query.as_deref()) {
         Ok(query) => query,
         Err(e) => return Reply::bad_request(&e),
@@ -1037,7 +1047,6 @@ fn read_scanner(ctx: &Context, request: &Request, table: &str, id: &str) -> Repl
         (Ok(rows), Ok(cells)) => (rows, cells),
         (Err(reply), _) | (_, Err(reply)) => return reply,
     };
-    let mut state = scanner.state.lock();
     if format == Format::Binary {
         return match state.next_cell() {
             Ok(None) => Reply::empty(204),
@@ -1055,14 +1064,12 @@ fn read_scanner(ctx: &Context, request: &Request, table: &str, id: &str) -> Repl
             }
             Err(e) => {
                 drop(state);
-                ctx.scanners.remove(id);
+                ctx.scanners.close(id, Owner::Anyone);
                 Reply::error(&e)
             }
         };
     }
-    let limit = max_cells
-        .unwrap_or(scanner.batch)
-        .min(ctx.max_response_cells);
+    let limit = max_cells.unwrap_or(state.batch).min(ctx.max_response_cells);
     match state.fetch(limit, max_rows, ctx.max_answer_bytes) {
         Ok(rows) if rows.is_empty() => Reply::empty(204),
         Ok(rows) => Reply::ok(format, CellSet { rows }.encode(format)),
@@ -1074,7 +1081,7 @@ fn read_scanner(ctx: &Context, request: &Request, table: &str, id: &str) -> Repl
         Err(e) => {
             // A scanner that failed cannot say where to resume.
             drop(state);
-            ctx.scanners.remove(id);
+            ctx.scanners.close(id, Owner::Anyone);
             Reply::error(&e)
         }
     }
@@ -1085,17 +1092,10 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// A table name as a URL path segment.
+/// A table name as a URL path segment (`:` kept: `ns:table`, as HBase's
+/// URLs write it).
 pub(crate) fn encode_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~:".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    basalt::gateways::text::percent_encode(text, b":")
 }
 
 /// `?check=put|delete|increment|append` on `/<table>/<row>[/<column>]`:

@@ -1,24 +1,30 @@
-//! The REST gateway's open scanners: ids in URLs, cells carried over
-//! between answers, leases.
+//! What a REST scanner carries between answers: its table, its batch, and
+//! the cells of a row an answer stopped inside.
 //!
 //! HBase REST hands a scanner out as a URL (`/<table>/scanner/<id>`) that
 //! any connection may read, so scanners belong to the server, not to a
-//! connection. An answer holds at most `batch` cells, which may end inside
-//! a row: the rest of that row waits in the scanner for the next answer.
-//! Scanners nobody reads or deletes expire after the lease.
+//! connection: they live in the gateways' one table
+//! (`basalt::gateways::scanners`) with no owner, under 128-bit random ids,
+//! and expire after the lease when nobody reads or deletes them. An answer
+//! holds at most `batch` cells, which may end inside a row: the rest of
+//! that row waits in the scanner for the next answer.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::collections::VecDeque;
 
-use parking_lot::Mutex;
-
+use basalt::gateways::scanners::ScannerTable;
 use basalt::{Cell, Scanner};
 
 use crate::model::{CellModel, RowModel};
 
+/// The open scanners of the REST server, by their URL ids.
+pub(crate) type Scanners = ScannerTable<String, ScanState>;
+
 /// What one scanner has still to give.
 pub(crate) struct ScanState {
+    /// The table it reads (a URL naming another table does not find it).
+    pub table: String,
+    /// Most cells in one answer.
+    pub batch: usize,
     /// The engine's scanner; `None` once it has run out of rows.
     scanner: Option<Scanner>,
     /// Cells of a row an earlier answer stopped inside.
@@ -28,6 +34,8 @@ pub(crate) struct ScanState {
 impl std::fmt::Debug for ScanState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ScanState")
+            .field("table", &self.table)
+            .field("batch", &self.batch)
             .field("exhausted", &self.scanner.is_none())
             .field("pending", &self.pending.len())
             .finish()
@@ -35,6 +43,17 @@ impl std::fmt::Debug for ScanState {
 }
 
 impl ScanState {
+    /// A scanner of `table` over `scanner`, answering at most `batch` cells
+    /// at a time (at least one).
+    pub fn new(table: &str, scanner: Scanner, batch: usize) -> ScanState {
+        ScanState {
+            table: table.to_string(),
+            batch: batch.max(1),
+            scanner: Some(scanner),
+            pending: VecDeque::new(),
+        }
+    }
+
     /// The next answer: at most `max_cells` cells, in at most `max_rows`
     /// rows when given, stopping once about `max_bytes` of cells are in it
     /// or once the process's answer budget is full (its cells are counted
@@ -126,105 +145,5 @@ pub(crate) fn cell_model(cell: &Cell) -> CellModel {
         column: Some(column.into()),
         timestamp: Some(cell.timestamp),
         value: cell.value.clone(),
-    }
-}
-
-/// One open scanner.
-#[derive(Debug)]
-pub(crate) struct OpenScanner {
-    /// The table it reads (a URL naming another table does not find it).
-    pub table: String,
-    /// Most cells in one answer.
-    pub batch: usize,
-    /// Held locked for one answer, which also keeps the sweeper away from
-    /// a scanner in use.
-    pub state: Mutex<ScanState>,
-    last_used: Mutex<Instant>,
-}
-
-/// Every open scanner of a server.
-#[derive(Debug)]
-pub(crate) struct Scanners {
-    lease: Duration,
-    /// Most scanners open at once: each holds engine state, and nothing
-    /// ties a scanner to a connection that could release it.
-    max: usize,
-    inner: Mutex<Inner>,
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    open: HashMap<String, Arc<OpenScanner>>,
-}
-
-impl Scanners {
-    pub fn new(lease: Duration, max: usize) -> Scanners {
-        Scanners {
-            lease,
-            max,
-            inner: Mutex::new(Inner::default()),
-        }
-    }
-
-    /// Registers a scanner; `Err(max)` when the server holds `max` already.
-    pub fn open(&self, table: &str, scanner: Scanner, batch: usize) -> Result<String, usize> {
-        let mut inner = self.inner.lock();
-        if inner.open.len() >= self.max {
-            return Err(self.max);
-        }
-        // A REST scanner is a URL that any connection may use (HBase's
-        // design), so the id is its only secret: 128 random bits, which
-        // nobody guesses and a restarted server does not hand out again.
-        let mut id = basalt::guard::random_scanner_token();
-        while inner.open.contains_key(&id) {
-            id = basalt::guard::random_scanner_token();
-        }
-        inner.open.insert(
-            id.clone(),
-            Arc::new(OpenScanner {
-                table: table.to_string(),
-                batch: batch.max(1),
-                state: Mutex::new(ScanState {
-                    scanner: Some(scanner),
-                    pending: VecDeque::new(),
-                }),
-                last_used: Mutex::new(Instant::now()),
-            }),
-        );
-        Ok(id)
-    }
-
-    /// The scanner with this id, its lease renewed.
-    pub fn get(&self, id: &str) -> Option<Arc<OpenScanner>> {
-        let scanner = self.inner.lock().open.get(id).cloned()?;
-        *scanner.last_used.lock() = Instant::now();
-        Some(scanner)
-    }
-
-    /// Closes a scanner; false when there was none with this id.
-    pub fn remove(&self, id: &str) -> bool {
-        self.inner.lock().open.remove(id).is_some()
-    }
-
-    /// Closes the scanners unused for longer than the lease; how many.
-    pub fn expire(&self, now: Instant) -> usize {
-        let mut inner = self.inner.lock();
-        let before = inner.open.len();
-        inner.open.retain(|_, s| {
-            // A scanner being read holds its state lock: it is in use.
-            let Some(_in_use) = s.state.try_lock() else {
-                return true;
-            };
-            now.saturating_duration_since(*s.last_used.lock()) < self.lease
-        });
-        before - inner.open.len()
-    }
-
-    pub fn len(&self) -> usize {
-        self.inner.lock().open.len()
-    }
-
-    pub fn clear(&self) {
-        self.inner.lock().open.clear();
     }
 }

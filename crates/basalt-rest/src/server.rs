@@ -19,7 +19,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
@@ -29,11 +29,12 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
+use basalt::gateways::scanners::ScannerLimits;
 use basalt::guard::AnswerBytes;
 use basalt::interrupt::CallControl;
 use basalt::Database;
 
-use crate::http::{self, stopped, AnswerBody, ConnectionGate, ConnectionTimeouts, Handler};
+use crate::http::{self, AnswerBody, ConnectionGate, ConnectionTimeouts, Handler};
 use crate::media::Format;
 use crate::resources::{handle, Context, Reply, Request};
 use crate::scanners::Scanners;
@@ -246,7 +247,12 @@ impl RestServer {
         };
         let context = Arc::new(Context {
             db,
-            scanners: Scanners::new(lease, config.max_scanners.max(1)),
+            scanners: Arc::new(Scanners::new(ScannerLimits {
+                max_open: config.max_scanners,
+                // A REST scanner is a URL, not a connection's.
+                max_per_connection: usize::MAX,
+                lease,
+            })),
             max_response_cells: config.max_response_cells.max(1),
             max_answer_bytes: config.max_answer_bytes.max(1),
             read_only: config.read_only,
@@ -278,11 +284,10 @@ impl RestServer {
             cancelled_calls: AtomicU64::new(0),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
-        runtime.spawn(expire_scanners(
-            Arc::clone(&shared),
-            lease,
-            shutdown_rx.clone(),
-        ));
+        shared
+            .context
+            .scanners
+            .spawn_reaper(runtime.handle(), shutdown_rx.clone(), "REST");
         let handler: Handler = {
             let shared = Arc::clone(&shared);
             let host = shared.context.location.clone();
@@ -349,26 +354,6 @@ impl RestServer {
         }
         self.shared.context.scanners.clear();
         tracing::info!("REST gateway stopped");
-    }
-}
-
-async fn expire_scanners(
-    shared: Arc<Shared>,
-    lease: Duration,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let period = (lease / 4).clamp(Duration::from_millis(5), Duration::from_secs(5));
-    let mut ticker = tokio::time::interval(period);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {
-                let expired = shared.context.scanners.expire(Instant::now());
-                if expired > 0 {
-                    tracing::info!(expired, "REST scanners expired after their lease");
-                }
-            }
-            _ = stopped(&mut shutdown) => return,
-        }
     }
 }
 

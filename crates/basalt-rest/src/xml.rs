@@ -151,21 +151,9 @@ fn close(element: Element, stack: &mut [Element], root: &mut Option<Element>) {
     }
 }
 
-/// Escapes text for an attribute value or element content.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for an attribute value or element content (the gateways'
+/// one markup escaping).
+pub use basalt::gateways::text::escape_markup as escape;
 
 /// The XML declaration every document starts with.
 pub const DECLARATION: &str = r#"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>"#;

@@ -901,7 +901,7 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     let (id, scanner, opened) = match request.scanner_id {
         Some(id) => {
             if request.close_scanner.unwrap_or(false) && request.number_of_rows.unwrap_or(0) == 0 {
-                ctx.scanners.close_for(id, call.connection);
+                ctx.scanners.close(id, call.connection);
                 return Ok(encode(&ScanResponse {
                     scanner_id: Some(id),
                     more_results: Some(false),
@@ -919,11 +919,11 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
                 Err(e) => return Err(e),
             };
             if let Some(seq) = request.next_call_seq {
-                let mut state = scanner.state.lock();
+                let mut state = scanner.lock();
                 if seq != state.next_call_seq {
                     let expected = state.next_call_seq;
                     drop(state);
-                    ctx.scanners.close(id);
+                    ctx.scanners.close(id, call.connection);
                     return Err(RpcError::new(
                         OUT_OF_ORDER_SCANNER_NEXT,
                         format!("scanner {id}: expected next_call_seq {expected}, got {seq} (a retried call whose answer was lost); reopen the scan"),
@@ -987,7 +987,7 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
         ..Default::default()
     };
     let partial_ok = request.client_handles_partials.unwrap_or(false);
-    let mut state = scanner.state.lock();
+    let mut state = scanner.lock();
     let fetched = fetch(&mut state, rows_wanted, max_bytes, partial_ok);
     let fetched = match fetched {
         Ok(Fetched::Rows(f)) => f,
@@ -1004,7 +1004,7 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
         }
         Err(e) => {
             drop(state);
-            ctx.scanners.close(id);
+            ctx.scanners.close(id, call.connection);
             return Err(e);
         }
     };
@@ -1029,7 +1029,7 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     if !more_in_region || !more || request.close_scanner.unwrap_or(false) {
         // HBase closes a scanner with nothing more to give, and the client
         // does not call it again.
-        ctx.scanners.close(id);
+        ctx.scanners.close(id, call.connection);
     }
     Ok(encode(&response))
 }

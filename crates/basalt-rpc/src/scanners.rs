@@ -1,19 +1,19 @@
-//! Open scanners of `ClientService.Scan`: ids, owners, leases, the
-//! expected call sequence, and what each still owes its client.
+//! Open scanners of `ClientService.Scan`: what each carries between calls
+//! (the expected call sequence, its region's bounds, what it still owes
+//! its client), in the gateways' one scanner table.
 //!
-//! Scanner ids are global (HBase's clients send an id on whichever
-//! connection they hold), counters from a random start so ids of a restarted
-//! server do not collide with stale ones. A scanner unused for a lease
-//! (HBase: 60 s) is dropped the next time the table is full or swept; a
-//! connection that closes drops the scanners it opened.
+//! The table (`basalt::gateways::scanners`) gives random 52-bit ids bound
+//! to the connection that opened them, leases (HBase: 60 s; a scanner past
+//! its lease is unknown, and reaped), the `max_scanners` cap, and release
+//! when the connection closes; this module answers its refusals as HBase's
+//! exceptions.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use basalt::gateways::scanners::{Owner, ScannerLimits, ScannerTable};
 use basalt_types::Cell;
 use bytes::Bytes;
-use parking_lot::Mutex;
 
 use crate::error::{RpcError, SERVER_TOO_BUSY, UNKNOWN_SCANNER};
 
@@ -126,80 +126,55 @@ impl std::fmt::Debug for ScanState {
     }
 }
 
-/// One registered scanner.
+/// The table of open scanners: the gateways' one table
+/// (`basalt::gateways::scanners`), its answers in HBase's exceptions.
 #[derive(Debug)]
-pub struct OpenScanner {
-    /// The connection that opened it.
-    pub owner: u64,
-    /// Held for the length of one call: also keeps the sweeper away.
-    pub state: Mutex<ScanState>,
-    last_used: Mutex<Instant>,
-}
+pub struct Scanners(Arc<ScannerTable<u64, ScanState>>);
 
-/// The table of open scanners.
-#[derive(Debug)]
-pub struct Scanners {
-    open: Mutex<HashMap<u64, Arc<OpenScanner>>>,
-    /// Scanners closed within the last lease, and when: a call on one of
-    /// them is answered with an empty answer instead of an exception, as
-    /// HBase does (it closes a scanner with nothing more to give by itself,
-    /// and clients still send a `next` or a `close` for it).
-    recently_closed: Mutex<HashMap<u64, Instant>>,
-    capacity: usize,
-    lease: Duration,
-}
+/// One registered scanner; its state is held (`lock`) for one call.
+pub type OpenScanner = basalt::gateways::scanners::OpenScanner<ScanState>;
 
 impl Scanners {
-    /// A table of at most `capacity` scanners with `lease_ms` leases.
+    /// A table of at most `capacity` scanners with `lease_ms` leases, and no
+    /// per-connection cap of its own.
     pub fn new(capacity: usize, lease_ms: u64) -> Scanners {
-        Scanners {
-            open: Mutex::new(HashMap::new()),
-            recently_closed: Mutex::new(HashMap::new()),
-            capacity,
+        Scanners(Arc::new(ScannerTable::new(ScannerLimits {
+            max_open: capacity,
+            max_per_connection: usize::MAX,
             lease: Duration::from_millis(lease_ms),
-        }
+        })))
+    }
+
+    /// The lease.
+    pub fn lease(&self) -> Duration {
+        self.0.lease()
     }
 
     /// The lease in whole seconds (what `ScanResponse.ttl` reports).
     pub fn lease_seconds(&self) -> u32 {
-        u32::try_from(self.lease.as_secs()).unwrap_or(u32::MAX)
+        u32::try_from(self.0.lease().as_secs()).unwrap_or(u32::MAX)
     }
 
-    /// Registers a scanner for `owner`; refuses when the table is full of
-    /// scanners still within their lease.
+    /// Registers a scanner for the connection `owner`; refuses with
+    /// `ServerTooBusyException` when the table is full of scanners still
+    /// within their lease.
     pub fn register(
         &self,
         owner: u64,
         state: ScanState,
     ) -> Result<(u64, Arc<OpenScanner>), RpcError> {
-        let mut open = self.open.lock();
-        if open.len() >= self.capacity {
-            let lease = self.lease;
-            open.retain(|_, s| s.last_used.lock().elapsed() < lease);
-        }
-        if open.len() >= self.capacity {
-            return Err(RpcError::new(
-                SERVER_TOO_BUSY,
-                format!(
-                    "{} scanners are open (the limit, [rpc] max_scanners); close some or wait for their leases",
-                    self.capacity
-                ),
-                false,
-            ));
-        }
-        // Random ids: another client cannot guess one (and `get` refuses
-        // it from any other connection anyway).
-        let mut id = basalt::guard::random_scanner_id();
-        while open.contains_key(&id) {
-            id = basalt::guard::random_scanner_id();
-        }
-        let scanner = Arc::new(OpenScanner {
-            owner,
-            state: Mutex::new(state),
-            last_used: Mutex::new(Instant::now()),
-        });
-        open.insert(id, Arc::clone(&scanner));
-        Ok((id, scanner))
+        self.0
+            .open(Owner::Connection(owner), state)
+            .map_err(|refused| {
+                RpcError::new(
+                    SERVER_TOO_BUSY,
+                    format!(
+                        "{} scanners are open (the limit, [rpc] max_scanners); close some or wait for their leases",
+                        refused.limit()
+                    ),
+                    false,
+                )
+            })
     }
 
     /// The scanner `id` for the connection `owner`, its lease renewed;
@@ -207,85 +182,43 @@ impl Scanners {
     /// opened or was opened by another connection (a scanner is bound to
     /// its connection: another client must not read or steal it).
     pub fn get(&self, id: u64, owner: u64) -> Result<Arc<OpenScanner>, RpcError> {
-        let mut open = self.open.lock();
-        if open.get(&id).is_some_and(|s| s.owner != owner) {
-            return Err(unknown_scanner(id));
-        }
-        if let Some(scanner) = open.get(&id) {
-            let mut last_used = scanner.last_used.lock();
-            if last_used.elapsed() < self.lease {
-                *last_used = Instant::now();
-                drop(last_used);
-                return Ok(Arc::clone(scanner));
-            }
-        }
-        open.remove(&id);
-        Err(unknown_scanner(id))
+        self.0
+            .get(&id, Owner::Connection(owner))
+            .ok_or_else(|| unknown_scanner(id))
     }
 
     /// Closes scanner `id` when `owner` opened it; true when it was open
     /// and is closed now. Another connection's close leaves it open.
-    pub fn close_for(&self, id: u64, owner: u64) -> bool {
-        let owned = self.open.lock().get(&id).is_some_and(|s| s.owner == owner);
-        owned && self.close(id)
+    pub fn close(&self, id: u64, owner: u64) -> bool {
+        self.0.close(&id, Owner::Connection(owner))
     }
 
-    /// Drops every scanner unused for a lease (the server calls it every
-    /// half lease, so an abandoned scan's engine state does not wait for
-    /// the table to fill); answers how many went.
-    pub fn sweep(&self) -> usize {
-        let lease = self.lease;
-        let mut open = self.open.lock();
-        let before = open.len();
-        // A scanner in use is locked by its call: its lease was renewed
-        // when the call looked it up, so it is never expired here.
-        open.retain(|_, s| s.last_used.lock().elapsed() < lease);
-        before - open.len()
-    }
-
-    /// The lease.
-    pub fn lease(&self) -> Duration {
-        self.lease
-    }
-
-    /// Closes scanner `id`; true when it was open.
-    pub fn close(&self, id: u64) -> bool {
-        let was_open = self.open.lock().remove(&id).is_some();
-        if was_open {
-            let mut closed = self.recently_closed.lock();
-            // Bounded: entries older than a lease go when the map is full.
-            if closed.len() >= self.capacity {
-                let lease = self.lease;
-                closed.retain(|_, at| at.elapsed() < lease);
-            }
-            if closed.len() < self.capacity.saturating_mul(2) {
-                closed.insert(id, Instant::now());
-            }
-        }
-        was_open
-    }
-
-    /// True when scanner `id` was closed less than a lease ago.
+    /// True when scanner `id` was closed less than a lease ago: a call on
+    /// it is answered with an empty answer instead of an exception, as
+    /// HBase does (it closes a scanner with nothing more to give by itself,
+    /// and clients still send a `next` or a `close` for it).
     pub fn was_recently_closed(&self, id: u64) -> bool {
-        self.recently_closed
-            .lock()
-            .get(&id)
-            .is_some_and(|at| at.elapsed() < self.lease)
+        self.0.was_recently_closed(&id)
     }
 
     /// Closes every scanner `owner` opened (its connection went away).
     pub fn close_owned_by(&self, owner: u64) {
-        self.open.lock().retain(|_, s| s.owner != owner);
+        self.0.close_owned_by(owner);
+    }
+
+    /// The table itself (the server runs its reaper).
+    pub fn table(&self) -> &Arc<ScannerTable<u64, ScanState>> {
+        &self.0
     }
 
     /// Open scanners now.
     pub fn len(&self) -> usize {
-        self.open.lock().len()
+        self.0.len()
     }
 
     /// True when none is open.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.0.is_empty()
     }
 }
 
@@ -325,7 +258,7 @@ mod tests {
         let scanners = Scanners::new(4, 60_000);
         let (id, _) = scanners.register(1, state()).unwrap();
         assert!(scanners.get(id, 1).is_ok());
-        assert!(scanners.close(id));
+        assert!(scanners.close(id, 1));
         assert_eq!(scanners.get(id, 1).unwrap_err().class, UNKNOWN_SCANNER);
     }
 
@@ -336,9 +269,9 @@ mod tests {
         let (next, _) = scanners.register(1, state()).unwrap();
         assert_ne!(next, id + 1, "ids are not sequential");
         assert_eq!(scanners.get(id, 2).unwrap_err().class, UNKNOWN_SCANNER);
-        assert!(!scanners.close_for(id, 2));
+        assert!(!scanners.close(id, 2));
         assert!(scanners.get(id, 1).is_ok(), "the owner still has it");
-        assert!(scanners.close_for(id, 1));
+        assert!(scanners.close(id, 1));
     }
 
     #[test]
@@ -346,7 +279,7 @@ mod tests {
         let scanners = Scanners::new(4, 60_000);
         let (id, _) = scanners.register(1, state()).unwrap();
         assert!(!scanners.was_recently_closed(id));
-        scanners.close(id);
+        scanners.close(id, 1);
         assert!(scanners.was_recently_closed(id));
         assert!(!scanners.was_recently_closed(id + 1));
     }
@@ -369,10 +302,10 @@ mod tests {
     fn a_sweep_drops_only_scanners_past_their_lease() {
         let scanners = Scanners::new(8, 0);
         scanners.register(1, state()).unwrap();
-        assert_eq!(scanners.sweep(), 1);
+        assert_eq!(scanners.table().reap(), 1);
         let scanners = Scanners::new(8, 60_000);
         scanners.register(1, state()).unwrap();
-        assert_eq!(scanners.sweep(), 0);
+        assert_eq!(scanners.table().reap(), 0);
         assert_eq!(scanners.len(), 1);
     }
 

@@ -251,24 +251,11 @@ impl RpcBound {
         let (shutdown, shutdown_rx) = watch::channel(false);
         // Abandoned scanners go after their lease even when nobody opens
         // another one.
-        let sweeper = {
-            let shared = Arc::clone(&shared);
-            let mut stop = shutdown_rx.clone();
-            let every = (shared.ctx.scanners.lease() / 2).max(Duration::from_millis(100));
-            runtime.spawn(async move {
-                loop {
-                    tokio::select! {
-                        _ = stop.changed() => return,
-                        _ = tokio::time::sleep(every) => {
-                            let gone = shared.ctx.scanners.sweep();
-                            if gone > 0 {
-                                tracing::debug!(scanners = gone, "native RPC scanners expired");
-                            }
-                        }
-                    }
-                }
-            })
-        };
+        let sweeper = shared.ctx.scanners.table().spawn_reaper(
+            runtime.handle(),
+            shutdown_rx.clone(),
+            "native RPC",
+        );
         let loops = vec![
             sweeper,
             runtime.spawn(accept_loop(

@@ -16,18 +16,9 @@ use basalt::{ColumnFamilyDescriptor, TableDescriptor};
 pub const FIRST_COLUMN: usize = 34;
 
 /// Bytes as HBase's `Bytes.toStringBinary` shows them: letters, digits,
-/// space and most punctuation as they are, anything else as `\xNN`.
-pub fn binary(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
-        if b.is_ascii_alphanumeric() || b" `~!@#$%^&*()-_=+[]{}|;:'\",.<>/?".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("\\x{b:02X}"));
-        }
-    }
-    out
-}
+/// space and most punctuation as they are, anything else as `\xNN` (the
+/// gateways' one implementation).
+pub use basalt::gateways::text::escape_bytes as binary;
 
 /// A two-column line: ` first    second`, the first padded to
 /// [`FIRST_COLUMN`] (a longer one pushes the second out by one space).

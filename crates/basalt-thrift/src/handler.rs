@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use basalt::gateways::scanners::Owner;
+use basalt::gateways::text::escape_bytes;
 use basalt::{
     column::{parse_column, Column},
     ErrorKind,
@@ -24,7 +26,7 @@ use basalt::{
 
 use crate::exception;
 use crate::protocol::Value;
-use crate::scanners::{AnswerLimits, Scanners};
+use crate::scanners::{AnswerLimits, Scanners, ThriftScan};
 use crate::types::{
     app_error, args, AlreadyExists, ColumnDescriptor, IOError, IllegalArgument, Mutation, TCell,
     TColumn, TRegionInfo, TRowResult, TScan, Thrift,
@@ -471,7 +473,7 @@ impl Service {
         let not_found = || {
             CallError::Io(format!(
                 "Cannot find row in hbase:meta, row={}",
-                basalt_escape(&meta_row)
+                escape_bytes(&meta_row)
             ))
         };
         // A meta row key is `<table>,<row>,<region id or 9s>`.
@@ -699,9 +701,9 @@ impl Service {
     fn open(&self, conn: u64, table: Option<Bytes>, scan: Scan, sorted: bool) -> CallResult {
         let table = self.table(table)?;
         let scanner = table.scan(&scan).map_err(db_error)?;
-        let id = self
+        let (id, _) = self
             .scanners
-            .insert(conn, scanner, sorted)
+            .open(Owner::Connection(conn), ThriftScan::new(scanner, sorted))
             .map_err(|refused| CallError::Io(refused.message("scannerClose")))?;
         Ok(Some(Value::I32(id)))
     }
@@ -788,13 +790,14 @@ impl Service {
     }
 
     fn fetch(&self, conn: u64, id: i32, rows: i32) -> CallResult {
-        let Some(entry) = self.scanners.get(id, conn) else {
+        let Some(entry) = self.scanners.get(&id, Owner::Connection(conn)) else {
             return Err(CallError::IllegalArgument("scanner ID is invalid".into()));
         };
-        let rows = entry
+        let mut scan = entry.lock();
+        let rows = scan
             .next_rows(usize::try_from(rows).unwrap_or(0), self.answer_limits)
             .map_err(db_error)?;
-        let out: Vec<TRowResult> = rows.iter().map(|r| row_result(r, entry.sorted)).collect();
+        let out: Vec<TRowResult> = rows.iter().map(|r| row_result(r, scan.sorted)).collect();
         Ok(Some(out.to_value()))
     }
 
@@ -813,7 +816,7 @@ impl Service {
 
     fn scanner_close(&self, conn: u64, a: Result<args::ScannerId, CallError>) -> CallResult {
         let id = required(a?.id, "id")?;
-        if !self.scanners.remove(id, conn) {
+        if !self.scanners.close(&id, Owner::Connection(conn)) {
             return Err(CallError::IllegalArgument("scanner ID is invalid".into()));
         }
         Ok(None)
@@ -835,22 +838,9 @@ fn table_name(bytes: Bytes) -> Result<String, CallError> {
         CallError::Io(format!(
             "{}: {}",
             ErrorKind::TableNotFound.java_class(),
-            basalt_escape(e.as_bytes())
+            escape_bytes(e.as_bytes())
         ))
     })
-}
-
-/// Bytes as HBase prints them (`Bytes.toStringBinary`).
-fn basalt_escape(bytes: &[u8]) -> String {
-    let mut s = String::new();
-    for &b in bytes {
-        if b.is_ascii_graphic() || b == b' ' {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("\\x{b:02X}"));
-        }
-    }
-    s
 }
 
 fn versions(n: Option<i32>) -> Result<u32, CallError> {
@@ -919,12 +909,12 @@ fn row_mutations(
                 Column::Family(f) if strict => {
                     return Err(CallError::IllegalArgument(format!(
                         "Invalid famAndQf provided: put of column '{}' has no qualifier",
-                        basalt_escape(&f)
+                        escape_bytes(&f)
                     )))
                 }
                 Column::Family(f) => {
                     tracing::warn!(
-                        family = %basalt_escape(&f),
+                        family = %escape_bytes(&f),
                         "put without a qualifier skipped; only deletes apply to a whole family"
                     );
                 }

@@ -1,39 +1,46 @@
-//! Open scanners: ids handed to clients, who owns them, and their leases.
+//! What a Thrift scanner carries between calls, and reading its rows into
+//! answers.
 //!
-//! Scanner ids are random and bound to the connection that opened them:
-//! another connection that learns or guesses an id is told it is invalid,
-//! and a connection that goes away releases its scanners at once. Scanners
-//! nobody closes expire after the lease (HBase: 60 s) without being used.
+//! The scanners themselves live in the gateways' one table
+//! (`basalt::gateways::scanners`): random 32-bit ids bound to the
+//! connection that opened them (another connection that learns or guesses
+//! an id is told it is invalid), released when that connection goes away,
+//! expired after the lease (HBase: 60 s) without being used. Thrift1 and
+//! Thrift2 servers each keep one such table.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use parking_lot::Mutex;
+use basalt::gateways::scanners::ScannerTable;
 
-/// One open scanner.
+/// The open scanners of one Thrift server.
+pub(crate) type Scanners = ScannerTable<i32, ThriftScan>;
+
+/// One open Thrift scanner's state.
 #[derive(Debug)]
-pub(crate) struct OpenScanner {
-    /// The connection that opened it.
-    pub owner: u64,
+pub(crate) struct ThriftScan {
     /// Results carry `sortedColumns` instead of the column map.
     pub sorted: bool,
-    /// The engine's scanner; `None` once it has run out of rows. Held
-    /// locked for the duration of one fetch, which also keeps the lease
-    /// sweeper away from a scanner in use.
-    pub state: Mutex<Option<basalt::Scanner>>,
-    last_used: Mutex<Instant>,
+    /// The engine's scanner; `None` once it has run out of rows.
+    pub rows: Option<basalt::Scanner>,
 }
 
-impl OpenScanner {
+impl ThriftScan {
+    /// A scanner over `rows`.
+    pub(crate) fn new(rows: basalt::Scanner, sorted: bool) -> Self {
+        ThriftScan {
+            sorted,
+            rows: Some(rows),
+        }
+    }
+
     /// The next rows with cells (see [`take_rows`]). Both gateways'
     /// "next rows" calls read through this.
     pub(crate) fn next_rows(
-        &self,
+        &mut self,
         rows: usize,
         limits: AnswerLimits,
     ) -> Result<Vec<basalt::RowResult>, basalt::Error> {
-        take_rows(&mut self.state.lock(), rows, limits)
+        take_rows(&mut self.rows, rows, limits)
     }
 }
 
@@ -128,178 +135,4 @@ pub(crate) fn take_rows(
         }
     }
     Ok(out)
-}
-
-/// Why a scanner could not be registered: which cap it hit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refused {
-    /// The connection holds this many already.
-    Connection(usize),
-    /// The server holds this many already.
-    Server(usize),
-}
-
-/// Every open scanner of a server.
-#[derive(Debug)]
-pub(crate) struct Scanners {
-    lease: Duration,
-    /// Most scanners one connection may hold open: each holds engine state,
-    /// so a client must not be able to open them without limit.
-    per_connection: usize,
-    /// Most scanners open on the server at once: the per-connection cap
-    /// alone lets many connections together hold gigabytes.
-    total: usize,
-    inner: Mutex<Inner>,
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    open: HashMap<i32, Arc<OpenScanner>>,
-    /// Open scanners per owning connection.
-    owned: HashMap<u64, usize>,
-}
-
-impl Inner {
-    fn forget(&mut self, owner: u64) {
-        if let Some(n) = self.owned.get_mut(&owner) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.owned.remove(&owner);
-            }
-        }
-    }
-
-    fn retain(&mut self, mut keep: impl FnMut(&OpenScanner) -> bool) -> usize {
-        let before = self.open.len();
-        let mut dropped = Vec::new();
-        self.open.retain(|_, s| {
-            let kept = keep(s);
-            if !kept {
-                dropped.push(s.owner);
-            }
-            kept
-        });
-        for owner in dropped {
-            self.forget(owner);
-        }
-        before - self.open.len()
-    }
-}
-
-impl Refused {
-    /// What the client is told; `close` is the service's method that
-    /// closes a scanner.
-    pub(crate) fn message(self, close: &str) -> String {
-        match self {
-            Refused::Connection(limit) => format!(
-                "too many open scanners on this connection (limit {limit}, \
-                 max_scanners_per_connection); close some ({close})"
-            ),
-            Refused::Server(limit) => format!(
-                "too many open scanners on the server (limit {limit}, max_scanners); \
-                 close some ({close}) or wait for unused ones to expire"
-            ),
-        }
-    }
-}
-
-impl Scanners {
-    pub(crate) fn new(lease: Duration, per_connection: usize, total: usize) -> Self {
-        Scanners {
-            lease,
-            per_connection,
-            total,
-            inner: Mutex::new(Inner::default()),
-        }
-    }
-
-    /// Registers a scanner and returns its id; refused when the connection
-    /// or the server already holds as many as it may.
-    pub(crate) fn insert(
-        &self,
-        owner: u64,
-        scanner: basalt::Scanner,
-        sorted: bool,
-    ) -> Result<i32, Refused> {
-        let entry = Arc::new(OpenScanner {
-            owner,
-            sorted,
-            state: Mutex::new(Some(scanner)),
-            last_used: Mutex::new(Instant::now()),
-        });
-        let mut inner = self.inner.lock();
-        if inner.open.len() >= self.total {
-            return Err(Refused::Server(self.total));
-        }
-        let owned = inner.owned.entry(owner).or_insert(0);
-        if *owned >= self.per_connection {
-            return Err(Refused::Connection(self.per_connection));
-        }
-        *owned += 1;
-        // Random ids (not sequential): a client cannot guess another's,
-        // and `get` refuses an id from any connection but its owner.
-        let mut id = basalt::guard::random_scanner_id_i32();
-        while inner.open.contains_key(&id) {
-            id = basalt::guard::random_scanner_id_i32();
-        }
-        inner.open.insert(id, entry);
-        Ok(id)
-    }
-
-    /// The scanner with this id, its lease renewed; `None` when it is
-    /// unknown or another connection than `owner` opened it.
-    pub(crate) fn get(&self, id: i32, owner: u64) -> Option<Arc<OpenScanner>> {
-        let entry = self
-            .inner
-            .lock()
-            .open
-            .get(&id)
-            .filter(|s| s.owner == owner)
-            .cloned()?;
-        *entry.last_used.lock() = Instant::now();
-        Some(entry)
-    }
-
-    /// Closes a scanner; false when the id is unknown or another
-    /// connection than `owner` opened it.
-    pub(crate) fn remove(&self, id: i32, owner: u64) -> bool {
-        let mut inner = self.inner.lock();
-        if inner.open.get(&id).is_none_or(|s| s.owner != owner) {
-            return false;
-        }
-        match inner.open.remove(&id) {
-            Some(s) => {
-                inner.forget(s.owner);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Closes every scanner a connection opened; returns how many.
-    pub(crate) fn remove_owned_by(&self, owner: u64) -> usize {
-        self.inner.lock().retain(|s| s.owner != owner)
-    }
-
-    /// Closes the scanners unused for longer than the lease (and not in use
-    /// right now); returns how many.
-    pub(crate) fn expire(&self, now: Instant) -> usize {
-        let lease = self.lease;
-        self.inner.lock().retain(|s| {
-            let idle = now.saturating_duration_since(*s.last_used.lock());
-            idle < lease || s.state.try_lock().is_none()
-        })
-    }
-
-    /// How many scanners are open.
-    pub(crate) fn len(&self) -> usize {
-        self.inner.lock().open.len()
-    }
-
-    /// Closes everything (server shutdown).
-    pub(crate) fn clear(&self) {
-        let mut inner = self.inner.lock();
-        inner.open.clear();
-        inner.owned.clear();
-    }
 }

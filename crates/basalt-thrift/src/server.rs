@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use basalt::gateways::scanners::ScannerLimits;
 use basalt::guard::{AddressSlots, AnswerBytes, Slot, SlotLimits, WriteTimeout};
 use basalt::interrupt::CallControl;
 use bytes::{BufMut, BytesMut};
@@ -436,11 +437,11 @@ impl Server {
         } = bound;
         let local_addr = listener.local_addr()?;
         let lease = Duration::from_millis(config.scanner_lease_ms.max(1));
-        let scanners = Arc::new(Scanners::new(
+        let scanners = Arc::new(Scanners::new(ScannerLimits {
+            max_open: config.max_scanners,
+            max_per_connection: config.max_scanners_per_connection,
             lease,
-            config.max_scanners_per_connection.max(1),
-            config.max_scanners.max(1),
-        ));
+        }));
         let advertised = Advertised {
             host: if local_addr.ip().is_unspecified() {
                 "localhost".to_string()
@@ -509,11 +510,7 @@ impl Server {
             }),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
-        runtime.spawn(expire_scanners(
-            Arc::clone(&scanners),
-            lease,
-            shutdown_rx.clone(),
-        ));
+        scanners.spawn_reaper(runtime.handle(), shutdown_rx.clone(), flavour.name());
         let accept_loop = runtime.spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
         match flavour {
             Flavour::Thrift1 => tracing::info!(
@@ -613,26 +610,6 @@ impl Server {
             runtime.shutdown_timeout(Duration::from_secs(5));
         }
         self.shared.scanners.clear();
-    }
-}
-
-async fn expire_scanners(
-    scanners: Arc<Scanners>,
-    lease: Duration,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let period = (lease / 4).clamp(Duration::from_millis(5), Duration::from_secs(5));
-    let mut ticker = tokio::time::interval(period);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {
-                let expired = scanners.expire(Instant::now());
-                if expired > 0 {
-                    tracing::info!(expired, "scanners expired after their lease");
-                }
-            }
-            _ = shutdown.changed() => return,
-        }
     }
 }
 
@@ -755,7 +732,7 @@ async fn connection(
             close_after_error(&mut stream).await;
         }
     }
-    let released = shared.scanners.remove_owned_by(id);
+    let released = shared.scanners.close_owned_by(id);
     if released > 0 {
         tracing::debug!(%peer, id, released, "released the connection's scanners");
     }

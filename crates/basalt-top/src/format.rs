@@ -127,19 +127,8 @@ fn civil_date(days: i64) -> (i64, u32, u32) {
 /// A row key as HBase's `Bytes.toStringBinary` writes it: letters, digits
 /// and the printable punctuation HBase keeps stay as they are, every other
 /// byte (the backslash, controls, bytes over 0x7e) becomes `\xNN` in
-/// upper-case hex.
-pub fn key(bytes: &[u8]) -> String {
-    const KEPT: &[u8] = b" `~!@#$%^&*()-_=+[]{}|;:'\",.<>/?";
-    let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
-        if b.is_ascii_alphanumeric() || KEPT.contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("\\x{b:02X}"));
-        }
-    }
-    out
-}
+/// upper-case hex (the gateways' one implementation).
+pub use basalt::gateways::text::escape_bytes as key;
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,7 @@
 //! The network gateways that serve a database (Thrift1, Thrift2, REST,
-//! later native RPC), as the process that runs them announces them.
+//! native RPC), as the process that runs them announces them, and the
+//! parts they share: [`scanners`], the one table of open scanners, and
+//! [`text`], the escapings and percent-coding.
 //!
 //! The database does not start gateways: `basalt serve` binds each one and
 //! then registers its address here, so that `status` and `list_regions`
@@ -10,6 +12,9 @@ use std::fmt;
 use std::net::SocketAddr;
 
 use parking_lot::RwLock;
+
+pub mod scanners;
+pub mod text;
 
 /// One gateway: the protocol it speaks and the address it listens on.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,9 +2,8 @@
 //! Thrift2, native RPC), written once so the gateways agree and a later
 //! shared listener can take them over whole.
 //!
-//! - Scanner ids are random, not sequential: a client cannot guess the id
-//!   of a scanner another client opened (the gateways also bind each id to
-//!   the connection that opened it).
+//! - Scanners live in one table, `gateways::scanners` (random ids bound to
+//!   their owner, leases, limits).
 //! - [`AddressSlots`] caps the connections one peer address may hold and
 //!   keeps slots that only other addresses may take, so one abusive address
 //!   cannot lock everyone else out.
@@ -31,25 +30,6 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-
-/// A random scanner id for protocols that carry a 64-bit id (native RPC).
-/// Never zero, and below 2^52 so clients that hold ids as doubles keep
-/// them exact; 52 random bits are not guessable in any useful time.
-pub fn random_scanner_id() -> u64 {
-    (rand::random::<u64>() >> 12).max(1)
-}
-
-/// A random, non-negative scanner id for protocols that carry a 32-bit
-/// signed id (Thrift1, Thrift2). 31 bits can be enumerated, so the
-/// gateways also refuse an id from any connection but its owner.
-pub fn random_scanner_id_i32() -> i32 {
-    (rand::random::<u32>() >> 1) as i32
-}
-
-/// A random scanner token for URLs (REST): 128 bits, as 32 hex digits.
-pub fn random_scanner_token() -> String {
-    format!("{:032x}", rand::random::<u128>())
-}
 
 /// The per-address connection limits of one listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -635,16 +615,6 @@ mod tests {
 
     fn ip(last: u8) -> IpAddr {
         IpAddr::from([127, 0, 0, last])
-    }
-
-    #[test]
-    fn scanner_ids_are_not_sequential_and_stay_in_range() {
-        let ids: Vec<u64> = (0..64).map(|_| random_scanner_id()).collect();
-        assert!(ids.iter().all(|&id| id > 0 && id < 1 << 52));
-        assert!(ids.windows(2).any(|w| w[1] != w[0] + 1));
-        assert!((0..64).all(|_| random_scanner_id_i32() >= 0));
-        assert_eq!(random_scanner_token().len(), 32);
-        assert_ne!(random_scanner_token(), random_scanner_token());
     }
 
     #[test]

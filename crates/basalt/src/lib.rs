@@ -38,7 +38,7 @@ mod catalog;
 pub mod check;
 pub mod cluster;
 mod database;
-mod gateways;
+pub mod gateways;
 pub mod guard;
 pub mod keys;
 mod locator;

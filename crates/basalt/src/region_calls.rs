@@ -9,21 +9,19 @@
 //!    route after a split would otherwise write outside it): also
 //!    `NotServingRegion`.
 //! 3. Run the call on the region, as a local `Table` would.
-//! 4. Scanners opened by calls live in [`ServedScanners`]: ids, a lease, a
-//!    cap, each bounded to its region's key range.
+//! 4. Scanners opened by calls live in [`ServedScanners`], the gateways'
+//!    scanner table: random ids, a lease, a cap, each bounded to its
+//!    region's key range.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use parking_lot::Mutex;
+use std::time::Duration;
 
 use basalt_engine::scan::{RegionScanner, RowRange};
 use basalt_engine::Region;
 use basalt_types::{Error, Result, RowResult};
 
 use crate::database::Database;
+use crate::gateways::scanners::{OpenScanner, Owner, ScannerLimits, ScannerTable};
 use crate::remote::{RegionAnswer, RegionCall, RemoteError};
 
 /// How long a scanner opened by a region call lives without a call on it
@@ -41,22 +39,29 @@ pub const REGION_CALL_SCANNER_CAP: usize = 4096;
 /// stays a bounded message.
 pub const REGION_CALL_MAX_ROWS: usize = 10_000;
 
-/// The scanners region calls opened on this server.
+/// The scanners region calls opened on this server: the gateways' scanner
+/// table, with no owner (a caller's calls come on any pooled connection)
+/// and each scanner bounded to its region.
 #[derive(Debug)]
-pub(crate) struct ServedScanners {
-    open: Mutex<HashMap<u64, Arc<Mutex<Served>>>>,
-    next_id: AtomicU64,
-    lease_ms: AtomicU64,
-    cap: usize,
-}
+pub(crate) struct ServedScanners(ScannerTable<u64, Served>);
 
-/// One open scanner: its region (by which the caller names it too), the
-/// engine's scanner, and when it was last called.
-struct Served {
+/// One open scanner: its region (by which the caller names it too) and the
+/// engine's scanner.
+pub(crate) struct Served {
     table: String,
     region: Arc<Region>,
     scanner: RegionScanner,
-    last_used: Instant,
+    /// Set once the table holds it: from then on its end (closed, done,
+    /// failed, expired) adds its work to the region's load, once.
+    registered: bool,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if self.registered {
+            self.region.record_read(&self.scanner);
+        }
+    }
 }
 
 impl std::fmt::Debug for Served {
@@ -64,100 +69,62 @@ impl std::fmt::Debug for Served {
         f.debug_struct("Served")
             .field("table", &self.table)
             .field("region", &self.region.info().id)
-            .field("last_used", &self.last_used)
             .finish_non_exhaustive()
     }
 }
 
 impl Default for ServedScanners {
     fn default() -> Self {
-        ServedScanners {
-            open: Mutex::new(HashMap::new()),
-            // Ids start at 1: 0 means "the scan has ended" in answers.
-            next_id: AtomicU64::new(1),
-            lease_ms: AtomicU64::new(REGION_CALL_SCANNER_LEASE.as_millis() as u64),
-            cap: REGION_CALL_SCANNER_CAP,
-        }
+        ServedScanners(ScannerTable::new(ScannerLimits {
+            max_open: REGION_CALL_SCANNER_CAP,
+            max_per_connection: usize::MAX,
+            lease: REGION_CALL_SCANNER_LEASE,
+        }))
     }
 }
 
 impl ServedScanners {
-    fn lease(&self) -> Duration {
-        Duration::from_millis(self.lease_ms.load(Ordering::Relaxed))
-    }
-
     /// Scanners open now.
     pub(crate) fn len(&self) -> usize {
-        self.open.lock().len()
-    }
-
-    /// Drops scanners past their lease (skipping ones in a call now).
-    fn sweep(&self) {
-        let lease = self.lease();
-        let expired: Vec<Arc<Mutex<Served>>> = {
-            let mut open = self.open.lock();
-            let ids: Vec<u64> = open
-                .iter()
-                .filter(|(_, s)| s.try_lock().is_some_and(|s| s.last_used.elapsed() > lease))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| open.remove(id)).collect()
-        };
-        // Outside the table's lock: recording the read takes the region's.
-        for served in expired {
-            let served = served.lock();
-            served.region.record_read(&served.scanner);
-        }
+        self.0.len()
     }
 
     fn insert(&self, served: Served) -> Result<u64> {
-        if self.len() >= self.cap {
-            self.sweep();
-        }
-        let mut open = self.open.lock();
-        if open.len() >= self.cap {
-            return Err(Error::RegionTooBusy(format!(
+        let (id, scanner) = self.0.open(Owner::Anyone, served).map_err(|refused| {
+            Error::RegionTooBusy(format!(
                 "{} scanners opened by region calls are open, the most one server keeps: \
                  close scanners, or wait for idle ones to pass their lease",
-                self.cap
-            )));
-        }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        open.insert(id, Arc::new(Mutex::new(served)));
+                refused.limit()
+            ))
+        })?;
+        scanner.lock().registered = true;
         Ok(id)
     }
 
     /// The scanner `id` of region `region_id` of `table`, if open and
     /// within its lease; one past its lease is dropped here.
-    fn get(&self, table: &str, region_id: u64, id: u64) -> Result<Arc<Mutex<Served>>> {
+    fn get(&self, table: &str, region_id: u64, id: u64) -> Result<Arc<OpenScanner<Served>>> {
         let unknown = || {
             Error::invalid(format!(
                 "unknown region-call scanner {id} on region {region_id} of table {table}: \
                  closed, past its lease of {} ms, or never opened here",
-                self.lease().as_millis()
+                self.0.lease().as_millis()
             ))
         };
-        let served = self.open.lock().get(&id).cloned().ok_or_else(unknown)?;
-        let expired = {
-            let s = served.lock();
-            if s.table != table || s.region.info().id != region_id {
-                return Err(unknown());
-            }
-            s.last_used.elapsed() > self.lease()
+        let scanner = self.0.get(&id, Owner::Anyone).ok_or_else(unknown)?;
+        let ours = {
+            let served = scanner.lock();
+            served.table == table && served.region.info().id == region_id
         };
-        if expired {
-            self.remove(id);
-            return Err(unknown());
+        if ours {
+            Ok(scanner)
+        } else {
+            Err(unknown())
         }
-        Ok(served)
     }
 
     fn remove(&self, id: u64) {
-        let removed = self.open.lock().remove(&id);
-        if let Some(served) = removed {
-            let served = served.lock();
-            served.region.record_read(&served.scanner);
-        }
+        self.0.close(&id, Owner::Anyone);
     }
 }
 
@@ -209,8 +176,10 @@ impl Database {
     /// Sets how long a scanner opened by a region call lives without a
     /// call on it (default [`REGION_CALL_SCANNER_LEASE`]).
     pub fn set_region_call_scanner_lease(&self, lease: Duration) {
-        let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX).max(1);
-        self.locator().served.lease_ms.store(ms, Ordering::Relaxed);
+        self.locator()
+            .served
+            .0
+            .set_lease(lease.max(Duration::from_millis(1)));
     }
 
     /// Scanners opened by region calls and still open on this server.
@@ -318,7 +287,7 @@ fn serve_on_region(
                 table: table.to_string(),
                 region: Arc::clone(region),
                 scanner,
-                last_used: Instant::now(),
+                registered: false,
             })?;
             Ok(RegionAnswer::Rows {
                 scanner: id,
@@ -344,7 +313,6 @@ fn next_rows(
     served: &mut Served,
     wanted: usize,
 ) -> Result<RegionAnswer> {
-    served.last_used = Instant::now();
     let wanted = wanted.clamp(1, REGION_CALL_MAX_ROWS);
     let mut rows: Vec<RowResult> = Vec::with_capacity(wanted.min(1024));
     while rows.len() < wanted {
@@ -352,10 +320,8 @@ fn next_rows(
             Ok(Some(row)) => rows.push(row),
             Ok(None) => {
                 let ended = served.scanner.ended_for_good();
-                served.region.record_read(&served.scanner);
-                // The entry's lock is held by the caller: take it out of
-                // the table without recording the read again.
-                scanners.open.lock().remove(&id);
+                // Its work is recorded when the caller lets it go.
+                scanners.remove(id);
                 return Ok(RegionAnswer::Rows {
                     scanner: if ended { 0 } else { id },
                     rows,
@@ -363,8 +329,7 @@ fn next_rows(
                 });
             }
             Err(e) => {
-                served.region.record_read(&served.scanner);
-                scanners.open.lock().remove(&id);
+                scanners.remove(id);
                 return Err(e);
             }
         }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use basalt::admin::{Admin, AdminRequest, AlterChange, FamilySpec};
+use basalt::gateways::scanners::Owner;
 use basalt::{
     Append, CheckAndMutate, ColumnFamilyDescriptor, Comparator, CompareOp, Database, Delete,
     Durability, Error, ErrorKind, FamilyChange, Filter, Get, Increment, Mutation,
@@ -22,7 +23,7 @@ use basalt::{
 use crate::exception;
 use crate::handler::{Advertised, Outcome};
 use crate::protocol::Value;
-use crate::scanners::{AnswerLimits, Scanners};
+use crate::scanners::{AnswerLimits, Scanners, ThriftScan};
 use crate::types::{app_error, Thrift};
 
 use super::types::{
@@ -472,29 +473,29 @@ impl Service2 {
         let table = self.table(a.table)?;
         let scan = scan_of(required(a.tscan, "tscan")?)?;
         let scanner = table.scan(&scan)?;
-        let id = self
+        let (id, _) = self
             .scanners
-            .insert(conn, scanner, false)
+            .open(Owner::Connection(conn), ThriftScan::new(scanner, false))
             .map_err(|refused| Failure::Io(refused.message("closeScanner")))?;
         Ok(Some(Value::I32(id)))
     }
 
     fn get_scanner_rows(&self, conn: u64, a: args::GetScannerRows) -> Answer {
         let id = required(a.scanner_id, "scannerId")?;
-        let Some(entry) = self.scanners.get(id, conn) else {
+        let Some(entry) = self.scanners.get(&id, Owner::Connection(conn)) else {
             return Err(Failure::IllegalArgument(format!(
                 "Invalid scanner Id: {id}"
             )));
         };
         let rows = usize::try_from(a.num_rows.unwrap_or(1)).unwrap_or(0);
-        let results = entry.next_rows(rows, self.answer_limits)?;
+        let results = entry.lock().next_rows(rows, self.answer_limits)?;
         let out: Vec<TResult> = results.iter().map(result_of).collect();
         Ok(Some(out.to_value()))
     }
 
     fn close_scanner(&self, conn: u64, a: args::CloseScanner) -> Answer {
         let id = required(a.scanner_id, "scannerId")?;
-        if !self.scanners.remove(id, conn) {
+        if !self.scanners.close(&id, Owner::Connection(conn)) {
             return Err(Failure::IllegalArgument(format!(
                 "Invalid scanner Id: {id}"
             )));
