@@ -6,48 +6,30 @@
 
 use std::time::{Duration, Instant};
 
-use basalt::{ColumnFamilyDescriptor, Database, Put, TableDescriptor};
+use basalt::{ColumnFamilyDescriptor, Put, TableDescriptor};
 use basalt_rpc::client::RpcClient;
 use basalt_rpc::filters::PACKAGE;
 use basalt_rpc::proto::client::{Scan, ScanRequest, ScanResponse};
 use basalt_rpc::proto::filter as pb;
-use basalt_rpc::proto::hbase::{
-    region_specifier::RegionSpecifierType, CompareType, RegionSpecifier,
-};
-use basalt_rpc::{RpcConfig, RpcServer};
+use basalt_rpc::proto::hbase::{CompareType, RegionSpecifier};
+use basalt_rpc::RpcConfig;
 use bytes::Bytes;
 use prost::Message;
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    db: Database,
-    server: RpcServer,
-}
+mod common;
+use common::Fixture;
 
+/// A server over a database holding `t` (family `cf`), with `config`'s
+/// limits.
 fn start(config: RpcConfig) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path()).unwrap();
-    db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf")))
-        .unwrap();
-    let config = RpcConfig {
-        enabled: true,
-        master_port: 0,
-        region_server_port: 0,
-        ..config
-    };
-    let server = RpcServer::bind(&config)
-        .unwrap()
-        .serve(db.clone(), "test-cluster".into())
-        .unwrap();
-    Fixture {
-        _dir: dir,
-        db,
-        server,
-    }
+    common::start_serving_with(config, |db| {
+        db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf")))
+            .unwrap();
+    })
 }
 
 fn client(f: &Fixture) -> RpcClient {
-    RpcClient::connect(f.server.region_server_addr(), "ClientService", false).unwrap()
+    common::client(f, false)
 }
 
 /// Writes `rows` rows of one `value_len`-byte cell each into `t`.
@@ -64,11 +46,7 @@ fn fill(f: &Fixture, rows: usize, value_len: usize) {
 /// The name of `t`'s only region.
 fn region_name(f: &Fixture) -> Option<RegionSpecifier> {
     let info = f.db.describe_table("t").unwrap();
-    let name = info.regions[0].info.region_name();
-    Some(RegionSpecifier {
-        r#type: RegionSpecifierType::RegionName as i32,
-        value: name.to_vec(),
-    })
+    common::region(&info.regions[0].info.region_name())
 }
 
 /// A scan of the whole region asking for every row and no size limit, with

@@ -62,6 +62,14 @@ pub struct Fixture {
 
 /// Starts a [`Fixture`]; `prepare` sets the database up before it serves.
 pub fn start_serving(prepare: impl FnOnce(&Database)) -> Fixture {
+    start_serving_with(basalt_rpc::RpcConfig::default(), prepare)
+}
+
+/// [`start_serving`] with `config`'s limits (its ports are chosen free).
+pub fn start_serving_with(
+    config: basalt_rpc::RpcConfig,
+    prepare: impl FnOnce(&Database),
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path()).unwrap();
     prepare(&db);
@@ -69,7 +77,7 @@ pub fn start_serving(prepare: impl FnOnce(&Database)) -> Fixture {
         enabled: true,
         master_port: 0,
         region_server_port: 0,
-        ..basalt_rpc::RpcConfig::default()
+        ..config
     };
     let server = basalt_rpc::RpcServer::bind(&config)
         .unwrap()
