@@ -37,7 +37,6 @@ use basalt_rpc::cluster_service::{RpcMasterControl, RpcRegionServerControl};
 use basalt_rpc::coordination::{Coordinator, SessionState};
 use basalt_rpc::peer_service::RpcRegionCaller;
 use basalt_rpc::proto::hbase::ServerName as PbServerName;
-use basalt_rpc::RpcServer;
 use basalt_thrift::Flavour;
 
 use crate::{
@@ -114,6 +113,7 @@ fn text_of(name: &PbServerName) -> String {
 pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
     let mut plan = load_config_for(&args, true)?;
     required(&plan)?;
+    let stop_signals = crate::stop_signals::StopSignals::install()?;
     // A region server's UI is on HBase's region server UI port unless a
     // port was chosen (a config file naming 16010 reads as the default).
     if let Some(info) = plan.info.as_mut() {
@@ -278,7 +278,7 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
             }
         })
     };
-    let waited = thrift_server.wait_for_signal();
+    stop_signals.wait();
     follower.abort();
     guard.abort();
     // Leave ZooKeeper first: the master reassigns our regions (after
@@ -297,7 +297,6 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
     thrift_server.stop();
     rpc_server.stop();
     let closed = db.close();
-    waited.map_err(|e| format!("waiting for signals failed: {e}"))?;
     closed.map_err(|e| format!("closing the region server failed: {e}"))
 }
 
@@ -305,6 +304,7 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
 pub fn run_master(args: ServeArgs) -> Result<(), String> {
     let plan = load_config_for(&args, true)?;
     required(&plan)?;
+    let stop_signals = crate::stop_signals::StopSignals::install()?;
     let ServePlan {
         options,
         storage,
@@ -477,7 +477,7 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
             }
         })
     };
-    let waited = wait_for_signal(&rpc_server);
+    stop_signals.wait();
     stopper.abort();
     if let Some(s) = info_server {
         s.shutdown();
@@ -488,21 +488,5 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
     }
     rpc_server.stop();
     let closed = db.close();
-    waited?;
     closed.map_err(|e| format!("closing the master failed: {e}"))
-}
-
-/// Waits for SIGINT or SIGTERM on the server's runtime.
-fn wait_for_signal(server: &RpcServer) -> Result<(), String> {
-    server
-        .block_on(async {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r,
-                _ = term.recv() => Ok(()),
-            }
-        })
-        .unwrap_or(Ok(()))
-        .map_err(|e| format!("waiting for signals failed: {e}"))
 }

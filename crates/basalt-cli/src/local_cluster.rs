@@ -196,6 +196,7 @@ fn spawn_basalt(dir: &Path, name: &str, args: &[String]) -> Result<Managed, Stri
 
 /// Runs the local cluster until Ctrl-C or SIGTERM.
 pub fn run(args: LocalClusterArgs) -> Result<(), String> {
+    let stop_signals = crate::stop_signals::StopSignals::install()?;
     fs::create_dir_all(args.dir.join("logs"))
         .map_err(|e| format!("cannot create {}: {e}", args.dir.display()))?;
     let dir = fs::canonicalize(&args.dir).map_err(|e| format!("{}: {e}", args.dir.display()))?;
@@ -343,7 +344,7 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
         dir.join("logs").display()
     );
     let _ = std::io::stdout().flush();
-    wait_for_signal()?;
+    stop_signals.wait();
     println!("stopping the region servers, the master, then ZooKeeper");
     // Region servers first (their regions flush), then the master.
     for p in processes.iter_mut().skip(1) {
@@ -413,23 +414,4 @@ fn wait_for_log(
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn wait_for_signal() -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .map_err(|e| format!("cannot wait for signals: {e}"))?;
-    runtime
-        .block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut term = signal(SignalKind::terminate())?;
-            let mut int = signal(SignalKind::interrupt())?;
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            Ok::<(), std::io::Error>(())
-        })
-        .map_err(|e| format!("waiting for signals failed: {e}"))
 }

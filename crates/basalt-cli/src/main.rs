@@ -24,6 +24,7 @@ mod cluster;
 mod keys;
 mod local_cluster;
 mod shell;
+mod stop_signals;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -515,6 +516,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         rpc,
         zookeeper,
     } = load_config(&args)?;
+    let stop_signals = stop_signals::StopSignals::install()?;
     // The ports first: a taken port then fails at once, before the data
     // directory is created, locked or replayed.
     let (bound, bound2, rest_bound) = bind_gateways(&thrift, thrift2.as_ref(), rest.as_ref())?;
@@ -662,7 +664,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     let list: Vec<String> = gateways.iter().map(ToString::to_string).collect();
     tracing::info!(count = gateways.len(), gateways = %list.join(", "), "gateways serving");
     let normalizer = NormalizerChore::start(&db, normalizer_period);
-    let waited = server.wait_for_signal();
+    stop_signals.wait();
     normalizer.stop();
     // Out of ZooKeeper first: clients stop being sent here.
     if let (Some(s), Some(r)) = (&rpc_server, registration) {
@@ -700,7 +702,6 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             closed
         }
     };
-    waited.map_err(|e| format!("waiting for signals failed: {e}"))?;
     closed.map_err(|e| format!("closing the database failed: {e}"))
 }
 

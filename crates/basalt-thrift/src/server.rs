@@ -566,23 +566,6 @@ impl Server {
         }
     }
 
-    /// Blocks until the process receives SIGINT or SIGTERM.
-    pub fn wait_for_signal(&self) -> io::Result<()> {
-        let Some(runtime) = self.runtime.as_ref() else {
-            return Ok(());
-        };
-        runtime.block_on(async {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut term = signal(SignalKind::terminate())?;
-            let mut int = signal(SignalKind::interrupt())?;
-            tokio::select! {
-                _ = term.recv() => tracing::info!("SIGTERM received, shutting down"),
-                _ = int.recv() => tracing::info!("SIGINT received, shutting down"),
-            }
-            Ok(())
-        })
-    }
-
     /// Stops accepting, lets calls in flight finish and answer, closes every
     /// connection and scanner, then closes the database (syncing its log).
     pub fn shutdown(mut self) -> basalt::Result<()> {
