@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use basalt_types::descriptor::ColumnFamilyDescriptor;
+use basalt_types::descriptor::{ColumnFamilyDescriptor, KeepDeletedCells};
 use basalt_types::query::TimeRange;
 use basalt_types::{Cell, CellType, Result};
 
@@ -161,35 +161,51 @@ impl CellStream for Collecting {
     }
 }
 
-/// A major compaction's output with KEEP_DELETED_CELLS: everything, except
-/// cells no read can return: older writes at a timestamp a newer write of the
-/// same column overwrote, (without MIN_VERSIONS) puts past the family's TTL,
-/// and puts past their own TTL.
+/// A major compaction's output with KEEP_DELETED_CELLS (TRUE, or TTL with
+/// the markers its TTL has not expired), by HBase's rules for such a
+/// compaction, so the same writes leave the same cells on both:
+///
+/// - A delete marker older than every put in the compacted files
+///   (`earliest_put`) can mask nothing: it goes, with the rest of its
+///   column (which, being older still, can only be markers).
+/// - Deleted puts are kept but count as versions: a column keeps at most
+///   VERSIONS puts, deleted or not; what is beyond goes, markers included.
+///   So the compaction changes what some reads return, as in HBase (a
+///   delete that hid newer versions makes older ones disappear).
+/// - A cell with the timestamp and type of the cell kept before it in its
+///   column is an older write of the same thing: it goes.
+/// - TTL: without MIN_VERSIONS a column ends at its first expired cell; a
+///   put past its own TTL goes. With KEEP_DELETED_CELLS => TTL, a marker
+///   the TTL has expired goes and still masks (classic rules) the puts it
+///   covers.
+///
+/// Classic families count markers as no version. NEW_VERSION_BEHAVIOR
+/// families follow HBase's `NewVersionBehaviorTracker` as a compaction
+/// drives it: markers count as versions, a put at the timestamp of the put
+/// before it is dropped, at most VERSIONS puts are counted per column,
+/// and, as in HBase, the count is reset only by a column's first put (the
+/// markers in front of it count against the column before). See
+/// docs/hbase-semantics.md ("Major compactions with KEEP_DELETED_CELLS").
 #[derive(Debug)]
 pub struct Retaining {
     merged: MergedSource,
-    oldest_unexpired: Option<i64>,
-    /// The compaction's time, for puts with their own TTL.
-    now: i64,
-    last_put: Option<Cell>,
-    /// NEW_VERSION_BEHAVIOR: an overwritten put still counts as a version
-    /// at points of history before its overwrite, so it is kept.
-    keep_overwritten: bool,
+    rules: RetainRules,
 }
 
 impl Retaining {
-    /// Retains from `merged` (positioned at its start) under `family`'s rules.
-    pub fn new(merged: MergedSource, family: &ColumnFamilyDescriptor, now: i64) -> Self {
-        let oldest_unexpired = match (family.ttl_millis(), family.min_versions) {
-            (Some(ttl), 0) => Some(now.saturating_sub(ttl)),
-            _ => None,
-        };
+    /// Retains from `merged` (positioned at its start) under `family`'s
+    /// rules at time `now`. `earliest_put` is the smallest put timestamp in
+    /// the compacted files (`i64::MIN` when unknown: no marker is dropped
+    /// for being older than every put).
+    pub fn new(
+        merged: MergedSource,
+        family: &ColumnFamilyDescriptor,
+        now: i64,
+        earliest_put: i64,
+    ) -> Self {
         Retaining {
             merged,
-            oldest_unexpired,
-            now,
-            last_put: None,
-            keep_overwritten: family.new_version_behavior,
+            rules: RetainRules::new(family, now, earliest_put),
         }
     }
 }
@@ -197,25 +213,252 @@ impl Retaining {
 impl CellStream for Retaining {
     fn next_cell(&mut self) -> Result<Option<Cell>> {
         while let Some(cell) = self.merged.next_cell()? {
-            if cell.cell_type != CellType::Put {
-                return Ok(Some(cell));
-            }
-            let overwritten = !self.keep_overwritten
-                && self
-                    .last_put
-                    .as_ref()
-                    .is_some_and(|p| p.same_column(&cell) && p.timestamp == cell.timestamp);
-            // A put past its own TTL is expired whatever MIN_VERSIONS says.
-            let expired = self
-                .oldest_unexpired
-                .is_some_and(|oldest| cell.timestamp < oldest)
-                || cell.ttl_expired(self.now);
-            self.last_put = Some(cell.clone());
-            if !overwritten && !expired {
+            if self.rules.keep(&cell) {
                 return Ok(Some(cell));
             }
         }
         Ok(None)
+    }
+}
+
+/// What [`RetainRules`] decides about one cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retain {
+    Keep,
+    Drop,
+    /// Drop this cell and every later cell of its column.
+    DropColumn,
+    /// Keep this cell, drop every later cell of its column.
+    KeepEndColumn,
+}
+
+/// The per-cell state of [`Retaining`]: cells of one store, in KeyValue
+/// order.
+#[derive(Debug)]
+struct RetainRules {
+    max_versions: u32,
+    min_versions: u32,
+    /// Cells older than this are expired (`i64::MIN` without a TTL).
+    oldest_unexpired: i64,
+    /// KEEP_DELETED_CELLS => TTL: expired markers are dropped.
+    markers_expire: bool,
+    new_version_behavior: bool,
+    now: i64,
+    earliest_put: i64,
+    row: Option<Bytes>,
+    /// The column (qualifier) whose remaining cells are dropped.
+    dropping_column: Option<Bytes>,
+    /// Classic: the column being counted, its put count and the timestamp
+    /// and type of the last cell kept in it.
+    column: Option<Bytes>,
+    count: u32,
+    last_kept: Option<(i64, CellType)>,
+    /// Classic, KEEP_DELETED_CELLS => TTL: expired markers still mask.
+    expired: ExpiredMarkers,
+    /// NEW_VERSION_BEHAVIOR: the column of the last put seen, its
+    /// timestamp, and the puts counted in that column.
+    last_put: Option<(Bytes, i64)>,
+    puts_counted: u32,
+}
+
+/// Expired markers of the current row (family ones) and column.
+#[derive(Debug, Default)]
+struct ExpiredMarkers {
+    family_up_to: Option<i64>,
+    family_versions: Vec<i64>,
+    qualifier: Option<Bytes>,
+    column_up_to: Option<i64>,
+    column_versions: Vec<i64>,
+}
+
+impl ExpiredMarkers {
+    fn track(&mut self, marker: &Cell) {
+        self.enter_column(&marker.qualifier);
+        let ts = marker.timestamp;
+        match marker.cell_type {
+            CellType::DeleteFamily => self.family_up_to = self.family_up_to.max(Some(ts)),
+            CellType::DeleteFamilyVersion => self.family_versions.push(ts),
+            CellType::DeleteColumn => self.column_up_to = self.column_up_to.max(Some(ts)),
+            CellType::Delete => self.column_versions.push(ts),
+            CellType::Put => {}
+        }
+    }
+
+    fn enter_column(&mut self, qualifier: &Bytes) {
+        if self.qualifier.as_ref() != Some(qualifier) {
+            self.qualifier = Some(qualifier.clone());
+            self.column_up_to = None;
+            self.column_versions.clear();
+        }
+    }
+
+    /// How an expired marker affects `put`: all of its column from here
+    /// (`DropColumn`), this version (`Drop`) or nothing (`Keep`).
+    fn verdict(&mut self, put: &Cell) -> Retain {
+        self.enter_column(&put.qualifier);
+        let ts = put.timestamp;
+        if self.family_up_to.is_some_and(|d| ts <= d) || self.column_up_to.is_some_and(|d| ts <= d)
+        {
+            Retain::DropColumn
+        } else if self.family_versions.contains(&ts) || self.column_versions.contains(&ts) {
+            Retain::Drop
+        } else {
+            Retain::Keep
+        }
+    }
+}
+
+impl RetainRules {
+    fn new(family: &ColumnFamilyDescriptor, now: i64, earliest_put: i64) -> Self {
+        RetainRules {
+            max_versions: family.max_versions,
+            min_versions: family.min_versions,
+            oldest_unexpired: family
+                .ttl_millis()
+                .map_or(i64::MIN, |ttl| now.saturating_sub(ttl)),
+            markers_expire: family.keep_deleted_cells == KeepDeletedCells::Ttl,
+            new_version_behavior: family.new_version_behavior,
+            now,
+            earliest_put,
+            row: None,
+            dropping_column: None,
+            column: None,
+            count: 0,
+            last_kept: None,
+            expired: ExpiredMarkers::default(),
+            last_put: None,
+            puts_counted: 0,
+        }
+    }
+
+    fn keep(&mut self, cell: &Cell) -> bool {
+        if self.row.as_ref() != Some(&cell.row) {
+            self.row = Some(cell.row.clone());
+            self.dropping_column = None;
+            self.column = None;
+            self.count = 0;
+            self.last_kept = None;
+            self.expired = ExpiredMarkers::default();
+            self.last_put = None;
+            self.puts_counted = 0;
+        }
+        if self.dropping_column.as_ref() == Some(&cell.qualifier) {
+            return false;
+        }
+        self.dropping_column = None;
+        match self.judge(cell) {
+            Retain::Keep => true,
+            Retain::Drop => false,
+            Retain::DropColumn => {
+                self.dropping_column = Some(cell.qualifier.clone());
+                false
+            }
+            Retain::KeepEndColumn => {
+                self.dropping_column = Some(cell.qualifier.clone());
+                true
+            }
+        }
+    }
+
+    fn expired(&self, ts: i64) -> bool {
+        ts < self.oldest_unexpired
+    }
+
+    fn judge(&mut self, cell: &Cell) -> Retain {
+        let ts = cell.timestamp;
+        // Without MIN_VERSIONS an expired cell ends its column: every later
+        // one is older. (HBase's new-version tracker never ends early.)
+        if !self.new_version_behavior && self.min_versions == 0 && self.expired(ts) {
+            return Retain::DropColumn;
+        }
+        if cell.ttl_expired(self.now) {
+            return Retain::Drop;
+        }
+        if cell.cell_type.is_delete() {
+            if self.markers_expire && self.expired(ts) {
+                if !self.new_version_behavior {
+                    self.expired.track(cell);
+                }
+                return Retain::Drop;
+            }
+            if ts < self.earliest_put {
+                return Retain::DropColumn;
+            }
+        } else if !self.new_version_behavior {
+            let masked = self.expired.verdict(cell);
+            if masked != Retain::Keep {
+                return masked;
+            }
+        }
+        if self.new_version_behavior {
+            self.count_new_version_behavior(cell)
+        } else {
+            self.count_classic(cell)
+        }
+    }
+
+    fn count_classic(&mut self, cell: &Cell) -> Retain {
+        let ts = cell.timestamp;
+        if self.column.as_ref() != Some(&cell.qualifier) {
+            self.column = Some(cell.qualifier.clone());
+            self.count = 0;
+            self.last_kept = None;
+        } else if self.last_kept == Some((ts, cell.cell_type)) {
+            return Retain::Drop;
+        }
+        if !cell.cell_type.is_delete() {
+            self.count += 1;
+        }
+        if self.count > self.max_versions {
+            Retain::DropColumn
+        } else if self.count <= self.min_versions || !self.expired(ts) {
+            self.last_kept = Some((ts, cell.cell_type));
+            Retain::Keep
+        } else {
+            Retain::DropColumn
+        }
+    }
+
+    fn count_new_version_behavior(&mut self, cell: &Cell) -> Retain {
+        if !cell.cell_type.is_delete() {
+            // Only a put moves the tracker to its column (HBase prepares
+            // its tracker for puts only when deletes are not tracked).
+            let same_column = match &self.last_put {
+                Some((qualifier, _)) => *qualifier == cell.qualifier,
+                // Before the row's first put the tracker's column is the
+                // empty qualifier.
+                None => cell.qualifier.is_empty(),
+            };
+            if !same_column {
+                self.count = 0;
+                self.puts_counted = 0;
+            } else if self
+                .last_put
+                .as_ref()
+                .is_some_and(|(_, ts)| *ts == cell.timestamp)
+            {
+                return Retain::Drop;
+            }
+            self.last_put = Some((cell.qualifier.clone(), cell.timestamp));
+            if self.puts_counted >= self.max_versions {
+                return Retain::Drop;
+            }
+            self.puts_counted += 1;
+        }
+        self.count += 1;
+        if self.expired(cell.timestamp) {
+            if self.count == self.min_versions {
+                return Retain::KeepEndColumn;
+            }
+            if self.count > self.min_versions {
+                return Retain::DropColumn;
+            }
+        }
+        match self.count.cmp(&self.max_versions) {
+            std::cmp::Ordering::Less => Retain::Keep,
+            std::cmp::Ordering::Equal => Retain::KeepEndColumn,
+            std::cmp::Ordering::Greater => Retain::DropColumn,
+        }
     }
 }
 
@@ -308,12 +551,125 @@ mod tests {
         ];
         let family = ColumnFamilyDescriptor::new("f").ttl_seconds(1);
         // now = 1030: ttl 1000 ms, so ts 1 has expired and ts 40 has not.
-        let out = drain(&mut Retaining::new(merged(cells), &family, 1030));
+        let out = drain(&mut Retaining::new(merged(cells), &family, 1030, 1));
         assert_eq!(
             out,
             vec![
                 ("a".into(), 50, CellType::DeleteColumn),
                 ("a".into(), 40, CellType::Put)
+            ]
+        );
+    }
+
+    fn keep_deleted(versions: u32) -> ColumnFamilyDescriptor {
+        ColumnFamilyDescriptor::new("f")
+            .max_versions(versions)
+            .keep_deleted_cells(KeepDeletedCells::True)
+    }
+
+    #[test]
+    fn a_marker_older_than_every_put_goes_with_the_rest_of_its_column() {
+        let cells = vec![
+            cell("", 3, CellType::DeleteFamily, 9),
+            cell("", 2, CellType::DeleteFamilyVersion, 8),
+            cell("a", 20, CellType::Put, 1),
+            cell("a", 15, CellType::Delete, 7),
+            cell("a", 4, CellType::DeleteColumn, 6),
+            cell("a", 3, CellType::Delete, 5),
+        ];
+        // The oldest put of the compacted files is at 10: markers below it
+        // mask nothing that is left.
+        let out = drain(&mut Retaining::new(
+            merged(cells.clone()),
+            &keep_deleted(3),
+            100,
+            10,
+        ));
+        assert_eq!(
+            out,
+            vec![
+                ("a".into(), 20, CellType::Put),
+                ("a".into(), 15, CellType::Delete)
+            ]
+        );
+        // Unknown (files from before the field existed): every marker stays.
+        let out = drain(&mut Retaining::new(
+            merged(cells),
+            &keep_deleted(3),
+            100,
+            i64::MIN,
+        ));
+        assert_eq!(out.len(), 6);
+    }
+
+    #[test]
+    fn deleted_puts_count_as_versions_and_the_surplus_goes_with_later_markers() {
+        let cells = vec![
+            cell("a", 9, CellType::Delete, 10),
+            cell("a", 9, CellType::Put, 4),
+            cell("a", 8, CellType::Put, 3),
+            cell("a", 7, CellType::Put, 2),
+            cell("a", 6, CellType::Delete, 11),
+            cell("a", 5, CellType::Put, 1),
+        ];
+        let out = drain(&mut Retaining::new(merged(cells), &keep_deleted(2), 100, 5));
+        // The deleted put at 9 is the first of the two versions kept.
+        assert_eq!(
+            out,
+            vec![
+                ("a".into(), 9, CellType::Delete),
+                ("a".into(), 9, CellType::Put),
+                ("a".into(), 8, CellType::Put)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_second_cell_of_the_same_timestamp_and_type_is_dropped() {
+        let cells = vec![
+            cell("a", 9, CellType::Delete, 6),
+            cell("a", 9, CellType::Delete, 5),
+            cell("a", 9, CellType::Put, 4),
+            cell("a", 9, CellType::Put, 3),
+            cell("a", 8, CellType::Put, 2),
+        ];
+        for new_version_behavior in [false, true] {
+            let family = keep_deleted(5).new_version_behavior(new_version_behavior);
+            let out = drain(&mut Retaining::new(merged(cells.clone()), &family, 100, 8));
+            let puts = out.iter().filter(|c| c.2 == CellType::Put).count();
+            assert_eq!(
+                puts, 2,
+                "new version behaviour {new_version_behavior}: {out:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn new_version_behavior_counts_markers_and_leading_markers_count_against_the_column_before() {
+        let cells = vec![
+            cell("a", 9, CellType::Put, 1),
+            cell("a", 8, CellType::Put, 2),
+            // "b" starts with a marker while the count still holds "a"'s
+            // two puts: with VERSIONS => 3 it is the third version, kept,
+            // and the rest of "b" goes (HBase's tracker counts this way).
+            cell("b", 9, CellType::DeleteColumn, 5),
+            cell("b", 7, CellType::Put, 3),
+            cell("c", 6, CellType::Put, 4),
+            cell("c", 5, CellType::Delete, 6),
+            cell("c", 4, CellType::Put, 7),
+            cell("c", 3, CellType::Put, 8),
+        ];
+        let family = keep_deleted(3).new_version_behavior(true);
+        let out = drain(&mut Retaining::new(merged(cells), &family, 100, 3));
+        assert_eq!(
+            out,
+            vec![
+                ("a".into(), 9, CellType::Put),
+                ("a".into(), 8, CellType::Put),
+                ("b".into(), 9, CellType::DeleteColumn),
+                ("c".into(), 6, CellType::Put),
+                ("c".into(), 5, CellType::Delete),
+                ("c".into(), 4, CellType::Put)
             ]
         );
     }

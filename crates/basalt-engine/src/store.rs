@@ -36,7 +36,7 @@ use parking_lot::{Mutex, RwLock};
 
 use basalt_types::cell::compare_version;
 use basalt_types::descriptor::{ColumnFamilyDescriptor, KeepDeletedCells};
-use basalt_types::{Cell, Result};
+use basalt_types::{Cell, CellType, Result};
 
 use crate::block_cache::{next_file_id, BlockCache};
 use crate::compaction::{self, CompactionPolicy};
@@ -164,6 +164,33 @@ impl StoreFile {
             _file: Arc::clone(self),
         }
     }
+}
+
+/// The smallest put timestamp among `files`' cells, as a major compaction
+/// keeping deleted cells needs it. From the files' metadata, except for a
+/// link (its parent's metadata covers the other half's rows too) or a file
+/// written before the field existed: those are read through once, so the
+/// answer depends only on the cells compacted, never on how they were
+/// split or when they were written.
+fn earliest_put_timestamp(files: &[Arc<StoreFile>]) -> Result<i64> {
+    let mut earliest = i64::MAX;
+    for file in files {
+        let recorded = file.reader.meta().earliest_put_timestamp;
+        match recorded.filter(|_| file.entry.link.is_none()) {
+            Some(ts) => earliest = earliest.min(ts),
+            None => {
+                let mut source = file.source(false);
+                source.seek(&first_on_row(b""))?;
+                while let Some(cell) = source.peek() {
+                    if cell.cell_type == CellType::Put {
+                        earliest = earliest.min(cell.timestamp);
+                    }
+                    source.advance()?;
+                }
+            }
+        }
+    }
+    Ok(earliest)
 }
 
 impl Drop for StoreFile {
@@ -761,8 +788,13 @@ impl Store {
         let selected: Vec<Arc<StoreFile>> = if major || has_links {
             // A lone major-compacted file only needs rewriting when time can
             // have expired more of it since (a TTL).
-            let nothing_new =
-                files.len() == 1 && files[0].entry.major && self.descriptor().ttl_seconds.is_none();
+            // With KEEP_DELETED_CELLS a second pass can drop more: markers
+            // older than the oldest put the first pass left.
+            let descriptor = self.descriptor();
+            let nothing_new = files.len() == 1
+                && files[0].entry.major
+                && descriptor.ttl_seconds.is_none()
+                && descriptor.keep_deleted_cells == KeepDeletedCells::False;
             if files.is_empty() || nothing_new {
                 return Ok(false);
             }
@@ -807,7 +839,8 @@ impl Store {
             let mut rules = compaction::Collecting::new(merged, Arc::clone(&descriptor), now);
             self.write_file(id, &mut rules, true, now)?
         } else if major {
-            let mut retain = compaction::Retaining::new(merged, &descriptor, now);
+            let earliest_put = earliest_put_timestamp(&selected)?;
+            let mut retain = compaction::Retaining::new(merged, &descriptor, now, earliest_put);
             self.write_file(id, &mut retain, true, now)?
         } else {
             self.write_file(id, &mut merged, false, now)?

@@ -97,6 +97,10 @@ pub struct StoreFileMeta {
     /// When the writer was created, milliseconds since the epoch (from the
     /// caller's clock).
     pub created_at_ms: i64,
+    /// Smallest put timestamp (`i64::MAX` with no put); `None` for a file
+    /// written before the field existed. A major compaction keeping deleted
+    /// cells drops markers older than every put it compacts.
+    pub earliest_put_timestamp: Option<i64>,
     /// Free-form properties set by the flusher or compactor.
     pub properties: BTreeMap<String, Bytes>,
     /// Size of the file in bytes.
@@ -125,6 +129,7 @@ impl StoreFileMeta {
             encoding: DataBlockEncoding::None,
             block_size: 0,
             created_at_ms: 0,
+            earliest_put_timestamp: None,
             properties: BTreeMap::new(),
             file_size: 0,
         }
@@ -144,6 +149,7 @@ const T_BLOOM_KEYS: u64 = 9;
 const T_OPTIONS: u64 = 10;
 const T_CREATED_AT: u64 = 11;
 const T_PROPERTY: u64 = 12;
+const T_EARLIEST_PUT: u64 = 13;
 
 fn field(out: &mut Vec<u8>, tag: u64, body: &[u8]) {
     put_varint(out, tag);
@@ -232,6 +238,9 @@ pub(crate) fn encode(meta: &StoreFileMeta) -> Vec<u8> {
     crate::coding::put_u32_le(&mut opts, meta.block_size);
     field(&mut out, T_OPTIONS, &opts);
     field(&mut out, T_CREATED_AT, &u64s(&[meta.created_at_ms as u64]));
+    if let Some(ts) = meta.earliest_put_timestamp {
+        field(&mut out, T_EARLIEST_PUT, &u64s(&[ts as u64]));
+    }
     for (k, v) in &meta.properties {
         scratch.clear();
         put_varint(&mut scratch, k.len() as u64);
@@ -332,6 +341,10 @@ pub(crate) fn decode(payload: &[u8]) -> DecodeResult<StoreFileMeta> {
                 let [t] = fixed_u64s::<1>(body, "creation time")?;
                 meta.created_at_ms = t as i64;
             }
+            T_EARLIEST_PUT => {
+                let [t] = fixed_u64s::<1>(body, "earliest put timestamp")?;
+                meta.earliest_put_timestamp = Some(t as i64);
+            }
             T_PROPERTY => {
                 let mut p = Decoder::new(body);
                 let klen = p.len(body.len(), "property name length")?;
@@ -387,10 +400,15 @@ mod tests {
         m.encoding = DataBlockEncoding::FastDiff;
         m.block_size = 65536;
         m.created_at_ms = 1_700_000_000_000;
+        m.earliest_put_timestamp = Some(-7);
         m.properties
             .insert("compaction".into(), Bytes::from_static(b"major"));
         let enc = encode(&m);
         assert_eq!(decode(&enc).unwrap(), m);
+        // A file from before the earliest put field: unknown, not "none".
+        let mut legacy = m.clone();
+        legacy.earliest_put_timestamp = None;
+        assert_eq!(decode(&encode(&legacy)).unwrap(), legacy);
         // An unknown field is skipped.
         let mut extended = enc.clone();
         field(&mut extended, 99, b"future");

@@ -514,6 +514,8 @@ fn metadata_records_what_the_file_holds() {
     assert_eq!(m.type_counts.delete_columns, 1);
     assert_eq!(m.type_counts.delete_markers(), 2);
     assert_eq!((m.min_timestamp, m.max_timestamp), (10, 50));
+    // Markers aside: the put at 20 is the oldest put.
+    assert_eq!(m.earliest_put_timestamp, Some(20));
     assert_eq!((m.min_sequence_id, m.max_sequence_id), (3, 9));
     assert_eq!(m.first_key.as_ref().unwrap().row, "a");
     assert_eq!(m.last_key.as_ref().unwrap().row, "c");

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use basalt_types::{BloomType, Cell, Compression, Error, Result};
+use basalt_types::{BloomType, Cell, CellType, Compression, Error, Result};
 
 use super::block::DataBlockBuilder;
 use super::bloom::{bloom_hash, bloom_key, BloomChunkBuilder, MAX_CHUNK_KEYS};
@@ -71,6 +71,8 @@ impl StoreFileWriter {
         meta.encoding = options.encoding;
         meta.block_size = u32::try_from(options.block_size).unwrap_or(u32::MAX);
         meta.created_at_ms = options.created_at_ms;
+        // Known from the first cell on: no put yet is "later than any".
+        meta.earliest_put_timestamp = Some(i64::MAX);
         meta.properties = options.properties.clone();
         Ok(StoreFileWriter {
             path: path.to_path_buf(),
@@ -174,6 +176,9 @@ impl StoreFileWriter {
         let m = &mut self.meta;
         m.cell_count += 1;
         m.type_counts.count(cell.cell_type);
+        if cell.cell_type == CellType::Put {
+            m.earliest_put_timestamp = m.earliest_put_timestamp.map(|t| t.min(cell.timestamp));
+        }
         m.min_timestamp = m.min_timestamp.min(cell.timestamp);
         m.max_timestamp = m.max_timestamp.max(cell.timestamp);
         m.min_sequence_id = m.min_sequence_id.min(cell.sequence_id);

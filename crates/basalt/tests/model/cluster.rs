@@ -977,7 +977,8 @@ impl ClusterHarness {
             Event::MajorCompact => {
                 c.one_member("flush_table", |db| db.flush_table(TABLE))?;
                 c.one_member("major compact_table", |db| db.compact_table(TABLE, true))?;
-                self.h.model.major_compact(now);
+                let regions = self.h.region_bounds()?;
+                self.h.model.major_compact(now, &regions);
                 stat("cluster: major compaction");
             }
         }

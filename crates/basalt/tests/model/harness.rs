@@ -876,7 +876,8 @@ impl Harness {
                         ));
                     }
                 }
-                self.model.major_compact(now);
+                let regions = self.region_bounds()?;
+                self.model.major_compact(now, &regions);
                 self.check_everything()?;
             }
         }

@@ -450,7 +450,10 @@ impl Model {
 
     /// A major compaction of every store at `now`, all cells being in the
     /// files it rewrites (see the module docs).
-    pub(crate) fn major_compact(&mut self, now: i64) {
+    /// A major compaction of every region (bounds as `[start, end)`, empty
+    /// meaning open), after a flush: the memstores are empty, so every
+    /// cell is in the compacted files.
+    pub(crate) fn major_compact(&mut self, now: i64, regions: &[(Bytes, Bytes)]) {
         let mut kept: Vec<MCell> = Vec::new();
         let columns: BTreeSet<(Bytes, usize, Bytes)> = self
             .cells
@@ -460,30 +463,16 @@ impl Model {
             .collect();
         for (fam, spec) in FAMS.iter().enumerate() {
             if spec.keep_deleted {
-                let expired_before = match (spec.ttl_ms, spec.min_versions) {
-                    (Some(ttl), 0) => Some(now - ttl),
-                    _ => None,
-                };
-                for c in self.cells.iter().filter(|c| c.fam == fam) {
-                    if c.kind != CellType::Put {
-                        kept.push(c.clone());
-                        continue;
-                    }
-                    let overwritten = self.cells.iter().any(|o| {
-                        o.kind == CellType::Put
-                            && o.row == c.row
-                            && o.fam == fam
-                            && o.qual == c.qual
-                            && o.ts == c.ts
-                            && o.seq > c.seq
-                    });
-                    let expired = expired_before.is_some_and(|t| c.ts < t);
-                    if overwritten {
-                        stat("major compaction: KDC overwritten put dropped");
-                    }
-                    if !overwritten && !expired {
-                        kept.push(c.clone());
-                    }
+                assert!(
+                    spec.ttl_ms.is_none(),
+                    "the model keeps deleted cells only without a TTL"
+                );
+                for (start, end) in regions {
+                    let in_region = |c: &&MCell| {
+                        c.fam == fam && c.row >= *start && (end.is_empty() || c.row < *end)
+                    };
+                    let cells: Vec<MCell> = self.cells.iter().filter(in_region).cloned().collect();
+                    kept.extend(keep_deleted_compaction(cells, spec.versions));
                 }
             } else {
                 for (row, _, qual) in columns.iter().filter(|(_, f, _)| *f == fam) {
@@ -978,4 +967,63 @@ impl Model {
             .map(|c| format!("  {:?} seq={}\n", c.view(), c.seq))
             .collect()
     }
+}
+
+/// HBase's major compaction of one store (region and family) keeping
+/// deleted cells, classic version rules (see `compaction::Retaining` for the
+/// engine's): per column in KeyValue order, a marker older than the
+/// store's oldest put ends the column; a cell with the timestamp and type
+/// of the last one kept goes; puts count as versions deleted or not
+/// (markers do not) and the column ends past `versions`.
+fn keep_deleted_compaction(mut cells: Vec<MCell>, versions: usize) -> Vec<MCell> {
+    let earliest_put = cells
+        .iter()
+        .filter(|c| c.kind == CellType::Put)
+        .map(|c| c.ts)
+        .min()
+        .unwrap_or(i64::MAX);
+    cells.sort_by(|a, b| {
+        (&a.row, &a.qual)
+            .cmp(&(&b.row, &b.qual))
+            .then(b.ts.cmp(&a.ts))
+            .then(b.kind.code().cmp(&a.kind.code()))
+            .then(b.seq.cmp(&a.seq))
+    });
+    let mut kept = Vec::new();
+    let mut column: Option<(Bytes, Bytes)> = None;
+    let mut ended = false;
+    let mut count = 0;
+    let mut last_kept: Option<(i64, CellType)> = None;
+    for c in cells {
+        let key = (c.row.clone(), c.qual.clone());
+        if column.as_ref() != Some(&key) {
+            column = Some(key);
+            ended = false;
+            count = 0;
+            last_kept = None;
+        }
+        if ended {
+            continue;
+        }
+        if c.kind != CellType::Put && c.ts < earliest_put {
+            stat("major compaction: KDC marker older than every put dropped");
+            ended = true;
+            continue;
+        }
+        if last_kept == Some((c.ts, c.kind)) {
+            stat("major compaction: KDC repeated timestamp and type dropped");
+            continue;
+        }
+        if c.kind == CellType::Put {
+            count += 1;
+        }
+        if count > versions {
+            stat("major compaction: KDC versions beyond VERSIONS dropped");
+            ended = true;
+            continue;
+        }
+        last_kept = Some((c.ts, c.kind));
+        kept.push(c);
+    }
+    kept
 }
