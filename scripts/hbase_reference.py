@@ -145,7 +145,7 @@ class ReferenceHBase:
     (`hbase.zookeeper.quorum`); `dir` holds conf/, data/ and logs/.
     """
 
-    def __init__(self, heap=None, keep=False, cp=None, base_dir=None):
+    def __init__(self, heap=None, keep=False, cp=None, base_dir=None, extra_site=None):
         self.heap = heap or os.environ.get("HBASE_REFERENCE_HEAP", DEFAULT_HEAP)
         self.keep = keep
         self.cp = cp
@@ -160,6 +160,8 @@ class ReferenceHBase:
         self.quorum = f"127.0.0.1:{self.zk_port}"
         self.process = None
         self.started = None
+        # Settings a caller adds to (or overrides in) hbase-site.xml.
+        self.extra_site = dict(extra_site or {})
 
     def site(self):
         data = os.path.join(self.dir, "data")
@@ -186,6 +188,7 @@ class ReferenceHBase:
             # The in-process ZooKeeper's own admin HTTP server (port 8080
             # by default) stays off.
             "zookeeper.admin.enableServer": "false",
+            **self.extra_site,
         }
 
     def __enter__(self):

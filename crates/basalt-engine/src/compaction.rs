@@ -194,9 +194,9 @@ pub struct Retaining {
 
 impl Retaining {
     /// Retains from `merged` (positioned at its start) under `family`'s
-    /// rules at time `now`. `earliest_put` is the smallest put timestamp in
-    /// the compacted files (`i64::MIN` when unknown: no marker is dropped
-    /// for being older than every put).
+    /// rules at time `now`. `earliest_put` is the oldest put the compacted
+    /// files record (`i64::MIN` when unknown: no marker is dropped for being
+    /// older than every put).
     pub fn new(
         merged: MergedSource,
         family: &ColumnFamilyDescriptor,

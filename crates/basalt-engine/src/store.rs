@@ -36,7 +36,7 @@ use parking_lot::{Mutex, RwLock};
 
 use basalt_types::cell::compare_version;
 use basalt_types::descriptor::{ColumnFamilyDescriptor, KeepDeletedCells};
-use basalt_types::{Cell, CellType, Result};
+use basalt_types::{Cell, Result};
 
 use crate::block_cache::{next_file_id, BlockCache};
 use crate::compaction::{self, CompactionPolicy};
@@ -166,31 +166,18 @@ impl StoreFile {
     }
 }
 
-/// The smallest put timestamp among `files`' cells, as a major compaction
-/// keeping deleted cells needs it. From the files' metadata, except for a
-/// link (its parent's metadata covers the other half's rows too) or a file
-/// written before the field existed: those are read through once, so the
-/// answer depends only on the cells compacted, never on how they were
-/// split or when they were written.
-fn earliest_put_timestamp(files: &[Arc<StoreFile>]) -> Result<i64> {
-    let mut earliest = i64::MAX;
-    for file in files {
-        let recorded = file.reader.meta().earliest_put_timestamp;
-        match recorded.filter(|_| file.entry.link.is_none()) {
-            Some(ts) => earliest = earliest.min(ts),
-            None => {
-                let mut source = file.source(false);
-                source.seek(&first_on_row(b""))?;
-                while let Some(cell) = source.peek() {
-                    if cell.cell_type == CellType::Put {
-                        earliest = earliest.min(cell.timestamp);
-                    }
-                    source.advance()?;
-                }
-            }
-        }
-    }
-    Ok(earliest)
+/// The oldest put `files` record, as a major compaction keeping deleted
+/// cells measures markers against (HBase's EARLIEST_PUT_TS): a link counts
+/// its parent's record, which covers the parent's other rows too (as an
+/// HBase reference file does); a file from before the record existed
+/// counts as holding the oldest possible put, so no marker is dropped for
+/// being older than every put. `i64::MAX` when no file holds a put.
+fn recorded_earliest_put(files: &[Arc<StoreFile>]) -> i64 {
+    files
+        .iter()
+        .map(|f| f.reader.meta().earliest_put_timestamp.unwrap_or(i64::MIN))
+        .min()
+        .unwrap_or(i64::MAX)
 }
 
 impl Drop for StoreFile {
@@ -349,6 +336,9 @@ pub struct StoreStats {
     pub flushes_completed: u64,
     /// Compactions of this store (minor and major), since it opened.
     pub compactions_completed: u64,
+    /// The oldest put the store files record (see `recorded_earliest_put`):
+    /// a major compaction keeping deleted cells drops markers older than it.
+    pub earliest_put_timestamp: i64,
 }
 
 impl Store {
@@ -508,6 +498,7 @@ impl Store {
                 .max(self.last_major_compaction_ms.load(Ordering::Relaxed)),
             flushes_completed: self.flushes_completed.load(Ordering::Relaxed),
             compactions_completed: self.compactions_completed.load(Ordering::Relaxed),
+            earliest_put_timestamp: recorded_earliest_put(&view.files),
         }
     }
 
@@ -788,13 +779,10 @@ impl Store {
         let selected: Vec<Arc<StoreFile>> = if major || has_links {
             // A lone major-compacted file only needs rewriting when time can
             // have expired more of it since (a TTL).
-            // With KEEP_DELETED_CELLS a second pass can drop more: markers
-            // older than the oldest put the first pass left.
-            let descriptor = self.descriptor();
-            let nothing_new = files.len() == 1
-                && files[0].entry.major
-                && descriptor.ttl_seconds.is_none()
-                && descriptor.keep_deleted_cells == KeepDeletedCells::False;
+            // (As HBase, even with KEEP_DELETED_CELLS, where a second pass
+            // could drop markers older than the oldest put the first left.)
+            let nothing_new =
+                files.len() == 1 && files[0].entry.major && self.descriptor().ttl_seconds.is_none();
             if files.is_empty() || nothing_new {
                 return Ok(false);
             }
@@ -839,7 +827,7 @@ impl Store {
             let mut rules = compaction::Collecting::new(merged, Arc::clone(&descriptor), now);
             self.write_file(id, &mut rules, true, now)?
         } else if major {
-            let earliest_put = earliest_put_timestamp(&selected)?;
+            let earliest_put = recorded_earliest_put(&selected);
             let mut retain = compaction::Retaining::new(merged, &descriptor, now, earliest_put);
             self.write_file(id, &mut retain, true, now)?
         } else {

@@ -871,6 +871,22 @@ fn to_scan(scan: &Scan, bounds: &RowBounds) -> Result<BasaltScan, RpcError> {
         out.filter = Some(decode_filter(filter)?);
     }
     if let Some(batch) = scan.batch_size.filter(|&b| b > 0) {
+        // HBase's server builds its Scan filter first, then batch, and
+        // Scan.setBatch refuses a filter that decides on whole rows: every
+        // such scan fails at its open, whatever the rows hold. HBase sends
+        // that as a retriable IOException, so its client retries until it
+        // gives up; a retry cannot succeed, so Basalt says do-not-retry
+        // (docs/hbase-semantics.md, "Deviations from HBase").
+        let whole_row = out
+            .filter
+            .as_ref()
+            .is_some_and(|f| f.build(reversed).has_filter_row());
+        if whole_row {
+            return Err(RpcError::do_not_retry(
+                "IncompatibleFilterException: Cannot set batch on a scan using a filter \
+                 that returns true for filter.hasFilterRow",
+            ));
+        }
         out.batch = Some(batch as usize);
     }
     if !scan.cf_time_range.is_empty() {

@@ -748,6 +748,46 @@ fn a_raw_scan_naming_a_qualifier_is_refused_as_hbase_refuses_it() {
     );
 }
 
+#[test]
+fn a_batched_scan_with_a_whole_row_filter_is_refused_at_open_whatever_the_rows_hold() {
+    // Found by the differential test: HBase's server refuses such a scan
+    // when it decodes it (Scan.setBatch after the filter), even over rows
+    // that would all fit in one batch.
+    use basalt_rpc::proto::filter as pf;
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    let page = pf::Filter {
+        name: "org.apache.hadoop.hbase.filter.PageFilter".into(),
+        serialized_filter: Some(pf::PageFilter { page_size: 1 }.encode_to_vec()),
+    };
+    let open = |filter: Option<pf::Filter>, batch: Option<u32>, c: &mut RpcClient| {
+        c.call(
+            "Scan",
+            &ScanRequest {
+                region: region(&name),
+                scan: Some(Scan {
+                    filter,
+                    batch_size: batch,
+                    ..Default::default()
+                }),
+                number_of_rows: Some(10),
+                close_scanner: Some(true),
+                ..Default::default()
+            },
+            &[],
+        )
+    };
+    let error = open(Some(page.clone()), Some(3), &mut c)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("IncompatibleFilterException"), "{error}");
+    assert!(error.contains("DoNotRetryIOException"), "{error}");
+    // Either alone is fine.
+    assert!(open(Some(page), None, &mut c).is_ok());
+    assert!(open(None, Some(3), &mut c).is_ok());
+}
+
 /// The rows of `hbase:meta` a scan from `start` to `stop` answers, as the
 /// Java client's `Admin.getRegions` sends it (forward, family `info`).
 fn meta_rows_between(c: &mut RpcClient, start: &[u8], stop: &[u8]) -> Vec<Bytes> {

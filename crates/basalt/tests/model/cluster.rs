@@ -976,9 +976,12 @@ impl ClusterHarness {
             }
             Event::MajorCompact => {
                 c.one_member("flush_table", |db| db.flush_table(TABLE))?;
+                let members: Vec<Database> = c.live().into_iter().map(|(_, db)| db).collect();
+                let before = Harness::kept_deleted_stores(&members)?;
                 c.one_member("major compact_table", |db| db.compact_table(TABLE, true))?;
-                let regions = self.h.region_bounds()?;
-                self.h.model.major_compact(now, &regions);
+                let after = Harness::kept_deleted_stores(&members)?;
+                let stores = Harness::compacted_kept_deleted(&before, &after)?;
+                self.h.model.major_compact(now, &stores)?;
                 stat("cluster: major compaction");
             }
         }

@@ -78,6 +78,10 @@ pub(crate) struct Config {
 pub(crate) struct StorageFactory(pub(crate) Arc<MakeFileStore>);
 
 /// What a [`StorageFactory`] calls.
+/// Per region bounds: the kept-deleted store's recorded oldest put and
+/// its compactions so far.
+pub(crate) type KeptDeletedStats = std::collections::BTreeMap<(Bytes, Bytes), (i64, u64)>;
+
 pub(crate) type MakeFileStore = dyn Fn(&std::path::Path) -> Arc<dyn FileStore> + Send + Sync;
 
 impl fmt::Debug for StorageFactory {
@@ -273,6 +277,55 @@ impl Harness {
 
     pub(crate) fn db(&self) -> &Database {
         self.db.as_ref().unwrap()
+    }
+
+    /// The kept-deleted family's store in each region `dbs` hold: its
+    /// recorded oldest put and compactions so far, by region bounds.
+    pub(crate) fn kept_deleted_stores(dbs: &[Database]) -> Result<KeptDeletedStats, String> {
+        let Some(family) = FAMS.iter().find(|f| f.keep_deleted) else {
+            return Ok(KeptDeletedStats::new());
+        };
+        let mut out = KeptDeletedStats::new();
+        for db in dbs {
+            let info = db
+                .describe_table(TABLE)
+                .map_err(|e| format!("describe_table failed: {e}"))?;
+            for region in &info.regions {
+                // Only the holder knows a region's stores (cluster mode).
+                if let Some((_, stats)) = region.stores.iter().find(|(n, _)| n == family.name) {
+                    let bounds = (region.info.start_key.clone(), region.info.end_key.clone());
+                    let seen = (stats.earliest_put_timestamp, stats.compactions_completed);
+                    out.insert(bounds, seen);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// What a major compaction did to each kept-deleted store, from their
+    /// stats before and after it (see [`KeptDeletedStore`]).
+    pub(crate) fn compacted_kept_deleted(
+        before: &KeptDeletedStats,
+        after: &KeptDeletedStats,
+    ) -> Result<Vec<KeptDeletedStore>, String> {
+        after
+            .iter()
+            .map(|((start, end), (_, compactions))| {
+                let (earliest, compactions_before) =
+                    before.get(&(start.clone(), end.clone())).ok_or_else(|| {
+                        format!(
+                            "region [{}, {}) appeared during a major compaction",
+                            escape(start),
+                            escape(end)
+                        )
+                    })?;
+                Ok(KeptDeletedStore {
+                    start: start.clone(),
+                    end: end.clone(),
+                    earliest_put: (compactions > compactions_before).then_some(*earliest),
+                })
+            })
+            .collect()
     }
 
     /// Files and memstore bytes of each store, in family order.
@@ -861,6 +914,7 @@ impl Harness {
             Op::MajorCompact => {
                 stat("major compaction");
                 self.flush()?;
+                let before = Self::kept_deleted_stores(std::slice::from_ref(self.db()))?;
                 self.db()
                     .compact_table(TABLE, true)
                     .map_err(|e| format!("major compact_table failed: {e}"))?;
@@ -876,8 +930,9 @@ impl Harness {
                         ));
                     }
                 }
-                let regions = self.region_bounds()?;
-                self.model.major_compact(now, &regions);
+                let after = Self::kept_deleted_stores(std::slice::from_ref(self.db()))?;
+                let stores = Self::compacted_kept_deleted(&before, &after)?;
+                self.model.major_compact(now, &stores)?;
                 self.check_everything()?;
             }
         }

@@ -450,10 +450,16 @@ impl Model {
 
     /// A major compaction of every store at `now`, all cells being in the
     /// files it rewrites (see the module docs).
-    /// A major compaction of every region (bounds as `[start, end)`, empty
-    /// meaning open), after a flush: the memstores are empty, so every
-    /// cell is in the compacted files.
-    pub(crate) fn major_compact(&mut self, now: i64, regions: &[(Bytes, Bytes)]) {
+    /// A major compaction of every region, after a flush (every cell is in
+    /// the compacted files). `kept_deleted` is what the engine's stores of
+    /// the family keeping deleted cells were, one per region (see
+    /// [`KeptDeletedStore`]): which of them the compaction rewrote, and
+    /// against which recorded oldest put.
+    pub(crate) fn major_compact(
+        &mut self,
+        now: i64,
+        kept_deleted: &[KeptDeletedStore],
+    ) -> Result<(), String> {
         let mut kept: Vec<MCell> = Vec::new();
         let columns: BTreeSet<(Bytes, usize, Bytes)> = self
             .cells
@@ -467,12 +473,39 @@ impl Model {
                     spec.ttl_ms.is_none(),
                     "the model keeps deleted cells only without a TTL"
                 );
-                for (start, end) in regions {
+                for store in kept_deleted {
                     let in_region = |c: &&MCell| {
-                        c.fam == fam && c.row >= *start && (end.is_empty() || c.row < *end)
+                        c.fam == fam
+                            && c.row >= store.start
+                            && (store.end.is_empty() || c.row < store.end)
                     };
                     let cells: Vec<MCell> = self.cells.iter().filter(in_region).cloned().collect();
-                    kept.extend(keep_deleted_compaction(cells, spec.versions));
+                    let Some(recorded) = store.earliest_put else {
+                        stat("major compaction: KDC store left as it was");
+                        kept.extend(cells);
+                        continue;
+                    };
+                    // The files' record may be older than the region's
+                    // oldest put (a split daughter's links record their
+                    // parent's), never younger.
+                    let oldest = cells
+                        .iter()
+                        .filter(|c| c.kind == CellType::Put)
+                        .map(|c| c.ts)
+                        .min()
+                        .unwrap_or(i64::MAX);
+                    if recorded > oldest {
+                        return Err(format!(
+                            "region [{}, {}) records its oldest put at {recorded}, \
+                             but holds one at {oldest}",
+                            escape(&store.start),
+                            escape(&store.end)
+                        ));
+                    }
+                    if recorded < oldest {
+                        stat("major compaction: KDC store measured by an older record");
+                    }
+                    kept.extend(keep_deleted_compaction(cells, spec.versions, recorded));
                 }
             } else {
                 for (row, _, qual) in columns.iter().filter(|(_, f, _)| *f == fam) {
@@ -502,6 +535,7 @@ impl Model {
             stat("major compaction: puts dropped");
         }
         self.cells = kept;
+        Ok(())
     }
 
     /// The newest visible value of a column within `tr`.
@@ -969,19 +1003,27 @@ impl Model {
     }
 }
 
+/// One region's store of the family keeping deleted cells, as a major
+/// compaction found it: its bounds (`[start, end)`, empty meaning open) and
+/// the oldest put its files recorded, `None` when the compaction left it
+/// as it was (one major-compacted file and nothing new, as in HBase).
+pub(crate) struct KeptDeletedStore {
+    pub(crate) start: Bytes,
+    pub(crate) end: Bytes,
+    pub(crate) earliest_put: Option<i64>,
+}
+
 /// HBase's major compaction of one store (region and family) keeping
 /// deleted cells, classic version rules (see `compaction::Retaining` for the
 /// engine's): per column in KeyValue order, a marker older than the
-/// store's oldest put ends the column; a cell with the timestamp and type
+/// store's recorded oldest put ends the column; a cell with the timestamp and type
 /// of the last one kept goes; puts count as versions deleted or not
 /// (markers do not) and the column ends past `versions`.
-fn keep_deleted_compaction(mut cells: Vec<MCell>, versions: usize) -> Vec<MCell> {
-    let earliest_put = cells
-        .iter()
-        .filter(|c| c.kind == CellType::Put)
-        .map(|c| c.ts)
-        .min()
-        .unwrap_or(i64::MAX);
+fn keep_deleted_compaction(
+    mut cells: Vec<MCell>,
+    versions: usize,
+    earliest_put: i64,
+) -> Vec<MCell> {
     cells.sort_by(|a, b| {
         (&a.row, &a.qual)
             .cmp(&(&b.row, &b.qual))

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseConfiguration;
@@ -19,6 +20,9 @@ import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
 import org.apache.hadoop.hbase.client.CompactionState;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.ResultScanner;
+import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
@@ -32,7 +36,7 @@ import org.apache.hadoop.hbase.util.Bytes;
  *
  * <pre>
  * java -cp ... dev.basalt.diff.Differential --reference QUORUM --basalt QUORUM
- *     [--seed N] [--seeds K] [--ops N] [--report FILE] [--max-shown N]
+ *     [--seed N] [--seeds K] [--ops N] [--report FILE] [--max-shown N] [--scanner-lease-ms N]
  * </pre>
  *
  * Each seed runs on two tables: one with HBase's classic version rules and one with {@code
@@ -52,13 +56,14 @@ public final class Differential {
     if (reference == null || basalt == null) {
       System.err.println(
           "usage: Differential --reference QUORUM --basalt QUORUM [--seed N] [--seeds K]"
-              + " [--ops N] [--report FILE] [--max-shown N]");
+              + " [--ops N] [--report FILE] [--max-shown N] [--scanner-lease-ms N]");
       System.exit(2);
     }
     long seed = Long.parseLong(options.getOrDefault("--seed", "1"));
     int seeds = Integer.parseInt(options.getOrDefault("--seeds", "1"));
     int ops = Integer.parseInt(options.getOrDefault("--ops", "1500"));
     int maxShown = Integer.parseInt(options.getOrDefault("--max-shown", "40"));
+    scannerLeaseMillis = Long.parseLong(options.getOrDefault("--scanner-lease-ms", "0"));
     String reportPath = options.get("--report");
 
     Report report = new Report(maxShown);
@@ -136,6 +141,10 @@ public final class Differential {
         String expected = hbase.apply(op, hbaseTable, base);
         String actual = ours.apply(op, oursTable, base);
         report.compare(i, op.describe(), expected, actual);
+        if (!expected.equals(actual) && op.context() != null) {
+          report.context(
+              rawRows(hbaseTable, op.context(), base), rawRows(oursTable, op.context(), base));
+        }
         // Server timestamps of two writes in one millisecond would meet HBase's same-timestamp
         // rule, which Basalt deliberately does not share (docs/hbase-semantics.md).
         Thread.sleep(1);
@@ -150,6 +159,19 @@ public final class Differential {
     }
   }
 
+  /** What a raw scan returns, as answer text (or the error). */
+  private static String rawRows(Table table, Scan scan, long base) {
+    List<Result> results = new ArrayList<>();
+    try (ResultScanner scanner = table.getScanner(scan)) {
+      for (Result result : scanner) {
+        results.add(result);
+      }
+    } catch (Exception error) {
+      return Answer.error(error);
+    }
+    return Answer.results(results, base);
+  }
+
   /**
    * Flushes and major-compacts a table and waits, before a raw read: HBase purges delete markers,
    * masked and surplus versions in any compaction that takes all of a store's files (a split
@@ -158,10 +180,35 @@ public final class Differential {
    * compaction both hold the same cells.
    */
   static void compactForRawRead(Admin admin, TableName table) throws Exception {
+    majorCompact(admin, table);
+  }
+
+  /**
+   * Flushes, major-compacts and waits; first waits out the scanner lease of any scan that failed
+   * on this server since. HBase's major compaction keeps the markers and versions written after
+   * the oldest open scanner's read point (that scanner may still need them), and a scan that
+   * fails on the server leaves its scanner open until the lease expires: compacting before that
+   * would keep cells a quiet server drops. Basalt's scanners read their own snapshot of the files,
+   * so its compactions need no such wait. ({@code --scanner-lease-ms} is the reference's lease.)
+   */
+  static void majorCompact(Admin admin, TableName table) throws Exception {
+    Long quietAt = QUIET_AT.get(admin.getConnection());
+    if (quietAt != null) {
+      long wait = quietAt - System.nanoTime();
+      if (wait > 0) {
+        TimeUnit.NANOSECONDS.sleep(wait);
+      }
+    }
     admin.flush(table);
     admin.majorCompact(table);
     awaitCompaction(admin, table);
   }
+
+  /** Per connection: when the scanners its failed scans left open have surely expired. */
+  private static final Map<Connection, Long> QUIET_AT = new ConcurrentHashMap<>();
+
+  /** The servers' scanner lease (0: do not wait for lingering scanners). */
+  private static long scannerLeaseMillis;
 
   /** Waits until a table's compactions are done (HBase's major compaction is asynchronous). */
   static void awaitCompaction(Admin admin, TableName table) throws Exception {
@@ -203,6 +250,12 @@ public final class Differential {
       try (Admin admin = connection.getAdmin()) {
         return op.apply(table, admin, base);
       } catch (Exception error) {
+        if (scannerLeaseMillis > 0) {
+          // A margin over the lease: the server checks leases periodically.
+          long quietAt =
+              System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(scannerLeaseMillis + 1000);
+          QUIET_AT.put(connection, quietAt);
+        }
         return Answer.error(error);
       }
     }
@@ -242,6 +295,16 @@ public final class Differential {
     void section(String name) {
       section = name;
       sections.put(name, new int[2]);
+    }
+
+    /** Adds what each server held to the mismatch just reported. */
+    void context(String hbase, String basalt) {
+      String text = "  held (raw, all versions): hbase:  " + hbase + "\n"
+          + "  held (raw, all versions): basalt: " + basalt + "\n";
+      full.append(text);
+      if (mismatches <= maxShown) {
+        System.out.print(text);
+      }
     }
 
     void compare(int index, String what, String expected, String actual) {

@@ -477,6 +477,13 @@ final class Generator {
         return "scan " + (scan.isRaw() ? "raw " : "") + scan;
       }
 
+      public Scan context() {
+        Scan rows = new Scan().setRaw(true).readAllVersions();
+        byte[] low = scan.isReversed() ? scan.getStopRow() : scan.getStartRow();
+        byte[] high = scan.isReversed() ? scan.getStartRow() : scan.getStopRow();
+        return rows.withStartRow(low).withStopRow(high, true);
+      }
+
       public String apply(Table table, Admin admin, long base) throws Exception {
         if (scan.isRaw()) {
           Differential.compactForRawRead(admin, tableName);
@@ -678,9 +685,7 @@ final class Generator {
       }
 
       public String apply(Table table, Admin admin, long base) throws Exception {
-        admin.flush(tableName);
-        admin.majorCompact(tableName);
-        Differential.awaitCompaction(admin, tableName);
+        Differential.majorCompact(admin, tableName);
         return "ok";
       }
     };

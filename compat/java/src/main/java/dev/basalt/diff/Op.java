@@ -1,6 +1,7 @@
 package dev.basalt.diff;
 
 import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 
 /** One generated operation, applied the same way to each server; its answer is canonical text. */
@@ -17,5 +18,13 @@ interface Op {
    */
   default boolean comparable() {
     return true;
+  }
+
+  /**
+   * A raw read of every version of the rows the operation looked at (no compaction first), shown
+   * beside a mismatch so the report says what each server held; null when there is none.
+   */
+  default Scan context() {
+    return null;
   }
 }
