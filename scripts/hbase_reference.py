@@ -100,28 +100,37 @@ def classpath(quiet=True):
     """HBase 2.6.4's classpath (hbase-server + hbase-zookeeper hadoop3,
     hbase-server's test jar, hbase-mapreduce 2.6.4 and its test jar), from
     Maven: offline first, online only when something is missing."""
-    out = tempfile.NamedTemporaryFile(prefix="hbase-classpath-", suffix=".txt", delete=False)
+    return maven_classpath(POM_DIR, quiet=quiet)
+
+
+def maven_classpath(pom_dir, goals=(), quiet=True, who="hbase-reference"):
+    """The dependency classpath of the Maven project in `pom_dir`, after
+    running `goals` (e.g. "compile") on it: offline first, online only when
+    something is missing from ~/.m2."""
+    out = tempfile.NamedTemporaryFile(prefix="maven-classpath-", suffix=".txt", delete=False)
     out.close()
+    name = os.path.relpath(pom_dir, ROOT)
     try:
-        base = ["mvn", "-B", "-q", "dependency:build-classpath", f"-Dmdep.outputFile={out.name}"]
+        base = ["mvn", "-B", "-q", *goals, "dependency:build-classpath",
+                f"-Dmdep.outputFile={out.name}"]
         for offline in (True, False):
             cmd = base[:1] + (["-o"] if offline else []) + base[1:]
-            result = subprocess.run(cmd, cwd=POM_DIR, stdout=subprocess.PIPE,
+            result = subprocess.run(cmd, cwd=pom_dir, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True)
             if result.returncode == 0:
                 break
             if not offline:
                 print(result.stdout, flush=True)
-                sys.exit("hbase-reference: Maven could not resolve compat/hbase's classpath")
+                sys.exit(f"{who}: Maven could not build or resolve {name}")
             if not quiet:
-                print("hbase-reference: not everything is in ~/.m2 yet; resolving online",
-                      flush=True)
+                print(f"{who}: not everything {name} needs is in ~/.m2 yet; "
+                      "resolving online", flush=True)
         with open(out.name) as f:
             cp = f.read().strip()
     finally:
         os.unlink(out.name)
     if not cp:
-        sys.exit("hbase-reference: Maven gave an empty classpath")
+        sys.exit(f"{who}: Maven gave an empty classpath for {name}")
     return cp
 
 
