@@ -1126,6 +1126,9 @@ fn open_scan(
         region_exhausted: false,
         scan_done: false,
         store_window: store_window(scan.store_limit, scan.store_offset),
+        batched: scan.batch_size.is_some_and(|b| b > 0),
+        lookahead: None,
+        carried_more_in_row: false,
     })
 }
 
@@ -1180,15 +1183,37 @@ fn fetch(
         if !out.is_empty() && budget.in_use() >= budget.total() {
             break;
         }
+        // A part of a row cut by the scan's batch, with more of the row to
+        // come: HBase marks it "may have more cells in row", and neither
+        // its client nor the scan's limit counts it as a row.
+        let mut more_in_row = false;
         let cells = if !state.carried.is_empty() {
+            more_in_row = state.carried_more_in_row;
             std::mem::take(&mut state.carried)
         } else {
-            let Some(source) = state.rows.as_mut() else {
-                state.region_exhausted = true;
-                break;
+            let next = match state.lookahead.take() {
+                Some(next) => Some(next),
+                None => match state.rows.as_mut() {
+                    Some(source) => source.next(),
+                    None => {
+                        state.region_exhausted = true;
+                        break;
+                    }
+                },
             };
-            match source.next() {
+            match next {
                 Some(Ok(row)) => {
+                    if state.batched {
+                        // Batches of a row come one after another: the
+                        // next result tells whether this one ended it.
+                        if let Some(source) = state.rows.as_mut() {
+                            state.lookahead = source.next();
+                        }
+                        more_in_row = matches!(
+                            &state.lookahead,
+                            Some(Ok(next)) if next.row == row.row
+                        );
+                    }
                     if !state.bounds.above_low(&row.row) || !state.bounds.below_high(&row.row) {
                         // Outside the region's part of the scan: in order,
                         // so nothing later is inside either (a reversed
@@ -1253,6 +1278,7 @@ fn fetch(
                 let mut head = cells;
                 let tail = head.split_off(n);
                 state.carried = tail;
+                state.carried_more_in_row = more_in_row;
                 out.push((head, true));
                 break;
             }
@@ -1260,11 +1286,11 @@ fn fetch(
             out.push((cells, false));
         } else {
             bytes += row_bytes;
-            out.push((cells, false));
+            out.push((cells, more_in_row));
         }
         if let Some(remaining) = state.remaining_limit.as_mut() {
             // A row counts when its last part is answered.
-            if state.carried.is_empty() {
+            if state.carried.is_empty() && !more_in_row {
                 *remaining = remaining.saturating_sub(1);
                 if *remaining == 0 {
                     state.scan_done = true;

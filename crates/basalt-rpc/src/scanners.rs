@@ -85,11 +85,20 @@ pub struct ScanState {
     pub scan_done: bool,
     /// Per-family cell cap and skip (`store_limit`, `store_offset`).
     pub store_window: Option<(usize, usize)>,
+    /// The scan has a batch: `rows` answers a wide row in parts, each a
+    /// result of its own.
+    pub batched: bool,
+    /// What `rows` gave after the last part answered, read to learn
+    /// whether that part ended its row.
+    pub lookahead: Option<basalt::Result<basalt::RowResult>>,
+    /// The batch `carried` is the rest of has more of its row after it.
+    pub carried_more_in_row: bool,
 }
 
 impl ScanState {
     /// Drops the rows (nothing more is read), keeping their work's count.
     pub fn end_rows(&mut self) {
+        self.lookahead = None;
         if let Some(rows) = self.rows.take() {
             self.ended_metrics = rows.metrics();
         }
@@ -250,6 +259,9 @@ mod tests {
             region_exhausted: false,
             scan_done: false,
             store_window: None,
+            batched: false,
+            lookahead: None,
+            carried_more_in_row: false,
         }
     }
 

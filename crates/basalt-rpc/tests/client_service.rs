@@ -281,6 +281,57 @@ fn a_scan_answers_one_region_and_says_when_it_is_done() {
 }
 
 #[test]
+fn a_batched_scan_marks_the_parts_of_a_row_and_its_limit_counts_whole_rows() {
+    // Found by the differential test: with a batch and a limit, HBase's
+    // limit counts rows, and every part but a row's last says "may have
+    // more cells in row" (the Java client counts rows by that flag).
+    let f = start();
+    let mut c = client(&f, false);
+    let (name, _) = locate(&mut c, b"a");
+    let mutate = |c: &mut RpcClient, mutation: MutationProto| {
+        let request = MutateRequest {
+            region: region(&name),
+            mutation: Some(mutation),
+            ..Default::default()
+        };
+        let _: MutateResponse = c.call("Mutate", &request, &[]).unwrap().decode().unwrap();
+    };
+    // Two rows of three cells each.
+    let mut m = put("wide1", "a", "v");
+    let more = m.column_value[0].qualifier_value[0].clone();
+    for q in ["b", "c"] {
+        let mut value = more.clone();
+        value.qualifier = Some(Bytes::from(q.to_string()));
+        m.column_value[0].qualifier_value.push(value);
+    }
+    mutate(&mut c, m.clone());
+    m.row = Some(Bytes::from_static(b"wide2"));
+    mutate(&mut c, m);
+    let answer = scan_call(
+        &mut c,
+        ScanRequest {
+            region: region(&name),
+            scan: Some(Scan {
+                start_row: Some(Bytes::from_static(b"wide")),
+                batch_size: Some(2),
+                ..Default::default()
+            }),
+            number_of_rows: Some(100),
+            limit_of_rows: Some(2),
+            ..Default::default()
+        },
+    );
+    // Two rows of three cells in batches of two: four parts, two rows.
+    let sizes: Vec<usize> = answer.results.iter().map(|r| r.cell.len()).collect();
+    assert_eq!(sizes, vec![2, 1, 2, 1]);
+    assert_eq!(
+        answer.partial_flag_per_result,
+        vec![true, false, true, false]
+    );
+    assert_eq!(answer.more_results, Some(false));
+}
+
+#[test]
 fn a_reversed_scan_with_a_limit_ends_the_whole_scan() {
     let f = start();
     let mut c = client(&f, false);

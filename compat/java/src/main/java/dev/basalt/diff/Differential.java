@@ -37,6 +37,7 @@ import org.apache.hadoop.hbase.util.Bytes;
  * <pre>
  * java -cp ... dev.basalt.diff.Differential --reference QUORUM --basalt QUORUM
  *     [--seed N] [--seeds K] [--ops N] [--report FILE] [--max-shown N] [--scanner-lease-ms N]
+ *     [--trace ROW]
  * </pre>
  *
  * Each seed runs on two tables: one with HBase's classic version rules and one with {@code
@@ -56,7 +57,7 @@ public final class Differential {
     if (reference == null || basalt == null) {
       System.err.println(
           "usage: Differential --reference QUORUM --basalt QUORUM [--seed N] [--seeds K]"
-              + " [--ops N] [--report FILE] [--max-shown N] [--scanner-lease-ms N]");
+              + " [--ops N] [--report FILE] [--max-shown N] [--scanner-lease-ms N] [--trace ROW]");
       System.exit(2);
     }
     long seed = Long.parseLong(options.getOrDefault("--seed", "1"));
@@ -64,6 +65,7 @@ public final class Differential {
     int ops = Integer.parseInt(options.getOrDefault("--ops", "1500"));
     int maxShown = Integer.parseInt(options.getOrDefault("--max-shown", "40"));
     scannerLeaseMillis = Long.parseLong(options.getOrDefault("--scanner-lease-ms", "0"));
+    traceRow = options.get("--trace");
     String reportPath = options.get("--report");
 
     Report report = new Report(maxShown);
@@ -141,6 +143,9 @@ public final class Differential {
         String expected = hbase.apply(op, hbaseTable, base);
         String actual = ours.apply(op, oursTable, base);
         report.compare(i, op.describe(), expected, actual);
+        if (traceRow != null) {
+          trace(i, op, traceRow, hbaseTable, oursTable, base);
+        }
         if (!expected.equals(actual) && op.context() != null) {
           report.context(
               rawRows(hbaseTable, op.context(), base), rawRows(oursTable, op.context(), base));
@@ -158,6 +163,29 @@ public final class Differential {
       side.drop(name);
     }
   }
+
+  /**
+   * {@code --trace ROW}: after every operation naming the row, and every flush, compaction or
+   * split, what each server holds of it (raw, all versions, no compaction first). A tool for
+   * finding where two servers' histories part; the comparison itself is unchanged.
+   */
+  private static void trace(int index, Op op, String row, Table hbase, Table ours, long base) {
+    String what = op.describe();
+    // Row names are fixed-width (r00..r29): no name contains another.
+    boolean names = what.contains(row);
+    boolean maintenance = what.startsWith("flush") || what.startsWith("majorCompact")
+        || what.startsWith("split") || what.startsWith("merge");
+    if (!names && !maintenance) {
+      return;
+    }
+    byte[] key = Bytes.toBytes(row);
+    Scan scan = new Scan().setRaw(true).readAllVersions().withStartRow(key).withStopRow(key, true);
+    System.out.println("TRACE #" + index + " " + what);
+    System.out.println("  hbase:  " + rawRows(hbase, scan, base));
+    System.out.println("  basalt: " + rawRows(ours, scan, base));
+  }
+
+  private static String traceRow;
 
   /** What a raw scan returns, as answer text (or the error). */
   private static String rawRows(Table table, Scan scan, long base) {
