@@ -56,12 +56,24 @@ public final class Differential {
     String basalt = options.get("--basalt");
     if (reference == null || basalt == null) {
       System.err.println(
-          "usage: Differential --reference QUORUM --basalt QUORUM [--seed N] [--seeds K]"
+          "usage: Differential --reference QUORUM --basalt QUORUM [--seed N[,N...]] [--seeds K]"
               + " [--ops N] [--report FILE] [--max-shown N] [--scanner-lease-ms N] [--trace ROW]");
       System.exit(2);
     }
-    long seed = Long.parseLong(options.getOrDefault("--seed", "1"));
+    // --seed N with --seeds K runs N..N+K-1; --seed A,B,C runs those.
+    String seedOption = options.getOrDefault("--seed", "1");
     int seeds = Integer.parseInt(options.getOrDefault("--seeds", "1"));
+    List<Long> seedList = new ArrayList<>();
+    if (seedOption.contains(",")) {
+      for (String one : seedOption.split(",")) {
+        seedList.add(Long.parseLong(one.trim()));
+      }
+    } else {
+      long first = Long.parseLong(seedOption);
+      for (long s = first; s < first + seeds; s++) {
+        seedList.add(s);
+      }
+    }
     int ops = Integer.parseInt(options.getOrDefault("--ops", "1500"));
     int maxShown = Integer.parseInt(options.getOrDefault("--max-shown", "40"));
     scannerLeaseMillis = Long.parseLong(options.getOrDefault("--scanner-lease-ms", "0"));
@@ -75,7 +87,7 @@ public final class Differential {
       Side ours = new Side("basalt", basaltConnection);
       report.section("admin answers");
       AdminProbes.run(hbase, ours, report);
-      for (long s = seed; s < seed + seeds; s++) {
+      for (long s : seedList) {
         for (boolean newVersionBehavior : new boolean[] {false, true}) {
           TableName table =
               TableName.valueOf("diff_" + s + (newVersionBehavior ? "_nvb" : "_classic"));
