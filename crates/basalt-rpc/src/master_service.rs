@@ -700,15 +700,10 @@ fn modify_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
             .ok_or_else(|| RpcError::missing("namespaceDescriptor"))?,
     )?;
     let current = call.ctx.db.describe_namespace(&wanted.name)?;
-    let unset: Vec<String> = current
-        .properties
-        .keys()
-        .filter(|k| !wanted.properties.contains_key(*k))
-        .cloned()
-        .collect();
-    call.ctx
-        .db
-        .alter_namespace(&wanted.name, wanted.properties, &unset)?;
+    basalt::admin::Admin::execute(
+        &*call.ctx.db,
+        basalt::AdminRequest::modify_namespace(&current, wanted),
+    )?;
     procedure_answer(submitted)
 }
 

@@ -347,6 +347,31 @@ pub enum AdminRequest {
     },
 }
 
+impl AdminRequest {
+    /// HBase's `modifyNamespace` (Thrift2's, REST's `PUT /namespaces/<ns>`,
+    /// native RPC's): the namespace's properties become exactly `wanted`'s,
+    /// so keys it does not name are removed (the shell's `alter_namespace`
+    /// is the call that sets or unsets single keys). `current` is the
+    /// namespace as it is now; the answer is the one [`AdminRequest::AlterNamespace`]
+    /// every gateway sends for it.
+    pub fn modify_namespace(
+        current: &NamespaceDescriptor,
+        wanted: NamespaceDescriptor,
+    ) -> AdminRequest {
+        let unset = current
+            .properties
+            .keys()
+            .filter(|k| !wanted.properties.contains_key(*k))
+            .cloned()
+            .collect();
+        AdminRequest::AlterNamespace {
+            name: wanted.name,
+            set: wanted.properties,
+            unset,
+        }
+    }
+}
+
 /// A family and its options in HBase's order and spelling.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FamilyInfo {
