@@ -51,7 +51,8 @@ use crate::cluster::{
 };
 use crate::{
     Cell, ColumnFamilyDescriptor, Database, Error, FamilyChange, Filter, NamespaceDescriptor,
-    RegionState, RegionSummary, Result, Scan, SplitAlgorithm, TableDescriptor, TimeRange,
+    RegionState, RegionSummary, Result, Scan, SplitAlgorithm, SplitOrMerge, TableDescriptor,
+    TimeRange,
 };
 
 /// Rows one [`AdminRequest::Read`] answers at most; the caller asks again
@@ -982,6 +983,9 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
             Ok(AdminReply::Done)
         }
         AdminRequest::Split { target, key } => {
+            // HBase's master refuses a client's split while the switch is
+            // off, whichever client (gateway) asks.
+            db.check_split_or_merge(SplitOrMerge::Split)?;
             // A full region name holds a comma (a table name never does) and
             // an encoded one is 32 hex digits; anything else names a table.
             if target.contains(&b',') || (is_encoded_name(&target) && !is_table_name(db, &target)) {
@@ -996,6 +1000,7 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
             Ok(AdminReply::Done)
         }
         AdminRequest::Merge { region_a, region_b } => {
+            db.check_split_or_merge(SplitOrMerge::Merge)?;
             db.merge_regions(&region_a, &region_b)?;
             Ok(AdminReply::Done)
         }
