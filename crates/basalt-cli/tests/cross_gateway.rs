@@ -369,14 +369,12 @@ fn encoded_spec(encoded: &str) -> pb::RegionSpecifier {
 fn truncate(f: &Fixture, gateway: Gateway, table: &str, preserve_splits: bool) {
     match gateway {
         Thrift1 => {
-            basalt_thrift::Client::admin(
-                &mut common::thrift_client(&f.server),
-                AdminRequest::Truncate {
+            common::thrift_client(&f.server)
+                .admin(AdminRequest::Truncate {
                     table: table.into(),
                     preserve_splits,
-                },
-            )
-            .unwrap();
+                })
+                .unwrap();
         }
         Thrift2 => f.thrift2().truncate_table(table, preserve_splits).unwrap(),
         NativeRpc => {
