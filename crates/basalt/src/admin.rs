@@ -1416,6 +1416,72 @@ mod tests {
         );
     }
 
+    /// HBase's `modifyNamespace`, which Thrift2, REST's PUT and native
+    /// RPC all send as this one request: the keys not sent go.
+    #[test]
+    fn modify_namespace_replaces_the_properties_with_those_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let props = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        db.execute(AdminRequest::CreateNamespace {
+            namespace: NamespaceDescriptor {
+                name: "ns".into(),
+                properties: props(&[("owner", "ops"), ("tier", "gold")]),
+            },
+        })
+        .unwrap();
+        let current = db.describe_namespace("ns").unwrap();
+        let wanted = NamespaceDescriptor {
+            name: "ns".into(),
+            properties: props(&[("owner", "dev")]),
+        };
+        db.execute(AdminRequest::modify_namespace(&current, wanted))
+            .unwrap();
+        assert_eq!(
+            db.describe_namespace("ns").unwrap().properties,
+            props(&[("owner", "dev")])
+        );
+    }
+
+    /// The switches gate a client's split and merge through
+    /// `Admin::execute`, whichever gateway sent it.
+    #[test]
+    fn a_split_or_merge_is_refused_while_its_switch_is_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        db.execute(create("t", vec![family("f", &[])], &["m"]))
+            .unwrap();
+        let split = || AdminRequest::Split {
+            target: Bytes::from_static(b"t"),
+            key: Some(Bytes::from_static(b"g")),
+        };
+        let merge = |db: &Database| {
+            let regions = db.list_regions("t").unwrap();
+            AdminRequest::Merge {
+                region_a: Bytes::from(regions[0].info.encoded_name()),
+                region_b: Bytes::from(regions[1].info.encoded_name()),
+            }
+        };
+        assert!(db.split_or_merge_switch(SplitOrMerge::Split, Some(false)));
+        assert!(db.split_or_merge_switch(SplitOrMerge::Merge, Some(false)));
+        let e = db.execute(split()).unwrap_err();
+        assert!(e.to_string().contains("split switch is off"), "{e}");
+        let e = db.execute(merge(&db)).unwrap_err();
+        assert!(e.to_string().contains("merge switch is off"), "{e}");
+        assert_eq!(db.list_regions("t").unwrap().len(), 2, "nothing changed");
+
+        assert!(!db.split_or_merge_switch(SplitOrMerge::Split, Some(true)));
+        assert!(!db.split_or_merge_switch(SplitOrMerge::Merge, Some(true)));
+        db.execute(merge(&db)).unwrap();
+        db.execute(split()).unwrap();
+        assert_eq!(db.list_regions("t").unwrap().len(), 2);
+    }
+
     #[test]
     fn alter_changes_only_the_options_it_names() {
         let dir = tempfile::tempdir().unwrap();
