@@ -13,38 +13,11 @@ mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use regex::Regex;
 
-use common::{serve, Server};
-
-/// Runs `basalt shell ARGS` with `input` on standard input.
-fn shell(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
-        .arg("shell")
-        .args(args)
-        .env("USER", "tester")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(input.as_bytes()).unwrap();
-    drop(stdin);
-    child.wait_with_output().unwrap()
-}
-
-fn remote_args(server: &Server) -> Vec<String> {
-    vec![
-        "--host".into(),
-        "127.0.0.1".into(),
-        "--port".into(),
-        server.port.to_string(),
-    ]
-}
+use common::{remote_args, serve, shell};
 
 /// Masks what changes from run to run: the current time in timestamps
 /// and region ids, region encoded names, elapsed times, and the gateways

@@ -1,5 +1,5 @@
 //! `/status/cluster` and `/namespaces`: the cluster's load as HBase's
-//! `StorageClusterStatus`, and namespaces through the core's namespace API.
+//! `StorageClusterStatus`, and namespaces through the core's admin requests.
 //!
 //! In one process the status reports one live node (the gateway's own
 //! address) holding every region of every table, with the request
@@ -17,6 +17,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
+use basalt::admin::{Admin, AdminRequest};
 use basalt::cluster::{MasterAnswer, MasterCall, ServerName};
 use basalt::{Error, ErrorKind, NamespaceDescriptor, RegionSummary};
 
@@ -608,12 +609,16 @@ fn namespace(ctx: &Context, request: &Request, name: &str) -> Reply {
                     Err(reply) => return reply,
                 }
             };
-            let exists = match ctx.db.describe_namespace(name) {
-                Ok(_) => true,
-                Err(e) if e.kind() == ErrorKind::NamespaceNotFound => false,
+            let current = match ctx.db.describe_namespace(name) {
+                Ok(current) => Some(current),
+                Err(e) if e.kind() == ErrorKind::NamespaceNotFound => None,
                 Err(e) => return Reply::error(&e),
             };
-            if exists {
+            let descriptor = NamespaceDescriptor {
+                name: name.to_string(),
+                properties,
+            };
+            if let Some(current) = current {
                 if method == "POST" {
                     return Reply::text(
                         403,
@@ -623,17 +628,18 @@ fn namespace(ctx: &Context, request: &Request, name: &str) -> Reply {
                         )),
                     );
                 }
-                return match ctx.db.alter_namespace(name, properties, &[]) {
-                    Ok(()) => Reply::empty(200),
+                // HBase's PUT is `modifyNamespace`: the properties become
+                // exactly those sent, as through Thrift2 and native RPC.
+                let request = AdminRequest::modify_namespace(&current, descriptor);
+                return match ctx.db.execute(request) {
+                    Ok(_) => Reply::empty(200),
                     Err(e) => Reply::error(&e),
                 };
             }
-            let descriptor = NamespaceDescriptor {
-                name: name.to_string(),
-                properties,
-            };
-            match ctx.db.create_namespace(descriptor) {
-                Ok(()) => {
+            match ctx.db.execute(AdminRequest::CreateNamespace {
+                namespace: descriptor,
+            }) {
+                Ok(_) => {
                     let mut reply = Reply::empty(201);
                     reply.headers.push((
                         "Location",
@@ -644,8 +650,10 @@ fn namespace(ctx: &Context, request: &Request, name: &str) -> Reply {
                 Err(e) => Reply::error(&e),
             }
         }
-        "DELETE" => match ctx.db.drop_namespace(name) {
-            Ok(()) => Reply::empty(200),
+        "DELETE" => match ctx.db.execute(AdminRequest::DropNamespace {
+            name: name.to_string(),
+        }) {
+            Ok(_) => Reply::empty(200),
             Err(e) => Reply::error(&e),
         },
         _ => Reply::method_not_allowed("GET, POST, PUT, DELETE"),

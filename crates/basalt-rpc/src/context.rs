@@ -118,18 +118,16 @@ impl Default for RpcLimits {
 }
 
 /// The master's switches that have no effect in one process but that the
-/// Admin API reads and sets (catalog janitor, split and merge switches):
-/// kept so a client reads back what it set. The balancer and normalizer
-/// switches are the catalog's (`Database::balancer_switch`,
-/// `Database::normalizer_switch`).
+/// Admin API reads and sets (catalog janitor, cleaner chore, snapshot
+/// cleanup): kept so a client reads back what it set. The balancer and
+/// normalizer switches are the catalog's (`Database::balancer_switch`,
+/// `Database::normalizer_switch`), and the split and merge switches the
+/// core's (`Database::split_or_merge_switch`), which gate every gateway's
+/// splits and merges.
 #[derive(Debug)]
 pub struct Switches {
     /// `EnableCatalogJanitor` / `IsCatalogJanitorEnabled`.
     pub catalog_janitor: AtomicBool,
-    /// `SetSplitOrMergeEnabled` (split).
-    pub split: AtomicBool,
-    /// `SetSplitOrMergeEnabled` (merge).
-    pub merge: AtomicBool,
     /// `SetCleanerChoreRunning`.
     pub cleaner_chore: AtomicBool,
     /// `SetSnapshotCleanup`.
@@ -140,8 +138,6 @@ impl Default for Switches {
     fn default() -> Self {
         Switches {
             catalog_janitor: AtomicBool::new(true),
-            split: AtomicBool::new(true),
-            merge: AtomicBool::new(true),
             cleaner_chore: AtomicBool::new(true),
             snapshot_cleanup: AtomicBool::new(true),
         }

@@ -69,7 +69,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use basalt::replication::PeerChange;
-use basalt::{namespace_of, Error, FamilyChange, RegionState};
+use basalt::{namespace_of, Error, FamilyChange, RegionState, SplitOrMerge};
 
 use crate::admin_service::{
     now_millis, online_regions, region_load, region_name_spec, system_region_loads,
@@ -700,15 +700,10 @@ fn modify_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
             .ok_or_else(|| RpcError::missing("namespaceDescriptor"))?,
     )?;
     let current = call.ctx.db.describe_namespace(&wanted.name)?;
-    let unset: Vec<String> = current
-        .properties
-        .keys()
-        .filter(|k| !wanted.properties.contains_key(*k))
-        .cloned()
-        .collect();
-    call.ctx
-        .db
-        .alter_namespace(&wanted.name, wanted.properties, &unset)?;
+    basalt::admin::Admin::execute(
+        &*call.ctx.db,
+        basalt::AdminRequest::modify_namespace(&current, wanted),
+    )?;
     procedure_answer(submitted)
 }
 
@@ -1252,13 +1247,13 @@ fn is_snapshot_cleanup_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     )
 }
 
-fn switch_of<'a>(
-    call: &'a Call<'_>,
-    code: i32,
-) -> Result<&'a std::sync::atomic::AtomicBool, RpcError> {
+/// The core's split or merge switch a `MasterSwitchType` names: the
+/// switches gate the splits and merges of every gateway, not only this
+/// one's (`Database::split_or_merge_switch`).
+fn switch_of(code: i32) -> Result<SplitOrMerge, RpcError> {
     match m::MasterSwitchType::try_from(code) {
-        Ok(m::MasterSwitchType::Split) => Ok(&call.ctx.switches.split),
-        Ok(m::MasterSwitchType::Merge) => Ok(&call.ctx.switches.merge),
+        Ok(m::MasterSwitchType::Split) => Ok(SplitOrMerge::Split),
+        Ok(m::MasterSwitchType::Merge) => Ok(SplitOrMerge::Merge),
         Err(_) => Err(RpcError::do_not_retry(format!(
             "unknown MasterSwitchType {code}"
         ))),
@@ -1273,12 +1268,12 @@ fn set_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let switches = request
         .switch_types
         .iter()
-        .map(|&code| switch_of(call, code))
+        .map(|&code| switch_of(code))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(encode(&m::SetSplitOrMergeEnabledResponse {
         prev_value: switches
             .into_iter()
-            .map(|s| Switches::swap(s, enabled))
+            .map(|s| call.ctx.db.split_or_merge_switch(s, Some(enabled)))
             .collect(),
     }))
 }
@@ -1289,19 +1284,18 @@ fn is_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let code = request
         .switch_type
         .unwrap_or(m::MasterSwitchType::Split as i32);
-    bool_answer(Switches::get(switch_of(call, code)?))
+    bool_answer(call.ctx.db.split_or_merge_switch(switch_of(code)?, None))
 }
 
 // ---- regions ----
 
-/// Refuses a split or merge the client turned off, as HBase does.
-fn check_switch(switch: &std::sync::atomic::AtomicBool, what: &str) -> Result<(), RpcError> {
-    if Switches::get(switch) {
-        return Ok(());
-    }
-    Err(RpcError::do_not_retry(format!(
-        "the {what} switch is off (SetSplitOrMergeEnabled); no {what} was made"
-    )))
+/// Refuses a split or merge the client turned off, as HBase does (the
+/// core's check, which the other gateways' splits and merges run too).
+fn check_switch(call: &Call<'_>, which: SplitOrMerge) -> Result<(), RpcError> {
+    call.ctx
+        .db
+        .check_split_or_merge(which)
+        .map_err(|e| RpcError::do_not_retry(e.detail()))
 }
 
 /// Splits the region at `split_row`, or near the middle of its data
@@ -1310,7 +1304,7 @@ fn check_switch(switch: &std::sync::atomic::AtomicBool, what: &str) -> Result<()
 fn split_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let submitted = now_millis();
     let request = Call::decode::<m::SplitTableRegionRequest>(param, "SplitTableRegionRequest")?;
-    check_switch(&call.ctx.switches.split, "split")?;
+    check_switch(call, SplitOrMerge::Split)?;
     let info = request
         .region_info
         .as_ref()
@@ -1347,7 +1341,7 @@ fn split_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn merge_table_regions(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let submitted = now_millis();
     let request = Call::decode::<m::MergeTableRegionsRequest>(param, "MergeTableRegionsRequest")?;
-    check_switch(&call.ctx.switches.merge, "merge")?;
+    check_switch(call, SplitOrMerge::Merge)?;
     if request.region.len() < 2 {
         return Err(RpcError::do_not_retry(format!(
             "a merge needs at least two regions; {} given",

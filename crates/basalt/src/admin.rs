@@ -51,7 +51,8 @@ use crate::cluster::{
 };
 use crate::{
     Cell, ColumnFamilyDescriptor, Database, Error, FamilyChange, Filter, NamespaceDescriptor,
-    RegionState, RegionSummary, Result, Scan, SplitAlgorithm, TableDescriptor, TimeRange,
+    RegionState, RegionSummary, Result, Scan, SplitAlgorithm, SplitOrMerge, TableDescriptor,
+    TimeRange,
 };
 
 /// Rows one [`AdminRequest::Read`] answers at most; the caller asks again
@@ -345,6 +346,31 @@ pub enum AdminRequest {
         /// Encoded region name (a full region name is accepted too).
         region: String,
     },
+}
+
+impl AdminRequest {
+    /// HBase's `modifyNamespace` (Thrift2's, REST's `PUT /namespaces/<ns>`,
+    /// native RPC's): the namespace's properties become exactly `wanted`'s,
+    /// so keys it does not name are removed (the shell's `alter_namespace`
+    /// is the call that sets or unsets single keys). `current` is the
+    /// namespace as it is now; the answer is the one [`AdminRequest::AlterNamespace`]
+    /// every gateway sends for it.
+    pub fn modify_namespace(
+        current: &NamespaceDescriptor,
+        wanted: NamespaceDescriptor,
+    ) -> AdminRequest {
+        let unset = current
+            .properties
+            .keys()
+            .filter(|k| !wanted.properties.contains_key(*k))
+            .cloned()
+            .collect();
+        AdminRequest::AlterNamespace {
+            name: wanted.name,
+            set: wanted.properties,
+            unset,
+        }
+    }
 }
 
 /// A family and its options in HBase's order and spelling.
@@ -957,6 +983,9 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
             Ok(AdminReply::Done)
         }
         AdminRequest::Split { target, key } => {
+            // HBase's master refuses a client's split while the switch is
+            // off, whichever client (gateway) asks.
+            db.check_split_or_merge(SplitOrMerge::Split)?;
             // A full region name holds a comma (a table name never does) and
             // an encoded one is 32 hex digits; anything else names a table.
             if target.contains(&b',') || (is_encoded_name(&target) && !is_table_name(db, &target)) {
@@ -971,6 +1000,7 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
             Ok(AdminReply::Done)
         }
         AdminRequest::Merge { region_a, region_b } => {
+            db.check_split_or_merge(SplitOrMerge::Merge)?;
             db.merge_regions(&region_a, &region_b)?;
             Ok(AdminReply::Done)
         }
@@ -1384,6 +1414,72 @@ mod tests {
             1,
             "the descriptor is kept"
         );
+    }
+
+    /// HBase's `modifyNamespace`, which Thrift2, REST's PUT and native
+    /// RPC all send as this one request: the keys not sent go.
+    #[test]
+    fn modify_namespace_replaces_the_properties_with_those_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let props = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        db.execute(AdminRequest::CreateNamespace {
+            namespace: NamespaceDescriptor {
+                name: "ns".into(),
+                properties: props(&[("owner", "ops"), ("tier", "gold")]),
+            },
+        })
+        .unwrap();
+        let current = db.describe_namespace("ns").unwrap();
+        let wanted = NamespaceDescriptor {
+            name: "ns".into(),
+            properties: props(&[("owner", "dev")]),
+        };
+        db.execute(AdminRequest::modify_namespace(&current, wanted))
+            .unwrap();
+        assert_eq!(
+            db.describe_namespace("ns").unwrap().properties,
+            props(&[("owner", "dev")])
+        );
+    }
+
+    /// The switches gate a client's split and merge through
+    /// `Admin::execute`, whichever gateway sent it.
+    #[test]
+    fn a_split_or_merge_is_refused_while_its_switch_is_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        db.execute(create("t", vec![family("f", &[])], &["m"]))
+            .unwrap();
+        let split = || AdminRequest::Split {
+            target: Bytes::from_static(b"t"),
+            key: Some(Bytes::from_static(b"g")),
+        };
+        let merge = |db: &Database| {
+            let regions = db.list_regions("t").unwrap();
+            AdminRequest::Merge {
+                region_a: Bytes::from(regions[0].info.encoded_name()),
+                region_b: Bytes::from(regions[1].info.encoded_name()),
+            }
+        };
+        assert!(db.split_or_merge_switch(SplitOrMerge::Split, Some(false)));
+        assert!(db.split_or_merge_switch(SplitOrMerge::Merge, Some(false)));
+        let e = db.execute(split()).unwrap_err();
+        assert!(e.to_string().contains("split switch is off"), "{e}");
+        let e = db.execute(merge(&db)).unwrap_err();
+        assert!(e.to_string().contains("merge switch is off"), "{e}");
+        assert_eq!(db.list_regions("t").unwrap().len(), 2, "nothing changed");
+
+        assert!(!db.split_or_merge_switch(SplitOrMerge::Split, Some(true)));
+        assert!(!db.split_or_merge_switch(SplitOrMerge::Merge, Some(true)));
+        db.execute(merge(&db)).unwrap();
+        db.execute(split()).unwrap();
+        assert_eq!(db.list_regions("t").unwrap().len(), 2);
     }
 
     #[test]

@@ -78,6 +78,29 @@ struct DbInner {
     started_at_ms: i64,
     /// Every `Table`'s request latencies (`metrics.rs`).
     latencies: Arc<RequestLatencies>,
+    /// HBase's split and merge switches ([`Database::split_or_merge_switch`]).
+    split_switch: AtomicBool,
+    merge_switch: AtomicBool,
+}
+
+/// HBase's `MasterSwitchType`: which of the two switches that gate the
+/// splits and merges clients ask for ([`Database::split_or_merge_switch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitOrMerge {
+    /// Splits ([`crate::AdminRequest::Split`]).
+    Split,
+    /// Merges ([`crate::AdminRequest::Merge`]).
+    Merge,
+}
+
+impl SplitOrMerge {
+    /// `split` or `merge`, as messages name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SplitOrMerge::Split => "split",
+            SplitOrMerge::Merge => "merge",
+        }
+    }
 }
 
 /// Opens a [`Database`] with parts handed in: the file store that holds
@@ -204,6 +227,8 @@ impl DatabaseBuilder {
                 clock,
                 started_at_ms,
                 latencies: Arc::default(),
+                split_switch: AtomicBool::new(true),
+                merge_switch: AtomicBool::new(true),
             }),
         };
         // A region that answers "not serving" moved: read the catalog again
@@ -252,6 +277,8 @@ impl DatabaseBuilder {
                 clock,
                 started_at_ms,
                 latencies: Arc::default(),
+                split_switch: AtomicBool::new(true),
+                merge_switch: AtomicBool::new(true),
             }),
         })
     }
@@ -499,6 +526,37 @@ impl Database {
             };
         }
         self.local_master("balancer_switch")?.balancer_switch(on)
+    }
+
+    /// Reads HBase's split or merge switch and, with `on`, sets it (native
+    /// RPC's `SetSplitOrMergeEnabled`, `IsSplitOrMergeEnabled`); answers
+    /// the value before. While one is off, the splits or merges clients
+    /// ask for are refused whichever gateway they come through
+    /// ([`crate::admin::AdminRequest::Split`] and `Merge` check it, as
+    /// native RPC's calls do); the engine's own splits and the normalizer
+    /// do not consult it. Both start on and are kept in this process's
+    /// memory (as native RPC kept them before every gateway shared them),
+    /// so a restart turns them on again; HBase keeps them in ZooKeeper.
+    pub fn split_or_merge_switch(&self, which: SplitOrMerge, on: Option<bool>) -> bool {
+        let switch = match which {
+            SplitOrMerge::Split => &self.inner.split_switch,
+            SplitOrMerge::Merge => &self.inner.merge_switch,
+        };
+        match on {
+            Some(on) => switch.swap(on, Ordering::SeqCst),
+            None => switch.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Refuses a client's split or merge while its switch is off.
+    pub fn check_split_or_merge(&self, which: SplitOrMerge) -> Result<()> {
+        if self.split_or_merge_switch(which, None) {
+            return Ok(());
+        }
+        let what = which.name();
+        Err(Error::invalid(format!(
+            "the {what} switch is off (SetSplitOrMergeEnabled); no {what} was made"
+        )))
     }
 
     /// Reads the normalizer switch and, with `on`, sets it (HBase's

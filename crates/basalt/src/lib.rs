@@ -60,7 +60,7 @@ pub use admin::{Admin, AdminReply, AdminRequest};
 pub use basalt_engine::manifest::is_already_exists;
 pub use catalog::catalog_file;
 pub use database::{
-    Database, DatabaseBuilder, MemberConfig, RegionState, RegionSummary, TableInfo,
+    Database, DatabaseBuilder, MemberConfig, RegionState, RegionSummary, SplitOrMerge, TableInfo,
 };
 pub use gateways::Gateway;
 pub use locator::{RegionLocator, RegionRoute, RouteRefresher, TableLocation};

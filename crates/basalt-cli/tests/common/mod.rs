@@ -1,9 +1,10 @@
 //! A `basalt serve` process for the process tests (serve, shell).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -229,4 +230,55 @@ pub fn write_rows(c: &mut basalt_thrift::Client, from: usize, to: usize) {
         })
         .collect();
     c.mutate_rows(b"t", batches).unwrap();
+}
+
+/// Runs `basalt shell ARGS` with `input` on standard input.
+pub fn shell(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .arg("shell")
+        .args(args)
+        .env("USER", "tester")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+/// The `basalt shell` arguments that reach `server` (over Thrift1 and
+/// Basalt's admin extension).
+pub fn remote_args(server: &Server) -> Vec<String> {
+    vec![
+        "--host".into(),
+        "127.0.0.1".into(),
+        "--port".into(),
+        server.port.to_string(),
+    ]
+}
+
+/// One HTTP request to the REST gateway on `port`, on its own connection,
+/// accepting JSON: (status, body).
+pub fn http(port: u16, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nAccept: application/json\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
 }

@@ -814,19 +814,15 @@ impl Service2 {
     }
 
     /// HBase replaces the namespace's configuration with the one given:
-    /// keys it no longer names are removed.
+    /// keys it no longer names are removed (the core's `modifyNamespace`
+    /// request, as REST's PUT and native RPC send it).
     fn modify_namespace(&self, a: args::Namespace) -> Answer {
         let desc = required(a.namespace_desc, "namespaceDesc")?;
-        let name = required(desc.name, "name")?;
-        let wanted = desc.configuration.unwrap_or_default();
-        let current = self.db.describe_namespace(&name)?;
-        let unset: Vec<String> = current
-            .properties
-            .keys()
-            .filter(|k| !wanted.contains_key(*k))
-            .cloned()
-            .collect();
-        self.db.alter_namespace(&name, wanted, &unset)?;
+        let mut wanted = NamespaceDescriptor::new(required(desc.name, "name")?);
+        wanted.properties = desc.configuration.unwrap_or_default();
+        let current = self.db.describe_namespace(&wanted.name)?;
+        self.db
+            .execute(AdminRequest::modify_namespace(&current, wanted))?;
         Ok(None)
     }
 
