@@ -154,7 +154,7 @@ class ReferenceHBase:
     (`hbase.zookeeper.quorum`); `dir` holds conf/, data/ and logs/.
     """
 
-    def __init__(self, heap=None, keep=False, cp=None, base_dir=None, extra_site=None):
+    def __init__(self, heap=None, keep=False, cp=None, base_dir=None):
         self.heap = heap or os.environ.get("HBASE_REFERENCE_HEAP", DEFAULT_HEAP)
         self.keep = keep
         self.cp = cp
@@ -169,8 +169,6 @@ class ReferenceHBase:
         self.quorum = f"127.0.0.1:{self.zk_port}"
         self.process = None
         self.started = None
-        # Settings a caller adds to (or overrides in) hbase-site.xml.
-        self.extra_site = dict(extra_site or {})
 
     def site(self):
         data = os.path.join(self.dir, "data")
@@ -197,7 +195,6 @@ class ReferenceHBase:
             # The in-process ZooKeeper's own admin HTTP server (port 8080
             # by default) stays off.
             "zookeeper.admin.enableServer": "false",
-            **self.extra_site,
         }
 
     def __enter__(self):

@@ -9,7 +9,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseConfiguration;
@@ -36,8 +35,7 @@ import org.apache.hadoop.hbase.util.Bytes;
  *
  * <pre>
  * java -cp ... dev.basalt.diff.Differential --reference QUORUM --basalt QUORUM
- *     [--seed N] [--seeds K] [--ops N] [--report FILE] [--max-shown N] [--scanner-lease-ms N]
- *     [--trace ROW]
+ *     [--seed N] [--seeds K] [--ops N] [--report FILE] [--max-shown N] [--trace ROW]
  * </pre>
  *
  * Each seed runs on two tables: one with HBase's classic version rules and one with {@code
@@ -57,7 +55,7 @@ public final class Differential {
     if (reference == null || basalt == null) {
       System.err.println(
           "usage: Differential --reference QUORUM --basalt QUORUM [--seed N[,N...]] [--seeds K]"
-              + " [--ops N] [--report FILE] [--max-shown N] [--scanner-lease-ms N] [--trace ROW]");
+              + " [--ops N] [--report FILE] [--max-shown N] [--trace ROW]");
       System.exit(2);
     }
     // --seed N with --seeds K runs N..N+K-1; --seed A,B,C runs those.
@@ -76,7 +74,6 @@ public final class Differential {
     }
     int ops = Integer.parseInt(options.getOrDefault("--ops", "1500"));
     int maxShown = Integer.parseInt(options.getOrDefault("--max-shown", "40"));
-    scannerLeaseMillis = Long.parseLong(options.getOrDefault("--scanner-lease-ms", "0"));
     traceRow = options.get("--trace");
     String reportPath = options.get("--report");
 
@@ -223,32 +220,12 @@ public final class Differential {
     majorCompact(admin, table);
   }
 
-  /**
-   * Flushes, major-compacts and waits; first waits out the scanner lease of any scan that failed
-   * on this server since. HBase's major compaction keeps the markers and versions written after
-   * the oldest open scanner's read point (that scanner may still need them), and a scan that
-   * fails on the server leaves its scanner open until the lease expires: compacting before that
-   * would keep cells a quiet server drops. Basalt's scanners read their own snapshot of the files,
-   * so its compactions need no such wait. ({@code --scanner-lease-ms} is the reference's lease.)
-   */
+  /** Flushes, major-compacts and waits until the compaction is done. */
   static void majorCompact(Admin admin, TableName table) throws Exception {
-    Long quietAt = QUIET_AT.get(admin.getConnection());
-    if (quietAt != null) {
-      long wait = quietAt - System.nanoTime();
-      if (wait > 0) {
-        TimeUnit.NANOSECONDS.sleep(wait);
-      }
-    }
     admin.flush(table);
     admin.majorCompact(table);
     awaitCompaction(admin, table);
   }
-
-  /** Per connection: when the scanners its failed scans left open have surely expired. */
-  private static final Map<Connection, Long> QUIET_AT = new ConcurrentHashMap<>();
-
-  /** The servers' scanner lease (0: do not wait for lingering scanners). */
-  private static long scannerLeaseMillis;
 
   /** Waits until a table's compactions are done (HBase's major compaction is asynchronous). */
   static void awaitCompaction(Admin admin, TableName table) throws Exception {
@@ -290,12 +267,6 @@ public final class Differential {
       try (Admin admin = connection.getAdmin()) {
         return op.apply(table, admin, base);
       } catch (Exception error) {
-        if (scannerLeaseMillis > 0) {
-          // A margin over the lease: the server checks leases periodically.
-          long quietAt =
-              System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(scannerLeaseMillis + 1000);
-          QUIET_AT.put(connection, quietAt);
-        }
         return Answer.error(error);
       }
     }
