@@ -245,6 +245,13 @@ struct RetainRules {
     new_version_behavior: bool,
     now: i64,
     earliest_put: i64,
+    /// Where the compaction is in the current row (all reset by a new row).
+    at: RowProgress,
+}
+
+/// [`RetainRules`]' state within one row.
+#[derive(Debug, Default)]
+struct RowProgress {
     row: Option<Bytes>,
     /// The column (qualifier) whose remaining cells are dropped.
     dropping_column: Option<Bytes>,
@@ -254,7 +261,7 @@ struct RetainRules {
     count: u32,
     last_kept: Option<(i64, CellType)>,
     /// Classic, KEEP_DELETED_CELLS => TTL: expired markers still mask.
-    expired: ExpiredMarkers,
+    expired_markers: ExpiredMarkers,
     /// NEW_VERSION_BEHAVIOR: the column of the last put seen, its
     /// timestamp, and the puts counted in that column.
     last_put: Option<(Bytes, i64)>,
@@ -320,41 +327,30 @@ impl RetainRules {
             new_version_behavior: family.new_version_behavior,
             now,
             earliest_put,
-            row: None,
-            dropping_column: None,
-            column: None,
-            count: 0,
-            last_kept: None,
-            expired: ExpiredMarkers::default(),
-            last_put: None,
-            puts_counted: 0,
+            at: RowProgress::default(),
         }
     }
 
     fn keep(&mut self, cell: &Cell) -> bool {
-        if self.row.as_ref() != Some(&cell.row) {
-            self.row = Some(cell.row.clone());
-            self.dropping_column = None;
-            self.column = None;
-            self.count = 0;
-            self.last_kept = None;
-            self.expired = ExpiredMarkers::default();
-            self.last_put = None;
-            self.puts_counted = 0;
+        if self.at.row.as_ref() != Some(&cell.row) {
+            self.at = RowProgress {
+                row: Some(cell.row.clone()),
+                ..RowProgress::default()
+            };
         }
-        if self.dropping_column.as_ref() == Some(&cell.qualifier) {
+        if self.at.dropping_column.as_ref() == Some(&cell.qualifier) {
             return false;
         }
-        self.dropping_column = None;
+        self.at.dropping_column = None;
         match self.judge(cell) {
             Retain::Keep => true,
             Retain::Drop => false,
             Retain::DropColumn => {
-                self.dropping_column = Some(cell.qualifier.clone());
+                self.at.dropping_column = Some(cell.qualifier.clone());
                 false
             }
             Retain::KeepEndColumn => {
-                self.dropping_column = Some(cell.qualifier.clone());
+                self.at.dropping_column = Some(cell.qualifier.clone());
                 true
             }
         }
@@ -377,7 +373,7 @@ impl RetainRules {
         if cell.cell_type.is_delete() {
             if self.markers_expire && self.expired(ts) {
                 if !self.new_version_behavior {
-                    self.expired.track(cell);
+                    self.at.expired_markers.track(cell);
                 }
                 return Retain::Drop;
             }
@@ -385,7 +381,7 @@ impl RetainRules {
                 return Retain::DropColumn;
             }
         } else if !self.new_version_behavior {
-            let masked = self.expired.verdict(cell);
+            let masked = self.at.expired_markers.verdict(cell);
             if masked != Retain::Keep {
                 return masked;
             }
@@ -399,20 +395,20 @@ impl RetainRules {
 
     fn count_classic(&mut self, cell: &Cell) -> Retain {
         let ts = cell.timestamp;
-        if self.column.as_ref() != Some(&cell.qualifier) {
-            self.column = Some(cell.qualifier.clone());
-            self.count = 0;
-            self.last_kept = None;
-        } else if self.last_kept == Some((ts, cell.cell_type)) {
+        if self.at.column.as_ref() != Some(&cell.qualifier) {
+            self.at.column = Some(cell.qualifier.clone());
+            self.at.count = 0;
+            self.at.last_kept = None;
+        } else if self.at.last_kept == Some((ts, cell.cell_type)) {
             return Retain::Drop;
         }
         if !cell.cell_type.is_delete() {
-            self.count += 1;
+            self.at.count += 1;
         }
-        if self.count > self.max_versions {
+        if self.at.count > self.max_versions {
             Retain::DropColumn
-        } else if self.count <= self.min_versions || !self.expired(ts) {
-            self.last_kept = Some((ts, cell.cell_type));
+        } else if self.at.count <= self.min_versions || !self.expired(ts) {
+            self.at.last_kept = Some((ts, cell.cell_type));
             Retain::Keep
         } else {
             Retain::DropColumn
@@ -423,38 +419,39 @@ impl RetainRules {
         if !cell.cell_type.is_delete() {
             // Only a put moves the tracker to its column (HBase prepares
             // its tracker for puts only when deletes are not tracked).
-            let same_column = match &self.last_put {
+            let same_column = match &self.at.last_put {
                 Some((qualifier, _)) => *qualifier == cell.qualifier,
                 // Before the row's first put the tracker's column is the
                 // empty qualifier.
                 None => cell.qualifier.is_empty(),
             };
             if !same_column {
-                self.count = 0;
-                self.puts_counted = 0;
+                self.at.count = 0;
+                self.at.puts_counted = 0;
             } else if self
+                .at
                 .last_put
                 .as_ref()
                 .is_some_and(|(_, ts)| *ts == cell.timestamp)
             {
                 return Retain::Drop;
             }
-            self.last_put = Some((cell.qualifier.clone(), cell.timestamp));
-            if self.puts_counted >= self.max_versions {
+            self.at.last_put = Some((cell.qualifier.clone(), cell.timestamp));
+            if self.at.puts_counted >= self.max_versions {
                 return Retain::Drop;
             }
-            self.puts_counted += 1;
+            self.at.puts_counted += 1;
         }
-        self.count += 1;
+        self.at.count += 1;
         if self.expired(cell.timestamp) {
-            if self.count == self.min_versions {
+            if self.at.count == self.min_versions {
                 return Retain::KeepEndColumn;
             }
-            if self.count > self.min_versions {
+            if self.at.count > self.min_versions {
                 return Retain::DropColumn;
             }
         }
-        match self.count.cmp(&self.max_versions) {
+        match self.at.count.cmp(&self.max_versions) {
             std::cmp::Ordering::Less => Retain::Keep,
             std::cmp::Ordering::Equal => Retain::KeepEndColumn,
             std::cmp::Ordering::Greater => Retain::DropColumn,
