@@ -364,8 +364,8 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
         control,
     )
     .map_err(|e| format!("cannot start the master: {e}"))?;
-    master.set_chore_periods(options.chore_periods());
-    master.set_normalizer_config(options.normalizer_config());
+    master.set_chore_periods(basalt::cluster::ChorePeriods::from_options(&options));
+    master.set_normalizer_config(basalt::normalizer::NormalizerConfig::from_options(&options));
     {
         let coordinator = Arc::clone(&coordinator);
         let handle = runtime.handle().clone();

@@ -414,8 +414,8 @@ fn region_row(index: usize, r: &RegionSummary) -> RegionRow {
         store_file_bytes: Some(r.store_file_bytes()),
         store_files: Some(r.store_files()),
         memstore_bytes: Some(load.memstore_bytes),
-        compaction_progress: basalt::metrics::compaction_progress(r),
-        last_major_compaction_ms: Some(basalt::metrics::last_major_compaction_ms(r)),
+        compaction_progress: r.compaction_progress(),
+        last_major_compaction_ms: Some(r.last_major_compaction_ms()),
         ..bare_row(index, r, "here")
     }
 }

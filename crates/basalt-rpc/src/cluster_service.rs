@@ -149,7 +149,7 @@ struct NoArguments {}
 
 fn region_loads(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     let _: NoArguments = decode_json(param, "RegionLoads")?;
-    answer(Ok(basalt::cluster::local_region_loads(&call.ctx.db)))
+    answer(Ok(call.ctx.db.region_load_reports()))
 }
 
 /// Calls of the service to other processes: one connection per address,

@@ -832,19 +832,19 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                 region,
                 target: server,
             };
-            cluster_call(db, "move", call).map(|_| AdminReply::Done)
+            db.master_call(call).map(|_| AdminReply::Done)
         }
         AdminRequest::Assign { region } => {
             let call = MasterCall::Assign {
                 region: encoded_region(&region)?,
             };
-            cluster_call(db, "assign", call).map(|_| AdminReply::Done)
+            db.master_call(call).map(|_| AdminReply::Done)
         }
         AdminRequest::Unassign { region } => {
             let call = MasterCall::Unassign {
                 region: encoded_region(&region)?,
             };
-            cluster_call(db, "unassign", call).map(|_| AdminReply::Done)
+            db.master_call(call).map(|_| AdminReply::Done)
         }
         AdminRequest::Balance { force } => Ok(match db.balance(force)? {
             BalancerRun::Moved(moved) => AdminReply::Balanced {
@@ -1009,19 +1009,6 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
             Ok(AdminReply::Rows { rows, more })
         }
     }
-}
-
-/// A region operation of a cluster's master. In one process the only
-/// region server holds every region, so there is nothing to move, assign
-/// or balance: refused with a message saying so rather than the member
-/// plumbing's "not a cluster member".
-fn cluster_call(db: &Database, what: &str, call: MasterCall) -> Result<MasterAnswer> {
-    if db.cluster().is_none() {
-        return Err(Error::invalid(format!(
-            "{what} needs a cluster: this database runs in one process, whose one region server holds every region"
-        )));
-    }
-    db.master_call(call)
 }
 
 /// [`AdminRequest::Truncate`]. Without `preserve_splits` the emptied
@@ -1313,8 +1300,8 @@ pub fn region_reply(r: &RegionSummary) -> RegionInfoReply {
         filtered_read_requests: r.load.filtered_read_requests,
         bytes_read: r.load.bytes_read,
         bytes_written: r.load.bytes_written,
-        compaction_progress: crate::metrics::compaction_progress(r),
-        last_major_compaction_ms: crate::metrics::last_major_compaction_ms(r),
+        compaction_progress: r.compaction_progress(),
+        last_major_compaction_ms: r.last_major_compaction_ms(),
         server: r.server.clone(),
     }
 }

@@ -28,9 +28,12 @@ use basalt_engine::fence::Fence;
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
 use basalt_engine::manifest::is_already_exists;
+use basalt_engine::FamilyState;
+use basalt_types::descriptor::validate_family_name;
 use basalt_types::descriptor::{namespace_of, validate_namespace_name, RESERVED_NAMESPACES};
-use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
+use basalt_types::{ColumnFamilyDescriptor, Error, NamespaceDescriptor, Result, TableDescriptor};
 
+use crate::region_server::RegionSpec;
 use crate::replication::{PeerChange, ReplicationPeer};
 
 /// Version of the catalog layout. Version 2 added region states and
@@ -487,8 +490,7 @@ impl Catalog {
         let entries: Vec<RegionEntry> = starts
             .zip(ends)
             .map(|(start, end)| {
-                let mut entry =
-                    crate::master::new_region_entry(self, &descriptor, start, end, now_millis);
+                let mut entry = new_region_entry(self, &descriptor, start, end, now_millis);
                 entry.state = RegionState::Offline;
                 entry
             })
@@ -820,6 +822,140 @@ fn check_not_system_table(name: &str, namespace: &str) -> Result<()> {
              which holds only system tables"
         )));
     }
+    Ok(())
+}
+
+// ---- what DDL computes from the catalog ----
+
+/// A change to one column family, for [`Database::alter_table`](crate::Database::alter_table).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FamilyChange {
+    /// Adds a family.
+    Add(ColumnFamilyDescriptor),
+    /// Replaces the options of an existing family, keeping its data.
+    Modify(ColumnFamilyDescriptor),
+    /// Deletes a family and all of its data.
+    Delete(String),
+}
+
+/// `descriptor` of table `name` with `changes` applied, validated: an
+/// added family must be new, a modified or deleted one must exist.
+pub(crate) fn altered_descriptor(
+    name: &str,
+    mut descriptor: TableDescriptor,
+    changes: &[FamilyChange],
+) -> Result<TableDescriptor> {
+    for change in changes {
+        match change {
+            FamilyChange::Add(f) => {
+                if descriptor.get_family(f.name().as_bytes()).is_some() {
+                    return Err(Error::invalid(format!(
+                        "column family {} already exists in table {name}",
+                        f.name()
+                    )));
+                }
+                descriptor.upsert_family(f.clone());
+            }
+            FamilyChange::Modify(f) => {
+                if descriptor.get_family(f.name().as_bytes()).is_none() {
+                    return Err(no_such_family(name, f.name()));
+                }
+                descriptor.upsert_family(f.clone());
+            }
+            FamilyChange::Delete(f) => {
+                validate_family_name(f.as_bytes())?;
+                if !descriptor.remove_family(f) {
+                    return Err(no_such_family(name, f));
+                }
+            }
+        }
+    }
+    descriptor.validate()?;
+    Ok(descriptor)
+}
+
+fn no_such_family(table: &str, family: &str) -> Error {
+    Error::NoSuchFamily {
+        table: table.to_string(),
+        family: family.to_string(),
+    }
+}
+
+pub(crate) fn new_region_entry(
+    catalog: &mut Catalog,
+    descriptor: &TableDescriptor,
+    start_key: Bytes,
+    end_key: Bytes,
+    now: i64,
+) -> RegionEntry {
+    RegionEntry {
+        id: catalog.next_region_id(now),
+        start_key,
+        end_key,
+        family_first_sequence: descriptor
+            .families()
+            .iter()
+            .map(|f| (f.name().to_string(), 1))
+            .collect(),
+        state: RegionState::Open,
+        successors: Vec::new(),
+        server: None,
+        epoch: 0,
+        recover_from: Vec::new(),
+        unassigned: false,
+    }
+}
+
+/// What the region server needs to open the catalog's region `entry`.
+pub(crate) fn region_spec(
+    table: &str,
+    descriptor: &TableDescriptor,
+    entry: &RegionEntry,
+) -> RegionSpec {
+    RegionSpec {
+        info: entry.info(table),
+        families: descriptor
+            .families()
+            .iter()
+            .map(|f| FamilyState {
+                descriptor: f.clone(),
+                first_sequence: entry
+                    .family_first_sequence
+                    .get(f.name())
+                    .copied()
+                    .unwrap_or(1),
+            })
+            .collect(),
+    }
+}
+
+/// Fencing at open, for the catalog (step 3 of the protocol in
+/// `docs/object-storage.md`): stores the loaded catalog again as the next
+/// version, recording this process's epoch, so that a stale process's next
+/// DDL collides with it. Losing that race means a stale process changed
+/// the catalog after it was loaded here: the start fails (with the
+/// collision's error) rather than serve regions of an outdated catalog;
+/// starting again succeeds. A catalog stored at a higher epoch means a
+/// newer owner exists: this process is fenced.
+pub(crate) fn fence_catalog(
+    catalog: &mut Catalog,
+    files: &dyn FileStore,
+    root: &Path,
+    fence: &basalt_engine::fence::Fence,
+) -> Result<()> {
+    if catalog.epoch > fence.epoch() {
+        return Err(fence.trip(
+            catalog.epoch,
+            format!("the catalog was stored at epoch {}", catalog.epoch),
+        ));
+    }
+    if catalog.epoch == fence.epoch() {
+        return Ok(());
+    }
+    let mut fenced = catalog.clone();
+    fenced.store_fenced(files, root, Some(fence))?;
+    *catalog = fenced;
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! three roles together in one process.
 //!
 //! ```text
-//!   Database ── Master ──────── catalog, DDL, split/merge hand-over
+//!   Database ── MasterLink ──── the master: catalog, DDL, split/merge
 //!      │          │ opens/closes regions on
 //!      │          ▼
 //!      ├──── RegionServer ───── open regions, WAL, block cache, scheduler
@@ -10,40 +10,53 @@
 //!      └──── RegionLocator ──── Table / Scanner: which region holds a row
 //! ```
 //!
-//! `Database` itself adds only what belongs to a local data directory: the
-//! process lock, and the choice of file store and clock (the
-//! [`DatabaseBuilder`]). Each role is reachable on its own
-//! ([`Database::master`], [`Database::region_server`],
-//! [`Database::locator`]) so that a later cluster mode can run them in
-//! separate processes.
+//! `Database` adds what belongs to a data directory (the process lock, the
+//! choice of file store and clock: [`DatabaseBuilder`]) and reaches the
+//! master only through its [`MasterLink`]: the in-process
+//! [`Master`](crate::Master) in one process, a cluster's active master in a
+//! member (`cluster::member`). So no operation here asks which mode it
+//! runs in. The region server and the locator are reachable on their own
+//! ([`Database::region_server`], [`Database::locator`]).
+//!
+//! Every `impl Database` of the crate is in this file: the embedded API,
+//! then the calls other servers make on this one (region calls, load
+//! reports), then metrics and the key heatmap.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 
 use basalt_engine::block_cache::BlockCacheStats;
 use basalt_engine::fs::{FileStore, LocalFileStore};
-use basalt_engine::{layout, Clock, RegionInfo, RegionLoad, StoreStats, SystemClock};
+use basalt_engine::{layout, Clock, Region, RegionInfo, RegionLoad, StoreStats, SystemClock};
 use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
+use crate::catalog::FamilyChange;
+use crate::cluster::RegionLoadReport;
 use crate::cluster::{
-    BalancerRun, ClusterMember, MasterAnswer, MasterCall, MasterControl, MemberHooks, PrepareMerge,
-    PrepareSplit, SplitPlan,
+    BalancerRun, ClusterMember, MasterAnswer, MasterCall, MasterControl, MasterLink, MemberHooks,
+    MemberLink, PrepareMerge, PrepareSplit, SplitPlan,
 };
 use crate::gateways::{Gateway, Gateways};
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
-use crate::master::{FamilyChange, Master};
-use crate::metrics::RequestLatencies;
+use crate::master::Master;
+use crate::metrics::heatmap::{self, HeatmapQuery, KeyHeatmap};
+use crate::metrics::{
+    FileCacheMetrics, GatewayMetrics, MemstoreMetrics, RequestLatencies, RequestMetrics,
+    ServerMetrics, TableMetrics,
+};
 use crate::normalizer::NormalizerRun;
 use crate::options::Options;
+use crate::region_calls;
 use crate::region_server::WalPlacement;
 use crate::region_server::{RecoveryReport, RegionServer};
-use crate::remote::{RegionCall, RegionCaller};
+use crate::remote::{RegionAnswer, RegionCall, RegionCaller};
 use crate::replication::{PeerChange, ReplicationPeer};
 use crate::split::SplitAlgorithm;
 use crate::table::Table;
@@ -61,11 +74,11 @@ struct DbInner {
     /// Held until `close` (or drop): the OS releases the lock when the
     /// process dies, so a crash never leaves the directory locked.
     lock: Mutex<Option<File>>,
-    /// The master role, in one process; `None` for a cluster member (the
-    /// active master is another process, reached through `cluster`).
-    master: Option<Arc<Master>>,
-    /// Cluster mode: the catalog read from the shared storage, the routes,
-    /// and the way to the active master.
+    /// The master, whichever the mode: every DDL and region operation
+    /// goes through it, and the catalog is read from it.
+    master: Arc<dyn MasterLink>,
+    /// Cluster mode: the region-server side of a member (the regions the
+    /// active master assigns here); `None` in one process.
     cluster: Option<Arc<ClusterMember>>,
     server: Arc<RegionServer>,
     locator: Arc<RegionLocator>,
@@ -213,11 +226,16 @@ impl DatabaseBuilder {
         // that long rather than fail (docs/cluster.md, "Routing").
         locator.set_unreachable_wait(MEMBER_UNREACHABLE_WAIT);
         cluster.refresh(Some(&server), &locator)?;
+        let master = Arc::new(MemberLink::new(
+            Arc::clone(&cluster),
+            Arc::clone(&server),
+            Arc::clone(&locator),
+        ));
         let db = Database {
             inner: Arc::new(DbInner {
                 dir,
                 lock: Mutex::new(Some(lock)),
-                master: None,
+                master,
                 cluster: Some(cluster),
                 server,
                 locator,
@@ -238,10 +256,8 @@ impl DatabaseBuilder {
             .locator
             .set_refresher(Arc::new(move |_table: &str| {
                 if let Some(inner) = weak.upgrade() {
-                    if let Some(cluster) = &inner.cluster {
-                        if let Err(e) = cluster.refresh(Some(&inner.server), &inner.locator) {
-                            tracing::warn!(error = %e, "could not read the catalog again");
-                        }
+                    if let Err(e) = inner.master.refresh() {
+                        tracing::warn!(error = %e, "could not read the catalog again");
                     }
                 }
             }));
@@ -267,7 +283,7 @@ impl DatabaseBuilder {
             inner: Arc::new(DbInner {
                 dir,
                 lock: Mutex::new(Some(lock)),
-                master: Some(master),
+                master,
                 cluster: None,
                 server,
                 locator,
@@ -410,12 +426,6 @@ impl Database {
         self.inner.gateways.list()
     }
 
-    /// The master role in one process: catalog, DDL, split and merge
-    /// (`None` for a cluster member, whose master is another process).
-    pub fn master(&self) -> Option<&Arc<Master>> {
-        self.inner.master.as_ref()
-    }
-
     /// Cluster mode: the member side (catalog, routes, the master).
     pub fn cluster(&self) -> Option<&Arc<ClusterMember>> {
         self.inner.cluster.as_ref()
@@ -428,12 +438,10 @@ impl Database {
     }
 
     /// Cluster mode: reads the newest catalog and publishes its routes
-    /// (the process calls this when the master announces a new version).
+    /// (the process calls this when the master announces a new version);
+    /// in one process routes are always current.
     pub fn refresh_cluster(&self) -> Result<()> {
-        if let Some(cluster) = &self.inner.cluster {
-            cluster.refresh(Some(&self.inner.server), &self.inner.locator)?;
-        }
-        Ok(())
+        self.inner.master.refresh()
     }
 
     /// Cluster mode: opens a region the master assigned to this server
@@ -467,24 +475,40 @@ impl Database {
         cluster.prepare_merge(&self.inner.server, &self.inner.locator, request)
     }
 
-    /// Cluster mode: the encoded name of the region with this full or
-    /// encoded name, from the catalog read last (the master's calls name
-    /// regions as text; a full name may hold any bytes).
-    fn encoded_region_name(&self, cluster: &ClusterMember, name: &[u8]) -> String {
-        for (table, entry) in cluster.catalog().tables {
-            for region in &entry.regions {
-                let info = RegionInfo {
-                    id: region.id,
-                    table: table.clone(),
-                    start_key: region.start_key.clone(),
-                    end_key: region.end_key.clone(),
-                };
-                if &info.region_name()[..] == name || info.encoded_name().as_bytes() == name {
-                    return info.encoded_name();
-                }
-            }
-        }
-        String::from_utf8_lossy(name).into_owned()
+    /// The encoded name of the region with this full or encoded name, from
+    /// the catalog (the master's calls name regions as text; a full name
+    /// may hold any bytes). A name no region has is passed on as it is,
+    /// for the master to refuse.
+    fn encoded_region_name(&self, name: &[u8]) -> String {
+        let catalog = self.inner.master.catalog();
+        let found = catalog.tables.iter().find_map(|(table, entry)| {
+            entry.regions.iter().find_map(|region| {
+                let info = region.info(table);
+                (&info.region_name()[..] == name || info.encoded_name().as_bytes() == name)
+                    .then(|| info.encoded_name())
+            })
+        });
+        found.unwrap_or_else(|| String::from_utf8_lossy(name).into_owned())
+    }
+
+    /// Runs `call` on the master and expects an answer `expected` picks
+    /// out (`what` names the call in the error for any other answer).
+    fn master_answer<T>(
+        &self,
+        what: &str,
+        call: MasterCall,
+        expected: impl FnOnce(MasterAnswer) -> std::result::Result<T, Box<MasterAnswer>>,
+    ) -> Result<T> {
+        expected(self.master_call(call)?)
+            .map_err(|other| Error::invalid(format!("the master answered {other:?} to {what}")))
+    }
+
+    /// Runs `call` on the master, which answers a switch's value before it.
+    fn master_switch(&self, what: &str, call: MasterCall) -> Result<bool> {
+        self.master_answer(what, call, |answer| match answer {
+            MasterAnswer::Switch { previous } => Ok(previous),
+            other => Err(Box::new(other)),
+        })
     }
 
     /// Runs the balancer (HBase's `balancer`): in a cluster the active
@@ -494,21 +518,15 @@ impl Database {
     /// switch is off, nor, in a cluster and without `force`, while regions
     /// are in transition (HBase's rules).
     pub fn balance(&self, force: bool) -> Result<BalancerRun> {
-        self.check_open()?;
-        if self.inner.cluster.is_some() {
-            return match self.master_call(MasterCall::Balance { force })? {
+        self.master_answer(
+            "balance",
+            MasterCall::Balance { force },
+            |answer| match answer {
                 MasterAnswer::Moved { regions } => Ok(BalancerRun::Moved(regions)),
                 MasterAnswer::NotRun { reason } => Ok(BalancerRun::NotRun(reason)),
-                other => Err(Error::invalid(format!(
-                    "the master answered {other:?} to balance"
-                ))),
-            };
-        }
-        if self.balancer_switch(None)? {
-            Ok(BalancerRun::Moved(0))
-        } else {
-            Ok(BalancerRun::NotRun("the balancer switch is off".into()))
-        }
+                other => Err(Box::new(other)),
+            },
+        )
     }
 
     /// Reads the balancer switch and, with `on`, sets it (HBase's
@@ -516,16 +534,7 @@ impl Database {
     /// Kept in the catalog, so it outlives the process and, in a cluster,
     /// the active master.
     pub fn balancer_switch(&self, on: Option<bool>) -> Result<bool> {
-        self.check_open()?;
-        if self.inner.cluster.is_some() {
-            return match self.master_call(MasterCall::BalancerSwitch { on })? {
-                MasterAnswer::Switch { previous } => Ok(previous),
-                other => Err(Error::invalid(format!(
-                    "the master answered {other:?} to balancer_switch"
-                ))),
-            };
-        }
-        self.local_master("balancer_switch")?.balancer_switch(on)
+        self.master_switch("balancer_switch", MasterCall::BalancerSwitch { on })
     }
 
     /// Reads HBase's split or merge switch and, with `on`, sets it (native
@@ -566,17 +575,7 @@ impl Database {
     /// table (HBase also has a per-table `NORMALIZATION_ENABLED`, which
     /// Basalt does not have).
     pub fn normalizer_switch(&self, on: Option<bool>) -> Result<bool> {
-        self.check_open()?;
-        if self.inner.cluster.is_some() {
-            return match self.master_call(MasterCall::NormalizerSwitch { on })? {
-                MasterAnswer::Switch { previous } => Ok(previous),
-                other => Err(Error::invalid(format!(
-                    "the master answered {other:?} to normalizer_switch"
-                ))),
-            };
-        }
-        self.local_master("normalizer_switch")?
-            .normalizer_switch(on)
+        self.master_switch("normalizer_switch", MasterCall::NormalizerSwitch { on })
     }
 
     /// Adds, removes, enables, disables or updates a replication peer
@@ -586,29 +585,21 @@ impl Database {
     /// cluster, the active master. **Basalt ships no edits to peers
     /// yet**: a peer is configuration only.
     pub fn change_replication_peer(&self, change: PeerChange) -> Result<()> {
-        self.check_open()?;
-        if self.inner.cluster.is_some() {
-            return self
-                .master_call(MasterCall::ReplicationPeer { change })
-                .map(drop);
-        }
-        self.local_master("change_replication_peer")?
-            .change_replication_peer(change)
+        self.master_call(MasterCall::ReplicationPeer { change })
+            .map(drop)
     }
 
     /// Every replication peer by id (HBase's `list_peers`). In a cluster,
     /// as the active master has them.
     pub fn replication_peers(&self) -> Result<BTreeMap<String, ReplicationPeer>> {
-        self.check_open()?;
-        if self.inner.cluster.is_some() {
-            return match self.master_call(MasterCall::ReplicationPeers)? {
+        self.master_answer(
+            "replication_peers",
+            MasterCall::ReplicationPeers,
+            |answer| match answer {
                 MasterAnswer::ReplicationPeers { peers } => Ok(peers),
-                other => Err(Error::invalid(format!(
-                    "the master answered {other:?} to replication_peers"
-                ))),
-            };
-        }
-        Ok(self.local_master("replication_peers")?.replication_peers())
+                other => Err(Box::new(other)),
+            },
+        )
     }
 
     /// Reads the replication peer modification switch and, with `on`,
@@ -616,17 +607,10 @@ impl Database {
     /// the value before. On by default; while off, every peer change is
     /// refused. Kept in the catalog.
     pub fn replication_peer_modification_switch(&self, on: Option<bool>) -> Result<bool> {
-        self.check_open()?;
-        if self.inner.cluster.is_some() {
-            return match self.master_call(MasterCall::ReplicationPeerModificationSwitch { on })? {
-                MasterAnswer::Switch { previous } => Ok(previous),
-                other => Err(Error::invalid(format!(
-                    "the master answered {other:?} to replication_peer_modification_switch"
-                ))),
-            };
-        }
-        self.local_master("replication_peer_modification_switch")?
-            .replication_peer_modification_switch(on)
+        self.master_switch(
+            "replication_peer_modification_switch",
+            MasterCall::ReplicationPeerModificationSwitch { on },
+        )
     }
 
     /// Runs the region normalizer once now, whatever its period (HBase's
@@ -636,40 +620,22 @@ impl Database {
     /// report; in one process from the regions here. While the switch is
     /// off it does nothing and says so; answers the plans carried out.
     pub fn normalize(&self) -> Result<NormalizerRun> {
-        self.check_open()?;
-        if self.inner.cluster.is_some() {
-            return match self.master_call(MasterCall::Normalize)? {
-                MasterAnswer::Normalized(run) => Ok(run),
-                other => Err(Error::invalid(format!(
-                    "the master answered {other:?} to normalize"
-                ))),
-            };
-        }
-        self.local_master("normalize")?.normalize()
+        self.master_answer("normalize", MasterCall::Normalize, |answer| match answer {
+            MasterAnswer::Normalized(run) => Ok(run),
+            other => Err(Box::new(other)),
+        })
     }
 
-    /// Cluster mode: a call to the active master.
+    /// A call to the master: the in-process one, or a cluster's active
+    /// master. When it returns, this process's routes show its outcome.
     pub fn master_call(&self, call: MasterCall) -> Result<MasterAnswer> {
         self.check_open()?;
-        let cluster = self.member()?;
-        let answer = cluster.control().call(call)?;
-        cluster.refresh(Some(&self.inner.server), &self.inner.locator)?;
-        Ok(answer)
+        self.inner.master.call(call)
     }
 
     fn member(&self) -> Result<&Arc<ClusterMember>> {
         self.inner.cluster.as_ref().ok_or_else(|| {
             Error::invalid("not a cluster member: this database runs in one process")
-        })
-    }
-
-    /// The master of this process, or the error for an operation a
-    /// cluster member does not run yet.
-    fn local_master(&self, what: &str) -> Result<&Arc<Master>> {
-        self.inner.master.as_ref().ok_or_else(|| {
-            Error::invalid(format!(
-                "{what} is not supported in cluster mode yet (docs/cluster.md, \"Not yet\")"
-            ))
         })
     }
 
@@ -712,15 +678,11 @@ impl Database {
         split_keys: &[Bytes],
     ) -> Result<()> {
         self.check_open()?;
-        if self.inner.cluster.is_some() {
-            let call = MasterCall::CreateTable {
-                descriptor,
-                splits: split_keys.to_vec(),
-            };
-            return self.master_call(call).map(drop);
-        }
-        self.local_master("create")?
-            .create_table(descriptor, split_keys)
+        let call = MasterCall::CreateTable {
+            descriptor,
+            splits: split_keys.to_vec(),
+        };
+        self.master_call(call).map(drop)
     }
 
     /// Creates a table pre-split into `regions` regions by a split
@@ -793,11 +755,10 @@ impl Database {
     /// One summary per region of `table` in key order; `loads` gathers
     /// the load and store statistics of the regions held here.
     fn summaries(&self, table: &TableLocation, loads: bool) -> Vec<RegionSummary> {
-        let catalog = self.inner.cluster.as_ref().map(|c| c.catalog());
+        let catalog = self.inner.master.catalog();
         let holder = |id: u64| {
             catalog
-                .as_ref()
-                .and_then(|c| c.region(id))
+                .region(id)
                 .and_then(|(_, _, entry)| entry.server.clone())
         };
         table
@@ -869,26 +830,20 @@ impl Database {
 
     fn set_enabled(&self, name: &str, enabled: bool) -> Result<()> {
         self.check_open()?;
-        if self.inner.cluster.is_some() {
-            let call = MasterCall::SetEnabled {
-                table: name.to_string(),
-                enabled,
-            };
-            return self.master_call(call).map(drop);
-        }
-        self.local_master("enable")?.set_enabled(name, enabled)
+        let call = MasterCall::SetEnabled {
+            table: name.to_string(),
+            enabled,
+        };
+        self.master_call(call).map(drop)
     }
 
     /// Deletes a disabled table and its data.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
-        if self.inner.cluster.is_some() {
-            let call = MasterCall::DropTable {
-                table: name.to_string(),
-            };
-            return self.master_call(call).map(drop);
-        }
-        self.local_master("drop")?.drop_table(name)
+        let call = MasterCall::DropTable {
+            table: name.to_string(),
+        };
+        self.master_call(call).map(drop)
     }
 
     /// Creates a namespace (HBase's `create_namespace`); tables are then
@@ -896,13 +851,8 @@ impl Database {
     /// exist.
     pub fn create_namespace(&self, descriptor: NamespaceDescriptor) -> Result<()> {
         self.check_open()?;
-        if self.inner.cluster.is_some() {
-            return self
-                .master_call(MasterCall::CreateNamespace { descriptor })
-                .map(drop);
-        }
-        self.local_master("create_namespace")?
-            .create_namespace(descriptor)
+        self.master_call(MasterCall::CreateNamespace { descriptor })
+            .map(drop)
     }
 
     /// Sets and removes properties of a namespace (HBase's
@@ -914,57 +864,38 @@ impl Database {
         unset: &[String],
     ) -> Result<()> {
         self.check_open()?;
-        if self.inner.cluster.is_some() {
-            let call = MasterCall::AlterNamespace {
-                name: name.to_string(),
-                set,
-                unset: unset.to_vec(),
-            };
-            return self.master_call(call).map(drop);
-        }
-        self.local_master("alter_namespace")?
-            .alter_namespace(name, set, unset)
+        let call = MasterCall::AlterNamespace {
+            name: name.to_string(),
+            set,
+            unset: unset.to_vec(),
+        };
+        self.master_call(call).map(drop)
     }
 
     /// Drops an empty namespace (HBase's `drop_namespace`).
     pub fn drop_namespace(&self, name: &str) -> Result<()> {
         self.check_open()?;
-        if self.inner.cluster.is_some() {
-            let call = MasterCall::DropNamespace {
-                name: name.to_string(),
-            };
-            return self.master_call(call).map(drop);
-        }
-        self.local_master("drop_namespace")?.drop_namespace(name)
+        let call = MasterCall::DropNamespace {
+            name: name.to_string(),
+        };
+        self.master_call(call).map(drop)
     }
 
     /// Every namespace with its properties, reserved ones included, in
     /// name order (HBase's `list_namespace`).
     pub fn list_namespaces(&self) -> Vec<NamespaceDescriptor> {
-        match (&self.inner.master, &self.inner.cluster) {
-            (Some(master), _) => master.namespaces(),
-            (None, Some(cluster)) => cluster.catalog().namespace_list(),
-            (None, None) => Vec::new(),
-        }
+        self.inner.master.catalog().namespace_list()
     }
 
     /// One namespace (HBase's `describe_namespace`).
     pub fn describe_namespace(&self, name: &str) -> Result<NamespaceDescriptor> {
-        match (&self.inner.master, &self.inner.cluster) {
-            (Some(master), _) => master.namespace(name),
-            (None, Some(cluster)) => cluster.catalog().namespace(name),
-            (None, None) => Err(Error::NamespaceNotFound(name.to_string())),
-        }
+        self.inner.master.catalog().namespace(name)
     }
 
     /// The tables of a namespace, full names in order (HBase's
     /// `list_namespace_tables`).
     pub fn list_namespace_tables(&self, name: &str) -> Result<Vec<String>> {
-        match (&self.inner.master, &self.inner.cluster) {
-            (Some(master), _) => master.namespace_tables(name),
-            (None, Some(cluster)) => cluster.catalog().namespace_tables(name),
-            (None, None) => Err(Error::NamespaceNotFound(name.to_string())),
-        }
+        self.inner.master.catalog().namespace_tables(name)
     }
 
     /// Empties a disabled table, keeping its descriptor and region
@@ -974,26 +905,20 @@ impl Database {
     /// them, merges its regions into one).
     pub fn truncate_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
-        if self.inner.cluster.is_some() {
-            let call = MasterCall::Truncate {
-                table: name.to_string(),
-            };
-            return self.master_call(call).map(drop);
-        }
-        self.local_master("truncate")?.truncate_table(name)
+        let call = MasterCall::Truncate {
+            table: name.to_string(),
+        };
+        self.master_call(call).map(drop)
     }
 
     /// Adds, modifies or deletes column families; works on enabled tables.
     pub fn alter_table(&self, name: &str, changes: &[FamilyChange]) -> Result<()> {
         self.check_open()?;
-        if self.inner.cluster.is_some() {
-            let call = MasterCall::Alter {
-                table: name.to_string(),
-                changes: changes.to_vec(),
-            };
-            return self.master_call(call).map(drop);
-        }
-        self.local_master("alter")?.alter_table(name, changes)
+        let call = MasterCall::Alter {
+            table: name.to_string(),
+            changes: changes.to_vec(),
+        };
+        self.master_call(call).map(drop)
     }
 
     /// Flushes every memstore of the table to store files, now.
@@ -1033,10 +958,7 @@ impl Database {
     pub fn compact_table(&self, name: &str, major: bool) -> Result<()> {
         self.check_open()?;
         self.on_every_region(name, RegionCall::Compact { major })?;
-        match &self.inner.master {
-            Some(master) => master.collect_retired_regions(),
-            None => Ok(()),
-        }
+        self.run_catalog_janitor()
     }
 
     /// Splits regions of a table by hand (HBase's `split 'table'[, 'key']`):
@@ -1045,56 +967,41 @@ impl Database {
     /// least two rows of data splits near its middle.
     pub fn split_table(&self, name: &str, split_key: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
-        if self.inner.cluster.is_some() {
-            let call = MasterCall::SplitTable {
-                table: name.to_string(),
-                key: split_key.map(Bytes::copy_from_slice),
-            };
-            return self.master_call(call).map(drop);
-        }
-        self.local_master("split")?.split_table(name, split_key)
+        let call = MasterCall::SplitTable {
+            table: name.to_string(),
+            key: split_key.map(Bytes::copy_from_slice),
+        };
+        self.master_call(call).map(drop)
     }
 
     /// Splits one region, named by its full or encoded name, at
     /// `split_key` or, without one, at a row near the middle of its data.
     pub fn split_region(&self, region_name: &[u8], split_key: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
-        if let Some(cluster) = &self.inner.cluster {
-            let call = MasterCall::Split {
-                region: self.encoded_region_name(cluster, region_name),
-                key: split_key.map(Bytes::copy_from_slice),
-            };
-            return self.master_call(call).map(drop);
-        }
-        self.local_master("split")?
-            .split_region(region_name, split_key)
+        let call = MasterCall::Split {
+            region: self.encoded_region_name(region_name),
+            key: split_key.map(Bytes::copy_from_slice),
+        };
+        self.master_call(call).map(drop)
     }
 
     /// Merges two adjacent regions of a table, named by full or encoded
     /// names, into one (HBase's `merge_region`).
     pub fn merge_regions(&self, region_a: &[u8], region_b: &[u8]) -> Result<()> {
         self.check_open()?;
-        if let Some(cluster) = &self.inner.cluster {
-            let call = MasterCall::Merge {
-                region_a: self.encoded_region_name(cluster, region_a),
-                region_b: self.encoded_region_name(cluster, region_b),
-            };
-            return self.master_call(call).map(drop);
-        }
-        self.local_master("merge")?
-            .merge_regions(region_a, region_b)
+        let call = MasterCall::Merge {
+            region_a: self.encoded_region_name(region_a),
+            region_b: self.encoded_region_name(region_b),
+        };
+        self.master_call(call).map(drop)
     }
 
     /// Compacts one region, named by its full or encoded name (HBase's
     /// `compact 'region'` / `major_compact 'region'`).
     pub fn compact_region(&self, region_name: &[u8], major: bool) -> Result<()> {
         self.check_open()?;
-        if self.inner.cluster.is_none() {
-            return self
-                .local_master("compact of one region")?
-                .compact_region(region_name, major);
-        }
-        // Cluster mode: the region's holder compacts it.
+        // The region's holder compacts it: this process, or the server a
+        // cluster's catalog names.
         for (_, table) in self.inner.locator.tables() {
             for route in table.routes() {
                 let info = match &route {
@@ -1108,7 +1015,7 @@ impl Database {
                 {
                     continue;
                 }
-                return match route {
+                match route {
                     RegionRoute::Local(region) => region.compact(major).map(drop),
                     RegionRoute::Remote { info, server } => table
                         .call_remote(&info, &server, RegionCall::Compact { major })
@@ -1117,13 +1024,21 @@ impl Database {
                         "region {} is being assigned; compact it once it is open",
                         info.encoded_name()
                     ))),
-                };
+                }?;
+                return self.run_catalog_janitor();
             }
         }
         Err(Error::invalid(format!(
             "unknown region {}",
             String::from_utf8_lossy(region_name)
         )))
+    }
+
+    /// A compaction rewrites a split or merge's links: the retired regions
+    /// no region links to any more go now rather than at the master's next
+    /// round.
+    fn run_catalog_janitor(&self) -> Result<()> {
+        self.master_call(MasterCall::CatalogJanitor).map(drop)
     }
 
     /// Hits, misses and size of the block cache shared by all stores.
@@ -1146,9 +1061,7 @@ impl Database {
         if self.inner.closed.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
-        if let Some(master) = &self.inner.master {
-            master.stop();
-        }
+        self.inner.master.stop();
         for (_, location) in self.inner.locator.tables() {
             location.mark_closed();
         }
@@ -1166,6 +1079,278 @@ impl Database {
             )));
         }
         Ok(())
+    }
+}
+
+// ---- served to other servers: region calls and load reports ----
+impl Database {
+    /// Runs a region call another server sent about region `region_id` of
+    /// `table`, on that region if it is open here (see the module docs).
+    /// A region not open here, or of another table, or a row outside its
+    /// range, is `NotServingRegion`: the caller refreshes its routes.
+    pub fn serve_region_call(
+        &self,
+        table: &str,
+        region_id: u64,
+        call: RegionCall,
+    ) -> Result<RegionAnswer> {
+        let scanners = &self.locator().served;
+        match call {
+            // Scanner calls name their scanner; it holds its region.
+            RegionCall::NextRows { scanner, rows } => {
+                let served = scanners.get(table, region_id, scanner)?;
+                let mut served = served.lock();
+                region_calls::next_rows(scanners, scanner, &mut served, rows)
+            }
+            RegionCall::CloseScanner { scanner } => {
+                // Only a scanner of this region and table is closed; an
+                // unknown one is closed already.
+                if scanners.get(table, region_id, scanner).is_ok() {
+                    scanners.remove(scanner);
+                }
+                Ok(RegionAnswer::Done)
+            }
+            RegionCall::Flush => {
+                self.region_here(table, region_id)?;
+                self.region_server().flush_region(region_id)?;
+                Ok(RegionAnswer::Done)
+            }
+            RegionCall::Compact { major } => {
+                // Whether it compacted anything does not travel: the caller
+                // asked for the policy's decision, not a promise of work.
+                let _compacted = self.region_here(table, region_id)?.compact(major)?;
+                Ok(RegionAnswer::Done)
+            }
+            call => {
+                let region = self.region_here(table, region_id)?;
+                region_calls::serve_on_region(scanners, table, &region, call)
+            }
+        }
+    }
+
+    /// Sets how long a scanner opened by a region call lives without a
+    /// call on it (default [`crate::REGION_CALL_SCANNER_LEASE`]).
+    pub fn set_region_call_scanner_lease(&self, lease: Duration) {
+        self.locator()
+            .served
+            .set_lease(lease.max(Duration::from_millis(1)));
+    }
+
+    /// Scanners opened by region calls and still open on this server.
+    pub fn region_call_scanners(&self) -> usize {
+        self.locator().served.len()
+    }
+
+    /// Region `region_id` if this process serves it for `table`.
+    fn region_here(&self, table: &str, region_id: u64) -> Result<Arc<Region>> {
+        self.region_server()
+            .region(region_id)
+            .filter(|r| r.info().table == table)
+            .ok_or_else(|| {
+                Error::NotServingRegion(format!(
+                    "region {region_id} of table {table} is not open on this server"
+                ))
+            })
+    }
+
+    /// The load of every region this process serves itself, for
+    /// [`crate::cluster::RegionServerControl::region_loads`]'s serving side.
+    pub fn region_load_reports(&self) -> Vec<RegionLoadReport> {
+        let mut reports = Vec::new();
+        for (table, location) in self.locator().tables() {
+            for route in location.routes() {
+                if let RegionRoute::Local(region) = route {
+                    let load = region.load();
+                    let stores = region.store_stats();
+                    reports.push(RegionLoadReport {
+                        table: table.clone(),
+                        region: region.info().id,
+                        requests_per_sec: load.read_requests_per_sec + load.write_requests_per_sec,
+                        read_requests: load.read_requests,
+                        write_requests: load.write_requests,
+                        memstore_bytes: load.memstore_bytes,
+                        store_files: stores.iter().map(|(_, s)| s.files).sum(),
+                        store_file_bytes: stores.iter().map(|(_, s)| s.file_bytes).sum(),
+                        read_requests_per_sec: Some(load.read_requests_per_sec),
+                        write_requests_per_sec: Some(load.write_requests_per_sec),
+                        filtered_read_requests_per_sec: Some(load.filtered_read_requests_per_sec),
+                        filtered_read_requests: Some(load.filtered_read_requests),
+                        bytes_read: Some(load.bytes_read),
+                        bytes_written: Some(load.bytes_written),
+                    });
+                }
+            }
+        }
+        reports
+    }
+}
+
+// ---- metrics ----
+impl Database {
+    /// The server's numbers now: uptime, requests and their latencies,
+    /// block cache, log, memstores, queues and finished work. Cheap enough
+    /// to call every few seconds (it reads each open region's counters).
+    pub fn server_metrics(&self) -> ServerMetrics {
+        let server = self.region_server();
+        let now = self.clock().now_millis();
+        let started = self.started_at_ms();
+        let (online, retired) = server.regions_and_retired_load();
+        let mut requests = RequestMetrics::default();
+        requests.add_totals(&retired.server);
+        let (mut regions, mut failed, mut files, mut file_bytes) = (0, 0, 0, 0);
+        for region in online {
+            regions += 1;
+            if region.open_failure().is_some() {
+                failed += 1;
+            }
+            requests.add(&region.load());
+            for (_, stats) in region.store_stats() {
+                files += stats.files;
+                file_bytes += stats.file_bytes;
+            }
+        }
+        let budget = server.memstore_budget();
+        let limits = budget.limits();
+        let (flush_queue, compaction_queue) = server.maintenance_queues();
+        let work = &server.store_context().work;
+        ServerMetrics {
+            started_at_ms: started,
+            uptime_ms: now.saturating_sub(started).max(0),
+            server: self.server_name().map(str::to_string),
+            tables: self.list_tables().len(),
+            regions,
+            failed_regions: failed,
+            gateways: self
+                .gateways()
+                .into_iter()
+                .map(|g| GatewayMetrics {
+                    protocol: g.protocol,
+                    address: g.address.to_string(),
+                })
+                .collect(),
+            requests,
+            latencies: self.latencies().snapshot(),
+            block_cache: self.block_cache_stats().into(),
+            file_cache: server
+                .store_context()
+                .files
+                .cache_stats()
+                .map(FileCacheMetrics::from),
+            wal: server.wal_stats().into(),
+            memstore: MemstoreMetrics {
+                bytes: budget.total() as u64,
+                limit_bytes: limits.limit_bytes as u64,
+                low_water_bytes: limits.low_water_bytes as u64,
+                high_water_bytes: budget.high_water_bytes() as u64,
+                held_writes: budget.held_writes(),
+                slowed_writes: budget.slowed_writes(),
+            },
+            store_files: files,
+            store_file_bytes: file_bytes,
+            flush_queue_length: flush_queue,
+            compaction_queue_length: compaction_queue,
+            flushes_completed: work.flushes(),
+            compactions_completed: work.compactions(),
+            major_compactions_completed: work.major_compactions(),
+            corruption_errors: self.corruption_errors(),
+        }
+    }
+
+    /// Per table, its numbers over the regions open here (and, for the
+    /// request totals, those that left), in name order.
+    pub fn table_metrics(&self) -> Vec<TableMetrics> {
+        // The open set, not the locator's local routes, so that a region
+        // is counted live or retired, never both: the locator may still
+        // route to a region the server has just closed.
+        let (online, retired) = self.region_server().regions_and_retired_load();
+        let mut by_table: HashMap<&str, Vec<&Arc<basalt_engine::Region>>> = HashMap::new();
+        for region in &online {
+            by_table
+                .entry(region.info().table.as_str())
+                .or_default()
+                .push(region);
+        }
+        self.locator()
+            .tables()
+            .into_iter()
+            .map(|(name, location)| {
+                let mut metrics = TableMetrics {
+                    regions: location.routes().len(),
+                    enabled: location.is_enabled(),
+                    regions_here: 0,
+                    requests: RequestMetrics::default(),
+                    store_files: 0,
+                    store_file_bytes: 0,
+                    memstore_bytes: 0,
+                    table: name,
+                };
+                if let Some(totals) = retired.tables.get(&metrics.table) {
+                    metrics.requests.add_totals(totals);
+                }
+                for region in by_table.get(metrics.table.as_str()).into_iter().flatten() {
+                    let load = region.load();
+                    metrics.regions_here += 1;
+                    metrics.requests.add(&load);
+                    metrics.memstore_bytes += load.memstore_bytes;
+                    for (_, stats) in region.store_stats() {
+                        metrics.store_files += stats.files;
+                        metrics.store_file_bytes += stats.file_bytes;
+                    }
+                }
+                metrics
+            })
+            .collect()
+    }
+
+    /// The key heatmap of `table` (see [`KeyHeatmap`]): its regions' key
+    /// load over the last minutes, on a key axis of about `query.rows`
+    /// rows plus the region boundaries.
+    pub fn key_heatmap(&self, table: &str, query: HeatmapQuery) -> Result<KeyHeatmap> {
+        let location = self.locator().table(table)?;
+        let regions: Vec<heatmap::RegionInput> = location
+            .routes()
+            .iter()
+            .map(|route| {
+                let info = route.info();
+                let (here, minutes) = match route {
+                    RegionRoute::Local(region) => (true, region.key_load()),
+                    _ => (false, Vec::new()),
+                };
+                heatmap::RegionInput {
+                    name: info.encoded_name(),
+                    start: info.start_key.clone(),
+                    end: info.end_key.clone(),
+                    here,
+                    minutes,
+                }
+            })
+            .collect();
+        let now = self.clock().now_millis();
+        Ok(heatmap::build(table, regions, query, now))
+    }
+}
+
+impl RegionSummary {
+    /// Compaction progress of a region from its stores' statistics: the
+    /// fraction of the running compactions' input cells read so far, `None`
+    /// when no compaction runs (HBase's %COMP).
+    pub fn compaction_progress(&self) -> Option<f64> {
+        let (done, total) = self.stores.iter().fold((0u64, 0u64), |(d, t), (_, s)| {
+            (d + s.compacted_cells, t + s.compacting_cells_total)
+        });
+        (total > 0).then(|| (done as f64 / total as f64).min(1.0))
+    }
+
+    /// When the region was last major-compacted, in clock millis: the oldest
+    /// of its stores' last major compactions (a store never major-compacted
+    /// makes it 0, "never"); stores without files do not count.
+    pub fn last_major_compaction_ms(&self) -> i64 {
+        self.stores
+            .iter()
+            .filter(|(_, s)| s.files > 0)
+            .map(|(_, s)| s.last_major_compaction_ms)
+            .min()
+            .unwrap_or(0)
     }
 }
 

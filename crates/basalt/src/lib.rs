@@ -40,6 +40,7 @@ pub mod cluster;
 mod database;
 pub mod gateways;
 pub mod guard;
+mod handover;
 pub mod keys;
 mod locator;
 mod maintenance;
@@ -59,12 +60,13 @@ pub use admin::{Admin, AdminReply, AdminRequest};
 /// create-if-absent collision).
 pub use basalt_engine::manifest::is_already_exists;
 pub use catalog::catalog_file;
+pub use catalog::FamilyChange;
 pub use database::{
     Database, DatabaseBuilder, MemberConfig, RegionState, RegionSummary, SplitOrMerge, TableInfo,
 };
 pub use gateways::Gateway;
 pub use locator::{RegionLocator, RegionRoute, RouteRefresher, TableLocation};
-pub use master::{FamilyChange, Master};
+pub use master::Master;
 pub use normalizer::{NormalizationPlan, NormalizerRun};
 pub use options::{Options, RegionSplitPolicy};
 pub use region_calls::{REGION_CALL_MAX_ROWS, REGION_CALL_SCANNER_CAP, REGION_CALL_SCANNER_LEASE};

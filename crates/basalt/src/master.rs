@@ -25,29 +25,20 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use basalt_engine::fs::FileStore;
-use basalt_engine::{Clock, FamilyState};
-use basalt_types::descriptor::validate_family_name;
-use basalt_types::{ColumnFamilyDescriptor, Error, NamespaceDescriptor, Result, TableDescriptor};
+use basalt_engine::Clock;
+use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
-use crate::catalog::{Catalog, RegionEntry, RegionState};
+use crate::catalog::{
+    altered_descriptor, fence_catalog, new_region_entry, region_spec, Catalog, FamilyChange,
+    RegionEntry, RegionState,
+};
+use crate::cluster::{MasterAnswer, MasterCall, MasterLink};
 use crate::locator::{RegionLocator, TableLocation};
 use crate::options::Options;
-use crate::region_server::{RecoveryReport, RegionServer, RegionSpec, WalPlacement};
+use crate::region_server::{RecoveryReport, RegionServer, WalPlacement};
 use crate::replication::{PeerChange, ReplicationPeer};
 
 use handover::MasterHooks;
-
-/// A change to one column family, for [`Database::alter_table`](crate::Database::alter_table).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FamilyChange {
-    /// Adds a family.
-    Add(ColumnFamilyDescriptor),
-    /// Replaces the options of an existing family, keeping its data.
-    Modify(ColumnFamilyDescriptor),
-    /// Deletes a family and all of its data.
-    Delete(String),
-}
 
 /// The catalog-keeping role: catalog, DDL, split and merge.
 #[derive(Debug)]
@@ -58,6 +49,9 @@ pub struct Master {
     files: Arc<dyn FileStore>,
     /// The committed catalog; the lock serializes every change of it.
     catalog: Mutex<Catalog>,
+    /// The committed catalog as readers share it ([`MasterLink::catalog`]),
+    /// replaced whole by each commit.
+    published: parking_lot::RwLock<Arc<Catalog>>,
     server: Arc<RegionServer>,
     locator: Arc<RegionLocator>,
     stopped: AtomicBool,
@@ -120,6 +114,7 @@ impl Master {
             options,
             clock,
             files,
+            published: parking_lot::RwLock::new(Arc::new(catalog.clone())),
             catalog: Mutex::new(catalog),
             server: Arc::clone(&server),
             locator,
@@ -169,8 +164,15 @@ impl Master {
             &self.root,
             self.server.fence().map(|f| &**f),
         )?;
-        *catalog = updated;
+        self.install(catalog, updated);
         Ok(())
+    }
+
+    /// Makes the committed `updated` the current catalog, for DDL (which
+    /// holds `catalog`, the lock's guard) and for readers.
+    fn install(&self, catalog: &mut Catalog, updated: Catalog) {
+        *self.published.write() = Arc::new(updated.clone());
+        *catalog = updated;
     }
 
     /// Creates a table pre-split at `split_keys` (sorted, distinct,
@@ -429,7 +431,7 @@ impl Master {
         if !self.catalog.lock().normalizer_on {
             return Ok(NormalizerRun::not_run("the normalizer switch is off"));
         }
-        let config = self.options.normalizer_config();
+        let config = crate::normalizer::NormalizerConfig::from_options(&self.options);
         let now = self.clock.now_millis();
         let mut run = NormalizerRun {
             ran: true,
@@ -543,122 +545,80 @@ impl Master {
     }
 }
 
-/// `descriptor` of table `name` with `changes` applied, validated: an
-/// added family must be new, a modified or deleted one must exist.
-pub(crate) fn altered_descriptor(
-    name: &str,
-    mut descriptor: TableDescriptor,
-    changes: &[FamilyChange],
-) -> Result<TableDescriptor> {
-    for change in changes {
-        match change {
-            FamilyChange::Add(f) => {
-                if descriptor.get_family(f.name().as_bytes()).is_some() {
-                    return Err(Error::invalid(format!(
-                        "column family {} already exists in table {name}",
-                        f.name()
-                    )));
-                }
-                descriptor.upsert_family(f.clone());
+// ---- the in-process link ----
+
+/// The database of one process reaches its master as a cluster member
+/// reaches the active master, with the same calls; here each runs at once
+/// on the caller's thread, and routes are published as each commits.
+impl MasterLink for Master {
+    fn call(&self, call: MasterCall) -> Result<MasterAnswer> {
+        let done = |r: Result<()>| r.map(|()| MasterAnswer::Done);
+        let switch = |r: Result<bool>| r.map(|previous| MasterAnswer::Switch { previous });
+        match call {
+            MasterCall::CreateTable { descriptor, splits } => {
+                done(self.create_table(descriptor, &splits))
             }
-            FamilyChange::Modify(f) => {
-                if descriptor.get_family(f.name().as_bytes()).is_none() {
-                    return Err(no_such_family(name, f.name()));
-                }
-                descriptor.upsert_family(f.clone());
+            MasterCall::SetEnabled { table, enabled } => done(self.set_enabled(&table, enabled)),
+            MasterCall::DropTable { table } => done(self.drop_table(&table)),
+            MasterCall::Alter { table, changes } => done(self.alter_table(&table, &changes)),
+            MasterCall::Truncate { table } => done(self.truncate_table(&table)),
+            MasterCall::CreateNamespace { descriptor } => done(self.create_namespace(descriptor)),
+            MasterCall::AlterNamespace { name, set, unset } => {
+                done(self.alter_namespace(&name, set, &unset))
             }
-            FamilyChange::Delete(f) => {
-                validate_family_name(f.as_bytes())?;
-                if !descriptor.remove_family(f) {
-                    return Err(no_such_family(name, f));
-                }
+            MasterCall::DropNamespace { name } => done(self.drop_namespace(&name)),
+            MasterCall::Split { region, key } => {
+                done(self.split_region(region.as_bytes(), key.as_deref()))
             }
+            MasterCall::SplitTable { table, key } => done(self.split_table(&table, key.as_deref())),
+            MasterCall::Merge { region_a, region_b } => {
+                done(self.merge_regions(region_a.as_bytes(), region_b.as_bytes()))
+            }
+            // One region server holds every region: a balancer run has
+            // nothing to move, but it still honours its switch.
+            MasterCall::Balance { force: _ } => Ok(if self.balancer_switch(None)? {
+                MasterAnswer::Moved { regions: 0 }
+            } else {
+                MasterAnswer::NotRun {
+                    reason: "the balancer switch is off".into(),
+                }
+            }),
+            MasterCall::BalancerSwitch { on } => switch(self.balancer_switch(on)),
+            MasterCall::NormalizerSwitch { on } => switch(self.normalizer_switch(on)),
+            MasterCall::Normalize => self.normalize().map(MasterAnswer::Normalized),
+            MasterCall::ReplicationPeer { change } => done(self.change_replication_peer(change)),
+            MasterCall::ReplicationPeers => Ok(MasterAnswer::ReplicationPeers {
+                peers: self.replication_peers(),
+            }),
+            MasterCall::ReplicationPeerModificationSwitch { on } => {
+                switch(self.replication_peer_modification_switch(on))
+            }
+            MasterCall::CatalogJanitor => done(self.collect_retired_regions()),
+            MasterCall::Move { .. } => Err(needs_a_cluster("move")),
+            MasterCall::Assign { .. } => Err(needs_a_cluster("assign")),
+            MasterCall::Unassign { .. } => Err(needs_a_cluster("unassign")),
+            MasterCall::Status => Err(needs_a_cluster("the cluster's status")),
         }
     }
-    descriptor.validate()?;
-    Ok(descriptor)
-}
 
-fn no_such_family(table: &str, family: &str) -> Error {
-    Error::NoSuchFamily {
-        table: table.to_string(),
-        family: family.to_string(),
+    fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.published.read())
     }
-}
 
-pub(crate) fn new_region_entry(
-    catalog: &mut Catalog,
-    descriptor: &TableDescriptor,
-    start_key: Bytes,
-    end_key: Bytes,
-    now: i64,
-) -> RegionEntry {
-    RegionEntry {
-        id: catalog.next_region_id(now),
-        start_key,
-        end_key,
-        family_first_sequence: descriptor
-            .families()
-            .iter()
-            .map(|f| (f.name().to_string(), 1))
-            .collect(),
-        state: RegionState::Open,
-        successors: Vec::new(),
-        server: None,
-        epoch: 0,
-        recover_from: Vec::new(),
-        unassigned: false,
+    fn refresh(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn stop(&self) {
+        Master::stop(self);
     }
 }
 
-/// What the region server needs to open the catalog's region `entry`.
-pub(crate) fn region_spec(
-    table: &str,
-    descriptor: &TableDescriptor,
-    entry: &RegionEntry,
-) -> RegionSpec {
-    RegionSpec {
-        info: entry.info(table),
-        families: descriptor
-            .families()
-            .iter()
-            .map(|f| FamilyState {
-                descriptor: f.clone(),
-                first_sequence: entry
-                    .family_first_sequence
-                    .get(f.name())
-                    .copied()
-                    .unwrap_or(1),
-            })
-            .collect(),
-    }
-}
-
-/// Fencing at open, for the catalog (step 3 of the protocol in
-/// `docs/object-storage.md`): stores the loaded catalog again as the next
-/// version, recording this process's epoch, so that a stale process's next
-/// DDL collides with it. Losing that race means a stale process changed
-/// the catalog after it was loaded here: the start fails (with the
-/// collision's error) rather than serve regions of an outdated catalog;
-/// starting again succeeds. A catalog stored at a higher epoch means a
-/// newer owner exists: this process is fenced.
-pub(crate) fn fence_catalog(
-    catalog: &mut Catalog,
-    files: &dyn FileStore,
-    root: &Path,
-    fence: &basalt_engine::fence::Fence,
-) -> Result<()> {
-    if catalog.epoch > fence.epoch() {
-        return Err(fence.trip(
-            catalog.epoch,
-            format!("the catalog was stored at epoch {}", catalog.epoch),
-        ));
-    }
-    if catalog.epoch == fence.epoch() {
-        return Ok(());
-    }
-    let mut fenced = catalog.clone();
-    fenced.store_fenced(files, root, Some(fence))?;
-    *catalog = fenced;
-    Ok(())
+/// A region operation of a cluster's master, refused in one process (whose
+/// one region server holds every region: there is nowhere to move,
+/// assign or balance to) with a message saying so.
+fn needs_a_cluster(what: &str) -> Error {
+    Error::invalid(format!(
+        "{what} needs a cluster: this database runs in one process, whose one region server holds every region"
+    ))
 }

@@ -25,10 +25,9 @@
 //! [`Table`]: crate::Table
 //! [`Scanner`]: crate::Scanner
 
-mod heatmap;
+pub(crate) mod heatmap;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
@@ -38,8 +37,6 @@ use serde::{Deserialize, Serialize};
 use basalt_engine::block_cache::BlockCacheStats;
 use basalt_engine::fs::FileCacheStats;
 use basalt_engine::wal::WalStats;
-
-use crate::database::{Database, RegionSummary};
 
 pub use heatmap::{HeatmapQuery, HeatmapRow, HotRange, KeyHeatmap, RegionKeyLoad, HOTTEST_RANGES};
 
@@ -527,7 +524,7 @@ pub struct RequestMetrics {
 }
 
 impl RequestMetrics {
-    fn add(&mut self, load: &basalt_engine::RegionLoad) {
+    pub(crate) fn add(&mut self, load: &basalt_engine::RegionLoad) {
         self.add_totals(&RequestTotals::of(load));
         self.requests_per_sec += load.read_requests_per_sec + load.write_requests_per_sec;
         self.read_requests_per_sec += load.read_requests_per_sec;
@@ -537,7 +534,7 @@ impl RequestMetrics {
         self.bytes_written_per_sec += load.bytes_written_per_sec;
     }
 
-    fn add_totals(&mut self, totals: &RequestTotals) {
+    pub(crate) fn add_totals(&mut self, totals: &RequestTotals) {
         self.read_requests = self.read_requests.saturating_add(totals.read_requests);
         self.filtered_read_requests = self
             .filtered_read_requests
@@ -621,144 +618,4 @@ pub struct TableMetrics {
     pub store_file_bytes: u64,
     /// Bytes in memstores.
     pub memstore_bytes: u64,
-}
-
-/// Compaction progress of a region from its stores' statistics: the
-/// fraction of the running compactions' input cells read so far, `None`
-/// when no compaction runs (HBase's %COMP).
-pub fn compaction_progress(summary: &RegionSummary) -> Option<f64> {
-    let (done, total) = summary.stores.iter().fold((0u64, 0u64), |(d, t), (_, s)| {
-        (d + s.compacted_cells, t + s.compacting_cells_total)
-    });
-    (total > 0).then(|| (done as f64 / total as f64).min(1.0))
-}
-
-/// When the region was last major-compacted, in clock millis: the oldest
-/// of its stores' last major compactions (a store never major-compacted
-/// makes it 0, "never"); stores without files do not count.
-pub fn last_major_compaction_ms(summary: &RegionSummary) -> i64 {
-    summary
-        .stores
-        .iter()
-        .filter(|(_, s)| s.files > 0)
-        .map(|(_, s)| s.last_major_compaction_ms)
-        .min()
-        .unwrap_or(0)
-}
-
-impl Database {
-    /// The server's numbers now: uptime, requests and their latencies,
-    /// block cache, log, memstores, queues and finished work. Cheap enough
-    /// to call every few seconds (it reads each open region's counters).
-    pub fn server_metrics(&self) -> ServerMetrics {
-        let server = self.region_server();
-        let now = self.clock().now_millis();
-        let started = self.started_at_ms();
-        let (online, retired) = server.regions_and_retired_load();
-        let mut requests = RequestMetrics::default();
-        requests.add_totals(&retired.server);
-        let (mut regions, mut failed, mut files, mut file_bytes) = (0, 0, 0, 0);
-        for region in online {
-            regions += 1;
-            if region.open_failure().is_some() {
-                failed += 1;
-            }
-            requests.add(&region.load());
-            for (_, stats) in region.store_stats() {
-                files += stats.files;
-                file_bytes += stats.file_bytes;
-            }
-        }
-        let budget = server.memstore_budget();
-        let limits = budget.limits();
-        let (flush_queue, compaction_queue) = server.maintenance_queues();
-        let work = &server.store_context().work;
-        ServerMetrics {
-            started_at_ms: started,
-            uptime_ms: now.saturating_sub(started).max(0),
-            server: self.server_name().map(str::to_string),
-            tables: self.list_tables().len(),
-            regions,
-            failed_regions: failed,
-            gateways: self
-                .gateways()
-                .into_iter()
-                .map(|g| GatewayMetrics {
-                    protocol: g.protocol,
-                    address: g.address.to_string(),
-                })
-                .collect(),
-            requests,
-            latencies: self.latencies().snapshot(),
-            block_cache: self.block_cache_stats().into(),
-            file_cache: server
-                .store_context()
-                .files
-                .cache_stats()
-                .map(FileCacheMetrics::from),
-            wal: server.wal_stats().into(),
-            memstore: MemstoreMetrics {
-                bytes: budget.total() as u64,
-                limit_bytes: limits.limit_bytes as u64,
-                low_water_bytes: limits.low_water_bytes as u64,
-                high_water_bytes: budget.high_water_bytes() as u64,
-                held_writes: budget.held_writes(),
-                slowed_writes: budget.slowed_writes(),
-            },
-            store_files: files,
-            store_file_bytes: file_bytes,
-            flush_queue_length: flush_queue,
-            compaction_queue_length: compaction_queue,
-            flushes_completed: work.flushes(),
-            compactions_completed: work.compactions(),
-            major_compactions_completed: work.major_compactions(),
-            corruption_errors: self.corruption_errors(),
-        }
-    }
-
-    /// Per table, its numbers over the regions open here (and, for the
-    /// request totals, those that left), in name order.
-    pub fn table_metrics(&self) -> Vec<TableMetrics> {
-        // The open set, not the locator's local routes, so that a region
-        // is counted live or retired, never both: the locator may still
-        // route to a region the server has just closed.
-        let (online, retired) = self.region_server().regions_and_retired_load();
-        let mut by_table: HashMap<&str, Vec<&Arc<basalt_engine::Region>>> = HashMap::new();
-        for region in &online {
-            by_table
-                .entry(region.info().table.as_str())
-                .or_default()
-                .push(region);
-        }
-        self.locator()
-            .tables()
-            .into_iter()
-            .map(|(name, location)| {
-                let mut metrics = TableMetrics {
-                    regions: location.routes().len(),
-                    enabled: location.is_enabled(),
-                    regions_here: 0,
-                    requests: RequestMetrics::default(),
-                    store_files: 0,
-                    store_file_bytes: 0,
-                    memstore_bytes: 0,
-                    table: name,
-                };
-                if let Some(totals) = retired.tables.get(&metrics.table) {
-                    metrics.requests.add_totals(totals);
-                }
-                for region in by_table.get(metrics.table.as_str()).into_iter().flatten() {
-                    let load = region.load();
-                    metrics.regions_here += 1;
-                    metrics.requests.add(&load);
-                    metrics.memstore_bytes += load.memstore_bytes;
-                    for (_, stats) in region.store_stats() {
-                        metrics.store_files += stats.files;
-                        metrics.store_file_bytes += stats.file_bytes;
-                    }
-                }
-                metrics
-            })
-            .collect()
-    }
 }

@@ -248,21 +248,6 @@ impl Default for Options {
 }
 
 impl Options {
-    /// The active master's chores, from `balancer_period_ms`,
-    /// `janitor_period_ms` and `normalizer_period_ms`.
-    pub fn chore_periods(&self) -> crate::cluster::ChorePeriods {
-        crate::cluster::ChorePeriods {
-            balancer: Duration::from_millis(self.balancer_period_ms),
-            janitor: Duration::from_millis(self.janitor_period_ms),
-            normalizer: Duration::from_millis(self.normalizer_period_ms),
-        }
-    }
-
-    /// The normalizer's planning limits, from the `normalizer_*` keys.
-    pub fn normalizer_config(&self) -> crate::normalizer::NormalizerConfig {
-        crate::normalizer::NormalizerConfig::from_options(self)
-    }
-
     /// Default options for the data directory `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Options {

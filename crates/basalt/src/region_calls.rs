@@ -20,7 +20,6 @@ use basalt_engine::scan::{RegionScanner, RowRange};
 use basalt_engine::Region;
 use basalt_types::{Error, Result, RowResult};
 
-use crate::database::Database;
 use crate::gateways::scanners::{OpenScanner, Owner, ScannerLimits, ScannerTable};
 use crate::remote::{RegionAnswer, RegionCall, RemoteError};
 
@@ -84,12 +83,17 @@ impl Default for ServedScanners {
 }
 
 impl ServedScanners {
+    /// Sets how long a scanner lives without a call on it.
+    pub(crate) fn set_lease(&self, lease: Duration) {
+        self.0.set_lease(lease);
+    }
+
     /// Scanners open now.
     pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
-    fn insert(&self, served: Served) -> Result<u64> {
+    pub(crate) fn insert(&self, served: Served) -> Result<u64> {
         let (id, scanner) = self.0.open(Owner::Anyone, served).map_err(|refused| {
             Error::RegionTooBusy(format!(
                 "{} scanners opened by region calls are open, the most one server keeps: \
@@ -103,7 +107,12 @@ impl ServedScanners {
 
     /// The scanner `id` of region `region_id` of `table`, if open and
     /// within its lease; one past its lease is dropped here.
-    fn get(&self, table: &str, region_id: u64, id: u64) -> Result<Arc<OpenScanner<Served>>> {
+    pub(crate) fn get(
+        &self,
+        table: &str,
+        region_id: u64,
+        id: u64,
+    ) -> Result<Arc<OpenScanner<Served>>> {
         let unknown = || {
             Error::invalid(format!(
                 "unknown region-call scanner {id} on region {region_id} of table {table}: \
@@ -123,85 +132,13 @@ impl ServedScanners {
         }
     }
 
-    fn remove(&self, id: u64) {
+    pub(crate) fn remove(&self, id: u64) {
         self.0.close(&id, Owner::Anyone);
     }
 }
 
-impl Database {
-    /// Runs a region call another server sent about region `region_id` of
-    /// `table`, on that region if it is open here (see the module docs).
-    /// A region not open here, or of another table, or a row outside its
-    /// range, is `NotServingRegion`: the caller refreshes its routes.
-    pub fn serve_region_call(
-        &self,
-        table: &str,
-        region_id: u64,
-        call: RegionCall,
-    ) -> Result<RegionAnswer> {
-        let scanners = &self.locator().served;
-        match call {
-            // Scanner calls name their scanner; it holds its region.
-            RegionCall::NextRows { scanner, rows } => {
-                let served = scanners.get(table, region_id, scanner)?;
-                let mut served = served.lock();
-                next_rows(scanners, scanner, &mut served, rows)
-            }
-            RegionCall::CloseScanner { scanner } => {
-                // Only a scanner of this region and table is closed; an
-                // unknown one is closed already.
-                if scanners.get(table, region_id, scanner).is_ok() {
-                    scanners.remove(scanner);
-                }
-                Ok(RegionAnswer::Done)
-            }
-            RegionCall::Flush => {
-                self.region_here(table, region_id)?;
-                self.region_server().flush_region(region_id)?;
-                Ok(RegionAnswer::Done)
-            }
-            RegionCall::Compact { major } => {
-                // Whether it compacted anything does not travel: the caller
-                // asked for the policy's decision, not a promise of work.
-                let _compacted = self.region_here(table, region_id)?.compact(major)?;
-                Ok(RegionAnswer::Done)
-            }
-            call => {
-                let region = self.region_here(table, region_id)?;
-                serve_on_region(scanners, table, &region, call)
-            }
-        }
-    }
-
-    /// Sets how long a scanner opened by a region call lives without a
-    /// call on it (default [`REGION_CALL_SCANNER_LEASE`]).
-    pub fn set_region_call_scanner_lease(&self, lease: Duration) {
-        self.locator()
-            .served
-            .0
-            .set_lease(lease.max(Duration::from_millis(1)));
-    }
-
-    /// Scanners opened by region calls and still open on this server.
-    pub fn region_call_scanners(&self) -> usize {
-        self.locator().served.len()
-    }
-
-    /// Region `region_id` if this process serves it for `table`.
-    fn region_here(&self, table: &str, region_id: u64) -> Result<Arc<Region>> {
-        self.region_server()
-            .region(region_id)
-            .filter(|r| r.info().table == table)
-            .ok_or_else(|| {
-                Error::NotServingRegion(format!(
-                    "region {region_id} of table {table} is not open on this server"
-                ))
-            })
-    }
-}
-
 /// Runs a call that names a row or opens a scanner.
-fn serve_on_region(
+pub(crate) fn serve_on_region(
     scanners: &ServedScanners,
     table: &str,
     region: &Arc<Region>,
@@ -307,7 +244,7 @@ fn serve_on_region(
 
 /// Up to `wanted` results of an open scanner; closes it once it has no
 /// more.
-fn next_rows(
+pub(crate) fn next_rows(
     scanners: &ServedScanners,
     id: u64,
     served: &mut Served,

@@ -112,9 +112,7 @@ impl RegionServerControl for Control {
         self.after_prepare()
     }
     fn region_loads(&self, server: &str) -> Result<Vec<basalt::cluster::RegionLoadReport>> {
-        Ok(basalt::cluster::local_region_loads(
-            &self.directory.by_name(server)?,
-        ))
+        Ok(self.directory.by_name(server)?.region_load_reports())
     }
 }
 

@@ -27,18 +27,8 @@ use basalt_engine::layout;
 use basalt_types::{Error, Result};
 
 use super::master::{least_loaded, ClusterMaster, State};
-use crate::catalog::{Catalog, Procedure, RegionState};
-use crate::master::{altered_descriptor, new_region_entry, FamilyChange};
-
-/// True when every region of `table` was opened (or, disabled, re-epoched)
-/// after the alter: the procedure is done.
-pub(super) fn alter_finished(catalog: &Catalog, table: &str, floor: u64) -> bool {
-    catalog.tables.get(table).is_none_or(|t| {
-        t.regions
-            .iter()
-            .all(|r| r.epoch > floor && (!t.enabled || r.state == RegionState::Open))
-    })
-}
+use crate::catalog::{altered_descriptor, new_region_entry, FamilyChange};
+use crate::catalog::{Procedure, RegionState};
 
 impl ClusterMaster {
     /// Step 1, then step 2 at once.

@@ -49,12 +49,11 @@ use basalt_engine::wal::ObjectWal;
 use basalt_engine::{layout, Clock};
 use basalt_types::{Error, Result, TableDescriptor};
 
-use super::{
+use super::control::{
     ClusterStatus, MasterAnswer, MasterCall, MasterControl, RegionServerControl, RegionTransition,
     ServerName, ServerStatus,
 };
-use crate::catalog::{Catalog, DeadServer, Procedure, RegionEntry, RegionState};
-use crate::master::fence_catalog;
+use crate::catalog::{fence_catalog, Catalog, DeadServer, Procedure, RegionEntry, RegionState};
 use crate::normalizer::{
     plan_table, NormalizationPlan, NormalizerConfig, NormalizerRun, RegionFacts,
 };
@@ -99,6 +98,19 @@ pub struct ChorePeriods {
     /// The region normalizer (HBase's `hbase.normalizer.period`, 5
     /// minutes), when the normalizer switch is on.
     pub normalizer: std::time::Duration,
+}
+
+impl ChorePeriods {
+    /// The periods `options` set (`balancer_period_ms`,
+    /// `janitor_period_ms`, `normalizer_period_ms`).
+    pub fn from_options(options: &crate::Options) -> ChorePeriods {
+        let ms = std::time::Duration::from_millis;
+        ChorePeriods {
+            balancer: ms(options.balancer_period_ms),
+            janitor: ms(options.janitor_period_ms),
+            normalizer: ms(options.normalizer_period_ms),
+        }
+    }
 }
 
 impl Default for ChorePeriods {
@@ -1247,7 +1259,7 @@ impl ClusterMaster {
     fn region_reports(
         &self,
         state: &State,
-    ) -> std::result::Result<BTreeMap<u64, super::RegionLoadReport>, String> {
+    ) -> std::result::Result<BTreeMap<u64, super::control::RegionLoadReport>, String> {
         let mut out = BTreeMap::new();
         for server in &state.live {
             let reports = self
@@ -1280,15 +1292,16 @@ impl ClusterMaster {
         let mut status = self.catalog_status();
         let names: Vec<String> = status.servers.iter().map(|s| s.name.clone()).collect();
         let servers = &self.servers;
-        let loads: Vec<Option<Vec<super::RegionLoadReport>>> = std::thread::scope(|scope| {
-            let asks: Vec<_> = names
-                .iter()
-                .map(|name| scope.spawn(move || servers.region_loads(name).ok()))
-                .collect();
-            asks.into_iter()
-                .map(|ask| ask.join().ok().flatten())
-                .collect()
-        });
+        let loads: Vec<Option<Vec<super::control::RegionLoadReport>>> =
+            std::thread::scope(|scope| {
+                let asks: Vec<_> = names
+                    .iter()
+                    .map(|name| scope.spawn(move || servers.region_loads(name).ok()))
+                    .collect();
+                asks.into_iter()
+                    .map(|ask| ask.join().ok().flatten())
+                    .collect()
+            });
         for (server, loads) in status.servers.iter_mut().zip(loads) {
             server.region_loads = loads;
         }
@@ -1397,6 +1410,12 @@ impl MasterControl for ClusterMaster {
                 .replication_peer_modification_switch(on)
                 .map(|previous| MasterAnswer::Switch { previous }),
             MasterCall::Status => Ok(MasterAnswer::Status(self.status())),
+            MasterCall::CatalogJanitor => {
+                let mut state = self.state.lock();
+                self.check_running()?;
+                self.collect_retired_regions(&mut state)
+                    .map(|()| MasterAnswer::Done)
+            }
         }
     }
 }
@@ -1564,6 +1583,27 @@ pub(super) fn least_loaded(
         .map(|(s, _)| s)
 }
 
+/// True when every region of `table` was opened (or, disabled, re-epoched)
+/// after the alter: the procedure is done.
+fn alter_finished(catalog: &Catalog, table: &str, floor: u64) -> bool {
+    catalog.tables.get(table).is_none_or(|t| {
+        t.regions
+            .iter()
+            .all(|r| r.epoch > floor && (!t.enabled || r.state == RegionState::Open))
+    })
+}
+
+/// True when a split or merge is committed (no old region serves any more)
+/// and every new region is open: its procedure can go.
+fn handover_finished(catalog: &Catalog, old: &[u64], new: &[u64]) -> bool {
+    old.iter().all(|id| catalog.region(*id).is_none())
+        && new.iter().all(|id| {
+            catalog
+                .region(*id)
+                .is_none_or(|(_, _, r)| r.state == RegionState::Open)
+        })
+}
+
 fn procedure_finished(
     catalog: &Catalog,
     procedure: &Procedure,
@@ -1590,19 +1630,19 @@ fn procedure_finished(
             .is_none_or(|(_, _, r)| r.state == RegionState::Open),
         Procedure::AlterTable {
             table, epoch_floor, ..
-        } => super::alter::alter_finished(catalog, table, *epoch_floor),
+        } => alter_finished(catalog, table, *epoch_floor),
         // Committed (the old regions retired) and every new region open;
         // an uncommitted one is rolled back by `resume_handovers`.
         Procedure::SplitRegion {
             parent: old,
             daughters: new,
             ..
-        } => super::split::handover_finished(catalog, &[*old], new),
+        } => handover_finished(catalog, &[*old], new),
         Procedure::MergeRegions {
             regions: old,
             merged,
             ..
-        } => super::split::handover_finished(catalog, old, &[*merged]),
+        } => handover_finished(catalog, old, &[*merged]),
     }
 }
 

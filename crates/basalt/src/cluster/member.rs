@@ -22,10 +22,9 @@ use parking_lot::{Mutex, RwLock};
 use basalt_engine::fs::FileStore;
 use basalt_types::{Error, Result};
 
-use super::{MasterControl, ServerName};
-use crate::catalog::{Catalog, RegionEntry, RegionState};
+use super::control::{MasterAnswer, MasterCall, MasterControl, MasterLink, ServerName};
+use crate::catalog::{region_spec, Catalog, RegionEntry, RegionState};
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
-use crate::master::region_spec;
 use crate::region_server::{RegionAssignment, RegionServer};
 use crate::remote::ServerAddress;
 
@@ -37,8 +36,9 @@ pub struct ClusterMember {
     /// member that hosts no regions (the master's own gateways).
     pub(super) name: Option<String>,
     control: Arc<dyn MasterControl>,
-    /// The newest catalog read.
-    catalog: RwLock<Catalog>,
+    /// The newest catalog read (shared with readers: a new version
+    /// replaces it whole).
+    catalog: RwLock<Arc<Catalog>>,
     /// Serializes catalog reloads and route publication with opens and
     /// closes, so routes never go back to an older catalog.
     pub(super) routing: Mutex<()>,
@@ -69,7 +69,7 @@ impl ClusterMember {
             files,
             name,
             control,
-            catalog: RwLock::new(Catalog::default()),
+            catalog: RwLock::new(Arc::new(Catalog::default())),
             routing: Mutex::new(()),
         }
     }
@@ -84,9 +84,9 @@ impl ClusterMember {
         &self.control
     }
 
-    /// A copy of the newest catalog read.
-    pub(crate) fn catalog(&self) -> Catalog {
-        self.catalog.read().clone()
+    /// The newest catalog read.
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.catalog.read())
     }
 
     /// Reads the newest catalog and, when it is newer than the one held,
@@ -111,7 +111,7 @@ impl ClusterMember {
             self.close_retired(server, &newest);
         }
         let version = newest.version;
-        *self.catalog.write() = newest;
+        *self.catalog.write() = Arc::new(newest);
         Ok(version)
     }
 
@@ -189,7 +189,7 @@ impl ClusterMember {
             if server.region_epoch(region) == Some(spec_entry.epoch) {
                 drop(open);
                 self.publish(&catalog, Some(server), locator);
-                *self.catalog.write() = catalog;
+                *self.catalog.write() = Arc::new(catalog);
                 return Ok(());
             }
             // Open here at an older epoch (the master lost track): close it
@@ -204,7 +204,7 @@ impl ClusterMember {
         // A split's daughter or a merged region: before routes lead to it.
         self.adopt_predecessors(server, &catalog, table, region);
         self.publish(&catalog, Some(server), locator);
-        *self.catalog.write() = catalog;
+        *self.catalog.write() = Arc::new(catalog);
         Ok(())
     }
 
@@ -221,8 +221,56 @@ impl ClusterMember {
         if server.region(region).is_some() {
             server.close_for_move(region)?;
         }
-        let catalog = self.catalog.read().clone();
+        let catalog = self.catalog();
         self.publish(&catalog, Some(server), locator);
         Ok(())
     }
+}
+
+/// A member's way to the active master ([`MasterLink`]): the call goes
+/// over the member's [`MasterControl`]; the catalog it committed is read
+/// back from the shared storage before the call returns, so the routes
+/// show its outcome.
+#[derive(Debug)]
+pub(crate) struct MemberLink {
+    member: Arc<ClusterMember>,
+    server: Arc<RegionServer>,
+    locator: Arc<RegionLocator>,
+}
+
+impl MemberLink {
+    /// The link of `member`, whose routes go to `locator` and whose own
+    /// regions are `server`'s.
+    pub(crate) fn new(
+        member: Arc<ClusterMember>,
+        server: Arc<RegionServer>,
+        locator: Arc<RegionLocator>,
+    ) -> MemberLink {
+        MemberLink {
+            member,
+            server,
+            locator,
+        }
+    }
+}
+
+impl MasterLink for MemberLink {
+    fn call(&self, call: MasterCall) -> Result<MasterAnswer> {
+        let answer = self.member.control().call(call)?;
+        self.refresh()?;
+        Ok(answer)
+    }
+
+    fn catalog(&self) -> Arc<Catalog> {
+        self.member.catalog()
+    }
+
+    fn refresh(&self) -> Result<()> {
+        self.member
+            .refresh(Some(&self.server), &self.locator)
+            .map(drop)
+    }
+
+    /// The active master is another process: it stops with that process.
+    fn stop(&self) {}
 }

@@ -61,27 +61,18 @@ use basalt_engine::{Region, RegionInfo};
 use basalt_types::cell::escape_bytes;
 use basalt_types::{Error, Result};
 
+use super::control::{MasterCall, PrepareMerge, PrepareSplit, SplitPlan};
+use super::master::ClusterMaster;
 use super::master::State;
-use super::{ClusterMaster, ClusterMember, MasterCall, PrepareMerge, PrepareSplit, SplitPlan};
+use super::member::ClusterMember;
 use crate::catalog::{Catalog, Procedure, RegionEntry, RegionState};
-use crate::locator::RegionLocator;
-use crate::maintenance::MaintenanceHooks;
-use crate::master::handover::{
+use crate::handover::{
     choose_split_key, close_all_for_handover, drop_unlinked_retired, retire, seed_successors,
 };
+use crate::locator::RegionLocator;
+use crate::maintenance::MaintenanceHooks;
 use crate::options::Options;
 use crate::region_server::RegionServer;
-
-/// True when a split or merge is committed (no old region serves any more)
-/// and every new region is open: its procedure can go.
-pub(super) fn handover_finished(catalog: &Catalog, old: &[u64], new: &[u64]) -> bool {
-    old.iter().all(|id| catalog.region(*id).is_none())
-        && new.iter().all(|id| {
-            catalog
-                .region(*id)
-                .is_none_or(|(_, _, r)| r.state == RegionState::Open)
-        })
-}
 
 /// A region of a table, by position in the catalog: the entry and where
 /// it is open.
@@ -121,7 +112,7 @@ fn new_entry(
         .get(table)
         .map(|t| t.descriptor.clone())
         .ok_or_else(|| Error::TableNotFound(table.to_string()))?;
-    let mut entry = crate::master::new_region_entry(catalog, &descriptor, range.0, range.1, 0);
+    let mut entry = crate::catalog::new_region_entry(catalog, &descriptor, range.0, range.1, 0);
     // The id was handed out with the procedure (step a); the call above
     // took a fresh one, which is merely skipped.
     entry.id = id;

@@ -39,10 +39,6 @@ use serde::{Deserialize, Serialize};
 use basalt_engine::key_load::{apportion, MINUTE_MS};
 use basalt_engine::KeyLoadMinute;
 use basalt_types::cell::escape_bytes;
-use basalt_types::Result;
-
-use crate::database::Database;
-use crate::RegionRoute;
 
 /// How many of the hottest rows [`KeyHeatmap::hottest`] lists.
 pub const HOTTEST_RANGES: usize = 10;
@@ -150,45 +146,21 @@ pub struct KeyHeatmap {
 }
 
 /// A region as the heatmap sees it.
-struct RegionInput {
-    name: String,
-    start: Bytes,
-    end: Bytes,
-    here: bool,
-    minutes: Vec<KeyLoadMinute>,
-}
-
-impl Database {
-    /// The key heatmap of `table` (see [`KeyHeatmap`]): its regions' key
-    /// load over the last minutes, on a key axis of about `query.rows`
-    /// rows plus the region boundaries.
-    pub fn key_heatmap(&self, table: &str, query: HeatmapQuery) -> Result<KeyHeatmap> {
-        let location = self.locator().table(table)?;
-        let regions: Vec<RegionInput> = location
-            .routes()
-            .iter()
-            .map(|route| {
-                let info = route.info();
-                let (here, minutes) = match route {
-                    RegionRoute::Local(region) => (true, region.key_load()),
-                    _ => (false, Vec::new()),
-                };
-                RegionInput {
-                    name: info.encoded_name(),
-                    start: info.start_key.clone(),
-                    end: info.end_key.clone(),
-                    here,
-                    minutes,
-                }
-            })
-            .collect();
-        let now = self.clock().now_millis();
-        Ok(build(table, regions, query, now))
-    }
+pub(crate) struct RegionInput {
+    pub(crate) name: String,
+    pub(crate) start: Bytes,
+    pub(crate) end: Bytes,
+    pub(crate) here: bool,
+    pub(crate) minutes: Vec<KeyLoadMinute>,
 }
 
 /// Steps 1 to 4 of the module docs.
-fn build(table: &str, mut regions: Vec<RegionInput>, query: HeatmapQuery, now: i64) -> KeyHeatmap {
+pub(crate) fn build(
+    table: &str,
+    mut regions: Vec<RegionInput>,
+    query: HeatmapQuery,
+    now: i64,
+) -> KeyHeatmap {
     // Step 1: the window.
     if let Some(window) = query.minutes {
         let oldest = (now.div_euclid(MINUTE_MS) - window as i64 + 1).saturating_mul(MINUTE_MS);

@@ -105,9 +105,7 @@ impl RegionServerControl for Control {
     }
     // So `balance` events run the balancer's load pass too.
     fn region_loads(&self, server: &str) -> basalt::Result<Vec<basalt::cluster::RegionLoadReport>> {
-        Ok(basalt::cluster::local_region_loads(
-            &self.0.by_name(server)?,
-        ))
+        Ok(self.0.by_name(server)?.region_load_reports())
     }
 }
 
