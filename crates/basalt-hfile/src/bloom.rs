@@ -52,14 +52,15 @@ impl BloomMeta {
         let total_byte_size = c.i64("bloom total byte size")?;
         let hash_count = c.i32("bloom hash count")?;
         if !(1..=MAX_HASH_COUNT).contains(&hash_count) {
-            return Err(format!("bloom hash count {hash_count} outside 1..={MAX_HASH_COUNT}"));
+            return Err(format!(
+                "bloom hash count {hash_count} outside 1..={MAX_HASH_COUNT}"
+            ));
         }
         let hash_type = c.i32("bloom hash type")?;
         let key_count = c.i64("bloom key count")?;
         let max_keys = c.i64("bloom max keys")?;
         let chunk_count = c.len32("bloom chunk count")?;
-        let comparator =
-            String::from_utf8_lossy(c.hadoop_bytes("bloom comparator")?).into_owned();
+        let comparator = String::from_utf8_lossy(c.hadoop_bytes("bloom comparator")?).into_owned();
         let chunks = parse_root(&mut c, chunk_count)?;
         Ok(BloomMeta {
             version,
@@ -265,7 +266,11 @@ mod tests {
         assert!(meta.chunk_contains(&bits, b"alpha").unwrap());
         assert!(meta.chunk_contains(&bits, b"beta").unwrap());
         let misses = (0..100)
-            .filter(|i| !meta.chunk_contains(&bits, format!("x{i}").as_bytes()).unwrap())
+            .filter(|i| {
+                !meta
+                    .chunk_contains(&bits, format!("x{i}").as_bytes())
+                    .unwrap()
+            })
             .count();
         assert!(misses > 90, "{misses}");
     }

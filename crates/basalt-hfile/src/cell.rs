@@ -47,8 +47,7 @@ pub(crate) fn make_cell(key: &[u8], value: &[u8], tags: Vec<Tag>, mvcc: i64) -> 
             k.type_code
         )
     })?;
-    let seq_id =
-        u64::try_from(mvcc).map_err(|_| format!("negative memstore timestamp {mvcc}"))?;
+    let seq_id = u64::try_from(mvcc).map_err(|_| format!("negative memstore timestamp {mvcc}"))?;
     Ok(HFileCell {
         row: Bytes::copy_from_slice(k.row),
         family: Bytes::copy_from_slice(k.family),
@@ -70,7 +69,9 @@ pub(crate) fn parse_tags(raw: &[u8]) -> Decode<Vec<Tag>> {
         let at = c.pos();
         let len = c.u16("tag length")? as usize;
         if len == 0 {
-            return Err(format!("tag at byte {at} of the tags has length 0 (no type)"));
+            return Err(format!(
+                "tag at byte {at} of the tags has length 0 (no type)"
+            ));
         }
         let tag_type = c.u8("tag type")?;
         let value = c.take(len - 1, "tag value")?;
@@ -143,7 +144,9 @@ impl TagDictionary {
                 let index = usize::from(u16::from_be_bytes([status, low]));
                 self.get(index)
                     .ok_or_else(|| {
-                        format!("tag dictionary index {index} at byte {at} is not in the dictionary")
+                        format!(
+                            "tag dictionary index {index} at byte {at} is not in the dictionary"
+                        )
                     })?
                     .to_vec()
             };

@@ -125,8 +125,8 @@ fn stream(reader: impl Read, limit: usize, what: &str) -> Decode<Vec<u8>> {
 }
 
 fn zstd_stream(input: &[u8], limit: usize) -> Decode<Vec<u8>> {
-    let decoder = zstd::stream::read::Decoder::with_buffer(input)
-        .map_err(|e| format!("zstd stream: {e}"))?;
+    let decoder =
+        zstd::stream::read::Decoder::with_buffer(input).map_err(|e| format!("zstd stream: {e}"))?;
     stream(decoder, limit, "zstd")
 }
 
@@ -168,7 +168,9 @@ fn hadoop_blocks(
 fn snappy_chunk(chunk: &[u8], room: usize, out: &mut Vec<u8>) -> Decode<usize> {
     let n = snap::raw::decompress_len(chunk).map_err(|e| format!("snappy: {e}"))?;
     if n > room {
-        return Err(format!("snappy chunk claims {n} bytes, {room} expected at most"));
+        return Err(format!(
+            "snappy chunk claims {n} bytes, {room} expected at most"
+        ));
     }
     let start = out.len();
     out.resize(start + n, 0);
@@ -182,8 +184,8 @@ fn snappy_chunk(chunk: &[u8], room: usize, out: &mut Vec<u8>) -> Decode<usize> {
 fn lz4_chunk(chunk: &[u8], room: usize, out: &mut Vec<u8>) -> Decode<usize> {
     let start = out.len();
     out.resize(start + room, 0);
-    let got = lz4_flex::block::decompress_into(chunk, &mut out[start..])
-        .map_err(|e| format!("lz4: {e}"));
+    let got =
+        lz4_flex::block::decompress_into(chunk, &mut out[start..]).map_err(|e| format!("lz4: {e}"));
     match got {
         Ok(n) => {
             out.truncate(start + n);
@@ -195,7 +197,6 @@ fn lz4_chunk(chunk: &[u8], room: usize, out: &mut Vec<u8>) -> Decode<usize> {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -222,7 +223,9 @@ mod tests {
     #[test]
     fn snappy_and_lz4_runs_in_hadoop_framing_decode() {
         let data = sample();
-        let s = framed(&data, 4096, |p| snap::raw::Encoder::new().compress_vec(p).unwrap());
+        let s = framed(&data, 4096, |p| {
+            snap::raw::Encoder::new().compress_vec(p).unwrap()
+        });
         assert_eq!(decompress(Codec::Snappy, &s, data.len()).unwrap(), data);
         let l = framed(&data, 3000, lz4_flex::block::compress);
         assert_eq!(decompress(Codec::Lz4, &l, data.len()).unwrap(), data);

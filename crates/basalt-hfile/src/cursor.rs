@@ -199,7 +199,11 @@ mod tests {
             len -= 1;
         }
         out.push(len as u8);
-        let len = if len < -120 { -(len + 120) } else { -(len + 112) };
+        let len = if len < -120 {
+            -(len + 120)
+        } else {
+            -(len + 112)
+        };
         for idx in (1..=len).rev() {
             out.push((i >> ((idx - 1) * 8)) as u8);
         }

@@ -101,7 +101,12 @@ pub(crate) fn decode_data_block(
                 DataBlockEncoding::RowIndexV1 => row_index_cells(body, format),
                 other => delta_cells(other, body, format),
             }
-            .map_err(|e| format!("{} block: {e} (positions from the payload's byte 2)", encoding.name()))?;
+            .map_err(|e| {
+                format!(
+                    "{} block: {e} (positions from the payload's byte 2)",
+                    encoding.name()
+                )
+            })?;
             Ok((encoding, cells))
         }
         other => Err(format!("a {other:?} block is not a data block")),
@@ -148,7 +153,10 @@ fn row_index_cells(body: &[u8], format: &CellFormat) -> Decode<Vec<HFileCell>> {
     let size_at = body.len() - 4;
     let size = Cursor::at(body, size_at).len32("cells size")?;
     if size > size_at - 4 {
-        return Err(format!("cells size {size} exceeds the block ({} bytes)", body.len()));
+        return Err(format!(
+            "cells size {size} exceeds the block ({} bytes)",
+            body.len()
+        ));
     }
     let mut c = Cursor::at(body, size);
     let rows = c.len32("row count")?;
@@ -167,7 +175,9 @@ fn row_index_cells(body: &[u8], format: &CellFormat) -> Decode<Vec<HFileCell>> {
     for _ in 0..rows {
         let o = index.len32("row offset")?;
         if o >= size || last.is_some_and(|l| o <= l) {
-            return Err(format!("row offset {o} is not increasing within {size} bytes"));
+            return Err(format!(
+                "row offset {o} is not increasing within {size} bytes"
+            ));
         }
         last = Some(o);
     }
@@ -296,7 +306,9 @@ fn rebuild_key_prefix(
         let row_len = match common {
             0 => usize::from(c.u16("row length")?),
             1 => {
-                let high = *prev_key.first().ok_or("shared prefix 1 with no previous key")?;
+                let high = *prev_key
+                    .first()
+                    .ok_or("shared prefix 1 with no previous key")?;
                 usize::from(u16::from_be_bytes([high, c.u8("row length")?]))
             }
             _ => prev_row_len,
@@ -305,9 +317,9 @@ fn rebuild_key_prefix(
         let shared: &[u8] = if shared_row == 0 {
             &[]
         } else {
-            prev_key.get(2..2 + shared_row).ok_or_else(|| {
-                format!("shared prefix {common} reaches past the previous key")
-            })?
+            prev_key
+                .get(2..2 + shared_row)
+                .ok_or_else(|| format!("shared prefix {common} reaches past the previous key"))?
         };
         if shared_row > row_len {
             return Err(format!(
@@ -370,9 +382,12 @@ fn diff_cell(
     family: &[u8],
 ) -> Decode<(Vec<u8>, Vec<u8>)> {
     let flag = c.u8("flag")?;
-    let needs_prev = DIFF_SAME_KEY_LENGTH | DIFF_SAME_VALUE_LENGTH | DIFF_SAME_TYPE | DIFF_TIMESTAMP_IS_DIFF;
+    let needs_prev =
+        DIFF_SAME_KEY_LENGTH | DIFF_SAME_VALUE_LENGTH | DIFF_SAME_TYPE | DIFF_TIMESTAMP_IS_DIFF;
     if prev.is_none() && flag & needs_prev != 0 {
-        return Err(format!("first cell's flag {flag:#04x} refers to a previous cell"));
+        return Err(format!(
+            "first cell's flag {flag:#04x} refers to a previous cell"
+        ));
     }
     let prev_key: &[u8] = prev.map(|p| p.key.as_slice()).unwrap_or(&[]);
     let key_len = if flag & DIFF_SAME_KEY_LENGTH != 0 {
@@ -396,7 +411,11 @@ fn diff_cell(
     let v = v as i64;
     let (prev_ts, prev_type) = timestamp_and_type(prev_key);
     let ts = if flag & DIFF_TIMESTAMP_IS_DIFF != 0 {
-        let diff = if flag & DIFF_TIMESTAMP_SIGN != 0 { v.wrapping_neg() } else { v };
+        let diff = if flag & DIFF_TIMESTAMP_SIGN != 0 {
+            v.wrapping_neg()
+        } else {
+            v
+        };
         prev_ts.wrapping_sub(diff)
     } else if flag & DIFF_TIMESTAMP_SIGN != 0 {
         v.wrapping_neg()
@@ -430,7 +449,9 @@ fn fast_diff_cell(c: &mut Cursor<'_>, prev: Option<&Previous>) -> Decode<(Vec<u8
         let value_len = c.varint_len("value length")?;
         let common = c.varint_len("shared key prefix")?;
         if common != 0 {
-            return Err(format!("first cell shares {common} bytes with no previous key"));
+            return Err(format!(
+                "first cell shares {common} bytes with no previous key"
+            ));
         }
         let key = c.take(key_len, "key")?.to_vec();
         let value = c.take(value_len, "value")?.to_vec();

@@ -87,7 +87,9 @@ impl FileInfo {
 
     /// Every entry, sorted by key.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.entries.iter().map(|(k, v)| (k.as_slice(), v.as_slice()))
+        self.entries
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_slice()))
     }
 
     /// A big-endian long value (`Bytes.toBytes(long)`).
@@ -95,7 +97,11 @@ impl FileInfo {
         self.get(key)
             .map(|v| {
                 <[u8; 8]>::try_from(v).map(i64::from_be_bytes).map_err(|_| {
-                    format!("file info {} is {} bytes, 8 expected", String::from_utf8_lossy(key), v.len())
+                    format!(
+                        "file info {} is {} bytes, 8 expected",
+                        String::from_utf8_lossy(key),
+                        v.len()
+                    )
                 })
             })
             .transpose()
@@ -106,7 +112,11 @@ impl FileInfo {
         self.get(key)
             .map(|v| {
                 <[u8; 4]>::try_from(v).map(i32::from_be_bytes).map_err(|_| {
-                    format!("file info {} is {} bytes, 4 expected", String::from_utf8_lossy(key), v.len())
+                    format!(
+                        "file info {} is {} bytes, 4 expected",
+                        String::from_utf8_lossy(key),
+                        v.len()
+                    )
                 })
             })
             .transpose()

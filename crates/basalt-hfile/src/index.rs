@@ -119,8 +119,7 @@ pub(crate) fn locate(entries: &[IndexEntry], target: &KeyRef<'_>) -> Decode<usiz
     // Binary search for the first entry whose key is after the target.
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let key = parse_key(&entries[mid].key)
-            .map_err(|e| format!("index key {mid}: {e}"))?;
+        let key = parse_key(&entries[mid].key).map_err(|e| format!("index key {mid}: {e}"))?;
         if compare_keys(&key, target) == Ordering::Greater {
             hi = mid;
         } else {

@@ -42,10 +42,12 @@ pub fn parse_key(key: &[u8]) -> Decode<KeyRef<'_>> {
     let row = c.take(row_len, "key row")?;
     let family_len = c.u8("key family length")? as usize;
     let family = c.take(family_len, "key family")?;
-    let qualifier_len = c
-        .remaining()
-        .checked_sub(9)
-        .ok_or_else(|| format!("key of {} bytes: row and family leave no room for timestamp and type", key.len()))?;
+    let qualifier_len = c.remaining().checked_sub(9).ok_or_else(|| {
+        format!(
+            "key of {} bytes: row and family leave no room for timestamp and type",
+            key.len()
+        )
+    })?;
     let qualifier = c.take(qualifier_len, "key qualifier")?;
     let timestamp = c.i64("key timestamp")?;
     let type_code = c.u8("key type")?;
@@ -132,7 +134,11 @@ mod tests {
         let a = build_key(b"r", b"f", b"q", 2, 4);
         let b = build_key(b"r", b"f", b"q", 1, 4);
         let d = build_key(b"r", b"f", b"q", 1, 8);
-        let (a, b, d) = (parse_key(&a).unwrap(), parse_key(&b).unwrap(), parse_key(&d).unwrap());
+        let (a, b, d) = (
+            parse_key(&a).unwrap(),
+            parse_key(&b).unwrap(),
+            parse_key(&d).unwrap(),
+        );
         assert_eq!(compare_keys(&a, &b), Ordering::Less);
         assert_eq!(compare_keys(&d, &b), Ordering::Less);
         assert_eq!(compare_keys(&first_on_row(b"r"), &a), Ordering::Less);
@@ -143,7 +149,11 @@ mod tests {
         let last = build_key(b"r", b"", b"", 0, 0);
         let cell = build_key(b"r", b"zz", b"zz", 0, 4);
         let next = build_key(b"s", b"", b"", i64::MAX, 255);
-        let (l, c, n) = (parse_key(&last).unwrap(), parse_key(&cell).unwrap(), parse_key(&next).unwrap());
+        let (l, c, n) = (
+            parse_key(&last).unwrap(),
+            parse_key(&cell).unwrap(),
+            parse_key(&next).unwrap(),
+        );
         assert_eq!(compare_keys(&l, &c), Ordering::Greater);
         assert_eq!(compare_keys(&l, &n), Ordering::Less);
     }

@@ -45,8 +45,8 @@ pub(crate) fn fields<'a>(buf: &'a [u8], what: &str) -> Decode<Vec<(u32, Value<'a
             }
             t => {
                 return Err(format!(
-                    "{what}: field {number} at byte {at} has wire type {t}, which HBase never writes"
-                ))
+                "{what}: field {number} at byte {at} has wire type {t}, which HBase never writes"
+            ))
             }
         };
         out.push((number as u32, value));

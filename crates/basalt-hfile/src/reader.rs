@@ -156,8 +156,8 @@ impl HFileReader {
         }
         let info = self.read_block(at, end, None)?;
         self.expect_type(&info, BlockType::FileInfo)?;
-        self.file_info =
-            FileInfo::parse(&info.payload).map_err(|m| self.corrupt(at, format!("file info: {m}")))?;
+        self.file_info = FileInfo::parse(&info.payload)
+            .map_err(|m| self.corrupt(at, format!("file info: {m}")))?;
         at += info.header.on_disk_size() as u64;
 
         while at < end {
@@ -190,9 +190,9 @@ impl HFileReader {
             offset: at,
             message: format!("file info: {m}"),
         };
-        let includes_tags =
-            self.trailer.major_version >= 3 && fi.get(keys::MAX_TAGS_LEN).is_some();
-        let tags_compressed = includes_tags && fi.get_bool(keys::TAGS_COMPRESSED).map_err(bad)? == Some(true);
+        let includes_tags = self.trailer.major_version >= 3 && fi.get(keys::MAX_TAGS_LEN).is_some();
+        let tags_compressed =
+            includes_tags && fi.get_bool(keys::TAGS_COMPRESSED).map_err(bad)? == Some(true);
         let includes_mvcc = fi.get_i32(keys::KEY_VALUE_VERSION).map_err(bad)? == Some(1);
         let max_ts = fi.get_i64(keys::MAX_MEMSTORE_TS).map_err(bad)?.unwrap_or(0);
         let encoding = match fi.get(keys::DATA_BLOCK_ENCODING) {
@@ -218,7 +218,10 @@ impl HFileReader {
         if b.header.block_type != t {
             return Err(self.corrupt(
                 b.offset,
-                format!("{:?} block where a {t:?} block belongs", b.header.block_type),
+                format!(
+                    "{:?} block where a {t:?} block belongs",
+                    b.header.block_type
+                ),
             ));
         }
         Ok(())
@@ -238,14 +241,20 @@ impl HFileReader {
         if end.is_none() {
             return Err(self.corrupt(
                 offset,
-                format!("{len} bytes at {offset} run past the end of the file ({} bytes)", self.len),
+                format!(
+                    "{len} bytes at {offset} run past the end of the file ({} bytes)",
+                    self.len
+                ),
             ));
         }
         match &self.source {
             Source::Memory(b) => Ok(b.slice(offset as usize..offset as usize + len)),
             Source::File(f) => {
                 let mut f = f.lock().map_err(|_| {
-                    self.corrupt(offset, "file handle poisoned by an earlier panic".to_string())
+                    self.corrupt(
+                        offset,
+                        "file handle poisoned by an earlier panic".to_string(),
+                    )
                 })?;
                 let mut buf = vec![0u8; len];
                 f.seek(SeekFrom::Start(offset))
@@ -260,7 +269,10 @@ impl HFileReader {
     /// end by `limit`; `expected_size` is its on-disk size where an index
     /// gave one.
     pub fn read_block(&self, offset: u64, limit: u64, expected_size: Option<u32>) -> Result<Block> {
-        if offset.checked_add(HEADER_SIZE as u64).is_none_or(|e| e > limit) {
+        if offset
+            .checked_add(HEADER_SIZE as u64)
+            .is_none_or(|e| e > limit)
+        {
             return Err(self.corrupt(
                 offset,
                 format!("a block header at {offset} would run past {limit}"),
@@ -273,14 +285,20 @@ impl HFileReader {
         if offset + size > limit {
             return Err(self.corrupt(
                 offset,
-                format!("{:?} block of {size} bytes at {offset} runs past {limit}", h.block_type),
+                format!(
+                    "{:?} block of {size} bytes at {offset} runs past {limit}",
+                    h.block_type
+                ),
             ));
         }
         if let Some(expected) = expected_size {
             if u64::from(expected) != size {
                 return Err(self.corrupt(
                     offset,
-                    format!("{:?} block is {size} bytes on disk, the index says {expected}", h.block_type),
+                    format!(
+                        "{:?} block is {size} bytes on disk, the index says {expected}",
+                        h.block_type
+                    ),
                 ));
             }
         }
@@ -366,9 +384,14 @@ impl HFileReader {
     }
 
     fn index_block(&self, e: &IndexEntry, want: BlockType) -> Result<Vec<IndexEntry>> {
-        let b = self.read_block(e.offset, self.trailer.load_on_open_offset, Some(e.on_disk_size))?;
+        let b = self.read_block(
+            e.offset,
+            self.trailer.load_on_open_offset,
+            Some(e.on_disk_size),
+        )?;
         self.expect_type(&b, want)?;
-        parse_non_root(&b.payload).map_err(|m| self.corrupt(e.offset, format!("{want:?} block: {m}")))
+        parse_non_root(&b.payload)
+            .map_err(|m| self.corrupt(e.offset, format!("{want:?} block: {m}")))
     }
 
     /// Every cell, in file order.
@@ -385,7 +408,10 @@ impl HFileReader {
         let target = first_on_row(row);
         let mut entries = self.root_index.clone();
         let mut i = locate(&entries, &target).map_err(|m| {
-            self.corrupt(self.trailer.load_on_open_offset, format!("root data index: {m}"))
+            self.corrupt(
+                self.trailer.load_on_open_offset,
+                format!("root data index: {m}"),
+            )
         })?;
         for depth in 1..self.trailer.num_data_index_levels {
             let want = if depth + 1 == self.trailer.num_data_index_levels {
@@ -401,7 +427,12 @@ impl HFileReader {
             i = locate(&entries, &target)
                 .map_err(|m| self.corrupt(parent.offset, format!("{want:?} block: {m}")))?;
         }
-        Ok(Cells::new(self, entries[i].offset, Some(row.to_vec()), false))
+        Ok(Cells::new(
+            self,
+            entries[i].offset,
+            Some(row.to_vec()),
+            false,
+        ))
     }
 
     /// Whether `row` may be in the file, by the general Bloom filter; true
@@ -416,7 +447,11 @@ impl HFileReader {
         let Some(chunk) = bloom.chunk_for(row) else {
             return Ok(false);
         };
-        let b = self.read_block(chunk.offset, self.trailer.load_on_open_offset, Some(chunk.on_disk_size))?;
+        let b = self.read_block(
+            chunk.offset,
+            self.trailer.load_on_open_offset,
+            Some(chunk.on_disk_size),
+        )?;
         self.expect_type(&b, BlockType::BloomChunk)?;
         bloom
             .chunk_contains(&b.payload, row)
@@ -439,7 +474,12 @@ pub struct Cells<'a> {
 }
 
 impl<'a> Cells<'a> {
-    fn new(reader: &'a HFileReader, start: u64, from_row: Option<Vec<u8>>, whole_file: bool) -> Self {
+    fn new(
+        reader: &'a HFileReader,
+        start: u64,
+        from_row: Option<Vec<u8>>,
+        whole_file: bool,
+    ) -> Self {
         Cells {
             reader,
             next_block: start,

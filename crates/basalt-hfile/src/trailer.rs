@@ -78,9 +78,7 @@ pub(crate) fn parse(tail: &[u8], file_len: u64) -> Result<Trailer, (u64, String)
     }
     let version_at = tail.len() - 4;
     let mut v = Cursor::at(tail, version_at);
-    let version = v
-        .u32("trailer version")
-        .map_err(|m| (file_len - 4, m))?;
+    let version = v.u32("trailer version").map_err(|m| (file_len - 4, m))?;
     let major = version & 0x00ff_ffff;
     let minor = version >> 24;
     let Some(size) = trailer_size(major) else {
@@ -105,7 +103,10 @@ pub(crate) fn parse(tail: &[u8], file_len: u64) -> Result<Trailer, (u64, String)
     let offset = tail_start + start as u64;
     let body = &tail[start..version_at];
     if &body[..8] != TRAILER_MAGIC {
-        return Err((offset, format!("trailer magic is {:?}, expected TRABLK\"$", &body[..8])));
+        return Err((
+            offset,
+            format!("trailer magic is {:?}, expected TRABLK\"$", &body[..8]),
+        ));
     }
     let at = |m: String| (offset + 8, format!("trailer protobuf: {m}"));
     let (msg, _) = proto::delimited(&body[8..], "trailer message").map_err(at)?;

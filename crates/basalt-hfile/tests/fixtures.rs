@@ -1,6 +1,8 @@
 //! Every fixture HBase 2.6.4 wrote (scripts/hfile-fixtures) reads back cell
 //! for cell as HBase's own reader listed it in FIXTURE.expected.json.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 
 use basalt_hfile::{Codec, DataBlockEncoding, HFileCell, HFileReader};
@@ -53,22 +55,46 @@ fn type_name(c: &HFileCell) -> &'static str {
 
 fn assert_cell(file: &Path, i: usize, got: &HFileCell, want: &Value) {
     let ctx = format!("{} cell {i}", file.display());
-    assert_eq!(&got.row[..], unescape(want["row"].as_str().unwrap()), "{ctx} row");
-    assert_eq!(&got.family[..], unescape(want["family"].as_str().unwrap()), "{ctx} family");
+    assert_eq!(
+        &got.row[..],
+        unescape(want["row"].as_str().unwrap()),
+        "{ctx} row"
+    );
+    assert_eq!(
+        &got.family[..],
+        unescape(want["family"].as_str().unwrap()),
+        "{ctx} family"
+    );
     assert_eq!(
         &got.qualifier[..],
         unescape(want["qualifier"].as_str().unwrap()),
         "{ctx} qualifier"
     );
-    assert_eq!(got.timestamp, want["timestamp"].as_i64().unwrap(), "{ctx} timestamp");
+    assert_eq!(
+        got.timestamp,
+        want["timestamp"].as_i64().unwrap(),
+        "{ctx} timestamp"
+    );
     assert_eq!(type_name(got), want["type"].as_str().unwrap(), "{ctx} type");
     assert_eq!(got.seq_id, want["seq_id"].as_u64().unwrap(), "{ctx} seq id");
-    assert_eq!(&got.value[..], unescape(want["value"].as_str().unwrap()), "{ctx} value");
+    assert_eq!(
+        &got.value[..],
+        unescape(want["value"].as_str().unwrap()),
+        "{ctx} value"
+    );
     let tags = want["tags"].as_array().unwrap();
     assert_eq!(got.tags.len(), tags.len(), "{ctx} tag count");
     for (t, w) in got.tags.iter().zip(tags) {
-        assert_eq!(u64::from(t.tag_type), w["type"].as_u64().unwrap(), "{ctx} tag type");
-        assert_eq!(&t.value[..], unescape(w["value"].as_str().unwrap()), "{ctx} tag value");
+        assert_eq!(
+            u64::from(t.tag_type),
+            w["type"].as_u64().unwrap(),
+            "{ctx} tag type"
+        );
+        assert_eq!(
+            &t.value[..],
+            unescape(w["value"].as_str().unwrap()),
+            "{ctx} tag value"
+        );
     }
 }
 
@@ -89,7 +115,11 @@ fn every_fixture_reads_back_every_cell_as_hbase_listed_it() {
 #[test]
 fn the_same_bytes_read_from_memory_give_the_same_cells() {
     for (file, _) in fixtures() {
-        let from_file: Vec<_> = HFileReader::open(&file).unwrap().cells().map(|c| c.unwrap()).collect();
+        let from_file: Vec<_> = HFileReader::open(&file)
+            .unwrap()
+            .cells()
+            .map(|c| c.unwrap())
+            .collect();
         let bytes = std::fs::read(&file).unwrap();
         let mem = HFileReader::from_bytes(&file, bytes).unwrap();
         let from_mem: Vec<_> = mem.cells().map(|c| c.unwrap()).collect();
@@ -104,7 +134,11 @@ fn trailer_and_file_info_agree_with_how_each_fixture_was_written() {
         let ctx = file.display().to_string();
         assert_eq!(r.trailer().major_version, 3, "{ctx}");
         assert_eq!(r.trailer().minor_version, 3, "{ctx}");
-        assert_eq!(r.trailer().compression.name(), expected["compression"].as_str().unwrap(), "{ctx}");
+        assert_eq!(
+            r.trailer().compression.name(),
+            expected["compression"].as_str().unwrap(),
+            "{ctx}"
+        );
         assert_eq!(
             r.data_block_encoding().name(),
             expected["data_block_encoding"].as_str().unwrap(),
@@ -115,8 +149,16 @@ fn trailer_and_file_info_agree_with_how_each_fixture_was_written() {
             expected["data_index_levels"].as_u64().unwrap(),
             "{ctx}"
         );
-        assert_eq!(r.cell_format().includes_tags, expected["includes_tags"].as_bool().unwrap(), "{ctx}");
-        assert_eq!(r.cell_format().tags_compressed, expected["tags_compressed"].as_bool().unwrap(), "{ctx}");
+        assert_eq!(
+            r.cell_format().includes_tags,
+            expected["includes_tags"].as_bool().unwrap(),
+            "{ctx}"
+        );
+        assert_eq!(
+            r.cell_format().tags_compressed,
+            expected["tags_compressed"].as_bool().unwrap(),
+            "{ctx}"
+        );
         assert!(r.cell_format().includes_mvcc, "{ctx}");
         let bloom = expected["bloom"].as_str().unwrap();
         if bloom == "NONE" {
@@ -125,13 +167,19 @@ fn trailer_and_file_info_agree_with_how_each_fixture_was_written() {
             assert_eq!(r.bloom_type().as_deref(), Some(bloom), "{ctx}");
             let meta = r.general_bloom().unwrap();
             assert!(!meta.chunks.is_empty(), "{ctx}");
-            assert_eq!(meta.key_count > 0, true, "{ctx}");
+            assert!(meta.key_count > 0, "{ctx}");
         }
         // Every data block the index lists is where the index says.
         let blocks = r.data_block_index().unwrap();
         assert!(!blocks.is_empty(), "{ctx}");
         for e in &blocks {
-            let b = r.read_block(e.offset, r.trailer().load_on_open_offset, Some(e.on_disk_size)).unwrap();
+            let b = r
+                .read_block(
+                    e.offset,
+                    r.trailer().load_on_open_offset,
+                    Some(e.on_disk_size),
+                )
+                .unwrap();
             assert!(b.header.block_type.is_data(), "{ctx}");
             let checksum = match b.header.checksum_type {
                 basalt_hfile::ChecksumType::Crc32 => "CRC32",
@@ -196,7 +244,11 @@ fn seek_finds_the_first_cell_at_or_after_each_row() {
             let want: Vec<&HFileCell> = all.iter().filter(|c| c.row[..] >= probe[..]).collect();
             let got: Vec<HFileCell> = r.seek(&probe).unwrap().map(|c| c.unwrap()).collect();
             assert_eq!(got.len(), want.len(), "{} seek {probe:?}", file.display());
-            assert!(got.iter().zip(want).all(|(a, b)| a == b), "{} seek {probe:?}", file.display());
+            assert!(
+                got.iter().zip(want).all(|(a, b)| a == b),
+                "{} seek {probe:?}",
+                file.display()
+            );
         }
     }
 }
@@ -211,7 +263,11 @@ fn the_row_bloom_filter_contains_every_row_and_few_others() {
         let r = HFileReader::open(&file).unwrap();
         let rows: Vec<Vec<u8>> = r.cells().map(|c| c.unwrap().row.to_vec()).collect();
         for row in &rows {
-            assert!(r.might_contain(row).unwrap(), "{} row {row:?}", file.display());
+            assert!(
+                r.might_contain(row).unwrap(),
+                "{} row {row:?}",
+                file.display()
+            );
         }
         let absent = (0..400)
             .filter(|i| {
@@ -219,7 +275,11 @@ fn the_row_bloom_filter_contains_every_row_and_few_others() {
                 r.might_contain(probe.as_bytes()).unwrap()
             })
             .count();
-        assert!(absent < 40, "{}: {absent} of 400 absent rows pass", file.display());
+        assert!(
+            absent < 40,
+            "{}: {absent} of 400 absent rows pass",
+            file.display()
+        );
         checked += 1;
     }
     assert!(checked >= 5);
