@@ -1,0 +1,209 @@
+//! The cells an HFile yields.
+
+use basalt_types::CellType;
+use bytes::Bytes;
+
+use crate::cursor::{Cursor, Decode};
+use crate::key::parse_key;
+
+/// One tag of a cell (HBase v3 tags: TTL, ACL, visibility labels,
+/// application tags).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tag {
+    /// The tag type (HBase reserves 1-64; 65 and up are custom).
+    pub tag_type: u8,
+    /// The tag's value.
+    pub value: Bytes,
+}
+
+/// One cell as stored in an HFile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HFileCell {
+    /// The row.
+    pub row: Bytes,
+    /// The column family.
+    pub family: Bytes,
+    /// The qualifier.
+    pub qualifier: Bytes,
+    /// The timestamp.
+    pub timestamp: i64,
+    /// Put or one of the delete markers.
+    pub cell_type: CellType,
+    /// The value (empty for delete markers).
+    pub value: Bytes,
+    /// The tags, in stored order.
+    pub tags: Vec<Tag>,
+    /// The memstore timestamp (sequence id) when the file stores them
+    /// (`KEY_VALUE_VERSION` 1), else 0.
+    pub seq_id: u64,
+}
+
+/// Builds a cell from a flat key, value, tags and memstore timestamp.
+pub(crate) fn make_cell(key: &[u8], value: &[u8], tags: Vec<Tag>, mvcc: i64) -> Decode<HFileCell> {
+    let k = parse_key(key)?;
+    let cell_type = CellType::from_code(k.type_code).ok_or_else(|| {
+        format!(
+            "type code {} is not a cell type (Put 4, Delete 8, DeleteFamilyVersion 10, DeleteColumn 12, DeleteFamily 14)",
+            k.type_code
+        )
+    })?;
+    let seq_id = u64::try_from(mvcc).map_err(|_| format!("negative memstore timestamp {mvcc}"))?;
+    Ok(HFileCell {
+        row: Bytes::copy_from_slice(k.row),
+        family: Bytes::copy_from_slice(k.family),
+        qualifier: Bytes::copy_from_slice(k.qualifier),
+        timestamp: k.timestamp,
+        cell_type,
+        value: Bytes::copy_from_slice(value),
+        tags,
+        seq_id,
+    })
+}
+
+/// Splits a cell's serialized tags: each a 2-byte big-endian length
+/// (covering type and value), a type byte and the value.
+pub(crate) fn parse_tags(raw: &[u8]) -> Decode<Vec<Tag>> {
+    let mut c = Cursor::new(raw);
+    let mut tags = Vec::new();
+    while !c.is_empty() {
+        let at = c.pos();
+        let len = c.u16("tag length")? as usize;
+        if len == 0 {
+            return Err(format!(
+                "tag at byte {at} of the tags has length 0 (no type)"
+            ));
+        }
+        let tag_type = c.u8("tag type")?;
+        let value = c.take(len - 1, "tag value")?;
+        tags.push(Tag {
+            tag_type,
+            value: Bytes::copy_from_slice(value),
+        });
+    }
+    Ok(tags)
+}
+
+/// HBase's tag dictionary for compressed tags in encoded data blocks: an
+/// LRU of at most 127 entries, cleared at every block. A new entry takes
+/// the next free index, or, when full, the least recently used entry's;
+/// a lookup makes an entry the most recently used.
+#[derive(Debug, Default)]
+pub(crate) struct TagDictionary {
+    entries: Vec<(Vec<u8>, u64)>,
+    clock: u64,
+}
+
+/// The dictionary's capacity (`Byte.MAX_VALUE` in HBase's encoders).
+const TAG_DICTIONARY_CAPACITY: usize = 127;
+
+impl TagDictionary {
+    fn add(&mut self, entry: &[u8]) {
+        if entry.is_empty() {
+            return;
+        }
+        self.clock += 1;
+        if self.entries.len() < TAG_DICTIONARY_CAPACITY {
+            self.entries.push((entry.to_vec(), self.clock));
+            return;
+        }
+        let oldest = self
+            .entries
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, (_, used))| *used)
+            .map(|(i, _)| i);
+        if let Some(i) = oldest {
+            self.entries[i] = (entry.to_vec(), self.clock);
+        }
+    }
+
+    fn get(&mut self, index: usize) -> Option<&[u8]> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.entries.get_mut(index).map(|(e, used)| {
+            *used = clock;
+            e.as_slice()
+        })
+    }
+
+    /// Decodes compressed tags whose uncompressed form is `total` bytes:
+    /// per tag, either 0xFF, a varint length and the tag (type and value),
+    /// which joins the dictionary, or a 2-byte big-endian dictionary index.
+    pub(crate) fn uncompress(&mut self, c: &mut Cursor<'_>, total: usize) -> Decode<Vec<u8>> {
+        let mut raw = Vec::with_capacity(total.min(c.remaining() * 4 + 64));
+        while raw.len() < total {
+            let at = c.pos();
+            let status = c.u8("compressed tag status")?;
+            let entry: Vec<u8> = if status == 0xff {
+                let len = c.varint_len("compressed tag length")?;
+                let tag = c.take(len, "compressed tag")?;
+                self.add(tag);
+                tag.to_vec()
+            } else {
+                let low = c.u8("tag dictionary index")?;
+                let index = usize::from(u16::from_be_bytes([status, low]));
+                self.get(index)
+                    .ok_or_else(|| {
+                        format!(
+                            "tag dictionary index {index} at byte {at} is not in the dictionary"
+                        )
+                    })?
+                    .to_vec()
+            };
+            let len = u16::try_from(entry.len())
+                .map_err(|_| format!("tag at byte {at} is {} bytes long", entry.len()))?;
+            raw.extend_from_slice(&len.to_be_bytes());
+            raw.extend_from_slice(&entry);
+        }
+        if raw.len() != total {
+            return Err(format!(
+                "compressed tags decode to {} bytes, their length says {total}",
+                raw.len()
+            ));
+        }
+        Ok(raw)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_split_by_their_lengths() {
+        let raw = [0, 3, 8, 0xaa, 0xbb, 0, 1, 65];
+        let tags = parse_tags(&raw).unwrap();
+        assert_eq!(tags.len(), 2);
+        assert_eq!(tags[0].tag_type, 8);
+        assert_eq!(&tags[0].value[..], &[0xaa, 0xbb]);
+        assert_eq!(tags[1].tag_type, 65);
+        assert!(tags[1].value.is_empty());
+        assert!(parse_tags(&[0, 5, 1]).is_err());
+        assert!(parse_tags(&[0, 0]).is_err());
+    }
+
+    #[test]
+    fn compressed_tags_refer_back_to_the_dictionary() {
+        // A new tag (type 8, value 1), then the same by index 0.
+        let buf = [0xff, 2, 8, 1, 0, 0];
+        let mut d = TagDictionary::default();
+        let mut c = Cursor::new(&buf);
+        let raw = d.uncompress(&mut c, 8).unwrap();
+        assert_eq!(raw, vec![0, 2, 8, 1, 0, 2, 8, 1]);
+        let mut c = Cursor::new(&[0, 5]);
+        assert!(d.uncompress(&mut c, 4).is_err());
+    }
+
+    #[test]
+    fn a_full_tag_dictionary_reuses_the_least_recently_used_index() {
+        let mut d = TagDictionary::default();
+        for i in 0..TAG_DICTIONARY_CAPACITY {
+            d.add(&[i as u8]);
+        }
+        // Touch entry 0 so entry 1 is the oldest.
+        assert!(d.get(0).is_some());
+        d.add(b"new");
+        assert_eq!(d.get(1), Some(&b"new"[..]));
+        assert_eq!(d.get(0), Some(&[0u8][..]));
+    }
+}
