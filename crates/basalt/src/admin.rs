@@ -797,8 +797,10 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                 };
                 status.tables += 1;
                 status.regions += regions.len();
+                // A disabled table's regions are closed, not failed.
+                let enabled = db.is_table_enabled(&name).unwrap_or(false);
                 for r in &regions {
-                    if r.state != RegionState::Open {
+                    if r.state != RegionState::Open && enabled {
                         status.failed_regions += 1;
                     }
                     status.read_requests += r.load.read_requests;

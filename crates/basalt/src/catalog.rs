@@ -723,7 +723,7 @@ impl Catalog {
     ///
     /// Fencing invariant C1: a process stores a catalog version only as
     /// the successor of the version it holds; a newer owner stored that
-    /// successor itself at open (see `Master::start`), so a stale
+    /// successor itself at open (`fence_catalog`), so a stale
     /// process's DDL can never be published after a takeover.
     pub fn store_fenced(
         &mut self,

@@ -12,10 +12,11 @@
 //!
 //! `Database` adds what belongs to a data directory (the process lock, the
 //! choice of file store and clock: [`DatabaseBuilder`]) and reaches the
-//! master only through its [`MasterLink`]: the in-process
-//! [`Master`](crate::Master) in one process, a cluster's active master in a
-//! member (`cluster::member`). So no operation here asks which mode it
-//! runs in. The region server and the locator are reachable on their own
+//! master only through its [`MasterLink`]: in one process the cluster's
+//! own master runs in-process, joined to this process's region server by
+//! direct calls (`cluster::in_process`); in a member it is the active
+//! master of the cluster (`cluster::member`). So no operation here asks
+//! which mode it runs in. The region server and the locator are reachable on their own
 //! ([`Database::region_server`], [`Database::locator`]).
 //!
 //! Every `impl Database` of the crate is in this file: the embedded API,
@@ -45,7 +46,6 @@ use crate::cluster::{
 };
 use crate::gateways::{Gateway, Gateways};
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
-use crate::master::Master;
 use crate::metrics::heatmap::{self, HeatmapQuery, KeyHeatmap};
 use crate::metrics::{
     FileCacheMetrics, GatewayMetrics, MemstoreMetrics, RequestLatencies, RequestMetrics,
@@ -275,15 +275,20 @@ impl DatabaseBuilder {
             .unwrap_or_else(|| Arc::new(LocalFileStore::new()));
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let started_at_ms = clock.now_millis();
-        let (master, recovery) =
-            Master::start(&dir, self.options, Arc::clone(&clock), files, &self.wal)?;
-        let server = Arc::clone(master.region_server());
-        let locator = Arc::clone(master.locator());
+        // One process is a cluster of one (`cluster::in_process`).
+        let started = crate::cluster::start_in_process(
+            &dir,
+            self.options,
+            Arc::clone(&clock),
+            files,
+            &self.wal,
+        )?;
+        let (server, locator, recovery) = (started.server, started.locator, started.recovery);
         Ok(Database {
             inner: Arc::new(DbInner {
                 dir,
                 lock: Mutex::new(Some(lock)),
-                master,
+                master: started.link,
                 cluster: None,
                 server,
                 locator,
@@ -756,10 +761,13 @@ impl Database {
     /// the load and store statistics of the regions held here.
     fn summaries(&self, table: &TableLocation, loads: bool) -> Vec<RegionSummary> {
         let catalog = self.inner.master.catalog();
+        // The one server of a process has no network name of its own (its
+        // gateways name themselves): only a cluster's servers are shown.
         let holder = |id: u64| {
             catalog
                 .region(id)
                 .and_then(|(_, _, entry)| entry.server.clone())
+                .filter(|server| server != crate::cluster::IN_PROCESS_SERVER)
         };
         table
             .routes()
@@ -1156,32 +1164,7 @@ impl Database {
     /// The load of every region this process serves itself, for
     /// [`crate::cluster::RegionServerControl::region_loads`]'s serving side.
     pub fn region_load_reports(&self) -> Vec<RegionLoadReport> {
-        let mut reports = Vec::new();
-        for (table, location) in self.locator().tables() {
-            for route in location.routes() {
-                if let RegionRoute::Local(region) = route {
-                    let load = region.load();
-                    let stores = region.store_stats();
-                    reports.push(RegionLoadReport {
-                        table: table.clone(),
-                        region: region.info().id,
-                        requests_per_sec: load.read_requests_per_sec + load.write_requests_per_sec,
-                        read_requests: load.read_requests,
-                        write_requests: load.write_requests,
-                        memstore_bytes: load.memstore_bytes,
-                        store_files: stores.iter().map(|(_, s)| s.files).sum(),
-                        store_file_bytes: stores.iter().map(|(_, s)| s.file_bytes).sum(),
-                        read_requests_per_sec: Some(load.read_requests_per_sec),
-                        write_requests_per_sec: Some(load.write_requests_per_sec),
-                        filtered_read_requests_per_sec: Some(load.filtered_read_requests_per_sec),
-                        filtered_read_requests: Some(load.filtered_read_requests),
-                        bytes_read: Some(load.bytes_read),
-                        bytes_written: Some(load.bytes_written),
-                    });
-                }
-            }
-        }
-        reports
+        crate::cluster::region_load_reports(self.locator())
     }
 }
 

@@ -1,6 +1,6 @@
 //! The steps of a split or merge that do the work on files and regions,
-//! shared by the one-process master (`master::handover`, which documents
-//! the protocol) and a cluster's (`cluster::split`): closing the old
+//! on the server hosting the old regions (`cluster::split` documents the
+//! protocol): closing the old
 //! regions for the hand-over, choosing a split row, seeding the new
 //! regions with links to the old files, retiring the old regions in the
 //! catalog, and dropping the retired regions nothing links to any more.

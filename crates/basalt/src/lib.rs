@@ -44,7 +44,6 @@ mod handover;
 pub mod keys;
 mod locator;
 mod maintenance;
-mod master;
 pub mod metrics;
 pub mod normalizer;
 mod options;
@@ -66,7 +65,6 @@ pub use database::{
 };
 pub use gateways::Gateway;
 pub use locator::{RegionLocator, RegionRoute, RouteRefresher, TableLocation};
-pub use master::Master;
 pub use normalizer::{NormalizationPlan, NormalizerRun};
 pub use options::{Options, RegionSplitPolicy};
 pub use region_calls::{REGION_CALL_MAX_ROWS, REGION_CALL_SCANNER_CAP, REGION_CALL_SCANNER_LEASE};

@@ -257,18 +257,6 @@ pub struct TableLocation {
 }
 
 impl TableLocation {
-    pub(crate) fn new(
-        descriptor: TableDescriptor,
-        enabled: bool,
-        regions: Vec<Arc<Region>>,
-    ) -> Self {
-        TableLocation::with_routes(
-            descriptor,
-            enabled,
-            regions.into_iter().map(RegionRoute::Local).collect(),
-        )
-    }
-
     /// A table's locations with each region's route: what the cluster
     /// layer builds from the catalog (local for regions open here, remote
     /// for the others) and hands to [`RegionLocator::publish`]. The routes
@@ -330,11 +318,6 @@ impl TableLocation {
         self.status.load(Ordering::SeqCst) == ENABLED
     }
 
-    pub(crate) fn set_enabled(&self, enabled: bool) {
-        self.status
-            .store(if enabled { ENABLED } else { DISABLED }, Ordering::SeqCst);
-    }
-
     pub(crate) fn mark_dropped(&self) {
         self.status.store(DROPPED, Ordering::SeqCst);
     }
@@ -383,52 +366,6 @@ impl TableLocation {
         } else if status_changed {
             self.announce_region_change();
         }
-    }
-
-    /// The serving region with this id, if open in this process.
-    pub(crate) fn region_by_id(&self, id: u64) -> Option<Arc<Region>> {
-        self.routes
-            .read()
-            .iter()
-            .filter_map(RegionRoute::local)
-            .find(|r| r.info().id == id)
-            .cloned()
-    }
-
-    /// The regions open in this process, in key order (all of them in one
-    /// process; those of this server in a cluster).
-    pub(crate) fn regions(&self) -> Vec<Arc<Region>> {
-        self.routes
-            .read()
-            .iter()
-            .filter_map(RegionRoute::local)
-            .cloned()
-            .collect()
-    }
-
-    pub(crate) fn replace_regions(&self, regions: Vec<Arc<Region>>) {
-        self.replace_routes(regions.into_iter().map(RegionRoute::Local).collect());
-    }
-
-    /// Puts `replacements` in the place of the regions with ids `old`
-    /// (adjacent ones), keeping the key order.
-    pub(crate) fn swap_regions(&self, old: &[u64], replacements: Vec<Arc<Region>>) {
-        {
-            let mut routes = self.routes.write();
-            let Some(at) = routes.iter().position(|r| old.contains(&r.info().id)) else {
-                return;
-            };
-            routes.retain(|r| !old.contains(&r.info().id));
-            let tail = routes.split_off(at);
-            routes.extend(replacements.into_iter().map(RegionRoute::Local));
-            routes.extend(tail);
-            debug_assert!(
-                covers_key_space(&routes),
-                "a hand-over of {} must leave its key space covered",
-                self.name
-            );
-        }
-        self.announce_region_change();
     }
 
     /// Wakes requests waiting for a split or merge to end.
@@ -590,11 +527,6 @@ impl TableLocation {
             self.regions_changed.wait_for(&mut guard, wait);
         }
         true
-    }
-
-    /// The serving region holding `row`.
-    pub(crate) fn region_holding(&self, row: &[u8]) -> Result<Arc<Region>> {
-        self.region_for(row)
     }
 
     pub(crate) fn check_serving(&self) -> Result<()> {

@@ -152,6 +152,9 @@ pub struct RegionServer {
     /// (folded in by `close_region`, under `online`'s write lock).
     retired: Mutex<RetiredLoad>,
     shut_down: AtomicBool,
+    /// The one region server of a process (`cluster::in_process`): its
+    /// stores fence with the process epoch ([`RegionServer::store_epoch`]).
+    in_process: AtomicBool,
 }
 
 impl RegionServer {
@@ -257,6 +260,7 @@ impl RegionServer {
             epochs: Mutex::new(HashMap::new()),
             retired: Mutex::new(RetiredLoad::default()),
             shut_down: AtomicBool::new(false),
+            in_process: AtomicBool::new(false),
         };
         Ok((server, recovery))
     }
@@ -298,13 +302,16 @@ impl RegionServer {
             epochs: Mutex::new(HashMap::new()),
             retired: Mutex::new(RetiredLoad::default()),
             shut_down: AtomicBool::new(false),
+            in_process: AtomicBool::new(false),
         })
     }
 
     /// Opens a region the master assigned to this server, at the
     /// assignment's region epoch, recovering its edits from the logs of
-    /// dead servers: the steps of the module docs ("Cluster mode"). Needs
-    /// shared storage (a process fence); a region already online (or
+    /// dead servers: the steps of the module docs ("Cluster mode"). Dead
+    /// servers' logs need shared storage (a process fence); a local data
+    /// directory opens regions at an epoch with nothing to replay (one
+    /// process, `cluster::in_process`). A region already online (or
     /// being opened) here is [`Error::InvalidArgument`]. A manifest of a
     /// newer opening is [`Error::Fenced`] and nothing is served; any
     /// failure leaves the region closed here, for the master to assign
@@ -318,10 +325,17 @@ impl RegionServer {
         } = assignment;
         let id = spec.info.id;
         let name = spec.info.encoded_name();
-        let Some(server_fence) = self.context.fence.clone() else {
-            return Err(Error::invalid(format!(
-                "region {name} cannot open at an epoch: this server's data is not on shared storage"
-            )));
+        let server_fence = match self.context.fence.clone() {
+            Some(fence) => fence,
+            // A local data directory (one process): its lock keeps every
+            // other process out, so nothing can collide with the region's
+            // epoch, and the only log is this server's own.
+            None if recover_from.is_empty() => Arc::new(Fence::new(0)),
+            None => {
+                return Err(Error::invalid(format!(
+                    "region {name} cannot replay other servers' logs: this server's data is not on shared storage"
+                )))
+            }
         };
         server_fence.check()?;
         if epoch == 0 {
@@ -333,7 +347,7 @@ impl RegionServer {
         let _opening = OpeningGuard::begin(self, id, &name)?;
 
         // Step 1: the region's own fence, under the server's.
-        let fence = Arc::new(Fence::child(epoch, server_fence));
+        let fence = self.region_fence(epoch, server_fence);
         let context = StoreContext {
             fence: Some(Arc::clone(&fence)),
             ..self.context.clone()
@@ -378,7 +392,14 @@ impl RegionServer {
         region.attach_wal(Arc::clone(&self.wal));
         let region = Arc::new(region);
         self.maintenance.register(&region);
-        self.maintenance.check_compaction_after_open(&region);
+        // A split's daughter or a merged region rewrites its links into
+        // files of its own first (at once where maintenance runs inline);
+        // the others as the compaction policy decides.
+        if region.has_links() {
+            self.maintenance.request_compaction(id);
+        } else {
+            self.maintenance.check_compaction_after_open(&region);
+        }
         self.moved_away.lock().remove(&id);
         self.epochs.lock().insert(id, epoch);
         self.online.write().insert(id, Arc::clone(&region));
@@ -434,6 +455,41 @@ impl RegionServer {
         self.moved_away.lock().insert(id, region.flushed_through());
         self.close_region(id);
         tracing::info!(region = %region.info().encoded_name(), "closed a region its successors replaced");
+    }
+
+    /// The sequence id region `id`, closed here for a move (or an alter),
+    /// was flushed through; `None` when it was not closed that way.
+    pub(crate) fn closed_through(&self, id: u64) -> Option<u64> {
+        self.moved_away.lock().get(&id).copied()
+    }
+
+    /// Makes this the one region server of a process (`cluster::in_process`).
+    pub(crate) fn serve_in_process(&self) {
+        self.in_process.store(true, Ordering::SeqCst);
+    }
+
+    /// The fence the stores of a region opened at region epoch
+    /// `region_epoch` write their manifests under, `process` being this
+    /// server's: in a cluster the region's own, at that epoch (a newer
+    /// opening elsewhere trips it alone); in one process the process's
+    /// fence itself, as for the regions it opens at start, so every
+    /// manifest one process writes carries its epoch, the next process to
+    /// open the storage claims an epoch above them all (region epochs
+    /// count assignments, not processes), and a collision fences the
+    /// whole process.
+    pub(crate) fn region_fence(&self, region_epoch: u64, process: Arc<Fence>) -> Arc<Fence> {
+        if self.in_process.load(Ordering::SeqCst) {
+            process
+        } else {
+            Arc::new(Fence::child(region_epoch, process))
+        }
+    }
+
+    /// One process: region `id`, opened at start, is held at region epoch
+    /// `epoch` from now on (the catalog's, as the master adopted it), as if
+    /// [`RegionServer::open_assigned`] had opened it there.
+    pub(crate) fn adopt_epoch(&self, id: u64, epoch: u64) {
+        self.epochs.lock().insert(id, epoch);
     }
 
     /// Installs what the master does after a flush or compaction (once).

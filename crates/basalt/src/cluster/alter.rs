@@ -114,6 +114,17 @@ impl ClusterMaster {
                 ) = (region_state, &server)
                 {
                     self.close_on(state, &table, region, holder)?;
+                    // Every edit up to the close is in store files: the
+                    // families (an added one above all) count log edits
+                    // from above it, so a deleted family's edits, still in
+                    // the log, never reach a family added by the same name.
+                    if let Some(through) = self.servers.closed_through(holder, region)? {
+                        self.update_region(state, &table, region, |entry, _| {
+                            for first in entry.family_first_sequence.values_mut() {
+                                *first = (*first).max(through.saturating_add(1));
+                            }
+                        })?;
+                    }
                 }
                 let dir = layout::region_dir(&self.root, &table, region);
                 for family in &deleted {

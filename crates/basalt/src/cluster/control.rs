@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use basalt_types::{NamespaceDescriptor, Result, TableDescriptor};
 
+use crate::locator::RegionLocator;
+
 /// What the master asks of region servers: open or close one region as
 /// the catalog now assigns it. Implemented over the network by the
 /// serving crate; in tests, in-process.
@@ -55,6 +57,17 @@ pub trait RegionServerControl: Send + Sync + fmt::Debug {
         Err(basalt_types::Error::invalid(format!(
             "region server control cannot ask {server} for its load"
         )))
+    }
+
+    /// The sequence id region `region`, closed on `server` for a move or
+    /// an alter, was flushed through: no edit of it at or below that is
+    /// only in `server`'s log. `None` when the control cannot say (the
+    /// default). An alter uses it so that a family it adds counts log
+    /// edits only from above it: edits of a deleted family of the same
+    /// name, still in a log that is replayed later, stay dead.
+    fn closed_through(&self, server: &str, region: u64) -> Result<Option<u64>> {
+        let _ = (server, region);
+        Ok(None)
     }
 }
 
@@ -467,6 +480,37 @@ impl fmt::Display for ServerName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{},{},{}", self.host, self.port, self.start_code)
     }
+}
+
+/// The load of every region this process serves itself, for
+/// [`RegionServerControl::region_loads`]'s serving side.
+pub(crate) fn region_load_reports(locator: &RegionLocator) -> Vec<RegionLoadReport> {
+    let mut reports = Vec::new();
+    for (table, location) in locator.tables() {
+        for route in location.routes() {
+            if let crate::locator::RegionRoute::Local(region) = route {
+                let load = region.load();
+                let stores = region.store_stats();
+                reports.push(RegionLoadReport {
+                    table: table.clone(),
+                    region: region.info().id,
+                    requests_per_sec: load.read_requests_per_sec + load.write_requests_per_sec,
+                    read_requests: load.read_requests,
+                    write_requests: load.write_requests,
+                    memstore_bytes: load.memstore_bytes,
+                    store_files: stores.iter().map(|(_, s)| s.files).sum(),
+                    store_file_bytes: stores.iter().map(|(_, s)| s.file_bytes).sum(),
+                    read_requests_per_sec: Some(load.read_requests_per_sec),
+                    write_requests_per_sec: Some(load.write_requests_per_sec),
+                    filtered_read_requests_per_sec: Some(load.filtered_read_requests_per_sec),
+                    filtered_read_requests: Some(load.filtered_read_requests),
+                    bytes_read: Some(load.bytes_read),
+                    bytes_written: Some(load.bytes_written),
+                });
+            }
+        }
+    }
+    reports
 }
 
 #[cfg(test)]

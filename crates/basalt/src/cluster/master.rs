@@ -1,10 +1,11 @@
-//! The active master of a cluster: the only writer of the catalog, and
-//! the assignment of regions to live region servers.
+//! The master, of a cluster and of one process (a cluster of one,
+//! `cluster::in_process`): the only writer of the catalog, and the
+//! assignment of regions to live region servers.
 //!
-//! Every change follows the one-process master's order (`crate::master`):
-//! compute the next catalog, commit it (the commit point), then act on
-//! servers; a master that takes over reads the catalog and finishes what
-//! the committed states say is unfinished ([`ClusterMaster::reconcile`]).
+//! Every change follows one order: compute the next catalog, commit it
+//! (the commit point), then act on servers; a master that takes over (or
+//! a process that starts again) reads the catalog and finishes what the
+//! committed states say is unfinished ([`ClusterMaster::reconcile`]).
 //!
 //! Reconciliation, run after every change of the live servers, every DDL
 //! and periodically, in order:
@@ -203,6 +204,33 @@ impl ClusterMaster {
     ) -> Result<Arc<ClusterMaster>> {
         let claim = ObjectWal::claim(Arc::clone(&files), root)?;
         let fence = Arc::clone(claim.fence());
+        Self::start_fenced(root, name, clock, files, servers, fence)
+    }
+
+    /// Becomes the master of one process (`cluster::in_process`) over the
+    /// data set at `root`, with `fence` as its epoch: the region server's
+    /// claim on object storage, or an epoch-0 fence on a local disk, whose
+    /// directory lock already keeps every other process out.
+    pub(crate) fn start_in_process(
+        root: &Path,
+        name: &str,
+        clock: Arc<dyn Clock>,
+        files: Arc<dyn FileStore>,
+        servers: Arc<dyn RegionServerControl>,
+        fence: Arc<Fence>,
+    ) -> Result<Arc<ClusterMaster>> {
+        Self::start_fenced(root, name, clock, files, servers, fence)
+    }
+
+    /// [`ClusterMaster::start`] once the epoch is known.
+    fn start_fenced(
+        root: &Path,
+        name: &str,
+        clock: Arc<dyn Clock>,
+        files: Arc<dyn FileStore>,
+        servers: Arc<dyn RegionServerControl>,
+        fence: Arc<Fence>,
+    ) -> Result<Arc<ClusterMaster>> {
         let clock_now = clock.now_millis();
         let mut catalog = Catalog::load(files.as_ref(), root)?;
         fence_catalog(&mut catalog, files.as_ref(), root, &fence)?;
@@ -256,6 +284,64 @@ impl ClusterMaster {
     /// ZooKeeper session).
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::SeqCst);
+    }
+
+    /// One process (`cluster::in_process`): the regions its region server
+    /// opened at start, `opened`, are open on this master's one server.
+    /// Commits them `OPEN` there, each at its region epoch (a new one for a
+    /// region without: a data set an earlier version wrote) with nothing
+    /// to replay, and answers `(region, epoch)` for the server to hold them
+    /// at.
+    pub(crate) fn adopt_regions(&self, opened: &[u64]) -> Result<Vec<(u64, u64)>> {
+        let opened: std::collections::HashSet<u64> = opened.iter().copied().collect();
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let floor = self.fence.epoch();
+        let mut updated = state.catalog.clone();
+        let mut last_epoch = updated.last_region_epoch;
+        let mut adopted = Vec::new();
+        let mut changed = false;
+        for table in updated.tables.values_mut() {
+            for region in table.regions.iter_mut() {
+                if !opened.contains(&region.id) {
+                    continue;
+                }
+                if region.epoch == 0 {
+                    region.epoch = crate::catalog::next_epoch(&mut last_epoch, floor);
+                    changed = true;
+                }
+                if region.state != RegionState::Open
+                    || region.server.as_deref() != Some(self.name.as_str())
+                    || !region.recover_from.is_empty()
+                {
+                    region.state = RegionState::Open;
+                    region.server = Some(self.name.clone());
+                    region.recover_from.clear();
+                    changed = true;
+                }
+                adopted.push((region.id, region.epoch));
+            }
+        }
+        updated.last_region_epoch = last_epoch;
+        if changed {
+            self.commit(&mut state, updated)?;
+        }
+        Ok(adopted)
+    }
+
+    /// The catalog janitor, unless the master is busy: after a background
+    /// compaction in one process, where the change holding the lock runs
+    /// the janitor itself as it reconciles.
+    pub(crate) fn janitor_if_idle(&self) {
+        let Some(mut state) = self.state.try_lock() else {
+            return;
+        };
+        if self.check_running().is_err() {
+            return;
+        }
+        if let Err(e) = self.collect_retired_regions(&mut state) {
+            tracing::warn!(error = %e, "catalog janitor failed; retried later");
+        }
     }
 
     /// The live region servers changed: records them and reconciles.

@@ -26,16 +26,18 @@
 
 mod alter;
 mod control;
+mod in_process;
 mod master;
 mod member;
 mod split;
 
-pub(crate) use control::MasterLink;
+pub(crate) use control::{region_load_reports, MasterLink};
 pub use control::{
     BalancerRun, ClusterStatus, MasterAnswer, MasterCall, MasterControl, PrepareMerge,
     PrepareSplit, RegionLoadReport, RegionServerControl, RegionTransition, ServerName,
     ServerStatus, SplitPlan,
 };
+pub(crate) use in_process::{start as start_in_process, IN_PROCESS_SERVER};
 pub use master::{ChorePeriods, ChoresRun, ClusterMaster};
 pub use member::ClusterMember;
 pub(crate) use member::MemberLink;

@@ -1,4 +1,5 @@
-//! Split and merge in a cluster: the active master drives, the server
+//! Split and merge, in a cluster and in one process (a cluster of one,
+//! `cluster::in_process`): the master drives, the server
 //! hosting the region does the file work (as HBase does), and the change
 //! is a procedure persisted in the catalog, so a master that takes over
 //! finishes it or rolls it back.
@@ -10,8 +11,8 @@
 //! b. **Prepare** (on S, `RegionServerControl::prepare_split`): P closes
 //!    for writes and flushes, the split row is chosen if none was given
 //!    (the parent's split point), and the daughters' store manifests are
-//!    seeded with links to P's files (the one-process steps 1 and 2,
-//!    `master::handover`, whose functions both use). Nothing is copied.
+//!    seeded with links to P's files (`crate::handover`). Nothing is
+//!    copied.
 //! c. **Commit.** The catalog retires P (`SPLIT`, with its successors) and
 //!    lists the daughters `OPENING` on S, each at a new region epoch. This
 //!    is the commit point: before it P is the region, after it the
@@ -51,7 +52,6 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use basalt_engine::fence::Fence;
 use basalt_engine::layout;
 use basalt_engine::load_split::{
     LoadSplitEvent, LoadSplitLog, LoadSplitOutcome, LoadSplitProposal,
@@ -386,7 +386,16 @@ impl ClusterMaster {
         }
         match first_error {
             Some(e) => Err(e),
-            None => self.remove_procedure(state, procedure),
+            None => {
+                self.remove_procedure(state, procedure)?;
+                // New regions that already rewrote their links (a server
+                // compacting as it opens them, as one process does) free
+                // the old ones now rather than at the next round.
+                if let Err(e) = self.collect_retired_regions(state) {
+                    tracing::warn!(table, error = %e, "catalog janitor failed; retried later");
+                }
+                Ok(())
+            }
         }
     }
 
@@ -641,8 +650,8 @@ impl ClusterMember {
         Ok(region)
     }
 
-    /// One-process steps 1 and 2 (`master::handover`) on this server: close
-    /// the old regions for writes and flush them, seed the new ones. On
+    /// Step b on this server (`crate::handover`): close the old regions
+    /// for writes and flush them, seed the new ones. On
     /// failure the old regions serve again and no seed is left.
     fn hand_over(
         &self,
@@ -656,7 +665,7 @@ impl ClusterMember {
         let through = close_all_for_handover(old)?;
         let fence = server
             .fence()
-            .map(|process| Arc::new(Fence::child(epoch, Arc::clone(process))));
+            .map(|process| server.region_fence(epoch, Arc::clone(process)));
         let files = &server.store_context().files;
         if let Err(e) = seed_successors(files, &self.root, table, new, old, through, fence) {
             for entry in new {
@@ -735,14 +744,23 @@ fn successor(id: u64, start_key: Bytes, end_key: Bytes) -> RegionEntry {
     }
 }
 
-/// A member's background-work hooks: after a flush, the split check the
-/// one-process master makes, asking the active master for the split.
+/// A member's background-work hooks: after a flush, the split check by
+/// size, and by load when the scheduler has a split row; the master is
+/// asked for the split.
 #[derive(Debug)]
 pub(crate) struct MemberHooks {
     member: Weak<ClusterMember>,
     options: Options,
     /// Regions whose split was asked and not answered: one request each.
     asked: Arc<Mutex<BTreeSet<u64>>>,
+    /// Ask the master on the flushing thread rather than a thread of its
+    /// own: one process whose maintenance runs in the writing thread
+    /// (deterministic tests), where a split must be over when the write
+    /// that caused it returns.
+    inline: bool,
+    /// One process: the master, to run its janitor after a compaction (a
+    /// cluster's runs it at every reconciliation round).
+    janitor: Option<Weak<ClusterMaster>>,
 }
 
 impl MemberHooks {
@@ -751,7 +769,38 @@ impl MemberHooks {
             member: Arc::downgrade(member),
             options,
             asked: Arc::new(Mutex::new(BTreeSet::new())),
+            inline: false,
+            janitor: None,
         }
+    }
+
+    /// The hooks of one process's member (`cluster::in_process`): `inline`
+    /// asks on the flushing thread, and `master` runs its janitor after
+    /// each compaction.
+    pub(crate) fn in_process(
+        member: &Arc<ClusterMember>,
+        options: Options,
+        inline: bool,
+        master: &Arc<ClusterMaster>,
+    ) -> MemberHooks {
+        MemberHooks {
+            inline,
+            janitor: Some(Arc::downgrade(master)),
+            ..MemberHooks::new(member, options)
+        }
+    }
+
+    /// Runs `ask` (a call to the master) here when inline, else on a thread
+    /// of its own; an error when no thread could start.
+    fn ask(&self, thread: &str, ask: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+        if self.inline {
+            ask();
+            return Ok(());
+        }
+        std::thread::Builder::new()
+            .name(thread.into())
+            .spawn(ask)
+            .map(drop)
     }
 }
 
@@ -781,9 +830,7 @@ impl MaintenanceHooks for MemberHooks {
         let encoded = info.encoded_name();
         let asked = Arc::clone(&self.asked);
         let control = Arc::clone(member.control());
-        let spawned = std::thread::Builder::new()
-            .name("basalt-split-ask".into())
-            .spawn(move || {
+        let spawned = self.ask("basalt-split-ask", move || {
                 let call = MasterCall::Split {
                     region: encoded.clone(),
                     key: None,
@@ -803,7 +850,12 @@ impl MaintenanceHooks for MemberHooks {
     }
 
     fn after_compaction(&self, _region: &Arc<Region>) {
-        // The janitor runs on the master, in its reconciliation.
+        // In a cluster the janitor runs on the master, in its
+        // reconciliation; one process runs it now, unless the master is
+        // busy (and then reconciling: it runs the janitor itself).
+        if let Some(master) = self.janitor.as_ref().and_then(Weak::upgrade) {
+            master.janitor_if_idle();
+        }
     }
 
     /// The one-process checks against the member's catalog, then the
@@ -857,10 +909,14 @@ impl MaintenanceHooks for MemberHooks {
         if !self.asked.lock().insert(id) {
             return refuse("split_running", "a split of the region was asked already");
         }
-        events.note(
-            event(LoadSplitOutcome::Asked, "load", reason.clone()),
-            false,
-        );
+        // Asked of a master elsewhere, the outcome comes later: note that
+        // it was asked. Inline, the outcome is noted at once.
+        if !self.inline {
+            events.note(
+                event(LoadSplitOutcome::Asked, "load", reason.clone()),
+                false,
+            );
+        }
         let asked = Arc::clone(&self.asked);
         let control = Arc::clone(member.control());
         let log = Arc::clone(events);
@@ -868,28 +924,26 @@ impl MaintenanceHooks for MemberHooks {
             region: region.info().encoded_name(),
             key: Some(proposal.key.clone()),
         };
-        let spawned = std::thread::Builder::new()
-            .name("basalt-load-split-ask".into())
-            .spawn(move || {
-                let (outcome, cause, reason, quiet) = match control.call(call) {
-                    Ok(_) => (LoadSplitOutcome::Split, "load", reason, false),
-                    // Split, merged or disabled meanwhile: fine.
-                    Err(e @ (Error::NotServingRegion(_) | Error::TableDisabled(_))) => (
-                        LoadSplitOutcome::Refused,
-                        "not_serving",
-                        format!("{reason}; not split: {e}"),
-                        true,
-                    ),
-                    Err(e) => (
-                        LoadSplitOutcome::Failed,
-                        "failed",
-                        format!("{reason}; the split failed: {e}"),
-                        false,
-                    ),
-                };
-                log.note(event(outcome, cause, reason), quiet);
-                asked.lock().remove(&id);
-            });
+        let spawned = self.ask("basalt-load-split-ask", move || {
+            let (outcome, cause, reason, quiet) = match control.call(call) {
+                Ok(_) => (LoadSplitOutcome::Split, "load", reason, false),
+                // Split, merged or disabled meanwhile: fine.
+                Err(e @ (Error::NotServingRegion(_) | Error::TableDisabled(_))) => (
+                    LoadSplitOutcome::Refused,
+                    "not_serving",
+                    format!("{reason}; not split: {e}"),
+                    true,
+                ),
+                Err(e) => (
+                    LoadSplitOutcome::Failed,
+                    "failed",
+                    format!("{reason}; the split failed: {e}"),
+                    false,
+                ),
+            };
+            log.note(event(outcome, cause, reason), quiet);
+            asked.lock().remove(&id);
+        });
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "could not start a thread to ask for a load-based split");
             self.asked.lock().remove(&id);
