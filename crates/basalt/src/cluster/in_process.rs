@@ -120,7 +120,7 @@ pub(crate) fn start(
         .cloned()
         .unwrap_or_else(|| Arc::new(Fence::new(0)));
     let servers = Arc::new(InProcessServers::default());
-    let master = ClusterMaster::start_in_process(
+    let master = ClusterMaster::start_fenced(
         root,
         IN_PROCESS_SERVER,
         Arc::clone(&clock),

@@ -207,23 +207,11 @@ impl ClusterMaster {
         Self::start_fenced(root, name, clock, files, servers, fence)
     }
 
-    /// Becomes the master of one process (`cluster::in_process`) over the
-    /// data set at `root`, with `fence` as its epoch: the region server's
-    /// claim on object storage, or an epoch-0 fence on a local disk, whose
-    /// directory lock already keeps every other process out.
-    pub(crate) fn start_in_process(
-        root: &Path,
-        name: &str,
-        clock: Arc<dyn Clock>,
-        files: Arc<dyn FileStore>,
-        servers: Arc<dyn RegionServerControl>,
-        fence: Arc<Fence>,
-    ) -> Result<Arc<ClusterMaster>> {
-        Self::start_fenced(root, name, clock, files, servers, fence)
-    }
-
-    /// [`ClusterMaster::start`] once the epoch is known.
-    fn start_fenced(
+    /// [`ClusterMaster::start`] once the epoch is known; also the master of
+    /// one process (`cluster::in_process`), whose `fence` is the region
+    /// server's claim on object storage, or an epoch-0 fence on a local
+    /// disk, whose directory lock already keeps every other process out.
+    pub(crate) fn start_fenced(
         root: &Path,
         name: &str,
         clock: Arc<dyn Clock>,
