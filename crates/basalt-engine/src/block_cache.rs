@@ -92,7 +92,9 @@ struct Entry {
 /// blocks still leave in least-recently-used order.
 #[derive(Debug, Default)]
 struct Shard {
-    map: HashMap<Key, Entry>,
+    /// Fx-hashed: keys are numbers the process hands out, so there is no
+    /// flooding to resist, and SipHash was a visible part of a cached get.
+    map: HashMap<Key, Entry, rustc_hash::FxBuildHasher>,
     order: [BTreeMap<u64, Key>; 3],
     bytes: [usize; 3],
     tick: u64,
@@ -122,8 +124,10 @@ impl Shard {
         }
     }
 
-    /// Evicts until the shard fits `capacity`; returns how many blocks went.
-    fn evict(&mut self, capacity: usize) -> u64 {
+    /// Evicts until the shard fits `capacity`; the evicted blocks go into
+    /// `out`, for the caller to drop once the shard's lock is released
+    /// (freeing a block's memory is the slow part of an eviction).
+    fn evict(&mut self, capacity: usize, out: &mut Vec<Bytes>) -> u64 {
         let mut evicted = 0;
         while self.total() > capacity {
             let Some(tier) = self.victim_tier(capacity) else {
@@ -143,6 +147,7 @@ impl Shard {
             if let Some(e) = self.map.remove(&key) {
                 self.bytes[tier as usize] -= e.charge;
                 evicted += 1;
+                out.push(e.data);
             }
         }
         evicted
@@ -305,8 +310,10 @@ impl BlockCache {
         );
         shard.order[tier as usize].insert(tick, key);
         shard.bytes[tier as usize] += charge;
-        let evicted = shard.evict(self.shard_capacity);
+        let mut evicted_blocks = Vec::new();
+        let evicted = shard.evict(self.shard_capacity, &mut evicted_blocks);
         drop(shard);
+        drop(evicted_blocks);
         self.inserts.fetch_add(1, Ordering::Relaxed);
         if evicted > 0 {
             self.evictions.fetch_add(evicted, Ordering::Relaxed);
