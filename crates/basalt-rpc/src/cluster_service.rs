@@ -11,6 +11,7 @@
 //! | `PrepareSplit` | region servers | step b of a split: closes the parent for writes, flushes it, seeds the daughters (`basalt::cluster::PrepareSplit` → `SplitPlan`) |
 //! | `PrepareMerge` | region servers | step b of a merge (`basalt::cluster::PrepareMerge`) |
 //! | `RegionLoads` | region servers | the request rates and sizes of the regions held there (`basalt::cluster::RegionLoadReport`), for the balancer |
+//! | `ClosedThrough` | region servers | the sequence id a region closed there for a move or an alter was flushed through (`null` if it was not), so an altered region's added families count log edits only from above it |
 //!
 //! Each request and answer is one protobuf message with one `bytes`
 //! field (1) holding JSON: the request's fields, and the answer
@@ -64,6 +65,10 @@ pub const METHODS: &[Method] = &[
     Method {
         name: "RegionLoads",
         handler: region_loads,
+    },
+    Method {
+        name: "ClosedThrough",
+        handler: closed_through,
     },
 ];
 
@@ -150,6 +155,11 @@ struct NoArguments {}
 fn region_loads(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     let _: NoArguments = decode_json(param, "RegionLoads")?;
     answer(Ok(call.ctx.db.region_load_reports()))
+}
+
+fn closed_through(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: RegionRequest = decode_json(param, "ClosedThrough")?;
+    answer(call.ctx.db.closed_through(request.region))
 }
 
 /// Calls of the service to other processes: one connection per address,
@@ -287,6 +297,24 @@ impl RegionServerControl for RpcRegionServerControl {
     fn region_loads(&self, server: &str) -> Result<Vec<RegionLoadReport>> {
         let address = ServerName::parse(server)?.address();
         self.loads.call(&address, "RegionLoads", &NoArguments {})
+    }
+
+    fn closed_through(&self, server: &str, region: u64) -> Result<Option<u64>> {
+        let address = ServerName::parse(server)?.address();
+        let request = RegionRequest {
+            table: String::new(),
+            region,
+        };
+        match self.client.call(&address, "ClosedThrough", &request) {
+            Ok(through) => Ok(through),
+            // A server of an earlier version (a rolling upgrade) cannot
+            // say: the alter goes on as it did before this call existed.
+            Err(e) if e.to_string().contains("is not served by Basalt") => {
+                tracing::warn!(server, region, error = %e, "region server cannot say what a closed region was flushed through");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -464,6 +464,16 @@ impl Database {
         cluster.close_assigned(&self.inner.server, &self.inner.locator, region)
     }
 
+    /// Cluster mode: the sequence id region `region`, closed here for a
+    /// move or an alter, was flushed through (`None`: not closed that
+    /// way). The master's alter asks, so a family it adds counts log edits
+    /// only from above it (`RegionServerControl::closed_through`).
+    pub fn closed_through(&self, region: u64) -> Result<Option<u64>> {
+        self.check_open()?;
+        self.member()?;
+        Ok(self.inner.server.closed_through(region))
+    }
+
     /// Cluster mode: step b of a split the master drives, on the server
     /// hosting the parent (`cluster::split`): closes it for writes, flushes
     /// it and seeds the daughters.

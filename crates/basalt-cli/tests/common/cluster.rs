@@ -127,6 +127,7 @@ pub struct ClusterBuilder<'a> {
     moto: Option<&'a MotoServer>,
     session_timeout_ms: u64,
     request_timeout_ms: Option<u64>,
+    wal_group_commit_ms: Option<u64>,
 }
 
 impl<'a> ClusterBuilder<'a> {
@@ -172,6 +173,14 @@ impl<'a> ClusterBuilder<'a> {
         self
     }
 
+    /// `[storage] wal_group_commit_ms` of every process: how long the
+    /// first edit of a log object waits for others to share it (0 by
+    /// default). A long window puts edits written together into one object.
+    pub fn wal_group_commit_ms(mut self, ms: u64) -> Self {
+        self.wal_group_commit_ms = Some(ms);
+        self
+    }
+
     /// Starts ZooKeeper, the masters and the region servers, and waits
     /// until every region server is registered.
     pub fn start(self) -> TestCluster {
@@ -206,6 +215,9 @@ impl<'a> ClusterBuilder<'a> {
         let mut storage_section = String::from("[storage]\ncache_bytes = 67108864\n");
         if let Some(ms) = self.request_timeout_ms {
             storage_section.push_str(&format!("request_timeout_ms = {ms}\n"));
+        }
+        if let Some(ms) = self.wal_group_commit_ms {
+            storage_section.push_str(&format!("wal_group_commit_ms = {ms}\n"));
         }
         // No periodic balancer: the chaos tests assert that no region moves
         // without cause (a ZooKeeper restart, a paused server), and a
@@ -362,6 +374,7 @@ impl TestCluster {
             moto: None,
             session_timeout_ms: SESSION_TIMEOUT_MS,
             request_timeout_ms: None,
+            wal_group_commit_ms: None,
         }
     }
 
