@@ -383,9 +383,12 @@ fn a_standby_master_finishes_a_table_creation_its_killed_predecessor_began() {
     cluster.check_invariants();
 }
 
-#[test]
-fn a_family_deleted_and_added_again_gets_none_of_its_old_cells_back_when_a_killed_servers_log_is_replayed(
-) {
+/// Writes `f:old` to row `r1` of table `t` (families `cf` and `f`),
+/// deletes family `f` and adds it again (with the table disabled around
+/// both alters when `disabled`), writes `f:new`, then kills the one region
+/// server and answers the columns of `r1` as the server that replayed its
+/// log serves them.
+fn columns_replayed_after_a_family_is_deleted_and_added_again(disabled: bool) -> Vec<String> {
     // A log object is deleted once every region with edits in it has
     // flushed past them. A long group-commit window puts the deleted
     // family's edit into one object with an edit of "keep" that is never
@@ -430,6 +433,16 @@ fn a_family_deleted_and_added_again_gets_none_of_its_old_cells_back_when_a_kille
     });
     let mut client = cluster.thrift(0);
     write(&mut client, b"t", b"r1", b"cf:q", b"kept");
+    let set_enabled = |enabled: bool| {
+        let call = MasterCall::SetEnabled {
+            table: "t".into(),
+            enabled,
+        };
+        assert!(matches!(cluster.master_call(call), Ok(MasterAnswer::Done)));
+    };
+    if disabled {
+        set_enabled(false);
+    }
     for change in [
         basalt::FamilyChange::Delete("f".into()),
         basalt::FamilyChange::Add(ColumnFamilyDescriptor::new("f")),
@@ -442,6 +455,9 @@ fn a_family_deleted_and_added_again_gets_none_of_its_old_cells_back_when_a_kille
             matches!(cluster.master_call(call), Ok(MasterAnswer::Done)),
             "alter"
         );
+    }
+    if disabled {
+        set_enabled(true);
     }
     write(
         &mut client,
@@ -466,8 +482,27 @@ fn a_family_deleted_and_added_again_gets_none_of_its_old_cells_back_when_a_kille
     cluster.wait_until_settled_without(&victim);
     let mut reader = cluster.thrift(1);
     assert!(all_rows(&mut reader, "keep").contains("k1"));
+    let replayed = columns(&mut reader);
+    cluster.check_invariants();
+    replayed
+}
+
+#[test]
+fn a_family_deleted_and_added_again_gets_none_of_its_old_cells_back_when_a_killed_servers_log_is_replayed(
+) {
     // The log replayed on the new server holds `f:old`, written before
     // the family was deleted: the family added again starts above it.
-    assert_eq!(columns(&mut reader), ["cf:q", "f:new"]);
-    cluster.check_invariants();
+    assert_eq!(
+        columns_replayed_after_a_family_is_deleted_and_added_again(false),
+        ["cf:q", "f:new"]
+    );
+}
+
+#[test]
+fn a_family_deleted_and_added_again_while_its_table_is_disabled_stays_empty_of_old_cells_after_a_replay(
+) {
+    assert_eq!(
+        columns_replayed_after_a_family_is_deleted_and_added_again(true),
+        ["cf:q", "f:new"]
+    );
 }

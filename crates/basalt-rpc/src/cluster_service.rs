@@ -11,7 +11,7 @@
 //! | `PrepareSplit` | region servers | step b of a split: closes the parent for writes, flushes it, seeds the daughters (`basalt::cluster::PrepareSplit` → `SplitPlan`) |
 //! | `PrepareMerge` | region servers | step b of a merge (`basalt::cluster::PrepareMerge`) |
 //! | `RegionLoads` | region servers | the request rates and sizes of the regions held there (`basalt::cluster::RegionLoadReport`), for the balancer |
-//! | `ClosedThrough` | region servers | the sequence id a region closed there for a move or an alter was flushed through (`null` if it was not), so an altered region's added families count log edits only from above it |
+//! | `ClosedThrough` | region servers | the sequence id a region the master closed there (move, alter, disable) was flushed through (`null` if it was not), so a family added later counts log edits only from above it |
 //!
 //! Each request and answer is one protobuf message with one `bytes`
 //! field (1) holding JSON: the request's fields, and the answer
@@ -308,7 +308,7 @@ impl RegionServerControl for RpcRegionServerControl {
         match self.client.call(&address, "ClosedThrough", &request) {
             Ok(through) => Ok(through),
             // A server of an earlier version (a rolling upgrade) cannot
-            // say: the alter goes on as it did before this call existed.
+            // say: the close goes on as it did before this call existed.
             Err(e) if e.to_string().contains("is not served by Basalt") => {
                 tracing::warn!(server, region, error = %e, "region server cannot say what a closed region was flushed through");
                 Ok(None)

@@ -114,6 +114,9 @@ impl RegionServerControl for Control {
     fn region_loads(&self, server: &str) -> Result<Vec<basalt::cluster::RegionLoadReport>> {
         Ok(self.directory.by_name(server)?.region_load_reports())
     }
+    fn closed_through(&self, server: &str, region: u64) -> Result<Option<u64>> {
+        self.directory.by_name(server)?.closed_through(region)
+    }
 }
 
 #[derive(Debug)]

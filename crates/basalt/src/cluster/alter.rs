@@ -53,17 +53,26 @@ impl ClusterMaster {
         if let Some(t) = updated.tables.get_mut(table) {
             t.descriptor = descriptor.clone();
             for region in t.regions.iter_mut() {
-                // The families a region opens with are the descriptor's; a
-                // new family's log edits count from the start (none exist:
-                // the family is new, and its store starts empty).
+                // The families a region opens with are the descriptor's. A
+                // new family counts log edits from where the region's
+                // families do at the latest: that is above the region's
+                // last close (`close_on`), and every edit a family of the
+                // same name had before a delete is below it. Its own edits
+                // all come after the next open.
                 region
                     .family_first_sequence
                     .retain(|f, _| descriptor.get_family(f.as_bytes()).is_some());
+                let new_family_first = region
+                    .family_first_sequence
+                    .values()
+                    .copied()
+                    .max()
+                    .unwrap_or(1);
                 for family in descriptor.families() {
                     region
                         .family_first_sequence
                         .entry(family.name().to_string())
-                        .or_insert(1);
+                        .or_insert(new_family_first);
                 }
             }
         }
@@ -113,18 +122,9 @@ impl ClusterMaster {
                     Some(holder),
                 ) = (region_state, &server)
                 {
+                    // The close also moves every family's first log
+                    // sequence above it, an added one included.
                     self.close_on(state, &table, region, holder)?;
-                    // Every edit up to the close is in store files: the
-                    // families (an added one above all) count log edits
-                    // from above it, so a deleted family's edits, still in
-                    // the log, never reach a family added by the same name.
-                    if let Some(through) = self.servers.closed_through(holder, region)? {
-                        self.update_region(state, &table, region, |entry, _| {
-                            for first in entry.family_first_sequence.values_mut() {
-                                *first = (*first).max(through.saturating_add(1));
-                            }
-                        })?;
-                    }
                 }
                 let dir = layout::region_dir(&self.root, &table, region);
                 for family in &deleted {

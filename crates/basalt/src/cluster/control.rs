@@ -59,12 +59,13 @@ pub trait RegionServerControl: Send + Sync + fmt::Debug {
         )))
     }
 
-    /// The sequence id region `region`, closed on `server` for a move or
-    /// an alter, was flushed through: no edit of it at or below that is
-    /// only in `server`'s log. `None` when the control cannot say (the
-    /// default). An alter uses it so that a family it adds counts log
-    /// edits only from above it: edits of a deleted family of the same
-    /// name, still in a log that is replayed later, stay dead.
+    /// The sequence id region `region`, closed on `server` by the master
+    /// (a move, an alter, a disable), was flushed through: no edit of it at
+    /// or below that is only in `server`'s log. `None` when the control
+    /// cannot say (the default). Every close records it in the catalog, so
+    /// that a family an alter adds counts log edits only from above it:
+    /// edits of a deleted family of the same name, still in a log that is
+    /// replayed later, stay dead.
     fn closed_through(&self, server: &str, region: u64) -> Result<Option<u64>> {
         let _ = (server, region);
         Ok(None)

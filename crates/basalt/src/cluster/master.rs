@@ -913,9 +913,20 @@ impl ClusterMaster {
             })?;
         }
         self.servers.close_region(server, table, region)?;
+        // Every edit of the region up to its close is in store files now:
+        // its families count log edits only from above it, so a family an
+        // alter deletes and adds again (now or while the table is
+        // disabled) never gets the deleted one's edits back from a log
+        // replayed later (`RegionServerControl::closed_through`).
+        let through = self.servers.closed_through(server, region)?;
         self.update_region(state, table, region, |entry, _| {
             entry.state = RegionState::Closed;
             entry.server = None;
+            if let Some(through) = through {
+                for first in entry.family_first_sequence.values_mut() {
+                    *first = (*first).max(through.saturating_add(1));
+                }
+            }
         })
     }
 
