@@ -535,3 +535,18 @@ fn a_per_cell_ttl_tag_comes_across() {
     let rows: Vec<String> = visible(&f.db, "t").into_iter().map(|c| c.0).collect();
     assert_eq!(rows, vec!["kept".to_string()]);
 }
+
+#[test]
+fn a_disabled_table_is_not_enabled_and_the_source_retries() {
+    let f = start_serving(prepare);
+    let mut client = admin(&f);
+    f.db.disable_table("other").unwrap();
+    let error = replicate(&mut client, &[("other", vec![put("r", "q", 1, "v")])]).unwrap_err();
+    assert_eq!(
+        error.class, "org.apache.hadoop.hbase.TableNotEnabledException",
+        "{error}"
+    );
+    f.db.enable_table("other").unwrap();
+    replicate(&mut client, &[("other", vec![put("r", "q", 1, "v")])]).unwrap();
+    assert_eq!(visible(&f.db, "other").len(), 1);
+}
