@@ -213,8 +213,11 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
     };
     let info_server = match info_bound {
         Some(b) => Some(
-            b.serve(db.clone())
-                .map_err(|e| format!("the info server failed to start: {e}"))?,
+            b.serve_with(
+                db.clone(),
+                vec![crate::replication_metrics::reader(&rpc_server)],
+            )
+            .map_err(|e| format!("the info server failed to start: {e}"))?,
         ),
         None => None,
     };

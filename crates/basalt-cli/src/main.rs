@@ -23,6 +23,7 @@ use basalt_thrift::{Flavour, Server, ServerConfig};
 mod cluster;
 mod keys;
 mod local_cluster;
+mod replication_metrics;
 mod shell;
 mod stop_signals;
 
@@ -636,7 +637,12 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         },
         _ => None,
     };
-    let info_server = match info_bound.map(|b| b.serve(db.clone())).transpose() {
+    let extras: Vec<basalt_info::ExtraMetrics> =
+        rpc_server.iter().map(replication_metrics::reader).collect();
+    let info_server = match info_bound
+        .map(|b| b.serve_with(db.clone(), extras))
+        .transpose()
+    {
         Ok(s) => s,
         Err(e) => {
             if let Some(s) = rpc_server {

@@ -164,6 +164,11 @@ struct ColumnState {
     /// NEW_VERSION_BEHAVIOR: timestamp and sequence id of the last put
     /// seen; a put at the same timestamp after it was overwritten by it.
     previous_put: Option<(i64, u64)>,
+    /// Raw reads: timestamp and type of the last cell seen; a cell with
+    /// the same ones after it is an older write of the same coordinates
+    /// (a put or marker written twice, as a resent replication batch
+    /// does), which HBase's raw scans skip (`sameAsPreviousTSAndType`).
+    raw_previous: Option<(i64, CellType)>,
 }
 
 impl StoreScanner {
@@ -332,6 +337,10 @@ impl RowRules {
             return Verdict::Skip;
         }
         if self.raw {
+            let coordinates = (cell.timestamp, cell.cell_type);
+            if self.column.raw_previous.replace(coordinates) == Some(coordinates) {
+                return Verdict::Skip;
+            }
             // Raw reads track no deletes, so a column the read is done
             // with ends for markers too (the empty qualifier included).
             if !self.column.exhausted && self.raw_candidate(cell) {

@@ -31,6 +31,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod extra;
 pub mod heatmap;
 pub mod html;
 pub mod model;
@@ -39,5 +40,6 @@ pub mod prometheus;
 mod routes;
 mod server;
 
+pub use extra::{ExtraGroup, ExtraMetrics, ExtraSample};
 pub use routes::Failure;
 pub use server::{Bound, InfoConfig, InfoServer, DEFAULT_PORT, DEFAULT_REGION_SERVER_PORT};

@@ -13,7 +13,7 @@ use crate::model::{RegionRow, Servers, Status, TableDetail, TableSummary, REGION
 use crate::routes::{Failure, Query};
 
 /// The status page.
-pub fn status(s: &Status) -> String {
+pub fn status(s: &Status, extras: &[crate::ExtraGroup]) -> String {
     let mut body = String::new();
     body.push_str(&html::pairs(
         "server",
@@ -125,8 +125,26 @@ pub fn status(s: &Status) -> String {
         }
         body.push_str("</tbody></table>");
     }
+    for group in extras {
+        let _ = write!(body, "<h2>{}</h2>", escape(&group.title));
+        let rows: Vec<(&str, String)> = group
+            .samples
+            .iter()
+            .map(|sample| (sample.label.as_str(), number(sample.value)))
+            .collect();
+        body.push_str(&html::pairs(&group.key, &rows));
+    }
     body.push_str("<p class=\"muted\">JSON: <a href=\"/api/status\">/api/status</a>, <a href=\"/api/server-metrics\">/api/server-metrics</a>; Prometheus: <a href=\"/metrics\">/metrics</a>.</p>");
     page("Status", "/", &body)
+}
+
+/// A number as text: whole numbers without a fraction.
+fn number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        format!("{value:.3}")
+    }
 }
 
 fn family_options(t: &TableSummary) -> String {

@@ -169,6 +169,12 @@ pub struct Histogram<'a> {
 
 /// Every family `/metrics` serves, from the database's counters now.
 pub fn render(db: &Database) -> String {
+    render_with(db, &[])
+}
+
+/// [`render`], and the numbers the process keeps outside the database
+/// (one family each, without labels).
+pub fn render_with(db: &Database, extras: &[crate::ExtraGroup]) -> String {
     let tables = db.table_metrics();
     let mut e = Exposition::default();
     let per_table =
@@ -431,6 +437,11 @@ pub fn render(db: &Database) -> String {
         "Reads that met damaged data since the server started.",
         m.corruption_errors as f64,
     );
+    for group in extras {
+        for sample in &group.samples {
+            e.single(&sample.name, sample.kind, &sample.help, sample.value);
+        }
+    }
     e.finish()
 }
 

@@ -15,6 +15,8 @@ pub struct Context {
     pub heatmap_rows: usize,
     /// Most key-axis rows a request may ask for.
     pub max_heatmap_rows: usize,
+    /// Numbers the process keeps outside the database.
+    pub extras: crate::extra::Extras,
 }
 
 impl Context {
@@ -24,6 +26,7 @@ impl Context {
             db,
             heatmap_rows: config.heatmap_rows.clamp(1, config.max_heatmap_rows.max(1)),
             max_heatmap_rows: config.max_heatmap_rows.max(1),
+            extras: crate::extra::Extras::default(),
         }
     }
 }
@@ -290,7 +293,7 @@ fn answer(context: &Context, route: Route, mut query: Query) -> Result<Reply, Fa
     Ok(match route {
         Route::Status => {
             query.finish(&[])?;
-            Reply::html(pages::status(&model::status(db)))
+            Reply::html(pages::status(&model::status(db), &context.extras.read()))
         }
         Route::ApiStatus => {
             query.finish(&[])?;
@@ -347,17 +350,43 @@ fn answer(context: &Context, route: Route, mut query: Query) -> Result<Reply, Fa
         }
         Route::ApiServerMetrics => {
             query.finish(&[])?;
-            Reply::json(&model::server_metrics(db))
+            let metrics = model::server_metrics(db);
+            let groups = context.extras.read();
+            if groups.is_empty() {
+                Reply::json(&metrics)
+            } else {
+                Reply::json(&with_extras(&metrics, &groups))
+            }
         }
         Route::Metrics => {
             query.finish(&[])?;
             Reply {
                 status: 200,
                 content_type: PROMETHEUS,
-                body: prometheus::render(db).into_bytes(),
+                body: prometheus::render_with(db, &context.extras.read()).into_bytes(),
             }
         }
     })
+}
+
+/// The server metrics' JSON with each extra group as one more object,
+/// under its key.
+fn with_extras(
+    metrics: &basalt::metrics::ServerMetrics,
+    groups: &[crate::ExtraGroup],
+) -> serde_json::Value {
+    let mut value = serde_json::to_value(metrics).unwrap_or(serde_json::Value::Null);
+    if let serde_json::Value::Object(map) = &mut value {
+        for group in groups {
+            let numbers: serde_json::Map<String, serde_json::Value> = group
+                .samples
+                .iter()
+                .map(|s| (s.key.clone(), serde_json::json!(s.value)))
+                .collect();
+            map.insert(group.key.clone(), serde_json::Value::Object(numbers));
+        }
+    }
+    value
 }
 
 #[cfg(test)]

@@ -131,7 +131,17 @@ impl Bound {
 
     /// Starts serving `db`; returns once the server accepts connections.
     pub fn serve(self, db: Database) -> io::Result<InfoServer> {
-        InfoServer::serve_bound(self, db)
+        InfoServer::serve_bound(self, db, Vec::new())
+    }
+
+    /// [`Bound::serve`], also showing numbers the process keeps outside
+    /// the database (a gateway's own counters; see [`crate::extra`]).
+    pub fn serve_with(
+        self,
+        db: Database,
+        extras: Vec<crate::ExtraMetrics>,
+    ) -> io::Result<InfoServer> {
+        InfoServer::serve_bound(self, db, extras)
     }
 }
 
@@ -184,7 +194,11 @@ impl InfoServer {
         })
     }
 
-    fn serve_bound(bound: Bound, db: Database) -> io::Result<InfoServer> {
+    fn serve_bound(
+        bound: Bound,
+        db: Database,
+        extras: Vec<crate::ExtraMetrics>,
+    ) -> io::Result<InfoServer> {
         let Bound {
             runtime,
             listener,
@@ -192,7 +206,10 @@ impl InfoServer {
         } = bound;
         let local_addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            context: Arc::new(Context::new(db, &config)),
+            context: Arc::new(Context {
+                extras: crate::extra::Extras(extras),
+                ..Context::new(db, &config)
+            }),
             connections: ConnectionGate::for_listener(
                 "info",
                 config.max_connections,

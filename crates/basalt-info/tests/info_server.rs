@@ -1002,3 +1002,57 @@ fn a_monotonic_workload_writes_only_the_last_region_and_a_salted_one_spreads_wit
     let mean = busy.iter().sum::<f64>() / busy.len() as f64;
     within(&busy, mean, "salted heatmap row");
 }
+
+#[test]
+fn numbers_kept_outside_the_database_show_on_every_surface() {
+    use basalt_info::prometheus::Kind;
+    use basalt_info::{ExtraGroup, ExtraSample};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let counter = Arc::new(AtomicU64::new(7));
+    let read = Arc::clone(&counter);
+    let reader: basalt_info::ExtraMetrics = Arc::new(move || ExtraGroup {
+        key: "replication_sink".into(),
+        title: "Replication <sink>".into(),
+        samples: vec![ExtraSample {
+            name: "basalt_replication_sink_batches_total".into(),
+            key: "batches".into(),
+            label: "Batches applied".into(),
+            kind: Kind::Counter,
+            help: "Batches.".into(),
+            value: read.load(Ordering::SeqCst) as f64,
+        }],
+    });
+    let server = InfoServer::listen(&InfoConfig {
+        port: 0,
+        ..InfoConfig::default()
+    })
+    .unwrap()
+    .serve_with(db.clone(), vec![reader])
+    .unwrap();
+    let addr = server.local_addr();
+    let families = parse_exposition(&request(addr, "GET", "/metrics").body);
+    assert_eq!(
+        families["basalt_replication_sink_batches_total"].0,
+        "counter"
+    );
+    assert_eq!(
+        value_of(&families, "basalt_replication_sink_batches_total"),
+        7.0
+    );
+    counter.store(9, Ordering::SeqCst);
+    let metrics: Value =
+        serde_json::from_str(&request(addr, "GET", "/api/server-metrics").body).unwrap();
+    assert_eq!(metrics["replication_sink"]["batches"], 9.0);
+    assert!(
+        metrics["latencies"].is_array(),
+        "the database's numbers stay"
+    );
+    let page = request(addr, "GET", "/").body;
+    assert!(page.contains("<h2>Replication &lt;sink&gt;</h2>"), "{page}");
+    assert!(page.contains("id=\"replication_sink\""));
+    assert!(page.contains("<th>Batches applied</th><td>9</td>"));
+    server.shutdown();
+    db.close().unwrap();
+}

@@ -1,7 +1,8 @@
 //! `AdminService`: what HBase clients ask a region server about its own
 //! regions (their identity and load), and the per-region flush and
 //! compaction `Admin.flush*` / `Admin.compact*` send to the region's
-//! server.
+//! server, and `ReplicateWALEntry`, the edits a replicating HBase cluster
+//! sends its peer (`replication_sink`).
 //!
 //! The regions online here are `hbase:meta`'s and `hbase:namespace`'s
 //! (built from Basalt's catalog) and every open region of every enabled
@@ -13,7 +14,7 @@
 //! Methods not served, answered with `DoNotRetryIOException` naming the
 //! method (the server does that for any method missing from [`METHODS`]):
 //! `GetStoreFile`, `OpenRegion`, `WarmupRegion`, `CloseRegion`,
-//! `CompactionSwitch`, `ReplicateWALEntry`, `Replay`, `RollWALWriter`,
+//! `CompactionSwitch`, `Replay`, `RollWALWriter`,
 //! `StopServer`, `UpdateFavoredNodes`, `UpdateConfiguration`,
 //! `ClearCompactionQueues`, `ClearRegionBlockCache`,
 //! `GetSpaceQuotaSnapshots`, `ExecuteProcedures`, `GetSlowLogResponses`,
@@ -57,6 +58,10 @@ pub const METHODS: &[Method] = &[
     Method {
         name: "GetRegionLoad",
         handler: get_region_load,
+    },
+    Method {
+        name: "ReplicateWALEntry",
+        handler: crate::replication_sink::replicate_wal_entry,
     },
 ];
 

@@ -67,6 +67,11 @@ impl<'a> Call<'a> {
         Ok(self.request_cells.drain(..count).collect())
     }
 
+    /// Cells of the request's cell block no message has counted yet.
+    pub fn request_cells_left(&self) -> usize {
+        self.request_cells.len()
+    }
+
     /// True when the answer's cells go in a cell block.
     pub fn uses_cell_blocks(&self) -> bool {
         self.response_cells.is_some()

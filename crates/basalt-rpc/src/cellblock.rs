@@ -13,7 +13,9 @@
 //! ```
 //! The qualifier's length is what the key length leaves after the other
 //! parts. Decoding checks every length against what is left and names the
-//! field and offset that failed; tags are read past and dropped (Basalt
+//! field and offset that failed; tags are read past and dropped but for
+//! a per-cell TTL (HBase's TTL tag, which replication sends), kept as the
+//! cell's TTL (Basalt
 //! keeps no tags).
 
 use basalt_types::{Cell, CellType};
@@ -177,13 +179,20 @@ pub fn decode(block: &Bytes, max_cells: usize) -> Result<Vec<Cell>, RpcError> {
             ))
         })?;
         let value = r.take(value_len, "value")?;
+        let mut ttl_millis = None;
         if r.at < r.end {
             let b = r.take(2, "tags length")?;
             let tags_len = usize::from(u16::from_be_bytes([b[0], b[1]]));
-            r.take(tags_len, "tags")?;
+            let tags = r.take(tags_len, "tags")?;
             if r.at != r.end {
                 return Err(r.fail("bytes after the tags"));
             }
+            ttl_millis = ttl_tag(&tags).map_err(|what| {
+                RpcError::do_not_retry(format!(
+                    "malformed cell block: {what} in the tags ending at offset {}",
+                    r.at
+                ))
+            })?;
         }
         cells.push(Cell {
             row,
@@ -193,10 +202,40 @@ pub fn decode(block: &Bytes, max_cells: usize) -> Result<Vec<Cell>, RpcError> {
             cell_type,
             sequence_id: 0,
             value,
-            ttl_millis: None,
+            ttl_millis,
         });
     }
     Ok(cells)
+}
+
+/// HBase's tag type of a per-cell TTL (`TagType.TTL_TAG_TYPE`): the value
+/// is the TTL in milliseconds, an 8-byte big-endian long.
+const TTL_TAG_TYPE: u8 = 8;
+
+/// The per-cell TTL among a cell's tags (each `u16 length, u8 type,
+/// value`), if one is there; the other tags are read past, and bytes that
+/// do not parse as tags are ignored, as Basalt always ignored tags (no
+/// TTL then). A TTL tag not 8 bytes long, or a negative TTL, is an error.
+fn ttl_tag(tags: &[u8]) -> Result<Option<u64>, &'static str> {
+    let mut at = 0usize;
+    let mut ttl = None;
+    while at < tags.len() {
+        let Some(len) = tags.get(at..at + 2) else {
+            break;
+        };
+        let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+        let Some((&kind, value)) = tags.get(at + 2..at + 2 + len).and_then(|t| t.split_first())
+        else {
+            break;
+        };
+        if kind == TTL_TAG_TYPE {
+            let bytes: [u8; 8] = value.try_into().map_err(|_| "a TTL tag not 8 bytes long")?;
+            let millis = i64::from_be_bytes(bytes);
+            ttl = Some(u64::try_from(millis).map_err(|_| "a negative TTL tag")?);
+        }
+        at += 2 + len;
+    }
+    Ok(ttl)
 }
 
 #[cfg(test)]
@@ -232,6 +271,34 @@ mod tests {
         out[..4].copy_from_slice(&len.to_be_bytes());
         out.extend_from_slice(&[0, 3, 1, 2, 3]);
         assert_eq!(decode(&Bytes::from(out), 10).unwrap(), vec![c]);
+    }
+
+    #[test]
+    fn a_ttl_tag_becomes_the_cells_ttl_and_bad_tags_are_refused() {
+        let c = cell("r", "q", 1, "v");
+        let with_tags = |tags: &[u8]| {
+            let mut out = Vec::new();
+            encode(std::slice::from_ref(&c), &mut out);
+            let len = u32::from_be_bytes([out[0], out[1], out[2], out[3]]) + 2 + tags.len() as u32;
+            out[..4].copy_from_slice(&len.to_be_bytes());
+            out.extend_from_slice(&(tags.len() as u16).to_be_bytes());
+            out.extend_from_slice(tags);
+            decode(&Bytes::from(out), 10)
+        };
+        // Another tag (type 1, ACL-like), then a TTL of 5000 ms.
+        let mut tags = vec![0, 3, 1, 9, 9, 0, 9, TTL_TAG_TYPE];
+        tags.extend_from_slice(&5000i64.to_be_bytes());
+        let back = with_tags(&tags).unwrap();
+        assert_eq!(back[0].ttl_millis, Some(5000));
+        assert!(with_tags(&[0, 3, TTL_TAG_TYPE, 0, 1])
+            .unwrap_err()
+            .message
+            .contains("TTL tag not 8 bytes"));
+        // Bytes that are not tags are read past, as before.
+        assert_eq!(with_tags(&[0, 9, 1]).unwrap()[0].ttl_millis, None);
+        let mut negative = vec![0, 9, TTL_TAG_TYPE];
+        negative.extend_from_slice(&(-1i64).to_be_bytes());
+        assert!(with_tags(&negative).is_err());
     }
 
     #[test]

@@ -169,6 +169,8 @@ pub struct RpcContext {
     pub scanners: Scanners,
     /// The master's switches.
     pub switches: Switches,
+    /// What `ReplicateWALEntry` applied (Basalt as a replication sink).
+    pub replication_sink: Arc<crate::replication_sink::SinkMetrics>,
 }
 
 impl RpcContext {
@@ -181,6 +183,7 @@ impl RpcContext {
             limits,
             scanners,
             switches: Switches::default(),
+            replication_sink: Arc::default(),
         }
     }
 }

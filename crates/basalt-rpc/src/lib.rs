@@ -11,7 +11,8 @@
 //!    KeyValue codec).
 //! 3. `services`: find the method in the connection's service; run it on
 //!    the blocking pool (`client_service`, `master_service`,
-//!    `admin_service`, `registry`; `peer_service` for region calls
+//!    `admin_service`, `registry`; `replication_sink` for the edits a
+//!    replicating HBase sends; `peer_service` for region calls
 //!    between Basalt's own servers), `meta` answering for `hbase:meta`.
 //! 4. `server`: write the response header (with the exception, if any),
 //!    the answer and its cell block; calls on one connection are answered
@@ -40,6 +41,7 @@ pub mod peer_service;
 pub mod proto;
 pub mod registry;
 pub mod replication;
+pub mod replication_sink;
 pub mod scanners;
 pub mod schema;
 pub mod server;

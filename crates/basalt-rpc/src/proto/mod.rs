@@ -12,3 +12,4 @@ pub mod master;
 pub mod registry;
 pub mod replication;
 pub mod rpc;
+pub mod wal;

@@ -961,13 +961,21 @@ impl Model {
                 let mut column: Option<&Bytes> = None;
                 let mut puts = 0;
                 let mut column_done = false;
+                // HBase's raw scans skip a cell with the timestamp and type
+                // of the one before it in its column (an older write of the
+                // same coordinates; `sameAsPreviousTSAndType`).
+                let mut previous: Option<(i64, CellType)> = None;
                 for c in in_family {
                     if column != Some(&c.qual) {
                         column = Some(&c.qual);
                         puts = 0;
                         column_done = false;
+                        previous = None;
                     }
                     if column_done {
+                        continue;
+                    }
+                    if previous.replace((c.ts, c.kind)) == Some((c.ts, c.kind)) {
                         continue;
                     }
                     if c.kind == CellType::Put {
