@@ -338,9 +338,6 @@ impl Default for Thrift2Config {
     }
 }
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The shell's and the benchmarks' output is their own; the engine only
