@@ -121,9 +121,9 @@ impl Default for RpcLimits {
 /// Admin API reads and sets (catalog janitor, cleaner chore, snapshot
 /// cleanup): kept so a client reads back what it set. The balancer and
 /// normalizer switches are the catalog's (`Database::balancer_switch`,
-/// `Database::normalizer_switch`), and the split and merge switches the
-/// core's (`Database::split_or_merge_switch`), which gate every gateway's
-/// splits and merges.
+/// `Database::normalizer_switch`), and so are the split and merge
+/// switches (`Database::split_or_merge_switch`), which gate every
+/// gateway's splits and merges.
 #[derive(Debug)]
 pub struct Switches {
     /// `EnableCatalogJanitor` / `IsCatalogJanitorEnabled`.

@@ -1274,7 +1274,7 @@ fn set_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
         prev_value: switches
             .into_iter()
             .map(|s| call.ctx.db.split_or_merge_switch(s, Some(enabled)))
-            .collect(),
+            .collect::<basalt::Result<Vec<bool>>>()?,
     }))
 }
 
@@ -1284,7 +1284,7 @@ fn is_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let code = request
         .switch_type
         .unwrap_or(m::MasterSwitchType::Split as i32);
-    bool_answer(call.ctx.db.split_or_merge_switch(switch_of(code)?, None))
+    bool_answer(call.ctx.db.split_or_merge_switch(switch_of(code)?, None)?)
 }
 
 // ---- regions ----

@@ -1456,19 +1456,53 @@ mod tests {
                 region_b: Bytes::from(regions[1].info.encoded_name()),
             }
         };
-        assert!(db.split_or_merge_switch(SplitOrMerge::Split, Some(false)));
-        assert!(db.split_or_merge_switch(SplitOrMerge::Merge, Some(false)));
+        assert!(db
+            .split_or_merge_switch(SplitOrMerge::Split, Some(false))
+            .unwrap());
+        assert!(db
+            .split_or_merge_switch(SplitOrMerge::Merge, Some(false))
+            .unwrap());
         let e = db.execute(split()).unwrap_err();
         assert!(e.to_string().contains("split switch is off"), "{e}");
         let e = db.execute(merge(&db)).unwrap_err();
         assert!(e.to_string().contains("merge switch is off"), "{e}");
         assert_eq!(db.list_regions("t").unwrap().len(), 2, "nothing changed");
 
-        assert!(!db.split_or_merge_switch(SplitOrMerge::Split, Some(true)));
-        assert!(!db.split_or_merge_switch(SplitOrMerge::Merge, Some(true)));
+        assert!(!db
+            .split_or_merge_switch(SplitOrMerge::Split, Some(true))
+            .unwrap());
+        assert!(!db
+            .split_or_merge_switch(SplitOrMerge::Merge, Some(true))
+            .unwrap());
         db.execute(merge(&db)).unwrap();
         db.execute(split()).unwrap();
         assert_eq!(db.list_regions("t").unwrap().len(), 2);
+    }
+
+    /// HBase keeps the switches in ZooKeeper; Basalt keeps them in the
+    /// catalog, so a restart does not turn them on again.
+    #[test]
+    fn the_split_and_merge_switches_outlive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Database::open(dir.path()).unwrap();
+            assert!(db
+                .split_or_merge_switch(SplitOrMerge::Split, Some(false))
+                .unwrap());
+            assert!(db.split_or_merge_switch(SplitOrMerge::Merge, None).unwrap());
+        }
+        let db = Database::open(dir.path()).unwrap();
+        assert!(!db.split_or_merge_switch(SplitOrMerge::Split, None).unwrap());
+        assert!(db.split_or_merge_switch(SplitOrMerge::Merge, None).unwrap());
+        db.execute(create("t", vec![family("f", &[])], &[]))
+            .unwrap();
+        let e = db
+            .execute(AdminRequest::Split {
+                target: Bytes::from_static(b"t"),
+                key: Some(Bytes::from_static(b"g")),
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("split switch is off"), "{e}");
     }
 
     #[test]

@@ -93,6 +93,14 @@ pub struct Catalog {
     /// the user asked. Kept here for the balancer switch's reason.
     #[serde(default, skip_serializing_if = "is_false")]
     pub normalizer_on: bool,
+    /// HBase's split switch is off (`SetSplitOrMergeEnabled`): the splits
+    /// clients ask for are refused. Kept here for the balancer switch's
+    /// reason, and so that every process of a cluster refuses alike.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub split_off: bool,
+    /// HBase's merge switch is off: the merges clients ask for are refused.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub merge_off: bool,
     /// Replication peers by id (HBase's `add_peer`), with their state and
     /// configuration (`crate::replication`). Kept here, as the switches
     /// are, so every process of a cluster and a master that takes over
@@ -407,6 +415,8 @@ impl Default for Catalog {
             last_procedure_id: 0,
             balancer_off: false,
             normalizer_on: false,
+            split_off: false,
+            merge_off: false,
             replication_peers: BTreeMap::new(),
             replication_peer_modification_off: false,
             version: 0,

@@ -91,14 +91,12 @@ struct DbInner {
     started_at_ms: i64,
     /// Every `Table`'s request latencies (`metrics.rs`).
     latencies: Arc<RequestLatencies>,
-    /// HBase's split and merge switches ([`Database::split_or_merge_switch`]).
-    split_switch: AtomicBool,
-    merge_switch: AtomicBool,
 }
 
 /// HBase's `MasterSwitchType`: which of the two switches that gate the
 /// splits and merges clients ask for ([`Database::split_or_merge_switch`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SplitOrMerge {
     /// Splits ([`crate::AdminRequest::Split`]).
     Split,
@@ -245,8 +243,6 @@ impl DatabaseBuilder {
                 clock,
                 started_at_ms,
                 latencies: Arc::default(),
-                split_switch: AtomicBool::new(true),
-                merge_switch: AtomicBool::new(true),
             }),
         };
         // A region that answers "not serving" moved: read the catalog again
@@ -298,8 +294,6 @@ impl DatabaseBuilder {
                 clock,
                 started_at_ms,
                 latencies: Arc::default(),
-                split_switch: AtomicBool::new(true),
-                merge_switch: AtomicBool::new(true),
             }),
         })
     }
@@ -558,23 +552,27 @@ impl Database {
     /// ask for are refused whichever gateway they come through
     /// ([`crate::admin::AdminRequest::Split`] and `Merge` check it, as
     /// native RPC's calls do); the engine's own splits and the normalizer
-    /// do not consult it. Both start on and are kept in this process's
-    /// memory (as native RPC kept them before every gateway shared them),
-    /// so a restart turns them on again; HBase keeps them in ZooKeeper.
-    pub fn split_or_merge_switch(&self, which: SplitOrMerge, on: Option<bool>) -> bool {
-        let switch = match which {
-            SplitOrMerge::Split => &self.inner.split_switch,
-            SplitOrMerge::Merge => &self.inner.merge_switch,
-        };
-        match on {
-            Some(on) => switch.swap(on, Ordering::SeqCst),
-            None => switch.load(Ordering::SeqCst),
-        }
+    /// do not consult it. Both start on and are kept in the catalog, so
+    /// they outlive the process and, in a cluster, hold on every server
+    /// and for a master that takes over (HBase keeps them in ZooKeeper).
+    pub fn split_or_merge_switch(&self, which: SplitOrMerge, on: Option<bool>) -> Result<bool> {
+        self.master_switch(
+            &format!("{}_switch", which.name()),
+            MasterCall::SplitOrMergeSwitch { which, on },
+        )
     }
 
-    /// Refuses a client's split or merge while its switch is off.
+    /// Refuses a client's split or merge while its switch is off. Reads
+    /// the catalog this process holds: in a cluster, a switch another
+    /// process just turned off holds here once the catalog's notification
+    /// arrives.
     pub fn check_split_or_merge(&self, which: SplitOrMerge) -> Result<()> {
-        if self.split_or_merge_switch(which, None) {
+        let catalog = self.inner.master.catalog();
+        let off = match which {
+            SplitOrMerge::Split => catalog.split_off,
+            SplitOrMerge::Merge => catalog.merge_off,
+        };
+        if !off {
             return Ok(());
         }
         let what = which.name();

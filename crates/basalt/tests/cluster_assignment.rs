@@ -22,9 +22,9 @@ use basalt::cluster::{
 use basalt::fs::FileStore;
 use basalt::replication::{PeerChange, PeerConfig, ReplicationPeer};
 use basalt::{
-    ColumnFamilyDescriptor, Database, Error, Get, MemberConfig, NamespaceDescriptor,
-    ObjectWalOptions, Options, Put, RegionAnswer, RegionCall, RegionCaller, Result, Scan,
-    ServerAddress, SystemClock, TableDescriptor,
+    Admin, AdminRequest, ColumnFamilyDescriptor, Database, Error, Get, MemberConfig,
+    NamespaceDescriptor, ObjectWalOptions, Options, Put, RegionAnswer, RegionCall, RegionCaller,
+    Result, Scan, ServerAddress, SplitOrMerge, SystemClock, TableDescriptor,
 };
 use basalt_object_store::{open_storage, StorageConfig};
 
@@ -366,6 +366,47 @@ fn a_member_that_missed_the_notification_sees_a_dropped_table_gone_after_one_ref
     member.refresh_cluster().unwrap();
     assert!(!member.table_exists("t"));
     assert!(member.list_tables().is_empty());
+}
+
+/// HBase keeps the split and merge switches in ZooKeeper, so every
+/// server and a new master see one value; Basalt keeps them in the
+/// catalog for the same reason.
+#[test]
+fn a_split_switch_turned_off_through_one_member_refuses_splits_through_every_member_and_a_new_master(
+) {
+    let mut h = Harness::new();
+    let old = h.start_master("m1");
+    let first = member_with_table(&mut h, &old, 100);
+    let second = h.start_member();
+    h.settle(&old);
+    assert!(h
+        .member(&first)
+        .split_or_merge_switch(SplitOrMerge::Split, Some(false))
+        .unwrap());
+    h.settle(&old);
+    let split = AdminRequest::Split {
+        target: Bytes::from_static(b"t"),
+        key: Some(Bytes::from_static(b"03-00050")),
+    };
+    for name in [&first, &second] {
+        let e = h.member(name).execute(split.clone()).unwrap_err();
+        assert!(e.to_string().contains("split switch is off"), "{name}: {e}");
+    }
+    // The merge switch is apart, and a master that takes over keeps both.
+    let new = h.start_master("m2");
+    h.settle(&new);
+    let member = h.member(&second);
+    assert!(!member
+        .split_or_merge_switch(SplitOrMerge::Split, None)
+        .unwrap());
+    assert!(member
+        .split_or_merge_switch(SplitOrMerge::Merge, None)
+        .unwrap());
+    assert!(!member
+        .split_or_merge_switch(SplitOrMerge::Split, Some(true))
+        .unwrap());
+    h.settle(&new);
+    member.execute(split).unwrap();
 }
 
 /// `hbase:namespace` reads refresh the same way: a namespace dropped

@@ -316,6 +316,15 @@ pub enum MasterCall {
         #[serde(default)]
         on: Option<bool>,
     },
+    /// Reads HBase's split or merge switch and, with `on`, sets it
+    /// (`SetSplitOrMergeEnabled`). Kept in the catalog, on by default.
+    SplitOrMergeSwitch {
+        /// Which switch.
+        which: crate::SplitOrMerge,
+        /// The new value; `None` only reads.
+        #[serde(default)]
+        on: Option<bool>,
+    },
     /// Runs the normalizer once now (HBase's `normalize`): merges small
     /// cold neighbours and splits oversized regions (`crate::normalizer`).
     /// Does not run while its switch is off.

@@ -489,6 +489,30 @@ impl ClusterMaster {
         Ok(previous)
     }
 
+    /// Reads the split or merge switch and, with `on`, commits its new
+    /// value; answers the value before.
+    fn split_or_merge_switch(&self, which: crate::SplitOrMerge, on: Option<bool>) -> Result<bool> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let off = |c: &crate::catalog::Catalog| match which {
+            crate::SplitOrMerge::Split => c.split_off,
+            crate::SplitOrMerge::Merge => c.merge_off,
+        };
+        let previous = !off(&state.catalog);
+        if let Some(on) = on {
+            if on != previous {
+                let mut updated = state.catalog.clone();
+                match which {
+                    crate::SplitOrMerge::Split => updated.split_off = !on,
+                    crate::SplitOrMerge::Merge => updated.merge_off = !on,
+                }
+                self.commit(&mut state, updated)?;
+                tracing::info!(switch = which.name(), on, "split or merge switch");
+            }
+        }
+        Ok(previous)
+    }
+
     /// One normalizer pass (`crate::normalizer`), under the master's lock:
     /// plans each enabled table from the loads the servers report (size:
     /// store files and memstores; requests per second) and carries the
@@ -1483,6 +1507,9 @@ impl MasterControl for ClusterMaster {
                 .map(|previous| MasterAnswer::Switch { previous }),
             MasterCall::NormalizerSwitch { on } => self
                 .normalizer_switch(on)
+                .map(|previous| MasterAnswer::Switch { previous }),
+            MasterCall::SplitOrMergeSwitch { which, on } => self
+                .split_or_merge_switch(which, on)
                 .map(|previous| MasterAnswer::Switch { previous }),
             MasterCall::Normalize => self.normalize().map(MasterAnswer::Normalized),
             MasterCall::ReplicationPeer { change } => {
