@@ -905,9 +905,15 @@ impl Store {
             .files
             .iter()
             .filter_map(|f| {
-                let (owner, file_id, l, u) = match &f.link {
-                    Some(link) => (link.region_id, link.file_id, &link.lower, &link.upper),
-                    None => (region_id, f.id, lower, upper),
+                let (table, owner, file_id, l, u) = match &f.link {
+                    Some(link) => (
+                        link.table.clone(),
+                        link.region_id,
+                        link.file_id,
+                        &link.lower,
+                        &link.upper,
+                    ),
+                    None => (None, region_id, f.id, lower, upper),
                 };
                 let link_lower = std::cmp::max(l, lower).clone();
                 let link_upper = match (u.is_empty(), upper.is_empty()) {
@@ -923,6 +929,7 @@ impl Store {
                     cells: f.cells,
                     major: false,
                     link: Some(FileLink {
+                        table,
                         region_id: owner,
                         file_id,
                         lower: link_lower,
@@ -931,6 +938,11 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// The committed manifest's file entries (own files and links).
+    pub fn manifest_files(&self) -> Vec<ManifestFile> {
+        self.manifest.lock().files.clone()
     }
 
     /// Writes the first manifest of a new region's store in `dir`: the

@@ -313,6 +313,7 @@ fn arb_manifest() -> impl Strategy<Value = StoreManifest> {
             proptest::collection::vec(any::<u8>(), 0..6),
         )
             .prop_map(|(region_id, file_id, lower)| FileLink {
+                table: None,
                 region_id,
                 file_id,
                 lower: Bytes::from(lower),

@@ -487,6 +487,9 @@ impl ClusterMaster {
 
     /// The janitor of the module docs.
     pub(super) fn collect_retired_regions(&self, state: &mut State) -> Result<()> {
+        // Holds of tables that no longer link to their files go first: a
+        // compaction, which is what runs the janitor, is what rewrote them.
+        self.release_holds(state);
         let mut updated = state.catalog.clone();
         let mut doomed = Vec::new();
         for (name, entry) in updated.tables.iter_mut() {
