@@ -118,10 +118,10 @@ impl Default for RpcLimits {
 }
 
 /// The master's switches that have no effect in one process but that the
-/// Admin API reads and sets (catalog janitor, cleaner chore, snapshot
-/// cleanup): kept so a client reads back what it set. The balancer and
-/// normalizer switches are the catalog's (`Database::balancer_switch`,
-/// `Database::normalizer_switch`), and the split and merge switches the
+/// Admin API reads and sets (catalog janitor, cleaner chore): kept so a
+/// client reads back what it set. The balancer, normalizer and snapshot
+/// cleanup switches are the catalog's (`Database::balancer_switch`,
+/// `Database::normalizer_switch`, `Database::snapshot_cleanup_switch`), and the split and merge switches the
 /// core's (`Database::split_or_merge_switch`), which gate every gateway's
 /// splits and merges.
 #[derive(Debug)]
@@ -130,8 +130,6 @@ pub struct Switches {
     pub catalog_janitor: AtomicBool,
     /// `SetCleanerChoreRunning`.
     pub cleaner_chore: AtomicBool,
-    /// `SetSnapshotCleanup`.
-    pub snapshot_cleanup: AtomicBool,
 }
 
 impl Default for Switches {
@@ -139,7 +137,6 @@ impl Default for Switches {
         Switches {
             catalog_janitor: AtomicBool::new(true),
             cleaner_chore: AtomicBool::new(true),
-            snapshot_cleanup: AtomicBool::new(true),
         }
     }
 }
