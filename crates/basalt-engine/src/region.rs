@@ -1289,6 +1289,13 @@ impl Region {
         self.stores.read().values().any(|s| s.has_links())
     }
 
+    /// True while some store still reads a split or merge parent's files
+    /// ([`Store::has_parent_links`]): such a region compacts at once and
+    /// does not split again until it has.
+    pub fn has_parent_links(&self) -> bool {
+        self.stores.read().values().any(|s| s.has_parent_links())
+    }
+
     /// Ids of the regions whose files this region's stores link to.
     pub fn linked_regions(&self) -> Vec<u64> {
         let mut ids: Vec<u64> = self

@@ -397,8 +397,9 @@ impl RegionServer {
         self.maintenance.register(&region);
         // A split's daughter or a merged region rewrites its links into
         // files of its own first (at once where maintenance runs inline);
-        // the others as the compaction policy decides.
-        if region.has_links() {
+        // the others (a clone's links to a snapshot's files among them) as
+        // the compaction policy decides.
+        if region.has_parent_links() {
             self.maintenance.request_compaction(id);
         } else {
             self.maintenance.check_compaction_after_open(&region);

@@ -490,3 +490,44 @@ fn snapshots_survive_a_restart_and_a_half_taken_one_is_removed() {
     t.db.clone_snapshot("off", "back").unwrap();
     assert_eq!(dump(&t.db.table("back").unwrap()).len(), expected.len());
 }
+
+#[test]
+fn basalt_check_accepts_what_snapshots_keep_and_reports_a_referenced_file_gone_missing() {
+    let t = TestDb::new();
+    let table = presplit(&t, "t", &["row00050"], &["f", "g"]);
+    fill(&table, 0, 100, "x");
+    t.db.snapshot("t", "s", false, 0).unwrap();
+    fill(&table, 0, 100, "y");
+    t.db.compact_table("t", true).unwrap();
+    t.db.clone_snapshot("s", "c").unwrap();
+    t.db.disable_table("t").unwrap();
+    t.db.drop_table("t").unwrap();
+    let referenced: Vec<PathBuf> = paths(&store_files(t.dir.path())).into_iter().collect();
+    let (dir, _clock) = t.crash();
+    let report = basalt::check::check(dir.path()).unwrap();
+    assert!(report.is_healthy(), "{:?}", report.problems);
+    let listing: Vec<_> = std::fs::read_dir(dir.path().join("snapshots"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        report.snapshots, 2,
+        "the snapshot and the clone's hold: {listing:?}"
+    );
+
+    let gone = referenced
+        .iter()
+        .find(|p| p.to_string_lossy().contains("/default/t/"))
+        .unwrap();
+    std::fs::remove_file(gone).unwrap();
+    let report = basalt::check::check(dir.path()).unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| &p.file == gone && p.message.contains("missing")),
+        "{:?}",
+        report.problems
+    );
+}

@@ -170,7 +170,7 @@ pub(crate) fn start(
     master.servers_changed(BTreeSet::from([IN_PROCESS_SERVER.to_string()]))?;
     // Regions that opened with links go on rewriting them.
     for region in server.online_regions() {
-        if region.has_links() {
+        if region.has_parent_links() {
             server.request_compaction(region.info().id);
         }
     }

@@ -168,11 +168,13 @@ impl ClusterMaster {
                                 flush: !skip_flush,
                             },
                         )?,
-                        _ => return Err(Error::SnapshotFailed(format!(
+                        _ => {
+                            return Err(Error::SnapshotFailed(format!(
                             "region {} of table {table} is {} and not open: try the snapshot again",
                             region.id,
                             super::master::state_name(region.state)
-                        ))),
+                        )))
+                        }
                     }
                 } else {
                     self.stored_region_files(table, &entry.descriptor, region.id)?
