@@ -1405,13 +1405,22 @@ fn restore_snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let submitted = now_millis();
     let snapshot = described_snapshot(param, "RestoreSnapshotRequest")?;
     let name = snapshot.name.clone().unwrap_or_default();
-    let table = snapshot_table(&snapshot)?;
-    let request = if call.ctx.db.list_tables().iter().any(|t| *t == table) {
+    // A request without a table (hbase-driver's `restore_snapshot` without
+    // one) restores the snapshot's own table.
+    let table = match snapshot.table.as_deref() {
+        None | Some("") => None,
+        Some(_) => Some(snapshot_table(&snapshot)?),
+    };
+    let request = if table
+        .as_ref()
+        .is_none_or(|table| call.ctx.db.list_tables().iter().any(|t| t == table))
+    {
+        let table = table.unwrap_or_default();
         let source = snapshots(call, None)?
             .into_iter()
             .find(|s| s.name == name)
             .ok_or_else(|| basalt::Error::SnapshotNotFound(name.clone()))?;
-        if source.table != table {
+        if !table.is_empty() && source.table != table {
             return Err(RpcError::new(
                 "org.apache.hadoop.hbase.snapshot.RestoreSnapshotException",
                 format!(
@@ -1423,7 +1432,10 @@ fn restore_snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
         }
         basalt::AdminRequest::RestoreSnapshot { name }
     } else {
-        basalt::AdminRequest::CloneSnapshot { name, table }
+        basalt::AdminRequest::CloneSnapshot {
+            name,
+            table: table.unwrap_or_default(),
+        }
     };
     basalt::admin::Admin::execute(&*call.ctx.db, request)?;
     Ok(encode(&m::RestoreSnapshotResponse {
