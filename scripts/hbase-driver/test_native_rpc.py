@@ -239,3 +239,41 @@ def test_a_client_with_a_stale_location_is_redirected_after_a_split(client, tabl
     right = table.locate_target_region(b"s099")
     assert left.region_encoded != right.region_encoded
     assert right.region_info.start_key == b"s050x"
+
+
+def test_snapshots_are_taken_listed_cloned_restored_and_deleted(client):
+    admin = client.get_admin()
+    name = ("s_" + uuid.uuid4().hex[:8]).encode()
+    tn = TableName.value_of(b"default", name)
+    admin.create_table(tn, [ColumnFamilyDescriptorBuilder(b"cf").build()])
+    t = client.get_table(b"default", name)
+    t.put(Put(b"r1").add_column(b"cf", b"q", b"before"))
+    snap = "snap_" + name.decode()
+    admin.create_snapshot(tn, snap)
+    assert admin.snapshot_exists(snap)
+    listed = [s for s in admin.list_snapshots() if s["name"] == snap]
+    assert len(listed) == 1 and listed[0]["table"] == name.decode()
+    t.put(Put(b"r1").add_column(b"cf", b"q", b"after"))
+    t.close()
+
+    clone = ("c_" + uuid.uuid4().hex[:8]).encode()
+    ctn = TableName.value_of(b"default", clone)
+    admin.clone_snapshot(snap, ctn)
+    # A client per table (see the `client` fixture) and after the restore,
+    # whose regions are new.
+    with_clone = Client(CONF)
+    assert with_clone.get_table(b"default", clone).get(Get(b"r1")).get(b"cf", b"q") == b"before"
+    with_clone.close()
+
+    admin.disable_table(tn)
+    admin.restore_snapshot(snap)
+    admin.enable_table(tn)
+    restored = Client(CONF)
+    assert restored.get_table(b"default", name).get(Get(b"r1")).get(b"cf", b"q") == b"before"
+    restored.close()
+
+    admin.delete_snapshot(snap)
+    assert not admin.snapshot_exists(snap)
+    for table_name in (tn, ctn):
+        admin.disable_table(table_name)
+        admin.delete_table(table_name)

@@ -19,8 +19,9 @@ use regex::Regex;
 
 use common::{remote_args, serve, shell};
 
-/// Masks what changes from run to run: the current time in timestamps
-/// and region ids, region encoded names, elapsed times, and the gateways
+/// Masks what changes from run to run: the current time in timestamps,
+/// region ids and snapshot creation times, region encoded names, elapsed
+/// times, and the gateways
 /// (a server's free ports; an embedded shell has none). The gateway lines
 /// themselves are checked by `status_and_list_regions_name_the_gateways`.
 fn mask(text: &str) -> String {
@@ -28,7 +29,9 @@ fn mask(text: &str) -> String {
     let now = Regex::new(r"timestamp=1\d{12}\b").unwrap();
     let region = Regex::new(r",1\d{12}\.[0-9a-f]{32}\.").unwrap();
     let gateways = Regex::new(r"gateways: .*").unwrap();
+    let created = Regex::new(r"\(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)").unwrap();
     let text = took.replace_all(text, "Took <T> seconds");
+    let text = created.replace_all(&text, "(<CREATED>)");
     let text = now.replace_all(&text, "timestamp=<NOW>");
     let text = gateways.replace_all(&text, "gateways: <GATEWAYS>");
     region.replace_all(&text, ",<ID>.<ENC>.").into_owned()
@@ -130,6 +133,11 @@ fn run_transcript(name: &str) {
         "{name}: the embedded shell prints differently from the remote one"
     );
     assert_eq!(out.status.success(), !expect_errors);
+}
+
+#[test]
+fn transcript_snapshots() {
+    run_transcript("snapshots");
 }
 
 #[test]

@@ -12,6 +12,12 @@
 //!   catalog/<version: 20 digits>.json      catalog versions, write-once
 //!   catalog.json                           the catalog of format 1 and 2
 //!                                          (read, then superseded)
+//!   snapshots/<id: 20 digits>-<name>.snapshot  a completed snapshot's
+//!                                          manifest, write-once
+//!   snapshots/<id>-<name>.pending          a snapshot being taken (its
+//!                                          table's files are all kept)
+//!   snapshots/<id>.hold                    the files a cloned or restored
+//!                                          table links to
 //!   data/<namespace>/<table>/<region id>/<family>/
 //!       MANIFEST-<version: 20 digits>      the store's manifest versions
 //!       <file id: 20 digits>.sst           its store files
@@ -56,6 +62,15 @@ pub const MANIFEST_PREFIX: &str = "MANIFEST-";
 /// Names of store files end with this.
 pub const STORE_FILE_SUFFIX: &str = ".sst";
 const CATALOG_SUFFIX: &str = ".json";
+/// The directory of snapshot manifests, pending snapshots and holds
+/// (`crate::snapshot`).
+pub const SNAPSHOT_DIR: &str = "snapshots";
+/// Names of completed snapshot manifests end with this.
+pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
+/// Names of the markers of snapshots being taken end with this.
+pub const PENDING_SNAPSHOT_SUFFIX: &str = ".pending";
+/// Names of holds (files a cloned or restored table links to) end with this.
+pub const HOLD_SUFFIX: &str = ".hold";
 
 /// The lock file of the data directory `root`.
 pub fn lock_file(root: &Path) -> PathBuf {
@@ -155,6 +170,84 @@ pub fn linked_store_file(store_dir: &Path, region_id: u64, file_id: u64) -> Opti
     ))
 }
 
+/// Store file `file_id` of region `region_id` of `table`, in the store of
+/// the same family as the store in `store_dir`: how a link of a table
+/// cloned or restored from a snapshot finds a file another table (or an
+/// earlier region of its own) wrote. `None` when `store_dir` is not
+/// `<root>/data/<namespace>/<table>/<region>/<family>`.
+pub fn other_table_store_file(
+    linking_store: &Path,
+    table: &str,
+    region_id: u64,
+    file_id: u64,
+) -> Option<PathBuf> {
+    let family = linking_store.file_name()?.to_str()?;
+    let data = linking_store.parent()?.parent()?.parent()?.parent()?;
+    if data.file_name()?.to_str()? != DATA_DIR {
+        return None;
+    }
+    let root = data.parent()?;
+    Some(store_file_path(
+        &store_dir(&region_dir(root, table, region_id), family),
+        file_id,
+    ))
+}
+
+/// The directory of snapshot manifests, pending snapshots and holds.
+pub fn snapshot_dir(root: &Path) -> PathBuf {
+    root.join(SNAPSHOT_DIR)
+}
+
+/// The manifest of completed snapshot `name`, numbered `id` (ids are never
+/// reused, so a name taken again after a delete is a new path).
+pub fn snapshot_path(root: &Path, id: u64, name: &str) -> PathBuf {
+    snapshot_dir(root).join(format!("{id:020}-{name}{SNAPSHOT_SUFFIX}"))
+}
+
+/// The marker of snapshot `name` (number `id`) while it is taken.
+pub fn pending_snapshot_path(root: &Path, id: u64, name: &str) -> PathBuf {
+    snapshot_dir(root).join(format!("{id:020}-{name}{PENDING_SNAPSHOT_SUFFIX}"))
+}
+
+/// Hold number `id`.
+pub fn hold_path(root: &Path, id: u64) -> PathBuf {
+    snapshot_dir(root).join(format!("{id:020}{HOLD_SUFFIX}"))
+}
+
+/// What an entry of the snapshot directory is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotEntry {
+    /// A completed snapshot: its number and name.
+    Snapshot(u64, String),
+    /// A snapshot being taken: its number and name.
+    Pending(u64, String),
+    /// A hold: its number.
+    Hold(u64),
+}
+
+/// Reads an entry's file name; `None` for a name that is none of them.
+pub fn snapshot_entry_of(path: &Path) -> Option<SnapshotEntry> {
+    let name = path.file_name()?.to_str()?;
+    let numbered = |rest: &str| -> Option<(u64, String)> {
+        let (id, name) = rest.split_once('-')?;
+        if id.len() != 20 || name.is_empty() {
+            return None;
+        }
+        Some((id.parse().ok()?, name.to_string()))
+    };
+    if let Some(rest) = name.strip_suffix(SNAPSHOT_SUFFIX) {
+        let (id, name) = numbered(rest)?;
+        Some(SnapshotEntry::Snapshot(id, name))
+    } else if let Some(rest) = name.strip_suffix(PENDING_SNAPSHOT_SUFFIX) {
+        let (id, name) = numbered(rest)?;
+        Some(SnapshotEntry::Pending(id, name))
+    } else {
+        let id = name.strip_suffix(HOLD_SUFFIX)?;
+        (id.len() == 20).then_some(())?;
+        Some(SnapshotEntry::Hold(id.parse().ok()?))
+    }
+}
+
 /// Manifest version `version` of the store in `store_dir`.
 pub fn manifest_path(store_dir: &Path, version: u64) -> PathBuf {
     store_dir.join(format!("{MANIFEST_PREFIX}{version:020}"))
@@ -214,5 +307,44 @@ mod tests {
             ))
         );
         assert_eq!(linked_store_file(Path::new("f"), 2, 5), None);
+    }
+
+    #[test]
+    fn a_link_to_another_table_names_its_region_of_the_same_family() {
+        let store = store_dir(&region_dir(Path::new("/d"), "clone", 1), "f");
+        assert_eq!(
+            other_table_store_file(&store, "ns:src", 2, 5),
+            Some(store_file_path(
+                &store_dir(&region_dir(Path::new("/d"), "ns:src", 2), "f"),
+                5
+            ))
+        );
+        assert_eq!(other_table_store_file(Path::new("/x/f"), "t", 2, 5), None);
+    }
+
+    #[test]
+    fn snapshot_entries_round_trip_through_their_file_names() {
+        let root = Path::new("/d");
+        assert_eq!(
+            snapshot_entry_of(&snapshot_path(root, 7, "a-b.c")),
+            Some(SnapshotEntry::Snapshot(7, "a-b.c".into()))
+        );
+        assert_eq!(
+            snapshot_entry_of(&pending_snapshot_path(root, 8, "s")),
+            Some(SnapshotEntry::Pending(8, "s".into()))
+        );
+        assert_eq!(
+            snapshot_entry_of(&hold_path(root, 9)),
+            Some(SnapshotEntry::Hold(9))
+        );
+        for junk in [
+            "x.snapshot",
+            "-s.snapshot",
+            "1.hold",
+            "00000000000000000001-.snapshot",
+            "a.tmp",
+        ] {
+            assert_eq!(snapshot_entry_of(Path::new(junk)), None, "{junk}");
+        }
     }
 }

@@ -28,6 +28,7 @@ pub mod read_tier;
 pub mod region;
 pub mod row_lock;
 pub mod scan;
+pub mod snapshot;
 pub mod source;
 pub mod store;
 pub mod storefile;

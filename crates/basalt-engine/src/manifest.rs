@@ -30,10 +30,16 @@ pub fn is_already_exists(error: &Error) -> bool {
     matches!(error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists)
 }
 
-/// Layout version of manifest files. Version 2 added file links; version 1
-/// manifests (no links) are still read.
-pub const MANIFEST_FORMAT_VERSION: u32 = 2;
-const READABLE_FORMAT_VERSIONS: [&str; 2] = ["1", "2"];
+/// Layout version of manifest files. Version 2 added file links; version 3
+/// links that name another table (a table cloned or restored from a
+/// snapshot reads the files the snapshot references). A manifest with no
+/// such link is still written as version 2, so a data set without clones
+/// stays readable by the versions before; versions 1 (no links) and 2 are
+/// read.
+pub const MANIFEST_FORMAT_VERSION: u32 = 3;
+/// The version of a manifest none of whose links names a table.
+const MANIFEST_FORMAT_WITHOUT_TABLE_LINKS: u32 = 2;
+const READABLE_FORMAT_VERSIONS: [&str; 3] = ["1", "2", "3"];
 const MAGIC: &str = "BASALT-STORE-MANIFEST";
 
 /// One store file as the manifest records it.
@@ -62,6 +68,13 @@ pub struct ManifestFile {
 /// limited to the rows this region owns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileLink {
+    /// The table whose region wrote the file, when it is not the linking
+    /// store's own table or the link comes from a snapshot (a clone or a
+    /// restore): such a file is kept by the snapshot's references, not by
+    /// a retired region of this table. `None`: a sibling region of the
+    /// same table (a split or merge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
     /// The region that wrote (and owns) the file.
     pub region_id: u64,
     /// The file's id in that region's store of the same family.
@@ -76,7 +89,13 @@ impl FileLink {
     /// The linked file's path, given the linking store's directory
     /// (`<table dir>/<region id>/<family>`): regions of a table are siblings.
     pub fn path(&self, store_dir: &Path) -> Result<PathBuf> {
-        layout::linked_store_file(store_dir, self.region_id, self.file_id).ok_or_else(|| {
+        let path = match &self.table {
+            Some(table) => {
+                layout::other_table_store_file(store_dir, table, self.region_id, self.file_id)
+            }
+            None => layout::linked_store_file(store_dir, self.region_id, self.file_id),
+        };
+        path.ok_or_else(|| {
             Error::invalid(format!(
                 "store directory {} is not inside a table directory",
                 store_dir.display()
@@ -133,8 +152,17 @@ impl StoreManifest {
     pub fn encode(&self) -> Result<Vec<u8>> {
         let body = serde_json::to_vec_pretty(self)
             .map_err(|e| Error::invalid(format!("manifest does not serialize: {e}")))?;
+        let format = if self
+            .files
+            .iter()
+            .any(|f| f.link.as_ref().is_some_and(|l| l.table.is_some()))
+        {
+            MANIFEST_FORMAT_VERSION
+        } else {
+            MANIFEST_FORMAT_WITHOUT_TABLE_LINKS
+        };
         let mut out = format!(
-            "{MAGIC} {MANIFEST_FORMAT_VERSION} {:08x} {}\n",
+            "{MAGIC} {format} {:08x} {}\n",
             crc32c::crc32c(&body),
             body.len()
         )
@@ -298,6 +326,19 @@ impl ManifestLog {
 
     fn path(&self, version: u64) -> PathBuf {
         layout::manifest_path(&self.dir, version)
+    }
+
+    /// The newest manifest version of the store, read without writing or
+    /// deleting anything (the store may belong to a region open elsewhere:
+    /// the master's janitor and snapshot code read it so). `None` for a
+    /// store with no version. A newest version that fails its checks is an
+    /// error: a reader that is not the owner cannot tell a torn commit from
+    /// damage, and callers keep what they would otherwise delete.
+    pub fn read_newest(&self) -> Result<Option<StoreManifest>> {
+        match self.versions()?.first() {
+            Some(&version) => self.read_version(version).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Versions present in the directory, newest first.

@@ -1258,9 +1258,42 @@ impl Region {
             .collect()
     }
 
+    /// Per family, the manifest entries of the files that hold the
+    /// region's data now (its own files and links): what a snapshot of the
+    /// region records. With `flush`, the memstores are written out first,
+    /// so the files hold every write acknowledged before the call. The
+    /// entries are read while no flush runs, so every family is cut at the
+    /// same flush: a row's families are all in or all out. Writes go on;
+    /// what they add after the cut is not listed.
+    pub fn snapshot_files(&self, flush: bool) -> Result<Vec<(String, Vec<ManifestFile>)>> {
+        self.check_opened()?;
+        if flush {
+            self.flush()?;
+        }
+        let _no_flush = self.flush_lock.lock();
+        Ok(self
+            .stores
+            .read()
+            .iter()
+            .map(|(name, store)| {
+                (
+                    String::from_utf8_lossy(name).into_owned(),
+                    store.manifest_files(),
+                )
+            })
+            .collect())
+    }
+
     /// True while some store still reads a parent region's files.
     pub fn has_links(&self) -> bool {
         self.stores.read().values().any(|s| s.has_links())
+    }
+
+    /// True while some store still reads a split or merge parent's files
+    /// ([`Store::has_parent_links`]): such a region compacts at once and
+    /// does not split again until it has.
+    pub fn has_parent_links(&self) -> bool {
+        self.stores.read().values().any(|s| s.has_parent_links())
     }
 
     /// Ids of the regions whose files this region's stores link to.

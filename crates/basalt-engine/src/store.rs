@@ -863,7 +863,14 @@ impl Store {
     /// links wait to be rewritten.
     pub fn needs_compaction(&self) -> bool {
         let view = Arc::clone(&self.view.read());
-        if view.files.iter().any(|f| f.entry.link.is_some()) {
+        // A split or merge parent waits for its daughters' rewrite; a
+        // snapshot's files shared by a clone do not (they stay shared
+        // until the policy picks the store anyway).
+        if view
+            .files
+            .iter()
+            .any(|f| f.entry.link.as_ref().is_some_and(|l| l.table.is_none()))
+        {
             return true;
         }
         let sizes: Vec<u64> = view.files.iter().map(|f| f.entry.size).collect();
@@ -877,6 +884,18 @@ impl Store {
             .files
             .iter()
             .any(|f| f.entry.link.is_some())
+    }
+
+    /// True while the store links to a file of a split or merge parent
+    /// (a link naming no table). Links naming a table (a clone or restore
+    /// reading a snapshot's files) do not count: nothing waits for them to
+    /// be rewritten, so they stay shared until a compaction comes by.
+    pub fn has_parent_links(&self) -> bool {
+        self.view
+            .read()
+            .files
+            .iter()
+            .any(|f| f.entry.link.as_ref().is_some_and(|l| l.table.is_none()))
     }
 
     /// Ids of the regions whose files this store links to.
@@ -905,9 +924,15 @@ impl Store {
             .files
             .iter()
             .filter_map(|f| {
-                let (owner, file_id, l, u) = match &f.link {
-                    Some(link) => (link.region_id, link.file_id, &link.lower, &link.upper),
-                    None => (region_id, f.id, lower, upper),
+                let (table, owner, file_id, l, u) = match &f.link {
+                    Some(link) => (
+                        link.table.clone(),
+                        link.region_id,
+                        link.file_id,
+                        &link.lower,
+                        &link.upper,
+                    ),
+                    None => (None, region_id, f.id, lower, upper),
                 };
                 let link_lower = std::cmp::max(l, lower).clone();
                 let link_upper = match (u.is_empty(), upper.is_empty()) {
@@ -923,6 +948,7 @@ impl Store {
                     cells: f.cells,
                     major: false,
                     link: Some(FileLink {
+                        table,
                         region_id: owner,
                         file_id,
                         lower: link_lower,
@@ -931,6 +957,11 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// The committed manifest's file entries (own files and links).
+    pub fn manifest_files(&self) -> Vec<ManifestFile> {
+        self.manifest.lock().files.clone()
     }
 
     /// Writes the first manifest of a new region's store in `dir`: the

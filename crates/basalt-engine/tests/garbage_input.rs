@@ -11,7 +11,8 @@
 //!
 //! Covered: store-file data blocks, index blocks and bloom chunks (through
 //! `storefile::raw`, since those sit behind block checksums), store
-//! manifests (`StoreManifest::decode`), and WAL segments through
+//! manifests (`StoreManifest::decode`), snapshot manifests
+//! (`SnapshotManifest::decode`), and WAL segments through
 //! `Wal::open`, including payloads re-sealed with valid checksums so the
 //! record decoder itself sees the damage.
 //!
@@ -23,11 +24,17 @@ use std::path::Path;
 
 use bytes::Bytes;
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 
 use basalt_engine::manifest::{FileLink, ManifestFile, StoreManifest};
+use basalt_engine::snapshot::{
+    SnapshotFile, SnapshotKind, SnapshotManifest, SnapshotRegion, SnapshotStore,
+};
 use basalt_engine::storefile::raw::{self, IndexEntryView};
 use basalt_engine::wal::{Wal, WalEdit, WalOptions};
-use basalt_types::{Cell, CellType, DataBlockEncoding, Durability};
+use basalt_types::{
+    Cell, CellType, ColumnFamilyDescriptor, DataBlockEncoding, Durability, TableDescriptor,
+};
 
 // The proptest settings, the counting global allocator, the bound check
 // and the byte mutations are shared by every crate's garbage-input test.
@@ -313,6 +320,7 @@ fn arb_manifest() -> impl Strategy<Value = StoreManifest> {
             proptest::collection::vec(any::<u8>(), 0..6),
         )
             .prop_map(|(region_id, file_id, lower)| FileLink {
+                table: None,
                 region_id,
                 file_id,
                 lower: Bytes::from(lower),
@@ -414,6 +422,193 @@ proptest! {
             mutate(&mut bytes, &mutations);
         }
         decode_manifest(&bytes, m.version);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Snapshot manifests
+// ---------------------------------------------------------------------------
+
+/// As store manifests: JSON builds vectors and strings by doubling; the
+/// descriptor's families add their option strings.
+const SNAPSHOT_FACTOR: usize = 6;
+const SNAPSHOT_CONSTANT: usize = 4096;
+
+fn arb_snapshot() -> impl Strategy<Value = SnapshotManifest> {
+    let file = (any::<u64>(), any::<u64>(), any::<u64>(), 0u8..3).prop_map(
+        |(region_id, file_id, size, bound)| SnapshotFile {
+            table: if bound == 0 {
+                "t".into()
+            } else {
+                "ns:src".into()
+            },
+            region_id,
+            file_id,
+            lower: if bound == 2 {
+                Bytes::from_static(b"a")
+            } else {
+                Bytes::new()
+            },
+            upper: Bytes::new(),
+            size,
+            max_sequence: size / 2,
+            cells: size / 3,
+        },
+    );
+    let files = proptest::collection::vec(file, 0..4);
+    (
+        proptest::collection::vec(files, 1..4),
+        any::<i64>(),
+        any::<i64>(),
+        0u8..3,
+    )
+        .prop_map(|(regions, created_ms, ttl_secs, kind)| {
+            let n = regions.len();
+            let regions = regions
+                .into_iter()
+                .enumerate()
+                .map(|(i, files)| SnapshotRegion {
+                    id: i as u64 + 1,
+                    start_key: if i == 0 {
+                        Bytes::new()
+                    } else {
+                        Bytes::from(format!("k{i}"))
+                    },
+                    end_key: if i + 1 == n {
+                        Bytes::new()
+                    } else {
+                        Bytes::from(format!("k{}", i + 1))
+                    },
+                    stores: vec![SnapshotStore {
+                        family: "f".into(),
+                        files,
+                    }],
+                })
+                .collect();
+            SnapshotManifest {
+                name: "snap-1".into(),
+                table: "t".into(),
+                created_ms,
+                ttl_secs,
+                kind: [
+                    SnapshotKind::Flush,
+                    SnapshotKind::Skipflush,
+                    SnapshotKind::Disabled,
+                ][kind as usize],
+                descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")),
+                regions,
+                held_for: None,
+            }
+        })
+}
+
+/// Header line plus body with the checksum and length recomputed, so that
+/// damage to the body reaches the JSON decoder and the checks after it.
+fn reseal_snapshot(body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "BASALT-SNAPSHOT 1 {:08x} {}\n",
+        crc32c::crc32c(body),
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+fn decode_snapshot(bytes: &[u8]) -> Option<SnapshotManifest> {
+    let (m, peak) = peak_while(|| SnapshotManifest::decode(bytes));
+    if let Err((offset, message)) = &m {
+        // The error says where: an offset inside the input.
+        assert!(
+            *offset <= bytes.len() as u64,
+            "offset {offset} past the input: {message}"
+        );
+    }
+    check_bounded(
+        "snapshot manifest",
+        peak,
+        bytes.len(),
+        SNAPSHOT_FACTOR,
+        SNAPSHOT_CONSTANT,
+    );
+    m.ok()
+}
+
+#[test]
+fn a_snapshot_manifest_breaking_its_invariants_is_refused_with_a_reason() {
+    let valid = arb_snapshot()
+        .new_tree(&mut proptest::test_runner::TestRunner::deterministic())
+        .unwrap()
+        .current();
+    let refuse = |m: SnapshotManifest, words: &str| {
+        let bytes = m.encode().unwrap();
+        let (offset, message) = SnapshotManifest::decode(&bytes).unwrap_err();
+        assert!(message.contains(words), "'{message}' lacks '{words}'");
+        assert!(offset > 0, "the body's offset");
+    };
+    let mut m = valid.clone();
+    m.name = ".hidden".into();
+    refuse(m, "snapshot name");
+    let mut m = valid.clone();
+    m.table = "other".into();
+    refuse(m, "does not match its descriptor");
+    let mut m = valid.clone();
+    m.regions.clear();
+    refuse(m, "no region");
+    let mut m = valid.clone();
+    m.regions[0].start_key = Bytes::from_static(b"x");
+    refuse(m, "does not start where");
+    let mut m = valid.clone();
+    m.regions[0].stores[0].family = "nope".into();
+    refuse(m, "descriptor lacks");
+    let mut m = valid;
+    m.regions[0].stores[0].files.push(SnapshotFile {
+        table: String::new(),
+        region_id: 1,
+        file_id: 1,
+        lower: Bytes::new(),
+        upper: Bytes::new(),
+        size: 1,
+        max_sequence: 1,
+        cells: 1,
+    });
+    refuse(m, "names no table");
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    #[test]
+    fn valid_snapshot_manifests_round_trip(m in arb_snapshot()) {
+        let bytes = m.encode().unwrap();
+        prop_assert_eq!(decode_snapshot(&bytes), Some(m));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_the_snapshot_decoder(
+        data in proptest::collection::vec(any::<u8>(), 0..400),
+        sealed in any::<bool>(),
+    ) {
+        let bytes = if sealed { reseal_snapshot(&data) } else { data };
+        decode_snapshot(&bytes);
+    }
+
+    #[test]
+    fn mutated_snapshot_manifests_decode_or_fail_cleanly(
+        m in arb_snapshot(),
+        mutations in arb_mutations(),
+        sealed in any::<bool>(),
+    ) {
+        let mut bytes = m.encode().unwrap();
+        if sealed {
+            let newline = bytes.iter().position(|&b| b == b'\n').unwrap();
+            let mut body = bytes.split_off(newline + 1);
+            mutate(&mut body, &mutations);
+            bytes = reseal_snapshot(&body);
+        } else {
+            mutate(&mut bytes, &mutations);
+        }
+        decode_snapshot(&bytes);
     }
 }
 

@@ -10,6 +10,7 @@
 //! | `CloseRegion` | region servers | flushes and closes a region |
 //! | `PrepareSplit` | region servers | step b of a split: closes the parent for writes, flushes it, seeds the daughters (`basalt::cluster::PrepareSplit` → `SplitPlan`) |
 //! | `PrepareMerge` | region servers | step b of a merge (`basalt::cluster::PrepareMerge`) |
+//! | `SnapshotRegion` | region servers | what a snapshot records of a region held there: flushed if asked, its files per family (`basalt::cluster::SnapshotRegionRequest`, docs/snapshots.md) |
 //! | `RegionLoads` | region servers | the request rates and sizes of the regions held there (`basalt::cluster::RegionLoadReport`), for the balancer |
 //! | `ClosedThrough` | region servers | the sequence id a region the master closed there (move, alter, disable) was flushed through (`null` if it was not), so a family added later counts log edits only from above it |
 //!
@@ -29,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use basalt::cluster::{
     MasterAnswer, MasterCall, MasterControl, PrepareMerge, PrepareSplit, RegionLoadReport,
-    RegionServerControl, ServerName, SplitPlan,
+    RegionServerControl, ServerName, SnapshotRegionRequest, SplitPlan,
 };
 use basalt_types::{Error, ErrorKind, Result};
 
@@ -69,6 +70,10 @@ pub const METHODS: &[Method] = &[
     Method {
         name: "ClosedThrough",
         handler: closed_through,
+    },
+    Method {
+        name: "SnapshotRegion",
+        handler: snapshot_region,
     },
 ];
 
@@ -141,6 +146,11 @@ fn close_region(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> 
 fn prepare_split(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     let request: PrepareSplit = decode_json(param, "PrepareSplit")?;
     answer(call.ctx.db.prepare_split_region(&request))
+}
+
+fn snapshot_region(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: SnapshotRegionRequest = decode_json(param, "SnapshotRegion")?;
+    answer(call.ctx.db.snapshot_region_files(&request))
 }
 
 fn prepare_merge(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
@@ -315,6 +325,15 @@ impl RegionServerControl for RpcRegionServerControl {
             }
             Err(e) => Err(e),
         }
+    }
+
+    fn snapshot_region(
+        &self,
+        server: &str,
+        request: &SnapshotRegionRequest,
+    ) -> Result<Vec<basalt::snapshot::SnapshotStore>> {
+        let address = ServerName::parse(server)?.address();
+        self.client.call(&address, "SnapshotRegion", request)
     }
 }
 

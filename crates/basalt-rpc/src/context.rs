@@ -118,20 +118,18 @@ impl Default for RpcLimits {
 }
 
 /// The master's switches that have no effect in one process but that the
-/// Admin API reads and sets (catalog janitor, cleaner chore, snapshot
-/// cleanup): kept so a client reads back what it set. The balancer and
-/// normalizer switches are the catalog's (`Database::balancer_switch`,
-/// `Database::normalizer_switch`), and so are the split and merge
-/// switches (`Database::split_or_merge_switch`), which gate every
-/// gateway's splits and merges.
+/// Admin API reads and sets (catalog janitor, cleaner chore): kept so a
+/// client reads back what it set. The balancer, normalizer and snapshot
+/// cleanup switches are the catalog's (`Database::balancer_switch`,
+/// `Database::normalizer_switch`, `Database::snapshot_cleanup_switch`), and
+/// so are the split and merge switches (`Database::split_or_merge_switch`),
+/// which gate every gateway's splits and merges.
 #[derive(Debug)]
 pub struct Switches {
     /// `EnableCatalogJanitor` / `IsCatalogJanitorEnabled`.
     pub catalog_janitor: AtomicBool,
     /// `SetCleanerChoreRunning`.
     pub cleaner_chore: AtomicBool,
-    /// `SetSnapshotCleanup`.
-    pub snapshot_cleanup: AtomicBool,
 }
 
 impl Default for Switches {
@@ -139,7 +137,6 @@ impl Default for Switches {
         Switches {
             catalog_janitor: AtomicBool::new(true),
             cleaner_chore: AtomicBool::new(true),
-            snapshot_cleanup: AtomicBool::new(true),
         }
     }
 }

@@ -48,8 +48,7 @@
 //! Methods not served, answered with `DoNotRetryIOException` naming the
 //! method (the server does that for any method missing from [`METHODS`]):
 //! `Shutdown`, `StopMaster`, `OfflineRegion`, `ExecMasterService`
-//! (coprocessor endpoints), `Snapshot`, `GetCompletedSnapshots`,
-//! `DeleteSnapshot`, `IsSnapshotDone`, `RestoreSnapshot`, `SetQuota`,
+//! (coprocessor endpoints), `SetQuota`,
 //! `getLastMajorCompactionTimestamp`,
 //! `getLastMajorCompactionTimestampForRegion`, `getSecurityCapabilities`,
 //! `AbortProcedure`, `GetProcedures`, `GetLocks`,
@@ -131,6 +130,11 @@ pub const METHODS: &[Method] = &[
     method("IsCleanerChoreEnabled", is_cleaner_chore_enabled),
     method("SwitchSnapshotCleanup", switch_snapshot_cleanup),
     method("IsSnapshotCleanupEnabled", is_snapshot_cleanup_enabled),
+    method("Snapshot", snapshot),
+    method("IsSnapshotDone", is_snapshot_done),
+    method("GetCompletedSnapshots", get_completed_snapshots),
+    method("DeleteSnapshot", delete_snapshot),
+    method("RestoreSnapshot", restore_snapshot),
     method("SetSplitOrMergeEnabled", set_split_or_merge_enabled),
     method("IsSplitOrMergeEnabled", is_split_or_merge_enabled),
     method("SplitRegion", split_region),
@@ -1230,21 +1234,213 @@ fn is_cleaner_chore_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     )
 }
 
-/// Kept for read-back only: Basalt has no snapshots to clean up.
+/// The snapshot cleanup switch is the catalog's (`Database::
+/// snapshot_cleanup_switch`): while on, snapshots past their TTL are
+/// deleted.
 fn switch_snapshot_cleanup(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    set_switch(
-        param,
-        "SetSnapshotCleanupRequest",
-        &call.ctx.switches.snapshot_cleanup,
-    )
+    let request = Call::decode::<m::SwitchRequest>(param, "SetSnapshotCleanupRequest")?;
+    // An absent value is protobuf's default (see `set_switch`).
+    bool_answer(switch_answer(basalt::admin::Admin::execute(
+        &*call.ctx.db,
+        basalt::AdminRequest::SnapshotCleanupSwitch {
+            on: request.on.unwrap_or(false),
+        },
+    )?)?)
 }
 
 fn is_snapshot_cleanup_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
-    read_switch(
-        param,
-        "IsSnapshotCleanupEnabledRequest",
-        &call.ctx.switches.snapshot_cleanup,
-    )
+    Call::decode::<m::Empty>(param, "IsSnapshotCleanupEnabledRequest")?;
+    bool_answer(switch_answer(basalt::admin::Admin::execute(
+        &*call.ctx.db,
+        basalt::AdminRequest::SnapshotCleanupEnabled,
+    )?)?)
+}
+
+fn switch_answer(reply: basalt::AdminReply) -> Result<bool, RpcError> {
+    match reply {
+        basalt::AdminReply::Switch { previous } => Ok(previous),
+        other => Err(RpcError::do_not_retry(format!(
+            "unexpected answer to a switch: {other:?}"
+        ))),
+    }
+}
+
+// ---- snapshots (docs/snapshots.md) ----
+
+/// The snapshot a request describes, and its name (checked by the core).
+fn described_snapshot(param: &[u8], what: &str) -> Result<m::SnapshotDescription, RpcError> {
+    let request = Call::decode::<m::SnapshotRequest>(param, what)?;
+    let snapshot = request
+        .snapshot
+        .ok_or_else(|| RpcError::missing("snapshot"))?;
+    if snapshot.name.as_deref().unwrap_or("").is_empty() {
+        return Err(RpcError::missing("snapshot.name"));
+    }
+    Ok(snapshot)
+}
+
+/// A snapshot description's table in Basalt's spelling (`default:t` is
+/// `t`).
+fn snapshot_table(snapshot: &m::SnapshotDescription) -> Result<String, RpcError> {
+    let table = snapshot
+        .table
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| RpcError::missing("snapshot.table"))?;
+    Ok(table.strip_prefix("default:").unwrap_or(table).to_string())
+}
+
+fn description(info: &basalt::cluster::SnapshotInfo) -> m::SnapshotDescription {
+    use m::snapshot_description::Type;
+    let kind = match info.kind.as_str() {
+        "DISABLED" => Type::Disabled,
+        "SKIPFLUSH" => Type::Skipflush,
+        _ => Type::Flush,
+    };
+    m::SnapshotDescription {
+        name: Some(info.name.clone()),
+        table: Some(info.table.clone()),
+        creation_time: Some(info.created_ms),
+        r#type: Some(kind as i32),
+        version: Some(2),
+        owner: None,
+        ttl: Some(info.ttl_secs),
+        max_file_size: None,
+    }
+}
+
+fn snapshots(
+    call: &Call<'_>,
+    pattern: Option<String>,
+) -> Result<Vec<basalt::cluster::SnapshotInfo>, RpcError> {
+    match basalt::admin::Admin::execute(
+        &*call.ctx.db,
+        basalt::AdminRequest::ListSnapshots { pattern },
+    )? {
+        basalt::AdminReply::Snapshots { snapshots } => Ok(snapshots),
+        other => Err(RpcError::do_not_retry(format!(
+            "unexpected answer to list_snapshots: {other:?}"
+        ))),
+    }
+}
+
+/// Basalt takes the snapshot before it answers, so the procedure id it
+/// hands out polls as finished and `IsSnapshotDone` answers done.
+fn snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let snapshot = described_snapshot(param, "SnapshotRequest")?;
+    let table = snapshot_table(&snapshot)?;
+    let skip_flush = snapshot.r#type == Some(m::snapshot_description::Type::Skipflush as i32);
+    basalt::admin::Admin::execute(
+        &*call.ctx.db,
+        basalt::AdminRequest::Snapshot {
+            table,
+            name: snapshot.name.unwrap_or_default(),
+            skip_flush,
+            ttl_secs: snapshot.ttl.unwrap_or(0),
+        },
+    )?;
+    let id = finished_procedure(submitted);
+    Ok(encode(&m::SnapshotResponse {
+        expected_timeout: Some(0),
+        proc_id: i64::try_from(id).ok(),
+    }))
+}
+
+/// Done when the snapshot is complete; a name that is neither is HBase's
+/// `UnknownSnapshotException`.
+fn is_snapshot_done(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let request = Call::decode::<m::SnapshotRequest>(param, "IsSnapshotDoneRequest")?;
+    let name = request
+        .snapshot
+        .and_then(|s| s.name)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            RpcError::new(
+                UNKNOWN_SNAPSHOT,
+                "No snapshot name passed in request, can't figure out which snapshot you want to check.",
+                true,
+            )
+        })?;
+    let found = snapshots(call, None)?.into_iter().find(|s| s.name == name);
+    match found {
+        Some(info) => Ok(encode(&m::IsSnapshotDoneResponse {
+            done: Some(true),
+            snapshot: Some(description(&info)),
+        })),
+        None => Err(RpcError::new(
+            UNKNOWN_SNAPSHOT,
+            format!(
+                "Snapshot '{name}' is not currently running or one of the known completed snapshots."
+            ),
+            true,
+        )),
+    }
+}
+
+const UNKNOWN_SNAPSHOT: &str = "org.apache.hadoop.hbase.snapshot.UnknownSnapshotException";
+
+fn get_completed_snapshots(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    Call::decode::<m::Empty>(param, "GetCompletedSnapshotsRequest")?;
+    Ok(encode(&m::GetCompletedSnapshotsResponse {
+        snapshots: snapshots(call, None)?.iter().map(description).collect(),
+    }))
+}
+
+fn delete_snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let snapshot = described_snapshot(param, "DeleteSnapshotRequest")?;
+    basalt::admin::Admin::execute(
+        &*call.ctx.db,
+        basalt::AdminRequest::DeleteSnapshot {
+            name: snapshot.name.unwrap_or_default(),
+        },
+    )?;
+    Ok(encode(&m::Empty {}))
+}
+
+/// HBase's clients clone through this call too: the master restores when
+/// the named table exists (it must be the snapshot's own, disabled) and
+/// clones into a new table otherwise, as HBase's `restoreOrCloneSnapshot`.
+fn restore_snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    let submitted = now_millis();
+    let snapshot = described_snapshot(param, "RestoreSnapshotRequest")?;
+    let name = snapshot.name.clone().unwrap_or_default();
+    // A request without a table (hbase-driver's `restore_snapshot` without
+    // one) restores the snapshot's own table.
+    let table = match snapshot.table.as_deref() {
+        None | Some("") => None,
+        Some(_) => Some(snapshot_table(&snapshot)?),
+    };
+    let request = if table
+        .as_ref()
+        .is_none_or(|table| call.ctx.db.list_tables().iter().any(|t| t == table))
+    {
+        let table = table.unwrap_or_default();
+        let source = snapshots(call, None)?
+            .into_iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| basalt::Error::SnapshotNotFound(name.clone()))?;
+        if !table.is_empty() && source.table != table {
+            return Err(RpcError::new(
+                "org.apache.hadoop.hbase.snapshot.RestoreSnapshotException",
+                format!(
+                    "snapshot '{name}' is of table {}, not {table}: Basalt restores a snapshot into its own table only",
+                    source.table
+                ),
+                true,
+            ));
+        }
+        basalt::AdminRequest::RestoreSnapshot { name }
+    } else {
+        basalt::AdminRequest::CloneSnapshot {
+            name,
+            table: table.unwrap_or_default(),
+        }
+    };
+    basalt::admin::Admin::execute(&*call.ctx.db, request)?;
+    Ok(encode(&m::RestoreSnapshotResponse {
+        proc_id: Some(finished_procedure(submitted)),
+    }))
 }
 
 /// The core's split or merge switch a `MasterSwitchType` names: the

@@ -1242,13 +1242,7 @@ fn hbase_namespace_is_described_as_hbase_describes_it_and_refuses_ddl() {
 
 #[test]
 fn methods_left_out_are_not_in_the_table() {
-    for method in [
-        "Snapshot",
-        "Shutdown",
-        "StopMaster",
-        "OfflineRegion",
-        "SetQuota",
-    ] {
+    for method in ["Shutdown", "StopMaster", "OfflineRegion", "SetQuota"] {
         assert!(find(MASTER_SERVICE, method).is_none(), "{method}");
     }
     // HBase's method names are case-sensitive on the wire.
@@ -1276,4 +1270,125 @@ fn a_table_name_without_a_namespace_reads_as_the_default_one() {
         answer.table_state.unwrap().state,
         Some(TableStateCode::Enabled as i32)
     );
+}
+
+fn snapshot_request(
+    name: &str,
+    table: Option<&str>,
+    kind: m::snapshot_description::Type,
+) -> m::SnapshotRequest {
+    m::SnapshotRequest {
+        snapshot: Some(m::SnapshotDescription {
+            name: Some(name.into()),
+            table: table.map(str::to_string),
+            r#type: Some(kind as i32),
+            ..Default::default()
+        }),
+    }
+}
+
+#[test]
+fn snapshots_are_taken_listed_cloned_restored_and_deleted_as_hbase_clients_ask() {
+    use m::snapshot_description::Type;
+    let s = server();
+    s.create("t", &["f"], &[b"m"]);
+    s.db()
+        .table("t")
+        .unwrap()
+        .put(&Put::new("a").add("f", "q", "before"))
+        .unwrap();
+    let taken: m::SnapshotResponse = s
+        .call(
+            "Snapshot",
+            &snapshot_request("s1", Some("default:t"), Type::Flush),
+        )
+        .unwrap();
+    let proc_id = taken.proc_id.expect("a procedure to poll") as u64;
+    let polled: m::GetProcedureResultResponse = s
+        .call(
+            "getProcedureResult",
+            &m::GetProcedureResultRequest {
+                proc_id: Some(proc_id),
+            },
+        )
+        .unwrap();
+    assert_eq!(polled.state, Some(ProcState::Finished as i32));
+    let done: m::IsSnapshotDoneResponse = s
+        .call("IsSnapshotDone", &snapshot_request("s1", None, Type::Flush))
+        .unwrap();
+    assert_eq!(done.done, Some(true));
+    expect_class(
+        s.call::<m::IsSnapshotDoneResponse>(
+            "IsSnapshotDone",
+            &snapshot_request("nope", None, Type::Flush),
+        ),
+        "org.apache.hadoop.hbase.snapshot.UnknownSnapshotException",
+    );
+    expect_class(
+        s.call::<m::SnapshotResponse>("Snapshot", &snapshot_request("s1", Some("t"), Type::Flush)),
+        "org.apache.hadoop.hbase.snapshot.SnapshotExistsException",
+    );
+    expect_class(
+        s.call::<m::SnapshotResponse>(
+            "Snapshot",
+            &snapshot_request("s2", Some("missing"), Type::Flush),
+        ),
+        "org.apache.hadoop.hbase.snapshot.SnapshotCreationException",
+    );
+    let listed: m::GetCompletedSnapshotsResponse =
+        s.call("GetCompletedSnapshots", &m::Empty {}).unwrap();
+    assert_eq!(listed.snapshots.len(), 1);
+    let d = &listed.snapshots[0];
+    assert_eq!(
+        (d.name.as_deref(), d.table.as_deref()),
+        (Some("s1"), Some("t"))
+    );
+    assert_eq!(d.r#type, Some(Type::Flush as i32));
+    assert!(d.creation_time.unwrap() > 0);
+
+    s.db()
+        .table("t")
+        .unwrap()
+        .put(&Put::new("a").add("f", "q", "after"))
+        .unwrap();
+    // A RestoreSnapshot naming a table that does not exist clones.
+    let _: m::RestoreSnapshotResponse = s
+        .call(
+            "RestoreSnapshot",
+            &snapshot_request("s1", Some("copy"), Type::Flush),
+        )
+        .unwrap();
+    let value = |table: &str| {
+        let row = s.db().table(table).unwrap().get(&Get::new("a")).unwrap();
+        String::from_utf8(row.cells[0].value.to_vec()).unwrap()
+    };
+    assert_eq!(value("copy"), "before");
+    // Naming the snapshot's own table restores it, once disabled.
+    expect_class(
+        s.call::<m::RestoreSnapshotResponse>(
+            "RestoreSnapshot",
+            &snapshot_request("s1", Some("t"), Type::Flush),
+        ),
+        TABLE_NOT_DISABLED,
+    );
+    s.db().disable_table("t").unwrap();
+    let _: m::RestoreSnapshotResponse = s
+        .call(
+            "RestoreSnapshot",
+            &snapshot_request("s1", Some("t"), Type::Flush),
+        )
+        .unwrap();
+    s.db().enable_table("t").unwrap();
+    assert_eq!(value("t"), "before");
+
+    let _: m::Empty = s
+        .call("DeleteSnapshot", &snapshot_request("s1", None, Type::Flush))
+        .unwrap();
+    expect_class(
+        s.call::<m::Empty>("DeleteSnapshot", &snapshot_request("s1", None, Type::Flush)),
+        "org.apache.hadoop.hbase.snapshot.SnapshotDoesNotExistException",
+    );
+    let listed: m::GetCompletedSnapshotsResponse =
+        s.call("GetCompletedSnapshots", &m::Empty {}).unwrap();
+    assert!(listed.snapshots.is_empty());
 }

@@ -41,7 +41,7 @@ pub(crate) struct Spec {
 }
 
 /// The command groups in the order `help` lists them.
-pub(crate) const GROUPS: &[&str] = &["general", "ddl", "namespace", "dml", "tools"];
+pub(crate) const GROUPS: &[&str] = &["general", "ddl", "namespace", "dml", "tools", "snapshots"];
 
 /// Every command.
 pub(crate) static COMMANDS: &[Spec] = &[
@@ -241,6 +241,40 @@ pub(crate) static COMMANDS: &[Spec] = &[
   Cluster: closes a region (encoded or full name); it stays closed, its
   rows unavailable, until assign (or move).
     unassign 'ENCODED_REGIONNAME'" },
+    Spec { name: "snapshot", group: "snapshots", run: Some(snapshot), usage: "snapshot 'TABLE', 'SNAPSHOT' [, {SKIP_FLUSH => true, TTL => SECONDS}]
+  Takes a snapshot of a table: its schema, regions and store files at this
+  point, referenced, not copied (docs/snapshots.md). Each region is flushed
+  first unless SKIP_FLUSH; writes go on. With TTL the snapshot is deleted
+  that many seconds later (while snapshot cleanup is on).
+    snapshot 'sourceTable', 'snapshotName'
+    snapshot 'namespace:sourceTable', 'snapshotName', {SKIP_FLUSH => true}
+    snapshot 'sourceTable', 'snapshotName', {TTL => 86400}" },
+    Spec { name: "list_snapshots", group: "snapshots", run: Some(list_snapshots), usage: "list_snapshots ['REGEX']
+  Lists the snapshots, those whose name matches the regular expression if
+  given.
+    list_snapshots
+    list_snapshots 'abc.*'" },
+    Spec { name: "delete_snapshot", group: "snapshots", run: Some(delete_snapshot), usage: "delete_snapshot 'SNAPSHOT'
+  Deletes a snapshot; the store files nothing else references go with it.
+    delete_snapshot 'snapshotName'" },
+    Spec { name: "clone_snapshot", group: "snapshots", run: Some(clone_snapshot), usage: "clone_snapshot 'SNAPSHOT', 'TABLE'
+  Creates a new table from a snapshot, with its schema, regions and data;
+  the two share the store files (nothing is copied). The table must not
+  exist.
+    clone_snapshot 'snapshotName', 'tableName'
+    clone_snapshot 'snapshotName', 'namespace:tableName'" },
+    Spec { name: "restore_snapshot", group: "snapshots", run: Some(restore_snapshot), usage: "restore_snapshot 'SNAPSHOT'
+  Returns the snapshot's table to the snapshot: its schema, regions and
+  data as they were. The table must be disabled, and stays so.
+    disable 'tableName'
+    restore_snapshot 'snapshotName'" },
+    Spec { name: "snapshot_cleanup_switch", group: "snapshots", run: Some(snapshot_cleanup_switch), usage: "snapshot_cleanup_switch true|false
+  Turns the deletion of snapshots past their TTL on or off; prints the
+  previous state. On by default; kept in the catalog.
+    snapshot_cleanup_switch false" },
+    Spec { name: "snapshot_cleanup_enabled", group: "snapshots", run: Some(snapshot_cleanup_enabled), usage: "snapshot_cleanup_enabled
+  Whether snapshot cleanup is on.
+    snapshot_cleanup_enabled" },
 ];
 
 /// The command called `name`.
@@ -1564,6 +1598,159 @@ fn normalizer_enabled(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> 
         AdminReply::Switch { previous } => Ok(Some(previous.to_string())),
         _ => Err(ShellError::Other(
             "unexpected reply to normalizer_enabled".into(),
+        )),
+    }
+}
+
+// ---- snapshots ----
+
+fn snapshot(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 2, 3)?;
+    let table = table_of(args)?;
+    let name = text_of(&args[1], "the snapshot name")?;
+    let (mut skip_flush, mut ttl_secs) = (false, 0);
+    if let Some(options) = args.get(2) {
+        for (key, value) in hash_of(options)? {
+            match key.as_str() {
+                "SKIP_FLUSH" => skip_flush = bool_of(&value, "SKIP_FLUSH")?,
+                "TTL" => ttl_secs = int_of(&value, "TTL")?,
+                other => return Err(unknown_key(other, &["SKIP_FLUSH", "TTL"])),
+            }
+        }
+    }
+    ctx.backend.admin(AdminRequest::Snapshot {
+        table,
+        name,
+        skip_flush,
+        ttl_secs,
+    })?;
+    Ok(None)
+}
+
+fn list_snapshots(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 1)?;
+    let pattern = match args.first() {
+        Some(a) => Some(text_of(a, "the regular expression")?),
+        None => None,
+    };
+    let AdminReply::Snapshots { snapshots } =
+        ctx.backend.admin(AdminRequest::ListSnapshots { pattern })?
+    else {
+        return Err(ShellError::Other(
+            "unexpected reply to list_snapshots".into(),
+        ));
+    };
+    ctx.line(format::header(
+        "SNAPSHOT",
+        "TABLE + CREATION TIME + TTL(Sec)",
+    ))?;
+    for s in &snapshots {
+        let ttl = if s.ttl_secs > 0 {
+            s.ttl_secs.to_string()
+        } else {
+            "FOREVER".to_string()
+        };
+        ctx.line(format::two_columns(
+            &s.name,
+            &format!("{} ({}) {ttl}", s.table, utc_time(s.created_ms)),
+        ))?;
+    }
+    ctx.line(format::rows(snapshots.len() as u64))?;
+    Ok(Some(format::ruby_array(
+        snapshots.iter().map(|s| s.name.as_bytes()),
+    )))
+}
+
+/// `YYYY-MM-DD hh:mm:ss UTC` of a time in milliseconds since the epoch.
+fn utc_time(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, of_day) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days to a civil date (the proleptic Gregorian calendar), by eras of
+    // 400 years.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
+}
+
+fn delete_snapshot(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let name = text_of(&args[0], "the snapshot name")?;
+    ctx.backend.admin(AdminRequest::DeleteSnapshot { name })?;
+    Ok(None)
+}
+
+/// HBase's `RESTORE_ACL` option: Basalt keeps no ACLs in snapshots, so
+/// `false` is the only value it can honour.
+fn acl_options(args: &[Arg], at: usize) -> ShellResult<()> {
+    if let Some(options) = args.get(at) {
+        for (key, value) in hash_of(options)? {
+            match key.as_str() {
+                "RESTORE_ACL" if !bool_of(&value, "RESTORE_ACL")? => {}
+                "RESTORE_ACL" => {
+                    return Err(usage(
+                        "RESTORE_ACL => true: Basalt's snapshots carry no ACLs",
+                    ))
+                }
+                other => return Err(unknown_key(other, &["RESTORE_ACL"])),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn clone_snapshot(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 2, 3)?;
+    let name = text_of(&args[0], "the snapshot name")?;
+    let table = text_of(&args[1], "the table name")?;
+    acl_options(args, 2)?;
+    ctx.backend
+        .admin(AdminRequest::CloneSnapshot { name, table })?;
+    Ok(None)
+}
+
+fn restore_snapshot(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 2)?;
+    let name = text_of(&args[0], "the snapshot name")?;
+    acl_options(args, 1)?;
+    ctx.backend.admin(AdminRequest::RestoreSnapshot { name })?;
+    Ok(None)
+}
+
+fn snapshot_cleanup_switch(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 1)?;
+    let on = bool_of(&args[0], "the snapshot cleanup switch")?;
+    match ctx
+        .backend
+        .admin(AdminRequest::SnapshotCleanupSwitch { on })?
+    {
+        AdminReply::Switch { previous } => {
+            ctx.line(format!("Previous snapshot cleanup state : {previous}"))?;
+            Ok(Some(previous.to_string()))
+        }
+        _ => Err(ShellError::Other(
+            "unexpected reply to snapshot_cleanup_switch".into(),
+        )),
+    }
+}
+
+fn snapshot_cleanup_enabled(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 0)?;
+    match ctx.backend.admin(AdminRequest::SnapshotCleanupEnabled)? {
+        AdminReply::Switch { previous } => Ok(Some(previous.to_string())),
+        _ => Err(ShellError::Other(
+            "unexpected reply to snapshot_cleanup_enabled".into(),
         )),
     }
 }

@@ -68,6 +68,26 @@ pub enum Error {
     #[error("replication peer {0} does not exist")]
     ReplicationPeerNotFound(String),
 
+    /// A snapshot of that name exists already (HBase's
+    /// `SnapshotExistsException`).
+    #[error("Snapshot '{0}' already stored on the filesystem.")]
+    SnapshotExists(String),
+
+    /// No snapshot of that name (HBase's `SnapshotDoesNotExistException`).
+    #[error("Snapshot '{0}' doesn't exist on the filesystem")]
+    SnapshotNotFound(String),
+
+    /// The snapshot's TTL has passed: it can no longer be cloned or
+    /// restored (HBase's `SnapshotTTLExpiredException`).
+    #[error("Snapshot '{0}' has expired: its TTL has passed")]
+    SnapshotExpired(String),
+
+    /// A snapshot could not be taken (HBase's `SnapshotCreationException`):
+    /// the table does not exist, a region is not open, a store could not
+    /// be read. Nothing was recorded.
+    #[error("{0}")]
+    SnapshotFailed(String),
+
     /// A replication peer change HBase's rules refuse (an id already
     /// taken, a peer already enabled or disabled, an invalid peer id,
     /// cluster key or table and namespace selection), worded as HBase
@@ -220,6 +240,14 @@ pub enum ErrorKind {
     ReplicationPeerNotFound,
     /// A replication peer change refused by HBase's rules.
     ReplicationPeerRefused,
+    /// A snapshot of that name exists.
+    SnapshotExists,
+    /// No snapshot of that name.
+    SnapshotNotFound,
+    /// The snapshot's TTL has passed.
+    SnapshotExpired,
+    /// A snapshot could not be taken.
+    SnapshotFailed,
     /// A family the table does not have.
     NoSuchFamily,
     /// An increment of a value that is not an 8-byte long.
@@ -307,6 +335,22 @@ pub const JAVA_EXCEPTION_CLASSES: &[(ErrorKind, &str)] = &[
         "org.apache.hadoop.hbase.ReplicationPeerNotFoundException",
     ),
     (
+        ErrorKind::SnapshotExists,
+        "org.apache.hadoop.hbase.snapshot.SnapshotExistsException",
+    ),
+    (
+        ErrorKind::SnapshotNotFound,
+        "org.apache.hadoop.hbase.snapshot.SnapshotDoesNotExistException",
+    ),
+    (
+        ErrorKind::SnapshotExpired,
+        "org.apache.hadoop.hbase.snapshot.SnapshotTTLExpiredException",
+    ),
+    (
+        ErrorKind::SnapshotFailed,
+        "org.apache.hadoop.hbase.snapshot.SnapshotCreationException",
+    ),
+    (
         ErrorKind::NotServingRegion,
         "org.apache.hadoop.hbase.NotServingRegionException",
     ),
@@ -372,6 +416,10 @@ impl Error {
             Error::Constraint(_) => ErrorKind::Constraint,
             Error::ReplicationPeerNotFound(_) => ErrorKind::ReplicationPeerNotFound,
             Error::ReplicationPeerRefused(_) => ErrorKind::ReplicationPeerRefused,
+            Error::SnapshotExists(_) => ErrorKind::SnapshotExists,
+            Error::SnapshotNotFound(_) => ErrorKind::SnapshotNotFound,
+            Error::SnapshotExpired(_) => ErrorKind::SnapshotExpired,
+            Error::SnapshotFailed(_) => ErrorKind::SnapshotFailed,
             Error::NoSuchFamily { .. } => ErrorKind::NoSuchFamily,
             Error::NotALong { .. } => ErrorKind::NotALong,
             Error::FilterSyntax { .. } => ErrorKind::FilterSyntax,
@@ -400,7 +448,10 @@ impl Error {
             | Error::TableEnabled(t)
             | Error::NamespaceNotFound(t)
             | Error::NamespaceExists(t)
-            | Error::ReplicationPeerNotFound(t) => Some(t),
+            | Error::ReplicationPeerNotFound(t)
+            | Error::SnapshotExists(t)
+            | Error::SnapshotNotFound(t)
+            | Error::SnapshotExpired(t) => Some(t),
             Error::NoSuchFamily { family, .. } => Some(family),
             _ => None,
         }
@@ -413,7 +464,10 @@ impl Error {
             Error::NoSuchFamily { table, .. } => Some(table),
             Error::NamespaceNotFound(_)
             | Error::NamespaceExists(_)
-            | Error::ReplicationPeerNotFound(_) => None,
+            | Error::ReplicationPeerNotFound(_)
+            | Error::SnapshotExists(_)
+            | Error::SnapshotNotFound(_)
+            | Error::SnapshotExpired(_) => None,
             _ => self.subject(),
         }
     }
@@ -434,6 +488,10 @@ impl Error {
             | Error::Constraint(m)
             | Error::ReplicationPeerNotFound(m)
             | Error::ReplicationPeerRefused(m)
+            | Error::SnapshotExists(m)
+            | Error::SnapshotNotFound(m)
+            | Error::SnapshotExpired(m)
+            | Error::SnapshotFailed(m)
             | Error::WalFailed(m)
             | Error::Closed(m)
             | Error::NotServingRegion(m)
@@ -493,6 +551,10 @@ impl Error {
             ErrorKind::Constraint => Error::Constraint(message),
             ErrorKind::ReplicationPeerNotFound => Error::ReplicationPeerNotFound(message),
             ErrorKind::ReplicationPeerRefused => Error::ReplicationPeerRefused(message),
+            ErrorKind::SnapshotExists => Error::SnapshotExists(message),
+            ErrorKind::SnapshotNotFound => Error::SnapshotNotFound(message),
+            ErrorKind::SnapshotExpired => Error::SnapshotExpired(message),
+            ErrorKind::SnapshotFailed => Error::SnapshotFailed(message),
             ErrorKind::WalUnavailable => Error::WalFailed(message),
             ErrorKind::Closed => Error::Closed(message),
             ErrorKind::NotServingRegion => Error::NotServingRegion(message),
@@ -572,6 +634,10 @@ impl fmt::Debug for Error {
             Error::ReplicationPeerRefused(m) => {
                 f.debug_tuple("ReplicationPeerRefused").field(m).finish()
             }
+            Error::SnapshotExists(n) => f.debug_tuple("SnapshotExists").field(n).finish(),
+            Error::SnapshotNotFound(n) => f.debug_tuple("SnapshotNotFound").field(n).finish(),
+            Error::SnapshotExpired(n) => f.debug_tuple("SnapshotExpired").field(n).finish(),
+            Error::SnapshotFailed(m) => f.debug_tuple("SnapshotFailed").field(m).finish(),
             Error::NoSuchFamily { table, family } => f
                 .debug_struct("NoSuchFamily")
                 .field("table", table)
@@ -725,6 +791,10 @@ mod tests {
             Error::Constraint("c".into()),
             Error::ReplicationPeerNotFound("p1".into()),
             Error::ReplicationPeerRefused("Replication peer p1 already exists".into()),
+            Error::SnapshotExists("s".into()),
+            Error::SnapshotNotFound("s".into()),
+            Error::SnapshotExpired("s".into()),
+            Error::SnapshotFailed("Table 't' doesn't exist, can't take snapshot.".into()),
             Error::NoSuchFamily {
                 table: "ns:t".into(),
                 family: "f\nwith a line".into(),

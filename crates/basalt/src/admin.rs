@@ -334,6 +334,52 @@ pub enum AdminRequest {
     },
     /// Reads the normalizer switch (`normalizer_enabled`).
     NormalizerEnabled,
+    /// Takes a snapshot of a table (`snapshot`, docs/snapshots.md): its
+    /// files referenced, not copied.
+    Snapshot {
+        /// Table name.
+        table: String,
+        /// The snapshot's name.
+        name: String,
+        /// Without flushing first (`SKIP_FLUSH => true`).
+        #[serde(default)]
+        skip_flush: bool,
+        /// Seconds until it expires (`TTL`; 0: never).
+        #[serde(default)]
+        ttl_secs: i64,
+    },
+    /// The completed snapshots (`list_snapshots`), those whose whole name
+    /// matches `pattern` if given.
+    ListSnapshots {
+        /// A regular expression.
+        #[serde(default)]
+        pattern: Option<String>,
+    },
+    /// Deletes a snapshot (`delete_snapshot`).
+    DeleteSnapshot {
+        /// The snapshot's name.
+        name: String,
+    },
+    /// Creates a table from a snapshot, sharing its files (`clone_snapshot`).
+    CloneSnapshot {
+        /// The snapshot's name.
+        name: String,
+        /// The new table.
+        table: String,
+    },
+    /// Returns a disabled table to its snapshot (`restore_snapshot`).
+    RestoreSnapshot {
+        /// The snapshot's name.
+        name: String,
+    },
+    /// Sets the snapshot cleanup switch (`snapshot_cleanup_switch`);
+    /// answers the value before.
+    SnapshotCleanupSwitch {
+        /// The new value.
+        on: bool,
+    },
+    /// Reads the snapshot cleanup switch (`snapshot_cleanup_enabled`).
+    SnapshotCleanupEnabled,
     /// Cluster only: opens a region that is assigned nowhere.
     Assign {
         /// Encoded region name (a full region name is accepted too).
@@ -739,6 +785,11 @@ pub enum AdminReply {
         /// The value before (for a read, the value).
         previous: bool,
     },
+    /// `list_snapshots`: the completed snapshots, oldest first.
+    Snapshots {
+        /// Each snapshot.
+        snapshots: Vec<crate::cluster::SnapshotInfo>,
+    },
     /// `read`: one page of rows.
     Rows {
         /// The rows.
@@ -872,6 +923,36 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
         }),
         AdminRequest::NormalizerEnabled => Ok(AdminReply::Switch {
             previous: db.normalizer_switch(None)?,
+        }),
+        AdminRequest::Snapshot {
+            table,
+            name,
+            skip_flush,
+            ttl_secs,
+        } => {
+            db.snapshot(&table, &name, skip_flush, ttl_secs)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::ListSnapshots { pattern } => Ok(AdminReply::Snapshots {
+            snapshots: db.list_snapshots(pattern.as_deref())?,
+        }),
+        AdminRequest::DeleteSnapshot { name } => {
+            db.delete_snapshot(&name)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::CloneSnapshot { name, table } => {
+            db.clone_snapshot(&name, &table)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::RestoreSnapshot { name } => {
+            db.restore_snapshot(&name)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::SnapshotCleanupSwitch { on } => Ok(AdminReply::Switch {
+            previous: db.snapshot_cleanup_switch(Some(on))?,
+        }),
+        AdminRequest::SnapshotCleanupEnabled => Ok(AdminReply::Switch {
+            previous: db.snapshot_cleanup_switch(None)?,
         }),
         AdminRequest::Create {
             table,

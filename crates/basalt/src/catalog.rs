@@ -112,6 +112,11 @@ pub struct Catalog {
     /// by default, as HBase's.
     #[serde(default, skip_serializing_if = "is_false")]
     pub replication_peer_modification_off: bool,
+    /// The snapshot cleanup switch is off (`snapshot_cleanup_switch
+    /// false`): snapshots whose TTL has passed are kept. On by default, as
+    /// HBase's; kept here for the balancer switch's reason.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub snapshot_cleanup_off: bool,
     /// The stored version this catalog was loaded from or last stored as
     /// (0: never stored). Not part of the document: the file name says it.
     #[serde(skip)]
@@ -414,6 +419,7 @@ impl Default for Catalog {
             procedures: BTreeMap::new(),
             last_procedure_id: 0,
             balancer_off: false,
+            snapshot_cleanup_off: false,
             normalizer_on: false,
             split_off: false,
             merge_off: false,

@@ -81,6 +81,8 @@ pub struct CheckReport {
     pub wal_segments: usize,
     /// WAL records verified.
     pub wal_records: u64,
+    /// Snapshot manifests and holds verified (docs/snapshots.md).
+    pub snapshots: usize,
 }
 
 impl CheckReport {
@@ -149,7 +151,8 @@ pub fn check(root: &Path) -> Result<CheckReport> {
     let files = LocalFileStore::new();
     let mut report = CheckReport::default();
     let catalog = read_catalog(&files, root, &mut report)?;
-    check_regions(&files, root, catalog.as_ref(), &mut report)?;
+    let referenced = check_snapshots(&files, root, &mut report)?;
+    check_regions(&files, root, catalog.as_ref(), &referenced, &mut report)?;
     check_wal(root, &mut report)?;
     Ok(report)
 }
@@ -177,12 +180,63 @@ fn read_catalog(
     }
 }
 
+/// Every snapshot manifest and hold: each decodes and passes its checks,
+/// and every store file it references exists. Returns the referenced
+/// files: they are no orphans, wherever they lie.
+fn check_snapshots(
+    files: &dyn FileStore,
+    root: &Path,
+    report: &mut CheckReport,
+) -> Result<HashSet<PathBuf>> {
+    let mut referenced = HashSet::new();
+    for path in files.list(&layout::snapshot_dir(root))? {
+        match layout::snapshot_entry_of(&path) {
+            Some(layout::SnapshotEntry::Snapshot(..) | layout::SnapshotEntry::Hold(_)) => {}
+            Some(layout::SnapshotEntry::Pending(_, name)) => {
+                report.notes.push(Problem {
+                    file: path.clone(),
+                    offset: None,
+                    message: format!(
+                        "snapshot '{name}' was being taken when its master stopped; the next start removes the marker"
+                    ),
+                });
+                continue;
+            }
+            None => continue,
+        }
+        report.snapshots += 1;
+        match basalt_engine::snapshot::read_manifest(
+            files,
+            &path,
+            basalt_engine::snapshot::DEFAULT_MAX_MANIFEST_BYTES,
+        ) {
+            Ok(manifest) => {
+                for file in manifest.paths(root) {
+                    if !files.exists(&file)? {
+                        report.problem(
+                            &file,
+                            None,
+                            format!("referenced by {} but missing", path.display()),
+                        );
+                    }
+                    referenced.insert(file);
+                }
+            }
+            Err(e) => report.error(&path, &e),
+        }
+    }
+    Ok(referenced)
+}
+
 /// Every region directory: the catalog's regions' stores (manifests,
-/// listed files, links), orphans, and every store file's checksums.
+/// listed files, links), orphans, and every store file's checksums. A
+/// region directory the catalog does not name, and a store file no
+/// manifest lists, are no problem when a snapshot references their files.
 fn check_regions(
     files: &dyn FileStore,
     root: &Path,
     catalog: Option<&Catalog>,
+    referenced: &HashSet<PathBuf>,
     report: &mut CheckReport,
 ) -> Result<()> {
     // Region directories the catalog knows, with the families they have.
@@ -206,7 +260,8 @@ fn check_regions(
         for table in files.list_dirs(&namespace)? {
             for region in files.list_dirs(&table)? {
                 let families = known.get(&region);
-                if catalog.is_some() && families.is_none() {
+                let kept = referenced.iter().any(|p| p.starts_with(&region));
+                if catalog.is_some() && families.is_none() && !kept {
                     report.problem(
                         &region,
                         None,
@@ -225,7 +280,7 @@ fn check_regions(
                             format!("orphan store directory: the table has no family {family}"),
                         );
                     }
-                    check_store(files, &store, &known, report)?;
+                    check_store(files, &store, &known, referenced, report)?;
                 }
             }
         }
@@ -238,6 +293,7 @@ fn check_store(
     files: &dyn FileStore,
     store: &Path,
     known: &BTreeMap<PathBuf, BTreeSet<String>>,
+    referenced: &HashSet<PathBuf>,
     report: &mut CheckReport,
 ) -> Result<()> {
     let listing = files.list(store)?;
@@ -283,7 +339,10 @@ fn check_store(
                         .and_then(Path::parent)
                         .map(Path::to_path_buf)
                         .unwrap_or_default();
-                    if !known.is_empty() && !known.contains_key(&owner) {
+                    // A link naming a table reads a file a snapshot's hold
+                    // keeps, whether or not its region still exists.
+                    let held = link.table.is_some() && referenced.contains(&path);
+                    if !known.is_empty() && !known.contains_key(&owner) && !held {
                         report.problem(
                             store,
                             None,
@@ -310,7 +369,7 @@ fn check_store(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if manifest.is_some() && !listed.contains(&name) {
+        if manifest.is_some() && !listed.contains(&name) && !referenced.contains(path) {
             report.problem(
                 path,
                 None,

@@ -39,11 +39,11 @@ use basalt_engine::{layout, Clock, Region, RegionInfo, RegionLoad, StoreStats, S
 use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
 use crate::catalog::FamilyChange;
-use crate::cluster::RegionLoadReport;
 use crate::cluster::{
     BalancerRun, ClusterMember, MasterAnswer, MasterCall, MasterControl, MasterLink, MemberHooks,
     MemberLink, PrepareMerge, PrepareSplit, SplitPlan,
 };
+use crate::cluster::{RegionLoadReport, SnapshotInfo, SnapshotRegionRequest};
 use crate::gateways::{Gateway, Gateways};
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
 use crate::metrics::heatmap::{self, HeatmapQuery, KeyHeatmap};
@@ -60,6 +60,7 @@ use crate::remote::{RegionAnswer, RegionCall, RegionCaller};
 use crate::replication::{PeerChange, ReplicationPeer};
 use crate::split::SplitAlgorithm;
 use crate::table::Table;
+use basalt_engine::snapshot::SnapshotStore;
 use basalt_engine::wal::ObjectWalOptions;
 
 /// An open Basalt database. Cheap to clone; all clones share the database.
@@ -637,6 +638,88 @@ impl Database {
             MasterAnswer::Normalized(run) => Ok(run),
             other => Err(Box::new(other)),
         })
+    }
+
+    /// Takes snapshot `name` of `table` (HBase's `snapshot`,
+    /// `docs/snapshots.md`): its descriptor, regions and the store files
+    /// they hold at the cut, referenced, never copied. Each region is
+    /// flushed first unless `skip_flush` (HBase's `SKIP_FLUSH`); writes go
+    /// on meanwhile. `ttl_secs` > 0: the snapshot expires that long after
+    /// it was taken (while the cleanup switch is on).
+    pub fn snapshot(&self, table: &str, name: &str, skip_flush: bool, ttl_secs: i64) -> Result<()> {
+        self.master_call(MasterCall::Snapshot {
+            table: table.to_string(),
+            name: name.to_string(),
+            skip_flush,
+            ttl_secs,
+        })
+        .map(drop)
+    }
+
+    /// The completed snapshots, oldest first; with `pattern`, those whose
+    /// whole name matches that regular expression (HBase's
+    /// `list_snapshots`).
+    pub fn list_snapshots(&self, pattern: Option<&str>) -> Result<Vec<SnapshotInfo>> {
+        self.master_answer(
+            "list_snapshots",
+            MasterCall::ListSnapshots {
+                pattern: pattern.map(str::to_string),
+            },
+            |answer| match answer {
+                MasterAnswer::Snapshots { snapshots } => Ok(snapshots),
+                other => Err(Box::new(other)),
+            },
+        )
+    }
+
+    /// Deletes snapshot `name`; the store files nothing else references
+    /// any more are deleted with it (HBase's `delete_snapshot`).
+    pub fn delete_snapshot(&self, name: &str) -> Result<()> {
+        self.master_call(MasterCall::DeleteSnapshot {
+            name: name.to_string(),
+        })
+        .map(drop)
+    }
+
+    /// Creates table `table` from snapshot `name`, sharing the snapshot's
+    /// files (HBase's `clone_snapshot`); the table is enabled.
+    pub fn clone_snapshot(&self, name: &str, table: &str) -> Result<()> {
+        self.master_call(MasterCall::CloneSnapshot {
+            name: name.to_string(),
+            table: table.to_string(),
+        })
+        .map(drop)
+    }
+
+    /// Returns the snapshot's table, which must be disabled, to exactly
+    /// the snapshot's descriptor, regions and cells (HBase's
+    /// `restore_snapshot`); it stays disabled.
+    pub fn restore_snapshot(&self, name: &str) -> Result<()> {
+        self.master_call(MasterCall::RestoreSnapshot {
+            name: name.to_string(),
+        })
+        .map(drop)
+    }
+
+    /// Reads the snapshot cleanup switch and, with `on`, sets it (HBase's
+    /// `snapshot_cleanup_switch`); answers the value before. On by
+    /// default; kept in the catalog.
+    pub fn snapshot_cleanup_switch(&self, on: Option<bool>) -> Result<bool> {
+        self.master_switch(
+            "snapshot_cleanup_switch",
+            MasterCall::SnapshotCleanupSwitch { on },
+        )
+    }
+
+    /// The serving side of a master's snapshot of a region held here
+    /// (`RegionServerControl::snapshot_region`): flushed if asked, then its
+    /// files per family.
+    pub fn snapshot_region_files(
+        &self,
+        request: &SnapshotRegionRequest,
+    ) -> Result<Vec<SnapshotStore>> {
+        self.check_open()?;
+        crate::cluster::snapshot_region(&self.inner.server, request)
     }
 
     /// A call to the master: the in-process one, or a cluster's active

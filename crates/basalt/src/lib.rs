@@ -93,6 +93,9 @@ pub use basalt_engine::scan::read_held_row;
 /// Counters of the work a scan did (rows and cells looked at, filtered
 /// and returned): [`Scanner::metrics`].
 pub use basalt_engine::scan::ScanMetrics;
+/// Snapshot manifests and the references that keep store files
+/// (docs/snapshots.md).
+pub use basalt_engine::snapshot;
 /// Other region servers' logs on shared storage (cluster mode): list them,
 /// fence a dead server's, replay an ended one, delete one no longer needed.
 pub use basalt_engine::wal::object::{delete_log, fence_log, list_logs, replay_log};

@@ -147,6 +147,11 @@ pub struct Options {
     /// was seeding), in milliseconds; 0: never. Default 300,000 (HBase's
     /// `hbase.catalogjanitor.interval`).
     pub janitor_period_ms: u64,
+    /// The largest snapshot manifest (or hold) a process reads, in bytes:
+    /// a bigger one is refused as damaged before it is read, and while it
+    /// is there no store file is deleted (docs/snapshots.md). Default 256
+    /// MiB, about a million file entries.
+    pub snapshot_manifest_max_bytes: u64,
     // The region normalizer (docs/normalizer.md): off until its switch is
     // turned on (`normalizer_switch`, kept in the catalog); one block, the
     // defaults and why are there.
@@ -237,6 +242,7 @@ impl Default for Options {
             load_split_events_kept: 100,
             balancer_period_ms: 300_000,
             janitor_period_ms: 300_000,
+            snapshot_manifest_max_bytes: basalt_engine::snapshot::DEFAULT_MAX_MANIFEST_BYTES,
             normalizer_period_ms: 300_000,
             normalizer_min_region_count: 3,
             normalizer_merge_min_age_ms: 3 * 24 * 60 * 60 * 1000,

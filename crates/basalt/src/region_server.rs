@@ -63,6 +63,7 @@ use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
 use basalt_engine::load_split::LoadSplitEvent;
 use basalt_engine::memory::MemstoreBudget;
+use basalt_engine::snapshot::RetainingFileStore;
 use basalt_engine::wal::object::replay_log;
 use basalt_engine::wal::{
     ObjectWal, ObjectWalOptions, ReplayReport, Wal, WalEdit, WalStats, WriteAheadLog,
@@ -180,6 +181,7 @@ impl RegionServer {
             WalPlacement::FileStore(_) => Some(ObjectWal::claim(Arc::clone(&files), root)?),
         };
         let (context, budget) = shared_context(
+            root,
             &options,
             files,
             claim.as_ref().map(|c| Arc::clone(c.fence())),
@@ -280,7 +282,8 @@ impl RegionServer {
         wal: ObjectWalOptions,
     ) -> Result<RegionServer> {
         let claim = ObjectWal::claim(Arc::clone(&files), root)?;
-        let (context, budget) = shared_context(&options, files, Some(Arc::clone(claim.fence())));
+        let (context, budget) =
+            shared_context(root, &options, files, Some(Arc::clone(claim.fence())));
         let own: Arc<dyn WriteAheadLog> = ObjectWal::open_own(claim, wal)?;
         let maintenance = start_maintenance(&own, &budget, &options);
         tracing::info!(
@@ -394,8 +397,9 @@ impl RegionServer {
         self.maintenance.register(&region);
         // A split's daughter or a merged region rewrites its links into
         // files of its own first (at once where maintenance runs inline);
-        // the others as the compaction policy decides.
-        if region.has_links() {
+        // the others (a clone's links to a snapshot's files among them) as
+        // the compaction policy decides.
+        if region.has_parent_links() {
             self.maintenance.request_compaction(id);
         } else {
             self.maintenance.check_compaction_after_open(&region);
@@ -758,10 +762,19 @@ impl Drop for OpeningGuard<'_> {
 /// the compaction policy, the global memstore budget, and the process
 /// fence on shared storage.
 fn shared_context(
+    root: &Path,
     options: &Options,
     files: Arc<dyn FileStore>,
     fence: Option<Arc<Fence>>,
 ) -> (StoreContext, Arc<MemstoreBudget>) {
+    // Every deletion of a store file by this server (a compaction's
+    // replaced inputs, a store's orphans at open, a dropped family, a
+    // destroyed region) goes through the snapshot references.
+    let files: Arc<dyn FileStore> = Arc::new(RetainingFileStore::new(
+        files,
+        root,
+        options.snapshot_manifest_max_bytes,
+    ));
     let budget = MemstoreBudget::new(options.memstore_budget_limits());
     let context = StoreContext {
         files,

@@ -117,6 +117,15 @@ impl RegionServerControl for Control {
     fn closed_through(&self, server: &str, region: u64) -> Result<Option<u64>> {
         self.directory.by_name(server)?.closed_through(region)
     }
+    fn snapshot_region(
+        &self,
+        server: &str,
+        request: &basalt::cluster::SnapshotRegionRequest,
+    ) -> Result<Vec<basalt::snapshot::SnapshotStore>> {
+        self.directory
+            .by_name(server)?
+            .snapshot_region_files(request)
+    }
 }
 
 #[derive(Debug)]
@@ -1284,4 +1293,46 @@ fn truncate_empties_a_disabled_table_and_keeps_its_region_boundaries() {
     assert_eq!(db.region_states("t").unwrap().len(), 8);
     write(&db, 0, 10);
     assert_eq!(rows(&db).len(), 10);
+}
+
+#[test]
+fn a_snapshot_spans_the_regions_every_server_holds_and_a_clone_reads_them_all_back() {
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let servers: Vec<String> = (0..3).map(|_| h.start_member()).collect();
+    h.settle(&master);
+    create(&master);
+    h.settle(&master);
+    let db = h.member(&servers[0]);
+    write(&db, 0, 400);
+    let snapshot = MasterCall::Snapshot {
+        table: "t".into(),
+        name: "across".into(),
+        skip_flush: false,
+        ttl_secs: 0,
+    };
+    assert!(matches!(master.call(snapshot).unwrap(), MasterAnswer::Done));
+    // Writes after the snapshot are not in it.
+    write(&db, 400, 480);
+    let clone = MasterCall::CloneSnapshot {
+        name: "across".into(),
+        table: "t_copy".into(),
+    };
+    assert!(matches!(master.call(clone).unwrap(), MasterAnswer::Done));
+    h.settle(&master);
+    for name in &servers {
+        let copy = h.member(name).table("t_copy").unwrap();
+        let n = copy.scan(&Scan::new()).unwrap().count();
+        assert_eq!(n, 400, "the clone through {name} holds the snapshot's rows");
+    }
+    match master
+        .call(MasterCall::ListSnapshots { pattern: None })
+        .unwrap()
+    {
+        MasterAnswer::Snapshots { snapshots } => {
+            assert_eq!(snapshots.len(), 1);
+            assert_eq!(snapshots[0].kind, "FLUSH");
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -432,3 +432,98 @@ pub struct IsProcedureDoneResponse {
     #[prost(bool, optional, tag = "1")]
     pub done: Option<bool>,
 }
+
+/// HBase's description of a snapshot (`SnapshotDescription`, in
+/// `Snapshot.proto`): what `Snapshot` asks for and
+/// `GetCompletedSnapshots` lists.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SnapshotDescription {
+    /// The snapshot's name.
+    #[prost(string, optional, tag = "1")]
+    pub name: Option<String>,
+    /// The table (`ns:qualifier`, or the qualifier in `default`).
+    #[prost(string, optional, tag = "2")]
+    pub table: Option<String>,
+    /// When it was taken (milliseconds).
+    #[prost(int64, optional, tag = "3")]
+    pub creation_time: Option<i64>,
+    /// How it is taken (default `FLUSH`).
+    #[prost(enumeration = "snapshot_description::Type", optional, tag = "4")]
+    pub r#type: Option<i32>,
+    /// The snapshot format version.
+    #[prost(int32, optional, tag = "5")]
+    pub version: Option<i32>,
+    /// Who took it.
+    #[prost(string, optional, tag = "6")]
+    pub owner: Option<String>,
+    /// Seconds until it expires (0: never).
+    #[prost(int64, optional, tag = "8")]
+    pub ttl: Option<i64>,
+    /// The largest file an export copies at once (unused by Basalt).
+    #[prost(int64, optional, tag = "9")]
+    pub max_file_size: Option<i64>,
+}
+
+/// Nested types of [`SnapshotDescription`].
+pub mod snapshot_description {
+    /// HBase's snapshot types.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+    #[repr(i32)]
+    pub enum Type {
+        /// Of a disabled table.
+        Disabled = 0,
+        /// Flushed first.
+        Flush = 1,
+        /// Without a flush.
+        Skipflush = 2,
+    }
+}
+
+/// A request carrying one snapshot description in field 1 (`Snapshot`,
+/// `DeleteSnapshot`, `IsSnapshotDone`, `RestoreSnapshot`; their other
+/// fields, nonces and ACL and store file tracker options, are read as
+/// unknown fields and ignored).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SnapshotRequest {
+    /// The snapshot.
+    #[prost(message, optional, tag = "1")]
+    pub snapshot: Option<SnapshotDescription>,
+}
+
+/// `Snapshot`'s answer.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SnapshotResponse {
+    /// How long the client should wait before polling (milliseconds).
+    #[prost(int64, optional, tag = "1")]
+    pub expected_timeout: Option<i64>,
+    /// The procedure the client may poll with `getProcedureResult`.
+    #[prost(int64, optional, tag = "2")]
+    pub proc_id: Option<i64>,
+}
+
+/// `GetCompletedSnapshots`' answer.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct GetCompletedSnapshotsResponse {
+    /// Every completed snapshot.
+    #[prost(message, repeated, tag = "1")]
+    pub snapshots: Vec<SnapshotDescription>,
+}
+
+/// `RestoreSnapshot`'s answer.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct RestoreSnapshotResponse {
+    /// The procedure the client polls with `getProcedureResult`.
+    #[prost(uint64, optional, tag = "1")]
+    pub proc_id: Option<u64>,
+}
+
+/// `IsSnapshotDone`'s answer.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct IsSnapshotDoneResponse {
+    /// Whether the snapshot is complete.
+    #[prost(bool, optional, tag = "1")]
+    pub done: Option<bool>,
+    /// The snapshot.
+    #[prost(message, optional, tag = "2")]
+    pub snapshot: Option<SnapshotDescription>,
+}

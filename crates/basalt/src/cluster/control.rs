@@ -59,6 +59,22 @@ pub trait RegionServerControl: Send + Sync + fmt::Debug {
         )))
     }
 
+    /// Asks `server`, which holds region `request.region` open at
+    /// `request.epoch`, for what a snapshot records of it: with
+    /// `request.flush` it flushes first; then, per family, the files its
+    /// stores hold (`crate::cluster::snapshot`). Writes go on. Controls
+    /// that cannot snapshot refuse.
+    fn snapshot_region(
+        &self,
+        server: &str,
+        request: &SnapshotRegionRequest,
+    ) -> Result<Vec<basalt_engine::snapshot::SnapshotStore>> {
+        Err(basalt_types::Error::SnapshotFailed(format!(
+            "region server control cannot snapshot region {} on {server}",
+            request.region
+        )))
+    }
+
     /// The sequence id region `region`, closed on `server` by the master
     /// (a move, an alter, a disable), was flushed through: no edit of it at
     /// or below that is only in `server`'s log. `None` when the control
@@ -142,6 +158,39 @@ pub struct SplitPlan {
     /// row to split at (empty, or a single row), nothing was done and the
     /// parent serves on.
     pub key: Option<Bytes>,
+}
+
+/// What the master asks of a region's server for a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotRegionRequest {
+    /// Table name.
+    pub table: String,
+    /// Region id.
+    pub region: u64,
+    /// The region epoch the catalog says it is open at (another opening
+    /// of it refuses).
+    pub epoch: u64,
+    /// Flush the region first (HBase's `FLUSH` snapshot type).
+    pub flush: bool,
+}
+
+/// One snapshot as listed (HBase's `SnapshotDescription`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotInfo {
+    /// The snapshot's name.
+    pub name: String,
+    /// The snapshotted table.
+    pub table: String,
+    /// When it was taken (ms since the epoch).
+    pub created_ms: i64,
+    /// Its TTL in seconds (0: forever).
+    pub ttl_secs: i64,
+    /// HBase's type name: `FLUSH`, `SKIPFLUSH` or `DISABLED`.
+    pub kind: String,
+    /// Bytes of the store files it references (shared, not copied).
+    pub file_bytes: u64,
+    /// Store files it references.
+    pub files: usize,
 }
 
 /// Step (b) of a merge, as the master asks it of the regions' server.
@@ -348,6 +397,59 @@ pub enum MasterCall {
     },
     /// Servers, regions, transitions and procedures.
     Status,
+    /// Takes a snapshot of a table (HBase's `snapshot`): its descriptor,
+    /// its regions and the store files they hold, referenced, not copied
+    /// (`docs/snapshots.md`).
+    Snapshot {
+        /// Table name.
+        table: String,
+        /// The snapshot's name.
+        name: String,
+        /// Record only what is in store files, without flushing first
+        /// (HBase's `SKIP_FLUSH`).
+        #[serde(default)]
+        skip_flush: bool,
+        /// Seconds after which the snapshot expires (0: never; HBase's
+        /// `TTL`).
+        #[serde(default)]
+        ttl_secs: i64,
+    },
+    /// The completed snapshots, those whose name matches `pattern` (a
+    /// regular expression matched against the whole name) if given
+    /// (answered with [`MasterAnswer::Snapshots`]).
+    ListSnapshots {
+        /// The pattern; `None`: every snapshot.
+        #[serde(default)]
+        pattern: Option<String>,
+    },
+    /// Deletes a snapshot; files nothing else references are deleted.
+    DeleteSnapshot {
+        /// The snapshot's name.
+        name: String,
+    },
+    /// Creates table `table` from a snapshot, sharing its files (HBase's
+    /// `clone_snapshot`).
+    CloneSnapshot {
+        /// The snapshot's name.
+        name: String,
+        /// The new table.
+        table: String,
+    },
+    /// Returns the snapshot's table, which must be disabled, to exactly
+    /// the snapshot's descriptor, regions and cells (HBase's
+    /// `restore_snapshot`). The table stays disabled.
+    RestoreSnapshot {
+        /// The snapshot's name.
+        name: String,
+    },
+    /// Reads the snapshot cleanup switch and, with `on`, sets it (HBase's
+    /// `snapshot_cleanup_switch`): while on, snapshots whose TTL has
+    /// passed are deleted. Kept in the catalog, on by default.
+    SnapshotCleanupSwitch {
+        /// The new value; `None` only reads.
+        #[serde(default)]
+        on: Option<bool>,
+    },
     /// Runs the catalog janitor now (HBase's `catalogjanitor_run`):
     /// retired regions no serving region links to any more leave the
     /// catalog and their files are deleted. The master also runs it by
@@ -396,6 +498,11 @@ pub enum MasterAnswer {
     },
     /// The cluster's state.
     Status(ClusterStatus),
+    /// The completed snapshots, oldest first.
+    Snapshots {
+        /// Each snapshot.
+        snapshots: Vec<SnapshotInfo>,
+    },
 }
 
 /// The cluster as the active master sees it (`status 'detailed'`).

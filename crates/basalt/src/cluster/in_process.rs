@@ -129,6 +129,7 @@ pub(crate) fn start(
         fence,
     )?;
     master.set_normalizer_config(NormalizerConfig::from_options(&options));
+    master.set_snapshot_manifest_max_bytes(options.snapshot_manifest_max_bytes);
 
     // Step 3.
     let opened: Vec<u64> = server
@@ -169,7 +170,7 @@ pub(crate) fn start(
     master.servers_changed(BTreeSet::from([IN_PROCESS_SERVER.to_string()]))?;
     // Regions that opened with links go on rewriting them.
     for region in server.online_regions() {
-        if region.has_links() {
+        if region.has_parent_links() {
             server.request_compaction(region.info().id);
         }
     }
@@ -316,6 +317,15 @@ impl RegionServerControl for InProcessServers {
     fn prepare_merge(&self, server: &str, request: &PrepareMerge) -> Result<()> {
         let (member, server, locator) = self.parts(server)?;
         member.prepare_merge(&server, &locator, request)
+    }
+
+    fn snapshot_region(
+        &self,
+        server: &str,
+        request: &super::control::SnapshotRegionRequest,
+    ) -> Result<Vec<basalt_engine::snapshot::SnapshotStore>> {
+        let (_, server, _) = self.parts(server)?;
+        super::snapshot::snapshot_region(&server, request)
     }
 
     fn closed_through(&self, server: &str, region: u64) -> Result<Option<u64>> {

@@ -45,6 +45,7 @@ use parking_lot::{Mutex, RwLock};
 
 use basalt_engine::fence::Fence;
 use basalt_engine::fs::FileStore;
+use basalt_engine::snapshot::RetainingFileStore;
 use basalt_engine::wal::object as object_wal;
 use basalt_engine::wal::ObjectWal;
 use basalt_engine::{layout, Clock};
@@ -84,6 +85,11 @@ pub struct ClusterMaster {
     chores: Mutex<ChoreSchedule>,
     /// The normalizer's planning limits ([`ClusterMaster::set_normalizer_config`]).
     normalizer: RwLock<NormalizerConfig>,
+    /// The same store as `files`, through which every store file the
+    /// master deletes passes the snapshot references' check.
+    retaining: Arc<RetainingFileStore>,
+    /// The last snapshot, pending snapshot or hold number handed out.
+    pub(super) last_snapshot_id: Mutex<u64>,
 }
 
 /// How often the active master's chores run; zero turns one off.
@@ -220,6 +226,12 @@ impl ClusterMaster {
         fence: Arc<Fence>,
     ) -> Result<Arc<ClusterMaster>> {
         let clock_now = clock.now_millis();
+        let retaining = Arc::new(RetainingFileStore::new(
+            files,
+            root,
+            basalt_engine::snapshot::DEFAULT_MAX_MANIFEST_BYTES,
+        ));
+        let files: Arc<dyn FileStore> = Arc::clone(&retaining) as Arc<dyn FileStore>;
         let mut catalog = Catalog::load(files.as_ref(), root)?;
         fence_catalog(&mut catalog, files.as_ref(), root, &fence)?;
         tracing::info!(
@@ -228,7 +240,7 @@ impl ClusterMaster {
             catalog_version = catalog.version,
             "active master: catalog loaded"
         );
-        Ok(Arc::new(ClusterMaster {
+        let master = Arc::new(ClusterMaster {
             root: root.to_path_buf(),
             name: name.to_string(),
             clock,
@@ -245,7 +257,23 @@ impl ClusterMaster {
             backup_masters: RwLock::new(Vec::new()),
             chores: Mutex::new(ChoreSchedule::new(ChorePeriods::default(), clock_now)),
             normalizer: RwLock::new(NormalizerConfig::default()),
-        }))
+            retaining,
+            last_snapshot_id: Mutex::new(0),
+        });
+        if let Err(e) = master.remove_abandoned_snapshots() {
+            tracing::warn!(error = %e, "could not remove the markers of snapshots left half taken");
+        }
+        Ok(master)
+    }
+
+    /// Sets the largest snapshot manifest the master reads
+    /// (`Options::snapshot_manifest_max_bytes`).
+    pub fn set_snapshot_manifest_max_bytes(&self, bytes: u64) {
+        self.retaining.references().set_max_manifest_bytes(bytes);
+    }
+
+    pub(super) fn snapshot_manifest_max_bytes(&self) -> u64 {
+        self.retaining.references().max_manifest_bytes()
     }
 
     /// Installs what runs after each commit (once; a later call replaces it).
@@ -400,6 +428,7 @@ impl ClusterMaster {
             }
         }
         if sweep_due {
+            self.expire_snapshots(&self.state.lock());
             match self.sweep_orphans() {
                 Ok(n) => run.swept = Some(n),
                 Err(e) => tracing::warn!(error = %e, "janitor sweep failed; due again next period"),
@@ -694,7 +723,7 @@ impl ClusterMaster {
         self.commit(state, updated)
     }
 
-    fn reconcile(&self, state: &mut State) -> Result<()> {
+    pub(super) fn reconcile(&self, state: &mut State) -> Result<()> {
         self.check_running()?;
         if !state.live_known {
             return Ok(());
@@ -1106,6 +1135,8 @@ impl ClusterMaster {
         if let Err(e) = self.files.delete_prefix(&dir) {
             tracing::warn!(dir = %dir.display(), error = %e, "could not delete the files of a dropped table");
         }
+        // A dropped clone's links go with it.
+        self.release_holds(&state);
         Ok(())
     }
 
@@ -1522,6 +1553,21 @@ impl MasterControl for ClusterMaster {
                 .replication_peer_modification_switch(on)
                 .map(|previous| MasterAnswer::Switch { previous }),
             MasterCall::Status => Ok(MasterAnswer::Status(self.status())),
+            MasterCall::Snapshot {
+                table,
+                name,
+                skip_flush,
+                ttl_secs,
+            } => done(self.take_snapshot(&table, &name, skip_flush, ttl_secs)),
+            MasterCall::ListSnapshots { pattern } => self
+                .list_snapshots(pattern.as_deref())
+                .map(|snapshots| MasterAnswer::Snapshots { snapshots }),
+            MasterCall::DeleteSnapshot { name } => done(self.delete_snapshot(&name)),
+            MasterCall::CloneSnapshot { name, table } => done(self.clone_snapshot(&name, &table)),
+            MasterCall::RestoreSnapshot { name } => done(self.restore_snapshot(&name)),
+            MasterCall::SnapshotCleanupSwitch { on } => self
+                .snapshot_cleanup_switch(on)
+                .map(|previous| MasterAnswer::Switch { previous }),
             MasterCall::CatalogJanitor => {
                 let mut state = self.state.lock();
                 self.check_running()?;

@@ -29,16 +29,18 @@ mod control;
 mod in_process;
 mod master;
 mod member;
+mod snapshot;
 mod split;
 
 pub(crate) use control::{region_load_reports, MasterLink};
 pub use control::{
     BalancerRun, ClusterStatus, MasterAnswer, MasterCall, MasterControl, PrepareMerge,
     PrepareSplit, RegionLoadReport, RegionServerControl, RegionTransition, ServerName,
-    ServerStatus, SplitPlan,
+    ServerStatus, SnapshotInfo, SnapshotRegionRequest, SplitPlan,
 };
 pub(crate) use in_process::{start as start_in_process, IN_PROCESS_SERVER};
 pub use master::{ChorePeriods, ChoresRun, ClusterMaster};
 pub use member::ClusterMember;
 pub(crate) use member::MemberLink;
+pub(crate) use snapshot::snapshot_region;
 pub(crate) use split::MemberHooks;

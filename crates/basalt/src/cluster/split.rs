@@ -487,6 +487,9 @@ impl ClusterMaster {
 
     /// The janitor of the module docs.
     pub(super) fn collect_retired_regions(&self, state: &mut State) -> Result<()> {
+        // Holds of tables that no longer link to their files go first: a
+        // compaction, which is what runs the janitor, is what rewrote them.
+        self.release_holds(state);
         let mut updated = state.catalog.clone();
         let mut doomed = Vec::new();
         for (name, entry) in updated.tables.iter_mut() {
@@ -820,7 +823,8 @@ impl MaintenanceHooks for MemberHooks {
         };
         // As the one-process check: a region still reading a parent's
         // files waits for its compaction first.
-        if !region.is_serving() || region.has_links() || region.largest_store_bytes() < limit {
+        if !region.is_serving() || region.has_parent_links() || region.largest_store_bytes() < limit
+        {
             return;
         }
         let id = info.id;
@@ -890,7 +894,7 @@ impl MaintenanceHooks for MemberHooks {
         if !region.is_serving() {
             return refuse("split_running", "a split or merge of the region is running");
         }
-        if region.has_links() {
+        if region.has_parent_links() {
             return refuse(
                 "has_links",
                 "the region still reads its parent's files (it can split after its compaction)",

@@ -399,7 +399,12 @@ impl Run {
             }
             Op::Reopen { close } => self.reopen(*close)?,
             // The fault run keeps one region (see `strategies::step`).
-            Op::Split(_) | Op::SplitRegion(_) | Op::Merge(_) => "not in the fault run".into(),
+            Op::Split(_)
+            | Op::SplitRegion(_)
+            | Op::Merge(_)
+            | Op::Snapshot
+            | Op::Restore(_)
+            | Op::Clone(_) => "not in the fault run".into(),
         };
         Ok(outcome)
     }

@@ -225,6 +225,9 @@ pub(crate) struct Harness {
     pub(crate) db: Option<Database>,
     pub(crate) table: Option<Table>,
     pub(crate) model: Model,
+    /// The snapshots taken (`Op::Snapshot`), each with the reference as
+    /// it was then.
+    pub(crate) snapshots: Vec<(String, Model)>,
 }
 
 /// Per store (family order): store files and memstore bytes.
@@ -250,6 +253,7 @@ impl Harness {
             db: Some(db),
             table: Some(table),
             model: Model::default(),
+            snapshots: Vec::new(),
         }
     }
 
@@ -272,6 +276,7 @@ impl Harness {
             db: Some(db),
             table: Some(table),
             model: Model::default(),
+            snapshots: Vec::new(),
         })
     }
 
@@ -910,6 +915,56 @@ impl Harness {
                     return Err("merge did not remove a region".into());
                 }
                 self.check_everything()?;
+            }
+            Op::Snapshot => {
+                stat("snapshot");
+                let name = format!("s{}", self.snapshots.len());
+                self.db()
+                    .snapshot(TABLE, &name, false, 0)
+                    .map_err(|e| format!("snapshot failed: {e}"))?;
+                self.snapshots.push((name, self.model.clone()));
+            }
+            Op::Restore(pick) => {
+                if self.snapshots.is_empty() {
+                    stat("restore: no snapshot yet");
+                    return Ok(());
+                }
+                stat("restore");
+                let (name, model) = self.snapshots[pick % self.snapshots.len()].clone();
+                let db = self.db();
+                db.disable_table(TABLE)
+                    .and_then(|()| db.restore_snapshot(&name))
+                    .and_then(|()| db.enable_table(TABLE))
+                    .map_err(|e| format!("restore of {name} failed: {e}"))?;
+                self.table = Some(db.table(TABLE).map_err(|e| e.to_string())?);
+                self.model = model;
+                // The restored regions are new: no row's timestamp record
+                // carries over (as across a reopen).
+                self.model.forget_server_ts();
+                self.check_everything()?;
+            }
+            Op::Clone(pick) => {
+                if self.snapshots.is_empty() {
+                    stat("clone: no snapshot yet");
+                    return Ok(());
+                }
+                stat("clone");
+                let (name, model) = self.snapshots[pick % self.snapshots.len()].clone();
+                let clone = format!("clone_{name}_{now}");
+                self.db()
+                    .clone_snapshot(&name, &clone)
+                    .map_err(|e| format!("clone of {name} failed: {e}"))?;
+                let source = self.table.take();
+                let current = std::mem::replace(&mut self.model, model);
+                self.table = self.db().table(&clone).ok();
+                let checked = self.check_everything();
+                self.table = source;
+                self.model = current;
+                checked.map_err(|e| format!("the clone of {name} reads otherwise: {e}"))?;
+                let db = self.db();
+                db.disable_table(&clone)
+                    .and_then(|()| db.drop_table(&clone))
+                    .map_err(|e| format!("dropping the clone failed: {e}"))?;
             }
             Op::MajorCompact => {
                 stat("major compaction");

@@ -284,6 +284,16 @@ pub(crate) enum Op {
     SplitRegion(usize),
     /// `merge_regions` of the `n % (regions - 1)`-th region and the next.
     Merge(usize),
+    /// `snapshot` of the table (docs/snapshots.md): the reference keeps a
+    /// copy of itself under the snapshot's name.
+    Snapshot,
+    /// `restore_snapshot` of the `n % snapshots`-th snapshot (the table
+    /// disabled around it): the reference becomes that snapshot's copy.
+    Restore(usize),
+    /// `clone_snapshot` of the `n % snapshots`-th snapshot into a new
+    /// table, whose every read must match that snapshot's copy; then the
+    /// clone is dropped.
+    Clone(usize),
 }
 
 /// One step: move the clock forward, then run the op.

@@ -500,6 +500,9 @@ pub(crate) fn region_op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Split(Some(Bytes::new()))),
         3 => any::<usize>().prop_map(Op::SplitRegion),
         5 => any::<usize>().prop_map(Op::Merge),
+        2 => Just(Op::Snapshot),
+        2 => any::<usize>().prop_map(Op::Restore),
+        2 => any::<usize>().prop_map(Op::Clone),
     ]
 }
 
