@@ -114,9 +114,13 @@ fn decode_json<T: DeserializeOwned>(param: &[u8], what: &str) -> Result<T, RpcEr
 fn answer<T: Serialize>(result: Result<T>) -> Result<Vec<u8>, RpcError> {
     let wire = match result {
         Ok(value) => WireResult::Ok(value),
+        // The kind's own text (`kind_message`), not `to_string`: the
+        // receiver's `from_kind` rebuilds the same error, whose display
+        // would otherwise repeat its prefix ("table not found: table not
+        // found: t"). A receiver of an earlier version reads it alike.
         Err(e) => WireResult::Err(WireError {
             kind: e.kind(),
-            message: e.to_string(),
+            message: e.kind_message(),
         }),
     };
     let json = serde_json::to_vec(&wire)
@@ -372,5 +376,38 @@ impl MasterControl for RpcMasterControl {
             ));
         };
         self.client.call(&address, "MasterCall", &call)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// What `ClusterClient::call` does with an answer's bytes.
+    fn received<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+        let payload: ClusterPayload = prost::Message::decode(bytes).unwrap();
+        match serde_json::from_slice::<WireResult<T>>(&payload.json).unwrap() {
+            WireResult::Ok(value) => Ok(value),
+            WireResult::Err(e) => Err(Error::from_kind(e.kind, e.message)),
+        }
+    }
+
+    #[test]
+    fn an_error_crosses_the_cluster_wire_and_reads_as_it_was_raised() {
+        let raised = [
+            Error::TableNotFound("t".into()),
+            Error::NoSuchFamily {
+                table: "t".into(),
+                family: "f".into(),
+            },
+            Error::NotServingRegion("region r is closing".into()),
+        ];
+        for error in raised {
+            let text = error.to_string();
+            let bytes = answer::<()>(Err(error)).unwrap();
+            let back = received::<()>(&bytes).unwrap_err();
+            assert_eq!(back.to_string(), text);
+        }
     }
 }
