@@ -42,6 +42,28 @@ use crate::replication::{PeerChange, ReplicationPeer};
 /// Versions 1 and 2 are read (and rewritten as 3).
 pub const CATALOG_FORMAT_VERSION: u32 = 3;
 
+/// HBase's `MasterSwitchType`: which of the two switches that gate the
+/// splits and merges clients ask for ([`crate::Database::split_or_merge_switch`]); kept in the
+/// catalog ([`Catalog::split_off`], [`Catalog::merge_off`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitOrMerge {
+    /// Splits ([`crate::AdminRequest::Split`]).
+    Split,
+    /// Merges ([`crate::AdminRequest::Merge`]).
+    Merge,
+}
+
+impl SplitOrMerge {
+    /// `split` or `merge`, as messages name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SplitOrMerge::Split => "split",
+            SplitOrMerge::Merge => "merge",
+        }
+    }
+}
+
 /// The persistent catalog.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Catalog {

@@ -38,7 +38,7 @@ use basalt_engine::fs::{FileStore, LocalFileStore};
 use basalt_engine::{layout, Clock, Region, RegionInfo, RegionLoad, StoreStats, SystemClock};
 use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
-use crate::catalog::FamilyChange;
+use crate::catalog::{FamilyChange, SplitOrMerge};
 use crate::cluster::{
     BalancerRun, ClusterMember, MasterAnswer, MasterCall, MasterControl, MasterLink, MemberHooks,
     MemberLink, PrepareMerge, PrepareSplit, SplitPlan,
@@ -92,27 +92,6 @@ struct DbInner {
     started_at_ms: i64,
     /// Every `Table`'s request latencies (`metrics.rs`).
     latencies: Arc<RequestLatencies>,
-}
-
-/// HBase's `MasterSwitchType`: which of the two switches that gate the
-/// splits and merges clients ask for ([`Database::split_or_merge_switch`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SplitOrMerge {
-    /// Splits ([`crate::AdminRequest::Split`]).
-    Split,
-    /// Merges ([`crate::AdminRequest::Merge`]).
-    Merge,
-}
-
-impl SplitOrMerge {
-    /// `split` or `merge`, as messages name it.
-    pub fn name(self) -> &'static str {
-        match self {
-            SplitOrMerge::Split => "split",
-            SplitOrMerge::Merge => "merge",
-        }
-    }
 }
 
 /// Opens a [`Database`] with parts handed in: the file store that holds

@@ -59,9 +59,9 @@ pub use admin::{Admin, AdminReply, AdminRequest};
 /// create-if-absent collision).
 pub use basalt_engine::manifest::is_already_exists;
 pub use catalog::catalog_file;
-pub use catalog::FamilyChange;
+pub use catalog::{FamilyChange, SplitOrMerge};
 pub use database::{
-    Database, DatabaseBuilder, MemberConfig, RegionState, RegionSummary, SplitOrMerge, TableInfo,
+    Database, DatabaseBuilder, MemberConfig, RegionState, RegionSummary, TableInfo,
 };
 pub use gateways::Gateway;
 pub use locator::{RegionLocator, RegionRoute, RouteRefresher, TableLocation};
