@@ -37,6 +37,8 @@ pub struct Proc {
     pub child: Child,
     /// Every line it logged so far.
     pub lines: Arc<Mutex<Vec<String>>>,
+    /// The thread copying its log into `lines` (ends at the log's end).
+    reader: Option<std::thread::JoinHandle<()>>,
     /// Ports by what listens there (`thrift`, `thrift2`, `rest`,
     /// `rpc-master`, `rpc-region-server`).
     pub ports: BTreeMap<String, u16>,
@@ -74,6 +76,14 @@ impl Proc {
             .filter(|l| l.contains("listening") && port_kind(l) == what)
             .find_map(|l| port_of(l))
             .unwrap_or_else(|| panic!("{} never logged a {what} port", self.name))
+    }
+
+    /// After the process exited: waits until its last lines are read,
+    /// so that `logged` sees everything it wrote before it ended.
+    pub fn read_to_end(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
     }
 
     pub fn logged(&self, needle: &str) -> bool {
@@ -288,10 +298,11 @@ fn spawn(
     let stderr = child.stderr.take().unwrap();
     let lines = Arc::new(Mutex::new(Vec::new()));
     let (tx, rx) = mpsc::channel();
+    let reader;
     {
         let lines = Arc::clone(&lines);
         let tag = tag.to_string();
-        std::thread::spawn(move || {
+        reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 eprintln!("[{tag}] {line}");
@@ -325,6 +336,7 @@ fn spawn(
     Proc {
         child,
         lines,
+        reader: Some(reader),
         ports,
         name,
         data_dir: PathBuf::new(),
