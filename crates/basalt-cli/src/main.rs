@@ -246,6 +246,13 @@ struct ServeArgs {
 /// max_filters = 1000
 /// max_filter_depth = 32
 /// max_answer_bytes_in_flight = 134217728
+///
+/// [security]          # access control (docs/security.md); off by default
+/// authorization = false
+/// superusers = []     # users and "@groups" that pass every check
+/// # server_user = "hbase"          # default: the process's USER; always a superuser
+/// # [security.groups]              # group membership by user
+/// # alice = ["admins"]
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -270,6 +277,8 @@ struct Config {
     database: Options,
     /// Limits every gateway shares (docs/limits.md).
     limits: LimitsConfig,
+    /// Access control (docs/security.md).
+    security: basalt::SecurityOptions,
 }
 
 /// `[limits]`: bounds on the work one request may ask of the server,
@@ -441,6 +450,11 @@ fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String>
         config.database.data_dir = dir;
     }
     basalt::set_filter_limits(config.limits.max_filters, config.limits.max_filter_depth);
+    announce_security(&config.security);
+    // The cluster's own calls say they come from the server user, a
+    // superuser, which the internal services accept alone.
+    basalt_rpc::client::set_process_user(&config.security.server_user());
+    config.database.security = config.security.clone();
     basalt::guard::set_answer_budget_bytes(config.limits.max_answer_bytes_in_flight);
     if let Some(dir) = &args.data_dir {
         config.database.data_dir = dir.clone();
@@ -504,6 +518,22 @@ fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String>
         rpc,
         zookeeper,
     })
+}
+
+/// Says at start-up whether requests are checked, and as whom the
+/// unauthenticated gateways act (docs/security.md).
+fn announce_security(security: &basalt::SecurityOptions) {
+    if security.authorization {
+        tracing::info!(
+            server_user = %security.server_user(),
+            superusers = %security.superusers.join(","),
+            "access control on: every native RPC request is checked against the grants; clients are named by their connection header (simple authentication), Thrift and REST act as the server user"
+        );
+    } else {
+        tracing::warn!(
+            "access control off: every client may do everything (set [security] authorization = true; docs/security.md)"
+        );
+    }
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {

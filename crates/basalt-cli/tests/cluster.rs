@@ -25,6 +25,7 @@ fn create_table(cluster: &TestCluster, name: &str, splits: &[&str]) {
     let call = MasterCall::CreateTable {
         descriptor: TableDescriptor::new(name).family(ColumnFamilyDescriptor::new("cf")),
         splits: splits.iter().map(|s| Bytes::from(s.to_string())).collect(),
+        owner: None,
     };
     match cluster.master_call(call) {
         Ok(MasterAnswer::Done) => {}
@@ -351,6 +352,7 @@ fn a_standby_master_finishes_a_table_creation_its_killed_predecessor_began() {
             let call = MasterCall::CreateTable {
                 descriptor: TableDescriptor::new("big").family(ColumnFamilyDescriptor::new("cf")),
                 splits,
+                owner: None,
             };
             client.call::<_, MasterAnswer>(&format!("127.0.0.1:{port}"), "MasterCall", &call)
         })
@@ -406,6 +408,7 @@ fn columns_replayed_after_a_family_is_deleted_and_added_again(disabled: bool) ->
             .family(ColumnFamilyDescriptor::new("cf"))
             .family(ColumnFamilyDescriptor::new("f")),
         splits: Vec::new(),
+        owner: None,
     };
     assert!(matches!(cluster.master_call(call), Ok(MasterAnswer::Done)));
     let write = |client: &mut Client, table: &[u8], row: &[u8], column: &[u8], value: &[u8]| {

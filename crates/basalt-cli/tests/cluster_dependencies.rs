@@ -43,6 +43,7 @@ fn create_table(cluster: &TestCluster, name: &str) {
     let call = MasterCall::CreateTable {
         descriptor: TableDescriptor::new(name).family(ColumnFamilyDescriptor::new("cf")),
         splits: SPLITS.iter().map(|s| Bytes::from(s.to_string())).collect(),
+        owner: None,
     };
     match cluster.master_call(call) {
         Ok(MasterAnswer::Done) => {}

@@ -57,6 +57,7 @@ fn a_standby_master_finishes_or_rolls_back_a_split_its_killed_predecessor_drove(
     let created = cluster.master_call(MasterCall::CreateTable {
         descriptor: TableDescriptor::new("s").family(ColumnFamilyDescriptor::new("cf")),
         splits,
+        owner: None,
     });
     assert!(matches!(created, Ok(MasterAnswer::Done)), "{created:?}");
     let mut c = cluster.thrift(0);

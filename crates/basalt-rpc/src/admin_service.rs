@@ -179,7 +179,7 @@ fn served(call: &Call<'_>, spec: Option<&RegionSpecifier>) -> Result<Served, Rpc
             &namespace_table::region_info(),
         ))),
         Target::Region { info, state } => {
-            let enabled = call.ctx.db.is_table_enabled(&info.table).unwrap_or(false);
+            let enabled = call.db.is_table_enabled(&info.table).unwrap_or(false);
             if !enabled || state != RegionState::Open {
                 return Err(RpcError::not_serving(&info.region_name()));
             }
@@ -194,7 +194,7 @@ fn check_family(call: &Call<'_>, info: &RegionInfo, family: Option<&[u8]>) -> Re
     let Some(family) = family.filter(|f| !f.is_empty()) else {
         return Ok(());
     };
-    let descriptor = call.ctx.db.table(&info.table)?.descriptor();
+    let descriptor = call.db.table(&info.table)?.descriptor();
     if descriptor.get_family(family).is_none() {
         return Err(basalt::Error::NoSuchFamily {
             table: info.table.clone(),
@@ -224,7 +224,7 @@ fn get_region_info(call: &mut Call<'_>, param: &[u8]) -> Answer {
         },
         Served::User(info) => {
             let best_split_row = if request.best_split_row.unwrap_or(false) {
-                match call.ctx.db.region_server().region(info.id) {
+                match call.db.region_server().region(info.id) {
                     Some(region) => region.split_point()?.map(|k| k.to_vec()),
                     None => None,
                 }
@@ -270,7 +270,7 @@ fn flush_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
         Served::System(_) => false,
         Served::User(info) => {
             check_family(call, &info, request.family.as_deref())?;
-            call.ctx.db.region_server().flush_region(info.id)?;
+            call.db.region_server().flush_region(info.id)?;
             true
         }
     };
@@ -289,7 +289,7 @@ fn compact_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<a::CompactRegionRequest>(param, "CompactRegionRequest")?;
     if let Served::User(info) = served(call, request.region.as_ref())? {
         check_family(call, &info, request.family.as_deref())?;
-        call.ctx.db.compact_region(
+        call.db.compact_region(
             info.encoded_name().as_bytes(),
             request.major.unwrap_or(false),
         )?;

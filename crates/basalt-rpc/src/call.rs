@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 
+use basalt::Database;
 use basalt_types::{Cell, CellType};
 
 use crate::context::RpcContext;
@@ -24,6 +25,10 @@ pub struct Method {
 pub struct Call<'a> {
     /// The server's shared state.
     pub ctx: &'a RpcContext,
+    /// The database as the connection's caller sees it: every operation
+    /// checked for that caller when authorization is on
+    /// (`basalt::access`). Internal calls use `ctx.db`, which is trusted.
+    pub db: &'a Database,
     /// The connection the call came on (scanners belong to it).
     pub connection: u64,
     /// Cells of the request's cell block, consumed in order by the
@@ -39,12 +44,14 @@ impl<'a> Call<'a> {
     /// decoded; `cell_blocks` says whether answers carry cells in one.
     pub fn new(
         ctx: &'a RpcContext,
+        db: &'a Database,
         connection: u64,
         request_cells: Vec<Cell>,
         cell_blocks: bool,
     ) -> Call<'a> {
         Call {
             ctx,
+            db,
             connection,
             request_cells: request_cells.into(),
             response_cells: cell_blocks.then(Vec::new),

@@ -43,6 +43,26 @@ impl Answer {
 /// failure (as `java.io.IOException`).
 pub type CallResult = Result<Answer, RpcError>;
 
+/// Who this process's connections say they are, once set.
+static PROCESS_USER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Sets the user every later connection of this process names in its
+/// header: a server sets its own (`[security] server_user`), so that with
+/// authorization on the cluster's internal calls come from a superuser.
+/// The first value set stays.
+pub fn set_process_user(user: &str) {
+    let _ = PROCESS_USER.set(user.to_string());
+}
+
+/// The user connections name: the one set, else the server user's
+/// default (the process's `USER`).
+fn process_user() -> String {
+    PROCESS_USER
+        .get()
+        .cloned()
+        .unwrap_or_else(|| basalt::SecurityOptions::default().server_user())
+}
+
 fn io_error(e: std::io::Error) -> RpcError {
     RpcError::new("java.io.IOException", e.to_string(), false)
 }
@@ -94,7 +114,7 @@ impl RpcClient {
         };
         let header = ConnectionHeader {
             user_info: Some(UserInformation {
-                effective_user: Some("basalt".to_string()),
+                effective_user: Some(process_user()),
                 real_user: None,
             }),
             service_name: Some(service.to_string()),

@@ -177,7 +177,7 @@ fn get(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
         }
         Target::Region { info, .. } => {
             check_row(&info, &get.row)?;
-            let table = call.ctx.db.table(&info.table)?;
+            let table = call.db.table(&info.table)?;
             let (query, window) = to_get(&get)?;
             if get.existence_only.unwrap_or(false) {
                 exists(table.exists(&query)?)
@@ -492,7 +492,7 @@ fn mutate(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
         .ok_or_else(|| RpcError::missing("MutateRequest.mutation"))?;
     let row = mutation.row.clone().unwrap_or_default();
     let info = region_for_row(call, request.region.as_ref(), &row)?;
-    let table = call.ctx.db.table(&info.table)?;
+    let table = call.db.table(&info.table)?;
     let want_result = returns_results(mutation);
     let converted = to_mutation(call, mutation)?;
     let response = match &request.condition {
@@ -568,7 +568,7 @@ fn region_action(
         return namespace_action(call, action, condition);
     }
     let info = meta::resolve_user_region(call.ctx, action.region.as_ref())?;
-    let table = call.ctx.db.table(&info.table)?;
+    let table = call.db.table(&info.table)?;
     let mut result = RegionActionResult::default();
     if action.atomic.unwrap_or(false) || condition.is_some() {
         let mut group: Option<RowMutations> = None;
@@ -1109,7 +1109,7 @@ fn open_scan(
         }
         Target::Region { info, .. } => {
             let bounds = scan_bounds(scan, &info.start_key, &info.end_key);
-            let table = call.ctx.db.table(&info.table)?;
+            let table = call.db.table(&info.table)?;
             let scanner = table.scan(&to_scan(scan, &bounds)?)?;
             (bounds, Box::new(scanner))
         }

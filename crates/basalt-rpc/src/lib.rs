@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod access_control;
 pub mod admin_service;
 pub mod call;
 pub mod cellblock;

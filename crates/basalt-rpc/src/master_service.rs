@@ -50,13 +50,12 @@
 //! `Shutdown`, `StopMaster`, `OfflineRegion`, `ExecMasterService`
 //! (coprocessor endpoints), `SetQuota`,
 //! `getLastMajorCompactionTimestamp`,
-//! `getLastMajorCompactionTimestampForRegion`, `getSecurityCapabilities`,
+//! `getLastMajorCompactionTimestampForRegion`,
 //! `AbortProcedure`, `GetProcedures`, `GetLocks`,
 //! `ListDecommissionedRegionServers`, `DecommissionRegionServers`,
 //! `RecommissionRegionServer`, `GetSpaceQuotaRegionSizes`,
 //! `GetQuotaStates`, `ClearDeadServers`, `SwitchRpcThrottle`,
-//! `IsRpcThrottleEnabled`, `SwitchExceedThrottleQuota`, `Grant`, `Revoke`,
-//! `GetUserPermissions`, `HasUserPermissions`, `GetLogEntries`,
+//! `IsRpcThrottleEnabled`, `SwitchExceedThrottleQuota`, `GetLogEntries`,
 //! `ModifyTableStoreFileTracker`, `ModifyColumnStoreFileTracker`,
 //! `FlushMasterStore`; and `ExecProcedure` / `IsProcedureDone` for any
 //! procedure but `flush-table-proc`.
@@ -168,6 +167,20 @@ pub const METHODS: &[Method] = &[
     method(
         "GetReplicationPeerModificationProcedures",
         get_replication_peer_modification_procedures,
+    ),
+    method("Grant", crate::access_control::grant),
+    method("Revoke", crate::access_control::revoke),
+    method(
+        "GetUserPermissions",
+        crate::access_control::get_user_permissions,
+    ),
+    method(
+        "HasUserPermissions",
+        crate::access_control::has_user_permissions,
+    ),
+    method(
+        "getSecurityCapabilities",
+        crate::access_control::get_security_capabilities,
     ),
 ];
 
@@ -321,7 +334,7 @@ fn listed_tables(
     namespace: Option<&str>,
 ) -> Result<Vec<String>, RpcError> {
     let pattern = table_pattern(regex)?;
-    let mut names = call.ctx.db.list_tables();
+    let mut names = call.db.list_tables();
     if include_sys_tables {
         names.extend(SYSTEM_TABLES.iter().map(|t| t.to_string()));
         names.sort();
@@ -371,7 +384,7 @@ fn schema_of(call: &Call<'_>, name: &str) -> Result<Option<pb::TableSchema>, Rpc
     }
     // The descriptor alone: `describe_table` would also gather every
     // region's load.
-    match call.ctx.db.table(name) {
+    match call.db.table(name) {
         Ok(table) => Ok(Some(schema::table_schema(&table.descriptor()))),
         Err(Error::TableNotFound(_)) => Ok(None),
         Err(e) => Err(e.into()),
@@ -389,7 +402,7 @@ fn schemas_of(call: &Call<'_>, names: &[String]) -> Result<Vec<pb::TableSchema>,
 /// The tables of a namespace, the system tables included for `hbase`
 /// (in HBase 2.6's order: `hbase:meta`, `hbase:namespace`).
 fn namespace_tables(call: &Call<'_>, namespace: &str) -> Result<Vec<String>, RpcError> {
-    let mut names = call.ctx.db.list_namespace_tables(namespace)?;
+    let mut names = call.db.list_namespace_tables(namespace)?;
     if namespace == basalt_types::descriptor::SYSTEM_NAMESPACE {
         names.splice(0..0, SYSTEM_TABLES.iter().map(|t| t.to_string()));
     }
@@ -462,7 +475,7 @@ fn get_table_names(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn get_table_state(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::TableRequest>(param, "GetTableStateRequest")?;
     let name = table_name(request.table_name.as_ref(), "table_name")?;
-    let enabled = is_system_table(&name) || call.ctx.db.is_table_enabled(&name)?;
+    let enabled = is_system_table(&name) || call.db.is_table_enabled(&name)?;
     let state = if enabled {
         TableStateCode::Enabled
     } else {
@@ -483,7 +496,7 @@ fn get_schema_alter_status(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let regions = if is_system_table(&name) {
         1
     } else {
-        call.ctx.db.list_regions(&name)?.len()
+        call.db.list_regions(&name)?.len()
     };
     Ok(encode(&m::GetSchemaAlterStatusResponse {
         yet_to_update_regions: Some(0),
@@ -508,7 +521,7 @@ fn create_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
     }
     let mut splits: Vec<Bytes> = request.split_keys.into_iter().map(Bytes::from).collect();
     splits.sort();
-    call.ctx.db.create_table_with_splits(descriptor, &splits)?;
+    call.db.create_table_with_splits(descriptor, &splits)?;
     procedure_answer(submitted)
 }
 
@@ -517,7 +530,7 @@ fn delete_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::TableRequest>(param, "DeleteTableRequest")?;
     let name = table_name(request.table_name.as_ref(), "table_name")?;
     refuse_meta(&name)?;
-    call.ctx.db.drop_table(&name)?;
+    call.db.drop_table(&name)?;
     procedure_answer(submitted)
 }
 
@@ -530,7 +543,7 @@ fn truncate_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let name = table_name(request.table_name.as_ref(), "tableName")?;
     refuse_meta(&name)?;
     basalt::admin::Admin::execute(
-        &*call.ctx.db,
+        &*call.db,
         basalt::AdminRequest::Truncate {
             table: name,
             preserve_splits: request.preserve_splits.unwrap_or(false),
@@ -544,7 +557,7 @@ fn enable_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::TableRequest>(param, "EnableTableRequest")?;
     let name = table_name(request.table_name.as_ref(), "table_name")?;
     refuse_meta(&name)?;
-    call.ctx.db.enable_table(&name)?;
+    call.db.enable_table(&name)?;
     procedure_answer(submitted)
 }
 
@@ -553,7 +566,7 @@ fn disable_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::TableRequest>(param, "DisableTableRequest")?;
     let name = table_name(request.table_name.as_ref(), "table_name")?;
     refuse_meta(&name)?;
-    call.ctx.db.disable_table(&name)?;
+    call.db.disable_table(&name)?;
     procedure_answer(submitted)
 }
 
@@ -577,7 +590,7 @@ fn modify_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
             wanted.name()
         )));
     }
-    let current = call.ctx.db.table(&name)?.descriptor();
+    let current = call.db.table(&name)?.descriptor();
     let mut changes = Vec::new();
     for family in current.families() {
         if wanted.get_family(family.name().as_bytes()).is_none() {
@@ -590,14 +603,14 @@ fn modify_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
             None => FamilyChange::Add(family.clone()),
         });
     }
-    call.ctx.db.alter_table(&name, &changes)?;
+    call.db.alter_table(&name, &changes)?;
     procedure_answer(submitted)
 }
 
 /// The table's descriptor, for a family operation on it.
 fn families_of(call: &Call<'_>, name: &str) -> Result<basalt::TableDescriptor, RpcError> {
     refuse_meta(name)?;
-    Ok(call.ctx.db.table(name)?.descriptor())
+    Ok(call.db.table(name)?.descriptor())
 }
 
 fn add_column(call: &mut Call<'_>, param: &[u8]) -> Answer {
@@ -619,9 +632,7 @@ fn add_column(call: &mut Call<'_>, param: &[u8]) -> Answer {
             family.name()
         )));
     }
-    call.ctx
-        .db
-        .alter_table(&name, &[FamilyChange::Add(family)])?;
+    call.db.alter_table(&name, &[FamilyChange::Add(family)])?;
     procedure_answer(submitted)
 }
 
@@ -646,8 +657,7 @@ fn modify_column(call: &mut Call<'_>, param: &[u8]) -> Answer {
             family.name()
         )));
     }
-    call.ctx
-        .db
+    call.db
         .alter_table(&name, &[FamilyChange::Modify(family)])?;
     procedure_answer(submitted)
 }
@@ -671,9 +681,7 @@ fn delete_column(call: &mut Call<'_>, param: &[u8]) -> Answer {
             "column family '{shown}' is the only one of table '{name}'; it cannot be deleted"
         )));
     }
-    call.ctx
-        .db
-        .alter_table(&name, &[FamilyChange::Delete(shown)])?;
+    call.db.alter_table(&name, &[FamilyChange::Delete(shown)])?;
     procedure_answer(submitted)
 }
 
@@ -688,7 +696,7 @@ fn create_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
             .as_ref()
             .ok_or_else(|| RpcError::missing("namespaceDescriptor"))?,
     )?;
-    call.ctx.db.create_namespace(namespace)?;
+    call.db.create_namespace(namespace)?;
     procedure_answer(submitted)
 }
 
@@ -703,9 +711,9 @@ fn modify_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
             .as_ref()
             .ok_or_else(|| RpcError::missing("namespaceDescriptor"))?,
     )?;
-    let current = call.ctx.db.describe_namespace(&wanted.name)?;
+    let current = call.db.describe_namespace(&wanted.name)?;
     basalt::admin::Admin::execute(
-        &*call.ctx.db,
+        &*call.db,
         basalt::AdminRequest::modify_namespace(&current, wanted),
     )?;
     procedure_answer(submitted)
@@ -714,8 +722,7 @@ fn modify_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn delete_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let submitted = now_millis();
     let request = Call::decode::<m::NamespaceNameRequest>(param, "DeleteNamespaceRequest")?;
-    call.ctx
-        .db
+    call.db
         .drop_namespace(&namespace_name(request.namespace_name)?)?;
     procedure_answer(submitted)
 }
@@ -723,7 +730,6 @@ fn delete_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn get_namespace_descriptor(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::NamespaceNameRequest>(param, "GetNamespaceDescriptorRequest")?;
     let namespace = call
-        .ctx
         .db
         .describe_namespace(&namespace_name(request.namespace_name)?)?;
     Ok(encode(&m::GetNamespaceDescriptorResponse {
@@ -735,7 +741,6 @@ fn list_namespace_descriptors(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Call::decode::<m::Empty>(param, "ListNamespaceDescriptorsRequest")?;
     Ok(encode(&m::ListNamespaceDescriptorsResponse {
         namespace_descriptor: call
-            .ctx
             .db
             .list_namespaces()
             .iter()
@@ -748,7 +753,6 @@ fn list_namespaces(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Call::decode::<m::Empty>(param, "ListNamespacesRequest")?;
     Ok(encode(&m::ListNamespacesResponse {
         namespace_name: call
-            .ctx
             .db
             .list_namespaces()
             .into_iter()
@@ -790,7 +794,7 @@ fn is_master_in_maintenance_mode(_call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn get_cluster_status(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request =
         Call::decode::<status::GetClusterStatusRequest>(param, "GetClusterStatusRequest")?;
-    let cluster_status = if call.ctx.db.cluster().is_some() {
+    let cluster_status = if call.db.cluster().is_some() {
         members_status(call, &request.options)?
     } else {
         cluster_status(call, &request.options)
@@ -1116,7 +1120,7 @@ fn region_states_count(
 /// run would happen: the master plans and moves in one step.
 fn balance(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::BalanceRequest>(param, "BalanceRequest")?;
-    let db = &call.ctx.db;
+    let db = &call.db;
     if request.dry_run.unwrap_or(false) {
         return Ok(encode(&m::BalanceResponse {
             balancer_ran: Some(db.balancer_switch(None)?),
@@ -1142,16 +1146,12 @@ fn balance(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn set_balancer_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::SwitchRequest>(param, "SetBalancerRunningRequest")?;
     // An absent value is protobuf's default (see `set_switch`).
-    bool_answer(
-        call.ctx
-            .db
-            .balancer_switch(Some(request.on.unwrap_or(false)))?,
-    )
+    bool_answer(call.db.balancer_switch(Some(request.on.unwrap_or(false)))?)
 }
 
 fn is_balancer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Call::decode::<m::Empty>(param, "IsBalancerEnabledRequest")?;
-    bool_answer(call.ctx.db.balancer_switch(None)?)
+    bool_answer(call.db.balancer_switch(None)?)
 }
 
 /// `Database::normalize` (docs/normalizer.md): merges small cold
@@ -1161,7 +1161,7 @@ fn is_balancer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
 /// request may name tables; Basalt normalizes every table.
 fn normalize(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Call::decode::<m::Empty>(param, "NormalizeRequest")?;
-    bool_answer(call.ctx.db.normalize()?.ran)
+    bool_answer(call.db.normalize()?.ran)
 }
 
 /// The normalizer switch lives in the catalog
@@ -1170,15 +1170,14 @@ fn set_normalizer_running(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::SwitchRequest>(param, "SetNormalizerRunningRequest")?;
     // An absent value is protobuf's default (see `set_switch`).
     bool_answer(
-        call.ctx
-            .db
+        call.db
             .normalizer_switch(Some(request.on.unwrap_or(false)))?,
     )
 }
 
 fn is_normalizer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Call::decode::<m::Empty>(param, "IsNormalizerEnabledRequest")?;
-    bool_answer(call.ctx.db.normalizer_switch(None)?)
+    bool_answer(call.db.normalizer_switch(None)?)
 }
 
 /// Basalt's janitor drops retired split and merge parents as soon as no
@@ -1241,7 +1240,7 @@ fn switch_snapshot_cleanup(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::SwitchRequest>(param, "SetSnapshotCleanupRequest")?;
     // An absent value is protobuf's default (see `set_switch`).
     bool_answer(switch_answer(basalt::admin::Admin::execute(
-        &*call.ctx.db,
+        &*call.db,
         basalt::AdminRequest::SnapshotCleanupSwitch {
             on: request.on.unwrap_or(false),
         },
@@ -1251,7 +1250,7 @@ fn switch_snapshot_cleanup(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn is_snapshot_cleanup_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Call::decode::<m::Empty>(param, "IsSnapshotCleanupEnabledRequest")?;
     bool_answer(switch_answer(basalt::admin::Admin::execute(
-        &*call.ctx.db,
+        &*call.db,
         basalt::AdminRequest::SnapshotCleanupEnabled,
     )?)?)
 }
@@ -1313,10 +1312,8 @@ fn snapshots(
     call: &Call<'_>,
     pattern: Option<String>,
 ) -> Result<Vec<basalt::cluster::SnapshotInfo>, RpcError> {
-    match basalt::admin::Admin::execute(
-        &*call.ctx.db,
-        basalt::AdminRequest::ListSnapshots { pattern },
-    )? {
+    match basalt::admin::Admin::execute(&*call.db, basalt::AdminRequest::ListSnapshots { pattern })?
+    {
         basalt::AdminReply::Snapshots { snapshots } => Ok(snapshots),
         other => Err(RpcError::do_not_retry(format!(
             "unexpected answer to list_snapshots: {other:?}"
@@ -1332,7 +1329,7 @@ fn snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let table = snapshot_table(&snapshot)?;
     let skip_flush = snapshot.r#type == Some(m::snapshot_description::Type::Skipflush as i32);
     basalt::admin::Admin::execute(
-        &*call.ctx.db,
+        &*call.db,
         basalt::AdminRequest::Snapshot {
             table,
             name: snapshot.name.unwrap_or_default(),
@@ -1390,7 +1387,7 @@ fn get_completed_snapshots(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn delete_snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let snapshot = described_snapshot(param, "DeleteSnapshotRequest")?;
     basalt::admin::Admin::execute(
-        &*call.ctx.db,
+        &*call.db,
         basalt::AdminRequest::DeleteSnapshot {
             name: snapshot.name.unwrap_or_default(),
         },
@@ -1413,7 +1410,7 @@ fn restore_snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
     };
     let request = if table
         .as_ref()
-        .is_none_or(|table| call.ctx.db.list_tables().iter().any(|t| t == table))
+        .is_none_or(|table| call.db.list_tables().iter().any(|t| t == table))
     {
         let table = table.unwrap_or_default();
         let source = snapshots(call, None)?
@@ -1437,7 +1434,7 @@ fn restore_snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
             table: table.unwrap_or_default(),
         }
     };
-    basalt::admin::Admin::execute(&*call.ctx.db, request)?;
+    basalt::admin::Admin::execute(&*call.db, request)?;
     Ok(encode(&m::RestoreSnapshotResponse {
         proc_id: Some(finished_procedure(submitted)),
     }))
@@ -1469,7 +1466,7 @@ fn set_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Ok(encode(&m::SetSplitOrMergeEnabledResponse {
         prev_value: switches
             .into_iter()
-            .map(|s| call.ctx.db.split_or_merge_switch(s, Some(enabled)))
+            .map(|s| call.db.split_or_merge_switch(s, Some(enabled)))
             .collect::<basalt::Result<Vec<bool>>>()?,
     }))
 }
@@ -1480,7 +1477,7 @@ fn is_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let code = request
         .switch_type
         .unwrap_or(m::MasterSwitchType::Split as i32);
-    bool_answer(call.ctx.db.split_or_merge_switch(switch_of(code)?, None)?)
+    bool_answer(call.db.split_or_merge_switch(switch_of(code)?, None)?)
 }
 
 // ---- regions ----
@@ -1488,8 +1485,7 @@ fn is_split_or_merge_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
 /// Refuses a split or merge the client turned off, as HBase does (the
 /// core's check, which the other gateways' splits and merges run too).
 fn check_switch(call: &Call<'_>, which: SplitOrMerge) -> Result<(), RpcError> {
-    call.ctx
-        .db
+    call.db
         .check_split_or_merge(which)
         .map_err(|e| RpcError::do_not_retry(e.detail()))
 }
@@ -1512,7 +1508,6 @@ fn split_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
         )));
     }
     let region = call
-        .ctx
         .db
         .list_regions(&table)?
         .into_iter()
@@ -1524,8 +1519,7 @@ fn split_region(call: &mut Call<'_>, param: &[u8]) -> Answer {
             ))
         })?;
     let split_row = request.split_row.as_deref().filter(|k| !k.is_empty());
-    call.ctx
-        .db
+    call.db
         .split_region(region.info.encoded_name().as_bytes(), split_row)?;
     procedure_answer(submitted)
 }
@@ -1561,7 +1555,7 @@ fn merge_table_regions(call: &mut Call<'_>, param: &[u8]) -> Answer {
         }
     }
     regions.sort_by(|a, b| a.start_key.cmp(&b.start_key));
-    let db = &call.ctx.db;
+    let db = &call.db;
     let mut merged = regions[0].clone();
     for next in &regions[1..] {
         db.merge_regions(
@@ -1657,9 +1651,9 @@ fn region_call(
     region: Option<&pb::RegionSpecifier>,
     master_call: impl FnOnce(String) -> basalt::cluster::MasterCall,
 ) -> Answer {
-    if call.ctx.db.cluster().is_some() {
+    if call.db.cluster().is_some() {
         let encoded = encoded_of(region)?;
-        call.ctx.db.master_call(master_call(encoded))?;
+        call.db.master_call(master_call(encoded))?;
         return Ok(encode(&m::Empty {}));
     }
     known_region(call, region)?;
@@ -1718,7 +1712,7 @@ fn exec_procedure(call: &mut Call<'_>, param: &[u8]) -> Answer {
     };
     // The system tables live in Basalt's catalog: nothing to flush.
     if !is_system_table(name) {
-        call.ctx.db.flush_table(name)?;
+        call.db.flush_table(name)?;
     }
     Ok(encode(&m::ExecProcedureResponse {
         expected_timeout: Some(EXEC_PROCEDURE_TIMEOUT_MS),
@@ -1748,7 +1742,7 @@ fn peer_id(id: Option<String>) -> Result<String, RpcError> {
 /// is off, before looking at the request, with a plain (retried)
 /// `IOException`. The master checks the switch again as it commits.
 fn check_peer_modification(call: &Call<'_>) -> Result<(), RpcError> {
-    if call.ctx.db.replication_peer_modification_switch(None)? {
+    if call.db.replication_peer_modification_switch(None)? {
         Ok(())
     } else {
         Err(RpcError::new(
@@ -1784,7 +1778,7 @@ fn add_replication_peer(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let id = peer_id(request.peer_id)?;
     basalt::replication::check_peer_id(&id)?;
     let config = checked_peer_config(call, request.peer_config.as_ref())?;
-    call.ctx.db.change_replication_peer(PeerChange::Add {
+    call.db.change_replication_peer(PeerChange::Add {
         id,
         config,
         enabled: replication::is_enabled(request.peer_state.as_ref()),
@@ -1803,7 +1797,7 @@ fn peer_change(
     let request = Call::decode::<rp::PeerIdRequest>(param, what)?;
     check_peer_modification(call)?;
     let id = peer_id(request.peer_id)?;
-    call.ctx.db.change_replication_peer(change(id))?;
+    call.db.change_replication_peer(change(id))?;
     procedure_answer(submitted)
 }
 
@@ -1836,16 +1830,14 @@ fn update_replication_peer_config(call: &mut Call<'_>, param: &[u8]) -> Answer {
     check_peer_modification(call)?;
     let id = peer_id(request.peer_id)?;
     let config = checked_peer_config(call, request.peer_config.as_ref())?;
-    call.ctx
-        .db
+    call.db
         .change_replication_peer(PeerChange::Update { id, config })?;
     procedure_answer(submitted)
 }
 
 /// One peer, or `ReplicationPeerNotFoundException` (as HBase answers).
 fn peer(call: &Call<'_>, id: &str) -> Result<basalt::replication::ReplicationPeer, RpcError> {
-    call.ctx
-        .db
+    call.db
         .replication_peers()?
         .remove(id)
         .ok_or_else(|| Error::ReplicationPeerNotFound(id.to_string()).into())
@@ -1877,7 +1869,6 @@ fn list_replication_peers(call: &mut Call<'_>, param: &[u8]) -> Answer {
         .transpose()?;
     Ok(encode(&rp::ListReplicationPeersResponse {
         peer_desc: call
-            .ctx
             .db
             .replication_peers()?
             .iter()
@@ -1893,7 +1884,7 @@ fn list_replication_peers(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn is_replication_peer_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<rp::PeerIdRequest>(param, "GetReplicationPeerStateRequest")?;
     let id = peer_id(request.peer_id)?;
-    let Some(found) = call.ctx.db.replication_peers()?.remove(&id) else {
+    let Some(found) = call.db.replication_peers()?.remove(&id) else {
         return Err(RpcError::new(
             IO_EXCEPTION,
             format!("Replication Peer of {id} does not exist."),
@@ -1914,7 +1905,6 @@ fn replication_peer_modification_switch(call: &mut Call<'_>, param: &[u8]) -> An
     )?;
     // An absent value is protobuf's default (see `set_switch`).
     let previous = call
-        .ctx
         .db
         .replication_peer_modification_switch(Some(request.on.unwrap_or(false)))?;
     Ok(encode(&rp::ReplicationPeerModificationSwitchResponse {
@@ -1925,7 +1915,7 @@ fn replication_peer_modification_switch(call: &mut Call<'_>, param: &[u8]) -> An
 fn is_replication_peer_modification_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Call::decode::<m::Empty>(param, "IsReplicationPeerModificationEnabledRequest")?;
     Ok(encode(&rp::IsReplicationPeerModificationEnabledResponse {
-        enabled: Some(call.ctx.db.replication_peer_modification_switch(None)?),
+        enabled: Some(call.db.replication_peer_modification_switch(None)?),
     }))
 }
 

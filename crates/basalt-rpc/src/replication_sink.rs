@@ -301,7 +301,7 @@ fn check_tables(call: &Call<'_>, batch: &Batch) -> Result<Vec<(basalt::Table, us
         if edits.mutations.is_empty() {
             continue;
         }
-        let table = call.ctx.db.table(name)?;
+        let table = call.db.table(name)?;
         let descriptor = table.descriptor();
         for family in &edits.families {
             if descriptor.get_family(family).is_none() {

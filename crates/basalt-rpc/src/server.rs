@@ -572,6 +572,11 @@ async fn connection(
         let e = RpcError::new(UNKNOWN_SERVICE, format!("service {requested:?} is not served (served: ClientService, MasterService, AdminService, ClientMetaService, BasaltRegionService, BasaltClusterService)"), true);
         return fatal(&mut writer, NO_CALL, &e).await;
     };
+    // The caller every call of the connection is checked for.
+    let caller_db = match caller_of(&shared.ctx.db, &header, service) {
+        Ok(db) => Arc::new(db),
+        Err(e) => return fatal(&mut writer, NO_CALL, &e).await,
+    };
     let cell_blocks = match header.cell_block_codec_class.as_deref() {
         None | Some("") => false,
         Some(codec) if cellblock::is_supported_codec(codec) => true,
@@ -721,6 +726,7 @@ async fn connection(
             break Ok(());
         };
         let shared = Arc::clone(shared);
+        let caller_db = Arc::clone(&caller_db);
         let answers = answers.clone();
         let call_control = control.with_deadline(scan_call_timeout);
         tokio::spawn(async move {
@@ -732,7 +738,7 @@ async fn connection(
                 let (attempt, room) = call_control.run(|| {
                     basalt::guard::with_answer_room(call_room(), || {
                         basalt::read_tier::memory_only(|| {
-                            run_call(&shared.ctx, id, service, &request, cell_blocks)
+                            run_call(&shared.ctx, &caller_db, id, service, &request, cell_blocks)
                         })
                     })
                 });
@@ -754,7 +760,7 @@ async fn connection(
             let answered = tokio::task::spawn_blocking(move || {
                 let (answer, room) = call_control.run(|| {
                     basalt::guard::with_answer_room(call_room(), || {
-                        run_call(&shared.ctx, id, service, &request, cell_blocks)
+                        run_call(&shared.ctx, &caller_db, id, service, &request, cell_blocks)
                     })
                 });
                 drop(held);
@@ -833,6 +839,7 @@ fn is_read_only(service: &str, request: &frame::Request) -> bool {
 /// and its cell block.
 fn run_call(
     ctx: &RpcContext,
+    db: &Database,
     connection: u64,
     service: &str,
     request: &frame::Request,
@@ -848,12 +855,69 @@ fn run_call(
     } else {
         cellblock::decode(&request.cell_block, request.cell_block.len() / 20 + 1)?
     };
-    let mut call = Call::new(ctx, connection, cells, cell_blocks);
+    let mut call = Call::new(ctx, db, connection, cells, cell_blocks);
     let message = (method.handler)(&mut call, &request.param)?;
     let out_cells = call.take_response_cells();
     let mut block = Vec::with_capacity(cellblock::encoded_len(&out_cells));
     cellblock::encode(&out_cells, &mut block);
     Ok((message, block))
+}
+
+/// The services only the cluster's own servers call.
+const INTERNAL_SERVICES: [&str; 2] = ["BasaltClusterService", "BasaltRegionService"];
+
+/// The database as a connection's caller sees it (`basalt::access`).
+/// With authorization off, the trusted database. With it on, the user
+/// the connection header names (HBase's simple authentication: the
+/// client says who it is), by its short name; a header naming a real
+/// user apart from the effective one (impersonation) is accepted from a
+/// superuser only; and the internal services accept superusers only (the
+/// cluster's processes connect as the server user).
+fn caller_of(
+    db: &Database,
+    header: &ConnectionHeader,
+    service: &str,
+) -> Result<Database, RpcError> {
+    let security = db.security();
+    if !security.authorization {
+        return Ok(db.clone());
+    }
+    let info = header.user_info.as_ref();
+    let named = |user: Option<&String>| {
+        user.map(|u| short_user_name(u))
+            .filter(|u| !u.is_empty())
+            .map(str::to_string)
+    };
+    let Some(user) = named(info.and_then(|i| i.effective_user.as_ref())) else {
+        return Err(access_denied(
+            "the connection header names no user: with authorization on, every caller must say who it is".to_string(),
+        ));
+    };
+    if let Some(real) = named(info.and_then(|i| i.real_user.as_ref())) {
+        if real != user && !security.is_superuser(&security.caller(&real)) {
+            return Err(access_denied(format!(
+                "user '{real}' may not act as '{user}': only superusers may impersonate"
+            )));
+        }
+    }
+    let caller = security.caller(&user);
+    if INTERNAL_SERVICES.contains(&service) && !security.is_superuser(&caller) {
+        return Err(access_denied(format!(
+            "user '{user}' may not call {service}: only the cluster's own servers (superusers) may"
+        )));
+    }
+    Ok(db.acting_as(caller))
+}
+
+/// A principal's short name, as HBase's `User.getShortName` gives it:
+/// `alice/host@REALM` is `alice`.
+fn short_user_name(principal: &str) -> &str {
+    let end = principal.find(['/', '@']).unwrap_or(principal.len());
+    &principal[..end]
+}
+
+fn access_denied(message: String) -> RpcError {
+    RpcError::new(basalt::ErrorKind::AccessDenied.java_class(), message, true)
 }
 
 /// A new cluster id: a random version-4 UUID in its text form.

@@ -482,7 +482,7 @@ fn the_meta_location_keeps_its_required_sequence_number_on_the_wire() {
     let handler = find(CLIENT_META_SERVICE, "GetMetaRegionLocations")
         .unwrap()
         .handler;
-    let mut call = Call::new(&s.ctx, 1, Vec::new(), false);
+    let mut call = Call::new(&s.ctx, &s.ctx.db, 1, Vec::new(), false);
     let bytes = handler(&mut call, &[]).unwrap();
     // Field 3 (seq_num, varint): tag byte 0x18 then 0, inside the location.
     assert!(bytes.windows(2).any(|w| w == [0x18, 0x00]), "{bytes:?}");

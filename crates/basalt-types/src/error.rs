@@ -88,6 +88,12 @@ pub enum Error {
     #[error("{0}")]
     SnapshotFailed(String),
 
+    /// The caller lacks a permission the operation needs (HBase's
+    /// `AccessDeniedException`, `docs/security.md`). The message says who,
+    /// which action and where, worded as HBase's; nothing was done.
+    #[error("{0}")]
+    AccessDenied(String),
+
     /// A replication peer change HBase's rules refuse (an id already
     /// taken, a peer already enabled or disabled, an invalid peer id,
     /// cluster key or table and namespace selection), worded as HBase
@@ -248,6 +254,8 @@ pub enum ErrorKind {
     SnapshotExpired,
     /// A snapshot could not be taken.
     SnapshotFailed,
+    /// The caller lacks a permission the operation needs.
+    AccessDenied,
     /// A family the table does not have.
     NoSuchFamily,
     /// An increment of a value that is not an 8-byte long.
@@ -351,6 +359,10 @@ pub const JAVA_EXCEPTION_CLASSES: &[(ErrorKind, &str)] = &[
         "org.apache.hadoop.hbase.snapshot.SnapshotCreationException",
     ),
     (
+        ErrorKind::AccessDenied,
+        "org.apache.hadoop.hbase.security.AccessDeniedException",
+    ),
+    (
         ErrorKind::NotServingRegion,
         "org.apache.hadoop.hbase.NotServingRegionException",
     ),
@@ -420,6 +432,7 @@ impl Error {
             Error::SnapshotNotFound(_) => ErrorKind::SnapshotNotFound,
             Error::SnapshotExpired(_) => ErrorKind::SnapshotExpired,
             Error::SnapshotFailed(_) => ErrorKind::SnapshotFailed,
+            Error::AccessDenied(_) => ErrorKind::AccessDenied,
             Error::NoSuchFamily { .. } => ErrorKind::NoSuchFamily,
             Error::NotALong { .. } => ErrorKind::NotALong,
             Error::FilterSyntax { .. } => ErrorKind::FilterSyntax,
@@ -492,6 +505,7 @@ impl Error {
             | Error::SnapshotNotFound(m)
             | Error::SnapshotExpired(m)
             | Error::SnapshotFailed(m)
+            | Error::AccessDenied(m)
             | Error::WalFailed(m)
             | Error::Closed(m)
             | Error::NotServingRegion(m)
@@ -555,6 +569,7 @@ impl Error {
             ErrorKind::SnapshotNotFound => Error::SnapshotNotFound(message),
             ErrorKind::SnapshotExpired => Error::SnapshotExpired(message),
             ErrorKind::SnapshotFailed => Error::SnapshotFailed(message),
+            ErrorKind::AccessDenied => Error::AccessDenied(message),
             ErrorKind::WalUnavailable => Error::WalFailed(message),
             ErrorKind::Closed => Error::Closed(message),
             ErrorKind::NotServingRegion => Error::NotServingRegion(message),
@@ -638,6 +653,7 @@ impl fmt::Debug for Error {
             Error::SnapshotNotFound(n) => f.debug_tuple("SnapshotNotFound").field(n).finish(),
             Error::SnapshotExpired(n) => f.debug_tuple("SnapshotExpired").field(n).finish(),
             Error::SnapshotFailed(m) => f.debug_tuple("SnapshotFailed").field(m).finish(),
+            Error::AccessDenied(m) => f.debug_tuple("AccessDenied").field(m).finish(),
             Error::NoSuchFamily { table, family } => f
                 .debug_struct("NoSuchFamily")
                 .field("table", table)
@@ -795,6 +811,9 @@ mod tests {
             Error::SnapshotNotFound("s".into()),
             Error::SnapshotExpired("s".into()),
             Error::SnapshotFailed("Table 't' doesn't exist, can't take snapshot.".into()),
+            Error::AccessDenied(
+                "Insufficient permissions for user 'bob' (table=t, action=READ)".into(),
+            ),
             Error::NoSuchFamily {
                 table: "ns:t".into(),
                 family: "f\nwith a line".into(),

@@ -430,6 +430,25 @@ impl Mutation {
         }
     }
 
+    /// Calls `visit` with the family and qualifier of every cell the
+    /// mutation writes (a family delete marker's qualifier is empty; a
+    /// whole-row delete visits nothing), as HBase's family map lists them
+    /// for its permission checks.
+    pub fn visit_columns(&self, mut visit: impl FnMut(&Bytes, &Bytes)) {
+        match self {
+            Mutation::Put(p) => p
+                .cells()
+                .iter()
+                .for_each(|c| visit(&c.family, &c.qualifier)),
+            Mutation::Delete(d) => d
+                .markers()
+                .iter()
+                .for_each(|c| visit(&c.family, &c.qualifier)),
+            Mutation::Increment(i) => i.columns().iter().for_each(|(f, q, _)| visit(f, q)),
+            Mutation::Append(a) => a.columns().iter().for_each(|(f, q, _)| visit(f, q)),
+        }
+    }
+
     /// The mutation's durability.
     pub fn durability(&self) -> Durability {
         match self {

@@ -33,6 +33,7 @@ use basalt_types::descriptor::validate_family_name;
 use basalt_types::descriptor::{namespace_of, validate_namespace_name, RESERVED_NAMESPACES};
 use basalt_types::{ColumnFamilyDescriptor, Error, NamespaceDescriptor, Result, TableDescriptor};
 
+use crate::access::Permissions;
 use crate::region_server::RegionSpec;
 use crate::replication::{PeerChange, ReplicationPeer};
 
@@ -123,6 +124,12 @@ pub struct Catalog {
     /// HBase's merge switch is off: the merges clients ask for are refused.
     #[serde(default, skip_serializing_if = "is_false")]
     pub merge_off: bool,
+    /// Every grant of HBase's access control (`crate::access`; HBase keeps
+    /// them in `hbase:acl`). Kept here so a grant or revoke carries the
+    /// catalog's fencing and reaches every process of a cluster with the
+    /// catalog's next version.
+    #[serde(default, skip_serializing_if = "Permissions::is_empty")]
+    pub permissions: Permissions,
     /// Replication peers by id (HBase's `add_peer`), with their state and
     /// configuration (`crate::replication`). Kept here, as the switches
     /// are, so every process of a cluster and a master that takes over
@@ -445,6 +452,7 @@ impl Default for Catalog {
             normalizer_on: false,
             split_off: false,
             merge_off: false,
+            permissions: Permissions::default(),
             replication_peers: BTreeMap::new(),
             replication_peer_modification_off: false,
             version: 0,
@@ -587,6 +595,22 @@ impl Catalog {
         )
     }
 
+    /// The table and id of a region named by its encoded name or its full
+    /// name (both of which `move`, `split` and `merge_region` accept).
+    pub fn region_by_name(&self, region_name: &str) -> Result<(String, u64)> {
+        for (name, table) in &self.tables {
+            for region in &table.regions {
+                let info = region.info(name);
+                if info.encoded_name() == region_name
+                    || info.region_name()[..] == *region_name.as_bytes()
+                {
+                    return Ok((name.clone(), region.id));
+                }
+            }
+        }
+        Err(Error::invalid(format!("unknown region {region_name}")))
+    }
+
     /// Removes an empty namespace a user created.
     pub fn remove_namespace(&mut self, name: &str) -> Result<()> {
         self.user_namespace(name, "removed")?;
@@ -601,6 +625,9 @@ impl Catalog {
             )));
         }
         self.namespaces.remove(name);
+        // HBase drops a namespace's grants with it; a namespace of the
+        // same name created later starts with none.
+        self.permissions.forget_namespace(name);
         Ok(())
     }
 

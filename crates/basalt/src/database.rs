@@ -38,6 +38,11 @@ use basalt_engine::fs::{FileStore, LocalFileStore};
 use basalt_engine::{layout, Clock, Region, RegionInfo, RegionLoad, StoreStats, SystemClock};
 use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
 
+use crate::access::{
+    AccessCheck, Action, Actions, Caller, Grant, PermissionChange, PermissionQuery, Scope,
+    SecurityOptions,
+};
+use crate::authorize;
 use crate::catalog::{FamilyChange, SplitOrMerge};
 use crate::cluster::{
     BalancerRun, ClusterMember, MasterAnswer, MasterCall, MasterControl, MasterLink, MemberHooks,
@@ -67,6 +72,10 @@ use basalt_engine::wal::ObjectWalOptions;
 #[derive(Debug, Clone)]
 pub struct Database {
     inner: Arc<DbInner>,
+    /// The caller every operation of this handle is checked for
+    /// ([`Database::acting_as`]); `None`: a trusted caller (the embedded
+    /// API, the cluster's own calls, or authorization off).
+    access: Option<AccessCheck>,
 }
 
 #[derive(Debug)]
@@ -92,6 +101,8 @@ struct DbInner {
     started_at_ms: i64,
     /// Every `Table`'s request latencies (`metrics.rs`).
     latencies: Arc<RequestLatencies>,
+    /// Access control settings (`crate::access`).
+    security: SecurityOptions,
 }
 
 /// Opens a [`Database`] with parts handed in: the file store that holds
@@ -172,6 +183,7 @@ impl DatabaseBuilder {
         let dir = self.options.data_dir.clone();
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let lock = lock_directory(&dir)?;
+        let security = self.options.security.clone();
         let files = self.files.ok_or_else(|| {
             Error::invalid("a cluster member needs shared storage (a file store)")
         })?;
@@ -223,7 +235,9 @@ impl DatabaseBuilder {
                 clock,
                 started_at_ms,
                 latencies: Arc::default(),
+                security,
             }),
+            access: None,
         };
         // A region that answers "not serving" moved: read the catalog again
         // (weakly held: the locator lives inside the database).
@@ -246,6 +260,7 @@ impl DatabaseBuilder {
         let dir = self.options.data_dir.clone();
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let lock = lock_directory(&dir)?;
+        let security = self.options.security.clone();
         let files = self
             .files
             .unwrap_or_else(|| Arc::new(LocalFileStore::new()));
@@ -274,7 +289,9 @@ impl DatabaseBuilder {
                 clock,
                 started_at_ms,
                 latencies: Arc::default(),
+                security,
             }),
+            access: None,
         })
     }
 }
@@ -639,6 +656,12 @@ impl Database {
     /// whole name matches that regular expression (HBase's
     /// `list_snapshots`).
     pub fn list_snapshots(&self, pattern: Option<&str>) -> Result<Vec<SnapshotInfo>> {
+        // HBase lists a caller the snapshots it owns, all of them to a
+        // global admin. Basalt records no snapshot owner: a caller who is
+        // not a global admin is shown none.
+        if !self.allows(authorize::ADMIN, &Scope::Global) {
+            return Ok(Vec::new());
+        }
         self.master_answer(
             "list_snapshots",
             MasterCall::ListSnapshots {
@@ -703,9 +726,145 @@ impl Database {
 
     /// A call to the master: the in-process one, or a cluster's active
     /// master. When it returns, this process's routes show its outcome.
-    pub fn master_call(&self, call: MasterCall) -> Result<MasterAnswer> {
+    pub fn master_call(&self, mut call: MasterCall) -> Result<MasterAnswer> {
         self.check_open()?;
+        if let Some(check) = &self.access {
+            let catalog = self.inner.master.catalog();
+            if let Some(required) = authorize::master_call(&call, &catalog) {
+                check.require(
+                    &catalog.permissions,
+                    required.operation,
+                    required.actions,
+                    &required.scope,
+                )?;
+                // Every admin operation is audited, allowed or not.
+                crate::access::audit(
+                    check.caller(),
+                    true,
+                    required.operation,
+                    &required.scope.to_string(),
+                );
+            }
+            if let MasterCall::CreateTable { owner, .. } = &mut call {
+                *owner = Some(check.caller().user.clone());
+            }
+        }
         self.inner.master.call(call)
+    }
+
+    /// A handle on the same database whose every operation is checked
+    /// against `caller`'s permissions (`crate::access`): what a gateway
+    /// makes for the caller of a request. With authorization off
+    /// ([`SecurityOptions::authorization`]) the handle is trusted, as
+    /// this one is.
+    pub fn acting_as(&self, caller: Caller) -> Database {
+        let security = &self.inner.security;
+        Database {
+            inner: Arc::clone(&self.inner),
+            access: security
+                .authorization
+                .then(|| AccessCheck::new(security, caller)),
+        }
+    }
+
+    /// [`Database::acting_as`] the user `user`, in the groups the
+    /// configuration gives it.
+    pub fn acting_as_user(&self, user: &str) -> Database {
+        self.acting_as(self.inner.security.caller(user))
+    }
+
+    /// The access control settings the database was opened with.
+    pub fn security(&self) -> &SecurityOptions {
+        &self.inner.security
+    }
+
+    /// The caller this handle checks operations for; `None` for a trusted
+    /// handle.
+    pub fn caller(&self) -> Option<&Caller> {
+        self.access.as_ref().map(AccessCheck::caller)
+    }
+
+    /// Grants or revokes permissions (HBase's `grant` and `revoke`). The
+    /// caller needs ADMIN at the scope of the change, and only a
+    /// superuser may change a superuser's or a superuser group's grants.
+    pub fn change_permission(&self, change: PermissionChange) -> Result<()> {
+        if let Some(check) = &self.access {
+            let grant = match &change {
+                PermissionChange::Grant { grant, .. } | PermissionChange::Revoke { grant } => grant,
+            };
+            if !check.is_superuser() && self.inner.security.is_superuser_principal(&grant.principal)
+            {
+                return Err(Error::AccessDenied(
+                    "Granting or revoking superusers's or supergroups's permissions is not allowed"
+                        .into(),
+                ));
+            }
+        }
+        self.master_call(MasterCall::Permission { change })
+            .map(drop)
+    }
+
+    /// The grants `query` asks for (HBase's `getUserPermissions`), as
+    /// this process holds them (in a cluster, within about a second of
+    /// the master's). A checked caller needs ADMIN at the query's scope.
+    pub fn user_permissions(&self, query: &PermissionQuery) -> Result<Vec<Grant>> {
+        self.authorize("getUserPermissions", authorize::ADMIN, &query.scope())?;
+        Ok(self
+            .inner
+            .master
+            .catalog()
+            .permissions
+            .query(query, &self.inner.security))
+    }
+
+    /// For each of `asked`, whether `user` (this handle's caller when
+    /// `None`) may do all of its actions there (HBase's
+    /// `hasUserPermissions`). Asking about another user takes ADMIN at
+    /// each scope asked about.
+    pub fn has_user_permissions(
+        &self,
+        user: Option<&str>,
+        asked: &[(Scope, Actions)],
+    ) -> Result<Vec<bool>> {
+        let security = &self.inner.security;
+        let target = match (&self.access, user) {
+            // A trusted handle holds everything.
+            (None, None) => return Ok(vec![true; asked.len()]),
+            (None, Some(user)) => AccessCheck::new(security, security.caller(user)),
+            (Some(check), Some(user)) if user != check.caller().user => {
+                for (scope, _) in asked {
+                    self.authorize("hasUserPermissions", authorize::ADMIN, scope)?;
+                }
+                AccessCheck::new(security, security.caller(user))
+            }
+            (Some(check), _) => check.clone(),
+        };
+        let catalog = self.inner.master.catalog();
+        Ok(asked
+            .iter()
+            .map(|(scope, actions)| target.holds(&catalog.permissions, *actions, scope))
+            .collect())
+    }
+
+    /// Whether this handle's caller holds one of `actions` at `scope`
+    /// (always for a trusted handle).
+    pub fn allows(&self, actions: &[Action], scope: &Scope) -> bool {
+        self.access.as_ref().is_none_or(|check| {
+            check.allows(&self.inner.master.catalog().permissions, actions, scope)
+        })
+    }
+
+    /// Refuses unless the caller holds one of `actions` at `scope`.
+    fn authorize(&self, operation: &str, actions: &[Action], scope: &Scope) -> Result<()> {
+        match &self.access {
+            None => Ok(()),
+            Some(check) => check.require(
+                &self.inner.master.catalog().permissions,
+                operation,
+                actions,
+                scope,
+            ),
+        }
     }
 
     fn member(&self) -> Result<&Arc<ClusterMember>> {
@@ -753,9 +912,11 @@ impl Database {
         split_keys: &[Bytes],
     ) -> Result<()> {
         self.check_open()?;
+        // `master_call` names the owner when a caller is checked.
         let call = MasterCall::CreateTable {
             descriptor,
             splits: split_keys.to_vec(),
+            owner: None,
         };
         self.master_call(call).map(drop)
     }
@@ -773,7 +934,19 @@ impl Database {
 
     /// Names of all tables, sorted.
     pub fn list_tables(&self) -> Vec<String> {
-        self.inner.locator.table_names()
+        let names = self.inner.locator.table_names();
+        match &self.access {
+            None => names,
+            // HBase's `getTableNames` keeps the tables the caller holds
+            // some right in.
+            Some(check) => {
+                let catalog = self.inner.master.catalog();
+                names
+                    .into_iter()
+                    .filter(|table| check.any_in_table(&catalog.permissions, table))
+                    .collect()
+            }
+        }
     }
 
     /// True when the table exists.
@@ -784,14 +957,30 @@ impl Database {
     /// A handle for reads and writes on a table.
     pub fn table(&self, name: &str) -> Result<Table> {
         self.check_open()?;
-        Ok(Table::new(
+        let table = Table::new(
             self.inner.locator.table(name)?,
             Arc::clone(&self.inner.latencies),
-        ))
+        );
+        Ok(match &self.access {
+            None => table,
+            Some(check) => table.checked(check.clone(), Arc::clone(&self.inner.master)),
+        })
     }
 
     /// The table's descriptor, state and regions.
     pub fn describe_table(&self, name: &str) -> Result<TableInfo> {
+        // HBase's `getTableDescriptors` by name: ADMIN or CREATE.
+        self.authorize(
+            "getTableDescriptors",
+            authorize::ADMIN_OR_CREATE,
+            &Scope::table(name),
+        )?;
+        self.table_info(name)
+    }
+
+    /// [`Database::describe_table`] unchecked: region lists are what
+    /// `hbase:meta` shows, which every caller may read.
+    fn table_info(&self, name: &str) -> Result<TableInfo> {
         let state = self.inner.locator.table(name)?;
         Ok(TableInfo {
             descriptor: state.descriptor(),
@@ -875,7 +1064,7 @@ impl Database {
     /// The table's regions in key order, with their load (HBase's
     /// `list_regions`).
     pub fn list_regions(&self, name: &str) -> Result<Vec<RegionSummary>> {
-        Ok(self.describe_table(name)?.regions)
+        Ok(self.table_info(name)?.regions)
     }
 
     /// Reads that failed on damaged data (checksum or structure failures,
@@ -962,11 +1151,22 @@ impl Database {
     /// Every namespace with its properties, reserved ones included, in
     /// name order (HBase's `list_namespace`).
     pub fn list_namespaces(&self) -> Vec<NamespaceDescriptor> {
-        self.inner.master.catalog().namespace_list()
+        let namespaces = self.inner.master.catalog().namespace_list();
+        // HBase's `listNamespaceDescriptors` keeps those the caller
+        // administers.
+        namespaces
+            .into_iter()
+            .filter(|namespace| self.allows(authorize::ADMIN, &Scope::namespace(&namespace.name)))
+            .collect()
     }
 
     /// One namespace (HBase's `describe_namespace`).
     pub fn describe_namespace(&self, name: &str) -> Result<NamespaceDescriptor> {
+        self.authorize(
+            "getNamespaceDescriptor",
+            authorize::ADMIN,
+            &Scope::namespace(name),
+        )?;
         self.inner.master.catalog().namespace(name)
     }
 
@@ -1002,6 +1202,7 @@ impl Database {
     /// Flushes every memstore of the table to store files, now.
     pub fn flush_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
+        self.authorize("flush", authorize::ADMIN_OR_CREATE, &Scope::table(name))?;
         self.on_every_region(name, RegionCall::Flush)
     }
 
@@ -1035,6 +1236,7 @@ impl Database {
     /// compaction policy picks.
     pub fn compact_table(&self, name: &str, major: bool) -> Result<()> {
         self.check_open()?;
+        self.authorize("compact", authorize::ADMIN_OR_CREATE, &Scope::table(name))?;
         self.on_every_region(name, RegionCall::Compact { major })?;
         self.run_catalog_janitor()
     }
@@ -1093,6 +1295,11 @@ impl Database {
                 {
                     continue;
                 }
+                self.authorize(
+                    "compact",
+                    authorize::ADMIN_OR_CREATE,
+                    &Scope::table(table.name()),
+                )?;
                 match route {
                     RegionRoute::Local(region) => region.compact(major).map(drop),
                     RegionRoute::Remote { info, server } => table

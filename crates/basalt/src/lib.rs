@@ -33,7 +33,9 @@
 // Every public item is documented: this crate is a library others read.
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod admin;
+mod authorize;
 mod catalog;
 pub mod check;
 pub mod cluster;
@@ -54,6 +56,10 @@ pub mod replication;
 mod split;
 mod table;
 
+pub use access::{
+    Action, Actions, Caller, Grant, PermissionChange, PermissionQuery, Permissions, Scope,
+    SecurityOptions,
+};
 pub use admin::{Admin, AdminReply, AdminRequest};
 /// Whether a file store error says the file exists already (a
 /// create-if-absent collision).

@@ -180,6 +180,11 @@ pub struct Options {
     pub normalizer_merge_max_qps: u64,
     /// Plans (splits and merges) carried out per table per run. Default 10.
     pub normalizer_max_plans: usize,
+    /// Access control (`crate::access`): off by default. Not part of the
+    /// `[database]` section: the server reads it from `[security]` (one
+    /// place for it), so it is skipped here.
+    #[serde(skip)]
+    pub security: crate::access::SecurityOptions,
 }
 
 /// How the split size of a region is chosen (HBase's region split policies).
@@ -249,6 +254,7 @@ impl Default for Options {
             normalizer_merge_min_size_bytes: 1024 * 1024,
             normalizer_merge_max_qps: 300,
             normalizer_max_plans: 10,
+            security: crate::access::SecurityOptions::default(),
         }
     }
 }

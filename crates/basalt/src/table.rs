@@ -10,7 +10,7 @@
 //! histograms (`metrics.rs`), whatever the route: each gateway and the
 //! embedded API go through here, so each request is recorded once.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,11 +22,14 @@ use basalt_engine::region::scan_range;
 use basalt_engine::scan::{RegionScanner, RowRange, ScanMetrics};
 use basalt_engine::{Region, RegionInfo};
 use basalt_types::filter::CellFilter;
+use basalt_types::query::ColumnSelection;
 use basalt_types::{
     Append, CheckAndMutate, Delete, Error, ErrorKind, Get, Increment, Mutation, Put, Result,
     RowMutations, RowResult, Scan, TableDescriptor,
 };
 
+use crate::access::{AccessCheck, Action, ReadAccess};
+use crate::cluster::MasterLink;
 use crate::locator::{same_route, RegionRoute, TableLocation};
 use crate::metrics::{elapsed_micros, Operation, RequestLatencies};
 use crate::remote::{unexpected, RegionAnswer, RegionCall, RemoteError, ServerAddress};
@@ -36,6 +39,75 @@ use crate::remote::{unexpected, RegionAnswer, RegionCall, RemoteError, ServerAdd
 pub struct Table {
     state: Arc<TableLocation>,
     latencies: Arc<RequestLatencies>,
+    /// The caller every request is checked for (`crate::access`); `None`
+    /// for a trusted handle.
+    access: Option<TableAccess>,
+}
+
+/// A caller's checks, and where the newest grants are read.
+#[derive(Clone)]
+struct TableAccess {
+    check: AccessCheck,
+    grants: Arc<dyn MasterLink>,
+}
+
+impl std::fmt::Debug for TableAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableAccess")
+            .field("caller", self.check.caller())
+            .finish()
+    }
+}
+
+/// Families and qualifiers a request touches (an empty set: the whole
+/// family), as `AccessCheck` takes them.
+type Columns = BTreeMap<Bytes, BTreeSet<Bytes>>;
+
+fn columns_of<'a>(pairs: impl IntoIterator<Item = (&'a Bytes, &'a Bytes)>) -> Columns {
+    let mut columns = Columns::new();
+    for (family, qualifier) in pairs {
+        columns
+            .entry(family.clone())
+            .or_default()
+            .insert(qualifier.clone());
+    }
+    columns
+}
+
+fn mutation_columns<'a>(mutations: impl IntoIterator<Item = &'a Mutation>) -> Columns {
+    let mut columns = Columns::new();
+    for mutation in mutations {
+        mutation.visit_columns(|family, qualifier| {
+            columns
+                .entry(family.clone())
+                .or_default()
+                .insert(qualifier.clone());
+        });
+    }
+    columns
+}
+
+/// A column selection as the checks read it.
+fn selection_columns(selection: &ColumnSelection) -> Columns {
+    selection
+        .families()
+        .iter()
+        .map(|(family, qualifiers)| (family.clone(), qualifiers.clone().unwrap_or_default()))
+        .collect()
+}
+
+/// The part of a selection a caller may read.
+fn narrowed(families: &BTreeSet<Bytes>, columns: &Columns) -> ColumnSelection {
+    let mut selection = ColumnSelection::default();
+    for family in families {
+        selection.add_family(family.clone());
+    }
+    for (family, qualifiers) in columns {
+        for qualifier in qualifiers {
+            selection.add_column(family.clone(), qualifier.clone());
+        }
+    }
+    selection
 }
 
 /// What a remote answer must be for each kind of call.
@@ -55,7 +127,61 @@ fn expect_row(server: &ServerAddress, call: &str, answer: RegionAnswer) -> Resul
 
 impl Table {
     pub(crate) fn new(state: Arc<TableLocation>, latencies: Arc<RequestLatencies>) -> Self {
-        Table { state, latencies }
+        Table {
+            state,
+            latencies,
+            access: None,
+        }
+    }
+
+    /// The same table, every request checked for `check`'s caller
+    /// against the grants `grants` holds.
+    pub(crate) fn checked(mut self, check: AccessCheck, grants: Arc<dyn MasterLink>) -> Self {
+        self.access = Some(TableAccess { check, grants });
+        self
+    }
+
+    /// Refuses a write of `columns` (for `action`) the caller may not do.
+    fn check_write(&self, operation: &str, action: Action, columns: &Columns) -> Result<()> {
+        match &self.access {
+            None => Ok(()),
+            Some(access) => access.check.require_columns(
+                &access.grants.catalog().permissions,
+                operation,
+                action,
+                &self.state.name,
+                columns,
+            ),
+        }
+    }
+
+    /// The part of `selection` the caller may read: `None` for all of
+    /// it, the narrowed selection, or a refusal when none is readable.
+    fn readable(
+        &self,
+        operation: &str,
+        selection: &ColumnSelection,
+    ) -> Result<Option<ColumnSelection>> {
+        let Some(access) = &self.access else {
+            return Ok(None);
+        };
+        let families: Vec<Bytes> = self
+            .state
+            .descriptor()
+            .families()
+            .iter()
+            .map(|family| Bytes::copy_from_slice(family.name().as_bytes()))
+            .collect();
+        match access.check.read_access(
+            &access.grants.catalog().permissions,
+            operation,
+            &self.state.name,
+            &selection_columns(selection),
+            &families,
+        )? {
+            ReadAccess::All => Ok(None),
+            ReadAccess::Only { families, columns } => Ok(Some(narrowed(&families, &columns))),
+        }
     }
 
     /// The table name.
@@ -94,6 +220,17 @@ impl Table {
         if let Some(filter) = &get.filter {
             filter.check_limits()?;
         }
+        let narrowed;
+        let get = match self.readable("get", &get.columns)? {
+            None => get,
+            Some(columns) => {
+                narrowed = Get {
+                    columns,
+                    ..get.clone()
+                };
+                &narrowed
+            }
+        };
         self.latencies.time(Operation::Get, || {
             // Reads are never refused by a local region (a closing
             // region's data is frozen); a remote one may have moved.
@@ -114,6 +251,11 @@ impl Table {
 
     /// Writes cells to one row atomically.
     pub fn put(&self, put: &Put) -> Result<()> {
+        self.check_write(
+            "put",
+            Action::Write,
+            &columns_of(put.cells().iter().map(|c| (&c.family, &c.qualifier))),
+        )?;
         self.latencies.time(Operation::Put, || {
             self.route(
                 put.row(),
@@ -126,6 +268,11 @@ impl Table {
 
     /// Deletes a row, families, columns or versions.
     pub fn delete(&self, delete: &Delete) -> Result<()> {
+        self.check_write(
+            "delete",
+            Action::Write,
+            &columns_of(delete.markers().iter().map(|c| (&c.family, &c.qualifier))),
+        )?;
         self.latencies.time(Operation::Delete, || {
             self.route(
                 delete.row(),
@@ -140,6 +287,11 @@ impl Table {
     /// atomically; returns the new values of its increments and appends
     /// (empty when it has none), as HBase 2.4+'s `mutateRow` does.
     pub fn mutate_row(&self, mutations: &RowMutations) -> Result<RowResult> {
+        self.check_write(
+            "mutateRow",
+            Action::Write,
+            &mutation_columns(mutations.mutations()),
+        )?;
         self.latencies.time(Operation::MutateRow, || {
             self.route(
                 mutations.row(),
@@ -152,6 +304,11 @@ impl Table {
 
     /// Adds to 8-byte big-endian counters; returns the new values.
     pub fn increment(&self, increment: &Increment) -> Result<RowResult> {
+        self.check_write(
+            "increment",
+            Action::Write,
+            &columns_of(increment.columns().iter().map(|(f, q, _)| (f, q))),
+        )?;
         self.latencies.time(Operation::Increment, || {
             self.route(
                 increment.row(),
@@ -184,6 +341,11 @@ impl Table {
 
     /// Appends to values; returns the new values.
     pub fn append(&self, append: &Append) -> Result<RowResult> {
+        self.check_write(
+            "append",
+            Action::Write,
+            &columns_of(append.columns().iter().map(|(f, q, _)| (f, q))),
+        )?;
         self.latencies.time(Operation::Append, || {
             self.route(
                 append.row(),
@@ -205,6 +367,16 @@ impl Table {
     /// mutations' increments and appends when they were applied (HBase's
     /// `CheckAndMutateResult`).
     pub fn check_and_mutate_returning(&self, check: &CheckAndMutate) -> Result<(bool, RowResult)> {
+        // HBase needs READ and WRITE on the checked column, and the
+        // mutations are writes of their own columns.
+        let checked = columns_of([(&check.family, &check.qualifier)]);
+        self.check_write("checkAndMutate", Action::Read, &checked)?;
+        self.check_write("checkAndMutate", Action::Write, &checked)?;
+        self.check_write(
+            "checkAndMutate",
+            Action::Write,
+            &mutation_columns(check.mutations.mutations()),
+        )?;
         self.latencies.time(Operation::CheckAndMutate, || {
             self.route(
                 &check.row,
@@ -222,8 +394,31 @@ impl Table {
     /// Mutations going to the same region share one log sync (one region
     /// call for a region on another server).
     pub fn batch(&self, mutations: &[Mutation]) -> Vec<Result<()>> {
-        self.latencies
-            .time(Operation::Batch, || self.batch_untimed(mutations))
+        if self.access.is_none() {
+            return self
+                .latencies
+                .time(Operation::Batch, || self.batch_untimed(mutations));
+        }
+        // Each mutation is checked on its own; a refused one fails alone,
+        // as each action of HBase's multi does.
+        let checks: Vec<Result<()>> = mutations
+            .iter()
+            .map(|m| self.check_write("batch", Action::Write, &mutation_columns([m])))
+            .collect();
+        let allowed: Vec<Mutation> = mutations
+            .iter()
+            .zip(&checks)
+            .filter(|(_, check)| check.is_ok())
+            .map(|(m, _)| m.clone())
+            .collect();
+        let mut done = self
+            .latencies
+            .time(Operation::Batch, || self.batch_untimed(&allowed))
+            .into_iter();
+        checks
+            .into_iter()
+            .map(|check| check.and_then(|()| done.next().unwrap_or(Ok(()))))
+            .collect()
     }
 
     fn batch_untimed(&self, mutations: &[Mutation]) -> Vec<Result<()>> {
@@ -314,6 +509,17 @@ impl Table {
     pub fn scan(&self, scan: &Scan) -> Result<Scanner> {
         self.state.check_serving()?;
         scan.validate()?;
+        let narrowed;
+        let scan = match self.readable("scan", &scan.columns)? {
+            None => scan,
+            Some(columns) => {
+                narrowed = Scan {
+                    columns,
+                    ..scan.clone()
+                };
+                &narrowed
+            }
+        };
         let filter = scan.filter.as_ref().map(|f| f.build(scan.reversed));
         Ok(Scanner {
             state: Arc::clone(&self.state),

@@ -313,6 +313,7 @@ fn create(master: &ClusterMaster) {
         .call(MasterCall::CreateTable {
             descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")),
             splits,
+            owner: None,
         })
         .unwrap();
     assert!(matches!(answer, MasterAnswer::Done));

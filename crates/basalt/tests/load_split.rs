@@ -465,6 +465,7 @@ mod cluster {
             .call(MasterCall::CreateTable {
                 descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")),
                 splits: Vec::new(),
+                owner: None,
             })
             .unwrap();
         assert!(matches!(answer, MasterAnswer::Done));

@@ -3,6 +3,7 @@
 //! module follows one of HBase's `.proto` files; fields Basalt never reads
 //! are left out, which protobuf decoding tolerates by design.
 
+pub mod access_control;
 pub mod admin;
 pub mod client;
 pub mod cluster_status;

@@ -46,7 +46,7 @@ impl Server {
         let handler = find(service, method)
             .unwrap_or_else(|| panic!("{service}.{method} is not served"))
             .handler;
-        let mut call = Call::new(&self.ctx, 1, Vec::new(), false);
+        let mut call = Call::new(&self.ctx, &self.ctx.db, 1, Vec::new(), false);
         let answer = handler(&mut call, &request.encode_to_vec())?;
         Ok(A::decode(&answer[..]).unwrap())
     }

@@ -49,6 +49,12 @@ impl ClusterMaster {
             })
             .collect();
         let mut updated = state.catalog.clone();
+        // A deleted family's grants go with it, as a dropped table's do.
+        for family in &deleted {
+            updated
+                .permissions
+                .forget_table(table, Some(family.as_bytes()));
+        }
         let epoch_floor = updated.last_region_epoch;
         if let Some(t) = updated.tables.get_mut(table) {
             t.descriptor = descriptor.clone();

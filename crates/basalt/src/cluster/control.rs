@@ -251,6 +251,10 @@ pub enum MasterCall {
         /// Split keys (sorted, distinct, non-empty).
         #[serde(default)]
         splits: Vec<Bytes>,
+        /// The user creating it, when access control is on: HBase gives a
+        /// table's creator every action on it, in the same commit here.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// Enables or disables a table.
     SetEnabled {
@@ -373,6 +377,12 @@ pub enum MasterCall {
         /// The new value; `None` only reads.
         #[serde(default)]
         on: Option<bool>,
+    },
+    /// Grants or revokes permissions (HBase's `grant` and `revoke`,
+    /// `crate::access`).
+    Permission {
+        /// The change.
+        change: crate::access::PermissionChange,
     },
     /// Runs the normalizer once now (HBase's `normalize`): merges small
     /// cold neighbours and splits oversized regions (`crate::normalizer`).

@@ -55,6 +55,7 @@ use super::control::{
     ClusterStatus, MasterAnswer, MasterCall, MasterControl, RegionServerControl, RegionTransition,
     ServerName, ServerStatus,
 };
+use crate::access::{Actions, Grant, PermissionChange, Scope};
 use crate::catalog::{fence_catalog, Catalog, DeadServer, Procedure, RegionEntry, RegionState};
 use crate::normalizer::{
     plan_table, NormalizationPlan, NormalizerConfig, NormalizerRun, RegionFacts,
@@ -1026,11 +1027,28 @@ impl ClusterMaster {
 
     // ---- calls from members and tools ----
 
-    fn create_table(&self, descriptor: TableDescriptor, splits: &[bytes::Bytes]) -> Result<()> {
+    fn create_table(
+        &self,
+        descriptor: TableDescriptor,
+        splits: &[bytes::Bytes],
+        owner: Option<String>,
+    ) -> Result<()> {
         let mut state = self.state.lock();
         self.check_running()?;
         let mut updated = state.catalog.clone();
         let (descriptor, _) = updated.add_table(descriptor, splits, self.clock.now_millis())?;
+        if let Some(owner) = owner {
+            // HBase grants a table's creator every action on it; in the
+            // same commit, so no table is ever left without its owner.
+            updated.permissions.apply(&PermissionChange::Grant {
+                grant: Grant {
+                    principal: owner,
+                    scope: Scope::table(descriptor.name()),
+                    actions: Actions::ALL,
+                },
+                merge: false,
+            })?;
+        }
         let id = updated.next_procedure_id();
         updated.procedures.insert(
             id,
@@ -1127,6 +1145,10 @@ impl ClusterMaster {
         Self::closed_table(&state, table)?;
         let mut updated = state.catalog.clone();
         updated.tables.remove(table);
+        // Its grants go with it (HBase removes a dropped table's
+        // `hbase:acl` row): a table created later under the name starts
+        // with its creator's grant only.
+        updated.permissions.forget_table(table, None);
         self.commit(&mut state, updated)?;
         // After the commit: a crash here leaves files the next drop of a
         // table by this name would never see; `delete_prefix` is retried
@@ -1154,17 +1176,7 @@ impl ClusterMaster {
         catalog: &Catalog,
         encoded: &str,
     ) -> Result<(String, u64)> {
-        for (name, table) in &catalog.tables {
-            for region in &table.regions {
-                let info = region.info(name);
-                // The encoded name, or the full one (what `split` and
-                // `merge_region` accept).
-                if info.encoded_name() == encoded || info.region_name()[..] == *encoded.as_bytes() {
-                    return Ok((name.clone(), region.id));
-                }
-            }
-        }
-        Err(Error::invalid(format!("unknown region {encoded}")))
+        catalog.region_by_name(encoded)
     }
 
     /// Moves a region: close where it is, open on `target` (or wherever).
@@ -1508,8 +1520,13 @@ impl MasterControl for ClusterMaster {
     fn call(&self, call: MasterCall) -> Result<MasterAnswer> {
         let done = |r: Result<()>| r.map(|()| MasterAnswer::Done);
         match call {
-            MasterCall::CreateTable { descriptor, splits } => {
-                done(self.create_table(descriptor, &splits))
+            MasterCall::CreateTable {
+                descriptor,
+                splits,
+                owner,
+            } => done(self.create_table(descriptor, &splits, owner)),
+            MasterCall::Permission { change } => {
+                done(self.catalog_change(|c| c.permissions.apply(&change)))
             }
             MasterCall::SetEnabled { table, enabled } => done(self.set_enabled(&table, enabled)),
             MasterCall::DropTable { table } => done(self.drop_table(&table)),

@@ -686,6 +686,7 @@ impl ClusterHarness {
             .call(MasterCall::CreateTable {
                 descriptor: table_descriptor(&case.config),
                 splits: case.splits.clone(),
+                owner: None,
             })
             .map_err(failed("CreateTable"))?;
         if !matches!(answer, MasterAnswer::Done) {
