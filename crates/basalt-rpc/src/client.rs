@@ -75,11 +75,24 @@ impl RpcClient {
         service: &str,
         cell_blocks: bool,
     ) -> Result<RpcClient, RpcError> {
+        RpcClient::connect_as(addr, service, cell_blocks, &process_user(), None)
+    }
+
+    /// [`RpcClient::connect`] naming `user` in the connection header
+    /// (HBase's simple authentication), and `real_user` as the user
+    /// acting for it, if any (impersonation).
+    pub fn connect_as(
+        addr: impl ToSocketAddrs,
+        service: &str,
+        cell_blocks: bool,
+        user: &str,
+        real_user: Option<&str>,
+    ) -> Result<RpcClient, RpcError> {
         let stream = TcpStream::connect(addr).map_err(io_error)?;
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(io_error)?;
-        RpcClient::handshake(stream, service, cell_blocks)
+        RpcClient::handshake(stream, service, cell_blocks, user, real_user)
     }
 
     /// Connects to `service` at `addr` within `timeout`; every later read
@@ -98,7 +111,7 @@ impl RpcClient {
         stream.set_write_timeout(Some(timeout)).map_err(io_error)?;
         // Region calls are small request/answer pairs: no Nagle delay.
         stream.set_nodelay(true).map_err(io_error)?;
-        RpcClient::handshake(stream, service, cell_blocks)
+        RpcClient::handshake(stream, service, cell_blocks, &process_user(), None)
     }
 
     /// Sends the preamble and the connection header.
@@ -106,6 +119,8 @@ impl RpcClient {
         stream: TcpStream,
         service: &str,
         cell_blocks: bool,
+        user: &str,
+        real_user: Option<&str>,
     ) -> Result<RpcClient, RpcError> {
         let mut client = RpcClient {
             stream,
@@ -114,8 +129,8 @@ impl RpcClient {
         };
         let header = ConnectionHeader {
             user_info: Some(UserInformation {
-                effective_user: Some(process_user()),
-                real_user: None,
+                effective_user: Some(user.to_string()),
+                real_user: real_user.map(str::to_string),
             }),
             service_name: Some(service.to_string()),
             cell_block_codec_class: cell_blocks.then(|| cellblock::KEY_VALUE_CODEC.to_string()),

@@ -70,8 +70,19 @@ pub fn start_serving_with(
     config: basalt_rpc::RpcConfig,
     prepare: impl FnOnce(&Database),
 ) -> Fixture {
+    start_serving_secured(config, basalt::SecurityOptions::default(), prepare)
+}
+
+/// [`start_serving_with`] under `security` (access control).
+pub fn start_serving_secured(
+    config: basalt_rpc::RpcConfig,
+    security: basalt::SecurityOptions,
+    prepare: impl FnOnce(&Database),
+) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path()).unwrap();
+    let mut options = basalt::Options::new(dir.path());
+    options.security = security;
+    let db = Database::open_with(options).unwrap();
     prepare(&db);
     let config = basalt_rpc::RpcConfig {
         enabled: true,
