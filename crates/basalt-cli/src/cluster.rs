@@ -40,7 +40,8 @@ use basalt_rpc::proto::hbase::ServerName as PbServerName;
 use basalt_thrift::Flavour;
 
 use crate::{
-    bind_gateways, bind_info, bind_rpc, listen_error, load_config_for, ServeArgs, ServePlan,
+    bind_gateways, bind_info, bind_rpc, gateway_view, listen_error, load_config_for, ServeArgs,
+    ServePlan,
 };
 
 /// How long the master waits for a region server to open or close a
@@ -195,18 +196,18 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
 
     // 4. Gateways over the whole cluster.
     let thrift_server = thrift_bound
-        .serve(db.clone())
+        .serve(gateway_view(&db))
         .map_err(|e| listen_error(&thrift.bind, thrift.port, "--thrift-port", &e))?;
     let thrift2_server = match thrift2_bound {
         Some(b) => Some(
-            b.serve_as(db.clone(), Flavour::Thrift2)
+            b.serve_as(gateway_view(&db), Flavour::Thrift2)
                 .map_err(|e| format!("Thrift2 failed to start: {e}"))?,
         ),
         None => None,
     };
     let rest_server = match rest_bound {
         Some(b) => Some(
-            b.serve(db.clone())
+            b.serve(gateway_view(&db))
                 .map_err(|e| format!("REST failed to start: {e}"))?,
         ),
         None => None,

@@ -520,6 +520,14 @@ fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String>
     })
 }
 
+/// The database as Thrift and REST use it: acting as the server user,
+/// as HBase's gateways act as their login user (they authenticate no
+/// client yet). A superuser, so nothing is refused; what it creates is
+/// owned by that user, as in HBase.
+pub(crate) fn gateway_view(db: &basalt::Database) -> basalt::Database {
+    db.acting_as_user(&db.security().server_user())
+}
+
 /// Says at start-up whether requests are checked, and as whom the
 /// unauthenticated gateways act (docs/security.md).
 fn announce_security(security: &basalt::SecurityOptions) {
@@ -585,14 +593,14 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         replayed = report.edits_replayed,
         "database open"
     );
-    let server = bound.serve(db.clone()).map_err(|e| {
+    let server = bound.serve(gateway_view(&db)).map_err(|e| {
         // The database is closed before reporting, so its log is synced.
         let _ = db.close();
         listen_error(&thrift.bind, thrift.port, "--thrift-port", &e)
     })?;
     // Thrift1 first: its "listening" line stays the first one printed.
     let server2 = match (bound2, &thrift2) {
-        (Some(b), Some(c)) => match b.serve_as(db.clone(), Flavour::Thrift2) {
+        (Some(b), Some(c)) => match b.serve_as(gateway_view(&db), Flavour::Thrift2) {
             Ok(s) => Some(s),
             Err(e) => {
                 let _ = server.shutdown();
@@ -602,7 +610,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         _ => None,
     };
     let rest_server = match (rest_bound, &rest) {
-        (Some(b), Some(c)) => match b.serve(db.clone()) {
+        (Some(b), Some(c)) => match b.serve(gateway_view(&db)) {
             Ok(s) => Some(s),
             Err(e) => {
                 if let Some(s) = server2 {

@@ -140,6 +140,12 @@ fn transcript_snapshots() {
     run_transcript("snapshots");
 }
 
+/// Without access control, the security commands say it is off.
+#[test]
+fn transcript_security() {
+    run_transcript("security");
+}
+
 #[test]
 fn transcript_seeds() {
     run_transcript("seeds");
@@ -423,4 +429,75 @@ fn split_and_merge_region_embedded() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     split_then_merge(&["--data-dir", data.to_str().unwrap()]);
+}
+
+/// The security commands against a server with access control on: the
+/// shell over Thrift acts as the server user, a superuser.
+#[test]
+fn grant_revoke_and_user_permission_manage_a_servers_grants() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("basalt.toml");
+    std::fs::write(
+        &config,
+        "[security]\nauthorization = true\nserver_user = \"admin\"\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let server = common::start(
+        &[
+            "--thrift-port",
+            "0",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        None,
+    );
+    let mut args: Vec<String> = remote_args(&server);
+    args.extend(["--keep-going".into(), "-e".into()]);
+    args.push(
+        [
+            "create 'acl_t', 'f'",
+            "grant 'bob', 'RW', 'acl_t'",
+            "grant '@devs', 'R', 'acl_t', 'f', 'q'",
+            "grant 'carol', 'C', '@default'",
+            "user_permission 'acl_.*'",
+            "user_permission '@def.*'",
+            "user_permission",
+            "revoke 'bob', 'acl_t'",
+            "user_permission 'acl_t'",
+            "grant 'bob', 'RZ', 'acl_t'",
+        ]
+        .join("; "),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = shell(&args, "");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected_lines = [
+        " bob                               default,acl_t,,: [Permission: actions=READ,WRITE]",
+        " @devs                             default,acl_t,f,q: [Permission: actions=READ]",
+        " carol                             default,,,: [Permission: actions=CREATE]",
+        " admin                             ,,,: [Permission: actions=READ,WRITE,EXEC,CREATE,ADMIN]",
+    ];
+    for line in expected_lines {
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "no line {line:?} in:\n{stdout}\n{stderr}"
+        );
+    }
+    // The table's creator (the server user the shell acts as) owns it;
+    // after the revoke bob is gone from the table's grants.
+    let last_listing = stdout
+        .rsplit("Namespace,Table,Family,Qualifier:Permission")
+        .next()
+        .unwrap();
+    assert!(!last_listing.contains(" bob "), "{last_listing}");
+    assert!(last_listing.contains(" admin                             default,acl_t,,: [Permission: actions=READ,WRITE,EXEC,CREATE,ADMIN]"), "{last_listing}");
+    assert!(last_listing.contains("2 row(s)"), "{last_listing}");
+    assert!(
+        format!("{stdout}{stderr}").contains("'Z' at 1 of permissions 'RZ'"),
+        "{stdout}\n{stderr}"
+    );
 }

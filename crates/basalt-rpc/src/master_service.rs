@@ -543,7 +543,7 @@ fn truncate_table(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let name = table_name(request.table_name.as_ref(), "tableName")?;
     refuse_meta(&name)?;
     basalt::admin::Admin::execute(
-        &*call.db,
+        call.db,
         basalt::AdminRequest::Truncate {
             table: name,
             preserve_splits: request.preserve_splits.unwrap_or(false),
@@ -713,7 +713,7 @@ fn modify_namespace(call: &mut Call<'_>, param: &[u8]) -> Answer {
     )?;
     let current = call.db.describe_namespace(&wanted.name)?;
     basalt::admin::Admin::execute(
-        &*call.db,
+        call.db,
         basalt::AdminRequest::modify_namespace(&current, wanted),
     )?;
     procedure_answer(submitted)
@@ -1240,7 +1240,7 @@ fn switch_snapshot_cleanup(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request = Call::decode::<m::SwitchRequest>(param, "SetSnapshotCleanupRequest")?;
     // An absent value is protobuf's default (see `set_switch`).
     bool_answer(switch_answer(basalt::admin::Admin::execute(
-        &*call.db,
+        call.db,
         basalt::AdminRequest::SnapshotCleanupSwitch {
             on: request.on.unwrap_or(false),
         },
@@ -1250,7 +1250,7 @@ fn switch_snapshot_cleanup(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn is_snapshot_cleanup_enabled(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Call::decode::<m::Empty>(param, "IsSnapshotCleanupEnabledRequest")?;
     bool_answer(switch_answer(basalt::admin::Admin::execute(
-        &*call.db,
+        call.db,
         basalt::AdminRequest::SnapshotCleanupEnabled,
     )?)?)
 }
@@ -1312,8 +1312,7 @@ fn snapshots(
     call: &Call<'_>,
     pattern: Option<String>,
 ) -> Result<Vec<basalt::cluster::SnapshotInfo>, RpcError> {
-    match basalt::admin::Admin::execute(&*call.db, basalt::AdminRequest::ListSnapshots { pattern })?
-    {
+    match basalt::admin::Admin::execute(call.db, basalt::AdminRequest::ListSnapshots { pattern })? {
         basalt::AdminReply::Snapshots { snapshots } => Ok(snapshots),
         other => Err(RpcError::do_not_retry(format!(
             "unexpected answer to list_snapshots: {other:?}"
@@ -1329,7 +1328,7 @@ fn snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let table = snapshot_table(&snapshot)?;
     let skip_flush = snapshot.r#type == Some(m::snapshot_description::Type::Skipflush as i32);
     basalt::admin::Admin::execute(
-        &*call.db,
+        call.db,
         basalt::AdminRequest::Snapshot {
             table,
             name: snapshot.name.unwrap_or_default(),
@@ -1387,7 +1386,7 @@ fn get_completed_snapshots(call: &mut Call<'_>, param: &[u8]) -> Answer {
 fn delete_snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let snapshot = described_snapshot(param, "DeleteSnapshotRequest")?;
     basalt::admin::Admin::execute(
-        &*call.db,
+        call.db,
         basalt::AdminRequest::DeleteSnapshot {
             name: snapshot.name.unwrap_or_default(),
         },
@@ -1434,7 +1433,7 @@ fn restore_snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
             table: table.unwrap_or_default(),
         }
     };
-    basalt::admin::Admin::execute(&*call.db, request)?;
+    basalt::admin::Admin::execute(call.db, request)?;
     Ok(encode(&m::RestoreSnapshotResponse {
         proc_id: Some(finished_procedure(submitted)),
     }))

@@ -41,7 +41,15 @@ pub(crate) struct Spec {
 }
 
 /// The command groups in the order `help` lists them.
-pub(crate) const GROUPS: &[&str] = &["general", "ddl", "namespace", "dml", "tools", "snapshots"];
+pub(crate) const GROUPS: &[&str] = &[
+    "general",
+    "ddl",
+    "namespace",
+    "dml",
+    "tools",
+    "snapshots",
+    "security",
+];
 
 /// Every command.
 pub(crate) static COMMANDS: &[Spec] = &[
@@ -275,6 +283,30 @@ pub(crate) static COMMANDS: &[Spec] = &[
     Spec { name: "snapshot_cleanup_enabled", group: "snapshots", run: Some(snapshot_cleanup_enabled), usage: "snapshot_cleanup_enabled
   Whether snapshot cleanup is on.
     snapshot_cleanup_enabled" },
+    Spec { name: "grant", group: "security", run: Some(grant), usage: "grant 'USER', 'PERMISSIONS' [, 'TABLE' [, 'FAMILY' [, 'QUALIFIER']]]
+grant 'USER', 'PERMISSIONS', '@NAMESPACE'
+  Gives a user (or '@group') actions, letters of 'RWXCA' (READ, WRITE,
+  EXEC, CREATE, ADMIN): everywhere, on a namespace, a table, one family
+  or one column; added to what it holds there. Needs access control on
+  (docs/security.md) and ADMIN at that scope.
+    grant 'bob', 'RWXCA'
+    grant '@admins', 'RWXCA'
+    grant 'bob', 'RW', 'ns1:t1', 'f1', 'col1'
+    grant 'bob', 'C', '@ns1'" },
+    Spec { name: "revoke", group: "security", run: Some(revoke), usage: "revoke 'USER' [, 'TABLE' [, 'FAMILY' [, 'QUALIFIER']]]
+revoke 'USER', '@NAMESPACE'
+  Takes away every action a user (or '@group') holds at exactly that
+  scope (everywhere when none is named).
+    revoke 'bob'
+    revoke 'bob', 'ns1:t1', 'f1', 'col1'
+    revoke '@admins', '@ns1'" },
+    Spec { name: "user_permission", group: "security", run: Some(user_permission), usage: "user_permission ['TABLE_REGEX' | '@NAMESPACE_REGEX']
+  Lists the grants: the global ones (and the superusers) without an
+  argument, those of the matching tables or namespaces with one.
+    user_permission
+    user_permission 'table1'
+    user_permission 'namespace1:table.*'
+    user_permission '@ns.*'" },
 ];
 
 /// The command called `name`.
@@ -1753,4 +1785,183 @@ fn snapshot_cleanup_enabled(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Retu
             "unexpected reply to snapshot_cleanup_enabled".into(),
         )),
     }
+}
+
+// ---- security ----
+
+/// The scope named by the arguments from `at` on: none is global, an
+/// `@name` a namespace, else a table with an optional family and
+/// qualifier.
+fn scope_of(args: &[Arg], at: usize) -> ShellResult<basalt::Scope> {
+    let Some(first) = args.get(at) else {
+        return Ok(basalt::Scope::Global);
+    };
+    let name = text_of(first, "the table or @namespace")?;
+    if let Some(namespace) = name.strip_prefix('@') {
+        if args.len() > at + 1 {
+            return Err(usage("a namespace permission names no family or qualifier"));
+        }
+        return Ok(basalt::Scope::namespace(namespace));
+    }
+    let family = args
+        .get(at + 1)
+        .map(|a| bytes_of(a, "the family"))
+        .transpose()?
+        .filter(|f| !f.is_empty());
+    let qualifier = args
+        .get(at + 2)
+        .map(|a| bytes_of(a, "the qualifier"))
+        .transpose()?
+        .filter(|q| !q.is_empty());
+    if qualifier.is_some() && family.is_none() {
+        return Err(usage("a qualifier needs its family"));
+    }
+    Ok(basalt::Scope::Table {
+        table: name,
+        family,
+        qualifier,
+    })
+}
+
+fn grant(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 2, 5)?;
+    let principal = text_of(&args[0], "the user")?;
+    let letters = text_of(&args[1], "the permissions")?;
+    let actions = basalt::Actions::parse(&letters).map_err(|e| usage(e.to_string()))?;
+    if actions.is_empty() {
+        return Err(usage(format!(
+            "Invalid permission: no actions associated with user '{principal}'"
+        )));
+    }
+    let scope = scope_of(args, 2)?;
+    // HBase's shell merges a grant into what the user holds there.
+    ctx.backend.admin(AdminRequest::ChangePermission {
+        change: basalt::PermissionChange::Grant {
+            grant: basalt::Grant {
+                principal,
+                scope,
+                actions,
+            },
+            merge: true,
+        },
+    })?;
+    Ok(None)
+}
+
+fn revoke(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 1, 4)?;
+    let principal = text_of(&args[0], "the user")?;
+    let scope = scope_of(args, 1)?;
+    ctx.backend.admin(AdminRequest::ChangePermission {
+        change: basalt::PermissionChange::Revoke {
+            grant: basalt::Grant {
+                principal,
+                scope,
+                actions: basalt::Actions::NONE,
+            },
+        },
+    })?;
+    Ok(None)
+}
+
+fn user_permission(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 0, 1)?;
+    let pattern = args
+        .first()
+        .map(|a| text_of(a, "the regular expression"))
+        .transpose()?;
+    let queries: Vec<basalt::PermissionQuery> = match pattern.as_deref() {
+        None | Some("") => vec![basalt::PermissionQuery::Global { user: None }],
+        Some(pattern) => {
+            let (namespaces, wanted) = match pattern.strip_prefix('@') {
+                Some(p) => (true, p),
+                None => (false, pattern),
+            };
+            let regex = regex::Regex::new(&format!("^(?:{wanted})$"))
+                .map_err(|e| usage(format!("'{wanted}' is not a regular expression: {e}")))?;
+            let names = if namespaces {
+                namespace_names(ctx)?
+            } else {
+                ctx.backend.list_tables()?
+            };
+            names
+                .into_iter()
+                .filter(|name| regex.is_match(name))
+                .map(|name| {
+                    if namespaces {
+                        basalt::PermissionQuery::Namespace {
+                            namespace: name,
+                            user: None,
+                        }
+                    } else {
+                        basalt::PermissionQuery::Table {
+                            table: name,
+                            family: None,
+                            qualifier: None,
+                            user: None,
+                        }
+                    }
+                })
+                .collect()
+        }
+    };
+    let mut all = Vec::new();
+    for query in queries {
+        let AdminReply::Permissions { grants } =
+            ctx.backend.admin(AdminRequest::UserPermissions { query })?
+        else {
+            return Err(ShellError::Other(
+                "unexpected reply to user_permission".into(),
+            ));
+        };
+        all.extend(grants);
+    }
+    ctx.line(format::header(
+        "User",
+        "Namespace,Table,Family,Qualifier:Permission",
+    ))?;
+    for grant in &all {
+        ctx.line(format::two_columns(
+            &grant.principal,
+            &permission_text(grant),
+        ))?;
+    }
+    ctx.line(format::rows(all.len() as u64))?;
+    Ok(None)
+}
+
+/// Every namespace's name.
+fn namespace_names(ctx: &mut Ctx<'_>) -> ShellResult<Vec<String>> {
+    match ctx.backend.admin(AdminRequest::ListNamespaces)? {
+        AdminReply::Namespaces { namespaces } => {
+            Ok(namespaces.into_iter().map(|n| n.name).collect())
+        }
+        _ => Err(ShellError::Other(
+            "unexpected reply to list_namespace".into(),
+        )),
+    }
+}
+
+/// `ns,table,family,qualifier: [Permission: actions=READ,WRITE]`, as
+/// HBase's shell prints a grant.
+fn permission_text(grant: &basalt::Grant) -> String {
+    let lossy = |b: &Option<Bytes>| {
+        b.as_ref()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
+    };
+    let place = match &grant.scope {
+        basalt::Scope::Global => ",,,".to_string(),
+        basalt::Scope::Namespace { namespace } => format!("{namespace},,,"),
+        basalt::Scope::Table {
+            table,
+            family,
+            qualifier,
+        } => {
+            let (namespace, name) = table.split_once(':').unwrap_or(("default", table));
+            format!("{namespace},{name},{},{}", lossy(family), lossy(qualifier))
+        }
+    };
+    let actions: Vec<&str> = grant.actions.iter().map(|a| a.name()).collect();
+    format!("{place}: [Permission: actions={}]", actions.join(","))
 }

@@ -527,12 +527,14 @@ fn qualified_table_name(table: &str) -> String {
 
 /// What HBase's `getUserPermissions` asks for: the grants of one kind
 /// of scope, narrowed to a user (or group) when one is named.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "scope", rename_all = "snake_case")]
 pub enum PermissionQuery {
     /// Global grants (and, with no user named, the superusers, as HBase
     /// lists them).
     Global {
         /// Only this user's or `@group`'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         user: Option<String>,
     },
     /// One namespace's own grants.
@@ -540,6 +542,7 @@ pub enum PermissionQuery {
         /// The namespace.
         namespace: String,
         /// Only this user's or `@group`'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         user: Option<String>,
     },
     /// One table's grants: the table's, its families' and its columns',
@@ -548,10 +551,13 @@ pub enum PermissionQuery {
         /// The table.
         table: String,
         /// Only grants on this family.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         family: Option<Bytes>,
         /// Only grants on this column of `family`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         qualifier: Option<Bytes>,
         /// Only this user's or `@group`'s.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         user: Option<String>,
     },
 }

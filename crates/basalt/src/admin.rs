@@ -380,6 +380,18 @@ pub enum AdminRequest {
     },
     /// Reads the snapshot cleanup switch (`snapshot_cleanup_enabled`).
     SnapshotCleanupEnabled,
+    /// Grants or revokes permissions (`grant`, `revoke`;
+    /// docs/security.md).
+    ChangePermission {
+        /// The change.
+        change: crate::access::PermissionChange,
+    },
+    /// The grants of one scope (`user_permission`), answered by
+    /// [`AdminReply::Permissions`].
+    UserPermissions {
+        /// Which grants.
+        query: crate::access::PermissionQuery,
+    },
     /// Cluster only: opens a region that is assigned nowhere.
     Assign {
         /// Encoded region name (a full region name is accepted too).
@@ -785,6 +797,11 @@ pub enum AdminReply {
         /// The value before (for a read, the value).
         previous: bool,
     },
+    /// `user_permission`: the grants asked for.
+    Permissions {
+        /// Each grant.
+        grants: Vec<crate::access::Grant>,
+    },
     /// `list_snapshots`: the completed snapshots, oldest first.
     Snapshots {
         /// Each snapshot.
@@ -954,6 +971,14 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
         AdminRequest::SnapshotCleanupEnabled => Ok(AdminReply::Switch {
             previous: db.snapshot_cleanup_switch(None)?,
         }),
+        AdminRequest::ChangePermission { change } => {
+            db.change_permission(change)?;
+            Ok(AdminReply::Done)
+        }
+        AdminRequest::UserPermissions { query } => Ok(AdminReply::Permissions {
+            grants: db.user_permissions(&query)?,
+        }),
+
         AdminRequest::Create {
             table,
             families,

@@ -788,6 +788,7 @@ impl Database {
     /// caller needs ADMIN at the scope of the change, and only a
     /// superuser may change a superuser's or a superuser group's grants.
     pub fn change_permission(&self, change: PermissionChange) -> Result<()> {
+        self.require_access_control()?;
         if let Some(check) = &self.access {
             let grant = match &change {
                 PermissionChange::Grant { grant, .. } | PermissionChange::Revoke { grant } => grant,
@@ -808,6 +809,7 @@ impl Database {
     /// this process holds them (in a cluster, within about a second of
     /// the master's). A checked caller needs ADMIN at the query's scope.
     pub fn user_permissions(&self, query: &PermissionQuery) -> Result<Vec<Grant>> {
+        self.require_access_control()?;
         self.authorize("getUserPermissions", authorize::ADMIN, &query.scope())?;
         Ok(self
             .inner
@@ -826,6 +828,7 @@ impl Database {
         user: Option<&str>,
         asked: &[(Scope, Actions)],
     ) -> Result<Vec<bool>> {
+        self.require_access_control()?;
         let security = &self.inner.security;
         let target = match (&self.access, user) {
             // A trusted handle holds everything.
@@ -844,6 +847,18 @@ impl Database {
             .iter()
             .map(|(scope, actions)| target.holds(&catalog.permissions, *actions, scope))
             .collect())
+    }
+
+    /// The permission calls need access control on: HBase without its
+    /// `AccessController` refuses them too, rather than keep grants that
+    /// nothing checks.
+    fn require_access_control(&self) -> Result<()> {
+        if self.inner.security.authorization {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            "Security features are not available: access control is off (set [security] authorization = true; docs/security.md)",
+        ))
     }
 
     /// Whether this handle's caller holds one of `actions` at `scope`
