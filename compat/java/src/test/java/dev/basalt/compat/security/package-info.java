@@ -1,5 +1,6 @@
 /**
- * Reserved for the security (ACLs, visibility labels, tokens) and snapshot
- * scenarios: Basalt does not implement them yet, so nothing runs here.
+ * HBase's access control through its own client (tag {@code security}):
+ * run by scripts/java-suite against a server with access control on, and
+ * skipped elsewhere.
  */
 package dev.basalt.compat.security;
