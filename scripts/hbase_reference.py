@@ -140,6 +140,24 @@ def java_command(cp, heap, main_class, args=(), extra_jvm=()):
     return [JAVA, f"-Xmx{heap}", *JDK17_FLAGS, *extra_jvm, "-cp", cp, main_class, *args]
 
 
+# HBase's AccessController on master, region servers and regions, as
+# HBase's security guide configures it, with `admin` and the group `ops`
+# as superusers and Hadoop's static group mapping for the test users:
+# the same setup scripts/java-suite gives Basalt (`[security]`), so the
+# access control tests can ask the real HBase what it does.
+ACCESS_CONTROL_SITE = {
+    "hbase.security.authorization": "true",
+    "hbase.coprocessor.master.classes":
+        "org.apache.hadoop.hbase.security.access.AccessController",
+    "hbase.coprocessor.region.classes":
+        "org.apache.hadoop.hbase.security.access.AccessController",
+    "hbase.coprocessor.regionserver.classes":
+        "org.apache.hadoop.hbase.security.access.AccessController",
+    "hbase.superuser": "admin,@ops",
+    "hadoop.user.group.static.mapping.overrides": "carol=devs;erin=ops",
+}
+
+
 def _site_xml(props):
     body = "".join(
         f"  <property><name>{escape(k)}</name><value>{escape(str(v))}</value></property>\n"
@@ -154,8 +172,11 @@ class ReferenceHBase:
     (`hbase.zookeeper.quorum`); `dir` holds conf/, data/ and logs/.
     """
 
-    def __init__(self, heap=None, keep=False, cp=None, base_dir=None):
+    def __init__(self, heap=None, keep=False, cp=None, base_dir=None, extra_site=None):
         self.heap = heap or os.environ.get("HBASE_REFERENCE_HEAP", DEFAULT_HEAP)
+        # More hbase-site.xml properties (access control, for one), over
+        # the standalone ones.
+        self.extra_site = dict(extra_site or {})
         self.keep = keep
         self.cp = cp
         self.dir = base_dir or tempfile.mkdtemp(prefix="hbase-reference-")
@@ -195,6 +216,7 @@ class ReferenceHBase:
             # The in-process ZooKeeper's own admin HTTP server (port 8080
             # by default) stays off.
             "zookeeper.admin.enableServer": "false",
+            **self.extra_site,
         }
 
     def __enter__(self):
@@ -210,6 +232,11 @@ class ReferenceHBase:
         os.makedirs(self.log_dir, exist_ok=True)
         with open(os.path.join(self.conf_dir, "hbase-site.xml"), "w") as f:
             f.write(_site_xml(self.site()))
+        # Hadoop reads its own settings (the group mapping among them)
+        # from core-site.xml, not hbase-site.xml.
+        hadoop = {k: v for k, v in self.site().items() if k.startswith("hadoop.")}
+        with open(os.path.join(self.conf_dir, "core-site.xml"), "w") as f:
+            f.write(_site_xml(hadoop))
         with open(os.path.join(self.conf_dir, "log4j.properties"), "w") as f:
             f.write(LOG4J_PROPERTIES.format(log=self.log_path))
         if self.cp is None:
