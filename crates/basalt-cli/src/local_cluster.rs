@@ -66,6 +66,37 @@ pub struct LocalClusterArgs {
     /// region server goes unnoticed.
     #[arg(long, value_name = "MS", default_value_t = 3000)]
     session_timeout_ms: u64,
+    /// A configuration file every process reads (`basalt serve`'s format,
+    /// e.g. `[security]`); its ZooKeeper session timeout, if it sets one,
+    /// wins over --session-timeout-ms.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+/// The configuration every process of the cluster reads: the user's file
+/// (if any) with the session timeout added unless it sets one.
+fn cluster_config(args: &LocalClusterArgs) -> Result<String, String> {
+    let mut table = match &args.config {
+        Some(path) => {
+            let text = fs::read_to_string(path)
+                .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+            text.parse::<toml::Table>()
+                .map_err(|e| format!("config file {}: {e}", path.display()))?
+        }
+        None => toml::Table::new(),
+    };
+    let zookeeper = table
+        .entry("zookeeper")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let toml::Value::Table(zookeeper) = zookeeper else {
+        return Err("config file: [zookeeper] must be a table".into());
+    };
+    zookeeper
+        .entry("session_timeout_ms")
+        .or_insert(toml::Value::Integer(
+            i64::try_from(args.session_timeout_ms).unwrap_or(i64::MAX),
+        ));
+    toml::to_string(&table).map_err(|e| format!("cannot write the cluster's configuration: {e}"))
 }
 
 /// A child process, stopped (SIGTERM, then SIGKILL after a while) on drop.
@@ -218,14 +249,8 @@ pub fn run(args: LocalClusterArgs) -> Result<(), String> {
         }
     };
     let config = dir.join("cluster.toml");
-    fs::write(
-        &config,
-        format!(
-            "[zookeeper]\nsession_timeout_ms = {}\n",
-            args.session_timeout_ms
-        ),
-    )
-    .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+    fs::write(&config, cluster_config(&args)?)
+        .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
     let common = |data_dir: PathBuf| -> Vec<String> {
         vec![
             "--config".into(),

@@ -138,6 +138,7 @@ pub struct ClusterBuilder<'a> {
     session_timeout_ms: u64,
     request_timeout_ms: Option<u64>,
     wal_group_commit_ms: Option<u64>,
+    extra_config: String,
 }
 
 impl<'a> ClusterBuilder<'a> {
@@ -191,6 +192,13 @@ impl<'a> ClusterBuilder<'a> {
         self
     }
 
+    /// More configuration for every process (whole sections, such as
+    /// `[security]`), appended to the cluster's file.
+    pub fn extra_config(mut self, text: &str) -> Self {
+        self.extra_config.push_str(text);
+        self
+    }
+
     /// Starts ZooKeeper, the masters and the region servers, and waits
     /// until every region server is registered.
     pub fn start(self) -> TestCluster {
@@ -238,8 +246,8 @@ impl<'a> ClusterBuilder<'a> {
         std::fs::write(
             &config,
             format!(
-                "[zookeeper]\nsession_timeout_ms = {}\nconnect_timeout_ms = 10000\n\n{storage_section}\n[database]\nbalancer_period_ms = 0\n",
-                self.session_timeout_ms
+                "[zookeeper]\nsession_timeout_ms = {}\nconnect_timeout_ms = 10000\n\n{storage_section}\n[database]\nbalancer_period_ms = 0\n\n{}",
+                self.session_timeout_ms, self.extra_config
             ),
         )
         .unwrap();
@@ -387,6 +395,7 @@ impl TestCluster {
             session_timeout_ms: SESSION_TIMEOUT_MS,
             request_timeout_ms: None,
             wal_group_commit_ms: None,
+            extra_config: String::new(),
         }
     }
 
