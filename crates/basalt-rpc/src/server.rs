@@ -514,6 +514,7 @@ async fn connection(
 ) -> io::Result<()> {
     let limits = &shared.ctx.limits;
     let idle = (limits.idle_timeout_ms > 0).then(|| Duration::from_millis(limits.idle_timeout_ms));
+    let peer = stream.peer_addr().ok().map(|a| a.ip().to_string());
     let (mut reader, mut writer) = stream.into_split();
     // 1. Preamble and connection header, under the handshake deadline: a
     // silent connection gives its slot back in seconds, not an idle timeout.
@@ -573,7 +574,7 @@ async fn connection(
         return fatal(&mut writer, NO_CALL, &e).await;
     };
     // The caller every call of the connection is checked for.
-    let caller_db = match caller_of(&shared.ctx.db, &header, service) {
+    let caller_db = match caller_of(&shared.ctx.db, &header, service, peer) {
         Ok(db) => Arc::new(db),
         Err(e) => return fatal(&mut writer, NO_CALL, &e).await,
     };
@@ -877,6 +878,7 @@ fn caller_of(
     db: &Database,
     header: &ConnectionHeader,
     service: &str,
+    address: Option<String>,
 ) -> Result<Database, RpcError> {
     let security = db.security();
     if !security.authorization {
@@ -900,7 +902,8 @@ fn caller_of(
             )));
         }
     }
-    let caller = security.caller(&user);
+    let mut caller = security.caller(&user);
+    caller.address = address;
     if INTERNAL_SERVICES.contains(&service) && !security.is_superuser(&caller) {
         return Err(access_denied(format!(
             "user '{user}' may not call {service}: only the cluster's own servers (superusers) may"
