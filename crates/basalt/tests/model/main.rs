@@ -81,6 +81,10 @@
 //! server (moto, `test-support/moto.rs`), [`OBJECT_CASES`] cases each
 //! (`MODEL_OBJECT_CASES` overrides); what is checked does not change.
 //!
+//! A fifth property (`access.rs`) checks access control: random grants
+//! and revokes at every kind of scope, and reads and writes by random
+//! users, against a naive reference of HBase's rules.
+//!
 //! `PROPTEST_CASES` sets the number of random cases (default
 //! [`DEFAULT_CASES`]); `MODEL_STATS=1` prints how often interesting
 //! situations came up.
@@ -100,6 +104,7 @@
 //! events), `faults.rs` (the fault run); this file holds the properties and the
 //! hand-written cases.
 
+mod access;
 mod cluster;
 mod faults;
 mod harness;
@@ -183,6 +188,35 @@ proptest! {
         steps in vec(region_step(), 20..120),
     ) {
         run_steps(&config, &steps).map_err(TestCaseError::fail)?;
+        if std::env::var_os("MODEL_STATS").is_some() {
+            eprintln!("{:#?}", STATS.lock().unwrap());
+        }
+    }
+}
+
+// ------------------------------------------------------------------ access control
+
+/// Random cases of the access control property: each is one database
+/// and a few dozen grants, reads and writes (no flushes), so it is cheap.
+const ACCESS_CASES: u32 = 128;
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: ACCESS_CASES,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/model/regressions/access_matches_reference_rules.txt"
+        )))),
+        max_shrink_iters: 4096,
+        ..ProptestConfig::default()
+    })]
+
+    /// Random grants, revokes, reads and writes by random users: every
+    /// outcome (allowed, refused, the cells a read shows) is the
+    /// reference's (`access.rs`).
+    #[test]
+    fn access_matches_reference_rules(steps in vec(access::access_step(), 10..80)) {
+        access::run_access_steps(&steps).map_err(TestCaseError::fail)?;
         if std::env::var_os("MODEL_STATS").is_some() {
             eprintln!("{:#?}", STATS.lock().unwrap());
         }
