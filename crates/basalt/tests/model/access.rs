@@ -255,11 +255,9 @@ impl Reference {
             asked.insert(f, None);
         }
         for (f, q) in columns {
-            match asked.entry(f).or_insert_with(|| Some(BTreeSet::new())) {
-                Some(set) => {
-                    set.insert(q);
-                }
-                None => {}
+            // A column of a family asked whole is in it already.
+            if let Some(set) = asked.entry(f).or_insert_with(|| Some(BTreeSet::new())) {
+                set.insert(q);
             }
         }
         if asked.is_empty() {
