@@ -253,6 +253,17 @@ struct ServeArgs {
 /// # server_user = "hbase"          # default: the process's USER; always a superuser
 /// # [security.groups]              # group membership by user
 /// # alice = ["admins"]
+///
+/// [rpc.tls]           # TLS on both native RPC ports (docs/security.md)
+/// # cert_file = "server.pem"       # chain, PEM; its SANs name the host clients connect to
+/// # key_file = "server-key.pem"    # PEM; refused when readable by every user
+/// # client_ca_file = "ca.pem"      # require client certificates signed by this CA
+/// # plaintext = false              # also accept plaintext on the same ports
+///
+/// [cluster_tls]       # TLS of the cluster's own calls (needed with [rpc.tls] in a cluster)
+/// # ca_file = "ca.pem"
+/// # cert_file = "node.pem"         # when the servers require client certificates
+/// # key_file = "node-key.pem"
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -279,6 +290,8 @@ struct Config {
     limits: LimitsConfig,
     /// Access control (docs/security.md).
     security: basalt::SecurityOptions,
+    /// TLS of the cluster's own calls to other processes (docs/security.md).
+    cluster_tls: Option<basalt::tls::TlsClientSettings>,
 }
 
 /// `[limits]`: bounds on the work one request may ask of the server,
@@ -455,6 +468,12 @@ fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String>
     // superuser, which the internal services accept alone.
     basalt_rpc::client::set_process_user(&config.security.server_user());
     config.database.security = config.security.clone();
+    if let Some(settings) = &config.cluster_tls {
+        let client = basalt::tls::client_config(settings).map_err(|e| e.to_string())?;
+        basalt_rpc::client::set_process_tls(client);
+    } else if cluster && config.rpc.tls.as_ref().is_some_and(|tls| !tls.plaintext) {
+        return Err("[rpc.tls] takes TLS only, so the cluster's own calls need it too: set [cluster_tls] ca_file (the CA of the servers' certificates; docs/security.md)".into());
+    }
     basalt::guard::set_answer_budget_bytes(config.limits.max_answer_bytes_in_flight);
     if let Some(dir) = &args.data_dir {
         config.database.data_dir = dir.clone();

@@ -4,6 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::Duration;
 
 use basalt_types::Cell;
@@ -18,7 +19,7 @@ use crate::proto::rpc::{ConnectionHeader, UserInformation};
 /// A connection to one service of a server.
 #[derive(Debug)]
 pub struct RpcClient {
-    stream: TcpStream,
+    stream: Transport,
     next_call: u32,
     cell_blocks: bool,
 }
@@ -42,6 +43,73 @@ impl Answer {
 /// A call that did not answer: the server's exception, or a transport
 /// failure (as `java.io.IOException`).
 pub type CallResult = Result<Answer, RpcError>;
+
+/// A connection's bytes: plain TCP, or TLS over it.
+#[derive(Debug)]
+enum Transport {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Transport {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(s) => s,
+            Transport::Tls(s) => s.get_ref(),
+        }
+    }
+}
+
+impl Read for Transport {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.read(buf),
+            Transport::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Transport {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.write(buf),
+            Transport::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Transport::Plain(s) => s.flush(),
+            Transport::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// The TLS every connection of this process makes, once set.
+static PROCESS_TLS: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
+
+/// Makes every later connection of this process TLS with `config`: a
+/// server whose RPC ports take TLS only (`[rpc.tls]`) sets it from
+/// `[cluster_tls]` so the cluster's own calls reach the other processes.
+/// The servers' certificates must name the address connected to (an IP
+/// SAN). The first value set stays.
+pub fn set_process_tls(config: Arc<rustls::ClientConfig>) {
+    let _ = PROCESS_TLS.set(config);
+}
+
+/// Wraps `stream` in TLS when this process's connections use it.
+fn transport(stream: TcpStream) -> Result<Transport, RpcError> {
+    let Some(config) = PROCESS_TLS.get() else {
+        return Ok(Transport::Plain(stream));
+    };
+    let ip = stream.peer_addr().map_err(io_error)?.ip();
+    let name = rustls::pki_types::ServerName::IpAddress(ip.into());
+    let connection = rustls::ClientConnection::new(Arc::clone(config), name)
+        .map_err(|e| RpcError::new("java.io.IOException", format!("TLS: {e}"), false))?;
+    Ok(Transport::Tls(Box::new(rustls::StreamOwned::new(
+        connection, stream,
+    ))))
+}
 
 /// Who this process's connections say they are, once set.
 static PROCESS_USER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -123,7 +191,7 @@ impl RpcClient {
         real_user: Option<&str>,
     ) -> Result<RpcClient, RpcError> {
         let mut client = RpcClient {
-            stream,
+            stream: transport(stream)?,
             next_call: 1,
             cell_blocks,
         };
@@ -207,15 +275,16 @@ impl RpcClient {
     /// anything unasked): an idle pooled connection is checked so before
     /// a call goes on it. Never waits.
     pub fn is_open(&self) -> bool {
-        if self.stream.set_nonblocking(true).is_err() {
+        let tcp = self.stream.tcp();
+        if tcp.set_nonblocking(true).is_err() {
             return false;
         }
         let mut byte = [0u8; 1];
         let open = matches!(
-            self.stream.peek(&mut byte),
+            tcp.peek(&mut byte),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
         );
-        open && self.stream.set_nonblocking(false).is_ok()
+        open && tcp.set_nonblocking(false).is_ok()
     }
 
     /// True when answers carry cell blocks.

@@ -99,6 +99,9 @@ pub struct RpcConfig {
     /// Slots of `max_connections` only addresses holding no connection may
     /// take (default a tenth), so one address cannot lock others out.
     pub reserved_connections: Option<usize>,
+    /// TLS on both ports (`[rpc.tls]`, docs/security.md): HBase 2.6's
+    /// clients connect with `hbase.client.netty.tls.enabled`.
+    pub tls: Option<basalt::tls::TlsSettings>,
 }
 
 impl Default for RpcConfig {
@@ -127,6 +130,7 @@ impl Default for RpcConfig {
             handshake_timeout_ms: basalt::guard::DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
             max_connections_per_address: 0,
             reserved_connections: None,
+            tls: None,
         }
     }
 }
@@ -222,6 +226,12 @@ impl RpcBound {
             cluster_id,
         };
         let limits = config.limits();
+        let tls = config
+            .tls
+            .clone()
+            .map(basalt::tls::TlsServer::load)
+            .transpose()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let budget = config
             .max_in_flight_bytes
             .clamp(1024, Semaphore::MAX_PERMITS);
@@ -247,6 +257,7 @@ impl RpcBound {
                 .then(|| Duration::from_millis(config.handshake_timeout_ms)),
             write_timeouts: AtomicU64::new(0),
             cancelled_calls: AtomicU64::new(0),
+            tls,
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         // Abandoned scanners go after their lease even when nobody opens
@@ -319,6 +330,8 @@ struct Shared {
     write_timeouts: AtomicU64,
     /// Calls whose work stopped because their client left.
     cancelled_calls: AtomicU64,
+    /// TLS, when configured.
+    tls: Option<basalt::tls::TlsServer>,
 }
 
 /// A running native RPC server.
@@ -464,7 +477,7 @@ async fn accept_loop(
                 let shared = Arc::clone(&shared);
                 let shutdown = shutdown.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = connection(stream, id, &shared, shutdown).await {
+                    if let Err(e) = secured(stream, id, &shared, shutdown).await {
                         tracing::debug!(connection = id, error = %e, "native RPC connection ended");
                     }
                     shared.ctx.scanners.close_owned_by(id);
@@ -476,9 +489,55 @@ async fn accept_loop(
     }
 }
 
+/// A new connection, in TLS or plaintext as configured: without TLS as it
+/// is; with TLS, after the handshake (within the handshake deadline), or
+/// as it is when plaintext is accepted too and its first byte is not a
+/// TLS handshake's.
+async fn secured(
+    stream: TcpStream,
+    id: u64,
+    shared: &Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+) -> io::Result<()> {
+    let peer = stream.peer_addr().ok().map(|a| a.ip().to_string());
+    let Some(tls) = &shared.tls else {
+        let (reader, writer) = stream.into_split();
+        return connection(reader, writer, peer, id, shared, shutdown).await;
+    };
+    let limit = shared.handshake.unwrap_or(Duration::from_secs(10));
+    if tls.accepts_plaintext() {
+        let mut first = [0u8; 1];
+        let peeked = tokio::time::timeout(limit, stream.peek(&mut first)).await;
+        if matches!(peeked, Ok(Ok(1))) && !basalt::tls::starts_tls(first[0]) {
+            let (reader, writer) = stream.into_split();
+            return connection(reader, writer, peer, id, shared, shutdown).await;
+        }
+    }
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
+    let stream = match tokio::time::timeout(limit, acceptor.accept(stream)).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            shared.refusals.refused("TLS handshake failed");
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("TLS handshake: {e}"),
+            ));
+        }
+        Err(_) => {
+            shared.refusals.refused("TLS handshake timed out");
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "TLS handshake timed out",
+            ));
+        }
+    };
+    let (reader, writer) = tokio::io::split(stream);
+    connection(reader, writer, peer, id, shared, shutdown).await
+}
+
 /// Reads exactly `buf.len()` bytes within the idle timeout.
-async fn read_within(
-    stream: &mut tokio::net::tcp::OwnedReadHalf,
+async fn read_within<R: tokio::io::AsyncRead + Unpin>(
+    stream: &mut R,
     buf: &mut [u8],
     idle: Option<Duration>,
 ) -> io::Result<()> {
@@ -492,8 +551,8 @@ async fn read_within(
 }
 
 /// Writes a fatal answer (no call) and gives up on the connection.
-async fn fatal(
-    writer: &mut tokio::net::tcp::OwnedWriteHalf,
+async fn fatal<W: tokio::io::AsyncWrite + Unpin>(
+    writer: &mut W,
     call_id: u32,
     error: &RpcError,
 ) -> io::Result<()> {
@@ -506,16 +565,20 @@ async fn fatal(
     ))
 }
 
-async fn connection(
-    stream: TcpStream,
+async fn connection<R, W>(
+    mut reader: R,
+    mut writer: W,
+    peer: Option<String>,
     id: u64,
     shared: &Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
-) -> io::Result<()> {
+) -> io::Result<()>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let limits = &shared.ctx.limits;
     let idle = (limits.idle_timeout_ms > 0).then(|| Duration::from_millis(limits.idle_timeout_ms));
-    let peer = stream.peer_addr().ok().map(|a| a.ip().to_string());
-    let (mut reader, mut writer) = stream.into_split();
     // 1. Preamble and connection header, under the handshake deadline: a
     // silent connection gives its slot back in seconds, not an idle timeout.
     let handshake_started = tokio::time::Instant::now();

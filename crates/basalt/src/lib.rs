@@ -55,6 +55,7 @@ pub mod remote;
 pub mod replication;
 mod split;
 mod table;
+pub mod tls;
 
 pub use access::{
     Action, Actions, Caller, Grant, PermissionChange, PermissionQuery, Permissions, Scope,
