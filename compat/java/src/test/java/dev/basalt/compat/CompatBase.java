@@ -35,7 +35,9 @@ public abstract class CompatBase {
   public static Configuration clientConfiguration() {
     Configuration conf = HBaseConfiguration.create();
     for (String key : new String[] {"hbase.zookeeper.quorum", "zookeeper.znode.parent",
-        "hbase.client.registry.impl", "hbase.client.bootstrap.servers"}) {
+        "hbase.client.registry.impl", "hbase.client.bootstrap.servers",
+        "hbase.client.netty.tls.enabled", "hbase.rpc.tls.truststore.location",
+        "hbase.rpc.tls.truststore.type"}) {
       String value = System.getProperty(key);
       if (value != null && !value.isEmpty()) {
         conf.set(key, value);
