@@ -21,29 +21,24 @@ use crate::proto::master::Empty;
 
 type Answer = Result<Vec<u8>, RpcError>;
 
+/// HBase numbers the actions in the order `Action::ALL` lists them
+/// (READ 0 to ADMIN 4).
 fn action_of(code: i32) -> Result<Action, RpcError> {
-    Ok(match pb::Action::try_from(code) {
-        Ok(pb::Action::Read) => Action::Read,
-        Ok(pb::Action::Write) => Action::Write,
-        Ok(pb::Action::Exec) => Action::Exec,
-        Ok(pb::Action::Create) => Action::Create,
-        Ok(pb::Action::Admin) => Action::Admin,
-        Err(_) => {
-            return Err(RpcError::do_not_retry(format!(
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| Action::ALL.get(i).copied())
+        .ok_or_else(|| {
+            RpcError::do_not_retry(format!(
                 "{code} is not a permission action (0-4: READ, WRITE, EXEC, CREATE, ADMIN)"
-            )))
-        }
-    })
+            ))
+        })
 }
 
 fn action_code(action: Action) -> i32 {
-    (match action {
-        Action::Read => pb::Action::Read,
-        Action::Write => pb::Action::Write,
-        Action::Exec => pb::Action::Exec,
-        Action::Create => pb::Action::Create,
-        Action::Admin => pb::Action::Admin,
-    }) as i32
+    Action::ALL
+        .iter()
+        .position(|a| *a == action)
+        .map_or(0, |i| i as i32)
 }
 
 fn actions_of(codes: &[i32]) -> Result<Actions, RpcError> {
@@ -215,36 +210,36 @@ pub fn get_user_permissions(call: &mut Call<'_>, param: &[u8]) -> Answer {
             .map(Bytes::copy_from_slice)
     };
     let kind = request.r#type.unwrap_or(pb::PermissionType::Global as i32);
-    let query = match pb::PermissionType::try_from(kind) {
-        Ok(pb::PermissionType::Global) => PermissionQuery::Global { user },
-        Ok(pb::PermissionType::Namespace) => PermissionQuery::Namespace {
-            namespace: text(
-                request
-                    .namespace_name
-                    .as_deref()
-                    .ok_or_else(|| RpcError::missing("namespace_name"))?,
-                "namespace name",
-            )?,
-            user,
-        },
-        Ok(pb::PermissionType::Table) => PermissionQuery::Table {
-            table: table_name_text(
-                request
-                    .table_name
-                    .as_ref()
-                    .ok_or_else(|| RpcError::missing("table_name"))?,
-            )?,
-            family: bytes(&request.column_family),
-            qualifier: bytes(&request.column_qualifier),
-            user,
-        },
+    let scope = match pb::PermissionType::try_from(kind) {
+        Ok(pb::PermissionType::Global) => Scope::Global,
+        Ok(pb::PermissionType::Namespace) => Scope::namespace(&text(
+            request
+                .namespace_name
+                .as_deref()
+                .ok_or_else(|| RpcError::missing("namespace_name"))?,
+            "namespace name",
+        )?),
+        Ok(pb::PermissionType::Table) => {
+            // HBase ignores a qualifier without its family.
+            let family = bytes(&request.column_family);
+            Scope::Table {
+                table: table_name_text(
+                    request
+                        .table_name
+                        .as_ref()
+                        .ok_or_else(|| RpcError::missing("table_name"))?,
+                )?,
+                qualifier: family.as_ref().and(bytes(&request.column_qualifier)),
+                family,
+            }
+        }
         Err(_) => {
             return Err(RpcError::do_not_retry(format!(
                 "{kind} is not a permission type (1: Global, 2: Namespace, 3: Table)"
             )))
         }
     };
-    let grants = call.db.user_permissions(&query)?;
+    let grants = call.db.user_permissions(&PermissionQuery { scope, user })?;
     Ok(encode(&pb::GetUserPermissionsResponse {
         user_permission: grants.iter().map(user_permission_message).collect(),
     }))

@@ -1871,7 +1871,7 @@ fn user_permission(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         .map(|a| text_of(a, "the regular expression"))
         .transpose()?;
     let queries: Vec<basalt::PermissionQuery> = match pattern.as_deref() {
-        None | Some("") => vec![basalt::PermissionQuery::Global { user: None }],
+        None | Some("") => vec![basalt::PermissionQuery::of(basalt::Scope::Global)],
         Some(pattern) => {
             let (namespaces, wanted) = match pattern.strip_prefix('@') {
                 Some(p) => (true, p),
@@ -1888,19 +1888,11 @@ fn user_permission(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
                 .into_iter()
                 .filter(|name| regex.is_match(name))
                 .map(|name| {
-                    if namespaces {
-                        basalt::PermissionQuery::Namespace {
-                            namespace: name,
-                            user: None,
-                        }
+                    basalt::PermissionQuery::of(if namespaces {
+                        basalt::Scope::namespace(&name)
                     } else {
-                        basalt::PermissionQuery::Table {
-                            table: name,
-                            family: None,
-                            qualifier: None,
-                            user: None,
-                        }
-                    }
+                        basalt::Scope::table(&name)
+                    })
                 })
                 .collect()
         }

@@ -525,102 +525,36 @@ fn qualified_table_name(table: &str) -> String {
     }
 }
 
-/// What HBase's `getUserPermissions` asks for: the grants of one kind
-/// of scope, narrowed to a user (or group) when one is named.
+/// What HBase's `getUserPermissions` asks for: the grants at one scope
+/// (a table's include those of its families and columns; a family's,
+/// those of its columns), narrowed to a user (or group) when one is named.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "scope", rename_all = "snake_case")]
-pub enum PermissionQuery {
-    /// Global grants (and, with no user named, the superusers, as HBase
-    /// lists them).
-    Global {
-        /// Only this user's or `@group`'s.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        user: Option<String>,
-    },
-    /// One namespace's own grants.
-    Namespace {
-        /// The namespace.
-        namespace: String,
-        /// Only this user's or `@group`'s.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        user: Option<String>,
-    },
-    /// One table's grants: the table's, its families' and its columns',
-    /// or those of one family (and one column of it) when named.
-    Table {
-        /// The table.
-        table: String,
-        /// Only grants on this family.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        family: Option<Bytes>,
-        /// Only grants on this column of `family`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        qualifier: Option<Bytes>,
-        /// Only this user's or `@group`'s.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        user: Option<String>,
-    },
+pub struct PermissionQuery {
+    /// Where: the global scope, a namespace, a table, a family or a column.
+    #[serde(flatten)]
+    pub scope: Scope,
+    /// Only this user's (and its groups') or this `@group`'s grants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 impl PermissionQuery {
-    /// Where a caller needs ADMIN to ask (HBase has no exemption for
-    /// one's own grants here).
-    pub fn scope(&self) -> Scope {
-        match self {
-            PermissionQuery::Global { .. } => Scope::Global,
-            PermissionQuery::Namespace { namespace, .. } => Scope::namespace(namespace),
-            PermissionQuery::Table {
-                table,
-                family,
-                qualifier,
-                ..
-            } => Scope::Table {
-                table: table.clone(),
-                family: family.clone(),
-                qualifier: family.as_ref().and(qualifier.clone()),
-            },
-        }
+    /// The grants of `scope`, whoever holds them.
+    pub fn of(scope: Scope) -> PermissionQuery {
+        PermissionQuery { scope, user: None }
     }
 
     fn user(&self) -> Option<&str> {
-        match self {
-            PermissionQuery::Global { user }
-            | PermissionQuery::Namespace { user, .. }
-            | PermissionQuery::Table { user, .. } => user.as_deref().filter(|u| !u.is_empty()),
-        }
+        self.user.as_deref().filter(|u| !u.is_empty())
     }
 
-    /// Whether a grant at `scope` is one the query asks for.
+    /// Whether a grant at `scope` is one the query asks for: the same
+    /// scope, or one inside the table (family, column) asked for.
     fn wants_scope(&self, scope: &Scope) -> bool {
-        match (self, scope) {
-            (PermissionQuery::Global { .. }, Scope::Global) => true,
-            (PermissionQuery::Namespace { namespace, .. }, Scope::Namespace { namespace: n }) => {
-                namespace == n
-            }
-            (
-                PermissionQuery::Table {
-                    table,
-                    family,
-                    qualifier,
-                    ..
-                },
-                Scope::Table {
-                    table: t,
-                    family: f,
-                    qualifier: q,
-                },
-            ) => {
-                table == t
-                    && match family {
-                        None => true,
-                        Some(family) => {
-                            f.as_ref() == Some(family)
-                                && qualifier
-                                    .as_ref()
-                                    .is_none_or(|qualifier| q.as_ref() == Some(qualifier))
-                        }
-                    }
-            }
+        match (&self.scope, scope) {
+            (Scope::Global, Scope::Global) => true,
+            (Scope::Namespace { namespace }, Scope::Namespace { namespace: n }) => namespace == n,
+            (Scope::Table { .. }, Scope::Table { .. }) => self.scope.covers(scope),
             _ => false,
         }
     }
@@ -649,7 +583,7 @@ impl Permissions {
             .grants()
             .filter(|grant| principal_matches(&grant.principal) && query.wants_scope(&grant.scope))
             .collect();
-        if let (PermissionQuery::Global { .. }, None) = (query, user) {
+        if let (Scope::Global, None) = (&query.scope, user) {
             // HBase lists every superuser (not the groups) as holding
             // every action globally.
             let mut superusers: Vec<String> = std::iter::once(options.server_user())

@@ -810,7 +810,7 @@ impl Database {
     /// the master's). A checked caller needs ADMIN at the query's scope.
     pub fn user_permissions(&self, query: &PermissionQuery) -> Result<Vec<Grant>> {
         self.require_access_control()?;
-        self.authorize("getUserPermissions", authorize::ADMIN, &query.scope())?;
+        self.authorize("getUserPermissions", authorize::ADMIN, &query.scope)?;
         Ok(self
             .inner
             .master

@@ -5,7 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use basalt::*;
-use bytes::Bytes;
 
 /// The server user: a superuser by configuration.
 const ADMIN: &str = "admin";
@@ -140,12 +139,7 @@ fn a_tables_creator_holds_every_action_on_it_and_nobody_else_does() {
         .create_table(TableDescriptor::new("mine").family(ColumnFamilyDescriptor::new("f")))
         .unwrap();
     let held = db
-        .user_permissions(&PermissionQuery::Table {
-            table: "mine".into(),
-            family: None,
-            qualifier: None,
-            user: None,
-        })
+        .user_permissions(&PermissionQuery::of(Scope::table("mine")))
         .unwrap();
     assert_eq!(held.len(), 1);
     assert_eq!(held[0].principal, "alice");
@@ -371,7 +365,8 @@ fn grants_outlive_a_restart_and_go_with_their_table_or_namespace() {
     db.create_namespace(NamespaceDescriptor::new("ns")).unwrap();
     denied(bob.create_table(TableDescriptor::new("ns:y").family(ColumnFamilyDescriptor::new("f"))));
     let left: Vec<Grant> = db
-        .user_permissions(&PermissionQuery::Global {
+        .user_permissions(&PermissionQuery {
+            scope: Scope::Global,
             user: Some("bob".into()),
         })
         .unwrap();
@@ -403,10 +398,11 @@ fn user_permissions_answer_by_scope_user_and_group_and_list_the_superusers_globa
     grant(&db, "bob", Scope::table("t"), "W");
     grant(&db, "@readers", Scope::table("t"), "R");
     grant(&db, "dave", Scope::Global, "A");
-    let table = |family: Option<&str>, user: Option<&str>| PermissionQuery::Table {
-        table: "t".into(),
-        family: family.map(|f| Bytes::copy_from_slice(f.as_bytes())),
-        qualifier: None,
+    let table = |family: Option<&str>, user: Option<&str>| PermissionQuery {
+        scope: match family {
+            Some(f) => Scope::family("t", f.as_bytes()),
+            None => Scope::table("t"),
+        },
         user: user.map(str::to_string),
     };
     assert_eq!(db.user_permissions(&table(None, None)).unwrap().len(), 3);
@@ -419,7 +415,7 @@ fn user_permissions_answer_by_scope_user_and_group_and_list_the_superusers_globa
     assert_eq!(carols.len(), 1);
     assert_eq!(carols[0].principal, "@readers");
     let global = db
-        .user_permissions(&PermissionQuery::Global { user: None })
+        .user_permissions(&PermissionQuery::of(Scope::Global))
         .unwrap();
     let names: Vec<&str> = global.iter().map(|g| g.principal.as_str()).collect();
     assert!(
