@@ -557,7 +557,7 @@ fn announce_security(security: &basalt::SecurityOptions) {
             "access control on: every native RPC request is checked against the grants; clients are named by their connection header (simple authentication), Thrift and REST act as the server user"
         );
     } else {
-        tracing::warn!(
+        tracing::info!(
             "access control off: every client may do everything (set [security] authorization = true; docs/security.md)"
         );
     }
