@@ -141,8 +141,15 @@ impl Table {
         self
     }
 
-    /// Refuses a write of `columns` (for `action`) the caller may not do.
-    fn check_write(&self, operation: &str, action: Action, columns: &Columns) -> Result<()> {
+    /// Refuses a write of the columns `columns` lists (for `action`) the
+    /// caller may not do. The list is made only for a checked handle: a
+    /// trusted one's writes pay nothing.
+    fn check_write(
+        &self,
+        operation: &str,
+        action: Action,
+        columns: impl FnOnce() -> Columns,
+    ) -> Result<()> {
         match &self.access {
             None => Ok(()),
             Some(access) => access.check.require_columns(
@@ -150,7 +157,7 @@ impl Table {
                 operation,
                 action,
                 &self.state.name,
-                columns,
+                &columns(),
             ),
         }
     }
@@ -251,11 +258,9 @@ impl Table {
 
     /// Writes cells to one row atomically.
     pub fn put(&self, put: &Put) -> Result<()> {
-        self.check_write(
-            "put",
-            Action::Write,
-            &columns_of(put.cells().iter().map(|c| (&c.family, &c.qualifier))),
-        )?;
+        self.check_write("put", Action::Write, || {
+            columns_of(put.cells().iter().map(|c| (&c.family, &c.qualifier)))
+        })?;
         self.latencies.time(Operation::Put, || {
             self.route(
                 put.row(),
@@ -268,11 +273,9 @@ impl Table {
 
     /// Deletes a row, families, columns or versions.
     pub fn delete(&self, delete: &Delete) -> Result<()> {
-        self.check_write(
-            "delete",
-            Action::Write,
-            &columns_of(delete.markers().iter().map(|c| (&c.family, &c.qualifier))),
-        )?;
+        self.check_write("delete", Action::Write, || {
+            columns_of(delete.markers().iter().map(|c| (&c.family, &c.qualifier)))
+        })?;
         self.latencies.time(Operation::Delete, || {
             self.route(
                 delete.row(),
@@ -287,11 +290,9 @@ impl Table {
     /// atomically; returns the new values of its increments and appends
     /// (empty when it has none), as HBase 2.4+'s `mutateRow` does.
     pub fn mutate_row(&self, mutations: &RowMutations) -> Result<RowResult> {
-        self.check_write(
-            "mutateRow",
-            Action::Write,
-            &mutation_columns(mutations.mutations()),
-        )?;
+        self.check_write("mutateRow", Action::Write, || {
+            mutation_columns(mutations.mutations())
+        })?;
         self.latencies.time(Operation::MutateRow, || {
             self.route(
                 mutations.row(),
@@ -304,11 +305,9 @@ impl Table {
 
     /// Adds to 8-byte big-endian counters; returns the new values.
     pub fn increment(&self, increment: &Increment) -> Result<RowResult> {
-        self.check_write(
-            "increment",
-            Action::Write,
-            &columns_of(increment.columns().iter().map(|(f, q, _)| (f, q))),
-        )?;
+        self.check_write("increment", Action::Write, || {
+            columns_of(increment.columns().iter().map(|(f, q, _)| (f, q)))
+        })?;
         self.latencies.time(Operation::Increment, || {
             self.route(
                 increment.row(),
@@ -341,11 +340,9 @@ impl Table {
 
     /// Appends to values; returns the new values.
     pub fn append(&self, append: &Append) -> Result<RowResult> {
-        self.check_write(
-            "append",
-            Action::Write,
-            &columns_of(append.columns().iter().map(|(f, q, _)| (f, q))),
-        )?;
+        self.check_write("append", Action::Write, || {
+            columns_of(append.columns().iter().map(|(f, q, _)| (f, q)))
+        })?;
         self.latencies.time(Operation::Append, || {
             self.route(
                 append.row(),
@@ -369,14 +366,12 @@ impl Table {
     pub fn check_and_mutate_returning(&self, check: &CheckAndMutate) -> Result<(bool, RowResult)> {
         // HBase needs READ and WRITE on the checked column, and the
         // mutations are writes of their own columns.
-        let checked = columns_of([(&check.family, &check.qualifier)]);
-        self.check_write("checkAndMutate", Action::Read, &checked)?;
-        self.check_write("checkAndMutate", Action::Write, &checked)?;
-        self.check_write(
-            "checkAndMutate",
-            Action::Write,
-            &mutation_columns(check.mutations.mutations()),
-        )?;
+        let checked = || columns_of([(&check.family, &check.qualifier)]);
+        self.check_write("checkAndMutate", Action::Read, checked)?;
+        self.check_write("checkAndMutate", Action::Write, checked)?;
+        self.check_write("checkAndMutate", Action::Write, || {
+            mutation_columns(check.mutations.mutations())
+        })?;
         self.latencies.time(Operation::CheckAndMutate, || {
             self.route(
                 &check.row,
@@ -403,7 +398,7 @@ impl Table {
         // as each action of HBase's multi does.
         let checks: Vec<Result<()>> = mutations
             .iter()
-            .map(|m| self.check_write("batch", Action::Write, &mutation_columns([m])))
+            .map(|m| self.check_write("batch", Action::Write, || mutation_columns([m])))
             .collect();
         let allowed: Vec<Mutation> = mutations
             .iter()
