@@ -542,10 +542,11 @@ impl Server {
         let (shutdown, shutdown_rx) = watch::channel(false);
         scanners.spawn_reaper(runtime.handle(), shutdown_rx.clone(), flavour.name());
         let accept_loop = runtime.spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
+        // TLS "optional": plaintext is kept beside it (a migration).
         let tls = match &shared.tls {
-            None => "no",
-            Some(tls) if tls.accepts_plaintext() => "and plaintext",
-            Some(_) => "only",
+            None => "off",
+            Some(tls) if tls.accepts_plaintext() => "optional",
+            Some(_) => "required",
         };
         match flavour {
             Flavour::Thrift1 => tracing::info!(
