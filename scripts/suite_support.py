@@ -2,8 +2,8 @@
 `cargo test` built, a private virtualenv, free ports, and a `basalt serve`
 started on a temporary data directory and stopped with SIGTERM.
 
-Used by scripts/happybase-suite, scripts/hbase-rest-py-suite and
-scripts/thrift2-client-suite. Nothing here depends on how fast anything
+Used by scripts/happybase-suite, scripts/hbase-rest-py-suite,
+scripts/thrift2-client-suite and scripts/tls-clients. Nothing here depends on how fast anything
 is: the timeouts are hang guards only.
 """
 

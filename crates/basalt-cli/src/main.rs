@@ -172,6 +172,12 @@ struct ServeArgs {
 /// idle_timeout_ms = 60000
 /// max_in_flight_bytes = 67108864
 ///
+/// [thrift.tls]       # TLS on the Thrift1 port (docs/security.md); [thrift2.tls] likewise
+/// # cert_file = "server.pem"       # chain, PEM; its SANs name the host clients connect to
+/// # key_file = "server-key.pem"    # PEM; refused when readable by every user
+/// # client_ca_file = "ca.pem"      # require client certificates signed by this CA
+/// # plaintext = false              # also accept plaintext on the same port
+///
 /// [thrift2]           # the same settings; port 9091; enabled = false turns it off
 /// port = 9091
 ///
@@ -190,6 +196,10 @@ struct ServeArgs {
 /// scanner_lease_ms = 60000
 /// read_only = false
 ///
+/// [rest.tls]          # HTTPS on the REST port: the keys of [thrift.tls]
+/// # cert_file = "server.pem"
+/// # key_file = "server-key.pem"
+///
 /// [info]              # web UI, JSON API, /metrics (docs/web-ui.md); enabled = false turns it off
 /// enabled = true
 /// bind = "127.0.0.1"
@@ -201,6 +211,10 @@ struct ServeArgs {
 /// idle_timeout_ms = 30000
 /// heatmap_rows = 64
 /// max_heatmap_rows = 512
+///
+/// [info.tls]          # HTTPS on the web UI: the keys of [thrift.tls]
+/// # cert_file = "server.pem"
+/// # key_file = "server-key.pem"
 ///
 /// [rpc]               # HBase's native RPC; on with --native-rpc or --zookeeper
 /// enabled = false
@@ -254,10 +268,10 @@ struct ServeArgs {
 /// # [security.groups]              # group membership by user
 /// # alice = ["admins"]
 ///
-/// [rpc.tls]           # TLS on both native RPC ports (docs/security.md)
-/// # cert_file = "server.pem"       # chain, PEM; its SANs name the host clients connect to
-/// # key_file = "server-key.pem"    # PEM; refused when readable by every user
-/// # client_ca_file = "ca.pem"      # require client certificates signed by this CA
+/// [rpc.tls]           # TLS on both native RPC ports: the keys of [thrift.tls]
+/// # cert_file = "server.pem"
+/// # key_file = "server-key.pem"
+/// # client_ca_file = "ca.pem"
 /// # plaintext = false              # also accept plaintext on the same ports
 ///
 /// [cluster_tls]       # TLS of the cluster's own calls (needed with [rpc.tls] in a cluster)

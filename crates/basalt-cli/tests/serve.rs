@@ -1,7 +1,8 @@
 //! `basalt serve` as a process: it starts with no configuration, data
 //! written through Thrift survives `kill -9` and clean restarts, SIGTERM
 //! exits 0, a config file is read with flags overriding it, and a taken
-//! port fails fast without touching the data directory.
+//! port fails fast without touching the data directory. Every gateway
+//! speaks TLS when its `tls` table says so.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, ExitStatus, Stdio};
@@ -14,6 +15,12 @@ use bytes::Bytes;
 mod common;
 
 use common::{start, write_rows, Server};
+
+#[path = "../../../test-support/certificates.rs"]
+mod certificates;
+
+#[path = "../../../test-support/https.rs"]
+mod https;
 
 /// Hang guard only.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -227,4 +234,78 @@ fn thrift2_serves_the_same_data_beside_thrift1_unless_turned_off() {
     );
     assert!(server.terminate().success());
     drop(taken);
+}
+
+#[test]
+fn every_gateway_speaks_tls_when_its_config_table_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = certificates::TestCa::new(dir.path(), "serve");
+    let (cert, key) = ca.server("serve");
+    let tls = format!(
+        "cert_file = \"{}\"\nkey_file = \"{}\"\n",
+        cert.display(),
+        key.display()
+    );
+    let config = dir.path().join("tls.toml");
+    std::fs::write(
+        &config,
+        format!("[thrift.tls]\n{tls}\n[thrift2.tls]\n{tls}\n[rest.tls]\n{tls}\n[info.tls]\n{tls}"),
+    )
+    .unwrap();
+    let server = start(
+        &["--config", config.to_str().unwrap(), "--thrift-port", "0"],
+        Some(dir.path()),
+    );
+    let client_tls = basalt::tls::client_config(&basalt::tls::TlsClientSettings {
+        ca_file: ca.cert(),
+        cert_file: None,
+        key_file: None,
+    })
+    .unwrap();
+    let binary = Protocol::Binary { strict: true };
+    let mut c = Client::connect_tls(
+        ("127.0.0.1", server.port),
+        false,
+        binary,
+        client_tls.clone(),
+        "127.0.0.1",
+    )
+    .unwrap();
+    c.set_timeout(Some(TIMEOUT)).unwrap();
+    c.create_table(b"t", vec![family("cf")]).unwrap();
+    write_rows(&mut c, 0, 1);
+    assert_eq!(count_rows(&mut c), 1);
+    let mut plain = Client::connect(("127.0.0.1", server.port), false, binary).unwrap();
+    plain.set_timeout(Some(TIMEOUT)).unwrap();
+    assert!(
+        plain.get_table_names().is_err(),
+        "plaintext Thrift was served"
+    );
+    let mut c2 = basalt_thrift::Client2::connect_tls(
+        ("127.0.0.1", server.thrift2_port.unwrap()),
+        true,
+        Protocol::Compact,
+        client_tls.clone(),
+        "localhost",
+    )
+    .unwrap();
+    c2.connection().set_timeout(Some(TIMEOUT)).unwrap();
+    assert_eq!(c2.get_thrift_server_type().unwrap(), 2);
+    let rest = std::net::SocketAddr::from(([127, 0, 0, 1], server.rest_port.unwrap()));
+    let tables = https::get(rest, "/", Some(client_tls.clone())).unwrap();
+    assert_eq!(tables.status, 200, "{}", tables.body);
+    assert!(
+        tables.body.lines().any(|table| table.trim() == "t"),
+        "{}",
+        tables.body
+    );
+    assert!(
+        https::get(rest, "/", None).is_err(),
+        "plain HTTP was served"
+    );
+    let info = std::net::SocketAddr::from(([127, 0, 0, 1], server.info_port.unwrap()));
+    let page = https::get(info, "/tables", Some(client_tls)).unwrap();
+    assert_eq!(page.status, 200, "{}", page.body);
+    drop((c, c2, plain));
+    assert!(server.terminate().success());
 }

@@ -9,7 +9,8 @@
 //! (`first_request_timeout_ms`), and the time a page may wait for a client
 //! that reads nothing (`write_timeout_ms`). Requests have no
 //! body worth reading: only GET and HEAD are served, and a body sent
-//! anyway is never read into memory.
+//! anyway is never read into memory. With `tls` (`[info.tls]`) the UI is
+//! served over HTTPS (HBase's `hbase.ssl.enabled`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use basalt::tls::{TlsServer, TlsSettings};
 use basalt::Database;
 use basalt_rest::http::{self, AnswerBody, ConnectionGate, ConnectionTimeouts, Handler};
 
@@ -79,6 +81,8 @@ pub struct InfoConfig {
     /// Most key-axis rows a request may ask for (`?rows=`); more is a 400.
     /// Default 512.
     pub max_heatmap_rows: usize,
+    /// HTTPS on the port (`[info.tls]`, docs/security.md). Default none.
+    pub tls: Option<TlsSettings>,
 }
 
 impl Default for InfoConfig {
@@ -98,6 +102,7 @@ impl Default for InfoConfig {
             write_timeout_ms: basalt::guard::DEFAULT_WRITE_TIMEOUT_MS,
             heatmap_rows: 64,
             max_heatmap_rows: 512,
+            tls: None,
         }
     }
 }
@@ -121,6 +126,9 @@ pub struct Bound {
     runtime: tokio::runtime::Runtime,
     listener: TcpListener,
     config: InfoConfig,
+    /// The TLS files, loaded before the port is bound so unusable ones
+    /// fail the start before a data directory is opened.
+    tls: Option<Arc<TlsServer>>,
 }
 
 impl Bound {
@@ -164,8 +172,9 @@ impl InfoServer {
 
     /// Binds the configured port (and builds the runtime that will serve
     /// it) without serving anything yet. A taken port with `port_auto`
-    /// set falls back to a free one.
+    /// set falls back to a free one. Loads the TLS files, if any.
     pub fn listen(config: &InfoConfig) -> io::Result<Bound> {
+        let tls = http::load_tls(config.tls.as_ref())?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads.max(1))
             .max_blocking_threads(config.max_blocking_threads.max(1))
@@ -191,6 +200,7 @@ impl InfoServer {
             runtime,
             listener,
             config: config.clone(),
+            tls,
         })
     }
 
@@ -203,7 +213,9 @@ impl InfoServer {
             runtime,
             listener,
             config,
+            tls,
         } = bound;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let local_addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             context: Arc::new(Context {
@@ -237,11 +249,12 @@ impl InfoServer {
             listener,
             Arc::clone(&shared.connections),
             timeouts,
+            tls,
             handler,
             shutdown_rx,
         ));
         // `local-cluster` reads the port back from this line (`address=`).
-        tracing::info!(address = %local_addr, "info server listening");
+        tracing::info!(address = %local_addr, scheme, "info server listening");
         Ok(InfoServer {
             runtime: Some(runtime),
             local_addr,

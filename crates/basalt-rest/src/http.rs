@@ -6,7 +6,11 @@
 //!    [`ConnectionGate`]'s limit a connection is accepted and closed at once
 //!    (counted and logged), so a flood costs a descriptor for an instant,
 //!    never a task.
-//! 2. Each connection runs on hyper's HTTP/1.1 server with a header read
+//! 2. A listener with TLS takes each connection through
+//!    `basalt::tls::accept` (the handshake counts against the first
+//!    request's deadline; a failed one is summarized in the refusal log),
+//!    and hyper serves the TLS stream as it would the socket.
+//!    Each connection runs on hyper's HTTP/1.1 server with a header read
 //!    timeout (a client that never finishes its headers is dropped), a
 //!    first-request deadline (a connection that sends nothing gives its
 //!    slot back in seconds) and a write timeout (a client that reads
@@ -41,6 +45,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use basalt::guard::{AddressSlots, AnswerBytes, RefusalLog, Slot, SlotLimits, WriteTimeout};
+use basalt::tls::{Refused, TlsServer};
 
 /// What a server answers a request with.
 pub type Handler = Arc<
@@ -301,6 +306,17 @@ impl ConnectionGate {
     }
 }
 
+/// A listener's TLS from its settings (`None` without); files that do not
+/// load are an `InvalidInput` error naming the file.
+pub fn load_tls(
+    settings: Option<&basalt::tls::TlsSettings>,
+) -> std::io::Result<Option<Arc<TlsServer>>> {
+    settings
+        .map(|s| TlsServer::load(s.clone()).map(Arc::new))
+        .transpose()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))
+}
+
 /// One admitted connection; gives its place back when its task ends.
 struct Admitted(Arc<ConnectionGate>, #[allow(dead_code)] Slot);
 
@@ -318,10 +334,12 @@ pub async fn stopped(shutdown: &mut watch::Receiver<bool>) {
 
 /// Steps 1 and 3 of the module docs: serves `listener` until `shutdown`
 /// says true, then waits for its connections to finish.
+/// `tls`: the listener's TLS, when it has some.
 pub async fn accept_loop(
     listener: TcpListener,
     gate: Arc<ConnectionGate>,
     timeouts: ConnectionTimeouts,
+    tls: Option<Arc<TlsServer>>,
     handler: Handler,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -345,6 +363,7 @@ pub async fn accept_loop(
                         stream,
                         admitted,
                         timeouts,
+                        tls.clone(),
                         Arc::clone(&handler),
                         shutdown.clone(),
                     ));
@@ -368,9 +387,33 @@ async fn serve_connection(
     stream: tokio::net::TcpStream,
     admitted: Admitted,
     timeouts: ConnectionTimeouts,
+    tls: Option<Arc<TlsServer>>,
     handler: Handler,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    // The first request's deadline runs from the accept: a TLS handshake
+    // counts against it.
+    let first_deadline = timeouts
+        .first_request
+        .map(|t| tokio::time::Instant::now() + t);
+    let handshake = first_deadline.map_or(
+        Duration::from_millis(basalt::guard::DEFAULT_FIRST_REQUEST_TIMEOUT_MS),
+        |deadline| deadline.saturating_duration_since(tokio::time::Instant::now()),
+    );
+    let stream = match basalt::tls::accept(tls.as_deref(), stream, handshake).await {
+        Ok(stream) => stream,
+        Err(refused) => {
+            if matches!(refused, Refused::TimedOut) {
+                admitted
+                    .0
+                    .first_request_timeouts
+                    .fetch_add(1, Ordering::SeqCst);
+            }
+            admitted.0.refusals.refused(refused.reason());
+            tracing::debug!(error = %refused, server = admitted.0.server, "connection refused");
+            return;
+        }
+    };
     let gate = Arc::clone(&admitted.0);
     let counters = Arc::clone(&admitted.0);
     let asked = Arc::new(AtomicBool::new(false));
@@ -406,9 +449,9 @@ async fn serve_connection(
     // The first request must have arrived by its deadline (a request under
     // way counts: its headers have their own timeout).
     let first_request = async {
-        match timeouts.first_request {
+        match first_deadline {
             Some(deadline) => {
-                tokio::time::sleep(deadline).await;
+                tokio::time::sleep_until(deadline).await;
                 if asked.load(Ordering::SeqCst) {
                     std::future::pending::<()>().await;
                 }

@@ -14,6 +14,9 @@
 //! (`scan_call_timeout_ms`; its work also stops when its client leaves)
 //! and open scanners (`max_scanners`, expiring after `scanner_lease_ms`
 //! unused).
+//!
+//! With `tls` (`[rest.tls]`) the port speaks HTTPS (HBase's
+//! `hbase.rest.ssl.enabled`), plaintext HTTP beside it only when kept.
 
 use std::io;
 use std::net::SocketAddr;
@@ -32,6 +35,7 @@ use tokio::sync::{watch, Semaphore};
 use basalt::gateways::scanners::ScannerLimits;
 use basalt::guard::AnswerBytes;
 use basalt::interrupt::CallControl;
+use basalt::tls::{TlsServer, TlsSettings};
 use basalt::Database;
 
 use crate::http::{self, AnswerBody, ConnectionGate, ConnectionTimeouts, Handler};
@@ -107,6 +111,8 @@ pub struct RestConfig {
     /// Refuse every change: PUT, POST and DELETE answer 403 (HBase's
     /// `hbase.rest.readonly`). Default false.
     pub read_only: bool,
+    /// HTTPS on the port (`[rest.tls]`, docs/security.md). Default none.
+    pub tls: Option<TlsSettings>,
 }
 
 impl Default for RestConfig {
@@ -131,6 +137,7 @@ impl Default for RestConfig {
             max_scanners: 4096,
             scanner_lease_ms: 60_000,
             read_only: false,
+            tls: None,
         }
     }
 }
@@ -183,6 +190,9 @@ pub struct Bound {
     runtime: tokio::runtime::Runtime,
     listener: TcpListener,
     config: RestConfig,
+    /// The TLS files, loaded at bind so unusable ones fail the start
+    /// before a data directory is opened.
+    tls: Option<Arc<TlsServer>>,
 }
 
 impl Bound {
@@ -215,8 +225,9 @@ impl RestServer {
     }
 
     /// Binds the configured port (and builds the runtime that will serve
-    /// it) without serving anything yet.
+    /// it) without serving anything yet; loads the TLS files, if any.
     pub fn bind(config: &RestConfig) -> io::Result<Bound> {
+        let tls = http::load_tls(config.tls.as_ref())?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads.max(1))
             .max_blocking_threads(config.max_blocking_threads.max(1))
@@ -229,6 +240,7 @@ impl RestServer {
             runtime,
             listener,
             config: config.clone(),
+            tls,
         })
     }
 
@@ -237,7 +249,9 @@ impl RestServer {
             runtime,
             listener,
             config,
+            tls,
         } = bound;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let local_addr = listener.local_addr()?;
         let lease = Duration::from_millis(config.scanner_lease_ms.max(1));
         let host = if local_addr.ip().is_unspecified() {
@@ -302,10 +316,11 @@ impl RestServer {
             listener,
             Arc::clone(&shared.connections),
             timeouts,
+            tls,
             handler,
             shutdown_rx,
         ));
-        tracing::info!(address = %local_addr, "REST gateway listening");
+        tracing::info!(address = %local_addr, scheme, "REST gateway listening");
         Ok(RestServer {
             runtime: Some(runtime),
             local_addr,

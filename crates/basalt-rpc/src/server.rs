@@ -489,10 +489,9 @@ async fn accept_loop(
     }
 }
 
-/// A new connection, in TLS or plaintext as configured: without TLS as it
-/// is; with TLS, after the handshake (within the handshake deadline), or
-/// as it is when plaintext is accepted too and its first byte is not a
-/// TLS handshake's.
+/// A new connection, in TLS or plaintext as configured
+/// (`basalt::tls::accept`, the handshake within the handshake deadline);
+/// a plaintext one is split into its owned halves, as without TLS.
 async fn secured(
     stream: TcpStream,
     id: u64,
@@ -500,39 +499,23 @@ async fn secured(
     shutdown: watch::Receiver<bool>,
 ) -> io::Result<()> {
     let peer = stream.peer_addr().ok().map(|a| a.ip().to_string());
-    let Some(tls) = &shared.tls else {
-        let (reader, writer) = stream.into_split();
-        return connection(reader, writer, peer, id, shared, shutdown).await;
-    };
-    let limit = shared.handshake.unwrap_or(Duration::from_secs(10));
-    if tls.accepts_plaintext() {
-        let mut first = [0u8; 1];
-        let peeked = tokio::time::timeout(limit, stream.peek(&mut first)).await;
-        if matches!(peeked, Ok(Ok(1))) && !basalt::tls::starts_tls(first[0]) {
+    let limit = shared.handshake.unwrap_or(Duration::from_millis(
+        basalt::guard::DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
+    ));
+    match basalt::tls::accept(shared.tls.as_ref(), stream, limit).await {
+        Ok(basalt::tls::Accepted::Plain(stream)) => {
             let (reader, writer) = stream.into_split();
-            return connection(reader, writer, peer, id, shared, shutdown).await;
+            connection(reader, writer, peer, id, shared, shutdown).await
+        }
+        Ok(basalt::tls::Accepted::Tls(stream)) => {
+            let (reader, writer) = tokio::io::split(*stream);
+            connection(reader, writer, peer, id, shared, shutdown).await
+        }
+        Err(refused) => {
+            shared.refusals.refused(refused.reason());
+            Err(refused.into())
         }
     }
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
-    let stream = match tokio::time::timeout(limit, acceptor.accept(stream)).await {
-        Ok(Ok(stream)) => stream,
-        Ok(Err(e)) => {
-            shared.refusals.refused("TLS handshake failed");
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("TLS handshake: {e}"),
-            ));
-        }
-        Err(_) => {
-            shared.refusals.refused("TLS handshake timed out");
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "TLS handshake timed out",
-            ));
-        }
-    };
-    let (reader, writer) = tokio::io::split(stream);
-    connection(reader, writer, peer, id, shared, shutdown).await
 }
 
 /// Reads exactly `buf.len()` bytes within the idle timeout.

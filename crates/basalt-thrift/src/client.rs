@@ -1,10 +1,11 @@
 //! A blocking Thrift1 client for the `Hbase` service, in every transport
-//! and protocol the server speaks. Used by the tests, and by `basalt shell`
-//! and `basalt bench`.
+//! and protocol the server speaks, in plaintext or TLS. Used by the tests,
+//! and by `basalt shell` and `basalt bench`.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -48,10 +49,58 @@ pub enum ClientError {
     Protocol(String),
 }
 
+/// A connection's bytes: plain TCP, or TLS over it.
+#[derive(Debug)]
+enum Transport {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Transport {
+    fn tcp_ref(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(s) => s,
+            Transport::Tls(s) => s.get_ref(),
+        }
+    }
+
+    fn tcp(&mut self) -> &mut TcpStream {
+        match self {
+            Transport::Plain(s) => s,
+            Transport::Tls(s) => s.get_mut(),
+        }
+    }
+}
+
+impl Read for Transport {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.read(buf),
+            Transport::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Transport {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => s.write(buf),
+            Transport::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Transport::Plain(s) => s.flush(),
+            Transport::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// A connection to a Thrift1 server.
 #[derive(Debug)]
 pub struct Client {
-    stream: TcpStream,
+    stream: Transport,
     framed: bool,
     protocol: Protocol,
     seqid: i32,
@@ -74,24 +123,55 @@ impl Client {
     pub fn connect(addr: impl ToSocketAddrs, framed: bool, protocol: Protocol) -> io::Result<Self> {
         let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
-        Ok(Client {
+        Ok(Client::over(Transport::Plain(stream), framed, protocol))
+    }
+
+    /// Connects over TLS with `config` (`basalt::tls::client_config`),
+    /// checking that the server's certificate names `server_name` (a host
+    /// name, or an IP address for an IP SAN). The handshake runs with the
+    /// first call, which fails if it does.
+    pub fn connect_tls(
+        addr: impl ToSocketAddrs,
+        framed: bool,
+        protocol: Protocol,
+        config: Arc<rustls::ClientConfig>,
+        server_name: &str,
+    ) -> io::Result<Self> {
+        let name = rustls::pki_types::ServerName::try_from(server_name.to_string())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("TLS: {e}")))?;
+        let connection = rustls::ClientConnection::new(config, name)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("TLS: {e}")))?;
+        let stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        let tls = rustls::StreamOwned::new(connection, stream);
+        Ok(Client::over(
+            Transport::Tls(Box::new(tls)),
+            framed,
+            protocol,
+        ))
+    }
+
+    fn over(stream: Transport, framed: bool, protocol: Protocol) -> Client {
+        Client {
             stream,
             framed,
             protocol,
             seqid: 0,
             buf: BytesMut::new(),
-        })
+        }
     }
 
     /// Sets read and write timeouts (a hang guard for tests).
     pub fn set_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.stream.set_read_timeout(timeout)?;
-        self.stream.set_write_timeout(timeout)
+        let tcp = self.stream.tcp_ref();
+        tcp.set_read_timeout(timeout)?;
+        tcp.set_write_timeout(timeout)
     }
 
-    /// The underlying socket (tests send raw bytes through it).
+    /// The underlying socket (tests send raw bytes through it; under TLS,
+    /// the socket below it).
     pub fn stream(&mut self) -> &mut TcpStream {
-        &mut self.stream
+        self.stream.tcp()
     }
 
     /// Sends a call and does not wait for its reply (tests of clients that

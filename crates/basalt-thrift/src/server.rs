@@ -27,6 +27,13 @@
 //! connection held. A new connection must send its first request within
 //! `first_request_timeout_ms`; a scan call reads for at most
 //! `scan_call_timeout_ms`, and stops at its next row when its client leaves.
+//!
+//! With `tls` (`[thrift.tls]`, `[thrift2.tls]`) connections are TLS, the
+//! handshake counting against the first request's deadline; with
+//! `plaintext` kept, a plaintext client is told apart by its first byte
+//! (`basalt::tls::accept`, as every listener). A connection is served by
+//! the same code either way, generic over its stream: a plaintext one is
+//! a bare `TcpStream`, as without TLS.
 
 use std::io;
 use std::net::SocketAddr;
@@ -35,11 +42,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use basalt::gateways::scanners::ScannerLimits;
-use basalt::guard::{AddressSlots, AnswerBytes, Slot, SlotLimits, WriteTimeout};
+use basalt::guard::{AddressSlots, AnswerBytes, RefusalLog, Slot, SlotLimits, WriteTimeout};
 use basalt::interrupt::CallControl;
+use basalt::tls::{Accepted, Refused, TlsServer, TlsSettings};
 use bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -199,6 +207,9 @@ pub struct ServerConfig {
     /// has (or, with none, fails naming this limit; the scanner stays where
     /// it stopped); 0 never. Default 60 000.
     pub scan_call_timeout_ms: u64,
+    /// TLS on the port (`[thrift.tls]`, `[thrift2.tls]`; docs/security.md):
+    /// HBase's `hbase.thrift.ssl.enabled`. Default none.
+    pub tls: Option<TlsSettings>,
 }
 
 impl ServerConfig {
@@ -232,6 +243,7 @@ impl Default for ServerConfig {
             write_timeout_ms: basalt::guard::DEFAULT_WRITE_TIMEOUT_MS,
             first_request_timeout_ms: basalt::guard::DEFAULT_FIRST_REQUEST_TIMEOUT_MS,
             scan_call_timeout_ms: basalt::guard::DEFAULT_SCAN_CALL_TIMEOUT_MS,
+            tls: None,
         }
     }
 }
@@ -328,6 +340,11 @@ struct Shared {
     open_connections: AtomicUsize,
     /// Per-address slots with reserved room for other addresses.
     slots: AddressSlots,
+    /// TLS, when configured.
+    tls: Option<TlsServer>,
+    /// Failed TLS handshakes, one summary line per interval (a scanner
+    /// probing the port must not flood the log).
+    tls_refusals: RefusalLog,
 }
 
 impl Shared {
@@ -379,6 +396,9 @@ pub struct Bound {
     runtime: tokio::runtime::Runtime,
     listener: TcpListener,
     config: ServerConfig,
+    /// The TLS files, loaded at bind so unusable ones fail the start
+    /// before a data directory is opened.
+    tls: Option<TlsServer>,
 }
 
 impl Bound {
@@ -412,8 +432,14 @@ impl Server {
     }
 
     /// Binds the configured port (and builds the runtime that will serve
-    /// it) without serving anything yet.
+    /// it) without serving anything yet; loads the TLS files, if any.
     pub fn bind(config: &ServerConfig) -> io::Result<Bound> {
+        let tls = config
+            .tls
+            .clone()
+            .map(TlsServer::load)
+            .transpose()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.worker_threads.max(1))
             .max_blocking_threads(config.max_blocking_threads.max(1))
@@ -426,6 +452,7 @@ impl Server {
             runtime,
             listener,
             config: config.clone(),
+            tls,
         })
     }
 
@@ -434,6 +461,7 @@ impl Server {
             runtime,
             listener,
             config,
+            tls,
         } = bound;
         let local_addr = listener.local_addr()?;
         let lease = Duration::from_millis(config.scanner_lease_ms.max(1));
@@ -508,17 +536,27 @@ impl Server {
                     .reserved_connections
                     .unwrap_or(config.max_connections / 10),
             }),
+            tls,
+            tls_refusals: RefusalLog::new(flavour.name(), Duration::from_secs(10)),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         scanners.spawn_reaper(runtime.handle(), shutdown_rx.clone(), flavour.name());
         let accept_loop = runtime.spawn(accept_loop(listener, Arc::clone(&shared), shutdown_rx));
+        // TLS "optional": plaintext is kept beside it (a migration).
+        let tls = match &shared.tls {
+            None => "off",
+            Some(tls) if tls.accepts_plaintext() => "optional",
+            Some(_) => "required",
+        };
         match flavour {
             Flavour::Thrift1 => tracing::info!(
                 address = %local_addr,
+                tls,
                 "Thrift1 gateway listening (buffered/framed, binary/compact)"
             ),
             Flavour::Thrift2 => tracing::info!(
                 address = %local_addr,
+                tls,
                 "Thrift2 gateway listening (buffered/framed, binary/compact)"
             ),
         }
@@ -675,12 +713,14 @@ enum Stop {
     FirstRequest,
     /// The client read nothing of an answer for the write timeout.
     WriteTimeout,
+    /// The TLS handshake failed or did not finish in time.
+    Refused(Refused),
     /// Something to log.
     Error(String),
 }
 
 async fn connection(
-    mut stream: TcpStream,
+    stream: TcpStream,
     peer: SocketAddr,
     id: u64,
     shared: Arc<Shared>,
@@ -689,31 +729,31 @@ async fn connection(
 ) {
     let _ = stream.set_nodelay(true);
     tracing::debug!(%peer, id, "connection opened");
-    let result = serve_connection(&mut stream, id, &shared, &mut shutdown).await;
-    match result {
-        Stop::Clean => tracing::debug!(%peer, id, "connection closed"),
-        Stop::Idle => {
-            shared.stats.idle_closed.fetch_add(1, Ordering::SeqCst);
-            tracing::info!(%peer, id, "closing connection idle for idle_timeout_ms");
+    // The first request has its own, shorter deadline (a connection that
+    // sends nothing gives its slot back in seconds), which a TLS handshake
+    // counts against.
+    let first_deadline = match (shared.first_request_timeout, shared.idle_timeout) {
+        (Some(first), Some(idle)) => Some(first.min(idle)),
+        (first, idle) => first.or(idle),
+    }
+    .map(|t| tokio::time::Instant::now() + t);
+    let handshake = first_deadline.map_or(
+        Duration::from_millis(basalt::guard::DEFAULT_FIRST_REQUEST_TIMEOUT_MS),
+        |deadline| deadline.saturating_duration_since(tokio::time::Instant::now()),
+    );
+    let ends = Ends {
+        peer,
+        id,
+        shared: &shared,
+    };
+    match basalt::tls::accept(shared.tls.as_ref(), stream, handshake).await {
+        Ok(Accepted::Plain(mut stream)) => {
+            serve(&mut stream, &ends, &mut shutdown, first_deadline).await
         }
-        // Counted, logged quietly: a flood of silent connections must not
-        // flood the log either.
-        Stop::FirstRequest => {
-            shared.stats.idle_closed.fetch_add(1, Ordering::SeqCst);
-            shared
-                .stats
-                .first_request_timeouts
-                .fetch_add(1, Ordering::SeqCst);
-            tracing::debug!(%peer, id, "closing connection: no first request within first_request_timeout_ms");
+        Ok(Accepted::Tls(mut stream)) => {
+            serve(stream.as_mut(), &ends, &mut shutdown, first_deadline).await
         }
-        Stop::WriteTimeout => {
-            shared.stats.write_timeouts.fetch_add(1, Ordering::SeqCst);
-            tracing::debug!(%peer, id, "dropping connection: its client read nothing of an answer for write_timeout_ms");
-        }
-        Stop::Error(e) => {
-            tracing::warn!(%peer, id, "closing connection: {e}");
-            close_after_error(&mut stream).await;
-        }
+        Err(refused) => ends.report(Stop::Refused(refused)),
     }
     let released = shared.scanners.close_owned_by(id);
     if released > 0 {
@@ -723,12 +763,68 @@ async fn connection(
     drop(slot);
 }
 
+/// Serves a connection, plaintext or TLS, until it stops; one the server
+/// gives up on is closed gently.
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    ends: &Ends<'_>,
+    shutdown: &mut watch::Receiver<bool>,
+    first_deadline: Option<tokio::time::Instant>,
+) {
+    let stop = serve_connection(stream, ends.id, ends.shared, shutdown, first_deadline).await;
+    let failed = matches!(stop, Stop::Error(_));
+    ends.report(stop);
+    if failed {
+        close_after_error(stream).await;
+    }
+}
+
+/// Who a connection was, to count and log how it ended.
+struct Ends<'a> {
+    peer: SocketAddr,
+    id: u64,
+    shared: &'a Shared,
+}
+
+impl Ends<'_> {
+    fn report(&self, stop: Stop) {
+        let Ends { peer, id, shared } = *self;
+        match stop {
+            Stop::Clean => tracing::debug!(%peer, id, "connection closed"),
+            Stop::Idle => {
+                shared.stats.idle_closed.fetch_add(1, Ordering::SeqCst);
+                tracing::info!(%peer, id, "closing connection idle for idle_timeout_ms");
+            }
+            // Counted, logged quietly: a flood of silent connections must not
+            // flood the log either. A TLS handshake that never finishes is
+            // such a connection too.
+            Stop::FirstRequest | Stop::Refused(Refused::TimedOut) => {
+                shared.stats.idle_closed.fetch_add(1, Ordering::SeqCst);
+                shared
+                    .stats
+                    .first_request_timeouts
+                    .fetch_add(1, Ordering::SeqCst);
+                tracing::debug!(%peer, id, "closing connection: no first request within first_request_timeout_ms");
+            }
+            Stop::WriteTimeout => {
+                shared.stats.write_timeouts.fetch_add(1, Ordering::SeqCst);
+                tracing::debug!(%peer, id, "dropping connection: its client read nothing of an answer for write_timeout_ms");
+            }
+            Stop::Refused(refused) => {
+                shared.tls_refusals.refused(refused.reason());
+                tracing::debug!(%peer, id, "closing connection: {refused}");
+            }
+            Stop::Error(e) => tracing::warn!(%peer, id, "closing connection: {e}"),
+        }
+    }
+}
+
 /// Ends a connection the server gives up on: the write side first (the
 /// peer reads the last reply, then an end of stream), then what the peer
 /// still sends is read and dropped for a moment. Closing with unread bytes
 /// would send a reset, which can destroy the reply before the peer reads
 /// it.
-async fn close_after_error(stream: &mut TcpStream) {
+async fn close_after_error<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) {
     let _ = stream.shutdown().await;
     let drain = async {
         let mut scratch = [0u8; 8192];
@@ -754,8 +850,8 @@ struct Waits<'a> {
 
 /// Reads at least one more byte into `buf`, unless the server shuts down,
 /// the connection has been idle too long, or the peer closes.
-async fn fill(
-    stream: &mut TcpStream,
+async fn fill<S: AsyncRead + Unpin>(
+    stream: &mut S,
     buf: &mut BytesMut,
     wanted: usize,
     waits: &mut Waits<'_>,
@@ -783,19 +879,13 @@ async fn fill(
     }
 }
 
-async fn serve_connection(
-    stream: &mut TcpStream,
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
     id: u64,
     shared: &Shared,
     shutdown: &mut watch::Receiver<bool>,
+    first_deadline: Option<tokio::time::Instant>,
 ) -> Stop {
-    // The first request has its own, shorter deadline: a connection that
-    // sends nothing gives its slot back in seconds.
-    let first_deadline = match (shared.first_request_timeout, shared.idle_timeout) {
-        (Some(first), Some(idle)) => Some(first.min(idle)),
-        (first, idle) => first.or(idle),
-    }
-    .map(|t| tokio::time::Instant::now() + t);
     let mut waits = Waits {
         shutdown,
         idle_deadline: first_deadline,
@@ -909,8 +999,8 @@ const MAX_READ_AHEAD: usize = 64 * 1024;
 /// (or breaks it) cancels the call's work, which stops at its next row;
 /// `None` then, as nobody is left to answer. Bytes the client sends ahead
 /// are kept in `buf` for the next request.
-async fn watch_peer<T>(
-    stream: &mut TcpStream,
+async fn watch_peer<S: AsyncRead + Unpin, T>(
+    stream: &mut S,
     buf: &mut BytesMut,
     call: impl std::future::Future<Output = T>,
     control: &CallControl,
@@ -961,8 +1051,8 @@ enum Incoming {
 
 /// Reads the next message; `None` when the peer closed between messages.
 /// What the message holds of the in-flight budget is added to `held`.
-async fn read_message(
-    stream: &mut TcpStream,
+async fn read_message<S: AsyncRead + Unpin>(
+    stream: &mut S,
     buf: &mut BytesMut,
     wire: Wire,
     shared: &Shared,
@@ -1173,8 +1263,8 @@ async fn decode(
 /// thousand connections' worth of them is a few megabytes.
 const COUNTED_ANSWER_BYTES: usize = 16 * 1024;
 
-async fn reply(
-    stream: &mut TcpStream,
+async fn reply<S: AsyncWrite + Unpin>(
+    stream: &mut S,
     wire: Wire,
     request: &MessageHeader,
     outcome: Outcome,

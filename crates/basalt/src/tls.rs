@@ -9,18 +9,27 @@
 //! served without a restart. A renewal that does not load (a half-written
 //! file) keeps the previous certificate and says why in the log.
 //!
+//! Every listener takes its connections through [`accept`]: as they come
+//! without TLS; with TLS, after the handshake, under a deadline; or as they
+//! come when plaintext is kept and their first byte is not a handshake's.
+//!
 //! rustls with the aws-lc-rs provider (the one object_store's HTTPS client
 //! already builds); TLS 1.2 and 1.3 with rustls's safe defaults.
 
+use std::io;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime};
 
 use parking_lot::Mutex;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
 
 use basalt_types::{Error, Result};
 
@@ -208,9 +217,165 @@ impl TlsServer {
 }
 
 /// Whether a connection's first byte starts a TLS handshake (a TLS
-/// record of type handshake, 22), which HBase's preamble (`H`) never is.
+/// record of type handshake, 22), which no plaintext request of a gateway
+/// starts with: HBase's preamble (`H`), an HTTP method (a capital letter),
+/// a Thrift message (binary `0x80`, compact `0x82`, or a frame length's
+/// first byte, 0 below 16 MiB: 22 would take a frame of 352 MiB, past any
+/// `max_frame_bytes` worth having).
 pub fn starts_tls(first_byte: u8) -> bool {
     first_byte == 0x16
+}
+
+/// A connection as a listener serves it: as it came, or inside TLS. The
+/// gateways serve either through the same code, generic over the stream;
+/// a plaintext connection stays a bare `TcpStream`, as fast as without
+/// TLS.
+#[derive(Debug)]
+pub enum Accepted {
+    /// No TLS configured, or a plaintext client where plaintext is kept.
+    Plain(TcpStream),
+    /// After a completed handshake.
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+impl Accepted {
+    /// Whether the connection speaks TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Accepted::Tls(_))
+    }
+}
+
+/// Why a connection was not accepted.
+#[derive(Debug)]
+pub enum Refused {
+    /// The handshake failed: not TLS, an unknown CA, no client certificate
+    /// where one is required, the client gone.
+    Handshake(io::Error),
+    /// No handshake within the deadline.
+    TimedOut,
+}
+
+impl Refused {
+    /// The reason a listener's refusal log names.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Refused::Handshake(_) => "TLS handshake failed",
+            Refused::TimedOut => "TLS handshake timed out",
+        }
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Handshake(e) => write!(f, "TLS handshake: {e}"),
+            Refused::TimedOut => f.write_str("TLS handshake timed out"),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
+
+impl From<Refused> for io::Error {
+    fn from(refused: Refused) -> io::Error {
+        match refused {
+            Refused::Handshake(_) => {
+                io::Error::new(io::ErrorKind::InvalidData, refused.to_string())
+            }
+            Refused::TimedOut => io::Error::new(io::ErrorKind::TimedOut, refused.to_string()),
+        }
+    }
+}
+
+/// Takes a new connection as the listener's TLS says: without TLS as it
+/// is; with TLS, after the handshake, which must finish within `limit`
+/// (a client that sends nothing gives its slot back); with `plaintext`
+/// kept, as it is when its first byte (also awaited within `limit`) is not
+/// a handshake's.
+pub async fn accept(
+    tls: Option<&TlsServer>,
+    stream: TcpStream,
+    limit: Duration,
+) -> std::result::Result<Accepted, Refused> {
+    let Some(tls) = tls else {
+        return Ok(Accepted::Plain(stream));
+    };
+    let handshake = async {
+        if tls.accepts_plaintext() {
+            let mut first = [0u8; 1];
+            // A client that closes at once (0 bytes) or fails goes on to
+            // the handshake, which says so.
+            if matches!(stream.peek(&mut first).await, Ok(1)) && !starts_tls(first[0]) {
+                return Ok(Accepted::Plain(stream));
+            }
+        }
+        tokio_rustls::TlsAcceptor::from(tls.config())
+            .accept(stream)
+            .await
+            .map(|stream| Accepted::Tls(Box::new(stream)))
+            .map_err(Refused::Handshake)
+    };
+    tokio::time::timeout(limit, handshake)
+        .await
+        .unwrap_or(Err(Refused::TimedOut))
+}
+
+impl AsyncRead for Accepted {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Accepted::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Accepted::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Accepted {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Accepted::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Accepted::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Accepted::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Accepted::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Accepted::Plain(s) => s.is_write_vectored(),
+            Accepted::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Accepted::Plain(s) => Pin::new(s).poll_flush(cx),
+            Accepted::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Accepted::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Accepted::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
 }
 
 /// The client configuration of the cluster's own calls.

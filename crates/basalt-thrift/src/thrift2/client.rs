@@ -36,6 +36,19 @@ impl Client2 {
         })
     }
 
+    /// Connects over TLS (see [`Client::connect_tls`]).
+    pub fn connect_tls(
+        addr: impl ToSocketAddrs,
+        framed: bool,
+        protocol: Protocol,
+        config: std::sync::Arc<rustls::ClientConfig>,
+        server_name: &str,
+    ) -> io::Result<Self> {
+        Ok(Client2 {
+            inner: Client::connect_tls(addr, framed, protocol, config, server_name)?,
+        })
+    }
+
     /// The underlying connection (raw calls, timeouts, the socket).
     pub fn connection(&mut self) -> &mut Client {
         &mut self.inner
