@@ -3,9 +3,14 @@
 //! and certificates it signs for `127.0.0.1` / `localhost` (servers) or a
 //! name (clients). Keys are written mode 0600, as a server demands.
 
+#![allow(dead_code)]
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+use basalt::tls::{TlsClientSettings, TlsSettings};
 
 /// A CA in a directory: `<name>-ca.pem` and its key.
 pub struct TestCa {
@@ -123,4 +128,55 @@ impl TestCa {
     pub fn server(&self, name: &str) -> (PathBuf, PathBuf) {
         self.issue(name, "IP:127.0.0.1,DNS:localhost")
     }
+}
+
+/// Two CAs, `one` and `two`, in a directory that lives as long as the test
+/// binary, made on first use: what the TLS tests of every gateway share (a
+/// server signed by `one`; a client certificate of `two` is "another CA").
+pub fn cas() -> (&'static PathBuf, &'static TestCa, &'static TestCa) {
+    static CAS: OnceLock<(PathBuf, TestCa, TestCa)> = OnceLock::new();
+    let (dir, one, two) = CAS.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let one = TestCa::new(&dir, "one");
+        let two = TestCa::new(&dir, "two");
+        (dir, one, two)
+    });
+    (dir, one, two)
+}
+
+/// A listener's TLS settings.
+pub fn settings(
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<PathBuf>,
+    plaintext: bool,
+) -> TlsSettings {
+    TlsSettings {
+        cert_file: cert.to_path_buf(),
+        key_file: key.to_path_buf(),
+        client_ca_file: client_ca,
+        plaintext,
+    }
+}
+
+/// A client configuration trusting `trusted`, presenting a certificate
+/// named `name` that `signer` issued (or none).
+pub fn client_config(
+    trusted: &TestCa,
+    signer: Option<&TestCa>,
+    name: &str,
+) -> Arc<rustls::ClientConfig> {
+    let (cert_file, key_file) = match signer {
+        Some(ca) => {
+            let (cert, key) = ca.issue(name, "DNS:client");
+            (Some(cert), Some(key))
+        }
+        None => (None, None),
+    };
+    basalt::tls::client_config(&TlsClientSettings {
+        ca_file: trusted.cert(),
+        cert_file,
+        key_file,
+    })
+    .unwrap()
 }

@@ -7,10 +7,9 @@
 //! `basalt::tls` code, tested through Thrift and native RPC.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use basalt::tls::{TlsClientSettings, TlsSettings};
+use basalt::tls::TlsSettings;
 use basalt_rest::{RestConfig, RestServer};
 
 mod common;
@@ -18,50 +17,16 @@ use common::Fixture;
 
 #[path = "../../../test-support/certificates.rs"]
 mod certificates;
-use certificates::TestCa;
+use certificates::{cas, settings, TestCa};
+
+/// A client trusting CA `one`, presenting a certificate `signer` issued
+/// (or none).
+fn client(signer: Option<&TestCa>) -> Arc<rustls::ClientConfig> {
+    certificates::client_config(cas().1, signer, "rest-client")
+}
 
 #[path = "../../../test-support/https.rs"]
 mod https;
-
-/// Two CAs (`one`, `two`) in a directory that lives as long as the test
-/// binary.
-fn cas() -> &'static (PathBuf, TestCa, TestCa) {
-    static CAS: OnceLock<(PathBuf, TestCa, TestCa)> = OnceLock::new();
-    CAS.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let one = TestCa::new(&dir, "one");
-        let two = TestCa::new(&dir, "two");
-        (dir, one, two)
-    })
-}
-
-/// A client trusting CA `one`, with a client certificate `signer` issued
-/// (or none).
-fn client(signer: Option<&TestCa>) -> Arc<rustls::ClientConfig> {
-    let (_, one, _) = cas();
-    let (cert_file, key_file) = match signer {
-        Some(ca) => {
-            let (cert, key) = ca.issue("rest-client", "DNS:client");
-            (Some(cert), Some(key))
-        }
-        None => (None, None),
-    };
-    basalt::tls::client_config(&TlsClientSettings {
-        ca_file: one.cert(),
-        cert_file,
-        key_file,
-    })
-    .unwrap()
-}
-
-fn settings(cert: &Path, key: &Path, client_ca: Option<PathBuf>, plaintext: bool) -> TlsSettings {
-    TlsSettings {
-        cert_file: cert.to_path_buf(),
-        key_file: key.to_path_buf(),
-        client_ca_file: client_ca,
-        plaintext,
-    }
-}
 
 fn start(tls: TlsSettings) -> Fixture {
     Fixture::with(RestConfig {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use basalt::tls::{TlsClientSettings, TlsSettings};
+use basalt::tls::TlsSettings;
 use basalt::{ColumnFamilyDescriptor, Put, TableDescriptor};
 use basalt_rpc::client::RpcClient;
 use basalt_rpc::proto::client::{Get, GetRequest, GetResponse};
@@ -27,36 +27,21 @@ use common::Fixture;
 
 #[path = "../../../test-support/certificates.rs"]
 mod certificates;
-use certificates::TestCa;
+use certificates::{settings, TestCa};
 
-/// Two CAs (`one`, `two`) in a directory that lives as long as the test
-/// binary, and this process's client TLS (trusting `one`, with a client
-/// certificate from `one`).
-fn cas() -> &'static (PathBuf, TestCa, TestCa) {
-    static CAS: OnceLock<(PathBuf, TestCa, TestCa)> = OnceLock::new();
-    CAS.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let one = TestCa::new(&dir, "one");
-        let two = TestCa::new(&dir, "two");
-        let (cert, key) = one.issue("client", "DNS:client");
-        let client = basalt::tls::client_config(&TlsClientSettings {
-            ca_file: one.cert(),
-            cert_file: Some(cert),
-            key_file: Some(key),
-        })
-        .unwrap();
-        basalt_rpc::client::set_process_tls(client);
-        (dir, one, two)
-    })
-}
-
-fn settings(cert: &Path, key: &Path, client_ca: Option<PathBuf>, plaintext: bool) -> TlsSettings {
-    TlsSettings {
-        cert_file: cert.to_path_buf(),
-        key_file: key.to_path_buf(),
-        client_ca_file: client_ca,
-        plaintext,
-    }
+/// The shared CAs, and this process's client TLS (trusting `one`, with a
+/// client certificate from `one`), set on first use.
+fn cas() -> (&'static PathBuf, &'static TestCa, &'static TestCa) {
+    static CLIENT: OnceLock<()> = OnceLock::new();
+    let cas = certificates::cas();
+    CLIENT.get_or_init(|| {
+        basalt_rpc::client::set_process_tls(certificates::client_config(
+            cas.1,
+            Some(cas.1),
+            "client",
+        ));
+    });
+    cas
 }
 
 fn start(tls: TlsSettings) -> Fixture {

@@ -9,11 +9,11 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use basalt::tls::{TlsClientSettings, TlsSettings};
+use basalt::tls::TlsSettings;
 use basalt::{ColumnFamilyDescriptor, Database, Put, TableDescriptor};
 use basalt_thrift::{Client, Client2, Flavour, Protocol, Server, ServerConfig};
 
@@ -22,46 +22,12 @@ use common::{TIMEOUT, WIRES};
 
 #[path = "../../../test-support/certificates.rs"]
 mod certificates;
-use certificates::TestCa;
+use certificates::{cas, settings, TestCa};
 
-/// Two CAs (`one`, `two`) in a directory that lives as long as the test
-/// binary.
-fn cas() -> &'static (PathBuf, TestCa, TestCa) {
-    static CAS: OnceLock<(PathBuf, TestCa, TestCa)> = OnceLock::new();
-    CAS.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let one = TestCa::new(&dir, "one");
-        let two = TestCa::new(&dir, "two");
-        (dir, one, two)
-    })
-}
-
-/// A client configuration trusting CA `one`, presenting a client
-/// certificate `signer` issued (or none).
+/// A client trusting CA `one`, presenting a certificate `signer` issued
+/// (or none).
 fn client_tls(signer: Option<&TestCa>) -> Arc<rustls::ClientConfig> {
-    let (_, one, _) = cas();
-    let (cert_file, key_file) = match signer {
-        Some(ca) => {
-            let (cert, key) = ca.issue("thrift-client", "DNS:client");
-            (Some(cert), Some(key))
-        }
-        None => (None, None),
-    };
-    basalt::tls::client_config(&TlsClientSettings {
-        ca_file: one.cert(),
-        cert_file,
-        key_file,
-    })
-    .unwrap()
-}
-
-fn settings(cert: &Path, key: &Path, client_ca: Option<PathBuf>, plaintext: bool) -> TlsSettings {
-    TlsSettings {
-        cert_file: cert.to_path_buf(),
-        key_file: key.to_path_buf(),
-        client_ca_file: client_ca,
-        plaintext,
-    }
+    certificates::client_config(cas().1, signer, "thrift-client")
 }
 
 /// A gateway of `flavour` with TLS, serving table `t` with row `r`.
