@@ -17,6 +17,7 @@ use crate::call::{encode, Call};
 use crate::error::RpcError;
 use crate::meta::{table_name_proto, table_name_text};
 use crate::proto::access_control as pb;
+use crate::proto::hbase::TableName;
 use crate::proto::master::Empty;
 
 type Answer = Result<Vec<u8>, RpcError>;
@@ -54,17 +55,50 @@ fn text(bytes: &[u8], what: &str) -> Result<String, RpcError> {
         .map_err(|_| RpcError::do_not_retry(format!("the {what} is not UTF-8")))
 }
 
+/// A permission type code, or an error naming it.
+fn permission_type(kind: i32) -> Result<pb::PermissionType, RpcError> {
+    pb::PermissionType::try_from(kind).map_err(|_| {
+        RpcError::do_not_retry(format!(
+            "{kind} is not a permission type (1: Global, 2: Namespace, 3: Table)"
+        ))
+    })
+}
+
+/// A table scope from its wire parts: an empty family or qualifier is
+/// absent, and HBase ignores a qualifier without its family.
+fn table_scope(
+    name: Option<&TableName>,
+    what: &str,
+    family: Option<&[u8]>,
+    qualifier: Option<&[u8]>,
+) -> Result<Scope, RpcError> {
+    let present = |b: Option<&[u8]>| b.filter(|b| !b.is_empty()).map(Bytes::copy_from_slice);
+    let family = present(family);
+    Ok(Scope::Table {
+        table: table_name_text(name.ok_or_else(|| RpcError::missing(what))?)?,
+        qualifier: family.as_ref().and(present(qualifier)),
+        family,
+    })
+}
+
+/// An optional user name: absent when empty.
+fn user_of(name: Option<&[u8]>) -> Result<Option<String>, RpcError> {
+    name.filter(|u| !u.is_empty())
+        .map(|u| text(u, "user name"))
+        .transpose()
+}
+
 /// A permission message's scope and actions.
 fn scope_of(permission: &pb::Permission) -> Result<(Scope, Actions), RpcError> {
     let kind = permission
         .r#type
         .ok_or_else(|| RpcError::missing("Permission.type"))?;
-    match pb::PermissionType::try_from(kind) {
-        Ok(pb::PermissionType::Global) => {
+    match permission_type(kind)? {
+        pb::PermissionType::Global => {
             let global = permission.global_permission.clone().unwrap_or_default();
             Ok((Scope::Global, actions_of(&global.action)?))
         }
-        Ok(pb::PermissionType::Namespace) => {
+        pb::PermissionType::Namespace => {
             let namespace = permission
                 .namespace_permission
                 .as_ref()
@@ -78,40 +112,19 @@ fn scope_of(permission: &pb::Permission) -> Result<(Scope, Actions), RpcError> {
                 actions_of(&namespace.action)?,
             ))
         }
-        Ok(pb::PermissionType::Table) => {
+        pb::PermissionType::Table => {
             let table = permission
                 .table_permission
                 .as_ref()
                 .ok_or_else(|| RpcError::missing("Permission.table_permission"))?;
-            let name = table
-                .table_name
-                .as_ref()
-                .ok_or_else(|| RpcError::missing("TablePermission.table_name"))?;
-            // HBase ignores a qualifier without its family; so does this.
-            let family = table
-                .family
-                .as_deref()
-                .filter(|f| !f.is_empty())
-                .map(Bytes::copy_from_slice);
-            let qualifier = family.as_ref().and(
-                table
-                    .qualifier
-                    .as_deref()
-                    .filter(|q| !q.is_empty())
-                    .map(Bytes::copy_from_slice),
-            );
-            Ok((
-                Scope::Table {
-                    table: table_name_text(name)?,
-                    family,
-                    qualifier,
-                },
-                actions_of(&table.action)?,
-            ))
+            let scope = table_scope(
+                table.table_name.as_ref(),
+                "TablePermission.table_name",
+                table.family.as_deref(),
+                table.qualifier.as_deref(),
+            )?;
+            Ok((scope, actions_of(&table.action)?))
         }
-        Err(_) => Err(RpcError::do_not_retry(format!(
-            "{kind} is not a permission type (1: Global, 2: Namespace, 3: Table)"
-        ))),
     }
 }
 
@@ -197,47 +210,23 @@ pub fn revoke(call: &mut Call<'_>, param: &[u8]) -> Answer {
 pub fn get_user_permissions(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request =
         Call::decode::<pb::GetUserPermissionsRequest>(param, "GetUserPermissionsRequest")?;
-    let user = request
-        .user_name
-        .as_deref()
-        .filter(|u| !u.is_empty())
-        .map(|u| text(u, "user name"))
-        .transpose()?;
-    let bytes = |value: &Option<Vec<u8>>| {
-        value
-            .as_deref()
-            .filter(|v| !v.is_empty())
-            .map(Bytes::copy_from_slice)
-    };
+    let user = user_of(request.user_name.as_deref())?;
     let kind = request.r#type.unwrap_or(pb::PermissionType::Global as i32);
-    let scope = match pb::PermissionType::try_from(kind) {
-        Ok(pb::PermissionType::Global) => Scope::Global,
-        Ok(pb::PermissionType::Namespace) => Scope::namespace(&text(
+    let scope = match permission_type(kind)? {
+        pb::PermissionType::Global => Scope::Global,
+        pb::PermissionType::Namespace => Scope::namespace(&text(
             request
                 .namespace_name
                 .as_deref()
                 .ok_or_else(|| RpcError::missing("namespace_name"))?,
             "namespace name",
         )?),
-        Ok(pb::PermissionType::Table) => {
-            // HBase ignores a qualifier without its family.
-            let family = bytes(&request.column_family);
-            Scope::Table {
-                table: table_name_text(
-                    request
-                        .table_name
-                        .as_ref()
-                        .ok_or_else(|| RpcError::missing("table_name"))?,
-                )?,
-                qualifier: family.as_ref().and(bytes(&request.column_qualifier)),
-                family,
-            }
-        }
-        Err(_) => {
-            return Err(RpcError::do_not_retry(format!(
-                "{kind} is not a permission type (1: Global, 2: Namespace, 3: Table)"
-            )))
-        }
+        pb::PermissionType::Table => table_scope(
+            request.table_name.as_ref(),
+            "table_name",
+            request.column_family.as_deref(),
+            request.column_qualifier.as_deref(),
+        )?,
     };
     let grants = call.db.user_permissions(&PermissionQuery { scope, user })?;
     Ok(encode(&pb::GetUserPermissionsResponse {
@@ -250,12 +239,7 @@ pub fn get_user_permissions(call: &mut Call<'_>, param: &[u8]) -> Answer {
 pub fn has_user_permissions(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let request =
         Call::decode::<pb::HasUserPermissionsRequest>(param, "HasUserPermissionsRequest")?;
-    let user = request
-        .user_name
-        .as_deref()
-        .filter(|u| !u.is_empty())
-        .map(|u| text(u, "user name"))
-        .transpose()?;
+    let user = user_of(request.user_name.as_deref())?;
     let asked = request
         .permission
         .iter()
