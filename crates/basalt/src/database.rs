@@ -976,9 +976,14 @@ impl Database {
             self.inner.locator.table(name)?,
             Arc::clone(&self.inner.latencies),
         );
+        // A superuser passes every data check (and reads and writes are
+        // not audited when allowed): its table is unchecked, so the
+        // gateways acting as the server user pay nothing per request.
         Ok(match &self.access {
-            None => table,
-            Some(check) => table.checked(check.clone(), Arc::clone(&self.inner.master)),
+            Some(check) if !check.is_superuser() => {
+                table.checked(check.clone(), Arc::clone(&self.inner.master))
+            }
+            _ => table,
         })
     }
 
