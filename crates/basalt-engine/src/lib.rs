@@ -38,4 +38,4 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use key_load::{KeyLoadBucket, KeyLoadConfig, KeyLoadMinute};
 pub use load::RegionLoad;
 pub use region::{FamilyState, FlushRequester, OpenFailure, Region, RegionConfig, RegionInfo};
-pub use store::{Store, StoreContext, StoreStats};
+pub use store::{CompactionState, Store, StoreContext, StoreStats};

@@ -49,7 +49,7 @@ use crate::mvcc::Mvcc;
 use crate::point_get::{self, FamilyRow};
 use crate::row_lock::RowLocks;
 use crate::scan::{ReadOptions, RegionScanner, RowRange, RowRules, ScanShape, StoreScanner};
-use crate::store::{Store, StoreContext, StoreStats};
+use crate::store::{CompactionState, Store, StoreContext, StoreStats};
 use crate::wal::{WalEdit, WriteAheadLog};
 
 /// Identity and key range of a region.
@@ -1282,6 +1282,17 @@ impl Region {
                 )
             })
             .collect())
+    }
+
+    /// What the region's compactions are doing: the busiest of its
+    /// stores' states ([`Store::compaction_state`]).
+    pub fn compaction_state(&self) -> CompactionState {
+        self.stores
+            .read()
+            .values()
+            .map(|s| s.compaction_state())
+            .max()
+            .unwrap_or(CompactionState::None)
     }
 
     /// True while some store still reads a parent region's files.

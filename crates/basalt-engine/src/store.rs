@@ -180,6 +180,18 @@ fn recorded_earliest_put(files: &[Arc<StoreFile>]) -> i64 {
         .unwrap_or(i64::MAX)
 }
 
+/// What a store's or region's compactions are doing (HBase's
+/// `CompactionState`, which clients poll to wait for a compaction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CompactionState {
+    /// Nothing running or due.
+    None,
+    /// A minor compaction runs, or a daughter's links wait to be rewritten.
+    Minor,
+    /// A major compaction runs.
+    Major,
+}
+
 impl Drop for StoreFile {
     fn drop(&mut self) {
         if self.obsolete.load(Ordering::Acquire) && self.entry.link.is_none() {
@@ -281,6 +293,8 @@ pub struct Store {
     /// it was tried: a snapshot left by a failed flush holds nothing later.
     snapshot_through: Mutex<Option<u64>>,
     compacting: AtomicBool,
+    /// Whether the running compaction (while `compacting`) is a major one.
+    compacting_major: AtomicBool,
     /// The running compaction's progress: cells in its input files, and
     /// cells read from them so far (0 and 0 when none runs).
     compacting_cells_total: AtomicU64,
@@ -397,6 +411,7 @@ impl Store {
             dir,
             context,
             compacting: AtomicBool::new(false),
+            compacting_major: AtomicBool::new(false),
             compacting_cells_total: AtomicU64::new(0),
             compacted_cells: Arc::new(AtomicU64::new(0)),
             last_major_compaction_ms: AtomicI64::new(0),
@@ -758,6 +773,7 @@ impl Store {
         if self.compacting.swap(true, Ordering::AcqRel) {
             return Ok(false);
         }
+        self.compacting_major.store(major, Ordering::Release);
         let result = self.compact_inner(major, now);
         // Idle again: progress reads 0 of 0.
         self.compacting_cells_total.store(0, Ordering::Relaxed);
@@ -875,6 +891,24 @@ impl Store {
         }
         let sizes: Vec<u64> = view.files.iter().map(|f| f.entry.size).collect();
         self.context.policy.select(&sizes).is_some()
+    }
+
+    /// What the store's compactions are doing now: a link rewrite that has
+    /// not started yet counts as a minor compaction due (it starts at once,
+    /// see [`Store::needs_compaction`]), as HBase reports the compaction a
+    /// daughter's reference files queue.
+    pub fn compaction_state(&self) -> CompactionState {
+        if self.compacting.load(Ordering::Acquire) {
+            if self.compacting_major.load(Ordering::Acquire) {
+                CompactionState::Major
+            } else {
+                CompactionState::Minor
+            }
+        } else if self.has_parent_links() {
+            CompactionState::Minor
+        } else {
+            CompactionState::None
+        }
     }
 
     /// True while the store reads files of another region through links.

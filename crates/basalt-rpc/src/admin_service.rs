@@ -22,7 +22,7 @@
 //! Opening, closing and moving regions is the master's business in
 //! Basalt, done inside DDL, split and merge.
 
-use basalt::{RegionInfo, RegionState, RegionSummary};
+use basalt::{CompactionState, RegionInfo, RegionState, RegionSummary};
 
 use crate::call::{encode, Call, Method};
 use crate::context::RpcContext;
@@ -205,32 +205,37 @@ fn check_family(call: &Call<'_>, info: &RegionInfo, family: Option<&[u8]>) -> Re
     Ok(())
 }
 
-/// The region's identity; the compaction state (`NONE`: Basalt's
-/// compactions run inside calls and in the background without a state to
-/// report) and the row a split would use, when asked.
+/// The region's identity; its compaction state (what runs now, or a
+/// daughter's link rewrite still due, so a client's wait for a compaction
+/// after a split ends when the daughter is rewritten, as HBase's does) and
+/// the row a split would use, when asked.
 fn get_region_info(call: &mut Call<'_>, param: &[u8]) -> Answer {
+    use a::get_region_info_response::CompactionState as Wire;
     let request = Call::decode::<a::GetRegionInfoRequest>(param, "GetRegionInfoRequest")?;
-    let compaction_state = request
-        .compaction_state
-        .unwrap_or(false)
-        .then_some(a::get_region_info_response::CompactionState::None as i32);
+    let asks_compaction_state = request.compaction_state.unwrap_or(false);
     let answer = match served(call, request.region.as_ref())? {
         Served::System(region_info) => a::GetRegionInfoResponse {
             region_info: Some(region_info),
-            compaction_state,
+            compaction_state: asks_compaction_state.then_some(Wire::None as i32),
             splittable: Some(false),
             mergeable: Some(false),
             best_split_row: None,
         },
         Served::User(info) => {
-            let best_split_row = if request.best_split_row.unwrap_or(false) {
-                match call.db.region_server().region(info.id) {
-                    Some(region) => region.split_point()?.map(|k| k.to_vec()),
-                    None => None,
-                }
-            } else {
-                None
+            let region = call.db.region_server().region(info.id);
+            let best_split_row = match (&region, request.best_split_row.unwrap_or(false)) {
+                (Some(region), true) => region.split_point()?.map(|k| k.to_vec()),
+                _ => None,
             };
+            let compaction_state = asks_compaction_state.then(|| {
+                let state = region.map_or(CompactionState::None, |r| r.compaction_state());
+                let wire = match state {
+                    CompactionState::None => Wire::None,
+                    CompactionState::Minor => Wire::Minor,
+                    CompactionState::Major => Wire::Major,
+                };
+                wire as i32
+            });
             a::GetRegionInfoResponse {
                 region_info: Some(meta::region_info_proto(&info)),
                 compaction_state,

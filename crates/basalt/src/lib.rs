@@ -109,8 +109,8 @@ pub use basalt_engine::wal::object::{delete_log, fence_log, list_logs, replay_lo
 /// The write-ahead log's contract, the local log and the log on a file store.
 pub use basalt_engine::wal::{ObjectWal, ObjectWalOptions, Wal, WriteAheadLog};
 pub use basalt_engine::{
-    Clock, FamilyState, ManualClock, OpenFailure, Region, RegionInfo, RegionLoad, StoreStats,
-    SystemClock,
+    Clock, CompactionState, FamilyState, ManualClock, OpenFailure, Region, RegionInfo, RegionLoad,
+    StoreStats, SystemClock,
 };
 pub use basalt_types::column;
 pub use basalt_types::descriptor::{
