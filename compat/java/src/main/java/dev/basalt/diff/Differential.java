@@ -1,7 +1,6 @@
 package dev.basalt.diff;
 
 import java.io.IOException;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -9,7 +8,11 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.TableName;
@@ -35,7 +38,8 @@ import org.apache.hadoop.hbase.util.Bytes;
  *
  * <pre>
  * java -cp ... dev.basalt.diff.Differential --reference QUORUM --basalt QUORUM
- *     [--seed N] [--seeds K] [--ops N] [--report FILE] [--max-shown N] [--trace ROW]
+ *     [--seed N] [--seeds K] [--ops N] [--parallel N] [--report FILE] [--max-shown N]
+ *     [--trace ROW]
  * </pre>
  *
  * Each seed runs on two tables: one with HBase's classic version rules and one with {@code
@@ -55,7 +59,7 @@ public final class Differential {
     if (reference == null || basalt == null) {
       System.err.println(
           "usage: Differential --reference QUORUM --basalt QUORUM [--seed N[,N...]] [--seeds K]"
-              + " [--ops N] [--report FILE] [--max-shown N] [--trace ROW]");
+              + " [--ops N] [--parallel N] [--report FILE] [--max-shown N] [--trace ROW]");
       System.exit(2);
     }
     // --seed N with --seeds K runs N..N+K-1; --seed A,B,C runs those.
@@ -77,6 +81,7 @@ public final class Differential {
     traceRow = options.get("--trace");
     String reportPath = options.get("--report");
 
+    int parallel = Integer.parseInt(options.getOrDefault("--parallel", "1"));
     Report report = new Report(maxShown);
     try (Connection referenceConnection = connect(reference);
         Connection basaltConnection = connect(basalt)) {
@@ -84,16 +89,32 @@ public final class Differential {
       Side ours = new Side("basalt", basaltConnection);
       report.section("admin answers");
       AdminProbes.run(hbase, ours, report);
+      // Each (seed, version rules) pair is one table of its own, so pairs run side by side
+      // (--parallel): a campaign's time is mostly waiting for flushes and compactions. Their
+      // reports join the main one in seed order, whatever order they finish in.
+      ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, parallel));
+      List<Future<Report>> tables = new ArrayList<>();
       for (long s : seedList) {
         for (boolean newVersionBehavior : new boolean[] {false, true}) {
           TableName table =
               TableName.valueOf("diff_" + s + (newVersionBehavior ? "_nvb" : "_classic"));
-          report.section(table.getNameAsString());
-          runSeed(s, table, newVersionBehavior, ops, hbase, ours, report);
+          tables.add(
+              pool.submit(
+                  () -> {
+                    Report part = new Report(report);
+                    part.section(table.getNameAsString());
+                    runSeed(s, table, newVersionBehavior, ops, hbase, ours, part);
+                    return part;
+                  }));
         }
+      }
+      pool.shutdown();
+      for (Future<Report> table : tables) {
+        report.absorb(table.get());
       }
     }
     String summary = report.summary();
+    System.out.print(timing.table());
     System.out.println(summary);
     if (reportPath != null) {
       Files.write(Path.of(reportPath), report.full().getBytes(StandardCharsets.UTF_8));
@@ -144,13 +165,20 @@ public final class Differential {
     // An hour before now: explicit timestamps (base + 1..60 ms) are older than any the servers'
     // clocks give, and younger than family d's two-hour TTL.
     long base = System.currentTimeMillis() - TimeUnit.HOURS.toMillis(1);
-    Generator generator = new Generator(seed, name, true);
+    Generator generator = new Generator(seed, name, true, newVersionBehavior);
     try (Table hbaseTable = hbase.connection.getTable(name);
         Table oursTable = ours.connection.getTable(name)) {
       for (int i = 0; i < ops; i++) {
         Op op = generator.next();
+        String kind = Timing.kind(op.describe());
+        long started = System.nanoTime();
         String expected = hbase.apply(op, hbaseTable, base);
-        String actual = ours.apply(op, oursTable, base);
+        long between = System.nanoTime();
+        String actual =
+            op.followsReference() && !expected.equals("ok")
+                ? expected
+                : ours.apply(op, oursTable, base);
+        timing.add(kind, between - started, System.nanoTime() - between);
         report.compare(i, op.describe(), expected, actual);
         if (traceRow != null) {
           trace(i, op, traceRow, hbaseTable, oursTable, base);
@@ -195,6 +223,9 @@ public final class Differential {
   }
 
   private static String traceRow;
+
+  /** Where the driver's time goes, per kind of operation and server (printed with the summary). */
+  static final Timing timing = new Timing();
 
   /** What a raw scan returns, as answer text (or the error). */
   private static String rawRows(Table table, Scan scan, long base) {
@@ -293,6 +324,8 @@ public final class Differential {
   /** Counts comparisons and keeps the first mismatches in full. */
   static final class Report {
     private final int maxShown;
+    /** Mismatches printed so far by this report and the parts made from it (one console). */
+    private final AtomicInteger shown;
     private final StringBuilder full = new StringBuilder();
     private final Map<String, int[]> sections = new LinkedHashMap<>();
     private String section = "";
@@ -301,6 +334,21 @@ public final class Differential {
 
     Report(int maxShown) {
       this.maxShown = maxShown;
+      this.shown = new AtomicInteger();
+    }
+
+    /** A report for one table run beside others, sharing the console's budget of shown lines. */
+    Report(Report whole) {
+      this.maxShown = whole.maxShown;
+      this.shown = whole.shown;
+    }
+
+    /** Adds a part's counts and mismatches (after the part has finished). */
+    void absorb(Report part) {
+      sections.putAll(part.sections);
+      compared += part.compared;
+      mismatches += part.mismatches;
+      full.append(part.full);
     }
 
     void section(String name) {
@@ -313,7 +361,7 @@ public final class Differential {
       String text = "  held (raw, all versions): hbase:  " + hbase + "\n"
           + "  held (raw, all versions): basalt: " + basalt + "\n";
       full.append(text);
-      if (mismatches <= maxShown) {
+      if (lastShown) {
         System.out.print(text);
       }
     }
@@ -330,11 +378,14 @@ public final class Differential {
           "MISMATCH " + section + " #" + index + ": " + what + "\n  hbase:  " + expected
               + "\n  basalt: " + actual + "\n";
       full.append(text);
-      if (mismatches <= maxShown) {
-        PrintStream out = System.out;
-        out.print(text);
+      lastShown = shown.incrementAndGet() <= maxShown;
+      if (lastShown) {
+        System.out.print(text);
       }
     }
+
+    /** Whether the last mismatch was printed (its context then is too). */
+    private boolean lastShown;
 
     int mismatches() {
       return mismatches;

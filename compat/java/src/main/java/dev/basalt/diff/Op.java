@@ -21,6 +21,15 @@ interface Op {
   }
 
   /**
+   * True when Basalt runs the operation only where the reference HBase did: a split HBase refuses
+   * ("NOT splittable", as it does for a daughter until its compacted reference files are archived,
+   * docs/hbase-semantics.md) is not run on Basalt either, so both keep the same regions.
+   */
+  default boolean followsReference() {
+    return false;
+  }
+
+  /**
    * A raw read of every version of the rows the operation looked at (no compaction first), shown
    * beside a mismatch so the report says what each server held; null when there is none.
    */
