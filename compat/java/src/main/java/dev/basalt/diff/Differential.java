@@ -358,6 +358,9 @@ public final class Differential {
 
     /** Adds what each server held to the mismatch just reported. */
     void context(String hbase, String basalt) {
+      if (sections.get(section)[1] > MAX_KEPT_PER_TABLE) {
+        return;
+      }
       String text = "  held (raw, all versions): hbase:  " + hbase + "\n"
           + "  held (raw, all versions): basalt: " + basalt + "\n";
       full.append(text);
@@ -374,6 +377,12 @@ public final class Differential {
       }
       mismatches++;
       sections.get(section)[1]++;
+      if (sections.get(section)[1] > MAX_KEPT_PER_TABLE) {
+        // A table's state, once it parts, makes later answers differ too: its first mismatches
+        // say why; the rest are counted.
+        lastShown = false;
+        return;
+      }
       String text =
           "MISMATCH " + section + " #" + index + ": " + what + "\n  hbase:  " + expected
               + "\n  basalt: " + actual + "\n";
@@ -383,6 +392,9 @@ public final class Differential {
         System.out.print(text);
       }
     }
+
+    /** Mismatches kept in full per table; the rest are counted only. */
+    static final int MAX_KEPT_PER_TABLE = 25;
 
     /** Whether the last mismatch was printed (its context then is too). */
     private boolean lastShown;
