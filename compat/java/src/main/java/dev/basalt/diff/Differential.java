@@ -174,14 +174,19 @@ public final class Differential {
         long started = System.nanoTime();
         String expected = hbase.apply(op, hbaseTable, base);
         long between = System.nanoTime();
+        String expectedError = hbase.lastError();
         String actual =
             op.followsReference() && !expected.equals("ok")
                 ? expected
                 : ours.apply(op, oursTable, base);
+        String actualError = ours.lastError();
         timing.add(kind, between - started, System.nanoTime() - between);
         report.compare(i, op.describe(), expected, actual);
         if (traceRow != null) {
           trace(i, op, traceRow, hbaseTable, oursTable, base);
+        }
+        if (!expected.equals(actual) && (expectedError != null || actualError != null)) {
+          report.errors(expectedError, actualError);
         }
         if (!expected.equals(actual) && op.context() != null) {
           report.context(
@@ -295,12 +300,26 @@ public final class Differential {
     }
 
     String apply(Op op, Table table, long base) {
+      lastError.remove();
       try (Admin admin = connection.getAdmin()) {
         return op.apply(table, admin, base);
       } catch (Exception error) {
+        Throwable root = error;
+        while (root.getCause() != null) {
+          root = root.getCause();
+        }
+        String message = String.valueOf(root.getMessage());
+        lastError.set(root.getClass().getSimpleName() + ": " + message.split("\n", 2)[0]);
         return Answer.error(error);
       }
     }
+
+    /** The innermost error of this thread's last operation here, for a mismatch's report. */
+    String lastError() {
+      return lastError.get();
+    }
+
+    private final ThreadLocal<String> lastError = new ThreadLocal<>();
 
     void recreate(TableDescriptor descriptor) throws IOException {
       try (Admin admin = connection.getAdmin()) {
@@ -356,13 +375,22 @@ public final class Differential {
       sections.put(name, new int[2]);
     }
 
+    /** Adds the servers' error messages to the mismatch just reported. */
+    void errors(String hbase, String basalt) {
+      note("error", hbase, basalt);
+    }
+
     /** Adds what each server held to the mismatch just reported. */
     void context(String hbase, String basalt) {
+      note("held (raw, all versions)", hbase, basalt);
+    }
+
+    private void note(String what, String hbase, String basalt) {
       if (sections.get(section)[1] > MAX_KEPT_PER_TABLE) {
         return;
       }
-      String text = "  held (raw, all versions): hbase:  " + hbase + "\n"
-          + "  held (raw, all versions): basalt: " + basalt + "\n";
+      String text = "  " + what + ": hbase:  " + hbase + "\n"
+          + "  " + what + ": basalt: " + basalt + "\n";
       full.append(text);
       if (lastShown) {
         System.out.print(text);
