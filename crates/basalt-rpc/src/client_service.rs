@@ -955,7 +955,7 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
                 .scan
                 .as_ref()
                 .ok_or_else(|| RpcError::missing("ScanRequest.scan"))?;
-            let state = open_scan(call, request.region.as_ref(), scan, request.limit_of_rows)?;
+            let state = open_scan(call, request.region.as_ref(), scan)?;
             let (id, scanner) = ctx.scanners.register(call.connection, state)?;
             (id, scanner, true)
         }
@@ -1004,7 +1004,17 @@ fn scan(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
     };
     let partial_ok = request.client_handles_partials.unwrap_or(false);
     let mut state = scanner.lock();
-    let fetched = fetch(&mut state, rows_wanted, max_bytes, partial_ok);
+    // The rows this call may end: HBase's client sends what is left of the
+    // scan's limit with every call (as it counts), and HBase's server counts
+    // against that, from zero, in each call.
+    let limit_of_rows = request.limit_of_rows.filter(|&l| l > 0).map(u64::from);
+    let fetched = fetch(
+        &mut state,
+        rows_wanted,
+        max_bytes,
+        partial_ok,
+        limit_of_rows,
+    );
     let fetched = match fetched {
         Ok(Fetched::Rows(f)) => f,
         // The call's time ran out before a row was found: a heartbeat, so
@@ -1074,7 +1084,6 @@ fn open_scan(
     call: &Call<'_>,
     spec: Option<&RegionSpecifier>,
     scan: &Scan,
-    limit_of_rows: Option<u32>,
 ) -> Result<ScanState, RpcError> {
     let reversed = scan.reversed.unwrap_or(false);
     let (bounds, rows): (RowBounds, Box<dyn RowSource>) = match meta::resolve(call.ctx, spec)? {
@@ -1121,7 +1130,6 @@ fn open_scan(
         bounds,
         reversed,
         carried: Vec::new(),
-        remaining_limit: limit_of_rows.filter(|&l| l > 0).map(u64::from),
         next_call_seq: 0,
         region_exhausted: false,
         scan_done: false,
@@ -1175,10 +1183,13 @@ fn fetch(
     rows: usize,
     max_bytes: usize,
     partial_ok: bool,
+    limit_of_rows: Option<u64>,
 ) -> Result<Fetched, RpcError> {
     let budget = basalt::guard::answer_budget();
     let mut out = Vec::new();
     let mut bytes = 0usize;
+    // Rows whose last part this call answered.
+    let mut rows_ended = 0u64;
     while out.len() < rows && bytes < max_bytes && !state.scan_done {
         if !out.is_empty() && budget.in_use() >= budget.total() {
             break;
@@ -1288,11 +1299,11 @@ fn fetch(
             bytes += row_bytes;
             out.push((cells, more_in_row));
         }
-        if let Some(remaining) = state.remaining_limit.as_mut() {
+        if let Some(limit) = limit_of_rows {
             // A row counts when its last part is answered.
             if state.carried.is_empty() && !more_in_row {
-                *remaining = remaining.saturating_sub(1);
-                if *remaining == 0 {
+                rows_ended += 1;
+                if rows_ended >= limit {
                     state.scan_done = true;
                     state.end_rows();
                 }

@@ -75,8 +75,6 @@ pub struct ScanState {
     /// Cells of a row already read but not yet answered (a row cut by the
     /// answer's size limit).
     pub carried: Vec<Cell>,
-    /// Rows the whole scan may still return (`None`: no limit).
-    pub remaining_limit: Option<u64>,
     /// The `next_call_seq` the next call must carry, when it carries one.
     pub next_call_seq: u64,
     /// Set once the scan has nothing more in this region.
@@ -254,7 +252,6 @@ mod tests {
             },
             reversed: false,
             carried: Vec::new(),
-            remaining_limit: None,
             next_call_seq: 0,
             region_exhausted: false,
             scan_done: false,
