@@ -1119,7 +1119,12 @@ fn open_scan(
         Target::Region { info, .. } => {
             let bounds = scan_bounds(scan, &info.start_key, &info.end_key);
             let table = call.db.table(&info.table)?;
-            let scanner = table.scan(&to_scan(scan, &bounds)?)?;
+            // Exactly the region's part of the scan: a row outside it (the
+            // region's own exclusive end, where a reversed scan moving on
+            // from the region above starts) is never read, so a filter
+            // that counts rows (PageFilter) does not count it, as HBase's
+            // region scanner never sees it.
+            let scanner = table.scan_within(&to_scan(scan, &bounds)?, &bounds.row_range())?;
             (bounds, Box::new(scanner))
         }
     };

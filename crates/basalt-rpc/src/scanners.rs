@@ -40,6 +40,20 @@ impl RowBounds {
         let (high, inclusive) = &self.high;
         high.is_empty() || row < &high[..] || (*inclusive && row == &high[..])
     }
+
+    /// The same rows as the engine's range.
+    pub fn row_range(&self) -> basalt::RowRange {
+        use std::ops::Bound;
+        let bound = |(row, inclusive): &(Bytes, bool)| match (row.is_empty(), inclusive) {
+            (true, _) => Bound::Unbounded,
+            (false, true) => Bound::Included(row.clone()),
+            (false, false) => Bound::Excluded(row.clone()),
+        };
+        basalt::RowRange {
+            lower: bound(&self.low),
+            upper: bound(&self.high),
+        }
+    }
 }
 
 /// The rows an open scanner answers from, and the work done to find them.

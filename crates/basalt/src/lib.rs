@@ -97,6 +97,9 @@ pub use basalt_engine::read_tier;
 /// and max versions exactly as stored rows are (the native RPC gateway's
 /// system tables).
 pub use basalt_engine::scan::read_held_row;
+/// Rows between two bounds, each inclusive, exclusive or open
+/// ([`Table::scan_within`]).
+pub use basalt_engine::scan::RowRange;
 /// Counters of the work a scan did (rows and cells looked at, filtered
 /// and returned): [`Scanner::metrics`].
 pub use basalt_engine::scan::ScanMetrics;

@@ -502,6 +502,14 @@ impl Table {
     /// Scans rows; the iterator yields results in row order (reversed for a
     /// reversed scan), crossing region boundaries.
     pub fn scan(&self, scan: &Scan) -> Result<Scanner> {
+        self.scan_within(scan, &RowRange::all())
+    }
+
+    /// Scans the rows of `scan` that are also in `range`. A range says what
+    /// a scan's start and stop rows cannot: an exclusive high end of a
+    /// reversed scan (HBase's region scans have one), whose row is then
+    /// never read, so a filter never counts it.
+    pub fn scan_within(&self, scan: &Scan, range: &RowRange) -> Result<Scanner> {
         self.state.check_serving()?;
         scan.validate()?;
         let narrowed;
@@ -519,7 +527,7 @@ impl Table {
         Ok(Scanner {
             state: Arc::clone(&self.state),
             latencies: Arc::clone(&self.latencies),
-            range: scan_range(scan),
+            range: scan_range(scan).intersect(range),
             scan: scan.clone(),
             filter,
             current: None,
@@ -734,6 +742,7 @@ impl Scanner {
                 Bound::Excluded(info.end_key.clone())
             },
         };
+        clip = clip.intersect(&self.range);
         match resume {
             Cursor::From(k) => {
                 clip = clip.intersect(&RowRange {
