@@ -104,6 +104,17 @@ public final class Differential {
                     Report part = new Report(report);
                     part.section(table.getNameAsString());
                     runSeed(s, table, newVersionBehavior, ops, hbase, ours, part);
+                    // Progress of a long campaign, and what it found so far.
+                    System.out.print("done: " + part.summary().split("\n", 2)[0] + "\n");
+                    if (reportPath != null) {
+                      synchronized (Differential.class) {
+                        Files.write(
+                            Path.of(reportPath + ".parts"),
+                            part.full().getBytes(StandardCharsets.UTF_8),
+                            java.nio.file.StandardOpenOption.CREATE,
+                            java.nio.file.StandardOpenOption.APPEND);
+                      }
+                    }
                     return part;
                   }));
         }
