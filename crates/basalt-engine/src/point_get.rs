@@ -71,6 +71,10 @@ impl FamilyCandidates for FamilyRow {
         self.rules.end_column(cell);
         Ok(())
     }
+
+    fn counts_versions_before_filter(&self) -> bool {
+        self.rules.new_version_behavior()
+    }
 }
 
 /// Reads `row` from its families' cells (in family order) through the

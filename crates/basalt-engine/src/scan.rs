@@ -297,6 +297,11 @@ impl RowRules {
         }
     }
 
+    /// Whether the family follows NEW_VERSION_BEHAVIOR's rules.
+    pub(crate) fn new_version_behavior(&self) -> bool {
+        self.family.new_version_behavior
+    }
+
     /// Forgets the markers and column state of the row before.
     pub(crate) fn start_row(&mut self) {
         self.row = RowDeletes::default();
@@ -877,6 +882,16 @@ pub(crate) trait FamilyCandidates {
 
     /// Stops returning versions of the column of `cell`.
     fn skip_column(&mut self, cell: &Cell) -> Result<()>;
+
+    /// True when a read's max versions count the column's candidates
+    /// before the filter sees them, not the cells it lets through: HBase's
+    /// `NewVersionBehaviorTracker` counts a read's versions itself, where
+    /// the classic trackers leave that count to after the filter. So with a
+    /// NEW_VERSION_BEHAVIOR family a version the filter drops still takes
+    /// its place among the newest `max_versions`.
+    fn counts_versions_before_filter(&self) -> bool {
+        false
+    }
 }
 
 impl FamilyCandidates for StoreScanner {
@@ -890,6 +905,10 @@ impl FamilyCandidates for StoreScanner {
 
     fn skip_column(&mut self, cell: &Cell) -> Result<()> {
         StoreScanner::skip_column(self, cell)
+    }
+
+    fn counts_versions_before_filter(&self) -> bool {
+        self.rules.family.new_version_behavior
     }
 }
 
@@ -934,11 +953,14 @@ pub(crate) fn read_row<F: FamilyCandidates>(
     let mut cells = Vec::new();
     let mut seek_hint: Option<Cell> = None;
     let mut included_in_column = 0u32;
+    let mut candidates_in_column = 0u32;
     let mut column: Option<(Bytes, Bytes)> = None;
     'families: for family in families.iter_mut() {
         if !family.holds_row(row) {
             continue;
         }
+        // Raw reads track no versions of their own in HBase: classic rules.
+        let versions_before_filter = !shape.raw && family.counts_versions_before_filter();
         while let Some(cell) = family.next_candidate(row)? {
             if let Some(batch) = row_filter_batch.filter(|&b| cells.len() >= b) {
                 return Err(Error::invalid(format!(
@@ -961,11 +983,19 @@ pub(crate) fn read_row<F: FamilyCandidates>(
             if !same_column {
                 column = Some((cell.family.clone(), cell.qualifier.clone()));
                 included_in_column = 0;
+                candidates_in_column = 0;
             }
             let counts_as_version = !(shape.raw && cell.cell_type.is_delete());
             if counts_as_version && included_in_column >= shape.max_versions {
                 family.skip_column(&cell)?;
                 continue;
+            }
+            if versions_before_filter {
+                if candidates_in_column >= shape.max_versions {
+                    family.skip_column(&cell)?;
+                    continue;
+                }
+                candidates_in_column += 1;
             }
             let code = match filter.as_mut() {
                 Some(f) => f.filter_cell(&cell),
