@@ -227,8 +227,10 @@ final class Generator {
    * a substitute chosen without drawing from the random stream (so a seed's other operations stay
    * what they were): a filter's "next column" with named columns on a NEW_VERSION_BEHAVIOR table
    * ("A filter ends a column in NEW_VERSION_BEHAVIOR families too"), a PrefixFilter with named
-   * columns ("A PrefixFilter works with named columns"), and a seek hint inside a filter list of a
-   * reversed scan ("A reversed scan reads the whole row past a filter's seek hint").
+   * columns ("A PrefixFilter works with named columns"), a reversed scan with a filter that does
+   * not need every family ("A reversed scan may read families on demand"), and a seek hint inside
+   * a filter list of a reversed scan ("A reversed scan reads the whole row past a filter's seek
+   * hint").
    */
   private Filter filter(boolean reversed, boolean namedColumns) {
     Filter chosen = anyFilter();
@@ -241,6 +243,12 @@ final class Generator {
       // files (docs/hbase-semantics.md, "A PrefixFilter works with named columns"): the same
       // prefix as a row comparison instead.
       chosen = withoutPrefixFilter(chosen);
+    }
+    if (reversed && chosen instanceof SingleColumnValueFilter) {
+      // HBase refuses a reversed scan whose filter does not need some family it reads
+      // (docs/hbase-semantics.md, "A reversed scan may read families on demand"): the same test
+      // keeping rows that miss the column, which needs every family.
+      ((SingleColumnValueFilter) chosen).setFilterIfMissing(false);
     }
     if (reversed && chosen instanceof FilterList && seekHintInside((FilterList) chosen)) {
       // The same list with the column prefix as a comparison, which gives no seek hint.
