@@ -59,7 +59,8 @@ public final class Differential {
     if (reference == null || basalt == null) {
       System.err.println(
           "usage: Differential --reference QUORUM --basalt QUORUM [--seed N[,N...]] [--seeds K]"
-              + " [--ops N] [--parallel N] [--report FILE] [--max-shown N] [--trace ROW]");
+              + " [--ops N] [--parallel N] [--prefix NAME] [--report FILE] [--max-shown N]"
+              + " [--trace ROW]");
       System.exit(2);
     }
     // --seed N with --seeds K runs N..N+K-1; --seed A,B,C runs those.
@@ -82,6 +83,8 @@ public final class Differential {
     String reportPath = options.get("--report");
 
     int parallel = Integer.parseInt(options.getOrDefault("--parallel", "1"));
+    // Runs against the same servers need tables of their own (a campaign and a --trace beside it).
+    String prefix = options.getOrDefault("--prefix", "diff");
     Report report = new Report(maxShown);
     try (Connection referenceConnection = connect(reference);
         Connection basaltConnection = connect(basalt)) {
@@ -97,7 +100,7 @@ public final class Differential {
       for (long s : seedList) {
         for (boolean newVersionBehavior : new boolean[] {false, true}) {
           TableName table =
-              TableName.valueOf("diff_" + s + (newVersionBehavior ? "_nvb" : "_classic"));
+              TableName.valueOf(prefix + "_" + s + (newVersionBehavior ? "_nvb" : "_classic"));
           tables.add(
               pool.submit(
                   () -> {
