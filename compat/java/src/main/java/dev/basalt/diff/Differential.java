@@ -13,6 +13,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.TableName;
@@ -272,21 +273,42 @@ public final class Differential {
 
   /** Flushes, major-compacts and waits until the compaction is done. */
   static void majorCompact(Admin admin, TableName table) throws Exception {
-    admin.flush(table);
-    admin.majorCompact(table);
-    awaitCompaction(admin, table);
+    COMPACTIONS.lock();
+    try {
+      admin.flush(table);
+      admin.majorCompact(table);
+      awaitCompaction(admin, table);
+    } finally {
+      COMPACTIONS.unlock();
+    }
   }
+
+  /**
+   * One table's compaction waited for at a time. HBase reports a compaction only once it runs, not
+   * while it is queued: with tables run side by side its few compaction threads queue one table's
+   * behind another's, and a wait that sees NONE too early lets a raw read see the table
+   * uncompacted (found by the first --parallel campaign).
+   */
+  private static final ReentrantLock COMPACTIONS = new ReentrantLock(true);
 
   /** Waits until a table's compactions are done (HBase's major compaction is asynchronous). */
   static void awaitCompaction(Admin admin, TableName table) throws Exception {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-    // A compaction may not have been queued yet when the state is first read.
-    Thread.sleep(200);
-    while (System.nanoTime() < deadline) {
-      if (admin.getCompactionState(table) == CompactionState.NONE) {
-        return;
+    COMPACTIONS.lock();
+    try {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+      // A compaction may not have been queued yet when the state is first read; NONE twice in a
+      // row, a moment apart, is the answer.
+      Thread.sleep(200);
+      int quiet = 0;
+      while (System.nanoTime() < deadline) {
+        quiet = admin.getCompactionState(table) == CompactionState.NONE ? quiet + 1 : 0;
+        if (quiet == 2) {
+          return;
+        }
+        Thread.sleep(100);
       }
-      Thread.sleep(100);
+    } finally {
+      COMPACTIONS.unlock();
     }
     throw new IOException("major compaction of " + table + " still running after 120 s");
   }
