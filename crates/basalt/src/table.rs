@@ -508,7 +508,10 @@ impl Table {
     /// Scans the rows of `scan` that are also in `range`. A range says what
     /// a scan's start and stop rows cannot: an exclusive high end of a
     /// reversed scan (HBase's region scans have one), whose row is then
-    /// never read, so a filter never counts it.
+    /// never read in a region held here, so a filter never counts it. A
+    /// region on another server is read from the scan's own start and stop
+    /// rows: the caller cuts a row outside `range` it may return (the
+    /// native RPC gateway, the one caller, serves its own regions).
     pub fn scan_within(&self, scan: &Scan, range: &RowRange) -> Result<Scanner> {
         self.state.check_serving()?;
         scan.validate()?;
