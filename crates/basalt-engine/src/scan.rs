@@ -986,7 +986,14 @@ pub(crate) fn read_row<F: FamilyCandidates>(
                 candidates_in_column = 0;
             }
             let counts_as_version = !(shape.raw && cell.cell_type.is_delete());
-            if counts_as_version && included_in_column >= shape.max_versions {
+            // Past the read's versions a filter still sees the column's next
+            // versions, as in HBase, whose classic trackers check versions up
+            // to the family's VERSIONS when the read has a filter and count
+            // the read's own after it: a SingleColumnValueFilter testing
+            // every version can match an older one. The first version the
+            // filter would take ends the column instead.
+            let beyond_versions = counts_as_version && included_in_column >= shape.max_versions;
+            if beyond_versions && (filter.is_none() || versions_before_filter) {
                 family.skip_column(&cell)?;
                 continue;
             }
@@ -1007,6 +1014,13 @@ pub(crate) fn read_row<F: FamilyCandidates>(
                     | ReturnCode::IncludeAndNextCol
                     | ReturnCode::IncludeAndSeekNextRow
             );
+            if beyond_versions && include {
+                if code == ReturnCode::IncludeAndSeekNextRow {
+                    break 'families;
+                }
+                family.skip_column(&cell)?;
+                continue;
+            }
             if !include {
                 metrics.cells_filtered += 1;
             }

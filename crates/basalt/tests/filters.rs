@@ -262,3 +262,51 @@ fn filter_syntax_errors_name_the_position() {
     assert!(Filter::parse("ValueFilter(<, 'regexstring:a.*')").is_err());
     assert!(Filter::parse("PrefixFilter('unterminated)").is_err());
 }
+
+/// HBase's classic column trackers check versions up to the family's
+/// VERSIONS when a read has a filter, and count the read's own versions after
+/// it: past the read's versions the filter still sees the column's next
+/// version, the first one it would take ends the column. So a
+/// SingleColumnValueFilter testing every version matches a third version
+/// when the read asks for two, not when it asks for one (found by the
+/// differential campaign against HBase 2.6.4, seed 301).
+#[test]
+fn a_filter_sees_one_version_past_the_reads_versions() {
+    let t = TestDb::new();
+    let table = t.table("t", vec![ColumnFamilyDescriptor::new("a").max_versions(3)]);
+    for (ts, value) in [(10, "v10"), (20, "v38"), (30, "v39")] {
+        table
+            .put(&Put::new("r").add_at("a", "q1", ts, value))
+            .unwrap();
+    }
+    let any_version_below_v30 = || {
+        Filter::parse("SingleColumnValueFilter('a', 'q1', <, 'binary:v30', false, false)").unwrap()
+    };
+    let read = |versions: u32| -> (Vec<String>, Vec<String>) {
+        let got = cells(
+            &table
+                .get(
+                    &Get::new("r")
+                        .max_versions(versions)
+                        .filter(any_version_below_v30()),
+                )
+                .unwrap(),
+        );
+        let scanned = rows(
+            table
+                .scan(
+                    &Scan::new()
+                        .max_versions(versions)
+                        .filter(any_version_below_v30()),
+                )
+                .unwrap(),
+        );
+        (got, scanned)
+    };
+    // One version: the filter sees v39 and v38, never v10.
+    assert_eq!(read(1), (vec![], vec![]));
+    // Two: it sees v10 too, and the row passes with its two newest versions.
+    let (got, scanned) = read(2);
+    assert_eq!(got, ["a:q1=v39@30", "a:q1=v38@20"]);
+    assert_eq!(scanned, ["r"]);
+}
