@@ -908,7 +908,7 @@ impl FamilyCandidates for StoreScanner {
     }
 
     fn counts_versions_before_filter(&self) -> bool {
-        self.rules.family.new_version_behavior
+        self.rules.new_version_behavior()
     }
 }
 
@@ -991,9 +991,11 @@ pub(crate) fn read_row<F: FamilyCandidates>(
             // to the family's VERSIONS when the read has a filter and count
             // the read's own after it: a SingleColumnValueFilter testing
             // every version can match an older one. The first version the
-            // filter would take ends the column instead.
+            // filter would take ends the column instead. (Versions counted
+            // before the filter end the column below: they are never fewer
+            // than those included.)
             let beyond_versions = counts_as_version && included_in_column >= shape.max_versions;
-            if beyond_versions && (filter.is_none() || versions_before_filter) {
+            if beyond_versions && filter.is_none() {
                 family.skip_column(&cell)?;
                 continue;
             }

@@ -404,20 +404,17 @@ fn each_call_counts_its_rows_against_the_limit_it_carries() {
     );
     assert_eq!(rows_of(&open), [&b"n0"[..], b"n1"]);
     assert_eq!(open.more_results, Some(true));
-    let next = |c: &mut RpcClient, seq: u64, limit: u32| {
-        scan_call(
-            c,
-            ScanRequest {
-                scanner_id: open.scanner_id,
-                number_of_rows: Some(2),
-                next_call_seq: Some(seq),
-                limit_of_rows: Some(limit),
-                ..Default::default()
-            },
-        )
-    };
     // The client says 2 are left: this call may end two rows.
-    let second = next(&mut c, 0, 2);
+    let second = scan_call(
+        &mut c,
+        ScanRequest {
+            scanner_id: open.scanner_id,
+            number_of_rows: Some(2),
+            next_call_seq: Some(0),
+            limit_of_rows: Some(2),
+            ..Default::default()
+        },
+    );
     assert_eq!(rows_of(&second), [&b"n2"[..], b"n3"]);
     assert_eq!(second.more_results, Some(false));
     assert_eq!(second.more_results_in_region, Some(true));

@@ -273,19 +273,18 @@ public final class Differential {
 
   /** Flushes, major-compacts and waits until the compaction is done. */
   static void majorCompact(Admin admin, TableName table) throws Exception {
-    if (COMPACTS_IN_CALL.get()) {
-      admin.flush(table);
-      admin.majorCompact(table);
-      awaitCompaction(admin, table);
-      return;
+    boolean queued = !COMPACTS_IN_CALL.get();
+    if (queued) {
+      COMPACTIONS.lock();
     }
-    COMPACTIONS.lock();
     try {
       admin.flush(table);
       admin.majorCompact(table);
       awaitCompaction(admin, table);
     } finally {
-      COMPACTIONS.unlock();
+      if (queued) {
+        COMPACTIONS.unlock();
+      }
     }
   }
 
@@ -297,43 +296,41 @@ public final class Differential {
   static final ThreadLocal<Boolean> COMPACTS_IN_CALL = ThreadLocal.withInitial(() -> false);
 
   /**
-   * One table's compaction waited for at a time. HBase reports a compaction only once it runs, not
-   * while it is queued: with tables run side by side its few compaction threads queue one table's
-   * behind another's, and a wait that sees NONE too early lets a raw read see the table
+   * One table's queued compaction waited for at a time. HBase reports a compaction only once it
+   * runs, not while it is queued: with tables run side by side its few compaction threads queue one
+   * table's behind another's, and a wait that sees NONE too early lets a raw read see the table
    * uncompacted (found by the first --parallel campaign).
    */
   private static final ReentrantLock COMPACTIONS = new ReentrantLock(true);
 
-  /** Waits until a table's compactions are done (HBase's major compaction is asynchronous). */
+  /**
+   * Waits until a table's compactions are done. A queued compaction may not be running yet when
+   * the state is first read: after a pause, NONE twice in a row, a moment apart, is the answer.
+   */
   static void awaitCompaction(Admin admin, TableName table) throws Exception {
-    if (COMPACTS_IN_CALL.get()) {
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-      while (admin.getCompactionState(table) != CompactionState.NONE) {
-        if (System.nanoTime() > deadline) {
-          throw new IOException("compaction of " + table + " still running after 120 s");
-        }
-        Thread.sleep(20);
-      }
-      return;
+    boolean queued = !COMPACTS_IN_CALL.get();
+    if (queued) {
+      COMPACTIONS.lock();
     }
-    COMPACTIONS.lock();
     try {
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-      // A compaction may not have been queued yet when the state is first read; NONE twice in a
-      // row, a moment apart, is the answer.
-      Thread.sleep(200);
+      if (queued) {
+        Thread.sleep(200);
+      }
       int quiet = 0;
       while (System.nanoTime() < deadline) {
         quiet = admin.getCompactionState(table) == CompactionState.NONE ? quiet + 1 : 0;
-        if (quiet == 2) {
+        if (quiet == (queued ? 2 : 1)) {
           return;
         }
-        Thread.sleep(100);
+        Thread.sleep(queued ? 100 : 20);
       }
     } finally {
-      COMPACTIONS.unlock();
+      if (queued) {
+        COMPACTIONS.unlock();
+      }
     }
-    throw new IOException("major compaction of " + table + " still running after 120 s");
+    throw new IOException("compaction of " + table + " still running after 120 s");
   }
 
   private static Map<String, String> parse(String[] args) {
