@@ -16,6 +16,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hadoop.hbase.RegionMetrics;
+import org.apache.hadoop.hbase.ServerName;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
@@ -273,19 +275,53 @@ public final class Differential {
 
   /** Flushes, major-compacts and waits until the compaction is done. */
   static void majorCompact(Admin admin, TableName table) throws Exception {
-    boolean queued = !COMPACTS_IN_CALL.get();
-    if (queued) {
-      COMPACTIONS.lock();
-    }
-    try {
-      admin.flush(table);
+    admin.flush(table);
+    if (COMPACTS_IN_CALL.get()) {
       admin.majorCompact(table);
       awaitCompaction(admin, table);
+      return;
+    }
+    COMPACTIONS.lock();
+    try {
+      long requested = System.currentTimeMillis();
+      admin.majorCompact(table);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+      while (System.nanoTime() < deadline) {
+        if (admin.getCompactionState(table) == CompactionState.NONE
+            && majorCompactedSince(admin, table, requested)) {
+          return;
+        }
+        Thread.sleep(10);
+      }
     } finally {
-      if (queued) {
-        COMPACTIONS.unlock();
+      COMPACTIONS.unlock();
+    }
+    throw new IOException("major compaction of " + table + " not done after 120 s");
+  }
+
+  /**
+   * Whether every region of a table holds only files a major compaction wrote since {@code
+   * requested} (HBase's clock: the same machine's). The answer HBase's region metrics give, read
+   * live from the region server: at most one file per store, and the oldest major-compacted file
+   * (HBase's "last major compaction" of a region) no older than the request. A compaction state of
+   * NONE alone is not enough: HBase reports a store's compaction only once it runs, not while it is
+   * queued, and the first campaigns saw raw reads of tables HBase had not compacted yet.
+   */
+  private static boolean majorCompactedSince(Admin admin, TableName table, long requested)
+      throws IOException {
+    for (ServerName server : admin.getRegionServers()) {
+      for (RegionMetrics region : admin.getRegionMetrics(server, table)) {
+        int files = region.getStoreFileCount();
+        if (files == 0) {
+          continue;
+        }
+        if (files > region.getStoreCount()
+            || region.getLastMajorCompactionTimestamp() < requested) {
+          return false;
+        }
       }
     }
+    return true;
   }
 
   /**
@@ -299,7 +335,9 @@ public final class Differential {
    * One table's queued compaction waited for at a time. HBase reports a compaction only once it
    * runs, not while it is queued: with tables run side by side its few compaction threads queue one
    * table's behind another's, and a wait that sees NONE too early lets a raw read see the table
-   * uncompacted (found by the first --parallel campaign).
+   * uncompacted (found by the first --parallel campaign). Taken after the flush, which needs no
+   * turn: a campaign's compactions wait only for each other's compactions (tens of milliseconds
+   * each), not for flushes too.
    */
   private static final ReentrantLock COMPACTIONS = new ReentrantLock(true);
 
