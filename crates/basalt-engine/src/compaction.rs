@@ -167,7 +167,10 @@ impl CellStream for Collecting {
 ///
 /// - A delete marker older than every put in the compacted files
 ///   (`earliest_put`) can mask nothing: it goes, with the rest of its
-///   column (which, being older still, can only be markers).
+///   column (which, being older still, can only be markers). A put older
+///   than that goes too: the files record the oldest put HBase's flush
+///   would have written (`KeptPutFloor`), so an older one was a surplus
+///   version HBase's flush dropped.
 /// - Deleted puts are kept but count as versions: a column keeps at most
 ///   VERSIONS puts, deleted or not; what is beyond goes, markers included.
 ///   So the compaction changes what some reads return, as in HBase (a
@@ -380,6 +383,11 @@ impl RetainRules {
             if ts < self.earliest_put {
                 return Retain::DropColumn;
             }
+        } else if ts < self.earliest_put {
+            // Older than every put the files' flushes would have written
+            // in HBase (`KeptPutFloor`): a version past its column's
+            // VERSIONS when it was flushed, which HBase never wrote.
+            return Retain::Drop;
         } else if !self.new_version_behavior {
             let masked = self.at.expired_markers.verdict(cell);
             if masked != Retain::Keep {
@@ -456,6 +464,52 @@ impl RetainRules {
             std::cmp::Ordering::Equal => Retain::KeepEndColumn,
             std::cmp::Ordering::Greater => Retain::DropColumn,
         }
+    }
+}
+
+/// The oldest put that HBase's flush or minor compaction of the same cells
+/// would write: the EARLIEST_PUT_TS its file records, which a later major
+/// compaction keeping deleted cells measures markers against.
+///
+/// Basalt's flushes and minor compactions write every cell ("Only a major
+/// compaction changes what is stored", docs/hbase-semantics.md), but
+/// HBase's drop the puts past a column's VERSIONS (and past the family's
+/// TTL) as they write. A record over every put written would hold a put
+/// HBase never wrote, and the next major compaction would keep markers
+/// HBase's drops (found by the differential campaign: seeds 303 and 403,
+/// family markers kept in a KEEP_DELETED_CELLS family). Fed the cells in
+/// store order; markers are let through by HBase's minor rules uncounted,
+/// so only puts are looked at. NEW_VERSION_BEHAVIOR families: HBase's
+/// flush and minor compaction keep every cell, so every put counts.
+#[derive(Debug)]
+pub struct KeptPutFloor {
+    rules: RetainRules,
+    earliest: i64,
+}
+
+impl KeptPutFloor {
+    /// A floor for cells of `family` written at time `now`.
+    pub fn new(family: &ColumnFamilyDescriptor, now: i64) -> Self {
+        KeptPutFloor {
+            // No marker is judged here: the earliest put is not needed.
+            rules: RetainRules::new(family, now, i64::MIN),
+            earliest: i64::MAX,
+        }
+    }
+
+    /// Looks at the next cell written.
+    pub fn observe(&mut self, cell: &Cell) {
+        if cell.cell_type.is_delete() {
+            return;
+        }
+        if self.rules.new_version_behavior || self.rules.keep(cell) {
+            self.earliest = self.earliest.min(cell.timestamp);
+        }
+    }
+
+    /// The oldest put kept (`i64::MAX` when none was).
+    pub fn earliest(&self) -> i64 {
+        self.earliest
     }
 }
 
@@ -597,6 +651,44 @@ mod tests {
             i64::MIN,
         ));
         assert_eq!(out.len(), 6);
+    }
+
+    #[test]
+    fn a_flush_records_the_oldest_put_within_each_columns_versions() {
+        let cells = vec![
+            cell("", 15, CellType::DeleteFamily, 9),
+            cell("a", 50, CellType::Put, 5),
+            cell("a", 40, CellType::Put, 4),
+            cell("a", 35, CellType::DeleteColumn, 8),
+            cell("a", 30, CellType::Put, 3),
+            cell("a", 20, CellType::Put, 2),
+            cell("a", 10, CellType::Put, 1),
+            cell("b", 25, CellType::Put, 6),
+            cell("b", 5, CellType::Delete, 7),
+        ];
+        // Four versions: HBase's flush writes a:50..20 and b:25, not a:10
+        // (markers do not count as versions).
+        let mut floor = KeptPutFloor::new(&keep_deleted(4), 100);
+        for c in &cells {
+            floor.observe(c);
+        }
+        assert_eq!(floor.earliest(), 20);
+        // Five versions keep a:10.
+        let mut floor = KeptPutFloor::new(&keep_deleted(5), 100);
+        for c in &cells {
+            floor.observe(c);
+        }
+        assert_eq!(floor.earliest(), 10);
+        // NEW_VERSION_BEHAVIOR: HBase's flush keeps every put.
+        let mut floor = KeptPutFloor::new(&keep_deleted(4).new_version_behavior(true), 100);
+        for c in &cells {
+            floor.observe(c);
+        }
+        assert_eq!(floor.earliest(), 10);
+        // Markers only: no put.
+        let mut floor = KeptPutFloor::new(&keep_deleted(4), 100);
+        floor.observe(&cells[0]);
+        assert_eq!(floor.earliest(), i64::MAX);
     }
 
     #[test]

@@ -743,14 +743,24 @@ impl Store {
             &path,
             WriterOptions::for_family(&descriptor, now),
         )?;
+        // A major compaction writes what HBase's would, so its own record
+        // of the oldest put is HBase's; a flush or minor compaction keeps
+        // more than HBase's would, so it records what HBase's would keep.
+        let mut floor = (!major).then(|| compaction::KeptPutFloor::new(&descriptor, now));
         let mut written = 0u64;
         while let Some(cell) = cells.next_cell()? {
             writer.add(&cell)?;
+            if let Some(floor) = floor.as_mut() {
+                floor.observe(&cell);
+            }
             written += 1;
         }
         if written == 0 {
             // Dropping an unfinished writer publishes nothing.
             return Ok(None);
+        }
+        if let Some(floor) = floor {
+            writer.record_earliest_put(floor.earliest());
         }
         let meta = writer.finish()?;
         let entry = ManifestFile {
@@ -794,11 +804,17 @@ impl Store {
         let has_links = files.iter().any(|f| f.entry.link.is_some());
         let selected: Vec<Arc<StoreFile>> = if major || has_links {
             // A lone major-compacted file only needs rewriting when time can
-            // have expired more of it since (a TTL).
-            // (As HBase, even with KEEP_DELETED_CELLS, where a second pass
-            // could drop markers older than the oldest put the first left.)
-            let nothing_new =
-                files.len() == 1 && files[0].entry.major && self.descriptor().ttl_seconds.is_none();
+            // have expired more of it since (a TTL), or, keeping deleted
+            // cells, when the first pass dropped the oldest puts: a second
+            // one drops the markers older than the oldest put it left.
+            // HBase rewrites a lone major-compacted file when asked to
+            // (checked on the reference HBase: the file's major compaction
+            // time moves).
+            let descriptor = self.descriptor();
+            let nothing_new = files.len() == 1
+                && files[0].entry.major
+                && descriptor.ttl_seconds.is_none()
+                && descriptor.keep_deleted_cells == KeepDeletedCells::False;
             if files.is_empty() || nothing_new {
                 return Ok(false);
             }

@@ -697,3 +697,132 @@ fn values_and_keys_are_arbitrary_bytes() {
     assert_eq!(&r.value(b"f", b"\x00q").unwrap()[..], b"\xff\x00");
     assert_eq!(table.scan(&Scan::new()).unwrap().count(), 2);
 }
+
+/// Every cell a raw scan returns, as `qualifier@timestamp Type`.
+fn raw_cells(table: &Table) -> Vec<String> {
+    table
+        .scan(&Scan::new().raw(true).max_versions(10))
+        .unwrap()
+        .flat_map(|r| r.unwrap().cells)
+        .map(|c| {
+            format!(
+                "{}/{}@{} {:?}",
+                String::from_utf8_lossy(&c.row),
+                String::from_utf8_lossy(&c.qualifier),
+                c.timestamp,
+                c.cell_type
+            )
+        })
+        .collect()
+}
+
+fn keeping_deleted_cells(versions: u32) -> ColumnFamilyDescriptor {
+    cf("c")
+        .max_versions(versions)
+        .keep_deleted_cells(KeepDeletedCells::True)
+}
+
+// Found by the differential campaign (seeds 303 and 403): HBase's flush
+// writes a column's puts only up to VERSIONS, so its file's oldest put is
+// the oldest one kept, and its major compaction drops the markers older
+// than that. Basalt's flush writes every put; its file now records the
+// oldest put HBase's flush would have written. Same answers as HBase 2.6.4
+// (checked on the reference HBase).
+#[test]
+fn keeping_deleted_cells_a_major_compaction_drops_markers_older_than_every_put_a_flush_would_keep()
+{
+    let t = TestDb::new();
+    let table = t.table("t", vec![keeping_deleted_cells(4)]);
+    for ts in [10, 20, 30, 40, 50] {
+        table
+            .put(&Put::new("a").add_at("c", "q", ts, format!("v{ts}")))
+            .unwrap();
+    }
+    table.delete(&Delete::new("a").family_at("c", 15)).unwrap();
+    table
+        .delete(&Delete::new("b").columns_at("c", "z", 12))
+        .unwrap();
+    t.db.flush_table("t").unwrap();
+    // Basalt's flush keeps the fifth version (HBase's would not): reads,
+    // raw or not, stop at VERSIONS either way.
+    t.db.compact_table("t", true).unwrap();
+    assert_eq!(
+        raw_cells(&table),
+        ["a/q@50 Put", "a/q@40 Put", "a/q@30 Put", "a/q@20 Put"],
+        "the markers at 15 and 12 are older than every put left: they go"
+    );
+}
+
+// HBase rewrites a lone major-compacted file when asked to (its major
+// compaction time moves), and keeping deleted cells a second pass drops the
+// markers older than the oldest put the first one left.
+#[test]
+fn keeping_deleted_cells_a_second_major_compaction_drops_markers_older_than_the_puts_the_first_left(
+) {
+    let t = TestDb::new();
+    let table = t.table("t", vec![keeping_deleted_cells(4)]);
+    table
+        .put(&Put::new("a").add_at("c", "q", 10, "v10"))
+        .unwrap();
+    t.db.flush_table("t").unwrap();
+    for ts in [20, 30, 40, 50] {
+        table
+            .put(&Put::new("a").add_at("c", "q", ts, format!("v{ts}")))
+            .unwrap();
+    }
+    table.delete(&Delete::new("a").family_at("c", 15)).unwrap();
+    t.db.flush_table("t").unwrap();
+    // The first file's only put, at 10, is the oldest: the marker stays,
+    // and the put at 10 goes as the fifth version.
+    t.db.compact_table("t", true).unwrap();
+    assert_eq!(
+        raw_cells(&table),
+        [
+            "a/@15 DeleteFamily",
+            "a/q@50 Put",
+            "a/q@40 Put",
+            "a/q@30 Put",
+            "a/q@20 Put"
+        ]
+    );
+    t.db.compact_table("t", true).unwrap();
+    assert_eq!(
+        raw_cells(&table),
+        ["a/q@50 Put", "a/q@40 Put", "a/q@30 Put", "a/q@20 Put"],
+        "now every put left is newer than the marker"
+    );
+}
+
+// NEW_VERSION_BEHAVIOR: HBase's flush writes every version, so the first
+// major compaction measures markers against the oldest put flushed and keeps
+// them; it drops that put as a surplus version, and the second pass drops
+// the markers (checked on the reference HBase).
+#[test]
+fn with_new_version_behavior_the_second_major_compaction_drops_the_markers_the_first_kept() {
+    let t = TestDb::new();
+    let family = keeping_deleted_cells(4).new_version_behavior(true);
+    let table = t.table("t", vec![family]);
+    for ts in [10, 20, 30, 40, 50] {
+        table
+            .put(&Put::new("a").add_at("c", "q", ts, format!("v{ts}")))
+            .unwrap();
+    }
+    table.delete(&Delete::new("a").family_at("c", 15)).unwrap();
+    t.db.flush_table("t").unwrap();
+    t.db.compact_table("t", true).unwrap();
+    assert_eq!(
+        raw_cells(&table),
+        [
+            "a/@15 DeleteFamily",
+            "a/q@50 Put",
+            "a/q@40 Put",
+            "a/q@30 Put",
+            "a/q@20 Put"
+        ]
+    );
+    t.db.compact_table("t", true).unwrap();
+    assert_eq!(
+        raw_cells(&table),
+        ["a/q@50 Put", "a/q@40 Put", "a/q@30 Put", "a/q@20 Put"]
+    );
+}

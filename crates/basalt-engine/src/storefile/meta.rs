@@ -99,7 +99,9 @@ pub struct StoreFileMeta {
     pub created_at_ms: i64,
     /// Smallest put timestamp (`i64::MAX` with no put); `None` for a file
     /// written before the field existed. A major compaction keeping deleted
-    /// cells drops markers older than every put it compacts.
+    /// cells drops markers older than every put it compacts. A flushed or
+    /// minor-compacted file records the smallest among the puts HBase's
+    /// flush would have written (see `compaction::KeptPutFloor`).
     pub earliest_put_timestamp: Option<i64>,
     /// Free-form properties set by the flusher or compactor.
     pub properties: BTreeMap<String, Bytes>,

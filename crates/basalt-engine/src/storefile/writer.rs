@@ -285,6 +285,13 @@ impl StoreFileWriter {
         Ok(())
     }
 
+    /// Records `ts` as the file's oldest put instead of the oldest put
+    /// written: for a file whose cells include puts HBase would not have
+    /// written (see `compaction::KeptPutFloor`). Ignored after a failure.
+    pub fn record_earliest_put(&mut self, ts: i64) {
+        self.meta.earliest_put_timestamp = Some(ts);
+    }
+
     /// Writes the remaining blocks, the metadata and the trailer, then
     /// makes the file durable and publishes it (see [`FileWriter::finish`]).
     /// Returns the file's metadata, `file_size` included.

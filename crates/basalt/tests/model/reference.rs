@@ -486,18 +486,16 @@ impl Model {
                         continue;
                     };
                     // The files' record may be older than the region's
-                    // oldest put (a split daughter's links record their
-                    // parent's), never younger.
-                    let oldest = cells
-                        .iter()
-                        .filter(|c| c.kind == CellType::Put)
-                        .map(|c| c.ts)
-                        .min()
-                        .unwrap_or(i64::MAX);
+                    // oldest put within its column's versions (a split
+                    // daughter's links record their parent's), never
+                    // younger. Puts past a column's versions may be older
+                    // than the record: HBase's flush would not have written
+                    // them, and the record is what it would have written.
+                    let oldest = oldest_put_within_versions(&cells, spec.versions);
                     if recorded > oldest {
                         return Err(format!(
                             "region [{}, {}) records its oldest put at {recorded}, \
-                             but holds one at {oldest}",
+                             but holds one within its column's versions at {oldest}",
                             escape(&store.start),
                             escape(&store.end)
                         ));
@@ -1021,10 +1019,39 @@ pub(crate) struct KeptDeletedStore {
     pub(crate) earliest_put: Option<i64>,
 }
 
+/// The oldest put among the first `versions` puts of each column (newest
+/// first, a repeated timestamp counted once): the oldest put any flush of
+/// these cells keeps, whatever files they were flushed in.
+fn oldest_put_within_versions(cells: &[MCell], versions: usize) -> i64 {
+    let mut puts: Vec<&MCell> = cells.iter().filter(|c| c.kind == CellType::Put).collect();
+    puts.sort_by(|a, b| {
+        (&a.row, &a.qual)
+            .cmp(&(&b.row, &b.qual))
+            .then(b.ts.cmp(&a.ts))
+    });
+    let mut oldest = i64::MAX;
+    let mut column: Option<(&Bytes, &Bytes)> = None;
+    let mut seen: Vec<i64> = Vec::new();
+    for c in puts {
+        if column != Some((&c.row, &c.qual)) {
+            column = Some((&c.row, &c.qual));
+            seen.clear();
+        }
+        if !seen.contains(&c.ts) {
+            seen.push(c.ts);
+        }
+        if seen.len() <= versions {
+            oldest = oldest.min(c.ts);
+        }
+    }
+    oldest
+}
+
 /// HBase's major compaction of one store (region and family) keeping
 /// deleted cells, classic version rules (see `compaction::Retaining` for the
 /// engine's): per column in KeyValue order, a marker older than the
-/// store's recorded oldest put ends the column; a cell with the timestamp and type
+/// store's recorded oldest put ends the column, and a put older than it goes
+/// (a surplus version HBase's flush dropped); a cell with the timestamp and type
 /// of the last one kept goes; puts count as versions deleted or not
 /// (markers do not) and the column ends past `versions`.
 fn keep_deleted_compaction(
@@ -1058,6 +1085,12 @@ fn keep_deleted_compaction(
         if c.kind != CellType::Put && c.ts < earliest_put {
             stat("major compaction: KDC marker older than every put dropped");
             ended = true;
+            continue;
+        }
+        if c.kind == CellType::Put && c.ts < earliest_put {
+            // A version past its column's VERSIONS when flushed: HBase's
+            // flush never wrote it.
+            stat("major compaction: KDC put older than the recorded oldest dropped");
             continue;
         }
         if last_kept == Some((c.ts, c.kind)) {
