@@ -53,6 +53,20 @@ public final class Differential {
   /** a: 3 versions; b: 1 version; c: 4 versions keeping deleted cells; d: 2 versions, 2 h TTL. */
   static final String[] FAMILIES = {"a", "b", "c", "d"};
 
+  /** A family's VERSIONS, as {@link #descriptor} gives it. */
+  static int maxVersions(String family) {
+    switch (family) {
+      case "a":
+        return 3;
+      case "b":
+        return 1;
+      case "c":
+        return 4;
+      default:
+        return 2;
+    }
+  }
+
   private Differential() {}
 
   public static void main(String[] args) throws Exception {

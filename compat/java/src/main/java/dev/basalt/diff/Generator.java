@@ -78,6 +78,12 @@ final class Generator {
   private final Map<String, Long> markerCeiling = new HashMap<>();
   /** Per row: whether any cell was ever written there with an explicit timestamp. */
   private final Map<String, Long> highestPut = new HashMap<>();
+  /**
+   * Per column ("row/family:qualifier"): versions written since both servers last major-compacted
+   * the table. Past the family's VERSIONS, HBase's next flush may already have dropped the surplus
+   * (see {@link #versionDeleteOrWider}).
+   */
+  private final Map<String, Integer> versionsSinceMajor = new HashMap<>();
   private int splitsDone;
 
   Generator(long seed, TableName tableName, boolean splits, boolean newVersionBehavior) {
@@ -359,11 +365,15 @@ final class Generator {
     Put put = new Put(Bytes.toBytes(row));
     int cells = 1 + random.nextInt(3);
     for (int i = 0; i < cells; i++) {
+      byte[] family = family();
+      byte[] qualifier = qualifier();
+      byte[] value = value();
       if (offset == null) {
-        put.addColumn(family(), qualifier(), value());
+        put.addColumn(family, qualifier, value);
       } else {
-        put.addColumn(family(), qualifier(), 0L, value());
+        put.addColumn(family, qualifier, 0L, value);
       }
+      newVersion(row, family, qualifier);
     }
     wrote(row, offset);
     // Timestamps relative to the base are filled in when applied (the base is per run).
@@ -414,9 +424,53 @@ final class Generator {
 
   /** A delete of a random kind; {@code ts} values are offsets resolved at apply time. */
   private DeleteSpec newDelete(String row) {
-    DeleteSpec spec = new DeleteSpec(row, random.nextInt(6), family(), qualifier(), deleteOffset());
+    int kind = random.nextInt(6);
+    byte[] family = family();
+    byte[] qualifier = qualifier();
+    DeleteSpec spec = new DeleteSpec(row, versionDeleteOrWider(row, kind, family, qualifier),
+        family, qualifier, deleteOffset());
     marked(row, spec.offset, spec.kind == 0 && spec.offset == null);
     return spec;
+  }
+
+  /** A put, increment or append wrote a version of this column. */
+  private void newVersion(String row, byte[] family, byte[] qualifier) {
+    versionsSinceMajor.merge(column(row, family, qualifier), 1, Integer::sum);
+  }
+
+  private static String column(String row, byte[] family, byte[] qualifier) {
+    return row + "/" + Bytes.toString(family) + ":" + Bytes.toString(qualifier);
+  }
+
+  /** Both servers major-compacted the table: no column holds a surplus version any more. */
+  private void compactedBoth() {
+    versionsSinceMajor.clear();
+  }
+
+  /**
+   * A delete's kind, widened where HBase's flushes and Basalt's differ (docs/hbase-semantics.md,
+   * "Only a major compaction changes what is stored"): HBase's flush drops a column's versions past
+   * VERSIONS, Basalt's keeps them until a major compaction, so deleting one version of a column
+   * (or one family version) that may hold more than VERSIONS uncovers a different older version on
+   * each. Such a delete deletes every version up to its timestamp instead (a column's, or the
+   * family's), chosen without drawing from the random stream. NEW_VERSION_BEHAVIOR families: HBase's
+   * flush keeps every version, as Basalt's does.
+   */
+  private int versionDeleteOrWider(String row, int kind, byte[] family, byte[] qualifier) {
+    if (newVersionBehavior || (kind != 0 && kind != 4)) {
+      return kind;
+    }
+    int versions = Differential.maxVersions(Bytes.toString(family));
+    if (kind == 0) {
+      return versionsSinceMajor.getOrDefault(column(row, family, qualifier), 0) > versions ? 1 : 0;
+    }
+    String prefix = row + "/" + Bytes.toString(family) + ":";
+    for (Map.Entry<String, Integer> written : versionsSinceMajor.entrySet()) {
+      if (written.getKey().startsWith(prefix) && written.getValue() > versions) {
+        return 2;
+      }
+    }
+    return 4;
   }
 
   private Op delete() {
@@ -563,6 +617,8 @@ final class Generator {
     scan.setCaching(1 + random.nextInt(10));
     if (random.nextInt(10) == 0) {
       scan.setRaw(true);
+      // Read after a major compaction of both (Differential.compactForRawRead).
+      compactedBoth();
     }
     long[] range = timeRange();
     if (range != null) {
@@ -621,6 +677,7 @@ final class Generator {
     long delta = random.nextInt(21) - 5;
     boolean returnResults = random.nextInt(4) != 0;
     markServerWrite(row);
+    newVersion(row, family, qualifier);
     return new Op() {
       public String describe() {
         return "increment " + row + " " + Bytes.toString(family) + ":" + Bytes.toString(qualifier)
@@ -647,6 +704,7 @@ final class Generator {
     byte[] qualifier = Bytes.toBytes(APPENDED[random.nextInt(APPENDED.length)]);
     byte[] value = Bytes.toBytes("+" + random.nextInt(10));
     markServerWrite(row);
+    newVersion(row, family, qualifier);
     return new Op() {
       public String describe() {
         return "append " + row + " " + Bytes.toString(family) + ":" + Bytes.toString(qualifier)
@@ -800,6 +858,7 @@ final class Generator {
   }
 
   private Op majorCompact() {
+    compactedBoth();
     return new Op() {
       public String describe() {
         return "majorCompact (and wait)";
