@@ -653,6 +653,14 @@ mod tests {
         assert_eq!(out.len(), 6);
     }
 
+    fn floor_of(family: &ColumnFamilyDescriptor, cells: &[Cell]) -> i64 {
+        let mut floor = KeptPutFloor::new(family, 100);
+        for c in cells {
+            floor.observe(c);
+        }
+        floor.earliest()
+    }
+
     #[test]
     fn a_flush_records_the_oldest_put_within_each_columns_versions() {
         let cells = vec![
@@ -668,27 +676,14 @@ mod tests {
         ];
         // Four versions: HBase's flush writes a:50..20 and b:25, not a:10
         // (markers do not count as versions).
-        let mut floor = KeptPutFloor::new(&keep_deleted(4), 100);
-        for c in &cells {
-            floor.observe(c);
-        }
-        assert_eq!(floor.earliest(), 20);
+        assert_eq!(floor_of(&keep_deleted(4), &cells), 20);
         // Five versions keep a:10.
-        let mut floor = KeptPutFloor::new(&keep_deleted(5), 100);
-        for c in &cells {
-            floor.observe(c);
-        }
-        assert_eq!(floor.earliest(), 10);
+        assert_eq!(floor_of(&keep_deleted(5), &cells), 10);
         // NEW_VERSION_BEHAVIOR: HBase's flush keeps every put.
-        let mut floor = KeptPutFloor::new(&keep_deleted(4).new_version_behavior(true), 100);
-        for c in &cells {
-            floor.observe(c);
-        }
-        assert_eq!(floor.earliest(), 10);
+        let nvb = keep_deleted(4).new_version_behavior(true);
+        assert_eq!(floor_of(&nvb, &cells), 10);
         // Markers only: no put.
-        let mut floor = KeptPutFloor::new(&keep_deleted(4), 100);
-        floor.observe(&cells[0]);
-        assert_eq!(floor.earliest(), i64::MAX);
+        assert_eq!(floor_of(&keep_deleted(4), &cells[..1]), i64::MAX);
     }
 
     #[test]

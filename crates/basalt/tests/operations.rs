@@ -716,6 +716,43 @@ fn raw_cells(table: &Table) -> Vec<String> {
         .collect()
 }
 
+/// Writes row `a`'s column `c:q` at each of `timestamps`.
+fn write_versions(table: &Table, timestamps: &[i64]) {
+    for &ts in timestamps {
+        table
+            .put(&Put::new("a").add_at("c", "q", ts, format!("v{ts}")))
+            .unwrap();
+    }
+}
+
+const FOUR_VERSIONS_FROM_20: [&str; 4] = ["a/q@50 Put", "a/q@40 Put", "a/q@30 Put", "a/q@20 Put"];
+
+/// Two major compactions of table `t`, whose oldest put left after the
+/// first is at 20 and whose family marker at 15 the first one keeps: the
+/// second drops it.
+fn first_major_compaction_keeps_the_marker_at_15_and_the_second_drops_it(
+    t: &TestDb,
+    table: &Table,
+) {
+    t.db.compact_table("t", true).unwrap();
+    assert_eq!(
+        raw_cells(table),
+        [
+            "a/@15 DeleteFamily",
+            "a/q@50 Put",
+            "a/q@40 Put",
+            "a/q@30 Put",
+            "a/q@20 Put"
+        ]
+    );
+    t.db.compact_table("t", true).unwrap();
+    assert_eq!(
+        raw_cells(table),
+        FOUR_VERSIONS_FROM_20,
+        "now every put left is newer than the marker"
+    );
+}
+
 fn keeping_deleted_cells(versions: u32) -> ColumnFamilyDescriptor {
     cf("c")
         .max_versions(versions)
@@ -733,11 +770,7 @@ fn keeping_deleted_cells_a_major_compaction_drops_markers_older_than_every_put_a
 {
     let t = TestDb::new();
     let table = t.table("t", vec![keeping_deleted_cells(4)]);
-    for ts in [10, 20, 30, 40, 50] {
-        table
-            .put(&Put::new("a").add_at("c", "q", ts, format!("v{ts}")))
-            .unwrap();
-    }
+    write_versions(&table, &[10, 20, 30, 40, 50]);
     table.delete(&Delete::new("a").family_at("c", 15)).unwrap();
     table
         .delete(&Delete::new("b").columns_at("c", "z", 12))
@@ -748,7 +781,7 @@ fn keeping_deleted_cells_a_major_compaction_drops_markers_older_than_every_put_a
     t.db.compact_table("t", true).unwrap();
     assert_eq!(
         raw_cells(&table),
-        ["a/q@50 Put", "a/q@40 Put", "a/q@30 Put", "a/q@20 Put"],
+        FOUR_VERSIONS_FROM_20,
         "the markers at 15 and 12 are older than every put left: they go"
     );
 }
@@ -765,32 +798,12 @@ fn keeping_deleted_cells_a_second_major_compaction_drops_markers_older_than_the_
         .put(&Put::new("a").add_at("c", "q", 10, "v10"))
         .unwrap();
     t.db.flush_table("t").unwrap();
-    for ts in [20, 30, 40, 50] {
-        table
-            .put(&Put::new("a").add_at("c", "q", ts, format!("v{ts}")))
-            .unwrap();
-    }
+    write_versions(&table, &[20, 30, 40, 50]);
     table.delete(&Delete::new("a").family_at("c", 15)).unwrap();
     t.db.flush_table("t").unwrap();
     // The first file's only put, at 10, is the oldest: the marker stays,
     // and the put at 10 goes as the fifth version.
-    t.db.compact_table("t", true).unwrap();
-    assert_eq!(
-        raw_cells(&table),
-        [
-            "a/@15 DeleteFamily",
-            "a/q@50 Put",
-            "a/q@40 Put",
-            "a/q@30 Put",
-            "a/q@20 Put"
-        ]
-    );
-    t.db.compact_table("t", true).unwrap();
-    assert_eq!(
-        raw_cells(&table),
-        ["a/q@50 Put", "a/q@40 Put", "a/q@30 Put", "a/q@20 Put"],
-        "now every put left is newer than the marker"
-    );
+    first_major_compaction_keeps_the_marker_at_15_and_the_second_drops_it(&t, &table);
 }
 
 // NEW_VERSION_BEHAVIOR: HBase's flush writes every version, so the first
@@ -802,27 +815,8 @@ fn with_new_version_behavior_the_second_major_compaction_drops_the_markers_the_f
     let t = TestDb::new();
     let family = keeping_deleted_cells(4).new_version_behavior(true);
     let table = t.table("t", vec![family]);
-    for ts in [10, 20, 30, 40, 50] {
-        table
-            .put(&Put::new("a").add_at("c", "q", ts, format!("v{ts}")))
-            .unwrap();
-    }
+    write_versions(&table, &[10, 20, 30, 40, 50]);
     table.delete(&Delete::new("a").family_at("c", 15)).unwrap();
     t.db.flush_table("t").unwrap();
-    t.db.compact_table("t", true).unwrap();
-    assert_eq!(
-        raw_cells(&table),
-        [
-            "a/@15 DeleteFamily",
-            "a/q@50 Put",
-            "a/q@40 Put",
-            "a/q@30 Put",
-            "a/q@20 Put"
-        ]
-    );
-    t.db.compact_table("t", true).unwrap();
-    assert_eq!(
-        raw_cells(&table),
-        ["a/q@50 Put", "a/q@40 Put", "a/q@30 Put", "a/q@20 Put"]
-    );
+    first_major_compaction_keeps_the_marker_at_15_and_the_second_drops_it(&t, &table);
 }
