@@ -746,7 +746,11 @@ impl Store {
         // A major compaction writes what HBase's would, so its own record
         // of the oldest put is HBase's; a flush or minor compaction keeps
         // more than HBase's would, so it records what HBase's would keep.
-        let mut floor = (!major).then(|| compaction::KeptPutFloor::new(&descriptor, now));
+        // Only a family keeping deleted cells reads the record: others
+        // skip the per-cell work (a record over every put, lower, only
+        // makes a later KEEP_DELETED_CELLS compaction keep more).
+        let mut floor = (!major && descriptor.keep_deleted_cells != KeepDeletedCells::False)
+            .then(|| compaction::KeptPutFloor::new(&descriptor, now));
         let mut written = 0u64;
         while let Some(cell) = cells.next_cell()? {
             writer.add(&cell)?;
