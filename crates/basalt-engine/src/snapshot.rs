@@ -210,6 +210,12 @@ pub struct SnapshotManifest {
     /// whose links keep these files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_for: Option<String>,
+    /// The user who took the snapshot (HBase's snapshot owner: it may list
+    /// and delete it, restore it with ADMIN on its table, and clone it
+    /// under its table's name). `None`: taken without authorization, or
+    /// before Basalt recorded owners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl SnapshotManifest {
@@ -707,6 +713,7 @@ mod tests {
                 }],
             }],
             held_for: None,
+            owner: None,
         }
     }
 

@@ -1302,7 +1302,7 @@ fn description(info: &basalt::cluster::SnapshotInfo) -> m::SnapshotDescription {
         creation_time: Some(info.created_ms),
         r#type: Some(kind as i32),
         version: Some(2),
-        owner: None,
+        owner: info.owner.clone(),
         ttl: Some(info.ttl_secs),
         max_file_size: None,
     }

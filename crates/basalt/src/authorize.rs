@@ -9,7 +9,7 @@
 
 use crate::access::{Action, Scope};
 use crate::catalog::Catalog;
-use crate::cluster::MasterCall;
+use crate::cluster::{MasterCall, SnapshotInfo};
 use basalt_types::descriptor::namespace_of;
 
 /// What one operation needs: one of `actions` at `scope`.
@@ -53,6 +53,38 @@ fn on_region(operation: &'static str, catalog: &Catalog, region: &str) -> Requir
         Ok((table, _)) => on_table(operation, ADMIN, &table),
         Err(_) => global_admin(operation),
     }
+}
+
+/// What a call on an existing snapshot (delete, clone, restore) needs from
+/// `user`, with the snapshot it names; `None` for nothing. HBase's
+/// AccessController: the snapshot's owner may delete it, clone it into a
+/// table named as the snapshotted one, and restore it with ADMIN on that
+/// table; anyone else needs global ADMIN (`master_call`).
+pub(crate) fn snapshot_call(
+    call: &MasterCall,
+    snapshot: &SnapshotInfo,
+    user: &str,
+    catalog: &Catalog,
+) -> Option<Requirement> {
+    let owned = snapshot.owner.as_deref() == Some(user);
+    match call {
+        MasterCall::DeleteSnapshot { .. } if owned => None,
+        MasterCall::CloneSnapshot { table, .. } if owned && *table == snapshot.table => None,
+        MasterCall::RestoreSnapshot { .. } if owned => {
+            Some(on_table("restoreSnapshot", ADMIN, &snapshot.table))
+        }
+        _ => master_call(call, catalog),
+    }
+}
+
+/// Whether `user` may see `snapshot` listed: its owner may, and anyone
+/// `may_administer_all` (HBase's global ADMIN).
+pub(crate) fn lists_snapshot(
+    snapshot: &SnapshotInfo,
+    user: &str,
+    may_administer_all: bool,
+) -> bool {
+    may_administer_all || snapshot.owner.as_deref() == Some(user)
 }
 
 /// A switch read needs nothing; setting it needs global ADMIN.

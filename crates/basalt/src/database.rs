@@ -648,6 +648,7 @@ impl Database {
             name: name.to_string(),
             skip_flush,
             ttl_secs,
+            owner: None,
         })
         .map(drop)
     }
@@ -656,13 +657,7 @@ impl Database {
     /// whole name matches that regular expression (HBase's
     /// `list_snapshots`).
     pub fn list_snapshots(&self, pattern: Option<&str>) -> Result<Vec<SnapshotInfo>> {
-        // HBase lists a caller the snapshots it owns, all of them to a
-        // global admin. Basalt records no snapshot owner: a caller who is
-        // not a global admin is shown none.
-        if !self.allows(authorize::ADMIN, &Scope::Global) {
-            return Ok(Vec::new());
-        }
-        self.master_answer(
+        let snapshots = self.master_answer(
             "list_snapshots",
             MasterCall::ListSnapshots {
                 pattern: pattern.map(str::to_string),
@@ -671,7 +666,34 @@ impl Database {
                 MasterAnswer::Snapshots { snapshots } => Ok(snapshots),
                 other => Err(Box::new(other)),
             },
-        )
+        )?;
+        // HBase lists a caller the snapshots it took, all of them to a
+        // global admin.
+        let Some(check) = &self.access else {
+            return Ok(snapshots);
+        };
+        let administers_all = self.allows(authorize::ADMIN, &Scope::Global);
+        Ok(snapshots
+            .into_iter()
+            .filter(|s| authorize::lists_snapshot(s, &check.caller().user, administers_all))
+            .collect())
+    }
+
+    /// The completed snapshot named `name`, if there is one, as the master
+    /// lists it (asked on the database's own authority: the caller's
+    /// rights on it are decided from it).
+    fn snapshot_named(&self, name: &str) -> Result<Option<SnapshotInfo>> {
+        let answer = self.inner.master.call(MasterCall::ListSnapshots {
+            pattern: Some(regex::escape(name)),
+        })?;
+        match answer {
+            MasterAnswer::Snapshots { snapshots } => {
+                Ok(snapshots.into_iter().find(|s| s.name == name))
+            }
+            other => Err(Error::invalid(format!(
+                "unexpected answer to list_snapshots: {other:?}"
+            ))),
+        }
     }
 
     /// Deletes snapshot `name`; the store files nothing else references
@@ -730,7 +752,20 @@ impl Database {
         self.check_open()?;
         if let Some(check) = &self.access {
             let catalog = self.inner.master.catalog();
-            if let Some(required) = authorize::master_call(&call, &catalog) {
+            let required = match &call {
+                MasterCall::DeleteSnapshot { name }
+                | MasterCall::CloneSnapshot { name, .. }
+                | MasterCall::RestoreSnapshot { name } => match self.snapshot_named(name)? {
+                    Some(snapshot) => {
+                        authorize::snapshot_call(&call, &snapshot, &check.caller().user, &catalog)
+                    }
+                    // As HBase: a snapshot that does not exist is that
+                    // error, whoever asks.
+                    None => None,
+                },
+                _ => authorize::master_call(&call, &catalog),
+            };
+            if let Some(required) = required {
                 check.require(
                     &catalog.permissions,
                     required.operation,
@@ -745,7 +780,9 @@ impl Database {
                     &required.scope.to_string(),
                 );
             }
-            if let MasterCall::CreateTable { owner, .. } = &mut call {
+            if let MasterCall::CreateTable { owner, .. } | MasterCall::Snapshot { owner, .. } =
+                &mut call
+            {
                 *owner = Some(check.caller().user.clone());
             }
         }

@@ -490,3 +490,66 @@ fn a_filter_never_sees_cells_of_families_the_caller_may_not_read() {
         .unwrap();
     assert_eq!(columns(&row), ["a:q1"]);
 }
+
+// HBase's AccessController: the user who took a snapshot (its owner) sees
+// it listed and may delete it, clone it under its table's name and restore
+// it with ADMIN on that table; anyone else needs global ADMIN for all four.
+#[test]
+fn a_snapshots_owner_lists_deletes_clones_and_restores_it_where_others_need_global_admin() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    table_with_a_row(&db);
+    grant(&db, "alice", Scope::table("t"), "A");
+    let alice = db.acting_as_user("alice");
+    let bob = db.acting_as_user("bob");
+    alice.snapshot("t", "alices", false, 0).unwrap();
+    db.snapshot("t", "servers", false, 0).unwrap();
+
+    // Listed to its owner and to global admins; the owner is recorded.
+    let names = |d: &Database| -> Vec<String> {
+        d.list_snapshots(None)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.name)
+            .collect()
+    };
+    assert_eq!(names(&alice), ["alices"]);
+    assert!(names(&bob).is_empty());
+    assert_eq!(names(&db.acting_as_user(ADMIN)), ["alices", "servers"]);
+    let listed = db.list_snapshots(Some("alices")).unwrap();
+    assert_eq!(listed[0].owner.as_deref(), Some("alice"));
+
+    // Not the owner: global ADMIN for each.
+    assert!(denied(bob.delete_snapshot("alices")).contains("(global, action=ADMIN)"));
+    assert!(denied(alice.delete_snapshot("servers")).contains("(global, action=ADMIN)"));
+    assert!(denied(bob.clone_snapshot("alices", "copy")).contains("(global, action=ADMIN)"));
+    // The owner cloning under another table's name needs global ADMIN too.
+    assert!(denied(alice.clone_snapshot("alices", "copy")).contains("(global, action=ADMIN)"));
+
+    // The owner restores with ADMIN on the table...
+    alice.disable_table("t").unwrap();
+    alice.restore_snapshot("alices").unwrap();
+    denied(bob.restore_snapshot("alices"));
+    // ...and is refused for want of it once it is revoked.
+    revoke_all(&db, "alice", Scope::table("t"));
+    assert!(denied(alice.restore_snapshot("alices")).contains("scope=default:t"));
+
+    // The owner clones under the snapshotted table's own name once it is gone.
+    db.drop_table("t").unwrap();
+    alice.clone_snapshot("alices", "t").unwrap();
+    assert_eq!(
+        db.table("t")
+            .unwrap()
+            .get(&Get::new("r"))
+            .unwrap()
+            .cells
+            .len(),
+        4
+    );
+
+    // A snapshot that does not exist is that error, whoever asks.
+    let missing = bob.delete_snapshot("none").unwrap_err();
+    assert_ne!(missing.kind(), ErrorKind::AccessDenied);
+    alice.delete_snapshot("alices").unwrap();
+    assert_eq!(names(&db.acting_as_user(ADMIN)), ["servers"]);
+}

@@ -1311,6 +1311,7 @@ fn a_snapshot_spans_the_regions_every_server_holds_and_a_clone_reads_them_all_ba
         name: "across".into(),
         skip_flush: false,
         ttl_secs: 0,
+        owner: None,
     };
     assert!(matches!(master.call(snapshot).unwrap(), MasterAnswer::Done));
     // Writes after the snapshot are not in it.

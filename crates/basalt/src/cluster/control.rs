@@ -191,6 +191,9 @@ pub struct SnapshotInfo {
     pub file_bytes: u64,
     /// Store files it references.
     pub files: usize,
+    /// The user who took it, when one was recorded.
+    #[serde(default)]
+    pub owner: Option<String>,
 }
 
 /// Step (b) of a merge, as the master asks it of the regions' server.
@@ -423,6 +426,10 @@ pub enum MasterCall {
         /// `TTL`).
         #[serde(default)]
         ttl_secs: i64,
+        /// The user taking it, when access control is on (HBase's snapshot
+        /// owner, recorded in the manifest).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        owner: Option<String>,
     },
     /// The completed snapshots, those whose name matches `pattern` (a
     /// regular expression matched against the whole name) if given

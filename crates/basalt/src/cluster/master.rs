@@ -1575,7 +1575,8 @@ impl MasterControl for ClusterMaster {
                 name,
                 skip_flush,
                 ttl_secs,
-            } => done(self.take_snapshot(&table, &name, skip_flush, ttl_secs)),
+                owner,
+            } => done(self.take_snapshot(&table, &name, skip_flush, ttl_secs, owner)),
             MasterCall::ListSnapshots { pattern } => self
                 .list_snapshots(pattern.as_deref())
                 .map(|snapshots| MasterAnswer::Snapshots { snapshots }),

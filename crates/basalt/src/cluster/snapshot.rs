@@ -114,13 +114,15 @@ impl ClusterMaster {
         Ok(())
     }
 
-    /// Takes snapshot `name` of `table` (the module docs' steps).
+    /// Takes snapshot `name` of `table` (the module docs' steps), recording
+    /// `owner` as the user who took it.
     pub(super) fn take_snapshot(
         &self,
         table: &str,
         name: &str,
         skip_flush: bool,
         ttl_secs: i64,
+        owner: Option<String>,
     ) -> Result<()> {
         check_snapshot_name(name)?;
         let state = self.state.lock();
@@ -195,6 +197,7 @@ impl ClusterMaster {
                 descriptor: entry.descriptor.clone(),
                 regions,
                 held_for: None,
+                owner,
             };
             write_manifest(
                 self.files.as_ref(),
@@ -282,6 +285,7 @@ impl ClusterMaster {
                     kind: m.kind.name().to_string(),
                     file_bytes: m.file_bytes(),
                     files: m.files().count(),
+                    owner: m.owner.clone(),
                 }),
                 Err(e) => {
                     tracing::warn!(path = %listed.path.display(), error = %e, "skipping a snapshot whose manifest cannot be read")

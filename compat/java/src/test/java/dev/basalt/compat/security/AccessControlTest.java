@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.NamespaceDescriptor;
 import org.apache.hadoop.hbase.TableName;
@@ -23,6 +24,7 @@ import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
 import org.apache.hadoop.hbase.client.ResultScanner;
+import org.apache.hadoop.hbase.client.SnapshotDescription;
 import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
@@ -287,6 +289,35 @@ class AccessControlTest {
     dropTables();
     try (Admin a = admin.getAdmin()) {
       a.deleteNamespace(namespace);
+    }
+  }
+
+  @Test
+  void a_snapshots_owner_lists_and_deletes_it_where_others_need_global_admin() throws Throwable {
+    TableName name = tableWithARow(admin);
+    String snapshot = "aclsnap_" + UUID.randomUUID().toString().substring(0, 8);
+    Pattern only = Pattern.compile(snapshot);
+    AccessControlClient.grant(admin, name, "bob", null, null, Permission.Action.ADMIN);
+    try (Admin a = bob.getAdmin()) {
+      eventually(() -> a.snapshot(snapshot, name));
+      List<SnapshotDescription> listed = a.listSnapshots(only);
+      assertEquals(1, listed.size(), "its owner sees it");
+      assertEquals("bob", listed.get(0).getOwner());
+    }
+    try (Admin a = carol.getAdmin()) {
+      assertTrue(a.listSnapshots(only).isEmpty(), "nobody else but global admins does");
+      assertDenied(() -> a.deleteSnapshot(snapshot));
+    }
+    try (Admin a = admin.getAdmin()) {
+      assertEquals(1, a.listSnapshots(only).size());
+    }
+    try (Admin a = bob.getAdmin()) {
+      // A clone under another table's name needs global ADMIN, even for the owner.
+      TableName copy = TableName.valueOf(name.getNameAsString() + "_copy");
+      created.add(copy);
+      assertDenied(() -> a.cloneSnapshot(snapshot, copy));
+      a.deleteSnapshot(snapshot);
+      assertTrue(a.listSnapshots(only).isEmpty());
     }
   }
 
