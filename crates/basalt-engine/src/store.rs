@@ -805,6 +805,9 @@ impl Store {
 
     fn compact_inner(&self, major: bool, now: i64) -> Result<bool> {
         let files = self.view.read().files.clone();
+        // One reading of the family's options decides and drives the whole
+        // compaction, even if an alter lands meanwhile.
+        let descriptor = self.descriptor();
         let has_links = files.iter().any(|f| f.entry.link.is_some());
         let selected: Vec<Arc<StoreFile>> = if major || has_links {
             // A lone major-compacted file only needs rewriting when time can
@@ -814,7 +817,6 @@ impl Store {
             // HBase rewrites a lone major-compacted file when asked to
             // (checked on the reference HBase: the file's major compaction
             // time moves).
-            let descriptor = self.descriptor();
             let nothing_new = files.len() == 1
                 && files[0].entry.major
                 && descriptor.ttl_seconds.is_none()
@@ -858,7 +860,6 @@ impl Store {
             .collect();
         let mut merged = MergedSource::new(sources);
         merged.seek(&first_on_row(b""))?;
-        let descriptor = self.descriptor();
         let output = if major && descriptor.keep_deleted_cells == KeepDeletedCells::False {
             let mut rules = compaction::Collecting::new(merged, Arc::clone(&descriptor), now);
             self.write_file(id, &mut rules, true, now)?

@@ -43,7 +43,7 @@ use crate::access::{
     SecurityOptions,
 };
 use crate::authorize;
-use crate::catalog::{FamilyChange, SplitOrMerge};
+use crate::catalog::{Catalog, FamilyChange, SplitOrMerge};
 use crate::cluster::{
     BalancerRun, ClusterMember, MasterAnswer, MasterCall, MasterControl, MasterLink, MemberHooks,
     MemberLink, PrepareMerge, PrepareSplit, SplitPlan,
@@ -657,16 +657,7 @@ impl Database {
     /// whole name matches that regular expression (HBase's
     /// `list_snapshots`).
     pub fn list_snapshots(&self, pattern: Option<&str>) -> Result<Vec<SnapshotInfo>> {
-        let snapshots = self.master_answer(
-            "list_snapshots",
-            MasterCall::ListSnapshots {
-                pattern: pattern.map(str::to_string),
-            },
-            |answer| match answer {
-                MasterAnswer::Snapshots { snapshots } => Ok(snapshots),
-                other => Err(Box::new(other)),
-            },
-        )?;
+        let snapshots = self.master_snapshots(pattern)?;
         // HBase lists a caller the snapshots it took, all of them to a
         // global admin.
         let Some(check) = &self.access else {
@@ -679,21 +670,43 @@ impl Database {
             .collect())
     }
 
-    /// The completed snapshot named `name`, if there is one, as the master
-    /// lists it (asked on the database's own authority: the caller's
-    /// rights on it are decided from it).
-    fn snapshot_named(&self, name: &str) -> Result<Option<SnapshotInfo>> {
-        let answer = self.inner.master.call(MasterCall::ListSnapshots {
-            pattern: Some(regex::escape(name)),
-        })?;
-        match answer {
-            MasterAnswer::Snapshots { snapshots } => {
-                Ok(snapshots.into_iter().find(|s| s.name == name))
-            }
-            other => Err(Error::invalid(format!(
-                "unexpected answer to list_snapshots: {other:?}"
-            ))),
-        }
+    /// Every completed snapshot the master lists (those matching
+    /// `pattern`), whoever asks: listing needs no right, the caller's view
+    /// is filtered after (`list_snapshots`).
+    fn master_snapshots(&self, pattern: Option<&str>) -> Result<Vec<SnapshotInfo>> {
+        self.master_answer(
+            "list_snapshots",
+            MasterCall::ListSnapshots {
+                pattern: pattern.map(str::to_string),
+            },
+            |answer| match answer {
+                MasterAnswer::Snapshots { snapshots } => Ok(snapshots),
+                other => Err(Box::new(other)),
+            },
+        )
+    }
+
+    /// What `call` needs of `caller`: HBase's rules (`authorize`), with a
+    /// snapshot call decided from the snapshot it names, since its owner
+    /// has rights others lack. A snapshot that does not exist needs
+    /// nothing: the call fails as missing, whoever asks, as in HBase.
+    fn requirement(
+        &self,
+        call: &MasterCall,
+        caller: &str,
+        catalog: &Catalog,
+    ) -> Result<Option<authorize::Requirement>> {
+        let (MasterCall::DeleteSnapshot { name }
+        | MasterCall::CloneSnapshot { name, .. }
+        | MasterCall::RestoreSnapshot { name }) = call
+        else {
+            return Ok(authorize::master_call(call, catalog));
+        };
+        let named = self.master_snapshots(Some(&regex::escape(name)))?;
+        Ok(named
+            .iter()
+            .find(|s| s.name == *name)
+            .and_then(|snapshot| authorize::snapshot_call(call, snapshot, caller, catalog)))
     }
 
     /// Deletes snapshot `name`; the store files nothing else references
@@ -752,20 +765,7 @@ impl Database {
         self.check_open()?;
         if let Some(check) = &self.access {
             let catalog = self.inner.master.catalog();
-            let required = match &call {
-                MasterCall::DeleteSnapshot { name }
-                | MasterCall::CloneSnapshot { name, .. }
-                | MasterCall::RestoreSnapshot { name } => match self.snapshot_named(name)? {
-                    Some(snapshot) => {
-                        authorize::snapshot_call(&call, &snapshot, &check.caller().user, &catalog)
-                    }
-                    // As HBase: a snapshot that does not exist is that
-                    // error, whoever asks.
-                    None => None,
-                },
-                _ => authorize::master_call(&call, &catalog),
-            };
-            if let Some(required) = required {
+            if let Some(required) = self.requirement(&call, &check.caller().user, &catalog)? {
                 check.require(
                     &catalog.permissions,
                     required.operation,
