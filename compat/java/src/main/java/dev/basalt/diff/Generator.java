@@ -464,7 +464,7 @@ final class Generator {
     if (kind == 0) {
       return versionsSinceMajor.getOrDefault(column(row, family, qualifier), 0) > versions ? 1 : 0;
     }
-    String prefix = row + "/" + Bytes.toString(family) + ":";
+    String prefix = column(row, family, new byte[0]);
     for (Map.Entry<String, Integer> written : versionsSinceMajor.entrySet()) {
       if (written.getKey().startsWith(prefix) && written.getValue() > versions) {
         return 2;
