@@ -737,6 +737,21 @@ struct FaultState {
     holding: bool,
     /// Finishes waiting now.
     held: u64,
+    /// Finish call numbers that publish but answer as a retried
+    /// create-if-absent would (`AlreadyExists`).
+    answers_lost: Vec<u64>,
+    /// Finish call numbers that answer an error and publish later.
+    landing_late: Vec<u64>,
+    /// Writers of files that land late, with their paths.
+    late: Vec<(PathBuf, Box<dyn FileWriter>)>,
+}
+
+/// What a [`FileWriter::finish`] of a [`FaultyFileStore`] does.
+enum FinishFate {
+    Publish,
+    Fail,
+    PublishAndAnswerExists,
+    LandLate,
 }
 
 impl FaultState {
@@ -756,6 +771,23 @@ impl FaultState {
             self.injected += 1;
         }
         fail
+    }
+
+    /// Counts a finish and says what it does.
+    fn finish_fate(&mut self) -> FinishFate {
+        if self.hit(FaultOp::Finish) {
+            return FinishFate::Fail;
+        }
+        let n = self.calls.get(&FaultOp::Finish).copied().unwrap_or(0);
+        if self.answers_lost.contains(&n) {
+            self.injected += 1;
+            FinishFate::PublishAndAnswerExists
+        } else if self.landing_late.contains(&n) {
+            self.injected += 1;
+            FinishFate::LandLate
+        } else {
+            FinishFate::Publish
+        }
     }
 }
 
@@ -820,6 +852,42 @@ impl FaultyFileStore {
         self.state.lock().holding = true;
     }
 
+    /// Makes the `n`-th finish from now publish its file but answer
+    /// `AlreadyExists`, as an object store does to a retried
+    /// create-if-absent whose first attempt landed although its answer
+    /// was lost.
+    pub fn lose_answer_nth(&self, n: u64) {
+        let mut s = self.state.lock();
+        let base = s.calls.get(&FaultOp::Finish).copied().unwrap_or(0);
+        s.answers_lost.push(base + n.max(1));
+    }
+
+    /// Makes the `n`-th finish from now answer an error (a request that
+    /// timed out) and publish nothing yet: its file lands when its path is
+    /// next created or read, as a slow store's request does after the
+    /// client gave up on it.
+    pub fn land_late_nth(&self, n: u64) {
+        let mut s = self.state.lock();
+        let base = s.calls.get(&FaultOp::Finish).copied().unwrap_or(0);
+        s.landing_late.push(base + n.max(1));
+    }
+
+    /// Publishes the files of `path` landing late.
+    fn land(&self, path: &Path) -> Result<()> {
+        let landing: Vec<_> = {
+            let mut s = self.state.lock();
+            let (landing, kept) = std::mem::take(&mut s.late)
+                .into_iter()
+                .partition(|(late, _)| late == path);
+            s.late = kept;
+            landing
+        };
+        for (_, writer) in landing {
+            writer.finish()?;
+        }
+        Ok(())
+    }
+
     /// Lets every held finish (and every later one) go on.
     pub fn release_finishes(&self) {
         self.state.lock().holding = false;
@@ -858,6 +926,7 @@ impl FaultyFileStore {
 impl FileStore for FaultyFileStore {
     fn create(&self, path: &Path) -> Result<Box<dyn FileWriter>> {
         self.check(FaultOp::Create, path)?;
+        self.land(path)?;
         Ok(Box::new(FaultyWriter {
             inner: self.inner.create(path)?,
             state: Arc::clone(&self.state),
@@ -868,6 +937,7 @@ impl FileStore for FaultyFileStore {
 
     fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {
         self.check(FaultOp::Read, path)?;
+        self.land(path)?;
         self.inner.read_range(path, offset, len)
     }
 
@@ -951,8 +1021,24 @@ impl FileWriter for FaultyWriter {
                 }
                 s.held -= 1;
             }
-            if s.hit(FaultOp::Finish) {
-                return Err(injected(FaultOp::Finish, &self.path));
+            match s.finish_fate() {
+                FinishFate::Publish => {}
+                FinishFate::Fail => return Err(injected(FaultOp::Finish, &self.path)),
+                FinishFate::PublishAndAnswerExists => {
+                    drop(s);
+                    self.inner.finish()?;
+                    return Err(Error::io(
+                        &self.path,
+                        io::Error::new(
+                            io::ErrorKind::AlreadyExists,
+                            "injected: a retried create-if-absent found its own first attempt",
+                        ),
+                    ));
+                }
+                FinishFate::LandLate => {
+                    s.late.push((self.path.clone(), self.inner));
+                    return Err(injected(FaultOp::Finish, &self.path));
+                }
             }
         }
         self.inner.finish()

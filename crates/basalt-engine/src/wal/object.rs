@@ -41,7 +41,11 @@
 //! absent, an empty batch takes the number; if it landed after all (its
 //! writers were told it failed), a `Void` object at the next number makes
 //! replay skip it. No name is ever written twice. Then the log serves
-//! again.
+//! again. A create that finds its name taken by this log's own object (a
+//! `PUT` that landed after its answer was lost, or a retry refused by its
+//! own first attempt) is no fence: identical bytes are the publication
+//! itself, anything else of ours is settled by the repair. Only a fence or
+//! another epoch's object fences the writer (`Inner::taken_by`).
 //!
 //! # Fencing (see `docs/object-storage.md`, "Fencing")
 //!
@@ -985,6 +989,18 @@ fn publish(files: &dyn FileStore, path: &Path, bytes: &[u8]) -> Result<()> {
     files.publish(path, bytes)
 }
 
+/// What holds a log object's name that a create-if-absent found taken
+/// (see `Inner::taken_by`).
+enum TakenBy {
+    /// This very publication: its `PUT` landed, the answer was lost.
+    ThisPublication,
+    /// Another object of this log's own epoch (a batch reported failed
+    /// that landed later), or an unreadable one: not a fence.
+    OwnEarlierBatch,
+    /// A fence, or an object of another epoch: a newer owner ended the log.
+    NewerOwner(u64),
+}
+
 /// One batch taken by the committer.
 struct Batch {
     bytes: Vec<u8>,
@@ -1071,60 +1087,102 @@ impl Inner {
         let result = publish(self.files.as_ref(), &path, &bytes);
         let mut st = self.state.lock();
         match result {
-            Ok(()) => {
-                st.next_sequence += 1;
-                st.durable_lsn = batch.end_lsn;
-                self.stats.writes.fetch_add(1, Ordering::Relaxed);
-                self.stats
-                    .records_written
-                    .fetch_add(batch.records, Ordering::Relaxed);
-                self.stats
-                    .bytes_written
-                    .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                self.objects.lock().push(LogObject {
-                    log_id: epoch,
-                    sequence,
-                    path,
-                    records: batch.records,
-                    max_sequence_ids: batch.regions.into_iter().collect(),
-                });
-            }
+            Ok(()) => self.published(&mut st, batch, sequence, path, bytes.len()),
             Err(e) if is_already_exists(&e) => {
-                // Fencing invariant W1 seen from the stale writer: our next
-                // number is taken, so a newer owner ended this log. The
-                // batch is never acknowledged (its object does not exist),
-                // and nothing is written again.
                 drop(st);
-                let newer = self.fenced_by(&path);
-                let error = self.fence.trip(
-                    newer,
-                    format!("log object {} already exists", path.display()),
-                );
+                let taken = self.taken_by(&path, &bytes);
                 st = self.state.lock();
-                self.fail_pending(&mut st, &error.to_string());
+                match taken {
+                    // Our own PUT landed although its answer was lost (a
+                    // retried conditional PUT is refused by its own first
+                    // attempt): the batch is in the log, exactly as written.
+                    Ok(TakenBy::ThisPublication) => {
+                        self.published(&mut st, batch, sequence, path, bytes.len())
+                    }
+                    // Fencing invariant W1 seen from the stale writer: our
+                    // next number is taken by a newer owner's fence. The
+                    // batch is never acknowledged (its object does not
+                    // exist), and nothing is written again.
+                    Ok(TakenBy::NewerOwner(newer)) => {
+                        drop(st);
+                        let error = self.fence.trip(
+                            newer,
+                            format!("log object {} already exists", path.display()),
+                        );
+                        st = self.state.lock();
+                        self.fail_pending(&mut st, &error.to_string());
+                    }
+                    // Not a fence: an earlier batch of ours that was
+                    // reported failed landed since. The repair voids it.
+                    Ok(TakenBy::OwnEarlierBatch) => self.fail_publication(
+                        &mut st,
+                        &path,
+                        format!(
+                            "log object {} holds an earlier batch of this log",
+                            path.display()
+                        ),
+                    ),
+                    Err(read) => self.fail_publication(&mut st, &path, read.to_string()),
+                }
             }
-            Err(e) => {
-                tracing::error!(object = %path.display(), error = %e,
-                    "publishing a write-ahead log object failed; refusing writes until the log is repaired");
-                self.stats.failures.fetch_add(1, Ordering::Relaxed);
-                let cause = e.to_string();
-                self.fail_pending(&mut st, &cause);
-                st.failed = Some(Failed {
-                    cause,
-                    last_attempt: Instant::now(),
-                });
-            }
+            Err(e) => self.fail_publication(&mut st, &path, e.to_string()),
         }
         drop(st);
         self.settled.notify_all();
     }
 
-    /// The epoch named by the object that took our place (0 if unknown).
-    fn fenced_by(&self, path: &Path) -> u64 {
-        match read_object(self.files.as_ref(), path) {
-            Ok(Some(decoded)) => decoded.epoch,
-            _ => 0,
+    /// Records `batch` as the own log's object `sequence` at `path`.
+    fn published(&self, st: &mut State, batch: Batch, sequence: u64, path: PathBuf, len: usize) {
+        st.next_sequence += 1;
+        st.durable_lsn = batch.end_lsn;
+        self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .records_written
+            .fetch_add(batch.records, Ordering::Relaxed);
+        self.stats
+            .bytes_written
+            .fetch_add(len as u64, Ordering::Relaxed);
+        self.objects.lock().push(LogObject {
+            log_id: self.fence.epoch(),
+            sequence,
+            path,
+            records: batch.records,
+            max_sequence_ids: batch.regions.into_iter().collect(),
+        });
+    }
+
+    /// Fails the batch in flight and what is pending behind it; the log
+    /// refuses appends until [`Inner::repair`] resolves the number.
+    fn fail_publication(&self, st: &mut State, path: &Path, cause: String) {
+        tracing::error!(object = %path.display(), error = %cause,
+            "publishing a write-ahead log object failed; refusing writes until the log is repaired");
+        self.stats.failures.fetch_add(1, Ordering::Relaxed);
+        self.fail_pending(st, &cause);
+        st.failed = Some(Failed {
+            cause,
+            last_attempt: Instant::now(),
+        });
+    }
+
+    /// What holds `path`, which our create-if-absent of `bytes` found
+    /// taken. Only a fence (written by a newer owner) or an object naming
+    /// another epoch means this log was ended: a store that kept a `PUT`
+    /// whose answer was lost, or retried one that had landed, refuses the
+    /// attempt with the log's own object, and that must not fence the
+    /// process.
+    fn taken_by(&self, path: &Path, bytes: &[u8]) -> Result<TakenBy> {
+        let found = self.files.read_all(path)?;
+        if found.as_ref() == bytes {
+            return Ok(TakenBy::ThisPublication);
         }
+        Ok(match decode_object(&found) {
+            Ok(decoded) if decoded.kind == Kind::Fence || decoded.epoch != self.fence.epoch() => {
+                TakenBy::NewerOwner(decoded.epoch)
+            }
+            // Ours, or unreadable: a newer owner's fence is written whole,
+            // so a torn object can only be one of our own publications.
+            Ok(_) | Err(_) => TakenBy::OwnEarlierBatch,
+        })
     }
 
     /// Fails every LSN handed out and not yet durable.
@@ -1152,78 +1210,94 @@ impl Inner {
         let epoch = self.fence.epoch();
         let sequence = self.state.lock().next_sequence;
         let path = object_path(&self.root, epoch, sequence);
-        let void_path = object_path(&self.root, epoch, sequence + 1);
-        // Which number the repair takes, and what it publishes there.
-        let (target, outcome) = match read_object(self.files.as_ref(), &path) {
-            Ok(Some(found)) if found.kind == Kind::Fence => (
-                path.clone(),
-                Err(self.fence.trip(
+        // What the repair publishes, where, and the numbers it then takes.
+        let (target, bytes, used) = match read_object(self.files.as_ref(), &path) {
+            Ok(Some(found)) if found.kind == Kind::Fence => {
+                self.fence.trip(
                     found.epoch,
                     format!("log object {} is a fence", path.display()),
-                )),
-            ),
+                );
+                self.settled.notify_all();
+                return;
+            }
             // Only we write batches to this log: it is ours.
             Ok(Some(_)) | Err(Error::Corruption { .. }) => {
+                let void_path = object_path(&self.root, epoch, sequence + 1);
                 let mut body = Vec::with_capacity(8);
                 coding::put_u64_le(&mut body, sequence);
-                let published = publish(
-                    self.files.as_ref(),
-                    &void_path,
-                    &encode_object(Kind::Void, epoch, 0, &body),
-                );
                 (
                     void_path.clone(),
-                    published.map(|()| vec![(sequence, path.clone()), (sequence + 1, void_path)]),
+                    encode_object(Kind::Void, epoch, 0, &body),
+                    vec![(sequence, path), (sequence + 1, void_path)],
                 )
             }
-            Ok(None) => {
-                let published = publish(
-                    self.files.as_ref(),
-                    &path,
-                    &encode_object(Kind::Records, epoch, 0, &[]),
-                );
-                (path.clone(), published.map(|()| vec![(sequence, path)]))
-            }
-            Err(e) => (path, Err(e)),
-        };
-        let mut st = self.state.lock();
-        match outcome {
-            Ok(used) => {
-                st.next_sequence += used.len() as u64;
-                // Listed so that retirement deletes them, in order: the
-                // voided batch before its void.
-                let mut objects = self.objects.lock();
-                for (sequence, path) in used {
-                    objects.push(LogObject {
-                        log_id: epoch,
-                        sequence,
-                        path,
-                        records: 0,
-                        max_sequence_ids: BTreeMap::new(),
-                    });
-                }
-                drop(objects);
-                if let Some(failed) = st.failed.take() {
-                    tracing::info!(cause = %failed.cause, "the write-ahead log is repaired and takes writes again");
-                }
-                self.stats.repairs.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) if is_already_exists(&e) => {
-                // The number we meant to take is a newer owner's fence.
-                drop(st);
-                let newer = self.fenced_by(&target);
-                self.fence.trip(
-                    newer,
-                    format!("log object {} already exists", target.display()),
-                );
-                st = self.state.lock();
-            }
+            Ok(None) => (
+                path.clone(),
+                encode_object(Kind::Records, epoch, 0, &[]),
+                vec![(sequence, path)],
+            ),
             Err(e) => {
-                tracing::warn!(error = %e, "repairing the write-ahead log failed; will retry");
-                if let Some(failed) = st.failed.as_mut() {
-                    failed.last_attempt = Instant::now();
-                }
+                self.repair_failed(&e.to_string());
+                return;
             }
+        };
+        let outcome = match publish(self.files.as_ref(), &target, &bytes) {
+            Ok(()) => Ok(()),
+            Err(e) if is_already_exists(&e) => match self.taken_by(&target, &bytes) {
+                // The repair's own PUT landed, its answer lost.
+                Ok(TakenBy::ThisPublication) => Ok(()),
+                Ok(TakenBy::NewerOwner(newer)) => {
+                    self.fence.trip(
+                        newer,
+                        format!("log object {} already exists", target.display()),
+                    );
+                    self.settled.notify_all();
+                    return;
+                }
+                // The failed batch landed between our look and our
+                // create: the next attempt finds it and voids it.
+                Ok(TakenBy::OwnEarlierBatch) => Err(format!(
+                    "log object {} was published late by this log",
+                    target.display()
+                )),
+                Err(read) => Err(read.to_string()),
+            },
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(cause) = outcome {
+            self.repair_failed(&cause);
+            return;
+        }
+        let mut st = self.state.lock();
+        st.next_sequence += used.len() as u64;
+        // Listed so that retirement deletes them, in order: the voided
+        // batch before its void.
+        let mut objects = self.objects.lock();
+        for (sequence, path) in used {
+            objects.push(LogObject {
+                log_id: epoch,
+                sequence,
+                path,
+                records: 0,
+                max_sequence_ids: BTreeMap::new(),
+            });
+        }
+        drop(objects);
+        if let Some(failed) = st.failed.take() {
+            tracing::info!(cause = %failed.cause, "the write-ahead log is repaired and takes writes again");
+        }
+        self.stats.repairs.fetch_add(1, Ordering::Relaxed);
+        drop(st);
+        self.settled.notify_all();
+    }
+
+    /// A repair attempt that did not resolve the number: the log stays
+    /// failed and the committer tries again after the repair interval.
+    fn repair_failed(&self, cause: &str) {
+        tracing::warn!(error = %cause, "repairing the write-ahead log failed; will retry");
+        let mut st = self.state.lock();
+        if let Some(failed) = st.failed.as_mut() {
+            failed.last_attempt = Instant::now();
         }
         drop(st);
         self.settled.notify_all();
@@ -1324,24 +1398,24 @@ impl Inner {
         let epoch = self.fence.epoch();
         let sequence = self.state.lock().next_sequence;
         let path = object_path(&self.root, epoch, sequence);
-        match publish(
-            self.files.as_ref(),
-            &path,
-            &encode_object(Kind::Closed, epoch, 0, &[]),
-        ) {
-            Ok(()) => {
-                self.state.lock().next_sequence += 1;
-                Ok(())
-            }
-            Err(e) if is_already_exists(&e) => {
-                let newer = self.fenced_by(&path);
-                Err(self.fence.trip(
+        let bytes = encode_object(Kind::Closed, epoch, 0, &[]);
+        let published = match publish(self.files.as_ref(), &path, &bytes) {
+            Err(e) if is_already_exists(&e) => match self.taken_by(&path, &bytes)? {
+                TakenBy::ThisPublication => Ok(()),
+                TakenBy::NewerOwner(newer) => Err(self.fence.trip(
                     newer,
                     format!("log object {} already exists", path.display()),
-                ))
-            }
-            Err(e) => Err(e),
-        }
+                )),
+                TakenBy::OwnEarlierBatch => Err(Error::WalFailed(format!(
+                    "could not close the log: object {} holds a batch published late",
+                    path.display()
+                ))),
+            },
+            other => other,
+        };
+        published?;
+        self.state.lock().next_sequence += 1;
+        Ok(())
     }
 }
 

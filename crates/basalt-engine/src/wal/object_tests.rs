@@ -573,6 +573,86 @@ fn a_failed_publication_that_landed_anyway_is_not_replayed() {
 }
 
 #[test]
+fn a_publication_refused_by_its_own_landed_first_attempt_is_acknowledged_not_fenced() {
+    let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
+    let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    // An object store that retries a conditional PUT whose first attempt
+    // landed answers the retry "already exists", with the log's own object.
+    faulty.lose_answer_nth(1);
+    write(&wal, &edit(1, 1, "landed")).unwrap();
+    assert!(!wal.fence().is_tripped());
+    assert_eq!(wal.stats().failures, 0);
+    write(&wal, &edit(1, 2, "next")).unwrap();
+    crash(wal);
+
+    let (_next, replayed) = open(files, manual());
+    assert_eq!(replayed, vec![edit(1, 1, "landed"), edit(1, 2, "next")]);
+}
+
+#[test]
+fn a_publication_that_lands_while_the_log_repairs_is_voided_and_the_process_is_not_fenced() {
+    let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
+    let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    write(&wal, &edit(1, 1, "ok")).unwrap();
+    // The PUT times out client-side and reaches the store only when the
+    // repair, having seen its number free, tries to take it.
+    faulty.land_late_nth(1);
+    let err = write(&wal, &edit(1, 2, "timed out")).unwrap_err();
+    assert!(matches!(err, Error::WalFailed(_)), "{err}");
+    eventually(|| wal.stats().repairs == 1);
+    assert!(
+        !wal.fence().is_tripped(),
+        "the log's own late object is no fence"
+    );
+    write(&wal, &edit(1, 3, "after")).unwrap();
+    let epoch = wal.log_id();
+    crash(wal);
+
+    let void = read_object(files.as_ref(), &object_path(Path::new(ROOT), epoch, 3))
+        .unwrap()
+        .unwrap();
+    assert_eq!((void.kind, void.voids), (Kind::Void, Some(2)));
+    let (_next, replayed) = open(files, manual());
+    assert_eq!(replayed, vec![edit(1, 1, "ok"), edit(1, 3, "after")]);
+}
+
+#[test]
+fn a_repair_refused_by_its_own_landed_attempt_completes() {
+    let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
+    let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
+    let (wal, _) = open(Arc::clone(&files), manual());
+    // The batch fails and never lands; the repair's empty batch lands but
+    // its answer is lost.
+    faulty.fail_nth(FaultOp::Finish, 1);
+    faulty.lose_answer_nth(2);
+    let err = write(&wal, &edit(1, 1, "lost")).unwrap_err();
+    assert!(matches!(err, Error::WalFailed(_)), "{err}");
+    eventually(|| wal.stats().repairs == 1);
+    assert!(!wal.fence().is_tripped());
+    write(&wal, &edit(1, 2, "after")).unwrap();
+    crash(wal);
+
+    let (_next, replayed) = open(files, manual());
+    assert_eq!(replayed, vec![edit(1, 2, "after")]);
+}
+
+#[test]
+fn a_newer_owners_fence_at_the_next_number_still_fences_the_writer() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let (stale, _) = open(Arc::clone(&files), manual());
+    write(&stale, &edit(1, 1, "before")).unwrap();
+    let (owner, replayed) = open(Arc::clone(&files), manual());
+    assert_eq!(replayed, vec![edit(1, 1, "before")]);
+    let err = write(&stale, &edit(1, 2, "stale")).unwrap_err();
+    assert!(
+        matches!(err, Error::Fenced { epoch, .. } if epoch == owner.log_id()),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_fence_tripped_by_a_store_stops_the_log_publishing_what_is_pending() {
     let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
     let (wal, _) = open(Arc::clone(&files), manual());
