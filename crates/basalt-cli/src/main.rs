@@ -25,6 +25,7 @@ mod keys;
 mod local_cluster;
 mod replication_metrics;
 mod shell;
+mod snapshot_cmd;
 mod stop_signals;
 
 #[derive(Debug, Parser)]
@@ -72,6 +73,9 @@ enum Command {
     LocalCluster(local_cluster::LocalClusterArgs),
     /// Row keys: `analyze` looks at sample keys and recommends a design.
     Keys(keys::KeysArgs),
+    /// Snapshots of a data set, no server needed: `export` copies one to
+    /// another Basalt's storage (HBase's ExportSnapshot), `list` shows them.
+    Snapshot(snapshot_cmd::SnapshotArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -387,6 +391,7 @@ fn main() -> ExitCode {
                 | Command::Check(_)
                 | Command::Repair(_)
                 | Command::Keys(_)
+                | Command::Snapshot(_)
         ) {
             "warn"
         } else {
@@ -404,6 +409,7 @@ fn main() -> ExitCode {
         Command::Regionserver(args) => cluster::run_region_server(args),
         Command::LocalCluster(args) => local_cluster::run(args),
         Command::Keys(args) => return keys::run(args),
+        Command::Snapshot(args) => snapshot_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

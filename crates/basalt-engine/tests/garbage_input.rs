@@ -498,6 +498,7 @@ fn arb_snapshot() -> impl Strategy<Value = SnapshotManifest> {
                 descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")),
                 regions,
                 held_for: None,
+                lease_until_ms: None,
                 owner: None,
             }
         })

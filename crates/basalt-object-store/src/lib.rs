@@ -181,24 +181,7 @@ pub fn open_storage(config: &StorageConfig, data_dir: &Path) -> Result<Option<St
         return Ok(None);
     };
     let url = StorageUrl::parse(text)?;
-    let store_config = config.store_config();
-    let (store, prefix): (Arc<dyn ObjectStore>, String) = match &url {
-        StorageUrl::S3 { bucket, prefix } => (
-            Arc::new(s3_store(config, bucket, &store_config)?),
-            prefix.clone(),
-        ),
-        StorageUrl::File { dir } => {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-            let local = LocalFileSystem::new_with_prefix(dir)
-                .map_err(|e| Error::invalid(format!("storage {url}: {e}")))?
-                // Durable like the local data directory, and no empty
-                // directories left behind to show up in listings.
-                .with_fsync(true)
-                .with_automatic_cleanup(true);
-            (Arc::new(local), String::new())
-        }
-    };
-    let objects = ObjectFileStore::new(store, data_dir, &prefix, url.to_string(), store_config)?;
+    let objects = object_file_store(config, &url, data_dir)?;
     let cache_dir = config
         .cache_dir
         .clone()
@@ -221,6 +204,42 @@ pub fn open_storage(config: &StorageConfig, data_dir: &Path) -> Result<Option<St
             ..ObjectWalOptions::default()
         },
     }))
+}
+
+/// The object store `url` names with no cache in front, rooted at `root`:
+/// for tools that must read what the store holds, not a local copy (an
+/// export reads each copy back from the store to check it arrived).
+pub fn open_uncached(
+    config: &StorageConfig,
+    url: &StorageUrl,
+    root: &Path,
+) -> Result<Arc<dyn FileStore>> {
+    Ok(Arc::new(object_file_store(config, url, root)?))
+}
+
+fn object_file_store(
+    config: &StorageConfig,
+    url: &StorageUrl,
+    data_dir: &Path,
+) -> Result<ObjectFileStore> {
+    let store_config = config.store_config();
+    let (store, prefix): (Arc<dyn ObjectStore>, String) = match url {
+        StorageUrl::S3 { bucket, prefix } => (
+            Arc::new(s3_store(config, bucket, &store_config)?),
+            prefix.clone(),
+        ),
+        StorageUrl::File { dir } => {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            let local = LocalFileSystem::new_with_prefix(dir)
+                .map_err(|e| Error::invalid(format!("storage {url}: {e}")))?
+                // Durable like the local data directory, and no empty
+                // directories left behind to show up in listings.
+                .with_fsync(true)
+                .with_automatic_cleanup(true);
+            (Arc::new(local), String::new())
+        }
+    };
+    ObjectFileStore::new(store, data_dir, &prefix, url.to_string(), store_config)
 }
 
 /// An S3 client: the AWS environment first, then the configuration's

@@ -40,6 +40,7 @@ mod catalog;
 pub mod check;
 pub mod cluster;
 mod database;
+pub mod export;
 pub mod gateways;
 pub mod guard;
 mod handover;

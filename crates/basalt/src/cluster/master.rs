@@ -429,7 +429,12 @@ impl ClusterMaster {
             }
         }
         if sweep_due {
-            self.expire_snapshots(&self.state.lock());
+            {
+                let state = self.state.lock();
+                self.expire_snapshots(&state);
+                // Leased holds (exports') lapse on time, not on a compaction.
+                self.release_holds(&state);
+            }
             match self.sweep_orphans() {
                 Ok(n) => run.swept = Some(n),
                 Err(e) => tracing::warn!(error = %e, "janitor sweep failed; due again next period"),

@@ -197,6 +197,7 @@ impl ClusterMaster {
                 descriptor: entry.descriptor.clone(),
                 regions,
                 held_for: None,
+                lease_until_ms: None,
                 owner,
             };
             write_manifest(
@@ -570,7 +571,8 @@ impl ClusterMaster {
 
     /// Releases the holds whose table is gone or no longer links to any of
     /// their files (each store's newest manifest read; a store that cannot
-    /// be read keeps the hold). Part of the catalog janitor.
+    /// be read keeps the hold), and the leased holds whose lease passed.
+    /// Part of the catalog janitor.
     pub(super) fn release_holds(&self, state: &State) {
         let listed = match self.snapshot_entries() {
             Ok(listed) => listed,
@@ -591,6 +593,23 @@ impl ClusterMaster {
                     continue;
                 }
             };
+            if let Some(lease_until_ms) = hold.lease_until_ms {
+                // A leased hold (an export's) keeps its files until the
+                // lease passes, whatever links them.
+                if self.clock.now_millis() <= lease_until_ms {
+                    continue;
+                }
+                match self.files.delete(&listed.path) {
+                    Ok(()) => {
+                        tracing::info!(snapshot = %hold.name, "janitor: released a hold whose lease passed");
+                        self.release_files(state, &hold);
+                    }
+                    Err(e) => {
+                        tracing::warn!(path = %listed.path.display(), error = %e, "janitor: could not release a hold")
+                    }
+                }
+                continue;
+            }
             let Some(table) = hold.held_for.clone() else {
                 continue;
             };
