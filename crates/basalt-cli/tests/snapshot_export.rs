@@ -155,9 +155,7 @@ fn an_export_to_s3_killed_midway_resumes_and_a_second_basalt_clones_it() {
     );
     assert!(said.contains("s1"), "{said}");
     let mut c = thrift_client(&server);
-    let id = c
-        .scanner_open(b"copy", b"", &[b"cf:q"])
-        .unwrap();
+    let id = c.scanner_open(b"copy", b"", &[b"cf:q"]).unwrap();
     let rows: Vec<(Bytes, Bytes)> = c
         .scan_all(id, 1000)
         .unwrap()

@@ -34,7 +34,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use basalt_types::{Error, Result, TableDescriptor};
+use basalt_types::{Error, Nonce, Result, TableDescriptor};
 
 use crate::fs::{FileCacheStats, FileStore, FileWriter};
 use crate::layout::{self, SnapshotEntry};
@@ -223,6 +223,10 @@ pub struct SnapshotManifest {
     /// pin files for ever.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_until_ms: Option<i64>,
+    /// The nonce of the request that took it: the same request sent again
+    /// (its answer lost with a master that died) is answered as done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<Nonce>,
 }
 
 impl SnapshotManifest {
@@ -479,6 +483,32 @@ pub fn write_manifest(
 pub struct PendingSnapshot {
     /// The table being snapshotted.
     pub table: String,
+    /// What was asked, so that a master taking over after the one taking
+    /// it died completes it. Absent in an export's marker and in markers
+    /// of earlier versions: those a starting master removes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<PendingRequest>,
+}
+
+/// The request a pending snapshot completes (see [`PendingSnapshot`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingRequest {
+    /// Record only what is in store files (HBase's `SKIP_FLUSH`).
+    #[serde(default)]
+    pub skip_flush: bool,
+    /// Seconds until it expires (0: never).
+    #[serde(default)]
+    pub ttl_secs: i64,
+    /// The user taking it, with access control on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The client's nonce, recognizing the request sent again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<Nonce>,
+    /// When it was asked (ms since the epoch, the master's clock): a
+    /// master taking over gives up once the snapshot timeout has passed
+    /// since then.
+    pub requested_ms: i64,
 }
 
 /// What one entry of the snapshot directory keeps.
@@ -738,6 +768,7 @@ mod tests {
             }],
             held_for: None,
             lease_until_ms: None,
+            nonce: None,
             owner: None,
         }
     }
@@ -814,7 +845,11 @@ mod tests {
         );
         inner.publish(&file, b"x").unwrap();
         inner.publish(&elsewhere, b"x").unwrap();
-        let marker = serde_json::to_vec(&PendingSnapshot { table: "t".into() }).unwrap();
+        let marker = serde_json::to_vec(&PendingSnapshot {
+            table: "t".into(),
+            request: None,
+        })
+        .unwrap();
         inner
             .publish(&layout::pending_snapshot_path(root, 1, "s"), &marker)
             .unwrap();

@@ -499,6 +499,7 @@ fn arb_snapshot() -> impl Strategy<Value = SnapshotManifest> {
                 regions,
                 held_for: None,
                 lease_until_ms: None,
+                nonce: None,
                 owner: None,
             }
         })

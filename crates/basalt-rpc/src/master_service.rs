@@ -1268,10 +1268,14 @@ fn switch_answer(reply: basalt::AdminReply) -> Result<bool, RpcError> {
 
 /// The snapshot a request describes, and its name (checked by the core).
 fn described_snapshot(param: &[u8], what: &str) -> Result<m::SnapshotDescription, RpcError> {
-    let request = Call::decode::<m::SnapshotRequest>(param, what)?;
-    let snapshot = request
-        .snapshot
-        .ok_or_else(|| RpcError::missing("snapshot"))?;
+    named_snapshot(Call::decode::<m::SnapshotRequest>(param, what)?.snapshot)
+}
+
+/// The request's snapshot description, which must name the snapshot.
+fn named_snapshot(
+    snapshot: Option<m::SnapshotDescription>,
+) -> Result<m::SnapshotDescription, RpcError> {
+    let snapshot = snapshot.ok_or_else(|| RpcError::missing("snapshot"))?;
     if snapshot.name.as_deref().unwrap_or("").is_empty() {
         return Err(RpcError::missing("snapshot.name"));
     }
@@ -1324,7 +1328,9 @@ fn snapshots(
 /// hands out polls as finished and `IsSnapshotDone` answers done.
 fn snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
     let submitted = now_millis();
-    let snapshot = described_snapshot(param, "SnapshotRequest")?;
+    let request = Call::decode::<m::SnapshotRequest>(param, "SnapshotRequest")?;
+    let nonce = basalt_types::Nonce::from_fields(request.nonce_group, request.nonce);
+    let snapshot = named_snapshot(request.snapshot)?;
     let table = snapshot_table(&snapshot)?;
     let skip_flush = snapshot.r#type == Some(m::snapshot_description::Type::Skipflush as i32);
     basalt::admin::Admin::execute(
@@ -1334,6 +1340,7 @@ fn snapshot(call: &mut Call<'_>, param: &[u8]) -> Answer {
             name: snapshot.name.unwrap_or_default(),
             skip_flush,
             ttl_secs: snapshot.ttl.unwrap_or(0),
+            nonce,
         },
     )?;
     let id = finished_procedure(submitted);

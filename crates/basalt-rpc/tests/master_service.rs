@@ -1284,7 +1284,33 @@ fn snapshot_request(
             r#type: Some(kind as i32),
             ..Default::default()
         }),
+        ..Default::default()
     }
+}
+
+#[test]
+fn a_snapshot_request_sent_again_with_its_nonce_is_answered_as_done() {
+    use m::snapshot_description::Type;
+    let s = server();
+    s.create("t", &["f"], &[]);
+    let with_nonce = |nonce: u64| m::SnapshotRequest {
+        nonce_group: Some(5),
+        nonce: Some(nonce),
+        ..snapshot_request("s1", Some("t"), Type::Flush)
+    };
+    // HBase's client sends the same request again when its master died
+    // with the answer.
+    for _ in 0..2 {
+        s.call::<m::SnapshotResponse>("Snapshot", &with_nonce(11))
+            .unwrap();
+    }
+    expect_class(
+        s.call::<m::SnapshotResponse>("Snapshot", &with_nonce(12)),
+        "org.apache.hadoop.hbase.snapshot.SnapshotExistsException",
+    );
+    let listed: m::GetCompletedSnapshotsResponse =
+        s.call("GetCompletedSnapshots", &m::Empty {}).unwrap();
+    assert_eq!(listed.snapshots.len(), 1);
 }
 
 #[test]

@@ -1655,6 +1655,8 @@ fn snapshot(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         name,
         skip_flush,
         ttl_secs,
+        // The shell runs each command once: nothing to recognize again.
+        nonce: None,
     })?;
     Ok(None)
 }

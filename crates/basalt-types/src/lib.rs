@@ -34,6 +34,7 @@ pub use descriptor::{
 pub use error::{Error, ErrorKind, Result};
 pub use filter::{Comparator, CompareOp, Filter};
 pub use mutation::{
-    Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Put, RowMutations,
+    Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Nonce, Put,
+    RowMutations,
 };
 pub use query::{Get, RowResult, Scan, TimeRange};

@@ -818,3 +818,29 @@ mod tests {
         assert!(validate_timestamp(0).is_ok());
     }
 }
+
+/// A client's mark on one request, so that the same request sent again
+/// (its answer lost, or its master gone mid-way) is recognized and not
+/// run twice: HBase's nonce group (one per client) and nonce (one per
+/// request). A zero nonce means none was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Nonce {
+    /// The client's group.
+    pub group: u64,
+    /// The request's number within it.
+    pub nonce: u64,
+}
+
+impl Nonce {
+    /// The nonce HBase's fields carry, `None` when the client sent none
+    /// (a zero nonce, their default).
+    pub fn from_fields(group: Option<u64>, nonce: Option<u64>) -> Option<Nonce> {
+        match nonce {
+            Some(nonce) if nonce != 0 => Some(Nonce {
+                group: group.unwrap_or(0),
+                nonce,
+            }),
+            _ => None,
+        }
+    }
+}

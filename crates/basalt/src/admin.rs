@@ -347,6 +347,10 @@ pub enum AdminRequest {
         /// Seconds until it expires (`TTL`; 0: never).
         #[serde(default)]
         ttl_secs: i64,
+        /// The client's nonce (HBase's `SnapshotRequest.nonce`): the same
+        /// request sent again is answered as the snapshot it took.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nonce: Option<basalt_types::Nonce>,
     },
     /// The completed snapshots (`list_snapshots`), those whose whole name
     /// matches `pattern` if given.
@@ -946,8 +950,9 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
             name,
             skip_flush,
             ttl_secs,
+            nonce,
         } => {
-            db.snapshot(&table, &name, skip_flush, ttl_secs)?;
+            db.snapshot_once(&table, &name, skip_flush, ttl_secs, nonce)?;
             Ok(AdminReply::Done)
         }
         AdminRequest::ListSnapshots { pattern } => Ok(AdminReply::Snapshots {

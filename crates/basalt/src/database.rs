@@ -643,12 +643,28 @@ impl Database {
     /// on meanwhile. `ttl_secs` > 0: the snapshot expires that long after
     /// it was taken (while the cleanup switch is on).
     pub fn snapshot(&self, table: &str, name: &str, skip_flush: bool, ttl_secs: i64) -> Result<()> {
+        self.snapshot_once(table, name, skip_flush, ttl_secs, None)
+    }
+
+    /// [`Database::snapshot`] with the client's `nonce`: the same request
+    /// sent again (its answer lost with a master that died) is answered
+    /// as the snapshot it took, not refused as a name taken (HBase's
+    /// nonce on `SnapshotRequest`).
+    pub fn snapshot_once(
+        &self,
+        table: &str,
+        name: &str,
+        skip_flush: bool,
+        ttl_secs: i64,
+        nonce: Option<basalt_types::Nonce>,
+    ) -> Result<()> {
         self.master_call(MasterCall::Snapshot {
             table: table.to_string(),
             name: name.to_string(),
             skip_flush,
             ttl_secs,
             owner: None,
+            nonce,
         })
         .map(drop)
     }

@@ -659,6 +659,9 @@ fn ensure_pending_marker(dest: &ExportSide, name: &str, export_table: &str) -> R
     }
     let body = serde_json::to_vec(&PendingSnapshot {
         table: export_table.to_string(),
+        // No request: a master that starts removes the marker rather than
+        // complete a snapshot; the export publishes a new one.
+        request: None,
     })
     .map_err(|e| Error::invalid(format!("pending marker does not serialize: {e}")))?;
     publish_with_new_id(

@@ -127,7 +127,8 @@ pub use basalt_types::filter::{
     DEFAULT_MAX_FILTERS, DEFAULT_MAX_FILTER_DEPTH,
 };
 pub use basalt_types::mutation::{
-    Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Put, RowMutations,
+    Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Nonce, Put,
+    RowMutations,
 };
 pub use basalt_types::query::{Get, RowResult, Scan, TimeRange};
 pub use basalt_types::{Cell, CellType, Error, ErrorKind, Result, LATEST_TIMESTAMP};

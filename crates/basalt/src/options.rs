@@ -152,6 +152,13 @@ pub struct Options {
     /// is there no store file is deleted (docs/snapshots.md). Default 256
     /// MiB, about a million file entries.
     pub snapshot_manifest_max_bytes: u64,
+    /// How long a snapshot may take, in milliseconds, retries included: a
+    /// region whose server died is tried again once it is reassigned, and
+    /// a master that takes over completes the snapshot its predecessor
+    /// left half taken, until this has passed since the request (then the
+    /// snapshot fails and its marker goes). Default 300,000, HBase's
+    /// `hbase.snapshot.master.timeout.millis`.
+    pub snapshot_timeout_ms: u64,
     // The region normalizer (docs/normalizer.md): off until its switch is
     // turned on (`normalizer_switch`, kept in the catalog); one block, the
     // defaults and why are there.
@@ -248,6 +255,7 @@ impl Default for Options {
             balancer_period_ms: 300_000,
             janitor_period_ms: 300_000,
             snapshot_manifest_max_bytes: basalt_engine::snapshot::DEFAULT_MAX_MANIFEST_BYTES,
+            snapshot_timeout_ms: 300_000,
             normalizer_period_ms: 300_000,
             normalizer_min_region_count: 3,
             normalizer_merge_min_age_ms: 3 * 24 * 60 * 60 * 1000,

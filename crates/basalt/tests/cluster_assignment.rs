@@ -1312,6 +1312,7 @@ fn a_snapshot_spans_the_regions_every_server_holds_and_a_clone_reads_them_all_ba
         skip_flush: false,
         ttl_secs: 0,
         owner: None,
+        nonce: None,
     };
     assert!(matches!(master.call(snapshot).unwrap(), MasterAnswer::Done));
     // Writes after the snapshot are not in it.

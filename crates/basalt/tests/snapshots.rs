@@ -492,6 +492,72 @@ fn snapshots_survive_a_restart_and_a_half_taken_one_is_removed() {
 }
 
 #[test]
+fn a_snapshot_a_crash_left_half_taken_is_completed_by_the_next_master() {
+    let mut t = TestDb::new();
+    let table = presplit(&t, "t", &["row00025"], &["f", "g"]);
+    fill(&table, 0, 50, "x");
+    let expected = dump(&table);
+    // What a master that died after publishing the marker leaves: the
+    // request, and no manifest.
+    let marker = basalt::layout::pending_snapshot_path(t.dir.path(), 1_000_001, "half");
+    std::fs::create_dir_all(marker.parent().unwrap()).unwrap();
+    std::fs::write(
+        &marker,
+        br#"{"table":"t","request":{"skip_flush":false,"ttl_secs":0,"nonce":{"group":7,"nonce":9},"requested_ms":1000000}}"#,
+    )
+    .unwrap();
+    t.reopen();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while t.db.list_snapshots(None).unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "never completed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!marker.exists(), "the marker goes once it is taken");
+    // Writes acknowledged before the request are in it (flushed at the cut).
+    t.db.clone_snapshot("half", "back").unwrap();
+    assert_eq!(dump(&t.db.table("back").unwrap()), expected);
+    // The client that sent it sends it again (its master died with the
+    // answer): the same nonce is answered as done; another is refused.
+    let nonce = |n| Some(Nonce { group: 7, nonce: n });
+    t.db.snapshot_once("t", "half", false, 0, nonce(9)).unwrap();
+    for other in [nonce(10), None] {
+        let err =
+            t.db.snapshot_once("t", "half", false, 0, other)
+                .unwrap_err();
+        assert!(matches!(err, Error::SnapshotExists(_)), "{err}");
+    }
+}
+
+#[test]
+fn a_snapshot_sent_again_with_its_nonce_is_answered_as_the_one_taken() {
+    let t = TestDb::new();
+    let table = presplit(&t, "t", &[], &["f"]);
+    fill_one(&table, "a");
+    let nonce = Some(Nonce {
+        group: 1,
+        nonce: 42,
+    });
+    t.db.snapshot_once("t", "s", false, 0, nonce).unwrap();
+    fill_one(&table, "b");
+    t.db.snapshot_once("t", "s", false, 0, nonce).unwrap();
+    assert_eq!(t.db.list_snapshots(None).unwrap().len(), 1);
+    t.db.clone_snapshot("s", "c").unwrap();
+    assert_eq!(
+        dump(&t.db.table("c").unwrap()).len(),
+        1,
+        "the first request's cut, not a second one"
+    );
+    let err = t.db.snapshot("t", "s", false, 0).unwrap_err();
+    assert!(matches!(err, Error::SnapshotExists(_)), "{err}");
+}
+
+fn fill_one(table: &Table, row: &str) {
+    table
+        .put(&Put::new(row.to_string()).add("f", "a", row.to_string()))
+        .unwrap();
+}
+
+#[test]
 fn basalt_check_accepts_what_snapshots_keep_and_reports_a_referenced_file_gone_missing() {
     let t = TestDb::new();
     let table = presplit(&t, "t", &["row00050"], &["f", "g"]);

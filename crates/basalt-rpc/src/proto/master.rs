@@ -488,6 +488,13 @@ pub struct SnapshotRequest {
     /// The snapshot.
     #[prost(message, optional, tag = "1")]
     pub snapshot: Option<SnapshotDescription>,
+    /// The client's nonce group (0: none).
+    #[prost(uint64, optional, tag = "2")]
+    pub nonce_group: Option<u64>,
+    /// The request's nonce (0: none): the same request sent again to a new
+    /// master is recognized.
+    #[prost(uint64, optional, tag = "3")]
+    pub nonce: Option<u64>,
 }
 
 /// `Snapshot`'s answer.

@@ -430,6 +430,10 @@ pub enum MasterCall {
         /// owner, recorded in the manifest).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         owner: Option<String>,
+        /// The client's nonce: the same request sent again (its master
+        /// died with the answer) is answered as the snapshot it took.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nonce: Option<basalt_types::Nonce>,
     },
     /// The completed snapshots, those whose name matches `pattern` (a
     /// regular expression matched against the whole name) if given

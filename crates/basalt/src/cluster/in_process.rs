@@ -130,6 +130,9 @@ pub(crate) fn start(
     )?;
     master.set_normalizer_config(NormalizerConfig::from_options(&options));
     master.set_snapshot_manifest_max_bytes(options.snapshot_manifest_max_bytes);
+    master.set_snapshot_timeout(std::time::Duration::from_millis(
+        options.snapshot_timeout_ms,
+    ));
 
     // Step 3.
     let opened: Vec<u64> = server

@@ -36,7 +36,7 @@
 //! anywhere else; if that server cannot be reached, the region waits
 //! (`OPENING` there) until the server answers or dies.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -91,7 +91,19 @@ pub struct ClusterMaster {
     retaining: Arc<RetainingFileStore>,
     /// The last snapshot, pending snapshot or hold number handed out.
     pub(super) last_snapshot_id: Mutex<u64>,
+    /// The pending markers of the snapshots a thread of this master is
+    /// taking now; another caller for the same one waits on
+    /// `snapshot_driven` for its outcome.
+    pub(super) snapshots_driven: Mutex<HashSet<PathBuf>>,
+    pub(super) snapshot_driven: parking_lot::Condvar,
+    /// How long a snapshot may take, retries included
+    /// ([`ClusterMaster::set_snapshot_timeout`]).
+    snapshot_timeout: RwLock<std::time::Duration>,
 }
+
+/// How long a snapshot may take by default (HBase's
+/// `hbase.snapshot.master.timeout.millis`, 300,000).
+pub const DEFAULT_SNAPSHOT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// How often the active master's chores run; zero turns one off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,9 +272,12 @@ impl ClusterMaster {
             normalizer: RwLock::new(NormalizerConfig::default()),
             retaining,
             last_snapshot_id: Mutex::new(0),
+            snapshots_driven: Mutex::new(HashSet::new()),
+            snapshot_driven: parking_lot::Condvar::new(),
+            snapshot_timeout: RwLock::new(DEFAULT_SNAPSHOT_TIMEOUT),
         });
-        if let Err(e) = master.remove_abandoned_snapshots() {
-            tracing::warn!(error = %e, "could not remove the markers of snapshots left half taken");
+        if let Err(e) = master.take_over_snapshots() {
+            tracing::warn!(error = %e, "could not take over the snapshots left half taken");
         }
         Ok(master)
     }
@@ -271,6 +286,16 @@ impl ClusterMaster {
     /// (`Options::snapshot_manifest_max_bytes`).
     pub fn set_snapshot_manifest_max_bytes(&self, bytes: u64) {
         self.retaining.references().set_max_manifest_bytes(bytes);
+    }
+
+    /// Sets how long a snapshot may take, retries included
+    /// (`snapshot_timeout_ms`).
+    pub fn set_snapshot_timeout(&self, timeout: std::time::Duration) {
+        *self.snapshot_timeout.write() = timeout;
+    }
+
+    pub(super) fn snapshot_timeout(&self) -> std::time::Duration {
+        *self.snapshot_timeout.read()
     }
 
     pub(super) fn snapshot_manifest_max_bytes(&self) -> u64 {
@@ -1581,7 +1606,8 @@ impl MasterControl for ClusterMaster {
                 skip_flush,
                 ttl_secs,
                 owner,
-            } => done(self.take_snapshot(&table, &name, skip_flush, ttl_secs, owner)),
+                nonce,
+            } => done(self.take_snapshot(&table, &name, skip_flush, ttl_secs, owner, nonce)),
             MasterCall::ListSnapshots { pattern } => self
                 .list_snapshots(pattern.as_deref())
                 .map(|snapshots| MasterAnswer::Snapshots { snapshots }),

@@ -13,8 +13,14 @@
 //! 3. the manifest is published whole as `snapshots/<id>-<name>.snapshot`
 //!    (create-if-absent): that is the commit point, so a half snapshot is
 //!    never listed;
-//! 4. the marker goes. A crash before step 4 leaves a marker, which the
-//!    next master removes at start (the snapshot was not taken).
+//! 4. the marker goes.
+//!
+//! The marker records the request, so the snapshot is a procedure: a
+//! region that does not serve fails one attempt, and the master tries
+//! again with its lock let go (the region can be reassigned) until
+//! `snapshot_timeout`; a master that starts completes the markers its
+//! predecessor left; a request sent again with the same nonce is answered
+//! as the snapshot taken (`ClusterMaster::take_snapshot`).
 //!
 //! **Clone** seeds the new table's regions with links naming the
 //! snapshot's files (the split mechanism's links, with the table they
@@ -38,16 +44,35 @@ use bytes::Bytes;
 use basalt_engine::layout::{self, SnapshotEntry};
 use basalt_engine::manifest::{ManifestLog, StoreManifest};
 use basalt_engine::snapshot::{
-    check_snapshot_name, read_manifest, write_manifest, PendingSnapshot, SnapshotFile,
-    SnapshotKind, SnapshotManifest, SnapshotRegion, SnapshotStore,
+    check_snapshot_name, read_manifest, write_manifest, PendingRequest, PendingSnapshot,
+    SnapshotFile, SnapshotKind, SnapshotManifest, SnapshotRegion, SnapshotStore,
 };
 use basalt_engine::Store;
-use basalt_types::{ColumnFamilyDescriptor, Error, Result, TableDescriptor};
+use basalt_types::{ColumnFamilyDescriptor, Error, Nonce, Result, TableDescriptor};
 
 use super::control::{SnapshotInfo, SnapshotRegionRequest};
 use super::master::{ClusterMaster, State};
 use crate::catalog::{new_region_entry, Procedure, RegionState};
 use crate::region_server::RegionServer;
+
+/// A snapshot being taken: its marker and what it completes.
+struct Taking {
+    marker: PathBuf,
+    id: u64,
+    name: String,
+    table: String,
+    request: PendingRequest,
+}
+
+/// Between two attempts of a snapshot whose regions did not all serve.
+const SNAPSHOT_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// HBase's answer for a snapshot of a table that does not exist.
+fn table_gone(table: &str) -> Error {
+    Error::SnapshotFailed(format!(
+        "Table '{table}' doesn't exist, can't take snapshot."
+    ))
+}
 
 /// One entry of the snapshot directory.
 struct Listed {
@@ -101,21 +126,65 @@ impl ClusterMaster {
         *last
     }
 
-    /// A master that starts removes the markers of snapshots a crashed one
-    /// left half taken: they were never completed, and a marker keeps
-    /// every file of its table.
-    pub(super) fn remove_abandoned_snapshots(&self) -> Result<()> {
+    /// A master that starts takes over the snapshots a master before it
+    /// left half taken: a marker recording its request is completed
+    /// ([`ClusterMaster::drive_snapshot`], on a thread of its own, so the
+    /// regions it needs can be assigned meanwhile); a marker without one
+    /// (an earlier version's, or an export's) is removed, as it keeps every
+    /// file of its table.
+    pub(super) fn take_over_snapshots(self: &Arc<Self>) -> Result<()> {
         for listed in self.snapshot_entries()? {
-            if let SnapshotEntry::Pending(_, name) = &listed.entry {
-                tracing::warn!(snapshot = %name, "removing a snapshot a crash left half taken");
+            let SnapshotEntry::Pending(id, name) = &listed.entry else {
+                continue;
+            };
+            let pending = match self.read_pending(&listed.path) {
+                Ok(pending) => pending,
+                Err(e) => {
+                    tracing::warn!(path = %listed.path.display(), error = %e, "removing an unreadable pending snapshot marker");
+                    self.files.delete(&listed.path)?;
+                    continue;
+                }
+            };
+            let Some(request) = pending.request else {
+                tracing::warn!(snapshot = %name, "removing a snapshot a crash left half taken (its marker records no request to complete)");
                 self.files.delete(&listed.path)?;
-            }
+                continue;
+            };
+            tracing::info!(snapshot = %name, table = %pending.table, "completing a snapshot the previous master left half taken");
+            let master = Arc::clone(self);
+            let taken = Taking {
+                marker: listed.path.clone(),
+                id: *id,
+                name: name.clone(),
+                table: pending.table,
+                request,
+            };
+            std::thread::Builder::new()
+                .name("snapshot-takeover".into())
+                .spawn(move || {
+                    if let Err(e) = master.join_or_drive(&taken) {
+                        tracing::warn!(snapshot = %taken.name, error = %e, "the snapshot left half taken could not be completed");
+                    }
+                })
+                .map_err(|e| Error::io(&listed.path, e))?;
         }
         Ok(())
     }
 
+    fn read_pending(&self, path: &Path) -> Result<PendingSnapshot> {
+        let bytes = self.files.read_all(path)?;
+        serde_json::from_slice(&bytes).map_err(|e| Error::Corruption {
+            path: path.to_path_buf(),
+            offset: 0,
+            message: format!("pending snapshot marker does not parse: {e}"),
+        })
+    }
+
     /// Takes snapshot `name` of `table` (the module docs' steps), recording
-    /// `owner` as the user who took it.
+    /// `owner` as the user who took it. A request carrying `nonce` that
+    /// was already taken (or is being taken) under that name is answered
+    /// as that one: a client sends it again when its master died with the
+    /// answer.
     pub(super) fn take_snapshot(
         &self,
         table: &str,
@@ -123,96 +192,152 @@ impl ClusterMaster {
         skip_flush: bool,
         ttl_secs: i64,
         owner: Option<String>,
+        nonce: Option<Nonce>,
     ) -> Result<()> {
         check_snapshot_name(name)?;
-        let state = self.state.lock();
-        self.check_running()?;
-        self.expire_snapshots(&state);
-        let listed = self.snapshot_entries()?;
-        if listed.iter().any(|l| {
-            matches!(&l.entry, SnapshotEntry::Snapshot(_, n) | SnapshotEntry::Pending(_, n) if n == name)
-        }) {
-            return Err(Error::SnapshotExists(name.to_string()));
-        }
-        if table.starts_with("hbase:") {
-            return Err(Error::invalid(format!(
-                "system table snapshots are not allowed: {table}"
-            )));
-        }
-        let entry = state.catalog.tables.get(table).ok_or_else(|| {
-            Error::SnapshotFailed(format!(
-                "Table '{table}' doesn't exist, can't take snapshot."
-            ))
-        })?;
-        let id = self.next_snapshot_id(&listed);
-        let pending = layout::pending_snapshot_path(&self.root, id, name);
-        let marker = serde_json::to_vec(&PendingSnapshot {
-            table: table.to_string(),
-        })
-        .map_err(|e| Error::invalid(format!("pending snapshot marker: {e}")))?;
-        self.files.publish(&pending, &marker)?;
-        let kind = match (entry.enabled, skip_flush) {
-            (false, _) => SnapshotKind::Disabled,
-            (true, false) => SnapshotKind::Flush,
-            (true, true) => SnapshotKind::Skipflush,
-        };
-        let taken = (|| -> Result<SnapshotManifest> {
-            let mut regions = Vec::with_capacity(entry.regions.len());
-            for region in &entry.regions {
-                let stores = if entry.enabled {
-                    match (region.state, &region.server) {
-                        (RegionState::Open, Some(server)) => self.servers.snapshot_region(
-                            server,
-                            &SnapshotRegionRequest {
-                                table: table.to_string(),
-                                region: region.id,
-                                epoch: region.epoch,
-                                flush: !skip_flush,
-                            },
-                        )?,
-                        _ => {
-                            return Err(Error::SnapshotFailed(format!(
-                            "region {} of table {table} is {} and not open: try the snapshot again",
-                            region.id,
-                            super::master::state_name(region.state)
-                        )))
+        let taking = {
+            let state = self.state.lock();
+            self.check_running()?;
+            self.expire_snapshots(&state);
+            let listed = self.snapshot_entries()?;
+            for l in &listed {
+                match &l.entry {
+                    SnapshotEntry::Snapshot(_, n) if n == name => {
+                        if nonce.is_some() && self.read_snapshot(&l.path)?.nonce == nonce {
+                            return Ok(());
+                        }
+                        return Err(Error::SnapshotExists(name.to_string()));
+                    }
+                    SnapshotEntry::Pending(id, n) if n == name => {
+                        let pending = self.read_pending(&l.path)?;
+                        match pending.request {
+                            Some(request) if nonce.is_some() && request.nonce == nonce => {
+                                let taking = Taking {
+                                    marker: l.path.clone(),
+                                    id: *id,
+                                    name: name.to_string(),
+                                    table: pending.table,
+                                    request,
+                                };
+                                drop(state);
+                                return self.join_or_drive(&taking);
+                            }
+                            _ => return Err(Error::SnapshotExists(name.to_string())),
                         }
                     }
-                } else {
-                    self.stored_region_files(table, &entry.descriptor, region.id)?
-                };
-                regions.push(SnapshotRegion {
-                    id: region.id,
-                    start_key: region.start_key.clone(),
-                    end_key: region.end_key.clone(),
-                    stores,
-                });
+                    _ => {}
+                }
             }
-            let manifest = SnapshotManifest {
+            if table.starts_with("hbase:") {
+                return Err(Error::invalid(format!(
+                    "system table snapshots are not allowed: {table}"
+                )));
+            }
+            if !state.catalog.tables.contains_key(table) {
+                return Err(table_gone(table));
+            }
+            let id = self.next_snapshot_id(&listed);
+            let marker = layout::pending_snapshot_path(&self.root, id, name);
+            let request = PendingRequest {
+                skip_flush,
+                ttl_secs: ttl_secs.max(0),
+                owner,
+                nonce,
+                requested_ms: self.clock.now_millis(),
+            };
+            let body = serde_json::to_vec(&PendingSnapshot {
+                table: table.to_string(),
+                request: Some(request.clone()),
+            })
+            .map_err(|e| Error::invalid(format!("pending snapshot marker: {e}")))?;
+            self.files.publish(&marker, &body)?;
+            Taking {
+                marker,
+                id,
                 name: name.to_string(),
                 table: table.to_string(),
-                created_ms: self.clock.now_millis(),
-                ttl_secs: ttl_secs.max(0),
-                kind,
-                descriptor: entry.descriptor.clone(),
-                regions,
-                held_for: None,
-                lease_until_ms: None,
-                owner,
-            };
-            write_manifest(
-                self.files.as_ref(),
-                &layout::snapshot_path(&self.root, id, name),
-                &manifest,
-            )?;
-            Ok(manifest)
-        })();
-        if let Err(e) = self.files.delete(&pending) {
-            // Left, it keeps the table's files until the next master start.
-            tracing::warn!(path = %pending.display(), error = %e, "could not remove a pending snapshot marker");
+                request,
+            }
+        };
+        self.join_or_drive(&taking)
+    }
+
+    /// Drives `taking` to its end, or, when another thread of this master
+    /// already does, waits for that one and answers its outcome.
+    fn join_or_drive(&self, taking: &Taking) -> Result<()> {
+        {
+            let mut driven = self.snapshots_driven.lock();
+            if driven.contains(&taking.marker) {
+                while driven.contains(&taking.marker) {
+                    self.snapshot_driven.wait(&mut driven);
+                }
+                drop(driven);
+                let completed = layout::snapshot_path(&self.root, taking.id, &taking.name);
+                return match self.read_snapshot(&completed) {
+                    Ok(_) => Ok(()),
+                    Err(_) => Err(Error::SnapshotFailed(format!(
+                        "snapshot '{}' of table {} was not taken",
+                        taking.name, taking.table
+                    ))),
+                };
+            }
+            driven.insert(taking.marker.clone());
         }
-        let manifest = taken.map_err(|e| match e {
-            e @ (Error::SnapshotFailed(_) | Error::Fenced { .. } | Error::Closed(_)) => e,
+        let outcome = self.drive_snapshot(taking);
+        self.snapshots_driven.lock().remove(&taking.marker);
+        self.snapshot_driven.notify_all();
+        outcome
+    }
+
+    /// Takes the snapshot `taking` describes, its marker published: each
+    /// attempt lists every region's files under the master's lock (no
+    /// split, merge or DDL meanwhile) and publishes the manifest. A region
+    /// not serving (its server died, the region is being assigned) fails
+    /// the attempt; the lock is let go, so the region can be assigned, and
+    /// the snapshot tried again, until `snapshot_timeout` has passed since
+    /// the request. The marker goes when the snapshot is taken or given
+    /// up; a master that stops leaves it for the next one.
+    fn drive_snapshot(&self, taking: &Taking) -> Result<()> {
+        let name = taking.name.as_str();
+        let table = taking.table.as_str();
+        let timeout_ms = i64::try_from(self.snapshot_timeout().as_millis()).unwrap_or(i64::MAX);
+        let mut attempts = 0u32;
+        let outcome = loop {
+            attempts += 1;
+            let attempt = {
+                let state = self.state.lock();
+                // A master stopping leaves the marker: the next one
+                // completes the snapshot.
+                self.check_running()?;
+                self.snapshot_attempt(&state, taking)
+            };
+            match attempt {
+                Ok(manifest) => break Ok(manifest),
+                Err(e @ (Error::Fenced { .. } | Error::Closed(_))) => return Err(e),
+                // The table is gone: no attempt can succeed.
+                Err(e @ Error::SnapshotFailed(_)) => break Err(e),
+                Err(e) => {
+                    let waited = self
+                        .clock
+                        .now_millis()
+                        .saturating_sub(taking.request.requested_ms);
+                    if waited >= timeout_ms {
+                        break Err(Error::SnapshotFailed(format!(
+                            "snapshot '{name}' of table {table} failed after {attempts} attempts in {waited} ms \
+                             (snapshot_timeout_ms is {timeout_ms}): {e}"
+                        )));
+                    }
+                    tracing::info!(snapshot = name, table, attempt = attempts, error = %e, "a snapshot attempt failed; trying again once the table's regions serve");
+                    std::thread::sleep(SNAPSHOT_RETRY_PAUSE);
+                }
+            }
+        };
+        if let Err(e) = self.files.delete(&taking.marker) {
+            // Left, it keeps the table's files until the next master start.
+            tracing::warn!(path = %taking.marker.display(), error = %e, "could not remove a pending snapshot marker");
+        }
+        let manifest = outcome.map_err(|e| match e {
+            e @ Error::SnapshotFailed(_) => e,
             e => Error::SnapshotFailed(format!("snapshot '{name}' of table {table} failed: {e}")),
         })?;
         tracing::info!(
@@ -221,9 +346,78 @@ impl ClusterMaster {
             regions = manifest.regions.len(),
             files = manifest.files().count(),
             bytes = manifest.file_bytes(),
+            attempts,
             "snapshot taken"
         );
         Ok(())
+    }
+
+    /// One attempt of [`ClusterMaster::drive_snapshot`], under the lock.
+    fn snapshot_attempt(&self, state: &State, taking: &Taking) -> Result<SnapshotManifest> {
+        let (name, table) = (taking.name.as_str(), taking.table.as_str());
+        let entry = state
+            .catalog
+            .tables
+            .get(table)
+            .ok_or_else(|| table_gone(table))?;
+        let skip_flush = taking.request.skip_flush;
+        let kind = match (entry.enabled, skip_flush) {
+            (false, _) => SnapshotKind::Disabled,
+            (true, false) => SnapshotKind::Flush,
+            (true, true) => SnapshotKind::Skipflush,
+        };
+        let mut regions = Vec::with_capacity(entry.regions.len());
+        for region in &entry.regions {
+            let stores = if entry.enabled {
+                match (region.state, &region.server) {
+                    (RegionState::Open, Some(server)) => self.servers.snapshot_region(
+                        server,
+                        &SnapshotRegionRequest {
+                            table: table.to_string(),
+                            region: region.id,
+                            epoch: region.epoch,
+                            flush: !skip_flush,
+                        },
+                    )?,
+                    _ => {
+                        return Err(Error::NotServingRegion(format!(
+                            "region {} of table {table} is {} and not open",
+                            region.id,
+                            super::master::state_name(region.state)
+                        )))
+                    }
+                }
+            } else {
+                self.stored_region_files(table, &entry.descriptor, region.id)?
+            };
+            regions.push(SnapshotRegion {
+                id: region.id,
+                start_key: region.start_key.clone(),
+                end_key: region.end_key.clone(),
+                stores,
+            });
+        }
+        let manifest = SnapshotManifest {
+            name: name.to_string(),
+            table: table.to_string(),
+            created_ms: self.clock.now_millis(),
+            ttl_secs: taking.request.ttl_secs,
+            kind,
+            descriptor: entry.descriptor.clone(),
+            regions,
+            held_for: None,
+            lease_until_ms: None,
+            nonce: taking.request.nonce,
+            owner: taking.request.owner.clone(),
+        };
+        let path = layout::snapshot_path(&self.root, taking.id, name);
+        match write_manifest(self.files.as_ref(), &path, &manifest) {
+            Ok(()) => Ok(manifest),
+            // An attempt before this one published it, then lost the
+            // answer: taken.
+            Err(e) if basalt_engine::manifest::is_already_exists(&e) => self.read_snapshot(&path),
+            Err(e) => Err(e),
+        }
     }
 
     /// The files of a closed region's stores, from their newest manifests
