@@ -26,6 +26,9 @@ enum BenchCommand {
     DbBench(DbBenchArgs),
     /// The whole comparison with the peers; writes bench/results/<date>.md.
     Compare(CompareArgs),
+    /// How long a snapshot of a large table takes (10 GiB by default), on
+    /// a data directory or object storage.
+    Snapshot(crate::snapshot::SnapshotBenchArgs),
 }
 
 /// db_bench's flags (same names, `--flag=value` form).
@@ -92,6 +95,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         BenchCommand::Ycsb(a) => ycsb(&a),
         BenchCommand::DbBench(a) => db_bench(&a),
         BenchCommand::Compare(a) => run_compare(&a),
+        BenchCommand::Snapshot(a) => crate::snapshot::run_snapshot_bench(&a),
     };
     result.map_err(|e| e.to_string())
 }

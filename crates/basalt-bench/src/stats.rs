@@ -121,6 +121,18 @@ pub fn peak_rss_kib_of(pid: &str) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// The median of `values` (sorted in place; the mean of the middle two for
+/// an even count; 0 for none).
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +153,13 @@ mod tests {
         assert!((s.p50_us - 51.0).abs() <= 1.0, "{}", s.p50_us);
         assert!(s.max_us >= 9_990.0);
         assert!(s.p95_us >= 95.0 && s.p95_us <= 97.0, "{}", s.p95_us);
+    }
+
+    #[test]
+    fn the_median_is_the_middle_value_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(&mut []), 0.0);
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
     }
 
     #[test]

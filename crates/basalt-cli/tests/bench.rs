@@ -61,6 +61,54 @@ fn ycsb_and_db_bench_print_their_reports() {
 }
 
 #[test]
+fn the_snapshot_bench_times_snapshots_of_the_table_it_loaded_and_reports_their_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("snap");
+    let report = dir.path().join("report.md");
+    let (ok, out, err) = basalt(&[
+        "bench",
+        "snapshot",
+        "--bytes",
+        "4194304",
+        "--value-size",
+        "4096",
+        "--regions",
+        "4",
+        "--runs",
+        "2",
+        "--db",
+        db.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("Loaded 4 MiB of values"), "{out}");
+    // Two timed rows, each referencing the loaded bytes (4 MiB of values
+    // and their keys).
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| 1 |") || l.starts_with("| 2 |"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(rows.iter().all(|r| r.ends_with("| 4 MiB |")), "{rows:?}");
+    assert!(out.contains("Median of 2 snapshots"), "{out}");
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), out);
+    // Again on the kept table, without loading; snapshots were deleted.
+    let (ok, out, err) = basalt(&[
+        "bench",
+        "snapshot",
+        "--use-existing-db",
+        "--runs",
+        "1",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(!out.contains("Loaded"), "{out}");
+    assert!(out.contains("Median of 1 snapshots"), "{out}");
+}
+
+#[test]
 fn bad_arguments_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x");
@@ -85,6 +133,14 @@ fn bad_arguments_are_errors() {
             "ycsb",
             "--phase",
             "warmup",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        vec![
+            "bench",
+            "snapshot",
+            "--value-size",
+            "0",
             "--db",
             db.to_str().unwrap(),
         ],

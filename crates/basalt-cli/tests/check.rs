@@ -8,6 +8,19 @@ use std::process::{Command, Output};
 
 use basalt::*;
 
+/// Held by each test for its whole run. A process spawned while another
+/// test holds a data directory's LOCK inherits that descriptor until it
+/// execs, so that directory stays locked a moment after its database
+/// closes; a check spawned in that moment is refused (seen on a loaded
+/// machine). One test at a time removes the overlap.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn basalt(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_basalt"))
         .args(args)
@@ -101,6 +114,7 @@ fn row_count(dir: &Path) -> usize {
 
 #[test]
 fn a_healthy_directory_passes_with_a_one_line_summary() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     populate(dir.path(), true);
     let out = check(dir.path());
@@ -112,6 +126,7 @@ fn a_healthy_directory_passes_with_a_one_line_summary() {
 
 #[test]
 fn a_flipped_byte_anywhere_in_a_store_file_is_named_with_its_offset() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     populate(dir.path(), true);
     let file = second_region_file(dir.path());
@@ -133,6 +148,7 @@ fn a_flipped_byte_anywhere_in_a_store_file_is_named_with_its_offset() {
 
 #[test]
 fn a_flipped_byte_in_a_log_record_is_named_with_its_offset() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     populate(dir.path(), false);
     let segment = files_with_extension(&dir.path().join("wal"), "log")
@@ -151,6 +167,7 @@ fn a_flipped_byte_in_a_log_record_is_named_with_its_offset() {
 
 #[test]
 fn quarantine_moves_the_file_aside_reports_the_lost_rows_and_the_database_opens_whole() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     populate(dir.path(), true);
     let file = second_region_file(dir.path());
@@ -185,6 +202,7 @@ fn quarantine_moves_the_file_aside_reports_the_lost_rows_and_the_database_opens_
 
 #[test]
 fn point_in_time_recovery_drops_the_log_from_the_first_damaged_record() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     populate(dir.path(), false);
     let segment = files_with_extension(&dir.path().join("wal"), "log")
@@ -224,6 +242,7 @@ fn point_in_time_recovery_drops_the_log_from_the_first_damaged_record() {
 
 #[test]
 fn check_refuses_a_directory_a_server_holds() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path()).unwrap();
     let out = check(dir.path());

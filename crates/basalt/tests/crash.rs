@@ -202,18 +202,36 @@ fn kill_child_while_writing(
 
 /// Opens the database, on the storage `config` names (log included) when
 /// given.
+/// Opens the database, waiting out a LOCK held a moment by a process
+/// another test is spawning: a child inherits every descriptor of this
+/// test binary until it execs, the LOCK of a database just closed here
+/// included (seen once on a loaded machine). A lock held longer than the
+/// wait still fails the test.
 fn open_db(options: Options, config: Option<basalt_object_store::StorageConfig>) -> Database {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match try_open_db(options.clone(), config.clone()) {
+            Err(Error::Locked { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            opened => return opened.unwrap(),
+        }
+    }
+}
+
+fn try_open_db(
+    options: Options,
+    config: Option<basalt_object_store::StorageConfig>,
+) -> basalt::Result<Database> {
     let Some(config) = config else {
-        return Database::open_with(options).unwrap();
+        return Database::open_with(options);
     };
-    let storage = basalt_object_store::open_storage(&config, &options.data_dir)
-        .unwrap()
-        .unwrap();
+    let storage = basalt_object_store::open_storage(&config, &options.data_dir)?
+        .ok_or_else(|| Error::invalid("no storage URL"))?;
     Database::builder(options)
         .file_store(storage.file_store())
         .wal_in_file_store(storage.wal_options())
         .open()
-        .unwrap()
 }
 
 fn child_options(dir: &str, mode: &str) -> Options {
