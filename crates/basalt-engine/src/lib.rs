@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod block_cache;
+pub mod checked;
 pub mod clock;
 mod coding;
 pub mod compaction;

@@ -39,7 +39,7 @@ pub fn is_already_exists(error: &Error) -> bool {
 pub const MANIFEST_FORMAT_VERSION: u32 = 3;
 /// The version of a manifest none of whose links names a table.
 const MANIFEST_FORMAT_WITHOUT_TABLE_LINKS: u32 = 2;
-const READABLE_FORMAT_VERSIONS: [&str; 3] = ["1", "2", "3"];
+const READABLE_FORMAT_VERSIONS: [u32; 3] = [1, 2, 3];
 const MAGIC: &str = "BASALT-STORE-MANIFEST";
 
 /// One store file as the manifest records it.
@@ -161,14 +161,7 @@ impl StoreManifest {
         } else {
             MANIFEST_FORMAT_WITHOUT_TABLE_LINKS
         };
-        let mut out = format!(
-            "{MAGIC} {format} {:08x} {}\n",
-            crc32c::crc32c(&body),
-            body.len()
-        )
-        .into_bytes();
-        out.extend_from_slice(&body);
-        Ok(out)
+        Ok(crate::checked::frame(MAGIC, format, &body))
     }
 
     /// Decodes the bytes of the manifest file named for `version`. Input is
@@ -176,44 +169,9 @@ impl StoreManifest {
     /// (never a panic), and nothing is allocated beyond a small multiple of
     /// the input.
     pub fn decode(bytes: &[u8], version: u64) -> std::result::Result<StoreManifest, String> {
-        let newline = bytes
-            .iter()
-            .position(|&b| b == b'\n')
-            .ok_or_else(|| "missing header line".to_string())?;
-        let header =
-            std::str::from_utf8(&bytes[..newline]).map_err(|_| "header is not text".to_string())?;
-        // At most four fields: a header of many spaces must not become a
-        // vector of many empty fields.
-        let mut fields = header.splitn(5, ' ');
-        let (Some(magic), Some(format), Some(crc), Some(len), None) = (
-            fields.next(),
-            fields.next(),
-            fields.next(),
-            fields.next(),
-            fields.next(),
-        ) else {
-            return Err(format!("malformed header '{}'", header.escape_debug()));
-        };
-        if magic != MAGIC {
-            return Err(format!("bad magic '{}'", magic.escape_debug()));
-        }
-        if !READABLE_FORMAT_VERSIONS.contains(&format) {
-            return Err(format!(
-                "unsupported manifest format {}",
-                format.escape_debug()
-            ));
-        }
-        let body = &bytes[newline + 1..];
-        if len.parse::<usize>().ok() != Some(body.len()) {
-            return Err(format!(
-                "body is {} bytes, header says {}",
-                body.len(),
-                len.escape_debug()
-            ));
-        }
-        if u32::from_str_radix(crc, 16).ok() != Some(crc32c::crc32c(body)) {
-            return Err("checksum mismatch".into());
-        }
+        let body = crate::checked::unframe(bytes, MAGIC, &READABLE_FORMAT_VERSIONS, "manifest")
+            .map_err(|(_, why)| why)?
+            .body;
         let manifest: StoreManifest =
             serde_json::from_slice(body).map_err(|e| format!("body does not parse: {e}"))?;
         if manifest.version != version {

@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use basalt_types::{Error, Nonce, Result, TableDescriptor};
 
+use crate::checked;
 use crate::fs::{FileCacheStats, FileStore, FileWriter};
 use crate::layout::{self, SnapshotEntry};
 use crate::manifest::{FileLink, ManifestFile};
@@ -267,7 +268,7 @@ impl SnapshotManifest {
     pub fn encode(&self) -> Result<Vec<u8>> {
         let body = serde_json::to_vec(self)
             .map_err(|e| Error::invalid(format!("snapshot manifest does not serialize: {e}")))?;
-        Ok(frame(MAGIC, SNAPSHOT_FORMAT_VERSION, &body))
+        Ok(checked::frame(MAGIC, SNAPSHOT_FORMAT_VERSION, &body))
     }
 
     /// Decodes a manifest file's bytes. Input is untrusted: a defect is an
@@ -275,7 +276,13 @@ impl SnapshotManifest {
     /// never a panic, and nothing is allocated beyond a small multiple of
     /// the input.
     pub fn decode(bytes: &[u8]) -> std::result::Result<SnapshotManifest, (u64, String)> {
-        let (body_at, body) = unframe(bytes, MAGIC, SNAPSHOT_FORMAT_VERSION, "snapshot manifest")?;
+        let framed = checked::unframe(
+            bytes,
+            MAGIC,
+            &[SNAPSHOT_FORMAT_VERSION],
+            "snapshot manifest",
+        )?;
+        let (body_at, body) = (framed.body_at, framed.body);
         let manifest: SnapshotManifest = serde_json::from_slice(body).map_err(|e| {
             // serde_json counts lines and columns; the body is one line.
             (
@@ -346,72 +353,6 @@ impl SnapshotManifest {
         }
         Ok(())
     }
-}
-
-/// A checked file's bytes: a header line (`magic`, format `version`, the
-/// body's crc32c in 8 hex digits, the body's length) and the body. Snapshot
-/// manifests and export plans are written so.
-pub fn frame(magic: &str, version: u32, body: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "{magic} {version} {:08x} {}\n",
-        crc32c::crc32c(body),
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(body);
-    out
-}
-
-/// The body of a checked file written by [`frame`], with its offset in
-/// the file, once the header's magic, format version, length and checksum
-/// hold. A defect is (offset, what is wrong); `what` names the file kind.
-pub fn unframe<'a>(
-    bytes: &'a [u8],
-    magic: &str,
-    version: u32,
-    what: &str,
-) -> std::result::Result<(u64, &'a [u8]), (u64, String)> {
-    let newline = bytes
-        .iter()
-        .position(|&b| b == b'\n')
-        .ok_or_else(|| (0, "missing header line".to_string()))?;
-    let header = std::str::from_utf8(&bytes[..newline])
-        .map_err(|e| (e.valid_up_to() as u64, "header is not text".to_string()))?;
-    let mut fields = header.splitn(5, ' ');
-    let (Some(found_magic), Some(format), Some(crc), Some(len), None) = (
-        fields.next(),
-        fields.next(),
-        fields.next(),
-        fields.next(),
-        fields.next(),
-    ) else {
-        return Err((0, format!("malformed header '{}'", header.escape_debug())));
-    };
-    if found_magic != magic {
-        return Err((0, format!("bad magic '{}'", found_magic.escape_debug())));
-    }
-    if format != version.to_string() {
-        return Err((
-            magic.len() as u64 + 1,
-            format!("unsupported {what} format {}", format.escape_debug()),
-        ));
-    }
-    let body_at = newline as u64 + 1;
-    let body = &bytes[newline + 1..];
-    if len.parse::<usize>().ok() != Some(body.len()) {
-        return Err((
-            body_at,
-            format!(
-                "body is {} bytes, header says {}",
-                body.len(),
-                len.escape_debug()
-            ),
-        ));
-    }
-    if u32::from_str_radix(crc, 16).ok() != Some(crc32c::crc32c(body)) {
-        return Err((body_at, "body checksum mismatch".into()));
-    }
-    Ok((body_at, body))
 }
 
 /// HBase's rule for snapshot names (a table qualifier's): letters, digits,

@@ -43,12 +43,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use basalt_engine::checked::{frame, unframe};
 use basalt_engine::fs::FileStore;
 use basalt_engine::layout::{self, SnapshotEntry};
 use basalt_engine::manifest::is_already_exists;
 use basalt_engine::snapshot::{
-    frame, read_manifest, unframe, write_manifest, PendingSnapshot, SnapshotManifest,
-    DEFAULT_MAX_MANIFEST_BYTES,
+    read_manifest, write_manifest, PendingSnapshot, SnapshotManifest, DEFAULT_MAX_MANIFEST_BYTES,
 };
 use basalt_types::{Error, Result};
 use parking_lot::Mutex;
@@ -168,7 +168,8 @@ impl ExportPlan {
     /// Decodes a plan file. Untrusted input: a defect is (offset, what),
     /// never a panic.
     pub fn decode(bytes: &[u8]) -> std::result::Result<ExportPlan, (u64, String)> {
-        let (body_at, body) = unframe(bytes, PLAN_MAGIC, PLAN_FORMAT_VERSION, "export plan")?;
+        let framed = unframe(bytes, PLAN_MAGIC, &[PLAN_FORMAT_VERSION], "export plan")?;
+        let (body_at, body) = (framed.body_at, framed.body);
         let plan: ExportPlan = serde_json::from_slice(body).map_err(|e| {
             (
                 body_at + e.column().saturating_sub(1) as u64,
