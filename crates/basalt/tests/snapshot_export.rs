@@ -17,7 +17,7 @@ use basalt::export::{export_snapshot, ExportOptions, ExportProgress, ExportSide}
 use basalt::*;
 use basalt_engine::fs::{FaultOp, FaultyFileStore, FileStore, FileWriter, LocalFileStore};
 use bytes::Bytes;
-use common::TestDb;
+use common::{dump, TestDb};
 
 fn side(root: &Path) -> ExportSide {
     ExportSide {
@@ -59,29 +59,6 @@ fn source_table(t: &TestDb) -> Vec<String> {
     }
     t.db.split_table("t", Some(b"row050")).unwrap();
     dump(&table)
-}
-
-fn dump(table: &Table) -> Vec<String> {
-    table
-        .scan(&Scan::new().max_versions(10))
-        .unwrap()
-        .flat_map(|r| {
-            r.unwrap()
-                .cells
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}/{}:{}@{}={}",
-                        String::from_utf8_lossy(&c.row),
-                        String::from_utf8_lossy(&c.family),
-                        String::from_utf8_lossy(&c.qualifier),
-                        c.timestamp,
-                        String::from_utf8_lossy(&c.value)
-                    )
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 fn sst_files(root: &Path) -> Vec<PathBuf> {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use basalt::*;
 use bytes::Bytes;
-use common::TestDb;
+use common::{dump, TestDb};
 
 fn presplit(t: &TestDb, name: &str, splits: &[&str], families: &[&str]) -> Table {
     let mut desc = TableDescriptor::new(name);
@@ -26,30 +26,6 @@ fn presplit(t: &TestDb, name: &str, splits: &[&str], families: &[&str]) -> Table
         .collect();
     t.db.create_table_with_splits(desc, &keys).unwrap();
     t.db.table(name).unwrap()
-}
-
-/// Every cell of a table (all versions), one line each, in scan order.
-fn dump(table: &Table) -> Vec<String> {
-    table
-        .scan(&Scan::new().max_versions(10))
-        .unwrap()
-        .flat_map(|r| {
-            let r = r.unwrap();
-            r.cells
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}/{}:{}@{}={}",
-                        String::from_utf8_lossy(&c.row),
-                        String::from_utf8_lossy(&c.family),
-                        String::from_utf8_lossy(&c.qualifier),
-                        c.timestamp,
-                        String::from_utf8_lossy(&c.value)
-                    )
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 /// Every store file under the data directory, with its size.

@@ -90,3 +90,28 @@ pub fn rows(scanner: basalt::Scanner) -> Vec<String> {
         .map(|r| String::from_utf8_lossy(&r.unwrap().row).into_owned())
         .collect()
 }
+
+/// Every cell of a table (all versions, up to 10), one line each, in scan
+/// order: `row/family:qualifier@timestamp=value`.
+pub fn dump(table: &basalt::Table) -> Vec<String> {
+    table
+        .scan(&basalt::Scan::new().max_versions(10))
+        .unwrap()
+        .flat_map(|r| {
+            r.unwrap()
+                .cells
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}/{}:{}@{}={}",
+                        String::from_utf8_lossy(&c.row),
+                        String::from_utf8_lossy(&c.family),
+                        String::from_utf8_lossy(&c.qualifier),
+                        c.timestamp,
+                        String::from_utf8_lossy(&c.value)
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
