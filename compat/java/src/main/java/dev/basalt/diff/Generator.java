@@ -895,13 +895,16 @@ final class Generator {
         while (admin.getRegions(tableName).size() <= before && System.nanoTime() < deadline) {
           Thread.sleep(100);
         }
-        // Then a major compaction of the daughters, waited for. HBase's daughters compact their
-        // reference files on their own, soon after they open, and that compaction takes all of a
-        // store's files, so it applies the major-compaction rules (seeds 422 and 437: a
-        // NEW_VERSION_BEHAVIOR family with KEEP_DELETED_CELLS lost a column there). Basalt's
-        // daughters rewrite links dropping nothing (docs/hbase-semantics.md, "Deviations"). Both
-        // servers major-compact here, so both apply the rules at the same point.
-        Differential.majorCompact(admin, tableName);
+        // And until the daughters' first compactions are done. When HBase's runs is its own
+        // (soon after the daughters open, on its compaction threads); what it keeps depends on
+        // whether it ran before the next flush, so both servers are given the same answer: before.
+        // That compaction takes all of a store's files, so HBase applies the major-compaction rules
+        // there, where Basalt's daughters drop nothing (docs/hbase-semantics.md, "Deviations"):
+        // seeds 422 and 437 (NEW_VERSION_BEHAVIOR with KEEP_DELETED_CELLS) differ by it. A major
+        // compaction of both here is no cure: tried, HBase then kept a family delete marker of a
+        // KEEP_DELETED_CELLS family that Basalt dropped (seed 15, #178; not yet explained, perhaps
+        // the daughter's earliest put is read from the whole parent file).
+        Differential.awaitCompaction(admin, tableName);
         // The region count is an answer of its own, but the moment a split lands is each
         // server's: only that the row space is still whole is compared, by the reads after it.
         return "ok";
