@@ -902,8 +902,8 @@ final class Generator {
         // there, where Basalt's daughters drop nothing (docs/hbase-semantics.md, "Deviations"):
         // seeds 422 and 437 (NEW_VERSION_BEHAVIOR with KEEP_DELETED_CELLS) differ by it. A major
         // compaction of both here is no cure: tried, HBase then kept a family delete marker of a
-        // KEEP_DELETED_CELLS family that Basalt dropped (seed 15, #178; not yet explained, perhaps
-        // the daughter's earliest put is read from the whole parent file).
+        // KEEP_DELETED_CELLS family that Basalt dropped (seed 15, #178; not yet explained: Basalt
+        // already measures a daughter's markers against its parent file's earliest put).
         Differential.awaitCompaction(admin, tableName);
         // The region count is an answer of its own, but the moment a split lands is each
         // server's: only that the row space is still whole is compared, by the reads after it.
