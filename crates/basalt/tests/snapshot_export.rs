@@ -62,23 +62,10 @@ fn source_table(t: &TestDb) -> Vec<String> {
 }
 
 fn sst_files(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "sst") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    common::store_files_below(root)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
 }
 
 #[test]

@@ -30,23 +30,7 @@ fn presplit(t: &TestDb, name: &str, splits: &[&str], families: &[&str]) -> Table
 
 /// Every store file under the data directory, with its size.
 fn store_files(root: &Path) -> Vec<(PathBuf, u64)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.join("data")];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "sst") {
-                out.push((p.clone(), e.metadata().unwrap().len()));
-            }
-        }
-    }
-    out.sort();
-    out
+    common::store_files_below(&root.join("data"))
 }
 
 fn paths(files: &[(PathBuf, u64)]) -> BTreeSet<PathBuf> {

@@ -115,3 +115,25 @@ pub fn dump(table: &basalt::Table) -> Vec<String> {
         })
         .collect()
 }
+
+/// Every store file (`.sst`) below `dir`, at any depth, with its size,
+/// sorted by path.
+pub fn store_files_below(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "sst") {
+                out.push((p.clone(), e.metadata().unwrap().len()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
