@@ -21,6 +21,7 @@ use basalt_rpc::{RpcConfig, RpcServer};
 use basalt_thrift::{Flavour, Server, ServerConfig};
 
 mod cluster;
+mod import_cmd;
 mod keys;
 mod local_cluster;
 mod replication_metrics;
@@ -76,6 +77,9 @@ enum Command {
     /// Snapshots of a data set, no server needed: `export` copies one to
     /// another Basalt's storage (HBase's ExportSnapshot), `list` shows them.
     Snapshot(snapshot_cmd::SnapshotArgs),
+    /// Data from HBase: `hbase-snapshot` imports an HBase snapshot (its
+    /// files read directly, no server needed on HBase's side) as a table.
+    Import(import_cmd::ImportArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -392,6 +396,7 @@ fn main() -> ExitCode {
                 | Command::Repair(_)
                 | Command::Keys(_)
                 | Command::Snapshot(_)
+                | Command::Import(_)
         ) {
             "warn"
         } else {
@@ -410,6 +415,7 @@ fn main() -> ExitCode {
         Command::LocalCluster(args) => local_cluster::run(args),
         Command::Keys(args) => return keys::run(args),
         Command::Snapshot(args) => snapshot_cmd::run(args),
+        Command::Import(args) => import_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

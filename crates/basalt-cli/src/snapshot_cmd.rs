@@ -152,7 +152,7 @@ fn target_side(target: &str) -> Result<ExportSide, String> {
     }
 }
 
-fn object_side(url: &str, root: &Path) -> Result<ExportSide, String> {
+pub(crate) fn object_side(url: &str, root: &Path) -> Result<ExportSide, String> {
     let parsed = StorageUrl::parse(url).map_err(|e| e.to_string())?;
     let files = open_uncached(&StorageConfig::for_url(url), &parsed, root)
         .map_err(|e| format!("cannot use the storage {url}: {e}"))?;
@@ -163,7 +163,7 @@ fn object_side(url: &str, root: &Path) -> Result<ExportSide, String> {
     })
 }
 
-fn local_side(dir: &Path) -> Result<ExportSide, String> {
+pub(crate) fn local_side(dir: &Path) -> Result<ExportSide, String> {
     let root = absolute(dir)?;
     if !root.is_dir() {
         return Err(format!("{} is not a directory", root.display()));
@@ -175,6 +175,6 @@ fn local_side(dir: &Path) -> Result<ExportSide, String> {
     })
 }
 
-fn absolute(dir: &Path) -> Result<PathBuf, String> {
+pub(crate) fn absolute(dir: &Path) -> Result<PathBuf, String> {
     std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))
 }

@@ -567,7 +567,8 @@ fn mark_done(files: &dyn FileStore, marker: &Path, crc: u32) -> Result<()> {
     }
 }
 
-fn size_if_present(files: &dyn FileStore, path: &Path) -> Result<Option<u64>> {
+/// The size of `path`, or `None` when it is absent.
+pub fn size_if_present(files: &dyn FileStore, path: &Path) -> Result<Option<u64>> {
     match files.size(path) {
         Ok(size) => Ok(Some(size)),
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -575,7 +576,8 @@ fn size_if_present(files: &dyn FileStore, path: &Path) -> Result<Option<u64>> {
     }
 }
 
-fn delete_if_present(files: &dyn FileStore, path: &Path) -> Result<()> {
+/// Deletes `path`; an absent file is no error.
+pub fn delete_if_present(files: &dyn FileStore, path: &Path) -> Result<()> {
     match files.delete(path) {
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(()),
         other => other,
@@ -613,7 +615,8 @@ fn find_snapshot(
     Ok((path, manifest))
 }
 
-fn completed_snapshot(side: &ExportSide, name: &str) -> Result<Option<PathBuf>> {
+/// The manifest path of the side's completed snapshot `name`, if any.
+pub fn completed_snapshot(side: &ExportSide, name: &str) -> Result<Option<PathBuf>> {
     Ok(snapshot_entries(side)?
         .into_iter()
         .find_map(|(path, entry)| {
@@ -639,9 +642,11 @@ fn read_plan(dest: &ExportSide, name: &str) -> Result<Option<ExportPlan>> {
         })
 }
 
-/// The destination's pending marker of this export, published unless it
-/// is there (a master that starts removes markers it finds).
-fn ensure_pending_marker(dest: &ExportSide, name: &str, export_table: &str) -> Result<PathBuf> {
+/// The destination's pending marker of snapshot `name` whose files live
+/// in `export_table` (an export's or an import's), published unless it is
+/// there (a master that starts removes markers it finds). It keeps the
+/// table's directories from the janitor and reserves the name.
+pub fn ensure_pending_marker(dest: &ExportSide, name: &str, export_table: &str) -> Result<PathBuf> {
     for (path, entry) in snapshot_entries(dest)? {
         if let SnapshotEntry::Pending(_, n) = &entry {
             if n == name {
@@ -676,7 +681,7 @@ fn ensure_pending_marker(dest: &ExportSide, name: &str, export_table: &str) -> R
 /// snapshot directory (and the clock), the master's rule: entry paths are
 /// never reused. A running master may take the same id at once, so a
 /// collision takes the next one.
-fn publish_with_new_id(
+pub fn publish_with_new_id(
     side: &ExportSide,
     path_of: impl Fn(u64) -> PathBuf,
     publish: impl Fn(&dyn FileStore, &Path) -> Result<()>,
@@ -708,6 +713,14 @@ fn publish_with_new_id(
 
 /// After the commit: the marker, then the plan and done markers.
 fn finish_cleanup(dest: &ExportSide, name: &str, marker: Option<&Path>) -> Result<()> {
+    remove_pending_markers(dest, name, marker)?;
+    dest.files.delete_prefix(&export_dir(&dest.root, name))
+}
+
+/// Removes snapshot `name`'s pending marker: `marker` when known, else
+/// every pending marker of that name (a run that committed and stopped
+/// before cleaning up).
+pub fn remove_pending_markers(dest: &ExportSide, name: &str, marker: Option<&Path>) -> Result<()> {
     match marker {
         Some(marker) => delete_if_present(dest.files.as_ref(), marker)?,
         None => {
@@ -718,7 +731,7 @@ fn finish_cleanup(dest: &ExportSide, name: &str, marker: Option<&Path>) -> Resul
             }
         }
     }
-    dest.files.delete_prefix(&export_dir(&dest.root, name))
+    Ok(())
 }
 
 fn report_of(

@@ -13,4 +13,5 @@ pub mod master;
 pub mod registry;
 pub mod replication;
 pub mod rpc;
+pub mod snapshot;
 pub mod wal;

@@ -1,0 +1,199 @@
+//! `basalt import`: data from HBase. `hbase-snapshot` imports an HBase
+//! snapshot (`basalt_import::snapshot_import` has the steps) as a Basalt
+//! snapshot of the data set, then clones it into a table: through a
+//! running server's admin calls (`--server`), or with the data directory
+//! opened in place when no server holds it.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use basalt::admin::AdminRequest;
+use basalt::export::ExportSide;
+use basalt_import::{import_hbase_snapshot, ImportOptions, ImportProgress};
+
+use crate::snapshot_cmd::{absolute, local_side, object_side};
+
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    command: ImportCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ImportCommand {
+    /// Import an HBase snapshot: its table is created with HBase's
+    /// descriptor and region boundaries, and every HBase store file is
+    /// rewritten as a Basalt store file (no puts, no log): timestamps,
+    /// versions and delete markers are kept. The same command resumes an
+    /// import that stopped. Reads HBase's root directory (a local path,
+    /// file:///DIR, or s3://BUCKET[/PREFIX] with the AWS_* environment),
+    /// as HBase or its ExportSnapshot left it.
+    HbaseSnapshot(SnapshotImportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct SnapshotImportArgs {
+    /// The HBase snapshot's name.
+    name: String,
+    /// HBase's root directory (hbase.rootdir, or an ExportSnapshot target).
+    #[arg(long, value_name = "DIR|URL")]
+    from: String,
+    /// The Basalt data directory to import into (default ./basalt-data).
+    /// With --storage, only the root the storage's paths are named under.
+    #[arg(long, value_name = "DIR", default_value = "basalt-data")]
+    data_dir: PathBuf,
+    /// The data set's object storage: s3://BUCKET[/PREFIX] or file:///DIR.
+    #[arg(long, value_name = "URL")]
+    storage: Option<String>,
+    /// The Basalt snapshot's name (default: the HBase snapshot's).
+    #[arg(long = "as", value_name = "NAME")]
+    snapshot_as: Option<String>,
+    /// The table to create (default: the HBase table's name).
+    #[arg(long, value_name = "TABLE")]
+    table: Option<String>,
+    /// A running Basalt server serving the data set (its Thrift port,
+    /// HOST:PORT): the table is cloned through it. Without it the data
+    /// directory is opened in place (no server may hold it).
+    #[arg(long, value_name = "HOST:PORT")]
+    server: Option<String>,
+    /// Only make the Basalt snapshot; clone it later (`clone_snapshot` in
+    /// the shell).
+    #[arg(long, conflicts_with_all = ["table", "server"])]
+    no_clone: bool,
+    /// Files converted at once.
+    #[arg(long, default_value_t = 2)]
+    parallel: usize,
+}
+
+pub fn run(args: ImportArgs) -> Result<(), String> {
+    match args.command {
+        ImportCommand::HbaseSnapshot(args) => import_snapshot(&args),
+    }
+}
+
+fn import_snapshot(args: &SnapshotImportArgs) -> Result<(), String> {
+    let source = hbase_side(&args.from)?;
+    let dest = match &args.storage {
+        Some(url) => object_side(url, &absolute(&args.data_dir)?)?,
+        None => {
+            std::fs::create_dir_all(&args.data_dir)
+                .map_err(|e| format!("cannot create {}: {e}", args.data_dir.display()))?;
+            local_side(&args.data_dir)?
+        }
+    };
+    let options = ImportOptions {
+        parallel: args.parallel.max(1),
+        snapshot_name: args.snapshot_as.clone(),
+        ..ImportOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let report = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(0).with_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {bytes}/{total_bytes} of HBase files ({bytes_per_sec}, {eta} left)",
+            )
+            .map_err(|e| e.to_string())?,
+        );
+        let shown = |p: ImportProgress| {
+            bar.set_length(p.bytes_total);
+            bar.set_position(p.bytes_done);
+        };
+        let report = import_hbase_snapshot(&source, &args.name, &dest, &options, &shown);
+        bar.finish_and_clear();
+        report
+    } else {
+        let lines = |p: ImportProgress| {
+            eprintln!(
+                "imported {} of {} files ({} of {} bytes)",
+                p.files_done, p.files_total, p.bytes_done, p.bytes_total
+            );
+        };
+        import_hbase_snapshot(&source, &args.name, &dest, &options, &lines)
+    }
+    .map_err(|e| format!("cannot import HBase snapshot {}: {e}", args.name))?;
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "imported HBase snapshot {} of table {} as snapshot {}: {} regions, {} files ({} converted now, {} before), {} cells ({} delete markers), {} HBase bytes read, {} bytes written, {:.1} s ({:.0} cells/s)",
+        args.name,
+        report.table,
+        report.snapshot,
+        report.regions,
+        report.files,
+        report.converted,
+        report.skipped,
+        report.cells,
+        report.markers,
+        report.bytes_read,
+        report.bytes_written,
+        seconds,
+        report.cells as f64 / seconds.max(1e-9)
+    );
+    if report.tags_dropped > 0 {
+        println!(
+            "{} cell tags other than TTL were left out (ACL and visibility labels: Basalt keeps access rules in its catalog)",
+            report.tags_dropped
+        );
+    }
+    if args.no_clone {
+        println!(
+            "clone it with: clone_snapshot '{}', '{}'",
+            report.snapshot, report.table
+        );
+        return Ok(());
+    }
+    let table = args.table.clone().unwrap_or_else(|| report.table.clone());
+    clone(args, &report.snapshot, &table)?;
+    println!("table {table} created from snapshot {}", report.snapshot);
+    Ok(())
+}
+
+fn clone(args: &SnapshotImportArgs, snapshot: &str, table: &str) -> Result<(), String> {
+    let failed = |e: &dyn std::fmt::Display| {
+        format!(
+            "the snapshot {snapshot} is imported, but cloning it into table {table} failed: {e} \
+             (run clone_snapshot '{snapshot}', '{table}' in the shell once that is fixed)"
+        )
+    };
+    match &args.server {
+        Some(server) => {
+            let (host, port) = server
+                .rsplit_once(':')
+                .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h, p)))
+                .ok_or_else(|| format!("--server {server}: expected HOST:PORT"))?;
+            let address = format!("{host}:{port}");
+            let mut client = basalt_thrift::client::Client::connect(
+                address.as_str(),
+                false,
+                basalt_thrift::Protocol::Binary { strict: true },
+            )
+            .map_err(|e| failed(&e))?;
+            client
+                .admin(AdminRequest::CloneSnapshot {
+                    name: snapshot.to_string(),
+                    table: table.to_string(),
+                })
+                .map_err(|e| failed(&e))?;
+        }
+        None if args.storage.is_some() => {
+            return Err(failed(
+                &"the data is on object storage: name the server serving it with --server",
+            ))
+        }
+        None => {
+            let db = basalt::Database::open(&args.data_dir).map_err(|e| failed(&e))?;
+            db.clone_snapshot(snapshot, table).map_err(|e| failed(&e))?;
+            db.close().map_err(|e| failed(&e))?;
+        }
+    }
+    Ok(())
+}
+
+/// HBase's root: a storage URL or a local directory.
+fn hbase_side(from: &str) -> Result<ExportSide, String> {
+    if from.starts_with("s3://") || from.starts_with("file://") {
+        // The root only names paths below the URL's prefix.
+        object_side(from, Path::new("/hbase-root"))
+    } else {
+        local_side(Path::new(from))
+    }
+}
