@@ -150,7 +150,11 @@ pub fn convert_file(
         }
         let (ttl_millis, dropped) = ttl_of(&cell, reader.path())?;
         out.tags_dropped += dropped;
-        let mut sequence_id = if cell.seq_id > 0 { cell.seq_id } else { fallback };
+        let mut sequence_id = if cell.seq_id > 0 {
+            cell.seq_id
+        } else {
+            fallback
+        };
         if let Some(prev) = &previous {
             let same_key = prev.row == cell.row
                 && prev.qualifier == cell.qualifier

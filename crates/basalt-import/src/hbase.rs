@@ -249,7 +249,11 @@ pub fn parse(
     check_tiling(name, &regions)?;
     for region in &regions {
         for store in &region.stores {
-            if !descriptor.families().iter().any(|f| f.name() == store.family) {
+            if !descriptor
+                .families()
+                .iter()
+                .any(|f| f.name() == store.family)
+            {
                 return Err(corrupt(
                     manifest_path,
                     format!(
@@ -282,8 +286,9 @@ fn source_region(
     let (namespace, qualifier) = table_dirs(table_name)?;
     let mut stores = Vec::new();
     for family in &region.family_files {
-        let family_name = String::from_utf8(family.family_name.clone())
-            .map_err(|_| Error::invalid(format!("region {encoded_name}: a family name is not UTF-8")))?;
+        let family_name = String::from_utf8(family.family_name.clone()).map_err(|_| {
+            Error::invalid(format!("region {encoded_name}: a family name is not UTF-8"))
+        })?;
         let mut files = Vec::new();
         for file in &family.store_files {
             files.push(source_file(
@@ -308,7 +313,13 @@ fn source_region(
 }
 
 /// The live and archived paths of `file` in a region's family directory.
-fn family_paths(root: &Path, table: (&str, &str), region: &str, family: &str, file: &str) -> Vec<PathBuf> {
+fn family_paths(
+    root: &Path,
+    table: (&str, &str),
+    region: &str,
+    family: &str,
+    file: &str,
+) -> Vec<PathBuf> {
     let tail = Path::new(table.0)
         .join(table.1)
         .join(region)
@@ -434,7 +445,9 @@ fn parse_link(name: &str) -> Option<Link> {
 /// table in the middle of a split or merge may not.
 fn check_tiling(name: &str, regions: &[SourceRegion]) -> Result<()> {
     let Some(first) = regions.first() else {
-        return Err(Error::invalid(format!("HBase snapshot {name} has no regions")));
+        return Err(Error::invalid(format!(
+            "HBase snapshot {name} has no regions"
+        )));
     };
     if !first.start_key.is_empty() {
         return Err(Error::invalid(format!(
@@ -509,7 +522,10 @@ mod tests {
                 hfile: "fedc98".into(),
             })
         );
-        assert_eq!(parse_link("orders=0123abcd-fedc98").map(|l| l.namespace), Some("default".into()));
+        assert_eq!(
+            parse_link("orders=0123abcd-fedc98").map(|l| l.namespace),
+            Some("default".into())
+        );
         assert_eq!(parse_link("fedc98"), None);
         assert_eq!(parse_link("a=b=c=d-e"), None);
         assert_eq!(parse_link("orders=..-x"), None);

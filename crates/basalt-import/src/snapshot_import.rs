@@ -34,12 +34,12 @@ use basalt::export::{
     remove_pending_markers, size_if_present, ExportSide,
 };
 use basalt_engine::checked::{frame, unframe};
+use basalt_engine::layout;
 use basalt_engine::manifest::is_already_exists;
 use basalt_engine::snapshot::{
     check_snapshot_name, read_manifest, write_manifest, SnapshotFile, SnapshotKind,
     SnapshotManifest, SnapshotRegion, SnapshotStore, DEFAULT_MAX_MANIFEST_BYTES,
 };
-use basalt_engine::layout;
 use basalt_hfile::HFileReader;
 use basalt_types::{Error, Result};
 use parking_lot::Mutex;
@@ -312,7 +312,12 @@ pub fn import_hbase_snapshot(
 }
 
 /// The plan: read back for a resumed import, else published.
-fn begin(source: &ExportSide, hbase_name: &str, name: &str, dest: &ExportSide) -> Result<ImportPlan> {
+fn begin(
+    source: &ExportSide,
+    hbase_name: &str,
+    name: &str,
+    dest: &ExportSide,
+) -> Result<ImportPlan> {
     let path = plan_path(&dest.root, name);
     if let Some(plan) = read_plan(dest, &path)? {
         if plan.hbase_snapshot == hbase_name && plan.source == source.description {
@@ -640,7 +645,10 @@ mod tests {
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x01;
-            assert!(ImportPlan::decode(&bad).is_err(), "byte {i} changed and accepted");
+            assert!(
+                ImportPlan::decode(&bad).is_err(),
+                "byte {i} changed and accepted"
+            );
         }
         assert!(ImportPlan::decode(&bytes[..bytes.len() - 1]).is_err());
     }

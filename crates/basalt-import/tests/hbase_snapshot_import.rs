@@ -57,8 +57,8 @@ fn unescape(s: &str) -> Vec<u8> {
 
 /// The fixture's cells as HBase's own reader listed them.
 fn expected_cells(fixture: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(fixture_dir().join(format!("{fixture}.expected.json")))
-        .unwrap();
+    let text =
+        std::fs::read_to_string(fixture_dir().join(format!("{fixture}.expected.json"))).unwrap();
     let listing: Value = serde_json::from_str(&text).unwrap();
     listing["cells"].as_array().unwrap().clone()
 }
@@ -150,7 +150,11 @@ fn hbase_root(snap: &str) -> HBaseRoot {
         family_files: vec![FamilyFiles {
             family_name: b"cf".to_vec(),
             store_files: vec![reference(
-                if range == Range::Top { LIVE_HFILE } else { ARCHIVED_HFILE },
+                if range == Range::Top {
+                    LIVE_HFILE
+                } else {
+                    ARCHIVED_HFILE
+                },
                 range,
             )],
         }],
@@ -213,7 +217,9 @@ fn file_cells(path: &Path) -> Vec<Cell> {
     let files: Arc<dyn FileStore> = Arc::new(LocalFileStore::new());
     let reader = StoreFileReader::open(files, path, 1, None).unwrap();
     let mut source = reader.source();
-    source.seek(&basalt_engine::source::first_on_row(b"")).unwrap();
+    source
+        .seek(&basalt_engine::source::first_on_row(b""))
+        .unwrap();
     let mut out = Vec::new();
     while let Some(cell) = source.peek() {
         out.push(cell.clone());
@@ -257,28 +263,45 @@ fn an_hbase_snapshot_imports_cell_for_cell_and_its_clone_has_hbases_regions() {
         for store in &region.stores {
             for file in &store.files {
                 let cells = file_cells(&file.path(data.path(), &store.family));
-                assert!(cells.iter().all(|c| region.start_key.is_empty()
-                    || c.row >= region.start_key));
+                assert!(cells
+                    .iter()
+                    .all(|c| region.start_key.is_empty() || c.row >= region.start_key));
                 got.extend(cells);
             }
         }
     }
     assert_eq!(got.len(), expected.len());
     for (i, (cell, want)) in got.iter().zip(&expected).enumerate() {
-        assert_eq!(&cell.row[..], unescape(want["row"].as_str().unwrap()), "cell {i} row");
+        assert_eq!(
+            &cell.row[..],
+            unescape(want["row"].as_str().unwrap()),
+            "cell {i} row"
+        );
         assert_eq!(
             &cell.qualifier[..],
             unescape(want["qualifier"].as_str().unwrap()),
             "cell {i} qualifier"
         );
-        assert_eq!(cell.timestamp, want["timestamp"].as_i64().unwrap(), "cell {i} ts");
-        assert_eq!(type_name(cell.cell_type), want["type"].as_str().unwrap(), "cell {i} type");
+        assert_eq!(
+            cell.timestamp,
+            want["timestamp"].as_i64().unwrap(),
+            "cell {i} ts"
+        );
+        assert_eq!(
+            type_name(cell.cell_type),
+            want["type"].as_str().unwrap(),
+            "cell {i} type"
+        );
         assert_eq!(
             &cell.value[..],
             unescape(want["value"].as_str().unwrap()),
             "cell {i} value"
         );
-        assert_eq!(cell.sequence_id, want["seq_id"].as_u64().unwrap(), "cell {i} sequence");
+        assert_eq!(
+            cell.sequence_id,
+            want["seq_id"].as_u64().unwrap(),
+            "cell {i} sequence"
+        );
         let ttl_tag = want["tags"]
             .as_array()
             .unwrap()

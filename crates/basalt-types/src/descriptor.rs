@@ -99,6 +99,9 @@ option_enum!(
         Diff => "DIFF",
         /// Diff with cheaper decoding.
         FastDiff => "FAST_DIFF",
+        /// HBase's keys-whole blocks with a row index: Basalt stores keys
+        /// whole, its blocks' restart points already index them.
+        RowIndexV1 => "ROW_INDEX_V1",
     }
 );
 
@@ -653,6 +656,17 @@ mod tests {
         f.validate().unwrap();
         f.set_option("TTL", "FOREVER").unwrap();
         assert_eq!(f.ttl_seconds, None);
+    }
+
+    #[test]
+    fn a_family_with_hbases_row_index_encoding_is_accepted_and_named_back() {
+        // Found importing HBase snapshots: HBase 2.x families may carry
+        // ROW_INDEX_V1, which a create or an import must not refuse.
+        let mut f = ColumnFamilyDescriptor::new("cf");
+        f.set_option("DATA_BLOCK_ENCODING", "ROW_INDEX_V1").unwrap();
+        assert_eq!(f.data_block_encoding, DataBlockEncoding::RowIndexV1);
+        assert_eq!(f.data_block_encoding.to_string(), "ROW_INDEX_V1");
+        f.validate().unwrap();
     }
 
     #[test]

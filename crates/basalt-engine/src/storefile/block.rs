@@ -50,7 +50,12 @@ impl DataBlockBuilder {
             prev_key: Vec::new(),
             key: Vec::new(),
             entries: 0,
-            prefix: encoding != DataBlockEncoding::None,
+            // ROW_INDEX_V1, like NONE, keeps keys whole (HBase's own
+            // layout for it); the three prefix encodings share one scheme.
+            prefix: matches!(
+                encoding,
+                DataBlockEncoding::Prefix | DataBlockEncoding::Diff | DataBlockEncoding::FastDiff
+            ),
         }
     }
 

@@ -188,6 +188,7 @@ fn encoding_code(e: DataBlockEncoding) -> u8 {
         DataBlockEncoding::Prefix => 1,
         DataBlockEncoding::Diff => 2,
         DataBlockEncoding::FastDiff => 3,
+        DataBlockEncoding::RowIndexV1 => 4,
     }
 }
 
@@ -335,6 +336,7 @@ pub(crate) fn decode(payload: &[u8]) -> DecodeResult<StoreFileMeta> {
                     1 => DataBlockEncoding::Prefix,
                     2 => DataBlockEncoding::Diff,
                     3 => DataBlockEncoding::FastDiff,
+                    4 => DataBlockEncoding::RowIndexV1,
                     e => return Err(format!("unknown data block encoding {e}")),
                 };
                 meta.block_size = crate::coding::u32_le(body, 3, "meta block size")?;

@@ -412,7 +412,7 @@ fn every_compression_encoding_and_bloom_round_trips() {
             }
         }
     }
-    assert_eq!(n, 60);
+    assert_eq!(n, 75);
 }
 
 #[test]
