@@ -197,3 +197,96 @@ fn hbase_side(from: &str) -> Result<ExportSide, String> {
         local_side(Path::new(from))
     }
 }
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The table (`ns:name`, or `name` in `default`).
+    table: String,
+    /// The first cluster's ZooKeeper quorum (HBase or Basalt), host:port.
+    #[arg(long, value_name = "QUORUM")]
+    zookeeper: String,
+    /// The second cluster's ZooKeeper quorum.
+    #[arg(long, value_name = "QUORUM")]
+    with: String,
+    /// The first cluster's base znode.
+    #[arg(long, default_value = "/hbase")]
+    znode_parent: String,
+    /// The second cluster's base znode.
+    #[arg(long, default_value = "/hbase")]
+    with_znode_parent: String,
+    /// The table's name on the second cluster, when it differs.
+    #[arg(long, value_name = "TABLE")]
+    with_table: Option<String>,
+    /// Differing rows described.
+    #[arg(long, default_value_t = basalt_import::compare::DEFAULT_SHOWN)]
+    show: usize,
+}
+
+/// `basalt compare`: exit status 0 when equal, 1 when not (the ranges and
+/// the first differing rows printed), an error otherwise.
+pub fn compare(args: CompareArgs) -> Result<bool, String> {
+    use basalt_import::compare::{compare, Side};
+    let side = |name: &str, quorum: &str, parent: &str| Side {
+        name: format!("{name} ({quorum})"),
+        zookeeper: basalt_rpc::zk::ZkConfig {
+            quorum: quorum.to_string(),
+            znode_parent: parent.to_string(),
+            ..basalt_rpc::zk::ZkConfig::default()
+        },
+    };
+    let sides = [
+        side("first", &args.zookeeper, &args.znode_parent),
+        side("second", &args.with, &args.with_znode_parent),
+    ];
+    let report = compare(&sides, &args.table, args.with_table.as_deref(), args.show)
+        .map_err(|e| format!("cannot compare {}: {e}", args.table))?;
+    let shown = |b: &[u8]| {
+        if b.is_empty() {
+            "(end)".to_string()
+        } else {
+            format!("\"{}\"", b.escape_ascii())
+        }
+    };
+    println!("range\trows (first/second)\tcells (first/second)\tdigest (first/second)\tequal");
+    for range in &report.ranges {
+        println!(
+            "[{}, {})\t{}/{}\t{}/{}\t{}/{}\t{}",
+            if range.start_key.is_empty() {
+                "(start)".to_string()
+            } else {
+                shown(&range.start_key)
+            },
+            shown(&range.end_key),
+            range.rows[0],
+            range.rows[1],
+            range.cells[0],
+            range.cells[1],
+            &range.digests[0][..12],
+            &range.digests[1][..12],
+            if range.equal() { "yes" } else { "NO" }
+        );
+    }
+    for difference in &report.first_differences {
+        println!("row {:?} differs:", difference.row);
+        for (i, cells) in difference.cells.iter().enumerate() {
+            let name = &sides[i].name;
+            if cells.is_empty() {
+                println!("  {name}: no such row");
+            }
+            for c in cells {
+                println!(
+                    "  {name}: {:?}:{:?} @{} {:?} = {:?}",
+                    c.family, c.qualifier, c.timestamp, c.cell_type, c.value
+                );
+            }
+        }
+    }
+    let rows: u64 = report.ranges.iter().map(|r| r.rows[0]).sum();
+    let cells: u64 = report.ranges.iter().map(|r| r.cells[0]).sum();
+    if report.equal() {
+        println!("equal: {rows} rows, {cells} cells on both");
+    } else {
+        println!("DIFFERENT: {} rows differ", report.differing_rows);
+    }
+    Ok(report.equal())
+}

@@ -80,6 +80,11 @@ enum Command {
     /// Data from HBase: `hbase-snapshot` imports an HBase snapshot (its
     /// files read directly, no server needed on HBase's side) as a table.
     Import(import_cmd::ImportArgs),
+    /// One table in two clusters (HBase or Basalt, found through their
+    /// ZooKeeper) compared cell by cell, every version: per range the rows,
+    /// cells and a digest of each side, then the first differing rows.
+    /// Exit status 1 when they differ.
+    Compare(import_cmd::CompareArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -397,6 +402,7 @@ fn main() -> ExitCode {
                 | Command::Keys(_)
                 | Command::Snapshot(_)
                 | Command::Import(_)
+                | Command::Compare(_)
         ) {
             "warn"
         } else {
@@ -416,6 +422,16 @@ fn main() -> ExitCode {
         Command::Keys(args) => return keys::run(args),
         Command::Snapshot(args) => snapshot_cmd::run(args),
         Command::Import(args) => import_cmd::run(args),
+        Command::Compare(args) => {
+            return match import_cmd::compare(args) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("basalt: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

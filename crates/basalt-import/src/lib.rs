@@ -10,6 +10,7 @@
 //! The live half of a migration, HBase replicating its edits to Basalt, is
 //! the native RPC's replication sink (`basalt_rpc::replication_sink`).
 
+pub mod compare;
 pub mod convert;
 pub mod hbase;
 pub mod snapshot_import;

@@ -750,12 +750,22 @@ pub(crate) async fn connect(config: &ZkConfig, connect_string: &str) -> Result<C
 
 /// The cluster id another cluster's ZooKeeper holds
 /// (`<znode_parent>/hbaseid`), `None` when it holds none: what HBase's
-/// master reads of a replication peer before adding it. One short
-/// session, connecting and reading each bounded by
-/// `config.connect_timeout_ms`, on a runtime of its own, so it can be
-/// called from any thread not running async code (the RPC handlers run on
-/// the blocking pool).
+/// master reads of a replication peer before adding it. See
+/// [`read_znode`].
 pub fn read_cluster_id(config: &ZkConfig) -> Result<Option<String>, ZkError> {
+    read_znode::<ClusterId>(config, "hbaseid").map(|id| id.map(|id| id.cluster_id))
+}
+
+/// The message another cluster's ZooKeeper holds at
+/// `<znode_parent>/<name>` (`PBUF`-prefixed, as HBase writes its znodes),
+/// `None` when the znode is absent. One short session, connecting and
+/// reading each bounded by `config.connect_timeout_ms`, on a runtime of
+/// its own, so it can be called from any thread not running async code
+/// (the RPC handlers run on the blocking pool).
+pub fn read_znode<M: Message + Default>(
+    config: &ZkConfig,
+    name: &str,
+) -> Result<Option<M>, ZkError> {
     let connect_string = config.connect_string()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -765,7 +775,7 @@ pub fn read_cluster_id(config: &ZkConfig) -> Result<Option<String>, ZkError> {
             timeout_ms: config.connect_timeout_ms,
             reason: format!("no runtime for the ZooKeeper client: {e}"),
         })?;
-    let znode = format!("{}/hbaseid", config.znode_parent);
+    let znode = format!("{}/{name}", config.znode_parent);
     let limit = Duration::from_millis(config.connect_timeout_ms);
     let spawner = TokioSpawner(runtime.handle().clone());
     runtime.block_on(WithSpawner::new(spawner, async {
@@ -791,7 +801,7 @@ pub fn read_cluster_id(config: &ZkConfig) -> Result<Option<String>, ZkError> {
             }),
             Ok(Err(zookeeper_client::Error::NoNode)) => Ok(None),
             Ok(Err(e)) => Err(ZkError::operation(&config.quorum, &znode, "read", e)),
-            Ok(Ok((data, _))) => decode_znode::<ClusterId>(&data).map(|id| Some(id.cluster_id)),
+            Ok(Ok((data, _))) => decode_znode::<M>(&data).map(Some),
         }
     }))
 }
