@@ -29,6 +29,30 @@ enum ImportCommand {
     /// file:///DIR, or s3://BUCKET[/PREFIX] with the AWS_* environment),
     /// as HBase or its ExportSnapshot left it.
     HbaseSnapshot(SnapshotImportArgs),
+    /// Bulk-load a directory of HFiles into an existing table, as HBase's
+    /// BulkLoadHFiles does: DIR/<family>/<hfile> (HFileOutputFormat2's
+    /// output); each file's rows go to the regions they belong to, as new
+    /// store files, with a fresh sequence id (a loaded cell wins over what
+    /// was there, loses to later writes). Through a running server
+    /// (--server, which reads DIR on its own machine) or the data directory
+    /// opened in place.
+    Hfiles(HfilesArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct HfilesArgs {
+    /// The directory of HFiles: DIR/<family>/<hfile>.
+    dir: PathBuf,
+    /// The table to load into.
+    #[arg(long)]
+    table: String,
+    /// The Basalt data directory (no server may hold it), when no --server.
+    #[arg(long, value_name = "DIR", default_value = "basalt-data")]
+    data_dir: PathBuf,
+    /// A running Basalt server (its Thrift port, HOST:PORT) that holds the
+    /// table's regions.
+    #[arg(long, value_name = "HOST:PORT")]
+    server: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -68,6 +92,7 @@ struct SnapshotImportArgs {
 pub fn run(args: ImportArgs) -> Result<(), String> {
     match args.command {
         ImportCommand::HbaseSnapshot(args) => import_snapshot(&args),
+        ImportCommand::Hfiles(args) => import_hfiles(&args),
     }
 }
 
@@ -147,6 +172,72 @@ fn import_snapshot(args: &SnapshotImportArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn import_hfiles(args: &HfilesArgs) -> Result<(), String> {
+    let dir = absolute(&args.dir)?;
+    let started = std::time::Instant::now();
+    let failed = |e: &dyn std::fmt::Display| {
+        format!(
+            "cannot bulk-load {} into {}: {e}",
+            dir.display(),
+            args.table
+        )
+    };
+    let report = match &args.server {
+        Some(server) => {
+            let reply = thrift_client(server)?
+                .admin(AdminRequest::BulkLoad {
+                    table: args.table.clone(),
+                    dir: dir.display().to_string(),
+                })
+                .map_err(|e| failed(&e))?;
+            match reply {
+                basalt::admin::AdminReply::BulkLoaded(report) => report,
+                other => return Err(failed(&format!("unexpected answer {other:?}"))),
+            }
+        }
+        None => {
+            let db = basalt::Database::open(&args.data_dir).map_err(|e| failed(&e))?;
+            let report = db
+                .bulk_load_hfiles(&args.table, &basalt_engine::fs::LocalFileStore::new(), &dir)
+                .map_err(|e| failed(&e));
+            db.close().map_err(|e| failed(&e))?;
+            report?
+        }
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "bulk-loaded {} HFiles into {}: {} store files, {} cells, {} bytes read, {:.1} s ({:.0} cells/s)",
+        report.files,
+        args.table,
+        report.pieces,
+        report.cells,
+        report.bytes_read,
+        seconds,
+        report.cells as f64 / seconds.max(1e-9)
+    );
+    if report.tags_dropped > 0 {
+        println!(
+            "{} cell tags other than TTL were left out (ACL and visibility labels)",
+            report.tags_dropped
+        );
+    }
+    Ok(())
+}
+
+fn thrift_client(server: &str) -> Result<basalt_thrift::client::Client, String> {
+    let (host, port) = server
+        .rsplit_once(':')
+        .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h, p)))
+        .ok_or_else(|| format!("--server {server}: expected HOST:PORT"))?;
+    let address = format!("{host}:{port}");
+    basalt_thrift::client::Client::connect(
+        address.as_str(),
+        false,
+        basalt_thrift::Protocol::Binary { strict: true },
+    )
+    .map_err(|e| format!("cannot connect to a Basalt server at {address}: {e}"))
+}
+
 fn clone(args: &SnapshotImportArgs, snapshot: &str, table: &str) -> Result<(), String> {
     let failed = |e: &dyn std::fmt::Display| {
         format!(
@@ -156,18 +247,8 @@ fn clone(args: &SnapshotImportArgs, snapshot: &str, table: &str) -> Result<(), S
     };
     match &args.server {
         Some(server) => {
-            let (host, port) = server
-                .rsplit_once(':')
-                .and_then(|(h, p)| p.parse::<u16>().ok().map(|p| (h, p)))
-                .ok_or_else(|| format!("--server {server}: expected HOST:PORT"))?;
-            let address = format!("{host}:{port}");
-            let mut client = basalt_thrift::client::Client::connect(
-                address.as_str(),
-                false,
-                basalt_thrift::Protocol::Binary { strict: true },
-            )
-            .map_err(|e| failed(&e))?;
-            client
+            thrift_client(server)
+                .map_err(|e| failed(&e))?
                 .admin(AdminRequest::CloneSnapshot {
                     name: snapshot.to_string(),
                     table: table.to_string(),

@@ -410,8 +410,9 @@ impl Region {
         applied
     }
 
-    /// Ends recovery: new writes get sequence ids above `max_replayed` and
-    /// above every family's first sequence.
+    /// Ends recovery: new writes get sequence ids above `max_replayed`,
+    /// above every family's first sequence and above every cell in the
+    /// store files (a bulk load's cells are in no log).
     pub fn finish_recovery(&mut self, max_replayed: u64) {
         let stores = self.stores.read();
         let families_floor = stores
@@ -425,8 +426,14 @@ impl Region {
             .map(|s| s.flushed_through())
             .max()
             .unwrap_or(0);
+        let in_files = stores
+            .values()
+            .map(|s| s.max_file_sequence())
+            .max()
+            .unwrap_or(0);
         let next = max_replayed
             .max(flushed)
+            .max(in_files)
             .saturating_add(1)
             .max(families_floor);
         drop(stores);
@@ -1207,6 +1214,59 @@ impl Region {
         !self.closed.load(Ordering::Acquire)
     }
 
+    /// The sequence id for a bulk load's cells (HBase's bulk load with
+    /// `assignSeqNum`): a fresh id above every write begun before the
+    /// call, so a loaded cell wins over an existing one with the same
+    /// coordinates and loses to any write begun after. Give it to every
+    /// cell passed to [`Region::bulk_load`].
+    pub fn bulk_load_sequence(&self) -> Result<u64> {
+        self.check_opened()?;
+        let _updates = self.updates.read();
+        if self.closed.load(Ordering::Acquire) {
+            return Err(self.not_serving());
+        }
+        let s = self.mvcc.begin();
+        self.mvcc.complete(s);
+        Ok(s)
+    }
+
+    /// Loads `cells` (KeyValue order, sequence ids from
+    /// [`Region::bulk_load_sequence`]) into `family` as a new store file.
+    /// The cells are in no log: the committed file is their durability, and
+    /// a reopened region gives new writes ids above the files'
+    /// (`finish_recovery`). A row outside the region fails the load (the
+    /// caller splits by region) and nothing is committed. Returns the new
+    /// file's entry (`None` when `cells` yielded nothing).
+    pub fn bulk_load(
+        &self,
+        family: &[u8],
+        cells: &mut dyn crate::compaction::CellStream,
+    ) -> Result<Option<crate::manifest::ManifestFile>> {
+        self.check_opened()?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(self.not_serving());
+        }
+        let store = self
+            .stores
+            .read()
+            .get(family)
+            .cloned()
+            .ok_or_else(|| Error::NoSuchFamily {
+                table: self.info.table.clone(),
+                family: String::from_utf8_lossy(family).into_owned(),
+            })?;
+        let mut checked = InRegion {
+            inner: cells,
+            region: &self.info,
+        };
+        let entry = store.bulk_load(&mut checked, self.clock.now_millis())?;
+        if entry.is_some() {
+            // A new file: the compaction checker may want to merge it.
+            self.context.work.flushed();
+        }
+        Ok(entry)
+    }
+
     /// Stops the region taking writes and compactions, and flushes it, so
     /// that its files hold all its data and stay as they are: the first
     /// step of a split or merge. Writers are refused with
@@ -1729,5 +1789,27 @@ fn same_failure(error: &Error) -> Error {
         Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
         Error::WalFailed(m) => Error::WalFailed(m.clone()),
         other => Error::WalFailed(other.to_string()),
+    }
+}
+
+/// A bulk load's cells, refused past the region's rows.
+struct InRegion<'a, 'b> {
+    inner: &'a mut (dyn crate::compaction::CellStream + 'b),
+    region: &'a RegionInfo,
+}
+
+impl crate::compaction::CellStream for InRegion<'_, '_> {
+    fn next_cell(&mut self) -> Result<Option<Cell>> {
+        let cell = self.inner.next_cell()?;
+        if let Some(c) = &cell {
+            if !self.region.contains(&c.row) {
+                return Err(Error::invalid(format!(
+                    "bulk load: row {:?} is outside region {}",
+                    c.row,
+                    self.region.encoded_name()
+                )));
+            }
+        }
+        Ok(cell)
     }
 }

@@ -896,6 +896,55 @@ impl Store {
         Ok(true)
     }
 
+    /// Adds the cells `cells` yields (strictly increasing KeyValue order,
+    /// every one of this store's family) as one new store file: HBase's
+    /// bulk load. The region chose their sequence ids
+    /// ([`crate::region::Region::bulk_load`]). Returns the manifest entry,
+    /// `None` when `cells` yielded nothing (no file is left behind).
+    ///
+    /// The file is written outside the manifest lock (a flush or a
+    /// compaction of the store goes on meanwhile: its id is reserved
+    /// first), then committed and made visible under it, as a flush does,
+    /// so no concurrent commit can drop it from the view.
+    pub fn bulk_load(
+        &self,
+        cells: &mut dyn compaction::CellStream,
+        now: i64,
+    ) -> Result<Option<ManifestFile>> {
+        let id = {
+            let mut manifest = self.manifest.lock();
+            let id = manifest.next_file_id.max(1);
+            manifest.next_file_id = id + 1;
+            id
+        };
+        let Some((entry, file)) = self.write_file(id, cells, false, now)? else {
+            return Ok(None);
+        };
+        let mut manifest = self.manifest.lock();
+        let mut next = manifest.clone();
+        next.next_file_id = next.next_file_id.max(id + 1);
+        next.files.push(entry.clone());
+        *manifest = self.manifest_log.commit(&manifest, next)?;
+        let mut view = self.view.write();
+        let mut next_view = (**view).clone();
+        next_view.files.push(file);
+        *view = Arc::new(next_view);
+        Ok(Some(entry))
+    }
+
+    /// The highest sequence id of any cell in the store's files (0 with
+    /// none): a region reopened must give new writes higher ids, even when
+    /// a bulk load put cells above what its log and flushes record.
+    pub fn max_file_sequence(&self) -> u64 {
+        self.manifest
+            .lock()
+            .files
+            .iter()
+            .map(|f| f.max_sequence)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// True when the policy would pick files for a minor compaction, or
     /// links wait to be rewritten.
     pub fn needs_compaction(&self) -> bool {

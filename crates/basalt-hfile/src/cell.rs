@@ -38,6 +38,52 @@ pub struct HFileCell {
     pub seq_id: u64,
 }
 
+/// HBase's tag type of a cell's own time to live (`TagType.TTL_TAG_TYPE`):
+/// the value is the TTL in milliseconds, an 8-byte big-endian long.
+pub const TTL_TAG_TYPE: u8 = 8;
+
+impl HFileCell {
+    /// The cell's own TTL in milliseconds (HBase's `Mutation.setTTL`), and
+    /// how many of its tags are something else (ACL, visibility labels).
+    /// A TTL tag that is not 8 bytes is an error naming the row.
+    pub fn ttl_and_other_tags(&self) -> Result<(Option<u64>, u64), String> {
+        let mut ttl = None;
+        let mut others = 0;
+        for tag in &self.tags {
+            if tag.tag_type == TTL_TAG_TYPE {
+                let bytes: [u8; 8] = tag.value[..].try_into().map_err(|_| {
+                    format!(
+                        "a TTL tag of row {:?} holds {} bytes, not 8",
+                        self.row,
+                        tag.value.len()
+                    )
+                })?;
+                ttl = Some(u64::try_from(i64::from_be_bytes(bytes)).unwrap_or(0));
+            } else {
+                others += 1;
+            }
+        }
+        Ok((ttl, others))
+    }
+
+    /// The cell as Basalt keeps it, with `sequence_id`: the TTL tag becomes
+    /// the put's own TTL; other tags are left out (see
+    /// [`HFileCell::ttl_and_other_tags`]).
+    pub fn to_cell(&self, sequence_id: u64) -> Result<basalt_types::Cell, String> {
+        let (ttl, _) = self.ttl_and_other_tags()?;
+        Ok(basalt_types::Cell {
+            row: self.row.clone(),
+            family: self.family.clone(),
+            qualifier: self.qualifier.clone(),
+            timestamp: self.timestamp,
+            cell_type: self.cell_type,
+            sequence_id,
+            value: self.value.clone(),
+            ttl_millis: ttl.filter(|_| self.cell_type == CellType::Put),
+        })
+    }
+}
+
 /// Builds a cell from a flat key, value, tags and memstore timestamp.
 pub(crate) fn make_cell(key: &[u8], value: &[u8], tags: Vec<Tag>, mvcc: i64) -> Decode<HFileCell> {
     let k = parse_key(key)?;

@@ -30,13 +30,10 @@ use std::sync::Arc;
 
 use basalt_engine::fs::FileStore;
 use basalt_engine::storefile::{StoreFileWriter, WriterOptions};
-use basalt_hfile::{file_info_keys, HFileCell, HFileReader};
+use basalt_hfile::{file_info_keys, HFileReader};
 use basalt_types::{Cell, CellType, ColumnFamilyDescriptor, Error, Result};
 
 use crate::hbase::Half;
-
-/// HBase's tag type of a cell's own time to live (`TagType.TTL_TAG_TYPE`).
-pub const TTL_TAG: u8 = 8;
 
 /// What one conversion wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,29 +75,6 @@ fn bulk_load_sequence(file_name: &str) -> Option<u64> {
     let rest = &file_name[at + "_SeqId_".len()..];
     let digits = rest.strip_suffix('_')?;
     digits.parse().ok()
-}
-
-/// A cell's own TTL from its tags, and how many other tags it had.
-fn ttl_of(cell: &HFileCell, path: &Path) -> Result<(Option<u64>, u64)> {
-    let mut ttl = None;
-    let mut dropped = 0;
-    for tag in &cell.tags {
-        if tag.tag_type == TTL_TAG {
-            let bytes: [u8; 8] = tag.value[..].try_into().map_err(|_| Error::Corruption {
-                path: path.to_path_buf(),
-                offset: 0,
-                message: format!(
-                    "a TTL tag of row {:?} holds {} bytes, not 8",
-                    cell.row,
-                    tag.value.len()
-                ),
-            })?;
-            ttl = Some(u64::try_from(i64::from_be_bytes(bytes)).unwrap_or(0));
-        } else {
-            dropped += 1;
-        }
-    }
-    Ok((ttl, dropped))
 }
 
 /// Writes the cells of `reader` that `half` keeps as a Basalt store file
@@ -148,7 +122,12 @@ pub fn convert_file(
                 ),
             });
         }
-        let (ttl_millis, dropped) = ttl_of(&cell, reader.path())?;
+        let corrupt = |message: String| Error::Corruption {
+            path: reader.path().to_path_buf(),
+            offset: 0,
+            message,
+        };
+        let (_, dropped) = cell.ttl_and_other_tags().map_err(corrupt)?;
         out.tags_dropped += dropped;
         let mut sequence_id = if cell.seq_id > 0 {
             cell.seq_id
@@ -175,16 +154,7 @@ pub fn convert_file(
                 }
             }
         }
-        let converted = Cell {
-            row: cell.row,
-            family: cell.family,
-            qualifier: cell.qualifier,
-            timestamp: cell.timestamp,
-            cell_type: cell.cell_type,
-            sequence_id,
-            value: cell.value,
-            ttl_millis: ttl_millis.filter(|_| cell.cell_type == CellType::Put),
-        };
+        let converted = cell.to_cell(sequence_id).map_err(corrupt)?;
         let writer = match writer.as_mut() {
             Some(w) => w,
             None => writer.insert(StoreFileWriter::new(

@@ -371,6 +371,16 @@ pub enum AdminRequest {
         /// The new table.
         table: String,
     },
+    /// Bulk-loads a directory of HFiles (`DIR/<family>/<hfile>`, HBase's
+    /// `BulkLoadHFiles`) into a table this server holds: `basalt import
+    /// hfiles --server`. `dir` is read by the server: a directory on its
+    /// machine.
+    BulkLoad {
+        /// The table.
+        table: String,
+        /// Where the HFiles are.
+        dir: String,
+    },
     /// Returns a disabled table to its snapshot (`restore_snapshot`).
     RestoreSnapshot {
         /// The snapshot's name.
@@ -756,6 +766,8 @@ pub struct GatewayReply {
 pub enum AdminReply {
     /// The operation was carried out.
     Done,
+    /// What a bulk load did.
+    BulkLoaded(crate::bulk_load::BulkLoadReport),
     /// `status`.
     Status(StatusReply),
     /// `describe`.
@@ -969,6 +981,14 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
         AdminRequest::RestoreSnapshot { name } => {
             db.restore_snapshot(&name)?;
             Ok(AdminReply::Done)
+        }
+        AdminRequest::BulkLoad { table, dir } => {
+            let (files, root) = crate::bulk_load::source_of(&dir)?;
+            Ok(AdminReply::BulkLoaded(db.bulk_load_hfiles(
+                &table,
+                files.as_ref(),
+                &root,
+            )?))
         }
         AdminRequest::SnapshotCleanupSwitch { on } => Ok(AdminReply::Switch {
             previous: db.snapshot_cleanup_switch(Some(on))?,

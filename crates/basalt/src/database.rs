@@ -923,7 +923,12 @@ impl Database {
     }
 
     /// Refuses unless the caller holds one of `actions` at `scope`.
-    fn authorize(&self, operation: &str, actions: &[Action], scope: &Scope) -> Result<()> {
+    pub(crate) fn authorize(
+        &self,
+        operation: &str,
+        actions: &[Action],
+        scope: &Scope,
+    ) -> Result<()> {
         match &self.access {
             None => Ok(()),
             Some(check) => check.require(

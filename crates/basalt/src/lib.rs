@@ -36,6 +36,7 @@
 pub mod access;
 pub mod admin;
 mod authorize;
+pub mod bulk_load;
 mod catalog;
 pub mod check;
 pub mod cluster;

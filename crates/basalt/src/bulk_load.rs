@@ -1,0 +1,259 @@
+//! HBase's bulk load (`BulkLoadHFiles`, `LoadIncrementalHFiles`) into a
+//! table this process serves: `basalt import hfiles DIR --table T` and the
+//! admin call behind it.
+//!
+//! The directory is laid out as HBase's tools expect one:
+//! `DIR/<family>/<hfile>` (what `HFileOutputFormat2` writes; names
+//! starting with `_` or `.` are skipped, as HBase skips them). Each HFile
+//! is read (`basalt-hfile`: every encoding and compression) and its rows
+//! go to the regions they belong to, as HBase's tool splits a file that
+//! spans regions: for each region the file overlaps, the cells in its
+//! range become one new store file of that region
+//! ([`basalt_engine::Region::bulk_load`]). No puts, no log, no memstore.
+//!
+//! Each piece gets a fresh sequence id of its region, as HBase assigns one
+//! (`hbase.mapreduce.bulkload.assign.sequenceNumbers`, on by default): a
+//! loaded cell wins over an existing cell with the same coordinates and
+//! loses to any later write. Timestamps, versions and delete markers are
+//! kept; a cell's TTL tag becomes its own TTL; other tags (ACL,
+//! visibility labels) are left out and counted.
+//!
+//! A region that split or moved between the listing and the load answers
+//! `NotServingRegion`; the regions are listed again and the piece retried
+//! (pieces already loaded are not loaded twice: each is committed once).
+
+use std::path::Path;
+
+use basalt_engine::compaction::CellStream;
+use basalt_engine::fs::FileStore;
+use basalt_hfile::{Cells, HFileReader};
+use basalt_types::{Cell, Error, Result};
+use bytes::Bytes;
+
+use crate::access::{Action, Scope};
+use crate::database::Database;
+
+/// Attempts per piece when its region split or moved meanwhile.
+const ATTEMPTS: usize = 5;
+
+/// What a bulk load did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BulkLoadReport {
+    /// HFiles read.
+    pub files: u64,
+    /// Store files added (a file per region it spans).
+    pub pieces: u64,
+    /// Cells loaded.
+    pub cells: u64,
+    /// HFile bytes read.
+    pub bytes_read: u64,
+    /// Tags left out (not a TTL).
+    pub tags_dropped: u64,
+}
+
+/// The files behind a bulk load's `dir`: a directory on this server's
+/// machine (an absolute path, or `file:///...`).
+pub fn source_of(dir: &str) -> Result<(std::sync::Arc<dyn FileStore>, std::path::PathBuf)> {
+    if dir.contains("://") && !dir.starts_with("file://") {
+        return Err(Error::invalid(format!(
+            "bulk load from {dir}: the server reads a directory on its own machine; copy the HFiles there (or run basalt import hfiles with the data directory)"
+        )));
+    }
+    let path = Path::new(dir.strip_prefix("file://").unwrap_or(dir));
+    let path = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
+    Ok((
+        std::sync::Arc::new(basalt_engine::fs::LocalFileStore::new())
+            as std::sync::Arc<dyn FileStore>,
+        path,
+    ))
+}
+
+/// The HFiles of a bulk-load directory: `(family, path)`, in name order.
+pub fn hfiles_of(files: &dyn FileStore, dir: &Path) -> Result<Vec<(String, std::path::PathBuf)>> {
+    let skipped = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_none_or(|n| n.starts_with('_') || n.starts_with('.'))
+    };
+    let mut out = Vec::new();
+    for family_dir in files.list_dirs(dir)? {
+        if skipped(&family_dir) {
+            continue;
+        }
+        let family = family_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(str::to_string)
+            .ok_or_else(|| Error::invalid(format!("{} names no family", family_dir.display())))?;
+        let mut paths = files.list(&family_dir)?;
+        paths.retain(|p| !skipped(p));
+        paths.sort();
+        out.extend(paths.into_iter().map(|p| (family.clone(), p)));
+    }
+    if out.is_empty() {
+        return Err(Error::invalid(format!(
+            "{} holds no HFiles (expected DIR/<family>/<hfile>)",
+            dir.display()
+        )));
+    }
+    Ok(out)
+}
+
+/// The cells of one HFile within `[start, end)`, with one sequence id
+/// (two cells of one key in the file keep the file's order: the second
+/// gets the id below).
+struct Piece<'a> {
+    cells: Cells<'a>,
+    end: Bytes,
+    sequence: u64,
+    previous: Option<Cell>,
+    tags_dropped: u64,
+    count: u64,
+    path: &'a Path,
+}
+
+impl CellStream for Piece<'_> {
+    fn next_cell(&mut self) -> Result<Option<Cell>> {
+        let Some(cell) = self.cells.next().transpose()? else {
+            return Ok(None);
+        };
+        if !self.end.is_empty() && cell.row >= self.end {
+            return Ok(None);
+        }
+        let corrupt = |message: String| Error::Corruption {
+            path: self.path.to_path_buf(),
+            offset: 0,
+            message,
+        };
+        let (_, dropped) = cell.ttl_and_other_tags().map_err(corrupt)?;
+        self.tags_dropped += dropped;
+        let mut sequence = self.sequence;
+        if let Some(prev) = &self.previous {
+            if prev.row == cell.row
+                && prev.qualifier == cell.qualifier
+                && prev.timestamp == cell.timestamp
+                && prev.cell_type == cell.cell_type
+            {
+                sequence = prev.sequence_id.saturating_sub(1).max(1);
+            }
+        }
+        let converted = cell.to_cell(sequence).map_err(corrupt)?;
+        self.previous = Some(Cell {
+            value: Bytes::new(),
+            ..converted.clone()
+        });
+        self.count += 1;
+        Ok(Some(converted))
+    }
+}
+
+impl Database {
+    /// Bulk-loads the HFiles under `dir` (read through `files`) into
+    /// `table` (the module docs). Every region the files touch must be
+    /// served by this process.
+    pub fn bulk_load_hfiles(
+        &self,
+        table: &str,
+        files: &dyn FileStore,
+        dir: &Path,
+    ) -> Result<BulkLoadReport> {
+        // HBase's AccessController asks ADMIN or CREATE on the table of
+        // whoever bulk-loads into it (preBulkLoadHFile).
+        self.authorize(
+            "bulkLoadHFile",
+            &[Action::Admin, Action::Create],
+            &Scope::table(table),
+        )?;
+        let hfiles = hfiles_of(files, dir)?;
+        let mut report = BulkLoadReport::default();
+        for (family, path) in hfiles {
+            let bytes = files.read_all(&path)?;
+            report.bytes_read += bytes.len() as u64;
+            let reader = HFileReader::from_bytes(&path, bytes)?;
+            let (loaded, dropped, pieces) = self.load_one(table, &family, &reader, &path)?;
+            report.files += 1;
+            report.cells += loaded;
+            report.tags_dropped += dropped;
+            report.pieces += pieces;
+            tracing::info!(table, family, file = %path.display(), cells = loaded, pieces, "bulk-loaded an HFile");
+        }
+        Ok(report)
+    }
+
+    /// Loads one HFile region by region; answers (cells, tags dropped,
+    /// pieces).
+    fn load_one(
+        &self,
+        table: &str,
+        family: &str,
+        reader: &HFileReader,
+        path: &Path,
+    ) -> Result<(u64, u64, u64)> {
+        let (mut cells, mut dropped, mut pieces) = (0, 0, 0);
+        // The next row to load: everything before it is loaded.
+        let mut from: Option<Bytes> = None;
+        let mut attempts = 0;
+        loop {
+            let mut source = match &from {
+                Some(row) => reader.seek(row)?,
+                None => reader.cells(),
+            };
+            let Some(first) = source.next().transpose()? else {
+                return Ok((cells, dropped, pieces));
+            };
+            let region = self
+                .list_regions(table)?
+                .into_iter()
+                .find(|r| r.info.contains(&first.row))
+                .ok_or_else(|| {
+                    Error::invalid(format!("no region of {table} holds row {:?}", first.row))
+                })?;
+            if let Some(server) = &region.server {
+                return Err(Error::invalid(format!(
+                    "region {} of {table} is held by {server}: a bulk load loads the regions of the server it runs on (run it against each region server of a cluster)",
+                    region.info.encoded_name()
+                )));
+            }
+            let Some(local) = self.region_server().region(region.info.id) else {
+                return Err(Error::NotServingRegion(region.info.encoded_name()));
+            };
+            let attempt = (|| -> Result<(u64, u64, bool)> {
+                let sequence = local.bulk_load_sequence()?;
+                let start = from.clone().unwrap_or_else(|| first.row.clone());
+                let mut piece = Piece {
+                    cells: reader.seek(&start)?,
+                    end: region.info.end_key.clone(),
+                    sequence,
+                    previous: None,
+                    tags_dropped: 0,
+                    count: 0,
+                    path,
+                };
+                let entry = local.bulk_load(family.as_bytes(), &mut piece)?;
+                Ok((piece.count, piece.tags_dropped, entry.is_some()))
+            })();
+            match attempt {
+                Ok((n, d, added)) => {
+                    cells += n;
+                    dropped += d;
+                    pieces += u64::from(added);
+                    attempts = 0;
+                    if region.info.end_key.is_empty() {
+                        return Ok((cells, dropped, pieces));
+                    }
+                    from = Some(region.info.end_key.clone());
+                }
+                Err(Error::NotServingRegion(why)) if attempts + 1 < ATTEMPTS => {
+                    attempts += 1;
+                    tracing::info!(
+                        table,
+                        why,
+                        "bulk load: a region split or moved; listing the regions again"
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
