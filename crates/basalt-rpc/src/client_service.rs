@@ -31,9 +31,8 @@ use crate::proto::client::{
 use crate::proto::hbase::{CompareType, RegionSpecifier};
 use crate::scanners::{RowBounds, RowSource, ScanState};
 
-/// The methods served; `BulkLoadHFile`, `PrepareBulkLoad`,
-/// `CleanupBulkLoad`, `ExecService` and `ExecRegionServerService` are
-/// answered with `DoNotRetryIOException` (no bulk load, no coprocessors).
+/// The methods served; `ExecService` and `ExecRegionServerService` are
+/// answered with `DoNotRetryIOException` (no coprocessors).
 pub const METHODS: &[Method] = &[
     Method {
         name: "Get",
@@ -51,7 +50,88 @@ pub const METHODS: &[Method] = &[
         name: "Multi",
         handler: multi,
     },
+    Method {
+        name: "PrepareBulkLoad",
+        handler: prepare_bulk_load,
+    },
+    Method {
+        name: "BulkLoadHFile",
+        handler: bulk_load_hfile,
+    },
+    Method {
+        name: "CleanupBulkLoad",
+        handler: cleanup_bulk_load,
+    },
 ];
+
+/// `PrepareBulkLoad`: HBase hands back a staging directory's token the
+/// client moves its files under. Basalt reads the files where the client
+/// left them, so the token only names the load (in the log).
+fn prepare_bulk_load(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: crate::proto::client::PrepareBulkLoadRequest =
+        Call::decode(param, "PrepareBulkLoadRequest")?;
+    let table = request
+        .table_name
+        .as_ref()
+        .ok_or_else(|| RpcError::missing("PrepareBulkLoadRequest.table_name"))?;
+    let table = meta::table_name_text(table)?;
+    // The table must exist (HBase's answer otherwise).
+    call.db.table(&table)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let token = format!("basalt-bulk-load-{nanos:x}");
+    tracing::info!(table, token, "bulk load prepared");
+    Ok(encode(&crate::proto::client::PrepareBulkLoadResponse {
+        bulk_token: token,
+    }))
+}
+
+/// `BulkLoadHFile`: whole HFiles (which the client split to fit the
+/// region) loaded into the region named, as new store files with a fresh
+/// sequence id (`basalt::bulk_load`). Paths are read on this server's
+/// machine (`file:` URIs or plain paths), as with standalone HBase.
+fn bulk_load_hfile(call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: crate::proto::client::BulkLoadHFileRequest =
+        Call::decode(param, "BulkLoadHFileRequest")?;
+    let info = meta::resolve_user_region(call.ctx, request.region.as_ref())?;
+    let mut family_paths = Vec::with_capacity(request.family_path.len());
+    for fp in &request.family_path {
+        let family = String::from_utf8(fp.family.clone())
+            .map_err(|_| RpcError::do_not_retry("a bulk load family name is not UTF-8"))?;
+        family_paths.push((family, local_path(&fp.path)?));
+    }
+    let cells = call
+        .db
+        .bulk_load_region(&info.table, info.id, &family_paths)?;
+    tracing::info!(table = %info.table, region = %info.encoded_name(), files = family_paths.len(), cells, token = request.bulk_token.as_deref().unwrap_or(""), "BulkLoadHFile");
+    Ok(encode(&crate::proto::client::BulkLoadHFileResponse {
+        loaded: true,
+    }))
+}
+
+/// A Hadoop path on this machine: `file:/x`, `file:///x` or `/x`.
+fn local_path(path: &str) -> Result<std::path::PathBuf, RpcError> {
+    let plain = path
+        .strip_prefix("file://")
+        .or_else(|| path.strip_prefix("file:"))
+        .unwrap_or(path);
+    if plain.contains("://") || !plain.starts_with('/') {
+        return Err(RpcError::do_not_retry(format!(
+            "bulk load path {path}: Basalt reads HFiles from its own machine's filesystem (file: paths)"
+        )));
+    }
+    Ok(std::path::PathBuf::from(plain))
+}
+
+/// `CleanupBulkLoad`: nothing was staged, so nothing to remove.
+fn cleanup_bulk_load(_call: &mut Call<'_>, param: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let request: crate::proto::client::CleanupBulkLoadRequest =
+        Call::decode(param, "CleanupBulkLoadRequest")?;
+    tracing::debug!(token = request.bulk_token, "bulk load cleaned up");
+    Ok(encode(&crate::proto::client::CleanupBulkLoadResponse {}))
+}
 
 /// A region's row is outside the region named (HBase's class).
 const WRONG_REGION: &str = "org.apache.hadoop.hbase.regionserver.WrongRegionException";

@@ -105,6 +105,9 @@ pub fn hfiles_of(files: &dyn FileStore, dir: &Path) -> Result<Vec<(String, std::
 struct Piece<'a> {
     cells: Cells<'a>,
     end: Bytes,
+    /// A row at or past `end` is an error (the file was meant for this
+    /// region alone), not where the piece stops.
+    strict: bool,
     sequence: u64,
     previous: Option<Cell>,
     tags_dropped: u64,
@@ -118,6 +121,14 @@ impl CellStream for Piece<'_> {
             return Ok(None);
         };
         if !self.end.is_empty() && cell.row >= self.end {
+            if self.strict {
+                return Err(Error::invalid(format!(
+                    "bulk load file {} does not fit inside the region: row {:?} is at or past its end {:?}",
+                    self.path.display(),
+                    cell.row,
+                    self.end
+                )));
+            }
             return Ok(None);
         }
         let corrupt = |message: String| Error::Corruption {
@@ -180,6 +191,61 @@ impl Database {
         Ok(report)
     }
 
+    /// HBase's `BulkLoadHFile` call: loads whole HFiles, `(family, path)`,
+    /// into region `region_id` of `table` (held by this process), every
+    /// file's rows inside the region (HBase's client splits them first; a
+    /// file that does not fit is refused before anything of it is
+    /// committed). The files share one fresh sequence id and are read on
+    /// this machine (HBase's client names them by path). Answers the cells
+    /// loaded.
+    pub fn bulk_load_region(
+        &self,
+        table: &str,
+        region_id: u64,
+        family_paths: &[(String, std::path::PathBuf)],
+    ) -> Result<u64> {
+        let files = basalt_engine::fs::LocalFileStore::new();
+        self.authorize(
+            "bulkLoadHFile",
+            &[Action::Admin, Action::Create],
+            &Scope::table(table),
+        )?;
+        let region = self
+            .region_server()
+            .region(region_id)
+            .ok_or_else(|| Error::NotServingRegion(format!("region {region_id} of {table}")))?;
+        let sequence = region.bulk_load_sequence()?;
+        let mut cells = 0;
+        for (family, path) in family_paths {
+            let reader = HFileReader::from_bytes(path, files.read_all(path)?)?;
+            let info = region.info();
+            if let Some(first) = reader.cells().next().transpose()? {
+                if !info.contains(&first.row) {
+                    return Err(Error::invalid(format!(
+                        "bulk load file {} does not fit inside region {}: its first row {:?} is outside it",
+                        path.display(),
+                        info.encoded_name(),
+                        first.row
+                    )));
+                }
+            }
+            let mut piece = Piece {
+                cells: reader.cells(),
+                end: info.end_key.clone(),
+                strict: true,
+                sequence,
+                previous: None,
+                tags_dropped: 0,
+                count: 0,
+                path,
+            };
+            region.bulk_load(family.as_bytes(), &mut piece)?;
+            cells += piece.count;
+            tracing::info!(table, region = %info.encoded_name(), family, file = %path.display(), cells = piece.count, "bulk-loaded an HFile (BulkLoadHFile)");
+        }
+        Ok(cells)
+    }
+
     /// Loads one HFile region by region; answers (cells, tags dropped,
     /// pieces).
     fn load_one(
@@ -223,6 +289,7 @@ impl Database {
                 let mut piece = Piece {
                     cells: reader.seek(&start)?,
                     end: region.info.end_key.clone(),
+                    strict: false,
                     sequence,
                     previous: None,
                     tags_dropped: 0,

@@ -540,3 +540,81 @@ pub struct MultiResponse {
     #[prost(bool, optional, tag = "2")]
     pub processed: Option<bool>,
 }
+
+/// `BulkLoadHFile`'s parameter: whole HFiles for one region.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct BulkLoadHFileRequest {
+    /// The region the files fit in.
+    #[prost(message, optional, tag = "1")]
+    pub region: Option<RegionSpecifier>,
+    /// The files, by family.
+    #[prost(message, repeated, tag = "2")]
+    pub family_path: Vec<bulk_load_h_file_request::FamilyPath>,
+    /// Give the files a fresh sequence id (HBase's default, and Basalt's
+    /// only way).
+    #[prost(bool, optional, tag = "3")]
+    pub assign_seq_num: Option<bool>,
+    /// The token `PrepareBulkLoad` answered.
+    #[prost(string, optional, tag = "5")]
+    pub bulk_token: Option<String>,
+    /// Copy rather than move the files (Basalt always reads them and
+    /// leaves them where they are).
+    #[prost(bool, optional, tag = "6")]
+    pub copy_file: Option<bool>,
+}
+
+/// Nested types of [`BulkLoadHFileRequest`].
+pub mod bulk_load_h_file_request {
+    /// One file and its family.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct FamilyPath {
+        /// The family.
+        #[prost(bytes = "vec", required, tag = "1")]
+        pub family: Vec<u8>,
+        /// The file, as a Hadoop path (`file:/...` or a plain path).
+        #[prost(string, required, tag = "2")]
+        pub path: String,
+    }
+}
+
+/// `BulkLoadHFile`'s answer.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct BulkLoadHFileResponse {
+    /// Whether the files were loaded.
+    #[prost(bool, required, tag = "1")]
+    pub loaded: bool,
+}
+
+/// `PrepareBulkLoad`'s parameter.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PrepareBulkLoadRequest {
+    /// The table to load into.
+    #[prost(message, optional, tag = "1")]
+    pub table_name: Option<super::hbase::TableName>,
+    /// A region of it.
+    #[prost(message, optional, tag = "2")]
+    pub region: Option<RegionSpecifier>,
+}
+
+/// `PrepareBulkLoad`'s answer.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct PrepareBulkLoadResponse {
+    /// Names the load in the calls that follow.
+    #[prost(string, required, tag = "1")]
+    pub bulk_token: String,
+}
+
+/// `CleanupBulkLoad`'s parameter.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct CleanupBulkLoadRequest {
+    /// The load's token.
+    #[prost(string, required, tag = "1")]
+    pub bulk_token: String,
+    /// A region of the table.
+    #[prost(message, optional, tag = "2")]
+    pub region: Option<RegionSpecifier>,
+}
+
+/// `CleanupBulkLoad`'s answer (empty).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct CleanupBulkLoadResponse {}
