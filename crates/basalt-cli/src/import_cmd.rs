@@ -153,12 +153,7 @@ fn import_snapshot(args: &SnapshotImportArgs) -> Result<(), String> {
         seconds,
         report.cells as f64 / seconds.max(1e-9)
     );
-    if report.tags_dropped > 0 {
-        println!(
-            "{} cell tags other than TTL were left out (ACL and visibility labels: Basalt keeps access rules in its catalog)",
-            report.tags_dropped
-        );
-    }
+    say_tags_dropped(report.tags_dropped);
     if args.no_clone {
         println!(
             "clone it with: clone_snapshot '{}', '{}'",
@@ -215,13 +210,17 @@ fn import_hfiles(args: &HfilesArgs) -> Result<(), String> {
         seconds,
         report.cells as f64 / seconds.max(1e-9)
     );
-    if report.tags_dropped > 0 {
+    say_tags_dropped(report.tags_dropped);
+    Ok(())
+}
+
+/// What an import left out of HBase's cells, when it left anything.
+fn say_tags_dropped(tags: u64) {
+    if tags > 0 {
         println!(
-            "{} cell tags other than TTL were left out (ACL and visibility labels)",
-            report.tags_dropped
+            "{tags} cell tags other than TTL were left out (ACL and visibility labels: Basalt keeps access rules in its catalog)"
         );
     }
-    Ok(())
 }
 
 fn thrift_client(server: &str) -> Result<basalt_thrift::client::Client, String> {

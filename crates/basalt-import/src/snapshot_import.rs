@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use basalt::export::{
     completed_snapshot, delete_if_present, ensure_pending_marker, publish_with_new_id,
-    remove_pending_markers, size_if_present, ExportSide,
+    remove_pending_markers, size_if_present, staged_done_path, staged_plan_path, ExportSide,
 };
 use basalt_engine::checked::{frame, unframe};
 use basalt_engine::layout;
@@ -203,13 +203,11 @@ pub fn import_dir(root: &Path, name: &str) -> PathBuf {
 }
 
 fn plan_path(root: &Path, name: &str) -> PathBuf {
-    import_dir(root, name).join("PLAN")
+    staged_plan_path(&import_dir(root, name))
 }
 
 fn done_path(root: &Path, name: &str, index: usize) -> PathBuf {
-    import_dir(root, name)
-        .join("done")
-        .join(format!("{index:08}"))
+    staged_done_path(&import_dir(root, name), index)
 }
 
 /// One HBase file to convert.

@@ -209,14 +209,22 @@ pub fn export_dir(root: &Path, name: &str) -> PathBuf {
     root.join(EXPORTS_DIR).join(name)
 }
 
+/// A staging directory's plan (an export's or an import's).
+pub fn staged_plan_path(staging: &Path) -> PathBuf {
+    staging.join("PLAN")
+}
+
+/// A staging directory's done marker of job `index`.
+pub fn staged_done_path(staging: &Path, index: usize) -> PathBuf {
+    staging.join("done").join(format!("{index:08}"))
+}
+
 fn plan_path(root: &Path, name: &str) -> PathBuf {
-    export_dir(root, name).join("PLAN")
+    staged_plan_path(&export_dir(root, name))
 }
 
 fn done_path(root: &Path, name: &str, index: usize) -> PathBuf {
-    export_dir(root, name)
-        .join("done")
-        .join(format!("{index:08}"))
+    staged_done_path(&export_dir(root, name), index)
 }
 
 /// One distinct file to copy: its family and paths on both sides.

@@ -28,6 +28,8 @@ import org.apache.hadoop.hbase.util.Bytes;
  *                                write here, each with puts (many versions), deletes of every
  *                                kind and per-cell TTLs over three flushes and a memstore left
  *                                unflushed; then a snapshot of each (prints "table T snapshot N")
+ * snapshot --hbase Q --table T --name N
+ *                                flush T and snapshot it as N (scripts/bench-import)
  * compare --hbase Q --basalt Q --table T
  *                                every version of every cell and every delete marker equal on
  *                                both (Replication's comparison, no waiting)
@@ -58,6 +60,15 @@ public final class Migration {
     switch (args.length == 0 ? "" : args[0]) {
       case "prepare":
         prepare(opts);
+        break;
+      case "snapshot":
+        try (Connection hbase = Replication.connect(opts.get("--hbase"));
+            Admin admin = hbase.getAdmin()) {
+          TableName table = TableName.valueOf(opts.get("--table"));
+          admin.flush(table);
+          admin.snapshot(opts.get("--name"), table);
+          System.out.println("table " + table.getNameAsString() + " snapshot " + opts.get("--name"));
+        }
         break;
       case "compare":
         System.exit(compare(opts) ? 0 : 1);
@@ -181,21 +192,8 @@ public final class Migration {
             + " delete markers on both");
         return true;
       }
-      List<String> missing = new ArrayList<>();
-      for (String s : expected) {
-        if (!got.contains(s) && missing.size() < 20) {
-          missing.add(s);
-        }
-      }
-      List<String> extra = new ArrayList<>();
-      for (String s : got) {
-        if (!expected.contains(s) && extra.size() < 20) {
-          extra.add(s);
-        }
-      }
-      System.out.println("DIFFERENT " + name.getNameAsString() + ": HBase has "
-          + expected.size() + ", Basalt " + got.size() + "\n  only on HBase (first 20): "
-          + missing + "\n  only on Basalt (first 20): " + extra);
+      System.out.println("DIFFERENT " + name.getNameAsString() + ": "
+          + Replication.difference(expected, got));
       return false;
     }
   }

@@ -243,6 +243,24 @@ public final class Replication {
         + cell.getType() + "=" + Bytes.toStringBinary(CellUtil.cloneValue(cell));
   }
 
+  /** The two sides' sizes and the first 20 lines only one side has. */
+  static String difference(TreeSet<String> expected, TreeSet<String> got) {
+    List<String> missing = new ArrayList<>();
+    for (String s : expected) {
+      if (!got.contains(s) && missing.size() < 20) {
+        missing.add(s);
+      }
+    }
+    List<String> extra = new ArrayList<>();
+    for (String s : got) {
+      if (!expected.contains(s) && extra.size() < 20) {
+        extra.add(s);
+      }
+    }
+    return "HBase has " + expected.size() + ", Basalt " + got.size()
+        + "\n  only on HBase (first 20): " + missing + "\n  only on Basalt (first 20): " + extra;
+  }
+
   static boolean compare(Map<String, String> o) throws Exception {
     TableName name = TableName.valueOf(o.get("--table"));
     long deadline = System.currentTimeMillis() + Long.parseLong(o.getOrDefault("--wait", "300")) * 1000;
@@ -258,21 +276,7 @@ public final class Replication {
           return true;
         }
         if (System.currentTimeMillis() > deadline) {
-          List<String> missing = new ArrayList<>();
-          for (String s : expected) {
-            if (!got.contains(s) && missing.size() < 20) {
-              missing.add(s);
-            }
-          }
-          List<String> extra = new ArrayList<>();
-          for (String s : got) {
-            if (!expected.contains(s) && extra.size() < 20) {
-              extra.add(s);
-            }
-          }
-          System.out.println("DIFFERENT: HBase has " + expected.size() + ", Basalt "
-              + got.size() + "\n  only on HBase (first 20): " + missing
-              + "\n  only on Basalt (first 20): " + extra);
+          System.out.println("DIFFERENT: " + difference(expected, got));
           return false;
         }
         Thread.sleep(2000);
