@@ -32,6 +32,9 @@ use bytes::Bytes;
 
 use crate::access::{Action, Scope};
 use crate::database::Database;
+use crate::locator::RegionRoute;
+use crate::remote::{RegionAnswer, RegionCall};
+use basalt_engine::Region;
 
 /// Attempts per piece when its region split or moved meanwhile.
 const ATTEMPTS: usize = 5;
@@ -160,8 +163,9 @@ impl CellStream for Piece<'_> {
 
 impl Database {
     /// Bulk-loads the HFiles under `dir` (read through `files`) into
-    /// `table` (the module docs). Every region the files touch must be
-    /// served by this process.
+    /// `table` (the module docs). A region another server of a cluster
+    /// holds gets its piece through a region call; that server reads the
+    /// file by the same path.
     pub fn bulk_load_hfiles(
         &self,
         table: &str,
@@ -246,8 +250,28 @@ impl Database {
         Ok(cells)
     }
 
-    /// Loads one HFile region by region; answers (cells, tags dropped,
-    /// pieces).
+    /// A `BulkLoad` region call another server sent: the holder reads the
+    /// file and loads its piece from `from` into `region`.
+    pub(crate) fn serve_bulk_load(
+        region: &Region,
+        family: &str,
+        path: &Path,
+        from: &[u8],
+    ) -> Result<RegionAnswer> {
+        let files = basalt_engine::fs::LocalFileStore::new();
+        let reader = HFileReader::from_bytes(path, files.read_all(path)?)?;
+        let (cells, tags_dropped, added) = load_piece(region, family, &reader, path, from)?;
+        Ok(RegionAnswer::BulkLoaded {
+            cells,
+            tags_dropped,
+            added,
+        })
+    }
+
+    /// Loads one HFile region by region: a region open here directly, one
+    /// held by another server of a cluster through a region call (that
+    /// server reads the file: same machine or a shared mount). Answers
+    /// (cells, tags dropped, pieces).
     fn load_one(
         &self,
         table: &str,
@@ -259,6 +283,7 @@ impl Database {
         // The next row to load: everything before it is loaded.
         let mut from: Option<Bytes> = None;
         let mut attempts = 0;
+        let located = self.locator().table(table)?;
         loop {
             let mut source = match &from {
                 Some(row) => reader.seek(row)?,
@@ -267,60 +292,88 @@ impl Database {
             let Some(first) = source.next().transpose()? else {
                 return Ok((cells, dropped, pieces));
             };
-            let region = self
-                .list_regions(table)?
+            let start = first.row.clone();
+            let route = located
+                .routes()
                 .into_iter()
-                .find(|r| r.info.contains(&first.row))
+                .find(|r| r.info().contains(&start))
                 .ok_or_else(|| {
-                    Error::invalid(format!("no region of {table} holds row {:?}", first.row))
+                    Error::invalid(format!("no region of {table} holds row {start:?}"))
                 })?;
-            if let Some(server) = &region.server {
-                return Err(Error::invalid(format!(
-                    "region {} of {table} is held by {server}: a bulk load loads the regions of the server it runs on (run it against each region server of a cluster)",
-                    region.info.encoded_name()
-                )));
-            }
-            let Some(local) = self.region_server().region(region.info.id) else {
-                return Err(Error::NotServingRegion(region.info.encoded_name()));
+            let end_key = route.info().end_key.clone();
+            let attempt = match &route {
+                RegionRoute::Local(region) => load_piece(region, family, reader, path, &start),
+                RegionRoute::Remote { info, server } => located
+                    .call_remote(
+                        info,
+                        server,
+                        RegionCall::BulkLoad {
+                            family: family.to_string(),
+                            path: path.to_path_buf(),
+                            from: start.clone(),
+                        },
+                    )
+                    .and_then(|answer| match answer {
+                        RegionAnswer::BulkLoaded {
+                            cells,
+                            tags_dropped,
+                            added,
+                        } => Ok((cells, tags_dropped, added)),
+                        other => Err(crate::remote::unexpected(server, "BulkLoad", &other)),
+                    }),
+                RegionRoute::Offline { info } => Err(Error::NotServingRegion(format!(
+                    "region {} of {table} is being assigned",
+                    info.encoded_name()
+                ))),
             };
-            let attempt = (|| -> Result<(u64, u64, bool)> {
-                let sequence = local.bulk_load_sequence()?;
-                let start = from.clone().unwrap_or_else(|| first.row.clone());
-                let mut piece = Piece {
-                    cells: reader.seek(&start)?,
-                    end: region.info.end_key.clone(),
-                    strict: false,
-                    sequence,
-                    previous: None,
-                    tags_dropped: 0,
-                    count: 0,
-                    path,
-                };
-                let entry = local.bulk_load(family.as_bytes(), &mut piece)?;
-                Ok((piece.count, piece.tags_dropped, entry.is_some()))
-            })();
             match attempt {
                 Ok((n, d, added)) => {
                     cells += n;
                     dropped += d;
                     pieces += u64::from(added);
                     attempts = 0;
-                    if region.info.end_key.is_empty() {
+                    if end_key.is_empty() {
                         return Ok((cells, dropped, pieces));
                     }
-                    from = Some(region.info.end_key.clone());
+                    from = Some(end_key);
                 }
                 Err(Error::NotServingRegion(why)) if attempts + 1 < ATTEMPTS => {
                     attempts += 1;
                     tracing::info!(
                         table,
                         why,
-                        "bulk load: a region split or moved; listing the regions again"
+                        "bulk load: a region split or moved; routing again"
                     );
+                    located.refresh();
                     std::thread::sleep(std::time::Duration::from_millis(200));
                 }
                 Err(e) => return Err(e),
             }
         }
     }
+}
+
+/// Loads the cells of `reader` from row `from` to `region`'s end as one new
+/// store file of `family`, with a fresh sequence id of the region.
+/// Answers (cells, tags dropped, whether a file was added).
+fn load_piece(
+    region: &Region,
+    family: &str,
+    reader: &HFileReader,
+    path: &Path,
+    from: &[u8],
+) -> Result<(u64, u64, bool)> {
+    let sequence = region.bulk_load_sequence()?;
+    let mut piece = Piece {
+        cells: reader.seek(from)?,
+        end: region.info().end_key.clone(),
+        strict: false,
+        sequence,
+        previous: None,
+        tags_dropped: 0,
+        count: 0,
+        path,
+    };
+    let entry = region.bulk_load(family.as_bytes(), &mut piece)?;
+    Ok((piece.count, piece.tags_dropped, entry.is_some()))
 }

@@ -1478,6 +1478,10 @@ impl Database {
                 self.region_server().flush_region(region_id)?;
                 Ok(RegionAnswer::Done)
             }
+            RegionCall::BulkLoad { family, path, from } => {
+                let region = self.region_here(table, region_id)?;
+                Self::serve_bulk_load(&region, &family, &path, &from)
+            }
             RegionCall::Compact { major } => {
                 // Whether it compacted anything does not travel: the caller
                 // asked for the policy's decision, not a promise of work.

@@ -235,7 +235,8 @@ pub(crate) fn serve_on_region(
         RegionCall::NextRows { .. }
         | RegionCall::CloseScanner { .. }
         | RegionCall::Flush
-        | RegionCall::Compact { .. } => Err(Error::invalid(format!(
+        | RegionCall::Compact { .. }
+        | RegionCall::BulkLoad { .. } => Err(Error::invalid(format!(
             "a {} call reached the row-call path (a bug in region_calls.rs)",
             call.name()
         ))),

@@ -86,6 +86,18 @@ pub enum RegionCall {
         /// Every file, rather than the policy's choice.
         major: bool,
     },
+    /// Bulk-loads the part of an HFile from row `from` to the region's end
+    /// as a new store file of `family` (`basalt import hfiles` in a
+    /// cluster; the holder reads `path`, so it must see it: the same
+    /// machine or a shared mount): answers [`RegionAnswer::BulkLoaded`].
+    BulkLoad {
+        /// The family the file is of.
+        family: String,
+        /// The HFile, as the holder reads it.
+        path: std::path::PathBuf,
+        /// The first row to load (the region's start, or later).
+        from: bytes::Bytes,
+    },
 }
 
 impl RegionCall {
@@ -105,6 +117,7 @@ impl RegionCall {
             RegionCall::CloseScanner { .. } => "CloseScanner",
             RegionCall::Flush => "Flush",
             RegionCall::Compact { .. } => "Compact",
+            RegionCall::BulkLoad { .. } => "BulkLoad",
         }
     }
 }
@@ -138,6 +151,15 @@ pub enum RegionAnswer {
         /// True while the scanner may have more: ask `NextRows` again.
         /// False once it has none; the server has then closed it.
         more: bool,
+    },
+    /// What a `BulkLoad` loaded.
+    BulkLoaded {
+        /// Cells loaded.
+        cells: u64,
+        /// Tags left out (not a TTL).
+        tags_dropped: u64,
+        /// Whether a store file was added (false: no cells in range).
+        added: bool,
     },
 }
 
@@ -283,6 +305,7 @@ pub(crate) fn unexpected(server: &ServerAddress, call: &str, answer: &RegionAnsw
         RegionAnswer::Applied { .. } => "Applied",
         RegionAnswer::Batch(_) => "Batch",
         RegionAnswer::Rows { .. } => "Rows",
+        RegionAnswer::BulkLoaded { .. } => "BulkLoaded",
     };
     Error::invalid(format!(
         "region server {server} answered a {call} call with {shape}: \

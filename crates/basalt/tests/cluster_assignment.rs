@@ -1339,3 +1339,63 @@ fn a_snapshot_spans_the_regions_every_server_holds_and_a_clone_reads_them_all_ba
         other => panic!("{other:?}"),
     }
 }
+
+/// `basalt import hfiles` against one member of a cluster: each piece of
+/// an HBase-written HFile goes to the member holding its region (a region
+/// call for the others, which read the file on the same machine), and
+/// every member then reads every loaded row.
+#[test]
+fn a_bulk_load_through_one_member_reaches_the_regions_every_member_holds() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../basalt-hfile/tests/fixtures/none-none.hfile");
+    let reader = basalt_hfile::HFileReader::open(&fixture).unwrap();
+    let mut rows: Vec<Bytes> = Vec::new();
+    for cell in reader.cells() {
+        let cell = cell.unwrap();
+        if rows.last() != Some(&cell.row) {
+            rows.push(cell.row);
+        }
+    }
+    let mut h = Harness::new();
+    let master = h.start_master("m1");
+    let servers: Vec<String> = (0..3).map(|_| h.start_member()).collect();
+    h.settle(&master);
+    let splits: Vec<Bytes> = [rows.len() / 4, rows.len() / 2, 3 * rows.len() / 4]
+        .iter()
+        .map(|&i| rows[i].clone())
+        .collect();
+    let answer = master
+        .call(MasterCall::CreateTable {
+            descriptor: TableDescriptor::new("t")
+                .family(ColumnFamilyDescriptor::new("cf").max_versions(10)),
+            splits,
+            owner: None,
+        })
+        .unwrap();
+    assert!(matches!(answer, MasterAnswer::Done));
+    h.settle(&master);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("cf")).unwrap();
+    std::fs::copy(&fixture, dir.path().join("cf").join("f1")).unwrap();
+    let report = h
+        .member(&servers[0])
+        .bulk_load_hfiles("t", &basalt::fs::LocalFileStore::new(), dir.path())
+        .unwrap();
+    assert_eq!(report.cells, reader.entry_count());
+    assert_eq!(report.pieces, 4, "one store file per region");
+    for name in &servers {
+        let seen: Vec<Bytes> = h
+            .member(name)
+            .table("t")
+            .unwrap()
+            .scan(&Scan::new().raw(true).max_versions(100))
+            .unwrap()
+            .map(|r| r.unwrap().row)
+            .collect();
+        assert!(
+            seen.contains(&rows[0]) && seen.contains(&rows[rows.len() - 1]),
+            "through {name}: {} rows",
+            seen.len()
+        );
+    }
+}
