@@ -172,9 +172,10 @@ pub struct Region {
     /// `wait_for_memstore_room`).
     failed_flushes: AtomicU64,
     last_flush_failure: Mutex<String>,
-    /// Held by a compaction while it runs, and by the hand-over while it
-    /// closes the region: new regions link to the files the region has
-    /// then, so no compaction may replace them afterwards.
+    /// Held by a compaction or a bulk load while it runs, and by the
+    /// hand-over while it closes the region: new regions link to the files
+    /// the region has then, so no compaction may replace them and no bulk
+    /// load add to them afterwards.
     compaction_gate: Mutex<()>,
     /// Set when the region's files could not be opened (HBase's
     /// `FAILED_OPEN`): it holds no stores and refuses every read and write
@@ -1243,6 +1244,11 @@ impl Region {
         cells: &mut dyn crate::compaction::CellStream,
     ) -> Result<Option<crate::manifest::ManifestFile>> {
         self.check_opened()?;
+        // Held until the file is committed: a split or merge closing the
+        // region waits (its daughters link to the files committed before
+        // it closes, so a file committed after would be lost to them), as
+        // it waits for a compaction.
+        let _gate = self.compaction_gate.lock();
         if self.closed.load(Ordering::Acquire) {
             return Err(self.not_serving());
         }

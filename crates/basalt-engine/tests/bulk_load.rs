@@ -159,3 +159,19 @@ fn a_region_reopened_after_only_a_load_orders_new_writes_after_the_loaded_cells(
         .unwrap();
     assert_eq!(value(&region, "a"), "newer");
 }
+
+#[test]
+fn a_region_handed_over_for_a_split_refuses_a_bulk_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let region = open(dir.path(), b"");
+    let s = region.bulk_load_sequence().unwrap();
+    region.close_for_handover().unwrap();
+    let refused = region
+        .bulk_load(b"f", &mut Cells(vec![cell("a", 5, "late", s)].into_iter()))
+        .unwrap_err();
+    assert!(
+        matches!(refused, basalt_types::Error::NotServingRegion(_)),
+        "{refused}"
+    );
+    assert!(region.bulk_load_sequence().is_err());
+}
