@@ -107,10 +107,10 @@ fn an_unknown_method_is_named_and_the_connection_stays_usable() {
     let (_d, _db, server) = start();
     let mut c = RpcClient::connect(server.region_server_addr(), "ClientService", false).unwrap();
     let error = c
-        .call("BulkLoadHFile", &TableName::default(), &[])
+        .call("ExecService", &TableName::default(), &[])
         .unwrap_err();
     assert!(
-        error.message.contains("ClientService.BulkLoadHFile"),
+        error.message.contains("ClientService.ExecService"),
         "{}",
         error.message
     );
