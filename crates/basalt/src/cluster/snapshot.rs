@@ -62,6 +62,12 @@ struct Taking {
     name: String,
     table: String,
     request: PendingRequest,
+    /// When this master began driving it (ms): the request's time for a
+    /// snapshot asked of it, the takeover's for one a master before it
+    /// left half taken. `snapshot_timeout` counts from here: the time the
+    /// cluster had no master is no attempt's fault (a marker from long
+    /// ago would otherwise be given up at the first failed attempt).
+    started_ms: i64,
 }
 
 /// Between two attempts of a snapshot whose regions did not all serve.
@@ -157,6 +163,7 @@ impl ClusterMaster {
                 id: *id,
                 name: name.clone(),
                 table: pending.table,
+                started_ms: self.clock.now_millis().max(request.requested_ms),
                 request,
             };
             std::thread::Builder::new()
@@ -217,6 +224,7 @@ impl ClusterMaster {
                                     id: *id,
                                     name: name.to_string(),
                                     table: pending.table,
+                                    started_ms: request.requested_ms,
                                     request,
                                 };
                                 drop(state);
@@ -256,6 +264,7 @@ impl ClusterMaster {
                 id,
                 name: name.to_string(),
                 table: table.to_string(),
+                started_ms: request.requested_ms,
                 request,
             }
         };
@@ -295,7 +304,7 @@ impl ClusterMaster {
     /// not serving (its server died, the region is being assigned) fails
     /// the attempt; the lock is let go, so the region can be assigned, and
     /// the snapshot tried again, until `snapshot_timeout` has passed since
-    /// the request. The marker goes when the snapshot is taken or given
+    /// this master began driving it (`Taking::started_ms`). The marker goes when the snapshot is taken or given
     /// up; a master that stops leaves it for the next one.
     fn drive_snapshot(&self, taking: &Taking) -> Result<()> {
         let name = taking.name.as_str();
@@ -317,10 +326,7 @@ impl ClusterMaster {
                 // The table is gone: no attempt can succeed.
                 Err(e @ Error::SnapshotFailed(_)) => break Err(e),
                 Err(e) => {
-                    let waited = self
-                        .clock
-                        .now_millis()
-                        .saturating_sub(taking.request.requested_ms);
+                    let waited = self.clock.now_millis().saturating_sub(taking.started_ms);
                     if waited >= timeout_ms {
                         break Err(Error::SnapshotFailed(format!(
                             "snapshot '{name}' of table {table} failed after {attempts} attempts in {waited} ms \
