@@ -30,10 +30,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use basalt::export::{
-    completed_snapshot, delete_if_present, ensure_pending_marker, publish_with_new_id,
-    remove_pending_markers, size_if_present, staged_done_path, staged_plan_path, ExportSide,
+    check_staging_table, completed_snapshot, decode_checked_json, delete_if_present,
+    encode_checked_json, ensure_pending_marker, publish_with_new_id, remove_pending_markers,
+    size_if_present, staged_done_path, staged_plan_path, ExportSide,
 };
-use basalt_engine::checked::{frame, unframe};
 use basalt_engine::layout;
 use basalt_engine::manifest::is_already_exists;
 use basalt_engine::snapshot::{
@@ -141,34 +141,15 @@ pub struct ImportPlan {
 impl ImportPlan {
     /// The plan file's bytes: a checked header line, then JSON.
     pub fn encode(&self) -> Result<Vec<u8>> {
-        let body = serde_json::to_vec(self)
-            .map_err(|e| Error::invalid(format!("import plan does not serialize: {e}")))?;
-        Ok(frame(PLAN_MAGIC, PLAN_FORMAT_VERSION, &body))
+        encode_checked_json(PLAN_MAGIC, PLAN_FORMAT_VERSION, "import plan", self)
     }
 
     /// Decodes a plan file. Untrusted input: a defect is (offset, what).
     pub fn decode(bytes: &[u8]) -> std::result::Result<ImportPlan, (u64, String)> {
-        let framed = unframe(bytes, PLAN_MAGIC, &[PLAN_FORMAT_VERSION], "import plan")?;
-        let plan: ImportPlan = serde_json::from_slice(framed.body).map_err(|e| {
-            (
-                framed.body_at + e.column().saturating_sub(1) as u64,
-                format!("body does not parse: {e}"),
-            )
-        })?;
-        check_snapshot_name(&plan.name).map_err(|e| (framed.body_at, e.to_string()))?;
-        let qualifier = plan
-            .import_table
-            .strip_prefix(IMPORT_NAMESPACE)
-            .and_then(|rest| rest.strip_prefix(':'));
-        if !qualifier.is_some_and(|q| !q.is_empty() && !q.contains(['/', ':'])) {
-            return Err((
-                framed.body_at,
-                format!(
-                    "import table '{}' is not in namespace {IMPORT_NAMESPACE}",
-                    plan.import_table.escape_debug()
-                ),
-            ));
-        }
+        let (plan, body_at): (ImportPlan, u64) =
+            decode_checked_json(bytes, PLAN_MAGIC, &[PLAN_FORMAT_VERSION], "import plan")?;
+        check_snapshot_name(&plan.name).map_err(|e| (body_at, e.to_string()))?;
+        check_staging_table(&plan.import_table, IMPORT_NAMESPACE, "import", body_at)?;
         Ok(plan)
     }
 }
@@ -185,15 +166,12 @@ struct Done {
 
 impl Done {
     fn encode(&self) -> Result<Vec<u8>> {
-        let body = serde_json::to_vec(self)
-            .map_err(|e| Error::invalid(format!("done marker does not serialize: {e}")))?;
-        Ok(frame(DONE_MAGIC, DONE_FORMAT_VERSION, &body))
+        encode_checked_json(DONE_MAGIC, DONE_FORMAT_VERSION, "done marker", self)
     }
 
     fn decode(bytes: &[u8]) -> std::result::Result<Done, (u64, String)> {
-        let framed = unframe(bytes, DONE_MAGIC, &[DONE_FORMAT_VERSION], "done marker")?;
-        serde_json::from_slice(framed.body)
-            .map_err(|e| (framed.body_at, format!("body does not parse: {e}")))
+        decode_checked_json(bytes, DONE_MAGIC, &[DONE_FORMAT_VERSION], "done marker")
+            .map(|(done, _)| done)
     }
 }
 

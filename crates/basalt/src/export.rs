@@ -160,37 +160,17 @@ pub struct ExportPlan {
 impl ExportPlan {
     /// The plan file's bytes: a checked header line, then JSON.
     pub fn encode(&self) -> Result<Vec<u8>> {
-        let body = serde_json::to_vec(self)
-            .map_err(|e| Error::invalid(format!("export plan does not serialize: {e}")))?;
-        Ok(frame(PLAN_MAGIC, PLAN_FORMAT_VERSION, &body))
+        encode_checked_json(PLAN_MAGIC, PLAN_FORMAT_VERSION, "export plan", self)
     }
 
     /// Decodes a plan file. Untrusted input: a defect is (offset, what),
     /// never a panic.
     pub fn decode(bytes: &[u8]) -> std::result::Result<ExportPlan, (u64, String)> {
-        let framed = unframe(bytes, PLAN_MAGIC, &[PLAN_FORMAT_VERSION], "export plan")?;
-        let (body_at, body) = (framed.body_at, framed.body);
-        let plan: ExportPlan = serde_json::from_slice(body).map_err(|e| {
-            (
-                body_at + e.column().saturating_sub(1) as u64,
-                format!("body does not parse: {e}"),
-            )
-        })?;
+        let (plan, body_at): (ExportPlan, u64) =
+            decode_checked_json(bytes, PLAN_MAGIC, &[PLAN_FORMAT_VERSION], "export plan")?;
         basalt_engine::snapshot::check_snapshot_name(&plan.name)
             .map_err(|e| (body_at, e.to_string()))?;
-        let qualifier = plan
-            .export_table
-            .strip_prefix(EXPORT_NAMESPACE)
-            .and_then(|rest| rest.strip_prefix(':'));
-        if !qualifier.is_some_and(|q| !q.is_empty() && !q.contains(['/', ':'])) {
-            return Err((
-                body_at,
-                format!(
-                    "export table '{}' is not in namespace {EXPORT_NAMESPACE}",
-                    plan.export_table.escape_debug()
-                ),
-            ));
-        }
+        check_staging_table(&plan.export_table, EXPORT_NAMESPACE, "export", body_at)?;
         if layout::snapshot_entry_of(Path::new(&plan.source_manifest)).is_none() {
             return Err((
                 body_at,
@@ -202,6 +182,60 @@ impl ExportPlan {
         }
         Ok(plan)
     }
+}
+
+/// A staging file's bytes (an export's or an import's plan, a done
+/// marker): a checked header line (`basalt_engine::checked`), then JSON.
+pub fn encode_checked_json<T: Serialize>(
+    magic: &str,
+    version: u32,
+    what: &str,
+    value: &T,
+) -> Result<Vec<u8>> {
+    let body = serde_json::to_vec(value)
+        .map_err(|e| Error::invalid(format!("{what} does not serialize: {e}")))?;
+    Ok(frame(magic, version, &body))
+}
+
+/// Decodes what [`encode_checked_json`] wrote: the value and the offset
+/// of its body. Untrusted input: a defect is (offset, what).
+pub fn decode_checked_json<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    magic: &str,
+    versions: &[u32],
+    what: &str,
+) -> std::result::Result<(T, u64), (u64, String)> {
+    let framed = unframe(bytes, magic, versions, what)?;
+    let value = serde_json::from_slice(framed.body).map_err(|e| {
+        (
+            framed.body_at + e.column().saturating_sub(1) as u64,
+            format!("body does not parse: {e}"),
+        )
+    })?;
+    Ok((value, framed.body_at))
+}
+
+/// A staging table must be `<namespace>:<name>` (a namespace no user can
+/// create), so a plan can never point the copies at a user's table.
+pub fn check_staging_table(
+    table: &str,
+    namespace: &str,
+    what: &str,
+    body_at: u64,
+) -> std::result::Result<(), (u64, String)> {
+    let qualifier = table
+        .strip_prefix(namespace)
+        .and_then(|rest| rest.strip_prefix(':'));
+    if qualifier.is_some_and(|q| !q.is_empty() && !q.contains(['/', ':'])) {
+        return Ok(());
+    }
+    Err((
+        body_at,
+        format!(
+            "{what} table '{}' is not in namespace {namespace}",
+            table.escape_debug()
+        ),
+    ))
 }
 
 /// The staging directory of export `name` at a destination root.
