@@ -65,22 +65,71 @@ impl HFileCell {
         }
         Ok((ttl, others))
     }
+}
 
-    /// The cell as Basalt keeps it, with `sequence_id`: the TTL tag becomes
-    /// the put's own TTL; other tags are left out (see
-    /// [`HFileCell::ttl_and_other_tags`]).
-    pub fn to_cell(&self, sequence_id: u64) -> Result<basalt_types::Cell, String> {
-        let (ttl, _) = self.ttl_and_other_tags()?;
-        Ok(basalt_types::Cell {
-            row: self.row.clone(),
-            family: self.family.clone(),
-            qualifier: self.qualifier.clone(),
-            timestamp: self.timestamp,
-            cell_type: self.cell_type,
+/// Turns an HFile's cells, in file order, into Basalt cells: the TTL tag
+/// becomes the put's own TTL, other tags are left out and counted, and
+/// each cell gets the sequence id its caller chose, except that a cell
+/// with the same key (row, family, qualifier, timestamp, type) as the one
+/// before it, which HBase ranks after it, gets the id just below: Basalt's
+/// files order one key's cells by sequence id, descending. Shared by the
+/// snapshot import and the bulk load, whose ids differ (HBase's own, or
+/// one fresh id of the region).
+#[derive(Debug, Default)]
+pub struct CellConverter {
+    /// Key and sequence id of the previous cell.
+    previous: Option<(HFileCell, u64)>,
+    /// Tags left out so far (not a TTL).
+    pub tags_dropped: u64,
+}
+
+impl CellConverter {
+    /// The Basalt cell for `cell`, which follows the previous one in the
+    /// file. An error names what is wrong (a TTL tag that is not 8 bytes,
+    /// more cells of one key than ids below `sequence_id`).
+    pub fn convert(
+        &mut self,
+        cell: HFileCell,
+        sequence_id: u64,
+    ) -> Result<basalt_types::Cell, String> {
+        let (ttl, others) = cell.ttl_and_other_tags()?;
+        self.tags_dropped += others;
+        let mut sequence_id = sequence_id;
+        if let Some((prev, prev_sequence)) = &self.previous {
+            let same_key = prev.row == cell.row
+                && prev.family == cell.family
+                && prev.qualifier == cell.qualifier
+                && prev.timestamp == cell.timestamp
+                && prev.cell_type == cell.cell_type;
+            if same_key && sequence_id >= *prev_sequence {
+                sequence_id = prev_sequence.saturating_sub(1);
+                if sequence_id == 0 {
+                    return Err(format!(
+                        "too many cells of one key (row {:?}, timestamp {}) to keep their order",
+                        cell.row, cell.timestamp
+                    ));
+                }
+            }
+        }
+        let converted = basalt_types::Cell {
+            ttl_millis: ttl.filter(|_| cell.cell_type == CellType::Put),
+            row: cell.row.clone(),
+            family: cell.family.clone(),
+            qualifier: cell.qualifier.clone(),
+            timestamp: cell.timestamp,
+            cell_type: cell.cell_type,
             sequence_id,
-            value: self.value.clone(),
-            ttl_millis: ttl.filter(|_| self.cell_type == CellType::Put),
-        })
+            value: cell.value,
+        };
+        self.previous = Some((
+            HFileCell {
+                value: Bytes::new(),
+                tags: Vec::new(),
+                ..cell
+            },
+            sequence_id,
+        ));
+        Ok(converted)
     }
 }
 
@@ -214,6 +263,88 @@ impl TagDictionary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn put(row: &'static str, ts: i64, seq_id: u64, tags: Vec<Tag>) -> HFileCell {
+        HFileCell {
+            row: Bytes::from_static(row.as_bytes()),
+            family: Bytes::from_static(b"f"),
+            qualifier: Bytes::from_static(b"q"),
+            timestamp: ts,
+            cell_type: CellType::Put,
+            value: Bytes::from_static(b"v"),
+            tags,
+            seq_id,
+        }
+    }
+
+    #[test]
+    fn a_converted_cell_keeps_its_ttl_tag_and_counts_the_others() {
+        let mut converter = CellConverter::default();
+        let ttl = Tag {
+            tag_type: TTL_TAG_TYPE,
+            value: Bytes::copy_from_slice(&10_000i64.to_be_bytes()),
+        };
+        let acl = Tag {
+            tag_type: 1,
+            value: Bytes::from_static(b"x"),
+        };
+        let cell = converter
+            .convert(put("a", 5, 0, vec![ttl, acl]), 7)
+            .unwrap();
+        assert_eq!((cell.ttl_millis, cell.sequence_id), (Some(10_000), 7));
+        assert_eq!(converter.tags_dropped, 1);
+        let short = Tag {
+            tag_type: TTL_TAG_TYPE,
+            value: Bytes::from_static(b"123"),
+        };
+        assert!(converter.convert(put("b", 5, 0, vec![short]), 7).is_err());
+    }
+
+    #[test]
+    fn a_second_cell_of_one_key_ranks_below_the_first_and_others_keep_their_id() {
+        let mut converter = CellConverter::default();
+        assert_eq!(
+            converter
+                .convert(put("a", 5, 0, vec![]), 3)
+                .unwrap()
+                .sequence_id,
+            3
+        );
+        assert_eq!(
+            converter
+                .convert(put("a", 5, 0, vec![]), 3)
+                .unwrap()
+                .sequence_id,
+            2
+        );
+        assert_eq!(
+            converter
+                .convert(put("a", 5, 0, vec![]), 3)
+                .unwrap()
+                .sequence_id,
+            1
+        );
+        assert!(
+            converter.convert(put("a", 5, 0, vec![]), 3).is_err(),
+            "no id left below 1"
+        );
+        // Another timestamp is another key: its own id.
+        assert_eq!(
+            converter
+                .convert(put("a", 4, 0, vec![]), 3)
+                .unwrap()
+                .sequence_id,
+            3
+        );
+        // A lower id than the previous one's is already in order.
+        assert_eq!(
+            converter
+                .convert(put("a", 4, 0, vec![]), 1)
+                .unwrap()
+                .sequence_id,
+            1
+        );
+    }
 
     #[test]
     fn tags_split_by_their_lengths() {

@@ -30,7 +30,7 @@ mod trailer;
 
 pub use block::{Block, BlockHeader, BlockType, ChecksumType, HEADER_SIZE, MAX_BLOCK_SIZE};
 pub use bloom::BloomMeta;
-pub use cell::{HFileCell, Tag, TTL_TAG_TYPE};
+pub use cell::{CellConverter, HFileCell, Tag, TTL_TAG_TYPE};
 pub use compression::Codec;
 pub use encoding::{CellFormat, DataBlockEncoding};
 pub use fileinfo::{keys as file_info_keys, FileInfo};

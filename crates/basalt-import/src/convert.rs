@@ -30,8 +30,8 @@ use std::sync::Arc;
 
 use basalt_engine::fs::FileStore;
 use basalt_engine::storefile::{StoreFileWriter, WriterOptions};
-use basalt_hfile::{file_info_keys, HFileReader};
-use basalt_types::{Cell, CellType, ColumnFamilyDescriptor, Error, Result};
+use basalt_hfile::{file_info_keys, CellConverter, HFileReader};
+use basalt_types::{CellType, ColumnFamilyDescriptor, Error, Result};
 
 use crate::hbase::Half;
 
@@ -97,7 +97,7 @@ pub fn convert_file(
         .insert("imported.from".into(), file_name.as_bytes().to_vec().into());
     let mut writer: Option<StoreFileWriter> = None;
     let mut out = Converted::default();
-    let mut previous: Option<Cell> = None;
+    let mut converter = CellConverter::default();
     let cells = match half {
         Half::From(split) => reader.seek(split)?,
         _ => reader.cells(),
@@ -122,39 +122,20 @@ pub fn convert_file(
                 ),
             });
         }
-        let corrupt = |message: String| Error::Corruption {
-            path: reader.path().to_path_buf(),
-            offset: 0,
-            message,
-        };
-        let (_, dropped) = cell.ttl_and_other_tags().map_err(corrupt)?;
-        out.tags_dropped += dropped;
-        let mut sequence_id = if cell.seq_id > 0 {
+        // HBase's own id when the file kept one, else the file's.
+        let sequence_id = if cell.seq_id > 0 {
             cell.seq_id
         } else {
             fallback
         };
-        if let Some(prev) = &previous {
-            let same_key = prev.row == cell.row
-                && prev.qualifier == cell.qualifier
-                && prev.timestamp == cell.timestamp
-                && prev.cell_type == cell.cell_type;
-            if same_key && sequence_id >= prev.sequence_id {
-                // HBase ranked this one after the previous (file order).
-                sequence_id = prev.sequence_id.saturating_sub(1);
-                if sequence_id == 0 {
-                    return Err(Error::Corruption {
-                        path: reader.path().to_path_buf(),
-                        offset: 0,
-                        message: format!(
-                            "too many cells of one key (row {:?}, timestamp {}) to keep their order",
-                            cell.row, cell.timestamp
-                        ),
-                    });
-                }
-            }
-        }
-        let converted = cell.to_cell(sequence_id).map_err(corrupt)?;
+        let converted =
+            converter
+                .convert(cell, sequence_id)
+                .map_err(|message| Error::Corruption {
+                    path: reader.path().to_path_buf(),
+                    offset: 0,
+                    message,
+                })?;
         let writer = match writer.as_mut() {
             Some(w) => w,
             None => writer.insert(StoreFileWriter::new(
@@ -172,12 +153,9 @@ pub fn convert_file(
         if converted.cell_type != CellType::Put {
             out.markers += 1;
         }
-        out.max_sequence = out.max_sequence.max(sequence_id);
-        previous = Some(Cell {
-            value: bytes::Bytes::new(),
-            ..converted
-        });
+        out.max_sequence = out.max_sequence.max(converted.sequence_id);
     }
+    out.tags_dropped = converter.tags_dropped;
     let Some(mut writer) = writer else {
         return Ok(out);
     };

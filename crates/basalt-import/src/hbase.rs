@@ -44,31 +44,18 @@ pub const DATA_MANIFEST: &str = "data.manifest";
 pub const SNAPSHOT_FORMAT: i32 = 2;
 
 /// A table's name as HBase writes it in region names and snapshot
-/// descriptions: `ns:name`, or `name` in the default namespace.
+/// descriptions: `ns:name`, or `name` in the default namespace (the
+/// native RPC's reading of a `TableName`).
 pub fn table_name_text(name: &TableName) -> Result<String> {
-    let namespace = std::str::from_utf8(&name.namespace)
-        .map_err(|_| Error::invalid("a table's namespace is not UTF-8"))?;
-    let qualifier = std::str::from_utf8(&name.qualifier)
-        .map_err(|_| Error::invalid("a table's name is not UTF-8"))?;
-    Ok(if namespace.is_empty() || namespace == "default" {
-        qualifier.to_string()
-    } else {
-        format!("{namespace}:{qualifier}")
-    })
+    basalt_rpc::meta::table_name_text(name).map_err(|e| Error::invalid(e.to_string()))
 }
 
 /// The two directory names of a table below `data/`: namespace and name.
-fn table_dirs(name: &TableName) -> Result<(String, String)> {
-    let namespace = std::str::from_utf8(&name.namespace)
-        .map_err(|_| Error::invalid("a table's namespace is not UTF-8"))?;
-    let qualifier = std::str::from_utf8(&name.qualifier)
-        .map_err(|_| Error::invalid("a table's name is not UTF-8"))?;
-    let namespace = if namespace.is_empty() {
-        "default"
-    } else {
-        namespace
-    };
-    Ok((namespace.to_string(), qualifier.to_string()))
+fn table_dirs(table: &str) -> (String, String) {
+    match table.split_once(':') {
+        Some((namespace, qualifier)) => (namespace.to_string(), qualifier.to_string()),
+        None => ("default".to_string(), table.to_string()),
+    }
 }
 
 /// HBase's encoded name of a region: the hex MD5 of `table,start,id`.
@@ -243,7 +230,7 @@ pub fn parse(
             // rows are its daughters' (whose references name its files).
             continue;
         }
-        regions.push(source_region(root, &table, table_name, info, region)?);
+        regions.push(source_region(root, &table, info, region)?);
     }
     regions.sort_by(|a, b| a.start_key.cmp(&b.start_key));
     check_tiling(name, &regions)?;
@@ -276,14 +263,13 @@ pub fn parse(
 fn source_region(
     root: &Path,
     table: &str,
-    table_name: &TableName,
     info: &RegionInfo,
     region: &basalt_rpc::proto::snapshot::SnapshotRegionManifest,
 ) -> Result<SourceRegion> {
     let start_key = Bytes::from(info.start_key.clone().unwrap_or_default());
     let end_key = Bytes::from(info.end_key.clone().unwrap_or_default());
     let encoded_name = encoded_region_name(table, &start_key, info.region_id);
-    let (namespace, qualifier) = table_dirs(table_name)?;
+    let (namespace, qualifier) = table_dirs(table);
     let mut stores = Vec::new();
     for family in &region.family_files {
         let family_name = String::from_utf8(family.family_name.clone()).map_err(|_| {

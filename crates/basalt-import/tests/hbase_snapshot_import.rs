@@ -212,6 +212,17 @@ fn side(root: &Path) -> ExportSide {
     }
 }
 
+/// Imports HBase snapshot `name` under `hbase_root` into the data set at
+/// `data`.
+fn import(
+    hbase_root: &Path,
+    name: &str,
+    data: &Path,
+    options: &ImportOptions,
+) -> basalt_types::Result<basalt_import::ImportReport> {
+    import_hbase_snapshot(&side(hbase_root), name, &side(data), options, &|_| {})
+}
+
 /// Every cell of a Basalt store file, in file order.
 fn file_cells(path: &Path) -> Vec<Cell> {
     let files: Arc<dyn FileStore> = Arc::new(LocalFileStore::new());
@@ -232,14 +243,7 @@ fn file_cells(path: &Path) -> Vec<Cell> {
 fn an_hbase_snapshot_imports_cell_for_cell_and_its_clone_has_hbases_regions() {
     let hbase = hbase_root("snap1");
     let data = tempfile::tempdir().unwrap();
-    let report = import_hbase_snapshot(
-        &side(&hbase.root),
-        "snap1",
-        &side(data.path()),
-        &ImportOptions::default(),
-        &|_| {},
-    )
-    .unwrap();
+    let report = import(&hbase.root, "snap1", data.path(), &ImportOptions::default()).unwrap();
     let expected = expected_cells(FIXTURE);
     assert_eq!(report.regions, 2);
     assert_eq!(report.files, 2);
@@ -348,37 +352,16 @@ fn an_import_that_stopped_half_way_resumes_and_converts_only_what_was_left() {
         ..ImportOptions::default()
     };
     // The bottom region's file converts, the top's is missing: stopped.
-    let stopped = import_hbase_snapshot(
-        &side(&hbase.root),
-        "snap2",
-        &side(data.path()),
-        &one_at_a_time,
-        &|_| {},
-    )
-    .unwrap_err();
+    let stopped = import(&hbase.root, "snap2", data.path(), &one_at_a_time).unwrap_err();
     assert!(stopped.to_string().contains(LIVE_HFILE), "{stopped}");
     let staging = basalt_import::snapshot_import::import_dir(data.path(), "snap2");
     assert!(staging.join("done/00000000").exists());
     std::fs::rename(&aside, &live).unwrap();
-    let resumed = import_hbase_snapshot(
-        &side(&hbase.root),
-        "snap2",
-        &side(data.path()),
-        &one_at_a_time,
-        &|_| {},
-    )
-    .unwrap();
+    let resumed = import(&hbase.root, "snap2", data.path(), &one_at_a_time).unwrap();
     assert_eq!((resumed.converted, resumed.skipped), (1, 1), "{resumed:?}");
     assert_eq!(resumed.cells, expected_cells(FIXTURE).len() as u64);
     assert!(!staging.exists(), "the staging directory is cleaned up");
-    let again = import_hbase_snapshot(
-        &side(&hbase.root),
-        "snap2",
-        &side(data.path()),
-        &one_at_a_time,
-        &|_| {},
-    )
-    .unwrap_err();
+    let again = import(&hbase.root, "snap2", data.path(), &one_at_a_time).unwrap_err();
     assert!(again.to_string().contains("already a snapshot"), "{again}");
 }
 
@@ -387,15 +370,9 @@ fn a_file_found_nowhere_is_named_in_the_error() {
     let hbase = hbase_root("snap3");
     std::fs::remove_dir_all(hbase.root.join("archive")).unwrap();
     let data = tempfile::tempdir().unwrap();
-    let err = import_hbase_snapshot(
-        &side(&hbase.root),
-        "snap3",
-        &side(data.path()),
-        &ImportOptions::default(),
-        &|_| {},
-    )
-    .unwrap_err()
-    .to_string();
+    let err = import(&hbase.root, "snap3", data.path(), &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains(ARCHIVED_HFILE), "{err}");
     assert!(err.contains("archive"), "{err}");
 }
@@ -405,15 +382,9 @@ fn garbage_snapshot_files_and_other_formats_are_refused_with_a_reason() {
     let hbase = hbase_root("snap4");
     let data = tempfile::tempdir().unwrap();
     let run = |snap: &str| {
-        import_hbase_snapshot(
-            &side(&hbase.root),
-            snap,
-            &side(data.path()),
-            &ImportOptions::default(),
-            &|_| {},
-        )
-        .unwrap_err()
-        .to_string()
+        import(&hbase.root, snap, data.path(), &ImportOptions::default())
+            .unwrap_err()
+            .to_string()
     };
     let missing = run("nope");
     assert!(missing.contains("no HBase snapshot"), "{missing}");

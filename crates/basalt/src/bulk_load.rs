@@ -26,7 +26,7 @@ use std::path::Path;
 
 use basalt_engine::compaction::CellStream;
 use basalt_engine::fs::FileStore;
-use basalt_hfile::{Cells, HFileReader};
+use basalt_hfile::{CellConverter, Cells, HFileReader};
 use basalt_types::{Cell, Error, Result};
 use bytes::Bytes;
 
@@ -112,10 +112,23 @@ struct Piece<'a> {
     /// region alone), not where the piece stops.
     strict: bool,
     sequence: u64,
-    previous: Option<Cell>,
-    tags_dropped: u64,
+    converter: CellConverter,
     count: u64,
     path: &'a Path,
+}
+
+impl<'a> Piece<'a> {
+    fn new(cells: Cells<'a>, end: Bytes, strict: bool, sequence: u64, path: &'a Path) -> Self {
+        Piece {
+            cells,
+            end,
+            strict,
+            sequence,
+            converter: CellConverter::default(),
+            count: 0,
+            path,
+        }
+    }
 }
 
 impl CellStream for Piece<'_> {
@@ -134,28 +147,14 @@ impl CellStream for Piece<'_> {
             }
             return Ok(None);
         }
-        let corrupt = |message: String| Error::Corruption {
-            path: self.path.to_path_buf(),
-            offset: 0,
-            message,
-        };
-        let (_, dropped) = cell.ttl_and_other_tags().map_err(corrupt)?;
-        self.tags_dropped += dropped;
-        let mut sequence = self.sequence;
-        if let Some(prev) = &self.previous {
-            if prev.row == cell.row
-                && prev.qualifier == cell.qualifier
-                && prev.timestamp == cell.timestamp
-                && prev.cell_type == cell.cell_type
-            {
-                sequence = prev.sequence_id.saturating_sub(1).max(1);
-            }
-        }
-        let converted = cell.to_cell(sequence).map_err(corrupt)?;
-        self.previous = Some(Cell {
-            value: Bytes::new(),
-            ..converted.clone()
-        });
+        let converted = self
+            .converter
+            .convert(cell, self.sequence)
+            .map_err(|message| Error::Corruption {
+                path: self.path.to_path_buf(),
+                offset: 0,
+                message,
+            })?;
         self.count += 1;
         Ok(Some(converted))
     }
@@ -233,16 +232,7 @@ impl Database {
                     )));
                 }
             }
-            let mut piece = Piece {
-                cells: reader.cells(),
-                end: info.end_key.clone(),
-                strict: true,
-                sequence,
-                previous: None,
-                tags_dropped: 0,
-                count: 0,
-                path,
-            };
+            let mut piece = Piece::new(reader.cells(), info.end_key.clone(), true, sequence, path);
             region.bulk_load(family.as_bytes(), &mut piece)?;
             cells += piece.count;
             tracing::info!(table, region = %info.encoded_name(), family, file = %path.display(), cells = piece.count, "bulk-loaded an HFile (BulkLoadHFile)");
@@ -364,16 +354,13 @@ fn load_piece(
     from: &[u8],
 ) -> Result<(u64, u64, bool)> {
     let sequence = region.bulk_load_sequence()?;
-    let mut piece = Piece {
-        cells: reader.seek(from)?,
-        end: region.info().end_key.clone(),
-        strict: false,
+    let mut piece = Piece::new(
+        reader.seek(from)?,
+        region.info().end_key.clone(),
+        false,
         sequence,
-        previous: None,
-        tags_dropped: 0,
-        count: 0,
         path,
-    };
+    );
     let entry = region.bulk_load(family.as_bytes(), &mut piece)?;
-    Ok((piece.count, piece.tags_dropped, entry.is_some()))
+    Ok((piece.count, piece.converter.tags_dropped, entry.is_some()))
 }
