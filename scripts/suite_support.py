@@ -28,6 +28,15 @@ def run(cmd, **kwargs):
     subprocess.run(cmd, check=True, **kwargs)
 
 
+def cargo_features():
+    """The features scripts/test builds with (scripts/cargo-features), so
+    asking cargo for the binary reuses that build instead of making
+    another."""
+    with open(os.path.join(ROOT, "scripts", "cargo-features")) as f:
+        features = f.read().split()
+    return ["--features", ",".join(features)] if features else []
+
+
 def basalt_binary(suite):
     """The `basalt` binary `cargo test --workspace` builds (its test profile).
 
@@ -36,7 +45,7 @@ def basalt_binary(suite):
     nothing; run on its own, it builds what `cargo test` would.
     """
     cmd = ["cargo", "test", "--workspace", "--locked", "--no-run",
-           "--message-format=json-render-diagnostics"]
+           "--message-format=json-render-diagnostics"] + cargo_features()
     print("+", " ".join(cmd), flush=True)
     out = subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True)
     for line in out.stdout.splitlines():

@@ -506,6 +506,7 @@ fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String>
     }
     basalt::set_filter_limits(config.limits.max_filters, config.limits.max_filter_depth);
     announce_security(&config.security);
+    prepare_kerberos(&config.security)?;
     // The cluster's own calls say they come from the server user, a
     // superuser, which the internal services accept alone.
     basalt_rpc::client::set_process_user(&config.security.server_user());
@@ -603,6 +604,37 @@ fn announce_security(security: &basalt::SecurityOptions) {
             "access control off: every client may do everything (set [security] authorization = true; docs/security.md)"
         );
     }
+}
+
+/// With `authentication = "kerberos"`: checks the settings and the
+/// keytab, and points MIT Kerberos at the keytab. Runs while the process
+/// has one thread: the environment is read by every later Kerberos call
+/// and must not change under a running thread. The cluster's own calls
+/// then authenticate as the server's principal too.
+fn prepare_kerberos(security: &basalt::SecurityOptions) -> Result<(), String> {
+    let Some(kerberos) = security.kerberos().map_err(|e| e.to_string())? else {
+        return Ok(());
+    };
+    kerberos.validate().map_err(|e| e.to_string())?;
+    if !basalt_kerberos::gss::built() {
+        return Err(basalt_kerberos::KerberosError::NotBuilt.to_string());
+    }
+    for (name, value) in
+        basalt_kerberos::gss::process_environment(&kerberos.keytab).map_err(|e| e.to_string())?
+    {
+        std::env::set_var(name, value);
+    }
+    basalt_rpc::client::set_process_kerberos(basalt_rpc::client::KerberosClient {
+        server_principal: kerberos.principal.clone(),
+        protection: kerberos.rpc_protection.clone(),
+        client_principal: None,
+    });
+    tracing::info!(
+        principal = %kerberos.principal,
+        keytab = %kerberos.keytab.display(),
+        "Kerberos authentication on: native RPC clients authenticate with SASL GSSAPI (docs/security.md)"
+    );
+    Ok(())
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {

@@ -257,7 +257,12 @@ pub fn has_user_permissions(call: &mut Call<'_>, param: &[u8]) -> Answer {
 /// AUTHORIZATION.
 pub fn get_security_capabilities(call: &mut Call<'_>, param: &[u8]) -> Answer {
     Call::decode::<Empty>(param, "SecurityCapabilitiesRequest")?;
-    let mut capabilities = vec![pb::Capability::SimpleAuthentication as i32];
+    // HBase names one authentication: Kerberos when security is on.
+    let authentication = match call.db.security().authentication {
+        basalt::Authentication::Kerberos => pb::Capability::SecureAuthentication,
+        basalt::Authentication::Simple => pb::Capability::SimpleAuthentication,
+    };
+    let mut capabilities = vec![authentication as i32];
     if call.db.security().authorization {
         capabilities.push(pb::Capability::Authorization as i32);
     }

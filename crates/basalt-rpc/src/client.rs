@@ -44,11 +44,23 @@ impl Answer {
 /// failure (as `java.io.IOException`).
 pub type CallResult = Result<Answer, RpcError>;
 
-/// A connection's bytes: plain TCP, or TLS over it.
+/// A connection's bytes: plain TCP, or TLS over it, either possibly
+/// wrapped by a SASL security layer (Kerberos `integrity` or `privacy`).
 #[derive(Debug)]
 enum Transport {
     Plain(TcpStream),
     Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+    Wrapped(Box<Wrapped>),
+}
+
+/// A transport whose bytes each way travel as `u32 length, wrapped token`.
+#[derive(Debug)]
+struct Wrapped {
+    inner: Transport,
+    layer: basalt_kerberos::SecurityLayer,
+    /// Unwrapped bytes not read yet.
+    pending: Vec<u8>,
+    read_at: usize,
 }
 
 impl Transport {
@@ -56,8 +68,13 @@ impl Transport {
         match self {
             Transport::Plain(s) => s,
             Transport::Tls(s) => s.get_ref(),
+            Transport::Wrapped(w) => w.inner.tcp(),
         }
     }
+}
+
+fn layer_error(e: basalt_kerberos::KerberosError) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string())
 }
 
 impl Read for Transport {
@@ -65,6 +82,29 @@ impl Read for Transport {
         match self {
             Transport::Plain(s) => s.read(buf),
             Transport::Tls(s) => s.read(buf),
+            Transport::Wrapped(w) => {
+                while w.read_at == w.pending.len() {
+                    let mut len = [0u8; 4];
+                    w.inner.read_exact(&mut len)?;
+                    let len = u32::from_be_bytes(len) as usize;
+                    if len > MAX_WRAPPED_TOKEN_BYTES {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            format!(
+                                "a wrapped token of {len} bytes is over {MAX_WRAPPED_TOKEN_BYTES}"
+                            ),
+                        ));
+                    }
+                    let mut token = vec![0u8; len];
+                    w.inner.read_exact(&mut token)?;
+                    w.pending = w.layer.unwrap(&token).map_err(layer_error)?;
+                    w.read_at = 0;
+                }
+                let n = buf.len().min(w.pending.len() - w.read_at);
+                buf[..n].copy_from_slice(&w.pending[w.read_at..w.read_at + n]);
+                w.read_at += n;
+                Ok(n)
+            }
         }
     }
 }
@@ -74,6 +114,15 @@ impl Write for Transport {
         match self {
             Transport::Plain(s) => s.write(buf),
             Transport::Tls(s) => s.write(buf),
+            Transport::Wrapped(w) => {
+                // One token per write: the peer reads a stream of them.
+                let token = w.layer.wrap(buf).map_err(layer_error)?;
+                let mut out = Vec::with_capacity(4 + token.len());
+                out.put_u32(token.len() as u32);
+                out.extend_from_slice(&token);
+                w.inner.write_all(&out)?;
+                Ok(buf.len())
+            }
         }
     }
 
@@ -81,8 +130,40 @@ impl Write for Transport {
         match self {
             Transport::Plain(s) => s.flush(),
             Transport::Tls(s) => s.flush(),
+            Transport::Wrapped(w) => w.inner.flush(),
         }
     }
+}
+
+/// Largest wrapped token this client takes from a server.
+const MAX_WRAPPED_TOKEN_BYTES: usize = 512 << 20;
+
+/// How this process's connections authenticate with Kerberos, once set.
+static PROCESS_KERBEROS: std::sync::OnceLock<KerberosClient> = std::sync::OnceLock::new();
+
+/// Kerberos for a client connection: whom to expect and which protections
+/// to take (the first of `protection` the server offers).
+#[derive(Debug, Clone)]
+pub struct KerberosClient {
+    /// The server principal expected, `hbase/_HOST@REALM` or a full one.
+    /// With `_HOST`, the connection first asks the server its principal
+    /// (the `Securi` preamble) and accepts it when only the host differs;
+    /// mutual authentication then proves the server holds its key.
+    pub server_principal: String,
+    /// Protections in order of preference.
+    pub protection: Vec<basalt_kerberos::Qop>,
+    /// Whom to authenticate as (a principal with a key in the client
+    /// keytab or a ticket in the cache); `None`: the default principal
+    /// (the process's own).
+    pub client_principal: Option<String>,
+}
+
+/// Makes every later connection of this process authenticate with
+/// Kerberos as this process's principal (its client keytab): a server
+/// with `authentication = "kerberos"` sets it, so the cluster's own calls
+/// pass the other servers' checks. The first value set stays.
+pub fn set_process_kerberos(client: KerberosClient) {
+    let _ = PROCESS_KERBEROS.set(client);
 }
 
 /// The TLS every connection of this process makes, once set.
@@ -163,6 +244,26 @@ impl RpcClient {
         RpcClient::handshake(stream, service, cell_blocks, user, real_user)
     }
 
+    /// Connects to `service` at `addr` authenticated by Kerberos as the
+    /// default principal of this process's credentials (ticket cache or
+    /// client keytab), expecting the server to be `kerberos`'s principal;
+    /// `effective_user`, if set, asks to act for that user (proxy rules
+    /// decide).
+    pub fn connect_kerberos(
+        addr: impl ToSocketAddrs,
+        service: &str,
+        cell_blocks: bool,
+        kerberos: &KerberosClient,
+        effective_user: Option<&str>,
+    ) -> Result<RpcClient, RpcError> {
+        let stream = TcpStream::connect(addr).map_err(io_error)?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .map_err(io_error)?;
+        let transport = transport(stream)?;
+        RpcClient::kerberos_handshake(transport, service, cell_blocks, kerberos, effective_user)
+    }
+
     /// Connects to `service` at `addr` within `timeout`; every later read
     /// and write on the connection also gives up after `timeout`, so a
     /// call to a server that stopped answering fails instead of hanging.
@@ -182,7 +283,8 @@ impl RpcClient {
         RpcClient::handshake(stream, service, cell_blocks, &process_user(), None)
     }
 
-    /// Sends the preamble and the connection header.
+    /// Sends the preamble and the connection header (with Kerberos when
+    /// this process authenticates so, as its own principal).
     fn handshake(
         stream: TcpStream,
         service: &str,
@@ -190,27 +292,108 @@ impl RpcClient {
         user: &str,
         real_user: Option<&str>,
     ) -> Result<RpcClient, RpcError> {
+        let transport = transport(stream)?;
+        if let Some(kerberos) = PROCESS_KERBEROS.get() {
+            return RpcClient::kerberos_handshake(transport, service, cell_blocks, kerberos, None);
+        }
         let mut client = RpcClient {
-            stream: transport(stream)?,
+            stream: transport,
             next_call: 1,
             cell_blocks,
         };
-        let header = ConnectionHeader {
-            user_info: Some(UserInformation {
-                effective_user: Some(user.to_string()),
-                real_user: real_user.map(str::to_string),
-            }),
-            service_name: Some(service.to_string()),
-            cell_block_codec_class: cell_blocks.then(|| cellblock::KEY_VALUE_CODEC.to_string()),
-            cell_block_compressor_class: None,
-            version_info: None,
-            rpc_crypto_cipher_transformation: None,
-        };
         let mut hello = b"HBas\x00\x50".to_vec();
-        let encoded = header.encode_to_vec();
-        hello.put_u32(encoded.len() as u32);
-        hello.extend_from_slice(&encoded);
+        hello.extend_from_slice(&connection_header(
+            service,
+            cell_blocks,
+            Some(user),
+            real_user,
+        ));
         client.stream.write_all(&hello).map_err(io_error)?;
+        Ok(client)
+    }
+
+    /// The Kerberos handshake: the server's principal when only its
+    /// pattern is known, the preamble, the SASL exchange, then the header,
+    /// wrapped when the protection says so.
+    fn kerberos_handshake(
+        mut stream: Transport,
+        service: &str,
+        cell_blocks: bool,
+        kerberos: &KerberosClient,
+        effective_user: Option<&str>,
+    ) -> Result<RpcClient, RpcError> {
+        let refused = |why: String| RpcError::new("javax.security.sasl.SaslException", why, true);
+        let target = if kerberos.server_principal.contains("/_HOST@") {
+            stream
+                .write_all(frame::SECURITY_PREAMBLE)
+                .map_err(io_error)?;
+            let (header, message, _) = read_response(&mut stream)?;
+            if let Some(e) = header.exception {
+                return Err(exception(e));
+            }
+            let answer = crate::proto::rpc::SecurityPreambleResponse::decode(message)
+                .map_err(|e| RpcError::undecodable("SecurityPreamableResponse", e))?;
+            let (pattern_service, pattern_realm) = service_and_realm(&kerberos.server_principal);
+            let (service_name, realm) = service_and_realm(&answer.server_principal);
+            if (service_name, realm) != (pattern_service, pattern_realm) {
+                return Err(refused(format!(
+                    "the server says it is {}, which is not expected (expected {})",
+                    answer.server_principal, kerberos.server_principal
+                )));
+            }
+            answer.server_principal
+        } else {
+            kerberos.server_principal.clone()
+        };
+        let initiator = basalt_kerberos::Initiator::new(kerberos.client_principal.as_deref())
+            .map_err(|e| refused(e.to_string()))?;
+        let context = initiator
+            .context(&target)
+            .map_err(|e| refused(e.to_string()))?;
+        let mut sasl = basalt_kerberos::SaslClient::new(context, &kerberos.protection);
+        let first = sasl.start().map_err(|e| refused(e.to_string()))?;
+        let mut hello = b"HBas\x00\x51".to_vec();
+        hello.put_u32(first.len() as u32);
+        hello.extend_from_slice(&first);
+        stream.write_all(&hello).map_err(io_error)?;
+        let negotiated = loop {
+            let challenge = read_sasl_challenge(&mut stream)?;
+            match sasl.step(&challenge).map_err(|e| refused(e.to_string()))? {
+                basalt_kerberos::SaslStep::Send(token) => {
+                    let mut out = Vec::with_capacity(4 + token.len());
+                    out.put_u32(token.len() as u32);
+                    out.extend_from_slice(&token);
+                    stream.write_all(&out).map_err(io_error)?;
+                }
+                basalt_kerberos::SaslStep::Wait => {}
+                basalt_kerberos::SaslStep::Complete { last, negotiated } => {
+                    if let Some(token) = last {
+                        let mut out = Vec::with_capacity(4 + token.len());
+                        out.put_u32(token.len() as u32);
+                        out.extend_from_slice(&token);
+                        stream.write_all(&out).map_err(io_error)?;
+                    }
+                    break negotiated;
+                }
+            }
+        };
+        let stream = if negotiated.layer.qop().wraps() {
+            Transport::Wrapped(Box::new(Wrapped {
+                inner: stream,
+                layer: negotiated.layer,
+                pending: Vec::new(),
+                read_at: 0,
+            }))
+        } else {
+            stream
+        };
+        let mut client = RpcClient {
+            stream,
+            next_call: 1,
+            cell_blocks,
+        };
+        let header = connection_header(service, cell_blocks, effective_user, None);
+        client.stream.write_all(&header).map_err(io_error)?;
         Ok(client)
     }
 
@@ -263,12 +446,7 @@ impl RpcClient {
     pub fn read_frame(
         &mut self,
     ) -> Result<(crate::proto::rpc::ResponseHeader, Bytes, Bytes), RpcError> {
-        let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).map_err(io_error)?;
-        let len = u32::from_be_bytes(len) as usize;
-        let mut body = vec![0u8; len];
-        self.stream.read_exact(&mut body).map_err(io_error)?;
-        frame::split_response(Bytes::from(body))
+        read_response(&mut self.stream)
     }
 
     /// True when the server has not closed the connection (nor sent
@@ -291,6 +469,90 @@ impl RpcClient {
     pub fn uses_cell_blocks(&self) -> bool {
         self.cell_blocks
     }
+}
+
+/// The connection header, length first.
+fn connection_header(
+    service: &str,
+    cell_blocks: bool,
+    user: Option<&str>,
+    real_user: Option<&str>,
+) -> Vec<u8> {
+    let header = ConnectionHeader {
+        user_info: user.map(|user| UserInformation {
+            effective_user: Some(user.to_string()),
+            real_user: real_user.map(str::to_string),
+        }),
+        service_name: Some(service.to_string()),
+        cell_block_codec_class: cell_blocks.then(|| cellblock::KEY_VALUE_CODEC.to_string()),
+        cell_block_compressor_class: None,
+        version_info: None,
+        rpc_crypto_cipher_transformation: None,
+    };
+    let encoded = header.encode_to_vec();
+    let mut out = Vec::with_capacity(4 + encoded.len());
+    out.put_u32(encoded.len() as u32);
+    out.extend_from_slice(&encoded);
+    out
+}
+
+/// Reads one answer frame from `stream`.
+fn read_response(
+    stream: &mut Transport,
+) -> Result<(crate::proto::rpc::ResponseHeader, Bytes, Bytes), RpcError> {
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).map_err(io_error)?;
+    let len = u32::from_be_bytes(len) as usize;
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).map_err(io_error)?;
+    frame::split_response(Bytes::from(body))
+}
+
+/// Reads one SASL challenge: SUCCESS and a token, or ERROR and the
+/// server's exception. A server without security answers
+/// `SWITCH_TO_SIMPLE_AUTH`, which this client refuses: it asked for
+/// Kerberos and does not fall back.
+fn read_sasl_challenge(stream: &mut Transport) -> Result<Vec<u8>, RpcError> {
+    let mut word = [0u8; 4];
+    stream.read_exact(&mut word).map_err(io_error)?;
+    let status = u32::from_be_bytes(word);
+    stream.read_exact(&mut word).map_err(io_error)?;
+    let length = u32::from_be_bytes(word);
+    let read_string = |stream: &mut Transport, length: u32| -> Result<String, RpcError> {
+        let mut bytes = vec![0u8; (length as usize).min(frame::MAX_SASL_TOKEN_BYTES)];
+        stream.read_exact(&mut bytes).map_err(io_error)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    match status {
+        0 if length == 0xFFFF_FFA8 => Err(RpcError::new(
+            "org.apache.hadoop.hbase.security.FallbackDisallowedException",
+            "the server has no security and asks to fall back to SIMPLE authentication; this client does not".to_string(),
+            true,
+        )),
+        0 if length as usize > frame::MAX_SASL_TOKEN_BYTES => Err(RpcError::new(
+            "javax.security.sasl.SaslException",
+            format!("a SASL challenge of {length} bytes is over the limit"),
+            true,
+        )),
+        0 => {
+            let mut token = vec![0u8; length as usize];
+            stream.read_exact(&mut token).map_err(io_error)?;
+            Ok(token)
+        }
+        _ => {
+            let class = read_string(stream, length)?;
+            stream.read_exact(&mut word).map_err(io_error)?;
+            let message = read_string(stream, u32::from_be_bytes(word))?;
+            Err(RpcError::new(&class, message, true))
+        }
+    }
+}
+
+/// `hbase` and `REALM` of `hbase/host@REALM`.
+fn service_and_realm(principal: &str) -> (&str, &str) {
+    let (names, realm) = principal.split_once('@').unwrap_or((principal, ""));
+    let service = names.split_once('/').map_or(names, |(service, _)| service);
+    (service, realm)
 }
 
 fn exception(e: crate::proto::rpc::ExceptionResponse) -> RpcError {

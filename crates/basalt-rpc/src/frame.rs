@@ -48,8 +48,41 @@ pub fn encode_registry_response(cluster_id: &str) -> Vec<u8> {
     encode_response(NO_CALL, Ok((message.as_slice(), &[][..])))
 }
 
-/// Why a preamble is refused (the answer then closes the connection).
-pub fn check_preamble(preamble: &[u8; 6]) -> Result<(), RpcError> {
+/// Auth byte for KERBEROS (SASL GSSAPI).
+pub const AUTH_KERBEROS: u8 = 81;
+/// Auth byte for DIGEST (SASL DIGEST-MD5 with an HBase delegation token).
+pub const AUTH_DIGEST: u8 = 82;
+
+/// The preamble an HBase 2.6+ client sends, before its real one, to ask
+/// which principal the server runs as when a service has several
+/// candidates (HBASE-28321). Answered with
+/// [`encode_security_preamble_response`]; the connection stays open.
+pub const SECURITY_PREAMBLE: &[u8; 6] = b"Securi";
+
+/// How a connection's client authenticates, from its preamble's last byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMethod {
+    /// The client names its user.
+    Simple,
+    /// SASL GSSAPI.
+    Kerberos,
+    /// SASL DIGEST-MD5 with a delegation token.
+    Digest,
+}
+
+/// What a server without security answers a client that starts SASL:
+/// SUCCESS then HBase's `SWITCH_TO_SIMPLE_AUTH` (-88); the client then
+/// goes on as SIMPLE (if it allows falling back) after its first token,
+/// which the server reads and drops.
+pub const SWITCH_TO_SIMPLE_AUTH: [u8; 8] = [0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xA8];
+
+/// Largest SASL token either side takes (HBase's decoder caps its fields
+/// at 1 MiB; Kerberos tokens are a few KiB).
+pub const MAX_SASL_TOKEN_BYTES: usize = 1 << 20;
+
+/// The preamble's version and auth method; why it is refused otherwise
+/// (the answer then closes the connection).
+pub fn check_preamble(preamble: &[u8; 6]) -> Result<AuthMethod, RpcError> {
     if &preamble[..4] != MAGIC {
         return Err(RpcError::new(
             crate::error::BAD_REQUEST,
@@ -67,17 +100,66 @@ pub fn check_preamble(preamble: &[u8; 6]) -> Result<(), RpcError> {
             true,
         ));
     }
-    if preamble[5] != AUTH_SIMPLE {
-        return Err(RpcError::new(
-            "org.apache.hadoop.security.AccessControlException",
+    match preamble[5] {
+        AUTH_SIMPLE => Ok(AuthMethod::Simple),
+        AUTH_KERBEROS => Ok(AuthMethod::Kerberos),
+        AUTH_DIGEST => Ok(AuthMethod::Digest),
+        other => Err(RpcError::new(
+            "org.apache.hadoop.hbase.ipc.BadAuthException",
             format!(
-                "authentication method {} is not supported: Basalt accepts SIMPLE (80) only",
-                preamble[5]
+                "authentication method {other} is not known: SIMPLE (80), KERBEROS (81) or DIGEST (82)"
             ),
             true,
-        ));
+        )),
     }
-    Ok(())
+}
+
+/// The answer to [`SECURITY_PREAMBLE`]: the server's principal, or, with
+/// security off, HBase's `SecurityNotEnabledException`.
+pub fn encode_security_preamble_response(principal: Option<&str>) -> Vec<u8> {
+    match principal {
+        Some(principal) => {
+            let message = crate::proto::rpc::SecurityPreambleResponse {
+                server_principal: principal.to_string(),
+            }
+            .encode_to_vec();
+            encode_response(NO_CALL, Ok((message.as_slice(), &[][..])))
+        }
+        None => encode_response(
+            NO_CALL,
+            Err(&RpcError::new(
+                "org.apache.hadoop.hbase.ipc.SecurityNotEnabledException",
+                "security is not enabled on this server".to_string(),
+                true,
+            )),
+        ),
+    }
+}
+
+/// A SASL challenge to the client: SUCCESS (0), then the token.
+pub fn encode_sasl_challenge(token: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + token.len());
+    out.put_u32(0);
+    out.put_u32(token.len() as u32);
+    out.put_slice(token);
+    out
+}
+
+/// A failed SASL exchange: ERROR (1), the exception's class and message,
+/// each a length then UTF-8 (HBase's client refuses empty ones).
+pub fn encode_sasl_error(class: &str, message: &str) -> Vec<u8> {
+    let message = if message.is_empty() {
+        "SASL authentication failed"
+    } else {
+        message
+    };
+    let mut out = Vec::with_capacity(12 + class.len() + message.len());
+    out.put_u32(1);
+    out.put_u32(class.len() as u32);
+    out.put_slice(class.as_bytes());
+    out.put_u32(message.len() as u32);
+    out.put_slice(message.as_bytes());
+    out
 }
 
 /// A call split into its parts.
@@ -430,11 +512,20 @@ mod tests {
     }
 
     #[test]
-    fn preambles_other_than_hbase_2_simple_are_refused() {
-        assert!(check_preamble(b"HBas\x00\x50").is_ok());
+    fn preambles_name_their_auth_method_and_unknown_ones_are_refused() {
+        assert_eq!(check_preamble(b"HBas\x00\x50").unwrap(), AuthMethod::Simple);
+        assert_eq!(
+            check_preamble(b"HBas\x00\x51").unwrap(),
+            AuthMethod::Kerberos
+        );
+        assert_eq!(check_preamble(b"HBas\x00\x52").unwrap(), AuthMethod::Digest);
         assert!(check_preamble(b"HBaz\x00\x50").is_err());
         assert!(check_preamble(b"HBas\x01\x50").is_err());
-        assert!(check_preamble(b"HBas\x00\x51").is_err());
+        let unknown = check_preamble(b"HBas\x00\x53").unwrap_err();
+        assert_eq!(
+            unknown.class,
+            "org.apache.hadoop.hbase.ipc.BadAuthException"
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@
 
 pub mod access_control;
 pub mod admin_service;
+mod authentication;
 pub mod call;
 pub mod cellblock;
 pub mod client;

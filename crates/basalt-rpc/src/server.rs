@@ -30,6 +30,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 
+use crate::authentication::{self, Authenticated, KerberosServer, Negotiated};
 use crate::call::Call;
 use crate::cellblock;
 use crate::context::{Identity, RpcContext, RpcLimits};
@@ -232,6 +233,9 @@ impl RpcBound {
             .map(basalt::tls::TlsServer::load)
             .transpose()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        // `_HOST` in the principal is the name clients reach this server
+        // by, the one it announces.
+        let kerberos = KerberosServer::new(db.security(), &identity.host)?;
         let budget = config
             .max_in_flight_bytes
             .clamp(1024, Semaphore::MAX_PERMITS);
@@ -258,6 +262,7 @@ impl RpcBound {
             write_timeouts: AtomicU64::new(0),
             cancelled_calls: AtomicU64::new(0),
             tls,
+            kerberos,
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         // Abandoned scanners go after their lease even when nobody opens
@@ -332,6 +337,8 @@ struct Shared {
     cancelled_calls: AtomicU64,
     /// TLS, when configured.
     tls: Option<basalt::tls::TlsServer>,
+    /// Kerberos, with `[security] authentication = "kerberos"`.
+    kerberos: Option<KerberosServer>,
 }
 
 /// A running native RPC server.
@@ -548,32 +555,47 @@ async fn fatal<W: tokio::io::AsyncWrite + Unpin>(
     ))
 }
 
+/// When the handshake (preamble, authentication, connection header) must
+/// be over: a silent connection gives its slot back in seconds, not an
+/// idle timeout.
+#[derive(Debug, Clone, Copy)]
+struct Handshake {
+    started: tokio::time::Instant,
+    budget: Option<Duration>,
+}
+
+impl Handshake {
+    /// What is left of the budget (at least a millisecond).
+    fn left(&self) -> Option<Duration> {
+        self.budget.map(|b| {
+            b.saturating_sub(self.started.elapsed())
+                .max(Duration::from_millis(1))
+        })
+    }
+}
+
 async fn connection<R, W>(
     mut reader: R,
     mut writer: W,
     peer: Option<String>,
     id: u64,
     shared: &Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> io::Result<()>
 where
-    R: tokio::io::AsyncRead + Unpin,
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let limits = &shared.ctx.limits;
     let idle = (limits.idle_timeout_ms > 0).then(|| Duration::from_millis(limits.idle_timeout_ms));
-    // 1. Preamble and connection header, under the handshake deadline: a
-    // silent connection gives its slot back in seconds, not an idle timeout.
-    let handshake_started = tokio::time::Instant::now();
-    let handshake = shared.handshake.or(idle);
-    let left = |budget: Option<Duration>| {
-        budget.map(|b| {
-            b.saturating_sub(handshake_started.elapsed())
-                .max(Duration::from_millis(1))
-        })
+    // 1. Preamble, authentication and connection header, under the
+    // handshake deadline.
+    let handshake = Handshake {
+        started: tokio::time::Instant::now(),
+        budget: shared.handshake.or(idle),
     };
     let mut preamble = [0u8; 6];
-    read_within(&mut reader, &mut preamble, left(handshake)).await?;
+    read_within(&mut reader, &mut preamble, handshake.left()).await?;
     if &preamble == frame::REGISTRY_PREAMBLE {
         // HBase 2.6+ `RpcConnectionRegistry`: the cluster id, then close.
         let answer = frame::encode_registry_response(&shared.ctx.identity.cluster_id);
@@ -581,11 +603,84 @@ where
         writer.flush().await?;
         return Ok(());
     }
-    if let Err(e) = frame::check_preamble(&preamble) {
-        return fatal(&mut writer, NO_CALL, &e).await;
+    if &preamble == frame::SECURITY_PREAMBLE {
+        // Which principal this server runs as; the real preamble follows.
+        let principal = shared.kerberos.as_ref().map(|k| k.principal());
+        writer
+            .write_all(&frame::encode_security_preamble_response(principal))
+            .await?;
+        writer.flush().await?;
+        read_within(&mut reader, &mut preamble, handshake.left()).await?;
     }
+    let method = match frame::check_preamble(&preamble) {
+        Ok(method) => method,
+        Err(e) => return fatal(&mut writer, NO_CALL, &e).await,
+    };
+    let negotiated = authentication::negotiate(
+        &mut reader,
+        &mut writer,
+        method,
+        shared.kerberos.as_ref(),
+        handshake.left(),
+    )
+    .await?;
+    let address = peer.as_deref().and_then(|p| p.parse().ok());
+    match negotiated {
+        Negotiated::Plain(who) => {
+            let connection = AuthenticatedConnection {
+                who,
+                peer,
+                address,
+                id,
+            };
+            serve_connection(reader, writer, connection, shared, shutdown, handshake).await
+        }
+        Negotiated::Wrapped(who, layer) => {
+            // A wrapped token may hold a whole flush of frames.
+            let max_token = limits
+                .max_frame_bytes
+                .saturating_mul(2)
+                .saturating_add(1 << 20);
+            let plain = authentication::wrap_streams(reader, writer, layer, max_token);
+            let (reader, writer) = tokio::io::split(plain);
+            let connection = AuthenticatedConnection {
+                who,
+                peer,
+                address,
+                id,
+            };
+            serve_connection(reader, writer, connection, shared, shutdown, handshake).await
+        }
+    }
+}
+
+/// A connection whose client has been authenticated.
+struct AuthenticatedConnection {
+    who: Authenticated,
+    /// The client's address as text, for the audit log.
+    peer: Option<String>,
+    /// The client's address, for proxy-user rules.
+    address: Option<std::net::IpAddr>,
+    id: u64,
+}
+
+async fn serve_connection<R, W>(
+    mut reader: R,
+    mut writer: W,
+    connection: AuthenticatedConnection,
+    shared: &Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+    handshake: Handshake,
+) -> io::Result<()>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let limits = &shared.ctx.limits;
+    let idle = (limits.idle_timeout_ms > 0).then(|| Duration::from_millis(limits.idle_timeout_ms));
+    let id = connection.id;
     let mut len = [0u8; 4];
-    read_within(&mut reader, &mut len, left(handshake)).await?;
+    read_within(&mut reader, &mut len, handshake.left()).await?;
     let header_len = u32::from_be_bytes(len) as usize;
     if header_len > frame::MAX_CONNECTION_HEADER_BYTES {
         let e = RpcError::new(
@@ -599,7 +694,7 @@ where
         return fatal(&mut writer, NO_CALL, &e).await;
     }
     let mut header = vec![0u8; header_len];
-    read_within(&mut reader, &mut header, left(handshake)).await?;
+    read_within(&mut reader, &mut header, handshake.left()).await?;
     let header = match <ConnectionHeader as prost::Message>::decode(&header[..]) {
         Ok(h) => h,
         Err(e) => {
@@ -620,7 +715,13 @@ where
         return fatal(&mut writer, NO_CALL, &e).await;
     };
     // The caller every call of the connection is checked for.
-    let caller_db = match caller_of(&shared.ctx.db, &header, service, peer) {
+    let caller_db = match caller_of(
+        &shared.ctx.db,
+        &header,
+        service,
+        &connection,
+        shared.kerberos.as_ref(),
+    ) {
         Ok(db) => Arc::new(db),
         Err(e) => return fatal(&mut writer, NO_CALL, &e).await,
     };
@@ -914,42 +1015,76 @@ fn run_call(
 const INTERNAL_SERVICES: [&str; 2] = ["BasaltClusterService", "BasaltRegionService"];
 
 /// The database as a connection's caller sees it (`basalt::access`).
-/// With authorization off, the trusted database. With it on, the user
-/// the connection header names (HBase's simple authentication: the
-/// client says who it is), by its short name; a header naming a real
-/// user apart from the effective one (impersonation) is accepted from a
-/// superuser only; and the internal services accept superusers only (the
-/// cluster's processes connect as the server user).
+/// With authorization off, the trusted database (authentication, if on,
+/// was enforced before the header). With it on:
+/// - a Kerberos connection's caller is its principal's short name
+///   (`auth_to_local`); a header naming another effective user asks to
+///   act for that user, which the proxy-user rules decide, as HBase's
+///   `ProxyUsers.authorize` does;
+/// - a SIMPLE connection's caller is the user its header names, by its
+///   short name; a header naming a real user apart from the effective one
+///   (impersonation) is accepted from a superuser only;
+/// - the internal services accept superusers only (the cluster's
+///   processes connect as the server user).
 fn caller_of(
     db: &Database,
     header: &ConnectionHeader,
     service: &str,
-    address: Option<String>,
+    connection: &AuthenticatedConnection,
+    kerberos: Option<&KerberosServer>,
 ) -> Result<Database, RpcError> {
     let security = db.security();
-    if !security.authorization {
-        return Ok(db.clone());
-    }
     let info = header.user_info.as_ref();
     let named = |user: Option<&String>| {
         user.map(|u| short_user_name(u))
             .filter(|u| !u.is_empty())
             .map(str::to_string)
     };
-    let Some(user) = named(info.and_then(|i| i.effective_user.as_ref())) else {
-        return Err(access_denied(
-            "the connection header names no user: with authorization on, every caller must say who it is".to_string(),
-        ));
-    };
-    if let Some(real) = named(info.and_then(|i| i.real_user.as_ref())) {
-        if real != user && !security.is_superuser(&security.caller(&real)) {
-            return Err(access_denied(format!(
-                "user '{real}' may not act as '{user}': only superusers may impersonate"
-            )));
+    let user = match (&connection.who, kerberos) {
+        (Authenticated::Kerberos { principal, user }, Some(kerberos)) => {
+            let effective = info
+                .and_then(|i| i.effective_user.as_deref())
+                .filter(|e| !e.is_empty() && *e != principal && *e != user);
+            match effective {
+                None => user.clone(),
+                Some(effective) => {
+                    let effective = if effective.contains('@') {
+                        kerberos.short_name(effective).map_err(access_denied)?
+                    } else {
+                        short_user_name(effective).to_string()
+                    };
+                    let groups = security.caller(&effective).groups;
+                    kerberos
+                        .may_impersonate(user, principal, &effective, &groups, connection.address)
+                        .map_err(access_denied)?;
+                    effective
+                }
+            }
         }
+        _ => {
+            if !security.authorization {
+                return Ok(db.clone());
+            }
+            let Some(user) = named(info.and_then(|i| i.effective_user.as_ref())) else {
+                return Err(access_denied(
+                    "the connection header names no user: with authorization on, every caller must say who it is".to_string(),
+                ));
+            };
+            if let Some(real) = named(info.and_then(|i| i.real_user.as_ref())) {
+                if real != user && !security.is_superuser(&security.caller(&real)) {
+                    return Err(access_denied(format!(
+                        "user '{real}' may not act as '{user}': only superusers may impersonate"
+                    )));
+                }
+            }
+            user
+        }
+    };
+    if !security.authorization {
+        return Ok(db.clone());
     }
     let mut caller = security.caller(&user);
-    caller.address = address;
+    caller.address = connection.peer.clone();
     if INTERNAL_SERVICES.contains(&service) && !security.is_superuser(&caller) {
         return Err(access_denied(format!(
             "user '{user}' may not call {service}: only the cluster's own servers (superusers) may"

@@ -83,7 +83,7 @@ fn still_serving(server: &RpcServer) {
 #[test]
 fn a_preamble_that_is_not_hbases_gets_an_exception_and_a_close() {
     let (_d, _db, server) = start();
-    for preamble in [&b"GET / "[..], b"HBas\x01\x50", b"HBas\x00\x51"] {
+    for preamble in [&b"GET / "[..], b"HBas\x01\x50", b"HBas\x00\x53"] {
         let mut s = raw(server.region_server_addr());
         s.write_all(preamble).unwrap();
         let (header, class) = exception_then_close(&mut s);

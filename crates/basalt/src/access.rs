@@ -650,13 +650,58 @@ pub struct SecurityOptions {
     /// Hadoop's group mapping; a caller in a group gets the group's
     /// grants (`@group`) and, for a superuser group, every right.
     pub groups: BTreeMap<String, Vec<String>>,
+    /// How clients prove who they are (HBase's
+    /// `hbase.security.authentication`): `simple` (they say so) or
+    /// `kerberos` (`[security.kerberos]`; native RPC by SASL GSSAPI).
+    pub authentication: Authentication,
+    /// The server's Kerberos principal, keytab and protections, with
+    /// `authentication = "kerberos"`.
+    pub kerberos: Option<basalt_kerberos::KerberosSettings>,
+    /// Users that may act for others, and from where
+    /// (`[security.proxy_users.<user>]`, Hadoop's
+    /// `hadoop.proxyuser.<user>.hosts|users|groups`).
+    pub proxy_users: basalt_kerberos::ProxyUserRules,
+}
+
+/// How clients prove who they are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Authentication {
+    /// A client names its user and is believed (HBase's default).
+    #[default]
+    Simple,
+    /// Kerberos: SASL GSSAPI on native RPC.
+    Kerberos,
 }
 
 impl SecurityOptions {
-    /// The user the server acts as.
+    /// The Kerberos settings when Kerberos is on; an error naming what is
+    /// missing when it is asked for without them.
+    pub fn kerberos(&self) -> Result<Option<&basalt_kerberos::KerberosSettings>> {
+        match (self.authentication, &self.kerberos) {
+            (Authentication::Simple, _) => Ok(None),
+            (Authentication::Kerberos, Some(settings)) => Ok(Some(settings)),
+            (Authentication::Kerberos, None) => Err(Error::InvalidArgument(
+                "[security] authentication = \"kerberos\" needs [security.kerberos] (principal, keytab)".into(),
+            )),
+        }
+    }
+
+    /// The user the server acts as: the configured one, else with
+    /// Kerberos the first component of the server's principal (`hbase` of
+    /// `hbase/_HOST@R`, the name the servers' own calls authenticate as),
+    /// else the process's `USER`, else `basalt`.
     pub fn server_user(&self) -> String {
+        let kerberos_user = || {
+            self.kerberos()
+                .ok()
+                .flatten()
+                .and_then(|k| basalt_kerberos::KerberosName::parse(&k.principal).ok())
+                .map(|name| name.service)
+        };
         self.server_user
             .clone()
+            .or_else(kerberos_user)
             .or_else(|| std::env::var("USER").ok().filter(|user| !user.is_empty()))
             .unwrap_or_else(|| "basalt".to_string())
     }

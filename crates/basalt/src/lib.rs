@@ -60,8 +60,8 @@ mod table;
 pub mod tls;
 
 pub use access::{
-    Action, Actions, Caller, Grant, PermissionChange, PermissionQuery, Permissions, Scope,
-    SecurityOptions,
+    Action, Actions, Authentication, Caller, Grant, PermissionChange, PermissionQuery, Permissions,
+    Scope, SecurityOptions,
 };
 pub use admin::{Admin, AdminReply, AdminRequest};
 /// Whether a file store error says the file exists already (a

@@ -20,6 +20,7 @@ fn security() -> SecurityOptions {
         ]
         .into_iter()
         .collect(),
+        ..SecurityOptions::default()
     }
 }
 

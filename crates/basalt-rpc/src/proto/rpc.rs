@@ -39,6 +39,15 @@ pub struct ConnectionHeader {
     pub rpc_crypto_cipher_transformation: Option<String>,
 }
 
+/// The answer to the `Securi` preamble: the principal the server runs as
+/// (HBase spells the message `SecurityPreamableResponse`).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SecurityPreambleResponse {
+    /// The server's full principal, `hbase/host@REALM`.
+    #[prost(string, required, tag = "1")]
+    pub server_principal: String,
+}
+
 /// Where a call's cell block ends.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct CellBlockMeta {

@@ -1,0 +1,349 @@
+//! Kerberos on native RPC (SASL GSSAPI, docs/native-rpc.md
+//! "Authentication"), against a real MIT KDC this test starts
+//! (scripts/throwaway_kdc.py): a keytab-authenticated client is checked
+//! as its short name, each protection carries calls, and whoever cannot
+//! prove a name gets nothing.
+#![cfg(feature = "kerberos")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use basalt::{ColumnFamilyDescriptor, Put, SecurityOptions, TableDescriptor};
+use basalt_kerberos::{KerberosSettings, ProxyUserSettings, Qop};
+use basalt_rpc::client::{KerberosClient, RpcClient};
+use basalt_rpc::proto::client::{
+    mutation_proto, Get, GetRequest, GetResponse, MutateRequest, MutationProto,
+};
+use basalt_rpc::{RpcConfig, RpcError};
+use bytes::Bytes;
+
+mod common;
+use common::Fixture;
+
+const REALM: &str = "BASALT.TEST";
+const DENIED: &str = "org.apache.hadoop.hbase.security.AccessDeniedException";
+
+/// The test process's KDC and keytabs.
+struct Kdc {
+    /// The server's keytab (`hbase/localhost`, `HTTP/localhost`).
+    server_keytab: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Starts one KDC for the whole test process (stopped when the process
+/// ends) and points MIT Kerberos at it. The environment is set here
+/// only, once, before any test goes on (every test calls this first).
+fn kdc() -> &'static Kdc {
+    static KDC: OnceLock<Kdc> = OnceLock::new();
+    KDC.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let script = repo_root().join("scripts/throwaway_kdc.py");
+        let out = Command::new("python3")
+            .arg(&script)
+            .args(["start"])
+            .arg(dir.path())
+            .args(["--realm", REALM])
+            .args(["--principal", "hbase/localhost"])
+            .args(["--principal", "HTTP/localhost"])
+            .args(["--principal", "alice", "--principal", "bob"])
+            .args(["--watch-pid", &std::process::id().to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "the KDC did not start (Debian: krb5-kdc krb5-admin-server): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let started: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let keytab = |name: &str| PathBuf::from(started["keytabs"][name].as_str().unwrap());
+        // The server's two principals in one keytab, and the users' in
+        // the client keytab, as a deployment would hold them.
+        let server_keytab = dir.path().join("server.keytab");
+        merge_keytabs(
+            &[keytab("hbase/localhost"), keytab("HTTP/localhost")],
+            &server_keytab,
+        );
+        let client_keytab = dir.path().join("users.keytab");
+        merge_keytabs(&[keytab("alice"), keytab("bob")], &client_keytab);
+        for (name, value) in started["env"].as_object().unwrap() {
+            std::env::set_var(name, value.as_str().unwrap());
+        }
+        std::env::set_var("KRB5_KTNAME", format!("FILE:{}", server_keytab.display()));
+        std::env::set_var(
+            "KRB5_CLIENT_KTNAME",
+            format!("FILE:{}", client_keytab.display()),
+        );
+        // A cache collection: alice's and bob's tickets side by side (a
+        // single cache holds one principal's).
+        let caches = dir.path().join("caches");
+        std::fs::create_dir_all(&caches).unwrap();
+        std::env::set_var("KRB5CCNAME", format!("DIR:{}", caches.display()));
+        Kdc {
+            server_keytab,
+            _dir: dir,
+        }
+    })
+}
+
+fn merge_keytabs(parts: &[PathBuf], into: &Path) {
+    let mut script = String::new();
+    for part in parts {
+        script.push_str(&format!("rkt {}\n", part.display()));
+    }
+    script.push_str(&format!("wkt {}\nquit\n", into.display()));
+    let mut child = Command::new("ktutil")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(into, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+fn security(protection: &[Qop], proxy: BTreeMap<String, ProxyUserSettings>) -> SecurityOptions {
+    let kdc = kdc();
+    SecurityOptions {
+        authorization: true,
+        superusers: vec!["alice".into()],
+        authentication: basalt::Authentication::Kerberos,
+        kerberos: Some(KerberosSettings {
+            principal: format!("hbase/_HOST@{REALM}"),
+            keytab: kdc.server_keytab.clone(),
+            rpc_protection: protection.to_vec(),
+            ..KerberosSettings::default()
+        }),
+        proxy_users: proxy,
+        ..SecurityOptions::default()
+    }
+}
+
+/// A Kerberos server (announcing `localhost`, so `_HOST` is that) over a
+/// database holding `t` with one row `r`.
+fn start(security: SecurityOptions) -> Fixture {
+    let config = RpcConfig {
+        bind: "127.0.0.1".into(),
+        hostname: Some("localhost".into()),
+        ..RpcConfig::default()
+    };
+    common::start_serving_secured(config, security, |db| {
+        db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf")))
+            .unwrap();
+        db.table("t")
+            .unwrap()
+            .put(&Put::new("r").add("cf", "q", "v"))
+            .unwrap();
+    })
+}
+
+fn as_user(user: &str, protection: &[Qop]) -> KerberosClient {
+    KerberosClient {
+        server_principal: format!("hbase/_HOST@{REALM}"),
+        protection: protection.to_vec(),
+        client_principal: Some(format!("{user}@{REALM}")),
+    }
+}
+
+fn connect(
+    f: &Fixture,
+    client: &KerberosClient,
+    effective: Option<&str>,
+) -> Result<RpcClient, RpcError> {
+    RpcClient::connect_kerberos(
+        f.server.region_server_addr(),
+        "ClientService",
+        false,
+        client,
+        effective,
+    )
+}
+
+fn region(f: &Fixture) -> Option<basalt_rpc::proto::hbase::RegionSpecifier> {
+    let name = f.db.describe_table("t").unwrap().regions[0]
+        .info
+        .region_name();
+    common::region(&name)
+}
+
+fn get(f: &Fixture, c: &mut RpcClient, row: &[u8]) -> Result<Vec<u8>, RpcError> {
+    let answer = c.call(
+        "Get",
+        &GetRequest {
+            region: region(f),
+            get: Some(Get {
+                row: Bytes::copy_from_slice(row),
+                ..Default::default()
+            }),
+        },
+        &[],
+    )?;
+    let response: GetResponse = answer.decode()?;
+    Ok(response
+        .result
+        .unwrap_or_default()
+        .cell
+        .first()
+        .map(|c| c.value.clone().unwrap_or_default().to_vec())
+        .unwrap_or_default())
+}
+
+fn put(f: &Fixture, c: &mut RpcClient, row: &[u8], value: &[u8]) -> Result<(), RpcError> {
+    let column = mutation_proto::ColumnValue {
+        family: Bytes::from_static(b"cf"),
+        qualifier_value: vec![mutation_proto::column_value::QualifierValue {
+            qualifier: Some(Bytes::from_static(b"q")),
+            value: Some(Bytes::copy_from_slice(value)),
+            ..Default::default()
+        }],
+    };
+    c.call(
+        "Mutate",
+        &MutateRequest {
+            region: region(f),
+            mutation: Some(MutationProto {
+                row: Some(Bytes::copy_from_slice(row)),
+                mutate_type: Some(mutation_proto::MutationType::Put as i32),
+                column_value: vec![column],
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        &[],
+    )
+    .map(|_| ())
+}
+
+#[test]
+fn a_keytab_client_is_checked_as_its_principals_short_name() {
+    let f = start(security(&[Qop::Authentication], BTreeMap::new()));
+    let mut alice = connect(&f, &as_user("alice", &[Qop::Authentication]), None).unwrap();
+    assert_eq!(get(&f, &mut alice, b"r").unwrap(), b"v");
+    // bob proves who he is, and has no grant.
+    let mut bob = connect(&f, &as_user("bob", &[Qop::Authentication]), None).unwrap();
+    let err = get(&f, &mut bob, b"r").unwrap_err();
+    assert_eq!(err.class, DENIED, "{err}");
+    assert!(err.message.contains("bob"), "{err}");
+}
+
+#[test]
+fn every_protection_carries_calls_and_a_megabyte_value_both_ways() {
+    let all = [Qop::Privacy, Qop::Integrity, Qop::Authentication];
+    let f = start(security(&all, BTreeMap::new()));
+    let big: Vec<u8> = (0..(1 << 20)).map(|i| (i * 7 % 251) as u8).collect();
+    for qop in all {
+        let mut alice = connect(&f, &as_user("alice", &[qop]), None).unwrap();
+        let row = format!("row-{}", qop.name());
+        put(&f, &mut alice, row.as_bytes(), &big).unwrap();
+        assert_eq!(
+            get(&f, &mut alice, row.as_bytes()).unwrap(),
+            big,
+            "{}",
+            qop.name()
+        );
+        // Several calls on one wrapped connection keep their order.
+        for _ in 0..3 {
+            assert_eq!(get(&f, &mut alice, b"r").unwrap(), b"v");
+        }
+    }
+}
+
+#[test]
+fn a_client_without_kerberos_is_refused_and_writes_nothing() {
+    let f = start(security(&[Qop::Authentication], BTreeMap::new()));
+    let refused = RpcClient::connect_as(
+        f.server.region_server_addr(),
+        "ClientService",
+        false,
+        "alice",
+        None,
+    )
+    .and_then(|mut simple| put(&f, &mut simple, b"r", b"forged"));
+    let err = refused.unwrap_err();
+    assert_eq!(err.class, DENIED, "{err}");
+    assert!(err.message.contains("Authentication is required"), "{err}");
+    let mut alice = connect(&f, &as_user("alice", &[Qop::Authentication]), None).unwrap();
+    assert_eq!(get(&f, &mut alice, b"r").unwrap(), b"v");
+}
+
+#[test]
+fn a_ticket_for_another_principal_is_refused() {
+    let f = start(security(&[Qop::Authentication], BTreeMap::new()));
+    // HTTP/localhost exists in the realm, and is not this server.
+    let client = KerberosClient {
+        server_principal: format!("HTTP/localhost@{REALM}"),
+        ..as_user("alice", &[Qop::Authentication])
+    };
+    let err = connect(&f, &client, None).unwrap_err();
+    assert_eq!(err.class, "javax.security.sasl.SaslException", "{err}");
+    // And a client expecting another service is told the server is not it.
+    let client = KerberosClient {
+        server_principal: format!("hive/_HOST@{REALM}"),
+        ..as_user("alice", &[Qop::Authentication])
+    };
+    let err = connect(&f, &client, None).unwrap_err();
+    assert!(err.message.contains("not expected"), "{err}");
+}
+
+#[test]
+fn a_client_insisting_on_privacy_does_not_settle_for_less() {
+    let f = start(security(&[Qop::Authentication], BTreeMap::new()));
+    let err = connect(&f, &as_user("alice", &[Qop::Privacy]), None).unwrap_err();
+    assert!(err.message.contains("none of privacy"), "{err}");
+}
+
+#[test]
+fn acting_for_another_user_follows_the_proxy_user_rules() {
+    let rules = BTreeMap::from([(
+        "bob".to_string(),
+        ProxyUserSettings {
+            hosts: vec!["127.0.0.1".into()],
+            users: vec!["alice".into()],
+            groups: vec![],
+        },
+    )]);
+    let f = start(security(&[Qop::Authentication], rules));
+    // bob may act for alice (a superuser here) from loopback...
+    let mut as_alice = connect(&f, &as_user("bob", &[Qop::Authentication]), Some("alice")).unwrap();
+    assert_eq!(get(&f, &mut as_alice, b"r").unwrap(), b"v");
+    // ...and alice may not act for bob: she has no rule.
+    let refused = connect(&f, &as_user("alice", &[Qop::Authentication]), Some("bob"))
+        .and_then(|mut c| get(&f, &mut c, b"r"));
+    let err = refused.unwrap_err();
+    assert_eq!(err.class, DENIED, "{err}");
+    assert!(
+        err.message.contains("is not allowed to impersonate bob"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_kerberos_client_refuses_a_server_without_security() {
+    kdc();
+    let f = common::start_serving(|_| {});
+    let err = RpcClient::connect_kerberos(
+        f.server.region_server_addr(),
+        "ClientService",
+        false,
+        &KerberosClient {
+            server_principal: format!("hbase/localhost@{REALM}"),
+            ..as_user("alice", &[Qop::Authentication])
+        },
+        None,
+    )
+    .unwrap_err();
+    assert!(err.class.ends_with("FallbackDisallowedException"), "{err}");
+}
