@@ -24,6 +24,8 @@ pub mod gss;
 pub mod names;
 pub mod proxy;
 pub mod sasl;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use gss::{Acceptor, Context, Initiator};
 pub use names::{substitute_host, AuthToLocal, KerberosName};

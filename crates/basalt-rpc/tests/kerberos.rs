@@ -7,11 +7,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
 
 use basalt::{ColumnFamilyDescriptor, Put, SecurityOptions, TableDescriptor};
+use basalt_kerberos::testing::{ThrowawayKdc, REALM};
 use basalt_kerberos::{KerberosSettings, ProxyUserSettings, Qop};
 use basalt_rpc::client::{KerberosClient, RpcClient};
 use basalt_rpc::proto::client::{
@@ -23,96 +21,10 @@ use bytes::Bytes;
 mod common;
 use common::Fixture;
 
-const REALM: &str = "BASALT.TEST";
 const DENIED: &str = "org.apache.hadoop.hbase.security.AccessDeniedException";
 
-/// The test process's KDC and keytabs.
-struct Kdc {
-    /// The server's keytab (`hbase/localhost`, `HTTP/localhost`).
-    server_keytab: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Starts one KDC for the whole test process (stopped when the process
-/// ends) and points MIT Kerberos at it. The environment is set here
-/// only, once, before any test goes on (every test calls this first).
-fn kdc() -> &'static Kdc {
-    static KDC: OnceLock<Kdc> = OnceLock::new();
-    KDC.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let script = repo_root().join("scripts/throwaway_kdc.py");
-        let out = Command::new("python3")
-            .arg(&script)
-            .args(["start"])
-            .arg(dir.path())
-            .args(["--realm", REALM])
-            .args(["--principal", "hbase/localhost"])
-            .args(["--principal", "HTTP/localhost"])
-            .args(["--principal", "alice", "--principal", "bob"])
-            .args(["--watch-pid", &std::process::id().to_string()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "the KDC did not start (Debian: krb5-kdc krb5-admin-server): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let started: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let keytab = |name: &str| PathBuf::from(started["keytabs"][name].as_str().unwrap());
-        // The server's two principals in one keytab, and the users' in
-        // the client keytab, as a deployment would hold them.
-        let server_keytab = dir.path().join("server.keytab");
-        merge_keytabs(
-            &[keytab("hbase/localhost"), keytab("HTTP/localhost")],
-            &server_keytab,
-        );
-        let client_keytab = dir.path().join("users.keytab");
-        merge_keytabs(&[keytab("alice"), keytab("bob")], &client_keytab);
-        for (name, value) in started["env"].as_object().unwrap() {
-            std::env::set_var(name, value.as_str().unwrap());
-        }
-        std::env::set_var("KRB5_KTNAME", format!("FILE:{}", server_keytab.display()));
-        std::env::set_var(
-            "KRB5_CLIENT_KTNAME",
-            format!("FILE:{}", client_keytab.display()),
-        );
-        // A cache collection: alice's and bob's tickets side by side (a
-        // single cache holds one principal's).
-        let caches = dir.path().join("caches");
-        std::fs::create_dir_all(&caches).unwrap();
-        std::env::set_var("KRB5CCNAME", format!("DIR:{}", caches.display()));
-        Kdc {
-            server_keytab,
-            _dir: dir,
-        }
-    })
-}
-
-fn merge_keytabs(parts: &[PathBuf], into: &Path) {
-    let mut script = String::new();
-    for part in parts {
-        script.push_str(&format!("rkt {}\n", part.display()));
-    }
-    script.push_str(&format!("wkt {}\nquit\n", into.display()));
-    let mut child = Command::new("ktutil")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success());
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(into, std::fs::Permissions::from_mode(0o600)).unwrap();
+fn kdc() -> &'static ThrowawayKdc {
+    ThrowawayKdc::get()
 }
 
 fn security(protection: &[Qop], proxy: BTreeMap<String, ProxyUserSettings>) -> SecurityOptions {
