@@ -224,12 +224,17 @@ impl RpcClient {
         service: &str,
         cell_blocks: bool,
     ) -> Result<RpcClient, RpcError> {
-        RpcClient::connect_as(addr, service, cell_blocks, &process_user(), None)
+        let stream = TcpStream::connect(addr).map_err(io_error)?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .map_err(io_error)?;
+        RpcClient::handshake(stream, service, cell_blocks)
     }
 
     /// [`RpcClient::connect`] naming `user` in the connection header
-    /// (HBase's simple authentication), and `real_user` as the user
-    /// acting for it, if any (impersonation).
+    /// (HBase's simple authentication, whatever this process's own
+    /// connections use), and `real_user` as the user acting for it, if any
+    /// (impersonation).
     pub fn connect_as(
         addr: impl ToSocketAddrs,
         service: &str,
@@ -241,7 +246,7 @@ impl RpcClient {
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(io_error)?;
-        RpcClient::handshake(stream, service, cell_blocks, user, real_user)
+        RpcClient::simple_handshake(transport(stream)?, service, cell_blocks, user, real_user)
     }
 
     /// Connects to `service` at `addr` authenticated by Kerberos as the
@@ -280,22 +285,36 @@ impl RpcClient {
         stream.set_write_timeout(Some(timeout)).map_err(io_error)?;
         // Region calls are small request/answer pairs: no Nagle delay.
         stream.set_nodelay(true).map_err(io_error)?;
-        RpcClient::handshake(stream, service, cell_blocks, &process_user(), None)
+        RpcClient::handshake(stream, service, cell_blocks)
     }
 
-    /// Sends the preamble and the connection header (with Kerberos when
-    /// this process authenticates so, as its own principal).
+    /// Sends the preamble and the connection header as this process: with
+    /// Kerberos as its own principal when it authenticates so, else
+    /// naming the process user.
     fn handshake(
         stream: TcpStream,
+        service: &str,
+        cell_blocks: bool,
+    ) -> Result<RpcClient, RpcError> {
+        let transport = transport(stream)?;
+        match PROCESS_KERBEROS.get() {
+            Some(kerberos) => {
+                RpcClient::kerberos_handshake(transport, service, cell_blocks, kerberos, None)
+            }
+            None => {
+                RpcClient::simple_handshake(transport, service, cell_blocks, &process_user(), None)
+            }
+        }
+    }
+
+    /// Sends the SIMPLE preamble and a connection header naming `user`.
+    fn simple_handshake(
+        transport: Transport,
         service: &str,
         cell_blocks: bool,
         user: &str,
         real_user: Option<&str>,
     ) -> Result<RpcClient, RpcError> {
-        let transport = transport(stream)?;
-        if let Some(kerberos) = PROCESS_KERBEROS.get() {
-            return RpcClient::kerberos_handshake(transport, service, cell_blocks, kerberos, None);
-        }
         let mut client = RpcClient {
             stream: transport,
             next_call: 1,
@@ -405,7 +424,15 @@ impl RpcClient {
         let mut block = Vec::new();
         cellblock::encode(cells, &mut block);
         let request = frame::encode_request(id, method, param, &block);
-        self.stream.write_all(&request).map_err(io_error)?;
+        if let Err(e) = self.stream.write_all(&request) {
+            // A server that refused the connection (its header, its
+            // authentication) answered why, then closed: that answer says
+            // more than the broken pipe.
+            return match self.read_frame() {
+                Ok((header, _, _)) => Err(header.exception.map_or_else(|| io_error(e), exception)),
+                Err(_) => Err(io_error(e)),
+            };
+        }
         loop {
             let (header, message, cells) = self.read_frame()?;
             if header.call_id != Some(id) {

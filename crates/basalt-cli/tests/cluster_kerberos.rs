@@ -1,0 +1,105 @@
+//! A cluster under Kerberos (docs/security.md, "Kerberos"): real `basalt
+//! master` and `basalt regionserver` processes whose native RPC takes
+//! Kerberos only, with `privacy`, so every call between them (assignment,
+//! region calls, the catalog) authenticates as the servers' principal,
+//! and clients are checked as the user their tickets prove. A grant and
+//! a revoke made through one server reach every server. The times are
+//! printed, never asserted (the waits are hang guards).
+#![cfg(feature = "kerberos")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use basalt::cluster::{MasterAnswer, MasterCall};
+use basalt::{ColumnFamilyDescriptor, TableDescriptor};
+use basalt_kerberos::testing::{ThrowawayKdc, REALM};
+use basalt_kerberos::Qop;
+use basalt_rpc::client::{KerberosClient, RpcClient};
+use basalt_rpc::proto::access_control as acl;
+use basalt_rpc::RpcError;
+use bytes::Bytes;
+
+#[path = "common/cluster.rs"]
+mod cluster_support;
+use cluster_support::{thrift_put, TestCluster};
+#[path = "common/access.rs"]
+mod access;
+use access::{change, one_region_per_server, read_row, until_every_server, DENIED};
+
+fn server_principal() -> String {
+    format!("hbase/localhost@{REALM}")
+}
+
+fn as_user(principal: &str) -> KerberosClient {
+    KerberosClient {
+        server_principal: server_principal(),
+        protection: vec![Qop::Privacy],
+        client_principal: Some(principal.to_string()),
+    }
+}
+
+/// `bob`, authenticated by his keytab, reads through the region server
+/// `port`.
+fn read_as_bob(port: u16, region: &str, row: &str) -> Result<usize, RpcError> {
+    let mut c = RpcClient::connect_kerberos(
+        ("127.0.0.1", port),
+        "ClientService",
+        false,
+        &as_user(&ThrowawayKdc::principal("bob")),
+        None,
+    )?;
+    read_row(&mut c, region, row)
+}
+
+#[test]
+fn a_kerberos_cluster_runs_and_a_revoke_reaches_every_server() {
+    let kdc = ThrowawayKdc::get();
+    // The test's own calls to the master (status, create) are the
+    // servers' principal's, a superuser, as an operator's tool would be.
+    basalt_rpc::client::set_process_kerberos(as_user(&server_principal()));
+    let cluster = TestCluster::builder()
+        .extra_config(&format!(
+            "[security]\nauthorization = true\nauthentication = \"kerberos\"\nsuperusers = [\"alice\"]\n\n[security.kerberos]\nprincipal = \"{}\"\nkeytab = \"{}\"\nrpc_protection = [\"privacy\"]\n",
+            server_principal(),
+            kdc.server_keytab.display()
+        ))
+        .start();
+    let created = cluster.master_call(MasterCall::CreateTable {
+        descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf")),
+        splits: ["b", "d", "f", "h", "j"].map(Bytes::from).to_vec(),
+        owner: None,
+    });
+    assert!(matches!(created, Ok(MasterAnswer::Done)), "{created:?}");
+    cluster.wait_until_settled();
+    let held = one_region_per_server(&cluster);
+    for (_, row) in &held {
+        thrift_put(&mut cluster.thrift(0), "t", row).unwrap();
+    }
+    // A client that does not authenticate gets nothing from any server.
+    for i in 0..3 {
+        let port = cluster.server(i).port("rpc-region-server");
+        let refused =
+            RpcClient::connect_as(("127.0.0.1", port), "ClientService", false, "alice", None)
+                .and_then(|mut c| read_row(&mut c, &held[i].0, &held[i].1))
+                .unwrap_err();
+        assert_eq!(refused.class, DENIED, "server {i}: {refused}");
+    }
+    until_every_server(&cluster, &held, false, Instant::now(), read_as_bob);
+    // alice, a superuser by her ticket, grants bob read through one
+    // server, then revokes it.
+    let via = cluster.server(1).port("rpc-master");
+    let mut alice = RpcClient::connect_kerberos(
+        ("127.0.0.1", via),
+        "MasterService",
+        false,
+        &as_user(&ThrowawayKdc::principal("alice")),
+        None,
+    )
+    .unwrap();
+    let granted = Instant::now();
+    change(&mut alice, "Grant", "bob", &[acl::Action::Read]);
+    until_every_server(&cluster, &held, true, granted, read_as_bob);
+    let revoked = Instant::now();
+    change(&mut alice, "Revoke", "bob", &[]);
+    until_every_server(&cluster, &held, false, revoked, read_as_bob);
+}
