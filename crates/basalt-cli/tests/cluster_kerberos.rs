@@ -76,11 +76,11 @@ fn a_kerberos_cluster_runs_and_a_revoke_reaches_every_server() {
         thrift_put(&mut cluster.thrift(0), "t", row).unwrap();
     }
     // A client that does not authenticate gets nothing from any server.
-    for i in 0..3 {
+    for (i, (region, row)) in held.iter().enumerate() {
         let port = cluster.server(i).port("rpc-region-server");
         let refused =
             RpcClient::connect_as(("127.0.0.1", port), "ClientService", false, "alice", None)
-                .and_then(|mut c| read_row(&mut c, &held[i].0, &held[i].1))
+                .and_then(|mut c| read_row(&mut c, region, row))
                 .unwrap_err();
         assert_eq!(refused.class, DENIED, "server {i}: {refused}");
     }
