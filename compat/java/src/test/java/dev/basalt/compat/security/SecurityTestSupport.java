@@ -22,7 +22,8 @@ final class SecurityTestSupport {
    * only; Basalt is ready at once.
    */
   static void awaitMasterReady(Connection superuser) throws IOException {
-    TableName probe = TableName.valueOf("acl_probe_" + UUID.randomUUID().toString().substring(0, 8));
+    TableName probe =
+        TableName.valueOf("acl_probe_" + UUID.randomUUID().toString().substring(0, 8));
     long deadline = System.nanoTime() + 180_000_000_000L;
     try (Admin a = superuser.getAdmin()) {
       while (true) {
