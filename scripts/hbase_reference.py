@@ -79,6 +79,12 @@ public class ReadyCheck {
   public static void main(String[] args) throws Exception {
     Configuration conf = HBaseConfiguration.create();
     conf.set("hbase.zookeeper.quorum", args[0]);
+    // A Kerberos HBase refuses an unauthenticated client: log in from the
+    // keytab given (args 1 and 2) first.
+    if (args.length == 3) {
+      org.apache.hadoop.security.UserGroupInformation.setConfiguration(conf);
+      org.apache.hadoop.security.UserGroupInformation.loginUserFromKeytab(args[1], args[2]);
+    }
     try (Connection connection = ConnectionFactory.createConnection(conf);
         Admin admin = connection.getAdmin()) {
       System.out.println("tables: " + admin.listTableNames().length);
@@ -158,6 +164,44 @@ ACCESS_CONTROL_SITE = {
 }
 
 
+def kerberos_site(realm, keytab, protection="authentication", superusers="hbaseadmin"):
+    """Kerberos on the reference HBase, as HBase's security guide sets it
+    up, with its AccessController (ACCESS_CONTROL_SITE's coprocessors):
+    master and region server log in as hbase/_HOST@`realm` from `keytab`,
+    _HOST being `localhost` (the name the servers advertise, and what
+    127.0.0.1 reverse-resolves to, so clients expect that principal);
+    `protection` is hbase.rpc.protection (authentication, integrity,
+    privacy). Its ZooKeeper stays unauthenticated (no JAAS "Client"
+    section; run the JVM with -Dzookeeper.sasl.client=false).
+
+    hadoop.security.authorization is on: without it HBase's RPC server
+    skips its connection authorization, proxy users included, so any
+    Kerberos user could name any other as the connection header's
+    effective user and act as it (HBase 2.6.4's ServerRpcConnection calls
+    ProxyUsers.authorize only when RpcServer.needAuthorization())."""
+    principal = f"hbase/_HOST@{realm}"
+    return {
+        "hbase.security.authentication": "kerberos",
+        "hadoop.security.authentication": "kerberos",
+        "hbase.security.authorization": "true",
+        "hadoop.security.authorization": "true",
+        "hbase.coprocessor.master.classes":
+            "org.apache.hadoop.hbase.security.access.AccessController",
+        "hbase.coprocessor.region.classes":
+            "org.apache.hadoop.hbase.security.access.AccessController",
+        "hbase.coprocessor.regionserver.classes":
+            "org.apache.hadoop.hbase.security.access.AccessController",
+        "hbase.superuser": superusers,
+        "hbase.master.kerberos.principal": principal,
+        "hbase.master.keytab.file": keytab,
+        "hbase.regionserver.kerberos.principal": principal,
+        "hbase.regionserver.keytab.file": keytab,
+        "hbase.rpc.protection": protection,
+        "hbase.master.hostname": "localhost",
+        "hbase.unsafe.regionserver.hostname": "localhost",
+    }
+
+
 # Compaction threads for the differential test. HBase runs a region's
 # compactions one store at a time on each pool's threads (one small, one
 # large by default), and a store whose compaction is still queued reports
@@ -186,11 +230,17 @@ class ReferenceHBase:
     (`hbase.zookeeper.quorum`); `dir` holds conf/, data/ and logs/.
     """
 
-    def __init__(self, heap=None, keep=False, cp=None, base_dir=None, extra_site=None):
+    def __init__(self, heap=None, keep=False, cp=None, base_dir=None, extra_site=None,
+                 extra_jvm=(), ready_login=None):
         self.heap = heap or os.environ.get("HBASE_REFERENCE_HEAP", DEFAULT_HEAP)
         # More hbase-site.xml properties (access control, for one), over
         # the standalone ones.
         self.extra_site = dict(extra_site or {})
+        # More JVM options for the server and the ready check (Kerberos:
+        # -Djava.security.krb5.conf), and the (principal, keytab) the
+        # ready check logs in with when HBase requires Kerberos.
+        self.extra_jvm = list(extra_jvm)
+        self.ready_login = ready_login
         self.keep = keep
         self.cp = cp
         self.dir = base_dir or tempfile.mkdtemp(prefix="hbase-reference-")
@@ -259,7 +309,8 @@ class ReferenceHBase:
         cmd = java_command(
             cp, self.heap, "org.apache.hadoop.hbase.master.HMaster", ["start"],
             ["-Dzookeeper.admin.enableServer=false", "-Djava.net.preferIPv4Stack=true",
-             f"-Dhbase.log.dir={self.log_dir}", "-Dhbase.log.file=hbase.log"])
+             f"-Dhbase.log.dir={self.log_dir}", "-Dhbase.log.file=hbase.log",
+             *self.extra_jvm])
         print(f"hbase-reference: starting HBase 2.6.4 standalone in {self.dir} "
               f"(heap {self.heap}, ZooKeeper 127.0.0.1:{self.zk_port}, master "
               f"{self.master_port}, region server {self.regionserver_port})", flush=True)
@@ -298,7 +349,8 @@ class ReferenceHBase:
                                    f"{START_TIMEOUT} s; log in {self.log_path}")
             # Java 11+ runs a single source file directly.
             cmd = java_command(f"{self.conf_dir}:{self.cp}", "256m", check,
-                               [self.quorum], ["-Dhbase.client.retries.number=3"])
+                               [self.quorum, *(self.ready_login or ())],
+                               ["-Dhbase.client.retries.number=3", *self.extra_jvm])
             try:
                 result = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True,

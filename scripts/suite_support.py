@@ -96,11 +96,14 @@ class Server:
 
     GATEWAY_FLAGS = ("--thrift-port", "--thrift2-port", "--rest-port")
 
-    def __init__(self, suite, binary, ports, extra_args=()):
+    def __init__(self, suite, binary, ports, extra_args=(), env=None):
         self.suite = suite
         self.binary = binary
         self.ports = dict(ports)
         self.extra_args = list(extra_args)
+        # More environment variables for the server (Kerberos: KRB5_CONFIG,
+        # KRB5RCACHEDIR), over this process's.
+        self.env = dict(env or {})
         self.data = tempfile.mkdtemp(prefix=f"basalt-{suite}-")
         self.log_path = os.path.join(self.data, "server.log")
         self.process = None
@@ -116,7 +119,8 @@ class Server:
         args += self.extra_args
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log)
+            args, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+            env={**os.environ, **self.env} if self.env else None)
         for port in self.ports.values():
             self._wait_for_port(port)
         return self

@@ -368,27 +368,33 @@ class ThrowawayKdc:
 
     # -- principals -------------------------------------------------------
 
-    def add_principal(self, name):
+    def add_principal(self, name, keytab=None):
         """Creates `name` (this realm unless it names one) with a random key
         and exports it to <dir>/<name, / and @ as _>.keytab (mode 0600);
         returns that path. Calling it again for the same name exports the
-        same key again (no new kvno), so every keytab stays valid."""
+        same key again (no new kvno), so every keytab stays valid. With
+        `keytab`, the key is added to that keytab instead (one keytab for
+        several principals, as a server's often is)."""
         full = self.principal(name)
         try:
             self._kadmin(f"addprinc -randkey {full}")
         except RuntimeError as e:
             if "already exists" not in str(e):
                 raise
-        path = os.path.join(self.dir, keytab_name(name))
-        if os.path.exists(path):
-            os.unlink(path)
+        if keytab is not None:
+            path = os.path.abspath(keytab)
+        else:
+            path = os.path.join(self.dir, keytab_name(name))
+            if os.path.exists(path):
+                os.unlink(path)
         # -norandkey: export the key as it is (a plain ktadd re-randomises
         # it, which would invalidate keytabs exported before).
         out = self._kadmin(f"ktadd -norandkey -k {path} {full}")
         if not os.path.exists(path):
             raise RuntimeError(f"throwaway-kdc: ktadd wrote no keytab for {full}: {out}")
         os.chmod(path, 0o600)
-        self.keytabs[name] = path
+        if keytab is None:
+            self.keytabs[name] = path
         if os.path.exists(os.path.join(self.dir, STATE)):
             self._save_state()
         return path

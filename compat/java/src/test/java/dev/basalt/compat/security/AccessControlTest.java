@@ -1,11 +1,12 @@
 package dev.basalt.compat.security;
 
+import static dev.basalt.compat.security.SecurityTestSupport.assertDenied;
+import static dev.basalt.compat.security.SecurityTestSupport.eventually;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.basalt.compat.CompatBase;
 import java.io.IOException;
@@ -41,7 +42,6 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.function.Executable;
 
 /**
  * HBase's access control through its own Java client, against a server
@@ -77,38 +77,7 @@ class AccessControlTest {
     admin = connectAs("admin");
     bob = connectAs("bob");
     carol = connectAs("carol");
-    awaitMasterReady();
-  }
-
-  /**
-   * HBase's master answers calls before it has initialized (it creates
-   * hbase:acl first): wait until a table can be created. Hang guard only;
-   * Basalt is ready at once.
-   */
-  private static void awaitMasterReady() throws IOException {
-    TableName probe = TableName.valueOf("acl_probe_" + UUID.randomUUID().toString().substring(0, 8));
-    long deadline = System.nanoTime() + 180_000_000_000L;
-    try (Admin a = admin.getAdmin()) {
-      while (true) {
-        try {
-          a.createTable(TableDescriptorBuilder.newBuilder(probe)
-              .setColumnFamily(ColumnFamilyDescriptorBuilder.of(CF)).build());
-          a.disableTable(probe);
-          a.deleteTable(probe);
-          return;
-        } catch (IOException e) {
-          if (System.nanoTime() > deadline) {
-            throw e;
-          }
-          try {
-            Thread.sleep(500);
-          } catch (InterruptedException interrupted) {
-            Thread.currentThread().interrupt();
-            throw new IOException(interrupted);
-          }
-        }
-      }
-    }
+    SecurityTestSupport.awaitMasterReady(admin);
   }
 
   @AfterAll
@@ -150,43 +119,6 @@ class AccessControlTest {
           Bytes.toBytes("v2")));
     }
     return name;
-  }
-
-  /** Runs `what`, which must fail with HBase's AccessDeniedException somewhere in its causes. */
-  private static void assertDenied(Executable what) {
-    try {
-      what.execute();
-    } catch (Throwable e) {
-      for (Throwable t = e; t != null; t = t.getCause()) {
-        if (t.getClass().getName().endsWith("AccessDeniedException")
-            || String.valueOf(t.getMessage()).contains("AccessDeniedException")) {
-          return;
-        }
-      }
-      fail("expected AccessDeniedException, got " + e, e);
-    }
-    fail("expected AccessDeniedException, but the call was allowed");
-  }
-
-  /**
-   * A grant or revoke reaches HBase's region servers through ZooKeeper, a
-   * moment after the call returns (Basalt's process that took the call
-   * applies it at once; its other servers follow the catalog): retries
-   * `what` until it passes. Hang guard only.
-   */
-  private static void eventually(Executable what) throws Throwable {
-    long deadline = System.nanoTime() + 60_000_000_000L;
-    while (true) {
-      try {
-        what.execute();
-        return;
-      } catch (Throwable e) {
-        if (System.nanoTime() > deadline) {
-          throw e;
-        }
-        Thread.sleep(100);
-      }
-    }
   }
 
   @Test

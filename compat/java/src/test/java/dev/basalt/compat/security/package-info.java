@@ -1,6 +1,7 @@
 /**
- * HBase's access control through its own client (tag {@code security}):
- * run by scripts/java-suite against a server with access control on, and
- * skipped elsewhere.
+ * HBase's access control (tag {@code security}) and Kerberos
+ * authentication (tag {@code kerberos}) through its own client: run by
+ * scripts/java-suite against a server configured for them, and skipped
+ * elsewhere.
  */
 package dev.basalt.compat.security;
