@@ -1040,13 +1040,17 @@ fn caller_of(
             .filter(|u| !u.is_empty())
             .map(str::to_string)
     };
+    let mut proven = None;
     let user = match (&connection.who, kerberos) {
         (Authenticated::Kerberos { principal, user }, Some(kerberos)) => {
             let effective = info
                 .and_then(|i| i.effective_user.as_deref())
                 .filter(|e| !e.is_empty() && *e != principal && *e != user);
             match effective {
-                None => user.clone(),
+                None => {
+                    proven = Some(principal.clone());
+                    user.clone()
+                }
                 Some(effective) => {
                     let effective = if effective.contains('@') {
                         kerberos.short_name(effective).map_err(access_denied)?
@@ -1085,6 +1089,7 @@ fn caller_of(
     }
     let mut caller = security.caller(&user);
     caller.address = connection.peer.clone();
+    caller.principal = proven;
     if INTERNAL_SERVICES.contains(&service) && !security.is_superuser(&caller) {
         return Err(access_denied(format!(
             "user '{user}' may not call {service}: only the cluster's own servers (superusers) may"

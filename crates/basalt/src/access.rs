@@ -712,6 +712,7 @@ impl SecurityOptions {
             user: user.to_string(),
             groups: self.groups.get(user).cloned().unwrap_or_default(),
             address: None,
+            principal: None,
         }
     }
 
@@ -747,9 +748,18 @@ pub struct Caller {
     /// Where the request came from (the client's address), for the
     /// audit log; `None` when unknown.
     pub address: Option<String>,
+    /// The full name authentication proved (`bob@REALM`), when it is not
+    /// the short name: HBase's refusals name it in their `(user=...)`
+    /// forms, and the short name in their `for user '...'` forms.
+    pub principal: Option<String>,
 }
 
 impl Caller {
+    /// The caller's full name: the principal, else the user.
+    pub fn full_name(&self) -> &str {
+        self.principal.as_deref().unwrap_or(&self.user)
+    }
+
     /// The principals whose grants apply to the caller: the user, then
     /// `@group` for each group.
     fn principals(&self) -> Vec<String> {
@@ -844,6 +854,7 @@ impl AccessCheck {
 
     fn denial(&self, actions: &[Action], scope: &Scope) -> Error {
         let user = &self.caller.user;
+        let full_name = self.caller.full_name();
         let action = actions.last().map_or("NONE", |action| action.name());
         Error::AccessDenied(match scope {
             Scope::Global => {
@@ -857,7 +868,7 @@ impl AccessCheck {
                 format!("Insufficient permissions for user '{user}' (table={table}, action=READ)")
             }
             Scope::Namespace { namespace } => format!(
-                "Insufficient permissions (user={user}, scope={namespace}, params=[namespace={namespace}],action={action})"
+                "Insufficient permissions (user={full_name}, scope={namespace}, params=[namespace={namespace}],action={action})"
             ),
             Scope::Table {
                 table,
@@ -876,10 +887,10 @@ impl AccessCheck {
                 };
                 match columns {
                     Some(columns) => format!(
-                        "Insufficient permissions (user={user}, scope={qualified}, family={columns}, params=[table={qualified},family={columns}],action={action})"
+                        "Insufficient permissions (user={full_name}, scope={qualified}, family={columns}, params=[table={qualified},family={columns}],action={action})"
                     ),
                     None => format!(
-                        "Insufficient permissions (user={user}, scope={qualified}, params=[table={qualified},],action={action})"
+                        "Insufficient permissions (user={full_name}, scope={qualified}, params=[table={qualified},],action={action})"
                     ),
                 }
             }
@@ -1086,6 +1097,31 @@ mod tests {
         }
     }
 
+    #[test]
+    fn refusals_name_the_short_name_or_the_principal_as_hbase_does() {
+        let options = SecurityOptions {
+            authorization: true,
+            ..SecurityOptions::default()
+        };
+        let mut bob = options.caller("bob");
+        bob.principal = Some("bob@EXAMPLE.COM".into());
+        let check = AccessCheck::new(&options, bob);
+        let read = check
+            .denial(&[Action::Read], &Scope::table("t"))
+            .to_string();
+        assert!(
+            read.contains("for user 'bob' (table=t, action=READ)"),
+            "{read}"
+        );
+        let write = check
+            .denial(&[Action::Write], &Scope::column("t", b"cf", b"q"))
+            .to_string();
+        assert!(
+            write.contains("(user=bob@EXAMPLE.COM, scope=default:t, family=cf:q"),
+            "{write}"
+        );
+    }
+
     fn check(user: &str, groups: &[&str]) -> AccessCheck {
         let options = SecurityOptions {
             authorization: true,
@@ -1098,6 +1134,7 @@ mod tests {
                 user: user.into(),
                 groups: groups.iter().map(|g| g.to_string()).collect(),
                 address: None,
+                principal: None,
             },
         )
     }
@@ -1197,6 +1234,7 @@ mod tests {
             user: "erin".into(),
             groups: vec!["ops".into()],
             address: None,
+            principal: None,
         };
         assert!(AccessCheck::new(&options, operator).allows(
             &permissions,
