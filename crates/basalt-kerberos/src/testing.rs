@@ -97,6 +97,15 @@ impl ThrowawayKdc {
             .collect();
         let caches = directory.join("caches");
         std::fs::create_dir_all(&caches).map_err(|e| e.to_string())?;
+        // Clocks here are one clock: a skew of a second lets a test see a
+        // ticket expire in seconds rather than MIT's default five minutes.
+        let skew = directory.join("skew.conf");
+        std::fs::write(&skew, "[libdefaults]\n  clockskew = 1\n").map_err(|e| e.to_string())?;
+        for (name, value) in environment.iter_mut() {
+            if name == "KRB5_CONFIG" {
+                *value = format!("{}:{value}", skew.display());
+            }
+        }
         for (name, value) in &environment {
             std::env::set_var(name, value);
         }
@@ -115,6 +124,25 @@ impl ThrowawayKdc {
             environment,
             directory,
         })
+    }
+
+    /// Makes tickets of user principal `name` last at most `seconds`
+    /// (its maximum ticket life), for tests of expired tickets.
+    pub fn limit_ticket_life(name: &str, seconds: u32) -> Result<(), String> {
+        let out = Command::new("kadmin.local")
+            .args([
+                "-q",
+                &format!(
+                    "modprinc -maxlife \"{seconds} seconds\" {}",
+                    Self::principal(name)
+                ),
+            ])
+            .output()
+            .map_err(|e| format!("kadmin.local: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(())
     }
 
     /// `name@REALM`.

@@ -259,3 +259,59 @@ fn a_kerberos_client_refuses_a_server_without_security() {
     .unwrap_err();
     assert!(err.class.ends_with("FallbackDisallowedException"), "{err}");
 }
+
+/// Sends `token` as a KERBEROS client's first token on a new connection;
+/// answers the server's first status word and what followed it.
+fn send_first_token(f: &Fixture, token: &[u8]) -> (u32, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(f.server.region_server_addr()).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut hello = b"HBas\x00\x51".to_vec();
+    hello.extend_from_slice(&(token.len() as u32).to_be_bytes());
+    hello.extend_from_slice(token);
+    s.write_all(&hello).unwrap();
+    let mut word = [0u8; 4];
+    s.read_exact(&mut word).unwrap();
+    let status = u32::from_be_bytes(word);
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    (status, String::from_utf8_lossy(&rest).into_owned())
+}
+
+#[test]
+fn an_expired_ticket_is_refused() {
+    let f = start(security(&[Qop::Authentication], BTreeMap::new()));
+    ThrowawayKdc::limit_ticket_life("carol", 2).unwrap();
+    let initiator =
+        basalt_kerberos::Initiator::new(Some(&ThrowawayKdc::principal("carol"))).unwrap();
+    let mut context = initiator
+        .context(&format!("hbase/localhost@{REALM}"))
+        .unwrap();
+    let token = context.step(&[]).unwrap().unwrap();
+    // Past the ticket's end and the one-second skew the test realm allows.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let (status, rest) = send_first_token(&f, &token);
+    assert_eq!(status, 1, "ERROR, then the exception: {rest}");
+    assert!(rest.contains("javax.security.sasl.SaslException"), "{rest}");
+    assert!(rest.to_lowercase().contains("expired"), "{rest}");
+}
+
+#[test]
+fn a_replayed_ticket_is_refused() {
+    let f = start(security(&[Qop::Authentication], BTreeMap::new()));
+    let initiator =
+        basalt_kerberos::Initiator::new(Some(&ThrowawayKdc::principal("alice"))).unwrap();
+    let mut context = initiator
+        .context(&format!("hbase/localhost@{REALM}"))
+        .unwrap();
+    let token = context.step(&[]).unwrap().unwrap();
+    let (first, _) = send_first_token(&f, &token);
+    assert_eq!(
+        first, 0,
+        "the first use is accepted (SUCCESS and the server's token)"
+    );
+    let (again, rest) = send_first_token(&f, &token);
+    assert_eq!(again, 1, "{rest}");
+    assert!(rest.contains("javax.security.sasl.SaslException"), "{rest}");
+}
