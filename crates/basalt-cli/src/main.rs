@@ -593,11 +593,18 @@ pub(crate) fn gateway_view(db: &basalt::Database) -> basalt::Database {
 /// Says at start-up whether requests are checked, and as whom the
 /// unauthenticated gateways act (docs/security.md).
 fn announce_security(security: &basalt::SecurityOptions) {
+    let kerberos = security.authentication == basalt::Authentication::Kerberos;
+    if !kerberos {
+        tracing::info!(
+            "authentication simple: native RPC clients are whom their connection header names, unproven (set [security] authentication = \"kerberos\"; docs/security.md)"
+        );
+    }
     if security.authorization {
         tracing::info!(
             server_user = %security.server_user(),
             superusers = %security.superusers.join(","),
-            "access control on: every native RPC request is checked against the grants; clients are named by their connection header (simple authentication), Thrift and REST act as the server user"
+            "access control on: every native RPC request is checked against the grants for its {}; Thrift and REST act as the server user",
+            if kerberos { "Kerberos principal's short name" } else { "connection header's user" }
         );
     } else {
         tracing::info!(
