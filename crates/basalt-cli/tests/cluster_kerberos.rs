@@ -102,4 +102,34 @@ fn a_kerberos_cluster_runs_and_a_revoke_reaches_every_server() {
     let revoked = Instant::now();
     change(&mut alice, "Revoke", "bob", &[]);
     until_every_server(&cluster, &held, false, revoked, read_as_bob);
+
+    // `basalt compare` reads through Kerberos too, as the ticket cache's
+    // principal (alice, by `kinit`), here the table against itself.
+    let cache = format!("FILE:{}", cluster.dir.path().join("alice.ccache").display());
+    let kinit = std::process::Command::new("kinit")
+        .env("KRB5CCNAME", &cache)
+        .arg("-kt")
+        .arg(&kdc.client_keytab)
+        .arg(ThrowawayKdc::principal("alice"))
+        .status()
+        .unwrap();
+    assert!(kinit.success());
+    let quorum = cluster.zk_connect_string();
+    let compared = std::process::Command::new(env!("CARGO_BIN_EXE_basalt"))
+        .env("KRB5CCNAME", &cache)
+        .env_remove("KRB5_CLIENT_KTNAME")
+        .args(["compare", "t", "--zookeeper", &quorum, "--with", &quorum])
+        .args([
+            "--kerberos-server-principal",
+            &format!("hbase/_HOST@{REALM}"),
+        ])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&compared.stdout);
+    assert!(
+        compared.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&compared.stderr)
+    );
+    assert!(report.contains("equal"), "{report}");
 }
