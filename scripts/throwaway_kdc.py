@@ -43,6 +43,13 @@ import tempfile
 import time
 
 DEFAULT_REALM = "BASALT.TEST"
+
+
+def _admin_path():
+    """PATH with /usr/sbin and /sbin, where Debian puts krb5kdc,
+    kdb5_util and kadmin.local (not on every user's PATH)."""
+    parts = os.environ.get("PATH", "").split(os.pathsep)
+    return os.pathsep.join(parts + [d for d in ("/usr/sbin", "/sbin") if d not in parts])
 START_TIMEOUT = 30
 STOP_TIMEOUT = 10
 STATE = "kdc.json"
@@ -190,7 +197,7 @@ class ThrowawayKdc:
         return False
 
     def _run(self, cmd, **kwargs):
-        env = {**os.environ, **self.env()}
+        env = {**os.environ, **self.env(), "PATH": _admin_path()}
         result = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, timeout=START_TIMEOUT,
                                 **kwargs)
@@ -243,7 +250,7 @@ class ThrowawayKdc:
             f.write("")
 
     def _launch(self):
-        env = {**os.environ, **self.env()}
+        env = {**os.environ, **self.env(), "PATH": _admin_path()}
         pid_file = os.path.join(self.dir, PID_FILE)
         log = open(os.path.join(self.dir, "krb5kdc.out"), "ab")
         # Its own process group (stop() kills the group); -n keeps it in

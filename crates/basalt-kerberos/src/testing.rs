@@ -129,7 +129,12 @@ impl ThrowawayKdc {
     /// Makes tickets of user principal `name` last at most `seconds`
     /// (its maximum ticket life), for tests of expired tickets.
     pub fn limit_ticket_life(name: &str, seconds: u32) -> Result<(), String> {
-        let out = Command::new("kadmin.local")
+        // Debian puts it in /usr/sbin, not on every user's PATH.
+        let tool = ["/usr/sbin/kadmin.local", "/sbin/kadmin.local"]
+            .into_iter()
+            .find(|path| Path::new(path).exists())
+            .unwrap_or("kadmin.local");
+        let out = Command::new(tool)
             .args([
                 "-q",
                 &format!(
