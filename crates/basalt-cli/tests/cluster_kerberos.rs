@@ -10,21 +10,18 @@
 
 use std::time::Instant;
 
-use basalt::cluster::{MasterAnswer, MasterCall};
-use basalt::{ColumnFamilyDescriptor, TableDescriptor};
 use basalt_kerberos::testing::{ThrowawayKdc, REALM};
 use basalt_kerberos::Qop;
 use basalt_rpc::client::{KerberosClient, RpcClient};
 use basalt_rpc::proto::access_control as acl;
 use basalt_rpc::RpcError;
-use bytes::Bytes;
 
 #[path = "common/cluster.rs"]
 mod cluster_support;
-use cluster_support::{thrift_put, TestCluster};
+use cluster_support::TestCluster;
 #[path = "common/access.rs"]
 mod access;
-use access::{change, one_region_per_server, read_row, until_every_server, DENIED};
+use access::{change, read_row, table_over_every_server, until_every_server, DENIED};
 
 fn server_principal() -> String {
     format!("hbase/localhost@{REALM}")
@@ -64,17 +61,7 @@ fn a_kerberos_cluster_runs_and_a_revoke_reaches_every_server() {
             kdc.server_keytab.display()
         ))
         .start();
-    let created = cluster.master_call(MasterCall::CreateTable {
-        descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf")),
-        splits: ["b", "d", "f", "h", "j"].map(Bytes::from).to_vec(),
-        owner: None,
-    });
-    assert!(matches!(created, Ok(MasterAnswer::Done)), "{created:?}");
-    cluster.wait_until_settled();
-    let held = one_region_per_server(&cluster);
-    for (_, row) in &held {
-        thrift_put(&mut cluster.thrift(0), "t", row).unwrap();
-    }
+    let held = table_over_every_server(&cluster);
     // A client that does not authenticate gets nothing from any server.
     for (i, (region, row)) in held.iter().enumerate() {
         let port = cluster.server(i).port("rpc-region-server");

@@ -8,19 +8,16 @@
 
 use std::time::Instant;
 
-use basalt::cluster::{MasterAnswer, MasterCall};
-use basalt::{ColumnFamilyDescriptor, TableDescriptor};
 use basalt_rpc::client::RpcClient;
 use basalt_rpc::proto::access_control as acl;
 use basalt_rpc::RpcError;
-use bytes::Bytes;
 
 #[path = "common/cluster.rs"]
 mod cluster_support;
-use cluster_support::{thrift_put, TestCluster};
+use cluster_support::TestCluster;
 #[path = "common/access.rs"]
 mod access;
-use access::{change, one_region_per_server, read_row, until_every_server, DENIED};
+use access::{change, read_row, table_over_every_server, until_every_server, DENIED};
 
 /// `bob` reads row `row` of `t` through the region server `port`, named
 /// by his connection header (simple authentication).
@@ -41,19 +38,7 @@ fn a_grant_and_a_revoke_made_through_one_server_reach_every_server() {
     let cluster = TestCluster::builder()
         .extra_config("[security]\nauthorization = true\n")
         .start();
-    // Six regions over three servers: each server holds some.
-    let created = cluster.master_call(MasterCall::CreateTable {
-        descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf")),
-        splits: ["b", "d", "f", "h", "j"].map(Bytes::from).to_vec(),
-        owner: None,
-    });
-    assert!(matches!(created, Ok(MasterAnswer::Done)), "{created:?}");
-    cluster.wait_until_settled();
-    let held = one_region_per_server(&cluster);
-    // Thrift acts as the server user: the rows are written.
-    for (_, row) in &held {
-        thrift_put(&mut cluster.thrift(0), "t", row).unwrap();
-    }
+    let held = table_over_every_server(&cluster);
     // Before any grant, every server refuses bob.
     until_every_server(&cluster, &held, false, Instant::now(), read_as_bob);
     let via = cluster.server(1).port("rpc-master");

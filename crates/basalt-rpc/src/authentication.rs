@@ -16,7 +16,6 @@
 //! (ERROR)` with an exception's class and message, then closes.
 
 use std::io;
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,7 +41,8 @@ pub(crate) struct KerberosServer {
     acceptor: Acceptor,
     offered: Vec<Qop>,
     rules: AuthToLocal,
-    proxy: ProxyUsers,
+    /// Who may act for whom (`[security.proxy_users]`).
+    pub(crate) proxy: ProxyUsers,
     allow_simple_fallback: bool,
 }
 
@@ -85,19 +85,6 @@ impl KerberosServer {
     /// The short name grants are made to, of `principal`.
     pub(crate) fn short_name(&self, principal: &str) -> Result<String, String> {
         self.rules.short_name(principal).map_err(|e| e.to_string())
-    }
-
-    /// Whether `real` may act as `effective` from `address`.
-    pub(crate) fn may_impersonate(
-        &self,
-        real: &str,
-        real_principal: &str,
-        effective: &str,
-        effective_groups: &[String],
-        address: Option<IpAddr>,
-    ) -> Result<(), String> {
-        self.proxy
-            .authorize(real, real_principal, effective, effective_groups, address)
     }
 }
 

@@ -625,17 +625,19 @@ where
     )
     .await?;
     let address = peer.as_deref().and_then(|p| p.parse().ok());
-    match negotiated {
-        Negotiated::Plain(who) => {
-            let connection = AuthenticatedConnection {
-                who,
-                peer,
-                address,
-                id,
-            };
-            serve_connection(reader, writer, connection, shared, shutdown, handshake).await
-        }
-        Negotiated::Wrapped(who, layer) => {
+    let (who, layer) = match negotiated {
+        Negotiated::Plain(who) => (who, None),
+        Negotiated::Wrapped(who, layer) => (who, Some(layer)),
+    };
+    let connection = AuthenticatedConnection {
+        who,
+        peer,
+        address,
+        id,
+    };
+    match layer {
+        None => serve_connection(reader, writer, connection, shared, shutdown, handshake).await,
+        Some(layer) => {
             // A wrapped token may hold a whole flush of frames.
             let max_token = limits
                 .max_frame_bytes
@@ -643,12 +645,6 @@ where
                 .saturating_add(1 << 20);
             let plain = authentication::wrap_streams(reader, writer, layer, max_token);
             let (reader, writer) = tokio::io::split(plain);
-            let connection = AuthenticatedConnection {
-                who,
-                peer,
-                address,
-                id,
-            };
             serve_connection(reader, writer, connection, shared, shutdown, handshake).await
         }
     }
@@ -1059,7 +1055,8 @@ fn caller_of(
                     };
                     let groups = security.caller(&effective).groups;
                     kerberos
-                        .may_impersonate(user, principal, &effective, &groups, connection.address)
+                        .proxy
+                        .authorize(user, principal, &effective, &groups, connection.address)
                         .map_err(access_denied)?;
                     effective
                 }

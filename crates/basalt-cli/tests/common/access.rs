@@ -12,7 +12,10 @@ use basalt_rpc::proto::hbase::RegionSpecifier;
 use basalt_rpc::RpcError;
 use bytes::Bytes;
 
-use super::cluster_support::{TestCluster, READY_LIMIT};
+use basalt::cluster::{MasterAnswer, MasterCall};
+use basalt::{ColumnFamilyDescriptor, TableDescriptor};
+
+use super::cluster_support::{thrift_put, TestCluster, READY_LIMIT};
 
 pub const DENIED: &str = "org.apache.hadoop.hbase.security.AccessDeniedException";
 
@@ -158,4 +161,22 @@ pub fn until_every_server(
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// Creates `t` (family `cf`) in six regions over the three servers, writes
+/// a row into one region each server holds (through Thrift, which acts as
+/// the server user), and answers those regions and rows, by server.
+pub fn table_over_every_server(cluster: &TestCluster) -> Vec<(String, String)> {
+    let created = cluster.master_call(MasterCall::CreateTable {
+        descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf")),
+        splits: ["b", "d", "f", "h", "j"].map(Bytes::from).to_vec(),
+        owner: None,
+    });
+    assert!(matches!(created, Ok(MasterAnswer::Done)), "{created:?}");
+    cluster.wait_until_settled();
+    let held = one_region_per_server(cluster);
+    for (_, row) in &held {
+        thrift_put(&mut cluster.thrift(0), "t", row).unwrap();
+    }
+    held
 }
