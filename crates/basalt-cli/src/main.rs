@@ -591,9 +591,16 @@ pub(crate) fn gateway_view(db: &basalt::Database) -> basalt::Database {
 }
 
 /// Says at start-up whether requests are checked, and as whom the
-/// unauthenticated gateways act (docs/security.md).
+/// gateways act (docs/security.md).
 fn announce_security(security: &basalt::SecurityOptions) {
-    if security.authorization {
+    let kerberos = security.authentication == basalt::Authentication::Kerberos;
+    if security.authorization && kerberos {
+        tracing::info!(
+            server_user = %security.server_user(),
+            superusers = %security.superusers.join(","),
+            "access control on: every request is checked against the grants of the user Kerberos authenticated, on native RPC, Thrift and REST alike"
+        );
+    } else if security.authorization {
         tracing::info!(
             server_user = %security.server_user(),
             superusers = %security.superusers.join(","),
@@ -632,7 +639,7 @@ fn prepare_kerberos(security: &basalt::SecurityOptions) -> Result<(), String> {
     tracing::info!(
         principal = %kerberos.principal,
         keytab = %kerberos.keytab.display(),
-        "Kerberos authentication on: native RPC clients authenticate with SASL GSSAPI (docs/security.md)"
+        "Kerberos authentication on: native RPC and Thrift clients authenticate with SASL GSSAPI, REST and web UI clients with SPNEGO (docs/security.md)"
     );
     Ok(())
 }
