@@ -172,7 +172,6 @@ pub(crate) fn step(server: &mut SaslServer, status: u8, payload: &[u8]) -> Answe
 /// messages, writes are framed (and wrapped) when flushed, or every
 /// [`WRAP_CHUNK_BYTES`]. All state lives here, so a read or write dropped
 /// half-way (a timeout, shutdown) loses nothing.
-#[derive(Debug)]
 pub(crate) struct SaslStream<S> {
     inner: S,
     layer: SecurityLayer,
@@ -189,6 +188,16 @@ pub(crate) struct SaslStream<S> {
     /// Framed messages not yet written.
     out: BytesMut,
     scratch: Box<[u8]>,
+}
+
+impl<S> std::fmt::Debug for SaslStream<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslStream")
+            .field("protection", &self.layer.qop())
+            .field("buffered_in", &(self.raw.len() + self.plain.len()))
+            .field("buffered_out", &(self.pending.len() + self.out.len()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S> SaslStream<S> {

@@ -952,10 +952,9 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
         }
         (Some(_), false) => {
             let why = format!(
-                "the client did not start SASL (first bytes {first:02x?}); this {} server takes Kerberos (SASL GSSAPI) clients only",
-                shared.name
+                "the client did not start SASL (first bytes {first:02x?}); only Kerberos (SASL GSSAPI) clients are served"
             );
-            tracing::info!(target: basalt::access::AUDIT_TARGET, "Auth failed for {}: {why}", peer.ip());
+            tracing::info!(target: basalt::access::AUDIT_TARGET, "Auth failed for {}: {}: {why}", peer.ip(), shared.name);
             Stop::Unauthenticated(why)
         }
         (None, true) => {
