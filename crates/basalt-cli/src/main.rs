@@ -591,7 +591,7 @@ pub(crate) fn gateway_view(db: &basalt::Database) -> basalt::Database {
 }
 
 /// Says at start-up whether requests are checked, and as whom the
-/// unauthenticated gateways act (docs/security.md).
+/// gateways act (docs/security.md).
 fn announce_security(security: &basalt::SecurityOptions) {
     let kerberos = security.authentication == basalt::Authentication::Kerberos;
     if !kerberos {
@@ -599,12 +599,17 @@ fn announce_security(security: &basalt::SecurityOptions) {
             "authentication simple: native RPC clients are whom their connection header names, unproven (set [security] authentication = \"kerberos\"; docs/security.md)"
         );
     }
-    if security.authorization {
+    if security.authorization && kerberos {
         tracing::info!(
             server_user = %security.server_user(),
             superusers = %security.superusers.join(","),
-            "access control on: every native RPC request is checked against the grants for its {}; Thrift and REST act as the server user",
-            if kerberos { "Kerberos principal's short name" } else { "connection header's user" }
+            "access control on: every request is checked against the grants of the user Kerberos authenticated, on native RPC, Thrift and REST alike"
+        );
+    } else if security.authorization {
+        tracing::info!(
+            server_user = %security.server_user(),
+            superusers = %security.superusers.join(","),
+            "access control on: every native RPC request is checked against the grants for its connection header's user; Thrift and REST act as the server user"
         );
     } else {
         tracing::info!(
@@ -639,7 +644,7 @@ fn prepare_kerberos(security: &basalt::SecurityOptions) -> Result<(), String> {
     tracing::info!(
         principal = %kerberos.principal,
         keytab = %kerberos.keytab.display(),
-        "Kerberos authentication on: native RPC clients authenticate with SASL GSSAPI (docs/security.md)"
+        "Kerberos authentication on: native RPC and Thrift clients authenticate with SASL GSSAPI, REST and web UI clients with SPNEGO (docs/security.md)"
     );
     Ok(())
 }

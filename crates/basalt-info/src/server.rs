@@ -27,6 +27,7 @@ use tokio::sync::watch;
 use basalt::tls::{TlsServer, TlsSettings};
 use basalt::Database;
 use basalt_rest::http::{self, AnswerBody, ConnectionGate, ConnectionTimeouts, Handler};
+use basalt_rest::kerberos::HttpKerberos;
 
 use crate::routes::{handle, Context, Reply};
 
@@ -117,6 +118,11 @@ struct Shared {
     context: Arc<Context>,
     connections: Arc<ConnectionGate>,
     idle_timeout: Option<Duration>,
+    /// With `[security] authentication = "kerberos"`, every page, the JSON
+    /// API and `/metrics` need an authenticated client, as HBase's info
+    /// server protects all of them with `hbase.security.authentication.ui
+    /// = kerberos`; any authenticated user may look.
+    kerberos: Option<HttpKerberos>,
 }
 
 /// The port, bound but not yet serving: [`InfoServer::listen`] then
@@ -217,6 +223,7 @@ impl InfoServer {
         } = bound;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let local_addr = listener.local_addr()?;
+        let kerberos = HttpKerberos::for_security(db.security(), "info")?;
         let shared = Arc::new(Shared {
             context: Arc::new(Context {
                 extras: crate::extra::Extras(extras),
@@ -231,6 +238,7 @@ impl InfoServer {
             ),
             idle_timeout: (config.idle_timeout_ms > 0)
                 .then(|| Duration::from_millis(config.idle_timeout_ms)),
+            kerberos,
         });
         // The UI and its API only read: a POST is answered 405 by the router.
         shared.connections.serves_no_writes();
@@ -295,6 +303,13 @@ impl InfoServer {
 
 async fn respond(shared: Arc<Shared>, request: hyper::Request<Incoming>) -> http::Response {
     let (parts, _body) = request.into_parts();
+    let headers = match &shared.kerberos {
+        Some(kerberos) => match kerberos.authenticate(&parts).await {
+            Ok(identity) => identity.headers,
+            Err(refusal) => return refusal,
+        },
+        None => Vec::new(),
+    };
     // HEAD is answered as GET would be; hyper sends the headers (with the
     // body's Content-Length) and leaves the body out.
     let method = match parts.method.as_str() {
@@ -312,7 +327,11 @@ async fn respond(shared: Arc<Shared>, request: hyper::Request<Incoming>) -> http
             Reply::text(500, "the page could not be built")
         }
     };
-    into_response(reply)
+    let mut response = into_response(reply);
+    // The mutual-authentication token and the cookie of a Negotiate
+    // exchange.
+    basalt_rest::kerberos::add_headers(&mut response, &headers);
+    response
 }
 
 fn into_response(reply: Reply) -> http::Response {

@@ -129,30 +129,58 @@ impl Initiator {
     /// `hbase/host@REALM`), asking for mutual authentication, integrity
     /// and confidentiality, as HBase's Java client does.
     pub fn context(&self, target: &str) -> Result<Context, KerberosError> {
+        self.context_through(target, Mechanism::Krb5)
+    }
+
+    /// A context towards `target` wrapped in SPNEGO (RFC 4178), as
+    /// browsers, curl and Python's `requests-gssapi` send in HTTP's
+    /// `Authorization: Negotiate`.
+    pub fn spnego_context(&self, target: &str) -> Result<Context, KerberosError> {
+        self.context_through(target, Mechanism::Spnego)
+    }
+
+    fn context_through(
+        &self,
+        target: &str,
+        mechanism: Mechanism,
+    ) -> Result<Context, KerberosError> {
         #[cfg(feature = "gssapi")]
         {
             use libgssapi::context::{ClientCtx, CtxFlags};
-            use libgssapi::oid::GSS_MECH_KRB5;
+            use libgssapi::oid::{GSS_MECH_KRB5, GSS_MECH_SPNEGO};
             let target = principal_name(target)?;
             let flags = CtxFlags::GSS_C_MUTUAL_FLAG
                 | CtxFlags::GSS_C_CONF_FLAG
                 | CtxFlags::GSS_C_INTEG_FLAG
                 | CtxFlags::GSS_C_SEQUENCE_FLAG;
+            let mech = match mechanism {
+                Mechanism::Krb5 => GSS_MECH_KRB5,
+                Mechanism::Spnego => GSS_MECH_SPNEGO,
+            };
             Ok(Context {
                 side: Side::Initiating(ClientCtx::new(
                     Some(self.credentials.clone()),
                     target,
                     flags,
-                    Some(GSS_MECH_KRB5),
+                    Some(mech),
                 )),
             })
         }
         #[cfg(not(feature = "gssapi"))]
         {
-            let _ = target;
+            let _ = (target, mechanism);
             match self.never {}
         }
     }
+}
+
+/// The mechanism an initiator speaks.
+#[derive(Debug, Clone, Copy)]
+enum Mechanism {
+    /// Kerberos 5 itself (SASL GSSAPI).
+    Krb5,
+    /// Kerberos 5 negotiated through SPNEGO (HTTP).
+    Spnego,
 }
 
 #[cfg(not(feature = "gssapi"))]

@@ -8,7 +8,10 @@
 //!   layers, what HBase's native RPC and Thrift servers speak;
 //! - [`names`]: principals, `_HOST`, and Hadoop's `auth_to_local` rules
 //!   that make short user names of principals;
-//! - [`proxy`]: Hadoop's proxy-user rules for acting as another user.
+//! - [`proxy`]: Hadoop's proxy-user rules for acting as another user;
+//! - [`spnego`]: HTTP's `Negotiate` authentication and the signed
+//!   `hadoop.auth` cookie, as Hadoop's `AuthenticationFilter` runs it for
+//!   HBase's REST server and web UI.
 //!
 //! The crate knows nothing of Basalt's database: a gateway authenticates
 //! a connection here, then hands the short name to `basalt::access`.
@@ -24,13 +27,15 @@ pub mod gss;
 pub mod names;
 pub mod proxy;
 pub mod sasl;
+pub mod spnego;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use gss::{Acceptor, Context, Initiator};
-pub use names::{substitute_host, AuthToLocal, KerberosName};
+pub use names::{local_hostname, substitute_host, AuthToLocal, KerberosName};
 pub use proxy::{ProxyUserSettings, ProxyUsers};
 pub use sasl::{Negotiated, Qop, SaslClient, SaslServer, SaslStep, SecurityLayer};
+pub use spnego::{HttpAuthenticator, HttpCredentials, HttpDecision, HttpIdentity, HttpRefusal};
 
 /// What went wrong, named.
 #[derive(Debug, thiserror::Error)]
@@ -52,8 +57,9 @@ pub enum KerberosError {
     Sasl(String),
 }
 
-/// `[security.kerberos]`: the server's principal and keytab, and how
-/// native RPC protects the bytes of authenticated connections.
+/// `[security.kerberos]`: the server's principals and keytab, how native
+/// RPC and Thrift protect the bytes of authenticated connections, and how
+/// REST and the web UI authenticate HTTP requests.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct KerberosSettings {
@@ -76,6 +82,35 @@ pub struct KerberosSettings {
     pub auth_to_local: Vec<String>,
     /// The realm `DEFAULT` maps (default: the server principal's).
     pub default_realm: Option<String>,
+    /// The principal REST and the web UI accept `Negotiate` (SPNEGO)
+    /// tickets for: HBase's `hbase.rest.authentication.kerberos.principal`
+    /// and `hbase.security.authentication.spnego.kerberos.principal`.
+    /// Browsers, curl and Python's clients ask for `HTTP/<host in the
+    /// URL>`. Default `HTTP/_HOST@<the realm of principal>`; `_HOST` is
+    /// this machine's host name. Its key must be in `keytab`.
+    pub http_principal: Option<String>,
+    /// Seconds the `hadoop.auth` cookie an HTTP client gets after a
+    /// `Negotiate` exchange stays valid (HBase's
+    /// `hbase.rest.authentication.token.validity`). Default 36000 (10 h).
+    pub http_token_validity_secs: u64,
+    /// A file whose bytes sign the `hadoop.auth` cookies (HBase's
+    /// `hbase.rest.authentication.signature.secret.file`): give every
+    /// server behind one name the same file so a cookie one issued is
+    /// good at the others. At least 16 bytes, not readable by every user.
+    /// Default: a random secret per process (cookies die with a restart).
+    pub http_signature_secret_file: Option<PathBuf>,
+    /// Let authenticated REST clients act for other users with
+    /// `?doAs=<user>`, within `[security.proxy_users]` (HBase's
+    /// `hbase.rest.support.proxyuser`). Default false: `doAs` is refused.
+    pub rest_support_proxyuser: bool,
+    /// The principal Thrift1 and Thrift2 clients authenticate to with SASL
+    /// GSSAPI (HBase's `hbase.thrift.kerberos.principal`). Default: the
+    /// same as `principal`. `_HOST` is this machine's host name.
+    pub thrift_principal: Option<String>,
+    /// The one protection Thrift offers after SASL (HBase's
+    /// `hbase.thrift.security.qop`): `authentication`, `integrity` or
+    /// `privacy`. Default `authentication`.
+    pub thrift_protection: Qop,
 }
 
 impl Default for KerberosSettings {
@@ -87,6 +122,12 @@ impl Default for KerberosSettings {
             allow_simple_fallback: false,
             auth_to_local: Vec::new(),
             default_realm: None,
+            http_principal: None,
+            http_token_validity_secs: 36_000,
+            http_signature_secret_file: None,
+            rest_support_proxyuser: false,
+            thrift_principal: None,
+            thrift_protection: Qop::Authentication,
         }
     }
 }
@@ -95,6 +136,32 @@ impl KerberosSettings {
     /// The server principal on host `hostname` (`_HOST` replaced).
     pub fn server_principal(&self, hostname: &str) -> String {
         substitute_host(&self.principal, hostname)
+    }
+
+    /// The principal REST and the web UI accept tickets for on host
+    /// `hostname`: `http_principal`, else `HTTP/_HOST@<realm of
+    /// principal>`, with `_HOST` replaced.
+    pub fn http_principal(&self, hostname: &str) -> String {
+        let configured = match &self.http_principal {
+            Some(principal) => principal.clone(),
+            None => {
+                let realm = KerberosName::parse(&self.principal)
+                    .ok()
+                    .and_then(|name| name.realm)
+                    .unwrap_or_default();
+                format!("HTTP/_HOST@{realm}")
+            }
+        };
+        substitute_host(&configured, hostname)
+    }
+
+    /// The principal Thrift clients authenticate to on host `hostname`:
+    /// `thrift_principal`, else `principal`, with `_HOST` replaced.
+    pub fn thrift_principal(&self, hostname: &str) -> String {
+        substitute_host(
+            self.thrift_principal.as_deref().unwrap_or(&self.principal),
+            hostname,
+        )
     }
 
     /// Checks what can be checked without a KDC, and compiles the name
@@ -116,6 +183,24 @@ impl KerberosSettings {
         if self.rpc_protection.is_empty() {
             return Err(KerberosError::Config(
                 "[security.kerberos] rpc_protection is empty: name at least one of authentication, integrity, privacy".into(),
+            ));
+        }
+        for (key, principal) in [
+            ("http_principal", self.http_principal.as_deref()),
+            ("thrift_principal", self.thrift_principal.as_deref()),
+        ] {
+            let Some(principal) = principal else { continue };
+            let name = KerberosName::parse(principal)
+                .map_err(|e| KerberosError::Config(format!("[security.kerberos] {key}: {e}")))?;
+            if name.host.is_none() || name.realm.is_none() {
+                return Err(KerberosError::Config(format!(
+                    "[security.kerberos] {key} {principal:?} must be service/host@REALM"
+                )));
+            }
+        }
+        if self.http_token_validity_secs == 0 {
+            return Err(KerberosError::Config(
+                "[security.kerberos] http_token_validity_secs is 0: every cookie would be expired when issued".into(),
             ));
         }
         let default_realm = self.default_realm.as_deref().unwrap_or(realm);
@@ -172,6 +257,45 @@ rpc_protection = []"#)
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown protection"), "{err}");
+    }
+
+    #[test]
+    fn the_gateways_principals_default_from_the_servers_and_take_host() {
+        let mut settings: KerberosSettings = toml::from_str(
+            r#"
+            principal = "hbase/_HOST@EXAMPLE.COM"
+            keytab = "k"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(settings.http_principal("Web1"), "HTTP/web1@EXAMPLE.COM");
+        assert_eq!(settings.thrift_principal("web1"), "hbase/web1@EXAMPLE.COM");
+        assert_eq!(settings.http_token_validity_secs, 36_000);
+        assert_eq!(settings.thrift_protection, Qop::Authentication);
+        assert!(!settings.rest_support_proxyuser);
+        settings = toml::from_str(
+            r#"
+            principal = "hbase/_HOST@EXAMPLE.COM"
+            keytab = "k"
+            http_principal = "HTTP/www.example.com@EXAMPLE.COM"
+            thrift_principal = "thrift/_HOST@EXAMPLE.COM"
+            thrift_protection = "auth-conf"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            settings.http_principal("web1"),
+            "HTTP/www.example.com@EXAMPLE.COM"
+        );
+        assert_eq!(settings.thrift_principal("web1"), "thrift/web1@EXAMPLE.COM");
+        assert_eq!(settings.thrift_protection, Qop::Privacy);
+        settings.http_principal = Some("HTTP@EXAMPLE.COM".into());
+        let err = settings.validate().unwrap_err().to_string();
+        assert!(err.contains("http_principal"), "{err}");
+        settings.http_principal = None;
+        settings.http_token_validity_secs = 0;
+        let err = settings.validate().unwrap_err().to_string();
+        assert!(err.contains("http_token_validity_secs"), "{err}");
     }
 
     #[test]

@@ -107,6 +107,17 @@ pub fn substitute_host(principal: &str, hostname: &str) -> String {
     }
 }
 
+/// This machine's host name, lower-cased: what `_HOST` stands for in the
+/// principals of REST, the web UI and Thrift (HBase's servers take their
+/// DNS host name); `localhost` when it cannot be read.
+pub fn local_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_lowercase())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
 /// One rule of an `auth_to_local` list.
 #[derive(Debug, Clone)]
 enum Rule {

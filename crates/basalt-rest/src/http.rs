@@ -57,6 +57,17 @@ pub type Handler = Arc<
 /// A response with its whole body.
 pub type Response = hyper::Response<AnswerBody>;
 
+/// Where a request came from, in its extensions: the peer's address (for
+/// proxy-user host rules and audit lines) and whether it came over TLS
+/// (a cookie set over HTTPS is marked `Secure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// The client's address.
+    pub peer: std::net::SocketAddr,
+    /// Whether the connection speaks TLS.
+    pub tls: bool,
+}
+
 /// Largest piece of an answer handed to the connection at once. hyper
 /// queues at most 16 pieces before it waits for the socket, so this bounds
 /// what a connection holds outside the answer budget (256 KiB).
@@ -361,6 +372,7 @@ pub async fn accept_loop(
                     let admitted = Admitted(Arc::clone(&gate), slot);
                     connections.spawn(serve_connection(
                         stream,
+                        peer,
                         admitted,
                         timeouts,
                         tls.clone(),
@@ -385,6 +397,7 @@ pub async fn accept_loop(
 /// Step 2 of the module docs.
 async fn serve_connection(
     stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
     admitted: Admitted,
     timeouts: ConnectionTimeouts,
     tls: Option<Arc<TlsServer>>,
@@ -414,12 +427,17 @@ async fn serve_connection(
             return;
         }
     };
+    let info = ConnectionInfo {
+        peer,
+        tls: stream.is_tls(),
+    };
     let gate = Arc::clone(&admitted.0);
     let counters = Arc::clone(&admitted.0);
     let asked = Arc::new(AtomicBool::new(false));
     let asked_by_service = Arc::clone(&asked);
-    let service = service_fn(move |request: hyper::Request<Incoming>| {
+    let service = service_fn(move |mut request: hyper::Request<Incoming>| {
         asked_by_service.store(true, Ordering::SeqCst);
+        request.extensions_mut().insert(info);
         let refusal = refuse_unsafe(&gate, request.headers(), request.method());
         let answer = refusal.is_none().then(|| handler(request));
         async move {

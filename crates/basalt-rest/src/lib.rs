@@ -31,6 +31,7 @@ pub mod cluster;
 pub mod filter_model;
 pub mod http;
 mod json;
+pub mod kerberos;
 pub mod media;
 pub mod model;
 pub mod path;

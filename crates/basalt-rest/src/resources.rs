@@ -178,6 +178,9 @@ impl Reply {
             ErrorKind::InvalidArgument | ErrorKind::FilterSyntax | ErrorKind::NotALong => {
                 (400, "Bad request")
             }
+            // HBase's REST server answers an AccessDeniedException 403
+            // (`ResourceBase.processException`).
+            ErrorKind::AccessDenied => (403, "Forbidden"),
             _ => (503, "Unavailable"),
         };
         Reply::text(
@@ -201,6 +204,25 @@ pub(crate) struct Context {
     pub read_only: bool,
     /// `host:port` reported as every region's location.
     pub location: String,
+    /// The user Kerberos authenticated (after `doAs`), when it is on: a
+    /// scanner answers only the user who opened it.
+    pub user: Option<String>,
+}
+
+impl Context {
+    /// This context for one request of `user`, through `db` (the server's
+    /// database acting as that user).
+    pub(crate) fn for_user(&self, db: Database, user: String) -> Context {
+        Context {
+            db,
+            scanners: Arc::clone(&self.scanners),
+            max_response_cells: self.max_response_cells,
+            max_answer_bytes: self.max_answer_bytes,
+            read_only: self.read_only,
+            location: self.location.clone(),
+            user: Some(user),
+        }
+    }
 }
 
 pub(crate) const CELL_FORMATS: &[Format] =
@@ -245,7 +267,15 @@ pub(crate) fn handle(ctx: &Context, request: &Request) -> Reply {
                 ["scanner", id] => match method {
                     "GET" => read_scanner(ctx, request, &table, id),
                     "DELETE" => {
-                        ctx.scanners.close(*id, Owner::Anyone);
+                        // Another user's scanner is left alone, and the
+                        // answer does not tell it exists.
+                        let theirs = ctx
+                            .scanners
+                            .get(*id, Owner::Anyone)
+                            .is_some_and(|s| !s.lock().opened_by(ctx.user.as_deref()));
+                        if !theirs {
+                            ctx.scanners.close(*id, Owner::Anyone);
+                        }
                         Reply::empty(200)
                     }
                     _ => Reply::method_not_allowed("GET, DELETE"),
@@ -988,10 +1018,8 @@ fn create_scanner(ctx: &Context, request: &Request, table: &str) -> Reply {
             usize::try_from(b).unwrap_or(usize::MAX)
         })
         .min(ctx.max_response_cells);
-    match ctx
-        .scanners
-        .open(Owner::Anyone, ScanState::new(table, scanner, batch))
-    {
+    let state = ScanState::new(table, scanner, batch, ctx.user.clone());
+    match ctx.scanners.open(Owner::Anyone, state) {
         Ok((id, _)) => {
             let mut reply = Reply::empty(201);
             let path = format!("/{}/scanner/{id}", encode_segment(table));
@@ -1023,7 +1051,7 @@ fn read_scanner(ctx: &Context, request: &Request, table: &str, id: &str) -> Repl
         return Reply::not_found();
     };
     let mut state = scanner.lock();
-    if state.table != table {
+    if state.table != table || !state.opened_by(ctx.user.as_deref()) {
         return Reply::not_found();
     }
     let query = match parse_query(request.query.as_deref()) {

@@ -29,6 +29,9 @@ pub(crate) struct ScanState {
     scanner: Option<Scanner>,
     /// Cells of a row an earlier answer stopped inside.
     pending: VecDeque<Cell>,
+    /// The Kerberos-authenticated user who opened it, if any: only that
+    /// user may read or delete it (its id alone is not enough).
+    owner: Option<String>,
 }
 
 impl std::fmt::Debug for ScanState {
@@ -44,14 +47,21 @@ impl std::fmt::Debug for ScanState {
 
 impl ScanState {
     /// A scanner of `table` over `scanner`, answering at most `batch` cells
-    /// at a time (at least one).
-    pub fn new(table: &str, scanner: Scanner, batch: usize) -> ScanState {
+    /// at a time (at least one), opened by `owner` (the authenticated
+    /// user; `None` without Kerberos).
+    pub fn new(table: &str, scanner: Scanner, batch: usize, owner: Option<String>) -> ScanState {
         ScanState {
             table: table.to_string(),
             batch: batch.max(1),
             scanner: Some(scanner),
             pending: VecDeque::new(),
+            owner,
         }
+    }
+
+    /// Whether `user` (the request's authenticated user) may use it.
+    pub fn opened_by(&self, user: Option<&str>) -> bool {
+        self.owner.is_none() || self.owner.as_deref() == user
     }
 
     /// The next answer: at most `max_cells` cells, in at most `max_rows`

@@ -38,7 +38,8 @@ use basalt::interrupt::CallControl;
 use basalt::tls::{TlsServer, TlsSettings};
 use basalt::Database;
 
-use crate::http::{self, AnswerBody, ConnectionGate, ConnectionTimeouts, Handler};
+use crate::http::{self, AnswerBody, ConnectionGate, ConnectionInfo, ConnectionTimeouts, Handler};
+use crate::kerberos::HttpKerberos;
 use crate::media::Format;
 use crate::resources::{handle, Context, Reply, Request};
 use crate::scanners::Scanners;
@@ -181,6 +182,17 @@ struct Shared {
     /// How long an answer waits for room in the answer budget.
     answer_patience: Duration,
     cancelled_calls: AtomicU64,
+    /// Kerberos, when `[security] authentication = "kerberos"`.
+    kerberos: Option<RestKerberos>,
+}
+
+/// The REST server's Kerberos: who a request is, and whom it may act for.
+#[derive(Debug)]
+struct RestKerberos {
+    gate: HttpKerberos,
+    /// `?doAs=` is allowed at all (`rest_support_proxyuser`).
+    support_proxyuser: bool,
+    proxy: basalt_kerberos::ProxyUsers,
 }
 
 /// The port, bound but not yet serving: [`RestServer::bind`] then
@@ -259,6 +271,7 @@ impl RestServer {
         } else {
             local_addr.ip().to_string()
         };
+        let kerberos = rest_kerberos(db.security())?;
         let context = Arc::new(Context {
             db,
             scanners: Arc::new(Scanners::new(ScannerLimits {
@@ -271,6 +284,7 @@ impl RestServer {
             max_answer_bytes: config.max_answer_bytes.max(1),
             read_only: config.read_only,
             location: format!("{host}:{}", local_addr.port()),
+            user: None,
         });
         let budget_size = config
             .max_in_flight_bytes
@@ -296,6 +310,7 @@ impl RestServer {
                 basalt::guard::DEFAULT_WRITE_TIMEOUT_MS,
             )),
             cancelled_calls: AtomicU64::new(0),
+            kerberos,
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         shared
@@ -372,6 +387,91 @@ impl RestServer {
     }
 }
 
+/// The REST server's Kerberos when `security` turns it on; an error (the
+/// server does not start) when the HTTP principal's key is missing or the
+/// proxy-user rules do not compile.
+fn rest_kerberos(security: &basalt::SecurityOptions) -> io::Result<Option<RestKerberos>> {
+    let Some(gate) = HttpKerberos::for_security(security, "REST")? else {
+        return Ok(None);
+    };
+    let support_proxyuser = security
+        .kerberos
+        .as_ref()
+        .is_some_and(|k| k.rest_support_proxyuser);
+    let proxy = basalt_kerberos::ProxyUsers::new(&security.proxy_users)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    Ok(Some(RestKerberos {
+        gate,
+        support_proxyuser,
+        proxy,
+    }))
+}
+
+/// Splits `doAs=<user>` (HBase's proxy-user parameter; the name's case
+/// does not matter) from a query: the user, and the query without it.
+fn take_do_as(query: Option<&str>) -> Result<(Option<String>, Option<String>), String> {
+    let Some(query) = query else {
+        return Ok((None, None));
+    };
+    let mut do_as = None;
+    let mut rest = Vec::new();
+    for pair in query.split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if key.eq_ignore_ascii_case("doas") {
+            let user = crate::path::percent_decode(value, true)?;
+            let user = String::from_utf8(user).map_err(|_| "doAs is not UTF-8".to_string())?;
+            do_as = Some(user);
+        } else {
+            rest.push(pair);
+        }
+    }
+    let rest = (!rest.is_empty()).then(|| rest.join("&"));
+    Ok((do_as, rest))
+}
+
+impl RestKerberos {
+    /// The caller a request acts as: the authenticated user, or the
+    /// `doAs` user when the proxy-user rules let it. The refusal is 403
+    /// with HBase's words (HBase answers 500, a `ServletException`), with
+    /// an audit line.
+    fn caller(
+        &self,
+        security: &basalt::SecurityOptions,
+        user: &str,
+        do_as: Option<String>,
+        peer: Option<std::net::SocketAddr>,
+        request: &str,
+    ) -> Result<basalt::Caller, Reply> {
+        let address = peer.map(|p| p.ip());
+        let caller = |name: &str| {
+            let mut caller = security.caller(name);
+            caller.address = address.map(|a| a.to_string());
+            caller
+        };
+        let Some(effective) = do_as.filter(|d| d != user) else {
+            return Ok(caller(user));
+        };
+        let refused = if !self.support_proxyuser {
+            Some("Support for proxyuser is not configured".to_string())
+        } else {
+            let groups = security.caller(&effective).groups;
+            self.proxy
+                .authorize(user, user, &effective, &groups, address)
+                .err()
+        };
+        if let Some(why) = refused {
+            basalt::access::audit(
+                &caller(user),
+                false,
+                request,
+                &format!("doAs={effective}: {why}"),
+            );
+            return Err(Reply::text(403, "Forbidden", Some(&why)));
+        }
+        Ok(caller(&effective))
+    }
+}
+
 fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get(name)
@@ -384,6 +484,60 @@ async fn respond(
     local: String,
 ) -> http::Response {
     let (parts, body) = request.into_parts();
+    // Who is asking comes first: an unauthenticated request gets nothing
+    // else, not even a read of its body.
+    let mut identity = match &shared.kerberos {
+        Some(kerberos) => match kerberos.gate.authenticate(&parts).await {
+            Ok(identity) => Some(identity),
+            Err(refusal) => return refusal,
+        },
+        None => None,
+    };
+    // The mutual-authentication token and the cookie go on whatever the
+    // answer is.
+    let headers = identity
+        .as_mut()
+        .map(|i| std::mem::take(&mut i.headers))
+        .unwrap_or_default();
+    let mut response = respond_as(&shared, parts, body, local, identity).await;
+    crate::kerberos::add_headers(&mut response, &headers);
+    response
+}
+
+/// Serves a request: as the server's database without Kerberos; with it,
+/// as the authenticated user (or the `doAs` user the proxy-user rules let
+/// it act for), whose grants decide.
+async fn respond_as(
+    shared: &Arc<Shared>,
+    parts: hyper::http::request::Parts,
+    body: Incoming,
+    local: String,
+    identity: Option<basalt_kerberos::HttpIdentity>,
+) -> http::Response {
+    let mut query = parts.uri.query().map(str::to_string);
+    let context = match (&shared.kerberos, identity) {
+        (Some(kerberos), Some(identity)) => {
+            let (do_as, rest) = match take_do_as(query.as_deref()) {
+                Ok(split) => split,
+                Err(e) => return into_response(Reply::bad_request(&e)),
+            };
+            query = rest;
+            let peer = parts.extensions.get::<ConnectionInfo>().map(|i| i.peer);
+            let security = shared.context.db.security();
+            let request = format!("REST {} {}", parts.method, parts.uri.path());
+            let caller = match kerberos.caller(security, &identity.user, do_as, peer, &request) {
+                Ok(caller) => caller,
+                Err(reply) => return into_response(reply),
+            };
+            let user = caller.user.clone();
+            Arc::new(
+                shared
+                    .context
+                    .for_user(shared.context.db.acting_as(caller), user),
+            )
+        }
+        _ => Arc::clone(&shared.context),
+    };
     // Exact for a Content-Length body and for no body at all (a GET);
     // unknown only for a chunked one.
     let declared = body
@@ -477,7 +631,7 @@ async fn respond(
     let request = Request {
         method,
         path: parts.uri.path().to_string(),
-        query: parts.uri.query().map(str::to_string),
+        query,
         accept: header_text(headers, "accept"),
         content_type: header_text(headers, "content-type"),
         host: header_text(headers, "host").or(Some(local)),
@@ -486,7 +640,6 @@ async fn respond(
         x_timestamp: header_text(headers, "x-timestamp"),
         body,
     };
-    let context = Arc::clone(&shared.context);
     // A client that leaves drops this future (hyper drops the call of a
     // connection that is gone): the guard then stops the call's scan work
     // at its next row.
@@ -504,7 +657,7 @@ async fn respond(
             return answer_response(reply, room);
         }
     }
-    let work_shared = Arc::clone(&shared);
+    let work_shared = Arc::clone(shared);
     let work_control = control.clone();
     let work = move || {
         let out = work_control.run(|| answer(&context, &request, gzip_answer, patience));

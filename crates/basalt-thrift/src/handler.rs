@@ -94,6 +94,21 @@ impl crate::server::Dispatch for Service {
         Service::call(self, conn, method, body)
     }
 
+    fn acting_as_user(
+        &self,
+        user: &str,
+        address: Option<String>,
+    ) -> Arc<dyn crate::server::Dispatch> {
+        let mut caller = self.db.security().caller(user);
+        caller.address = address;
+        Arc::new(Service {
+            db: self.db.acting_as(caller),
+            scanners: Arc::clone(&self.scanners),
+            advertised: self.advertised.clone(),
+            answer_limits: self.answer_limits,
+        })
+    }
+
     fn is_read_only(&self, method: &str) -> bool {
         matches!(
             method,

@@ -14,6 +14,8 @@
 //!   `docs/admin-protocol.md`;
 //! - [`exception`]: Basalt errors as HBase's exceptions over Thrift1, and
 //!   back;
+//! - [`sasl`]: Kerberos on the port, Thrift's SASL transport with GSSAPI
+//!   (`[security] authentication = "kerberos"`);
 //! - [`thrift2`]: HBase's Thrift2 service (`THBaseService`), run by the same
 //!   server ([`server::Flavour::Thrift2`]), and its client.
 //!
@@ -30,6 +32,7 @@ pub mod client;
 pub mod exception;
 mod handler;
 pub mod protocol;
+pub mod sasl;
 mod scanners;
 pub mod server;
 pub mod thrift2;

@@ -34,6 +34,11 @@
 //! (`basalt::tls::accept`, as every listener). A connection is served by
 //! the same code either way, generic over its stream: a plaintext one is
 //! a bare `TcpStream`, as without TLS.
+//!
+//! With `[security] authentication = "kerberos"` every connection starts
+//! with Thrift's SASL exchange (GSSAPI; `crate::sasl`), under the first
+//! request's deadline; its calls then run as the authenticated user, and
+//! a client that does not start SASL is closed with an audit line.
 
 use std::io;
 use std::net::SocketAddr;
@@ -45,7 +50,7 @@ use basalt::gateways::scanners::ScannerLimits;
 use basalt::guard::{AddressSlots, AnswerBytes, RefusalLog, Slot, SlotLimits, WriteTimeout};
 use basalt::interrupt::CallControl;
 use basalt::tls::{Accepted, Refused, TlsServer, TlsSettings};
-use bytes::{BufMut, BytesMut};
+use bytes::{Buf, BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -59,6 +64,7 @@ use crate::protocol::{
     decode_header, decode_message_within, detect_wire, encode_message, DecodeError, MessageHeader,
     MessageScanner, MessageType, Scanned, Value, Wire,
 };
+use crate::sasl::{self, SaslStream, ThriftKerberos};
 use crate::scanners::{AnswerLimits, Scanners};
 use crate::thrift2::handler::Service2;
 use crate::types::{app_error, TApplicationException, Thrift};
@@ -94,6 +100,11 @@ pub(crate) trait Dispatch: Send + Sync + std::fmt::Debug + 'static {
     fn is_read_only(&self, _method: &str) -> bool {
         false
     }
+
+    /// The same service acting as `user` (a Kerberos-authenticated
+    /// connection's caller) from `address`: its calls are checked against
+    /// that user's grants instead of the server's.
+    fn acting_as_user(&self, user: &str, address: Option<String>) -> Arc<dyn Dispatch>;
 }
 
 /// Runs one call: a read-only method first on this (runtime) thread with
@@ -345,6 +356,11 @@ struct Shared {
     /// Failed TLS handshakes, one summary line per interval (a scanner
     /// probing the port must not flood the log).
     tls_refusals: RefusalLog,
+    /// Kerberos (SASL GSSAPI), when `[security] authentication =
+    /// "kerberos"`: every connection must authenticate.
+    kerberos: Option<ThriftKerberos>,
+    /// `Thrift1` or `Thrift2`, for log lines.
+    name: &'static str,
 }
 
 impl Shared {
@@ -464,6 +480,7 @@ impl Server {
             tls,
         } = bound;
         let local_addr = listener.local_addr()?;
+        let kerberos = ThriftKerberos::new(db.security(), flavour.name())?;
         let lease = Duration::from_millis(config.scanner_lease_ms.max(1));
         let scanners = Arc::new(Scanners::new(ScannerLimits {
             max_open: config.max_scanners,
@@ -538,6 +555,8 @@ impl Server {
             }),
             tls,
             tls_refusals: RefusalLog::new(flavour.name(), Duration::from_secs(10)),
+            kerberos,
+            name: flavour.name(),
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         scanners.spawn_reaper(runtime.handle(), shutdown_rx.clone(), flavour.name());
@@ -548,15 +567,22 @@ impl Server {
             Some(tls) if tls.accepts_plaintext() => "optional",
             Some(_) => "required",
         };
+        let kerberos = if shared.kerberos.is_some() {
+            "required"
+        } else {
+            "off"
+        };
         match flavour {
             Flavour::Thrift1 => tracing::info!(
                 address = %local_addr,
                 tls,
+                kerberos,
                 "Thrift1 gateway listening (buffered/framed, binary/compact)"
             ),
             Flavour::Thrift2 => tracing::info!(
                 address = %local_addr,
                 tls,
+                kerberos,
                 "Thrift2 gateway listening (buffered/framed, binary/compact)"
             ),
         }
@@ -715,6 +741,9 @@ enum Stop {
     WriteTimeout,
     /// The TLS handshake failed or did not finish in time.
     Refused(Refused),
+    /// The client did not authenticate (Kerberos on); the audit line is
+    /// written.
+    Unauthenticated(String),
     /// Something to log.
     Error(String),
 }
@@ -771,8 +800,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     shutdown: &mut watch::Receiver<bool>,
     first_deadline: Option<tokio::time::Instant>,
 ) {
-    let stop = serve_connection(stream, ends.id, ends.shared, shutdown, first_deadline).await;
-    let failed = matches!(stop, Stop::Error(_));
+    let stop = serve_connection(stream, ends, shutdown, first_deadline).await;
+    let failed = matches!(stop, Stop::Error(_) | Stop::Unauthenticated(_));
     ends.report(stop);
     if failed {
         close_after_error(stream).await;
@@ -813,6 +842,9 @@ impl Ends<'_> {
             Stop::Refused(refused) => {
                 shared.tls_refusals.refused(refused.reason());
                 tracing::debug!(%peer, id, "closing connection: {refused}");
+            }
+            Stop::Unauthenticated(why) => {
+                tracing::debug!(%peer, id, "closing connection: not authenticated: {why}")
             }
             Stop::Error(e) => tracing::warn!(%peer, id, "closing connection: {e}"),
         }
@@ -881,27 +913,182 @@ async fn fill<S: AsyncRead + Unpin>(
 
 async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
-    id: u64,
-    shared: &Shared,
+    ends: &Ends<'_>,
     shutdown: &mut watch::Receiver<bool>,
     first_deadline: Option<tokio::time::Instant>,
 ) -> Stop {
+    let Ends { peer, id, shared } = *ends;
     let mut waits = Waits {
         shutdown,
         idle_deadline: first_deadline,
         first: true,
     };
+    let mut buf = BytesMut::with_capacity(4096);
+    if let Err(stop) = fill_first(stream, &mut buf, &mut waits).await {
+        return stop;
+    }
+    let mut first = [0u8; 5];
+    first.copy_from_slice(&buf[..5]);
+    match (&shared.kerberos, sasl::is_start(&first)) {
+        (Some(kerberos), true) => {
+            let (user, layer) =
+                match authenticate(stream, &mut buf, kerberos, peer, shared, &mut waits).await {
+                    Ok(authenticated) => authenticated,
+                    Err(stop) => return stop,
+                };
+            let service = shared
+                .service
+                .acting_as_user(&user, Some(peer.ip().to_string()));
+            let mut secured = SaslStream::new(&mut *stream, layer, buf.split(), shared.max_frame);
+            serve_messages(
+                &mut secured,
+                BytesMut::new(),
+                id,
+                shared,
+                &service,
+                &mut waits,
+            )
+            .await
+        }
+        (Some(_), false) => {
+            let why = format!(
+                "the client did not start SASL (first bytes {first:02x?}); only Kerberos (SASL GSSAPI) clients are served"
+            );
+            tracing::info!(target: basalt::access::AUDIT_TARGET, "Auth failed for {}: {}: {why}", peer.ip(), shared.name);
+            Stop::Unauthenticated(why)
+        }
+        (None, true) => {
+            let why =
+                "SASL is not enabled on this server: its [security] authentication is not kerberos";
+            let _ = sasl::send(stream, &sasl::message(sasl::BAD, why.as_bytes())).await;
+            Stop::Error(format!("a SASL client: {why}"))
+        }
+        (None, false) => {
+            let service = Arc::clone(&shared.service);
+            serve_messages(stream, buf, id, shared, &service, &mut waits).await
+        }
+    }
+}
+
+/// Reads the connection's first five bytes (what tells its wire, or a SASL
+/// exchange, apart).
+async fn fill_first<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+    waits: &mut Waits<'_>,
+) -> Result<(), Stop> {
+    while buf.len() < 5 {
+        match fill(stream, buf, 5, waits).await {
+            Ok(true) => {}
+            Ok(false) if buf.is_empty() => return Err(Stop::Clean),
+            Ok(false) => return Err(Stop::Error("closed before a whole message header".into())),
+            Err(stop) => return Err(stop),
+        }
+    }
+    Ok(())
+}
+
+/// Reads one SASL negotiation message: its status and payload.
+async fn read_negotiation<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+    waits: &mut Waits<'_>,
+) -> Result<(u8, BytesMut), Stop> {
+    while buf.len() < 5 {
+        if !fill(stream, buf, 5, waits).await? {
+            return Err(Stop::Error("closed during the SASL exchange".into()));
+        }
+    }
+    let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
+    if len > sasl::MAX_NEGOTIATION_BYTES {
+        return Err(Stop::Error(format!(
+            "a SASL negotiation message of {len} bytes is over the {}-byte limit",
+            sasl::MAX_NEGOTIATION_BYTES
+        )));
+    }
+    while buf.len() < 5 + len {
+        if !fill(stream, buf, 5 + len, waits).await? {
+            return Err(Stop::Error("closed during the SASL exchange".into()));
+        }
+    }
+    let status = buf[0];
+    buf.advance(5);
+    Ok((status, buf.split_to(len)))
+}
+
+/// Runs the SASL GSSAPI exchange (the connection's first bytes, a `START`,
+/// are in `buf`): the user the client authenticated as, and what protects
+/// its bytes from now on. A refusal has been answered (`BAD`, `ERROR`)
+/// and written to the audit log.
+async fn authenticate<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+    kerberos: &ThriftKerberos,
+    peer: SocketAddr,
+    shared: &Shared,
+    waits: &mut Waits<'_>,
+) -> Result<(String, basalt_kerberos::SecurityLayer), Stop> {
+    let refused = |why: String| {
+        tracing::info!(target: basalt::access::AUDIT_TARGET, "Auth failed for {}: {}: {why}", peer.ip(), shared.name);
+        Stop::Unauthenticated(why)
+    };
+    let (_, mechanism) = read_negotiation(stream, buf, waits).await?;
+    if &mechanism[..] != sasl::GSSAPI {
+        let why = format!(
+            "Unsupported mechanism type {}",
+            String::from_utf8_lossy(&mechanism)
+        );
+        let _ = sasl::send(stream, &sasl::message(sasl::BAD, why.as_bytes())).await;
+        return Err(refused(why));
+    }
+    let mut server = kerberos
+        .exchange()
+        .map_err(|e| Stop::Error(e.to_string()))?;
+    loop {
+        let (status, payload) = read_negotiation(stream, buf, waits).await?;
+        // Accepting reads the keytab and the replay cache: off the
+        // connection's worker.
+        let (returned, answer) = tokio::task::spawn_blocking(move || {
+            let answer = sasl::step(&mut server, status, &payload);
+            (server, answer)
+        })
+        .await
+        .map_err(|e| Stop::Error(format!("the SASL step stopped: {e}")))?;
+        server = returned;
+        match answer {
+            sasl::Answer::Continue(message) => {
+                sasl::send(stream, &message).await.map_err(write_failed)?;
+            }
+            sasl::Answer::Done(message, negotiated) => {
+                sasl::send(stream, &message).await.map_err(write_failed)?;
+                let user = sasl::thrift_user(&negotiated.principal).to_string();
+                tracing::debug!(%peer, principal = %negotiated.principal, %user, protection = negotiated.layer.qop().name(), "{}: Kerberos client authenticated", shared.name);
+                return Ok((user, negotiated.layer));
+            }
+            sasl::Answer::Refuse(message, why) => {
+                let _ = sasl::send(stream, &message).await;
+                return Err(refused(why));
+            }
+        }
+    }
+}
+
+/// Serves the Thrift messages of a connection through `service` (the
+/// server's, or an authenticated caller's), `buf` holding bytes already
+/// read.
+async fn serve_messages<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    mut buf: BytesMut,
+    id: u64,
+    shared: &Shared,
+    service: &Arc<dyn Dispatch>,
+    waits: &mut Waits<'_>,
+) -> Stop {
     // Every call of the connection shares its cancel flag: a client that
     // leaves stops the work of the call it left behind.
     let connection_control = CallControl::new();
-    let mut buf = BytesMut::with_capacity(4096);
-    while buf.len() < 5 {
-        match fill(stream, &mut buf, 5, &mut waits).await {
-            Ok(true) => {}
-            Ok(false) if buf.is_empty() => return Stop::Clean,
-            Ok(false) => return Stop::Error("closed before a whole message header".into()),
-            Err(stop) => return stop,
-        }
+    if let Err(stop) = fill_first(stream, &mut buf, waits).await {
+        return stop;
     }
     let mut first = [0u8; 5];
     first.copy_from_slice(&buf[..5]);
@@ -917,12 +1104,11 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             waits.idle_deadline = shared.idle_timeout.map(|t| tokio::time::Instant::now() + t);
         }
         let mut held = Held::default();
-        let message =
-            match read_message(stream, &mut buf, wire, shared, &mut held, &mut waits).await {
-                Ok(Some(m)) => m,
-                Ok(None) => return Stop::Clean,
-                Err(stop) => return stop,
-            };
+        let message = match read_message(stream, &mut buf, wire, shared, &mut held, waits).await {
+            Ok(Some(m)) => m,
+            Ok(None) => return Stop::Clean,
+            Err(stop) => return stop,
+        };
         // A large message leaves a large buffer behind; an idle connection
         // should not keep it.
         if buf.capacity() > 1024 * 1024 {
@@ -935,7 +1121,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 let (outcome, room) =
                     if matches!(header.kind, MessageType::Call | MessageType::Oneway) {
                         let control = connection_control.with_deadline(shared.scan_call_timeout);
-                        let call = run_call(&shared.service, id, &header.name, body, control);
+                        let call = run_call(service, id, &header.name, body, control);
                         match watch_peer(stream, &mut buf, call, &connection_control).await {
                             Some(answered) => answered,
                             None => {

@@ -49,6 +49,19 @@ impl Client2 {
         })
     }
 
+    /// Connects to a server with Kerberos on (see
+    /// [`Client::connect_kerberos`]).
+    pub fn connect_kerberos(
+        addr: impl ToSocketAddrs,
+        framed: bool,
+        protocol: Protocol,
+        kerberos: &crate::client::KerberosClient,
+    ) -> io::Result<Self> {
+        Ok(Client2 {
+            inner: Client::connect_kerberos(addr, framed, protocol, kerberos)?,
+        })
+    }
+
     /// The underlying connection (raw calls, timeouts, the socket).
     pub fn connection(&mut self) -> &mut Client {
         &mut self.inner

@@ -88,6 +88,22 @@ impl crate::server::Dispatch for Service2 {
         matches!(method, "get" | "getMultiple" | "exists" | "existsAll")
     }
 
+    fn acting_as_user(
+        &self,
+        user: &str,
+        address: Option<String>,
+    ) -> Arc<dyn crate::server::Dispatch> {
+        let mut caller = self.db.security().caller(user);
+        caller.address = address;
+        Arc::new(Service2 {
+            db: self.db.acting_as(caller),
+            scanners: Arc::clone(&self.scanners),
+            advertised: self.advertised.clone(),
+            answer_limits: self.answer_limits,
+            start_code: self.start_code,
+        })
+    }
+
     fn call(&self, conn: u64, method: &str, body: Value) -> Outcome {
         let Some(result) = self.dispatch(conn, method, body) else {
             return Outcome::Application(
