@@ -30,11 +30,44 @@ pub(crate) struct ShellArgs {
     /// In scripts, print each input line as `> line` before its output.
     #[arg(long)]
     echo: bool,
+    /// Authenticate to the server with Kerberos (Thrift's SASL GSSAPI),
+    /// as the ticket cache's principal (`kinit`), expecting the server's
+    /// Thrift principal, e.g. `hbase/_HOST@EXAMPLE.COM` (`_HOST`: --host).
+    /// Needs a basalt built with `--features kerberos`.
+    #[arg(long, value_name = "PRINCIPAL", conflicts_with = "data_dir")]
+    kerberos_principal: Option<String>,
+    /// With Kerberos, the protections to take, in order of preference
+    /// (authentication, integrity, privacy).
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "privacy,integrity,authentication"
+    )]
+    kerberos_protection: Vec<String>,
     /// A script file of commands to run, then exit. Without -e or a script,
     /// commands come from standard input when it is not a terminal, and the
     /// shell is interactive when it is.
     #[arg(value_name = "SCRIPT")]
     script: Option<PathBuf>,
+}
+
+/// The Kerberos settings `--kerberos-principal` asks for.
+fn kerberos(args: &ShellArgs) -> Result<Option<basalt_thrift::client::KerberosClient>, String> {
+    let Some(principal) = &args.kerberos_principal else {
+        return Ok(None);
+    };
+    let protection = args
+        .kerberos_protection
+        .iter()
+        .map(|name| basalt_kerberos::Qop::try_from(name.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("--kerberos-protection: {e}"))?;
+    Ok(Some(basalt_thrift::client::KerberosClient {
+        server_principal: basalt_kerberos::substitute_host(principal, &args.host),
+        client_principal: None,
+        protection,
+    }))
 }
 
 pub(crate) fn run(args: ShellArgs) -> ExitCode {
@@ -43,7 +76,9 @@ pub(crate) fn run(args: ShellArgs) -> ExitCode {
             Ok(b) => Rc::new(RefCell::new(b)),
             Err(e) => return fail(&format!("cannot open {}: {e}", dir.display())),
         },
-        None => match RemoteBackend::connect(&args.host, args.port) {
+        None => match kerberos(&args).and_then(|kerberos| {
+            RemoteBackend::connect_as(&args.host, args.port, kerberos).map_err(|e| e.to_string())
+        }) {
             Ok(b) => Rc::new(RefCell::new(b)),
             Err(e) => return fail(&e.to_string()),
         },

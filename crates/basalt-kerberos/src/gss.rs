@@ -125,6 +125,21 @@ impl Initiator {
         }
     }
 
+    /// The principal these credentials are (`alice@REALM`).
+    pub fn principal(&self) -> Result<String, KerberosError> {
+        #[cfg(feature = "gssapi")]
+        {
+            self.credentials
+                .name()
+                .map(|name| name.to_string())
+                .map_err(|e| KerberosError::Gss(format!("the credentials' name: {e}")))
+        }
+        #[cfg(not(feature = "gssapi"))]
+        {
+            match self.never {}
+        }
+    }
+
     /// A new context towards `target` (a principal such as
     /// `hbase/host@REALM`), asking for mutual authentication, integrity
     /// and confidentiality, as HBase's Java client does.

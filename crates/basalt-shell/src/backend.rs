@@ -201,6 +201,11 @@ pub trait Backend {
     ) -> ShellResult<()>;
     /// Where the backend is, for the banner and `status`.
     fn describe_location(&self) -> String;
+    /// The principal Kerberos proved this shell to be, when it
+    /// authenticated so (`whoami`).
+    fn kerberos_principal(&self) -> Option<String> {
+        None
+    }
     /// Called after a command failed with `error`, so the backend can
     /// recover (a remote one reconnects after a broken connection).
     fn after_error(&mut self, error: &ShellError) {
@@ -375,19 +380,54 @@ impl Backend for EmbeddedBackend {
 pub struct RemoteBackend {
     client: Client,
     address: String,
+    /// How the shell authenticates, with Kerberos, and as whom.
+    kerberos: Option<(tc::KerberosClient, String)>,
 }
 
 impl RemoteBackend {
     /// Connects to `host:port`.
     pub fn connect(host: &str, port: u16) -> ShellResult<Self> {
+        RemoteBackend::connect_as(host, port, None)
+    }
+
+    /// Connects to `host:port`, authenticated by Kerberos (Thrift's SASL
+    /// GSSAPI) when `kerberos` is set: as its client principal, or the
+    /// ticket cache's (`kinit`).
+    pub fn connect_as(
+        host: &str,
+        port: u16,
+        kerberos: Option<tc::KerberosClient>,
+    ) -> ShellResult<Self> {
         let address = format!("{host}:{port}");
-        let client = Client::connect(address.as_str(), false, Protocol::Binary { strict: true })
-            .map_err(|e| {
-                ShellError::Other(format!(
-                    "cannot connect to a Basalt server at {address}: {e}"
-                ))
-            })?;
-        Ok(RemoteBackend { client, address })
+        let kerberos = match kerberos {
+            None => None,
+            Some(settings) => {
+                let principal =
+                    basalt_kerberos::Initiator::new(settings.client_principal.as_deref())
+                        .and_then(|initiator| initiator.principal())
+                        .map_err(|e| ShellError::Other(format!("Kerberos: {e} (kinit first)")))?;
+                Some((settings, principal))
+            }
+        };
+        let client = RemoteBackend::open(&address, kerberos.as_ref().map(|(k, _)| k))?;
+        Ok(RemoteBackend {
+            client,
+            address,
+            kerberos,
+        })
+    }
+
+    fn open(address: &str, kerberos: Option<&tc::KerberosClient>) -> ShellResult<Client> {
+        let protocol = Protocol::Binary { strict: true };
+        match kerberos {
+            None => Client::connect(address, false, protocol),
+            Some(kerberos) => Client::connect_kerberos(address, false, protocol, kerberos),
+        }
+        .map_err(|e| {
+            ShellError::Other(format!(
+                "cannot connect to a Basalt server at {address}: {e}"
+            ))
+        })
     }
 
     /// Whether Thrift1's `scannerOpenWithScan` can express the read
@@ -635,15 +675,19 @@ impl Backend for RemoteBackend {
         format!("server {}", self.address)
     }
 
+    fn kerberos_principal(&self) -> Option<String> {
+        self.kerberos
+            .as_ref()
+            .map(|(_, principal)| principal.clone())
+    }
+
     fn after_error(&mut self, error: &ShellError) {
         if matches!(error, ShellError::Disconnected(_)) {
             // A server that is back gets a fresh connection; one that is
             // still down fails the next command the same way.
-            if let Ok(client) = Client::connect(
-                self.address.as_str(),
-                false,
-                Protocol::Binary { strict: true },
-            ) {
+            if let Ok(client) =
+                RemoteBackend::open(&self.address, self.kerberos.as_ref().map(|(k, _)| k))
+            {
                 self.client = client;
             }
         }

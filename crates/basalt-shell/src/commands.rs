@@ -590,6 +590,18 @@ fn version(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
 
 fn whoami(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     arity(args, 0, 0)?;
+    if let Some(principal) = ctx.backend.kerberos_principal() {
+        // As HBase's shell prints a Kerberos login: the principal, then
+        // the groups of its short name.
+        let short = principal
+            .split(['/', '@'])
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        ctx.line(format!("{principal} (auth:KERBEROS)"))?;
+        ctx.line(format!("    groups: {short}"))?;
+        return Ok(None);
+    }
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
         .unwrap_or_else(|_| "unknown".into());
