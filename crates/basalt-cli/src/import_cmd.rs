@@ -300,39 +300,19 @@ pub struct CompareArgs {
     /// Differing rows described.
     #[arg(long, default_value_t = basalt_import::compare::DEFAULT_SHOWN)]
     show: usize,
-    /// Authenticate to both clusters with Kerberos, as the ticket cache's
-    /// principal (`kinit`), expecting servers of this principal, e.g.
-    /// `hbase/_HOST@EXAMPLE.COM` (`_HOST`: each server is asked its own).
-    /// Needs a basalt built with `--features kerberos`.
-    #[arg(long, value_name = "PRINCIPAL")]
-    kerberos_server_principal: Option<String>,
-    /// With Kerberos, the protections to take, in order of preference
-    /// (authentication, integrity, privacy).
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        default_value = "privacy,integrity,authentication"
-    )]
-    kerberos_protection: Vec<String>,
+    /// Kerberos: both clusters' servers share the principal's service
+    /// and realm (`_HOST`: each server is asked its own).
+    #[command(flatten)]
+    kerberos: crate::kerberos_args::KerberosClientArgs,
 }
 
 /// `basalt compare`: exit status 0 when equal, 1 when not (the ranges and
 /// the first differing rows printed), an error otherwise.
 pub fn compare(args: CompareArgs) -> Result<bool, String> {
     use basalt_import::compare::{compare, Side};
-    if let Some(server_principal) = &args.kerberos_server_principal {
-        let protection = args
-            .kerberos_protection
-            .iter()
-            .map(|name| basalt_kerberos::Qop::try_from(name.clone()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("--kerberos-protection: {e}"))?;
-        if !basalt_kerberos::gss::built() {
-            return Err(basalt_kerberos::KerberosError::NotBuilt.to_string());
-        }
+    if let Some((server_principal, protection)) = args.kerberos.settings()? {
         basalt_rpc::client::set_process_kerberos(basalt_rpc::client::KerberosClient {
-            server_principal: server_principal.clone(),
+            server_principal,
             protection,
             client_principal: None,
         });

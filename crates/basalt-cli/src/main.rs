@@ -22,6 +22,7 @@ use basalt_thrift::{Flavour, Server, ServerConfig};
 
 mod cluster;
 mod import_cmd;
+mod kerberos_args;
 mod keys;
 mod local_cluster;
 mod replication_metrics;

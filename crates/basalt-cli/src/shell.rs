@@ -30,21 +30,10 @@ pub(crate) struct ShellArgs {
     /// In scripts, print each input line as `> line` before its output.
     #[arg(long)]
     echo: bool,
-    /// Authenticate to the server with Kerberos (Thrift's SASL GSSAPI),
-    /// as the ticket cache's principal (`kinit`), expecting the server's
-    /// Thrift principal, e.g. `hbase/_HOST@EXAMPLE.COM` (`_HOST`: --host).
-    /// Needs a basalt built with `--features kerberos`.
-    #[arg(long, value_name = "PRINCIPAL", conflicts_with = "data_dir")]
-    kerberos_principal: Option<String>,
-    /// With Kerberos, the protections to take, in order of preference
-    /// (authentication, integrity, privacy).
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        default_value = "privacy,integrity,authentication"
-    )]
-    kerberos_protection: Vec<String>,
+    /// Kerberos (Thrift's SASL GSSAPI): the server's Thrift principal;
+    /// `_HOST` is --host.
+    #[command(flatten)]
+    kerberos: crate::kerberos_args::KerberosClientArgs,
     /// A script file of commands to run, then exit. Without -e or a script,
     /// commands come from standard input when it is not a terminal, and the
     /// shell is interactive when it is.
@@ -54,19 +43,12 @@ pub(crate) struct ShellArgs {
 
 /// The Kerberos settings `--kerberos-principal` asks for.
 fn kerberos(args: &ShellArgs) -> Result<Option<basalt_thrift::client::KerberosClient>, String> {
-    let Some(principal) = &args.kerberos_principal else {
-        return Ok(None);
-    };
-    let protection = args
-        .kerberos_protection
-        .iter()
-        .map(|name| basalt_kerberos::Qop::try_from(name.clone()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("--kerberos-protection: {e}"))?;
-    Ok(Some(basalt_thrift::client::KerberosClient {
-        server_principal: basalt_kerberos::substitute_host(principal, &args.host),
-        client_principal: None,
-        protection,
+    Ok(args.kerberos.settings()?.map(|(principal, protection)| {
+        basalt_thrift::client::KerberosClient {
+            server_principal: basalt_kerberos::substitute_host(&principal, &args.host),
+            client_principal: None,
+            protection,
+        }
     }))
 }
 

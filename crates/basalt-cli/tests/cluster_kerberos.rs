@@ -21,7 +21,9 @@ mod cluster_support;
 use cluster_support::TestCluster;
 #[path = "common/access.rs"]
 mod access;
-use access::{change, read_row, table_over_every_server, until_every_server, DENIED};
+use access::{
+    change, put_row, read_row, table_over_every_server_writing, until_every_server, DENIED,
+};
 
 fn server_principal() -> String {
     format!("hbase/localhost@{REALM}")
@@ -56,12 +58,24 @@ fn a_kerberos_cluster_runs_and_a_revoke_reaches_every_server() {
     basalt_rpc::client::set_process_kerberos(as_user(&server_principal()));
     let cluster = TestCluster::builder()
         .extra_config(&format!(
-            "[security]\nauthorization = true\nauthentication = \"kerberos\"\nsuperusers = [\"alice\"]\n\n[security.kerberos]\nprincipal = \"{}\"\nkeytab = \"{}\"\nrpc_protection = [\"privacy\"]\n",
+            "[security]\nauthorization = true\nauthentication = \"kerberos\"\nsuperusers = [\"alice\"]\n\n[security.kerberos]\nprincipal = \"{}\"\nhttp_principal = \"HTTP/localhost@{REALM}\"\nkeytab = \"{}\"\nrpc_protection = [\"privacy\"]\n",
             server_principal(),
             kdc.server_keytab.display()
         ))
         .start();
-    let held = table_over_every_server(&cluster);
+    // Thrift takes Kerberos too: alice writes the rows over native RPC.
+    let held = table_over_every_server_writing(&cluster, |i, region, row| {
+        let port = cluster.server(i).port("rpc-region-server");
+        let mut alice = RpcClient::connect_kerberos(
+            ("127.0.0.1", port),
+            "ClientService",
+            false,
+            &as_user(&ThrowawayKdc::principal("alice")),
+            None,
+        )
+        .unwrap();
+        put_row(&mut alice, region, row).unwrap();
+    });
     // A client that does not authenticate gets nothing from any server.
     for (i, (region, row)) in held.iter().enumerate() {
         let port = cluster.server(i).port("rpc-region-server");
@@ -106,10 +120,7 @@ fn a_kerberos_cluster_runs_and_a_revoke_reaches_every_server() {
         .env("KRB5CCNAME", &cache)
         .env_remove("KRB5_CLIENT_KTNAME")
         .args(["compare", "t", "--zookeeper", &quorum, "--with", &quorum])
-        .args([
-            "--kerberos-server-principal",
-            &format!("hbase/_HOST@{REALM}"),
-        ])
+        .args(["--kerberos-principal", &format!("hbase/_HOST@{REALM}")])
         .output()
         .unwrap();
     let report = String::from_utf8_lossy(&compared.stdout);

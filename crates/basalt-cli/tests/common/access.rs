@@ -163,10 +163,53 @@ pub fn until_every_server(
     }
 }
 
+/// Writes `cf:q = v` to row `row` of region `region` (encoded name) on
+/// connection `c`.
+pub fn put_row(c: &mut RpcClient, region: &str, row: &str) -> Result<(), RpcError> {
+    use basalt_rpc::proto::client::{mutation_proto, MutateRequest, MutationProto};
+    let column = mutation_proto::ColumnValue {
+        family: Bytes::from_static(b"cf"),
+        qualifier_value: vec![mutation_proto::column_value::QualifierValue {
+            qualifier: Some(Bytes::from_static(b"q")),
+            value: Some(Bytes::from_static(b"v")),
+            ..Default::default()
+        }],
+    };
+    c.call(
+        "Mutate",
+        &MutateRequest {
+            region: Some(RegionSpecifier {
+                r#type: RegionSpecifierType::EncodedRegionName as i32,
+                value: region.as_bytes().to_vec(),
+            }),
+            mutation: Some(MutationProto {
+                row: Some(Bytes::from(row.to_string())),
+                mutate_type: Some(mutation_proto::MutationType::Put as i32),
+                column_value: vec![column],
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        &[],
+    )
+    .map(|_| ())
+}
+
 /// Creates `t` (family `cf`) in six regions over the three servers, writes
 /// a row into one region each server holds (through Thrift, which acts as
 /// the server user), and answers those regions and rows, by server.
 pub fn table_over_every_server(cluster: &TestCluster) -> Vec<(String, String)> {
+    table_over_every_server_writing(cluster, |_, _, row| {
+        thrift_put(&mut cluster.thrift(0), "t", row).unwrap()
+    })
+}
+
+/// [`table_over_every_server`], each row written by `write` (the server's
+/// index, the region, the row).
+pub fn table_over_every_server_writing(
+    cluster: &TestCluster,
+    write: impl Fn(usize, &str, &str),
+) -> Vec<(String, String)> {
     let created = cluster.master_call(MasterCall::CreateTable {
         descriptor: TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("cf")),
         splits: ["b", "d", "f", "h", "j"].map(Bytes::from).to_vec(),
@@ -175,8 +218,8 @@ pub fn table_over_every_server(cluster: &TestCluster) -> Vec<(String, String)> {
     assert!(matches!(created, Ok(MasterAnswer::Done)), "{created:?}");
     cluster.wait_until_settled();
     let held = one_region_per_server(cluster);
-    for (_, row) in &held {
-        thrift_put(&mut cluster.thrift(0), "t", row).unwrap();
+    for (i, (region, row)) in held.iter().enumerate() {
+        write(i, region, row);
     }
     held
 }
