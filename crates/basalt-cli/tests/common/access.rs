@@ -1,6 +1,8 @@
 //! Access checks shared by the cluster security tests: which region of
 //! `t` each server holds, reads through one server, grants and revokes,
 //! and waiting until every server sees a change.
+// Each test file uses some of these.
+#![allow(dead_code)]
 
 use std::time::{Duration, Instant};
 
