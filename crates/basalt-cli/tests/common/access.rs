@@ -21,16 +21,21 @@ use super::cluster_support::{thrift_put, TestCluster, READY_LIMIT};
 
 pub const DENIED: &str = "org.apache.hadoop.hbase.security.AccessDeniedException";
 
+/// The region whose encoded name is `region`.
+fn encoded(region: &str) -> Option<RegionSpecifier> {
+    Some(RegionSpecifier {
+        r#type: RegionSpecifierType::EncodedRegionName as i32,
+        value: region.as_bytes().to_vec(),
+    })
+}
+
 /// Reads row `row` of region `region` (encoded name) on connection `c`;
 /// answers the cells found.
 pub fn read_row(c: &mut RpcClient, region: &str, row: &str) -> Result<usize, RpcError> {
     let answer = c.call(
         "Get",
         &GetRequest {
-            region: Some(RegionSpecifier {
-                r#type: RegionSpecifierType::EncodedRegionName as i32,
-                value: region.as_bytes().to_vec(),
-            }),
+            region: encoded(region),
             get: Some(Get {
                 row: Bytes::from(row.to_string()),
                 ..Default::default()
@@ -180,10 +185,7 @@ pub fn put_row(c: &mut RpcClient, region: &str, row: &str) -> Result<(), RpcErro
     c.call(
         "Mutate",
         &MutateRequest {
-            region: Some(RegionSpecifier {
-                r#type: RegionSpecifierType::EncodedRegionName as i32,
-                value: region.as_bytes().to_vec(),
-            }),
+            region: encoded(region),
             mutation: Some(MutationProto {
                 row: Some(Bytes::from(row.to_string())),
                 mutate_type: Some(mutation_proto::MutationType::Put as i32),
