@@ -24,6 +24,7 @@ pub mod manifest;
 pub mod memory;
 pub mod memstore;
 pub mod mvcc;
+pub mod observer;
 mod point_get;
 pub mod read_tier;
 pub mod region;

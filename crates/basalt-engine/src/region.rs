@@ -46,6 +46,7 @@ use crate::load::{LoadCounters, RegionLoad};
 use crate::load_split::LoadSplitRecorder;
 use crate::manifest::ManifestFile;
 use crate::mvcc::Mvcc;
+use crate::observer::{self, AfterCommit, PendingWrite, WriteObserver};
 use crate::point_get::{self, FamilyRow};
 use crate::row_lock::RowLocks;
 use crate::scan::{ReadOptions, RegionScanner, RowRange, RowRules, ScanShape, StoreScanner};
@@ -181,6 +182,9 @@ pub struct Region {
     /// `FAILED_OPEN`): it holds no stores and refuses every read and write
     /// with the reason, so the rest of the table can serve.
     open_failure: Option<OpenFailure>,
+    /// Work around each write (`observer.rs`): the database layer keeps
+    /// secondary indexes with it. `None` costs a write nothing.
+    observer: RwLock<Option<Arc<dyn WriteObserver>>>,
 }
 
 /// Why a region could not be opened (HBase's `FAILED_OPEN` state): the file
@@ -323,6 +327,7 @@ impl Region {
             failed_flushes: AtomicU64::new(0),
             last_flush_failure: Mutex::new(String::new()),
             compaction_gate: Mutex::new(()),
+            observer: RwLock::new(None),
             open_failure,
         }
     }
@@ -531,6 +536,46 @@ impl Region {
         &self.load_split
     }
 
+    /// Installs (or with `None` removes) the work run around each write
+    /// (`observer.rs`). Writes already past their resolution keep the
+    /// observer they started with.
+    pub fn set_write_observer(&self, observer: Option<Arc<dyn WriteObserver>>) {
+        *self.observer.write() = observer;
+    }
+
+    fn write_observer(&self) -> Option<Arc<dyn WriteObserver>> {
+        self.observer.read().clone()
+    }
+
+    /// Step 1 of `observer.rs` for one row's resolved cells; the caller
+    /// holds the row lock.
+    fn observe(
+        &self,
+        observer: Option<&Arc<dyn WriteObserver>>,
+        row: &Bytes,
+        cells: &[Cell],
+        earlier: &[Cell],
+        staged: &StagedTimestamps,
+    ) -> Result<Option<AfterCommit>> {
+        let Some(observer) = observer else {
+            return Ok(None);
+        };
+        let order_ts = staged
+            .rows
+            .get(row)
+            .copied()
+            .unwrap_or_else(|| self.clock.now_millis());
+        observer.before_commit(
+            self,
+            &PendingWrite {
+                row,
+                cells,
+                earlier,
+                order_ts,
+            },
+        )
+    }
+
     // ---------------------------------------------------------------- writes
 
     /// Applies a put.
@@ -548,17 +593,24 @@ impl Region {
         let row = mutation.row().clone();
         self.check_row(&row)?;
         let durability = mutation.durability();
-        let _lock = self.row_locks.lock(&row);
-        let mut staged = StagedTimestamps::new();
-        let mut computed = Vec::new();
-        let cells = self.resolve(
-            &row,
-            std::slice::from_ref(&mutation),
-            &mut staged,
-            &mut computed,
-        )?;
-        self.write(vec![ResolvedWrite { cells, durability }], staged)?;
-        Ok(result_of(&row, computed))
+        let observer = self.write_observer();
+        let (result, after) = {
+            let _lock = self.row_locks.lock(&row);
+            let mut staged = StagedTimestamps::new();
+            let mut computed = Vec::new();
+            let cells = self.resolve(
+                &row,
+                std::slice::from_ref(&mutation),
+                &mut staged,
+                &mut computed,
+                observer.is_some(),
+            )?;
+            let after = self.observe(observer.as_ref(), &row, &cells, &[], &staged)?;
+            self.write(vec![ResolvedWrite { cells, durability }], staged)?;
+            (result_of(&row, computed), after)
+        };
+        observer::run_all(after.into_iter().collect());
+        Ok(result)
     }
 
     /// Applies the mutations of one row atomically; returns the new values
@@ -566,18 +618,30 @@ impl Region {
     pub fn mutate_row(&self, mutations: &RowMutations) -> Result<RowResult> {
         let row = mutations.row();
         self.check_row(row)?;
-        let _lock = self.row_locks.lock(row);
-        let mut staged = StagedTimestamps::new();
-        let mut computed = Vec::new();
-        let cells = self.resolve(row, mutations.mutations(), &mut staged, &mut computed)?;
-        self.write(
-            vec![ResolvedWrite {
-                cells,
-                durability: mutations.durability(),
-            }],
-            staged,
-        )?;
-        Ok(result_of(row, computed))
+        let observer = self.write_observer();
+        let (result, after) = {
+            let _lock = self.row_locks.lock(row);
+            let mut staged = StagedTimestamps::new();
+            let mut computed = Vec::new();
+            let cells = self.resolve(
+                row,
+                mutations.mutations(),
+                &mut staged,
+                &mut computed,
+                observer.is_some(),
+            )?;
+            let after = self.observe(observer.as_ref(), row, &cells, &[], &staged)?;
+            self.write(
+                vec![ResolvedWrite {
+                    cells,
+                    durability: mutations.durability(),
+                }],
+                staged,
+            )?;
+            (result_of(row, computed), after)
+        };
+        observer::run_all(after.into_iter().collect());
+        Ok(result)
     }
 
     /// Applies many mutations, each atomically on its row; the batch as a
@@ -590,9 +654,14 @@ impl Region {
             .zip(&results)
             .filter(|(_, r)| r.is_ok())
             .map(|(m, _)| &m.row()[..]);
-        let _locks = self.row_locks.lock_all(rows);
+        let locks = self.row_locks.lock_all(rows);
+        let observer = self.write_observer();
         let mut pending = Vec::new();
         let mut pending_index = Vec::new();
+        let mut after = Vec::new();
+        // With an observer: each row's cells so far in this batch, which
+        // a later mutation of the row must see as its row's state.
+        let mut earlier: HashMap<Bytes, Vec<Cell>> = HashMap::new();
         // Later mutations of a row in the batch see earlier ones' staged
         // timestamps, so each gets a later one.
         let mut staged = StagedTimestamps::new();
@@ -602,12 +671,29 @@ impl Region {
             }
             // A batch does not answer an increment's values (see `Mutation`).
             let mut computed = Vec::new();
-            match self.resolve(
-                mutation.row(),
-                std::slice::from_ref(mutation),
-                &mut staged,
-                &mut computed,
-            ) {
+            let resolved = self
+                .resolve(
+                    mutation.row(),
+                    std::slice::from_ref(mutation),
+                    &mut staged,
+                    &mut computed,
+                    observer.is_some(),
+                )
+                .and_then(|cells| {
+                    if observer.is_none() {
+                        return Ok(cells);
+                    }
+                    let row = mutation.row();
+                    let before = earlier.get(row).map(Vec::as_slice).unwrap_or_default();
+                    let work = self.observe(observer.as_ref(), row, &cells, before, &staged)?;
+                    after.extend(work);
+                    earlier
+                        .entry(row.clone())
+                        .or_default()
+                        .extend(cells.iter().cloned());
+                    Ok(cells)
+                });
+            match resolved {
                 Ok(cells) => {
                     pending.push(ResolvedWrite {
                         cells,
@@ -618,7 +704,12 @@ impl Region {
                 Err(e) => results[i] = Err(e),
             }
         }
-        if let Err(e) = self.write(pending, staged) {
+        let written = self.write(pending, staged);
+        drop(locks);
+        if written.is_ok() {
+            observer::run_all(after);
+        }
+        if let Err(e) = written {
             // Every pending mutation failed the same way, and each gets the
             // same kind of error: a region that stopped serving refuses the
             // whole group before anything reaches the log, and the table
@@ -661,17 +752,21 @@ impl Region {
         }
         if let Condition::Filter(filter) = &check.condition {
             // HBase: a filter condition reads the whole row through it.
-            let _lock = self.row_locks.lock(row);
-            let get = Get::new(row.clone())
-                .filter(filter.clone())
-                .time_range(check.time_range);
-            if self.get(&get)?.cells.is_empty() {
-                return not_applied();
-            }
-            return self.apply_checked(check).map(|result| (true, result));
+            let (result, after) = {
+                let _lock = self.row_locks.lock(row);
+                let get = Get::new(row.clone())
+                    .filter(filter.clone())
+                    .time_range(check.time_range);
+                if self.get(&get)?.cells.is_empty() {
+                    return not_applied();
+                }
+                self.apply_checked(check)?
+            };
+            observer::run_all(after.into_iter().collect());
+            return Ok((true, result));
         }
         self.check_family(&check.family)?;
-        let _lock = self.row_locks.lock(row);
+        let lock = self.row_locks.lock(row);
         let current = self.latest_cell(row, &check.family, &check.qualifier, check.time_range)?;
         let holds = match (&check.condition, &current) {
             (Condition::Filter(_), _) => false,
@@ -690,21 +785,30 @@ impl Region {
         if !holds {
             return not_applied();
         }
-        self.apply_checked(check).map(|result| (true, result))
+        let (result, after) = self.apply_checked(check)?;
+        drop(lock);
+        observer::run_all(after.into_iter().collect());
+        Ok((true, result))
     }
 
     /// Writes a check's mutations once its test held; the caller holds the
-    /// row lock. Returns the new values of its increments and appends.
-    fn apply_checked(&self, check: &CheckAndMutate) -> Result<RowResult> {
+    /// row lock, and runs the observer's after-commit work (returned
+    /// beside the new values of its increments and appends) once it has
+    /// let the lock go.
+    fn apply_checked(&self, check: &CheckAndMutate) -> Result<(RowResult, Option<AfterCommit>)> {
         let mut computed = Vec::new();
+        let mut after = None;
         if !check.mutations.mutations().is_empty() {
+            let observer = self.write_observer();
             let mut staged = StagedTimestamps::new();
             let cells = self.resolve(
                 &check.row,
                 check.mutations.mutations(),
                 &mut staged,
                 &mut computed,
+                observer.is_some(),
             )?;
+            after = self.observe(observer.as_ref(), &check.row, &cells, &[], &staged)?;
             self.write(
                 vec![ResolvedWrite {
                     cells,
@@ -713,7 +817,7 @@ impl Region {
                 staged,
             )?;
         }
-        Ok(result_of(&check.row, computed))
+        Ok((result_of(&check.row, computed), after))
     }
 
     fn check_family(&self, family: &[u8]) -> Result<()> {
@@ -755,6 +859,7 @@ impl Region {
         mutations: &[Mutation],
         staged: &mut StagedTimestamps,
         computed: &mut Vec<Cell>,
+        observed: bool,
     ) -> Result<Vec<Cell>> {
         let now = self.clock.now_millis();
         let server_ts = match staged.rows.get(row) {
@@ -852,7 +957,9 @@ impl Region {
                 }
             }
         }
-        if used_server_ts {
+        // An observed row takes a server timestamp with every mutation,
+        // used or not: it orders the observer's work (`observer.rs`).
+        if used_server_ts || observed {
             staged.rows.insert(row.clone(), newest_ts);
             staged.now = now;
         }

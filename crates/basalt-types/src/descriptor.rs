@@ -11,6 +11,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::index::{IndexDescriptor, IndexState};
 
 /// Smallest and largest BLOCKSIZE accepted (HBase allows 1 KiB .. 16 MiB).
 pub const MIN_BLOCK_SIZE: u32 = 1024;
@@ -507,6 +508,9 @@ fn parse_bool(option: &str, value: &str) -> Result<bool> {
 pub struct TableDescriptor {
     name: String,
     families: Vec<ColumnFamilyDescriptor>,
+    /// Its secondary indexes (`crate::index`), in the order created.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    indexes: Vec<IndexDescriptor>,
 }
 
 impl TableDescriptor {
@@ -515,6 +519,7 @@ impl TableDescriptor {
         TableDescriptor {
             name: name.into(),
             families: Vec::new(),
+            indexes: Vec::new(),
         }
     }
 
@@ -555,6 +560,63 @@ impl TableDescriptor {
         let before = self.families.len();
         self.families.retain(|f| f.name != name);
         self.families.len() != before
+    }
+
+    /// The secondary indexes.
+    pub fn indexes(&self) -> &[IndexDescriptor] {
+        &self.indexes
+    }
+
+    /// Looks an index up by name.
+    pub fn get_index(&self, name: &str) -> Option<&IndexDescriptor> {
+        self.indexes.iter().find(|i| i.name == name)
+    }
+
+    /// Adds an index after checking it: a new name, and every column in
+    /// one of the table's families.
+    pub fn add_index(&mut self, index: IndexDescriptor) -> Result<()> {
+        index.validate()?;
+        if self.get_index(&index.name).is_some() {
+            return Err(Error::invalid(format!(
+                "table '{}' already has an index named '{}'",
+                self.name, index.name
+            )));
+        }
+        let families = index
+            .columns
+            .iter()
+            .map(|c| &c.family)
+            .chain(index.covered.iter().map(|(family, _)| family));
+        for family in families {
+            if self.get_family(family).is_none() {
+                return Err(Error::invalid(format!(
+                    "index '{}' names family '{}', which table '{}' does not have",
+                    index.name,
+                    String::from_utf8_lossy(family),
+                    self.name
+                )));
+            }
+        }
+        self.indexes.push(index);
+        Ok(())
+    }
+
+    /// Replaces the state of an index; false if there is none of that name.
+    pub fn set_index_state(&mut self, name: &str, state: IndexState) -> bool {
+        match self.indexes.iter_mut().find(|i| i.name == name) {
+            Some(index) => {
+                index.state = state;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes an index; false if there was none of that name.
+    pub fn remove_index(&mut self, name: &str) -> bool {
+        let before = self.indexes.len();
+        self.indexes.retain(|i| i.name != name);
+        self.indexes.len() != before
     }
 
     /// Checks the table name and every family, rejects duplicate families and

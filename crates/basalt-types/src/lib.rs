@@ -10,7 +10,8 @@
 //! - [`descriptor`]: table and column-family descriptors with validation;
 //! - [`mutation`]: puts, deletes, increments, appends, row mutations;
 //! - [`query`]: gets, scans, time ranges and results;
-//! - [`filter`]: server-side filters, comparators and the filter language.
+//! - [`filter`]: server-side filters, comparators and the filter language;
+//! - [`index`]: secondary index descriptors and their index row keys.
 
 // No crate of the workspace needs unsafe code; the compiler keeps it so.
 #![forbid(unsafe_code)]
@@ -22,6 +23,7 @@ pub mod column;
 pub mod descriptor;
 pub mod error;
 pub mod filter;
+pub mod index;
 pub mod mutation;
 pub mod query;
 
@@ -33,6 +35,7 @@ pub use descriptor::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use filter::{Comparator, CompareOp, Filter};
+pub use index::{IndexColumn, IndexDescriptor, IndexState, IndexTransform};
 pub use mutation::{
     Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Nonce, Put,
     RowMutations,

@@ -111,6 +111,7 @@ pub(crate) fn master_call(call: &MasterCall, catalog: &Catalog) -> Option<Requir
         ),
         MasterCall::DropTable { table } => on_table("deleteTable", ADMIN_OR_CREATE, table),
         MasterCall::Alter { table, .. } => on_table("modifyTable", ADMIN_OR_CREATE, table),
+        MasterCall::Indexes { table, .. } => on_table("modifyTable", ADMIN_OR_CREATE, table),
         MasterCall::Truncate { table } => on_table("truncateTable", ADMIN_OR_CREATE, table),
         MasterCall::CreateNamespace { .. } => global_admin("createNamespace"),
         MasterCall::AlterNamespace { .. } => global_admin("modifyNamespace"),

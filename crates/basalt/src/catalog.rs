@@ -930,6 +930,16 @@ pub(crate) fn altered_descriptor(
             }
             FamilyChange::Delete(f) => {
                 validate_family_name(f.as_bytes())?;
+                if let Some(index) = descriptor.indexes().iter().find(|i| {
+                    i.read_columns()
+                        .iter()
+                        .any(|(family, _)| family == f.as_bytes())
+                }) {
+                    return Err(Error::invalid(format!(
+                        "column family {f} of table {name} is read by index '{}'; drop the index first",
+                        index.name
+                    )));
+                }
                 if !descriptor.remove_family(f) {
                     return Err(no_such_family(name, f));
                 }
@@ -992,6 +1002,7 @@ pub(crate) fn region_spec(
                     .unwrap_or(1),
             })
             .collect(),
+        indexes: descriptor.indexes().to_vec(),
     }
 }
 

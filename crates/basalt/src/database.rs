@@ -36,7 +36,10 @@ use parking_lot::Mutex;
 use basalt_engine::block_cache::BlockCacheStats;
 use basalt_engine::fs::{FileStore, LocalFileStore};
 use basalt_engine::{layout, Clock, Region, RegionInfo, RegionLoad, StoreStats, SystemClock};
-use basalt_types::{Error, NamespaceDescriptor, Result, TableDescriptor};
+use basalt_types::index::index_table_name;
+use basalt_types::{
+    Error, Get, IndexDescriptor, IndexState, NamespaceDescriptor, Result, Scan, TableDescriptor,
+};
 
 use crate::access::{
     AccessCheck, Action, Actions, Caller, Grant, PermissionChange, PermissionQuery, Scope,
@@ -45,11 +48,12 @@ use crate::access::{
 use crate::authorize;
 use crate::catalog::{Catalog, FamilyChange, SplitOrMerge};
 use crate::cluster::{
-    BalancerRun, ClusterMember, MasterAnswer, MasterCall, MasterControl, MasterLink, MemberHooks,
-    MemberLink, PrepareMerge, PrepareSplit, SplitPlan,
+    BalancerRun, ClusterMember, IndexChange, MasterAnswer, MasterCall, MasterControl, MasterLink,
+    MemberHooks, MemberLink, PrepareMerge, PrepareSplit, SplitPlan,
 };
 use crate::cluster::{RegionLoadReport, SnapshotInfo, SnapshotRegionRequest};
 use crate::gateways::{Gateway, Gateways};
+use crate::index::IndexScanner;
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
 use crate::metrics::heatmap::{self, HeatmapQuery, KeyHeatmap};
 use crate::metrics::{
@@ -210,6 +214,7 @@ impl DatabaseBuilder {
         // asks the master (`cluster::split`).
         server.set_hooks(Arc::new(MemberHooks::new(&cluster, options)));
         let locator = Arc::new(RegionLocator::new());
+        server.set_index_routes(&locator);
         locator.set_caller(member.caller)?;
         // A dead server's regions reopen elsewhere within the ZooKeeper
         // session timeout (seconds) plus the reopen: requests to them wait
@@ -1182,13 +1187,158 @@ impl Database {
         self.master_call(call).map(drop)
     }
 
-    /// Deletes a disabled table and its data.
+    /// Deletes a disabled table and its data, and its indexes' tables.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.check_open()?;
+        let index_tables = self.index_tables_of(name);
         let call = MasterCall::DropTable {
             table: name.to_string(),
         };
-        self.master_call(call).map(drop)
+        self.master_call(call)?;
+        for table in index_tables {
+            match self.set_enabled(&table, false) {
+                Ok(()) | Err(Error::TableDisabled(_)) => {}
+                Err(Error::TableNotFound(_)) => continue,
+                Err(e) => return Err(e),
+            }
+            self.master_call(MasterCall::DropTable { table })?;
+        }
+        Ok(())
+    }
+
+    /// The tables that hold `table`'s indexes (none for an unknown table).
+    fn index_tables_of(&self, table: &str) -> Vec<String> {
+        self.inner
+            .locator
+            .table(table)
+            .map(|location| {
+                location
+                    .descriptor()
+                    .indexes()
+                    .iter()
+                    .map(|index| index_table_name(table, &index.name))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Creates secondary index `index` on `table` and fills it from the
+    /// rows the table holds (`crate::index`, and `index/build.rs` for the
+    /// steps); returns how many rows the backfill indexed. Writes keep the
+    /// index from the moment it is recorded, while the backfill runs; reads
+    /// may use it once this returns. The same definition again resumes a
+    /// build that was interrupted (the backfill is idempotent).
+    pub fn create_index(&self, table: &str, index: IndexDescriptor) -> Result<u64> {
+        self.create_index_reporting(table, index, &mut |_| {})
+    }
+
+    /// [`Database::create_index`], telling `progress` how many rows the
+    /// backfill has indexed after each batch.
+    pub fn create_index_reporting(
+        &self,
+        table: &str,
+        index: IndexDescriptor,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<u64> {
+        self.check_open()?;
+        let name = index.name.clone();
+        self.master_call(MasterCall::Indexes {
+            table: table.to_string(),
+            change: IndexChange::Add { index },
+        })?;
+        let location = self.inner.locator.table(table)?;
+        let stored = location
+            .descriptor()
+            .get_index(&name)
+            .cloned()
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "index '{name}' of table '{table}' was dropped while it was being created"
+                ))
+            })?;
+        if stored.state == IndexState::Active {
+            return Ok(0);
+        }
+        let data = Table::new(location, Arc::clone(&self.inner.latencies));
+        let index_table = Table::new(
+            self.inner.locator.table(&index_table_name(table, &name))?,
+            Arc::clone(&self.inner.latencies),
+        );
+        let rows = crate::index::build::backfill(&data, &index_table, &stored, progress)?;
+        self.master_call(MasterCall::Indexes {
+            table: table.to_string(),
+            change: IndexChange::Activate { name },
+        })?;
+        Ok(rows)
+    }
+
+    /// Drops secondary index `name` of `table`: writes stop keeping it,
+    /// then its table goes.
+    pub fn drop_index(&self, table: &str, name: &str) -> Result<()> {
+        self.check_open()?;
+        self.master_call(MasterCall::Indexes {
+            table: table.to_string(),
+            change: IndexChange::Drop {
+                name: name.to_string(),
+            },
+        })
+        .map(drop)
+    }
+
+    /// Reads `table`'s rows by index `index`, in index order
+    /// (`index/scan.rs`). The scan's start and stop rows and row prefix
+    /// are index keys: build them from values with
+    /// [`IndexDescriptor::bound`] and [`IndexDescriptor::equal_prefix`].
+    /// Its columns, versions, time range and filter apply to each data
+    /// row (a filter sees one row at a time), its limit counts data rows,
+    /// and a reversed scan reads the index backwards.
+    pub fn scan_index(&self, table: &str, index: &str, scan: &Scan) -> Result<IndexScanner> {
+        self.check_open()?;
+        scan.validate()?;
+        let location = self.inner.locator.table(table)?;
+        let descriptor = location
+            .descriptor()
+            .get_index(index)
+            .cloned()
+            .ok_or_else(|| {
+                Error::invalid(format!("table '{table}' has no index named '{index}'"))
+            })?;
+        if descriptor.state != IndexState::Active {
+            return Err(Error::invalid(format!(
+                "index '{index}' of table '{table}' is still being built; reads may use it once create_index returns"
+            )));
+        }
+        let data = self.table(table)?;
+        let checks = Table::new(location, Arc::clone(&self.inner.latencies));
+        let index_table = Table::new(
+            self.inner.locator.table(&index_table_name(table, index))?,
+            Arc::clone(&self.inner.latencies),
+        );
+        let entries_scan = Scan {
+            start_row: scan.start_row.clone(),
+            stop_row: scan.stop_row.clone(),
+            row_prefix: scan.row_prefix.clone(),
+            reversed: scan.reversed,
+            caching: scan.caching,
+            ..Scan::new()
+        };
+        let entries = index_table.scan(&entries_scan)?;
+        let template = Get {
+            row: Default::default(),
+            columns: scan.columns.clone(),
+            max_versions: scan.max_versions,
+            time_range: scan.time_range,
+            filter: scan.filter.clone(),
+        };
+        Ok(IndexScanner::new(
+            descriptor,
+            entries,
+            data,
+            checks,
+            index_table,
+            template,
+            scan.limit,
+        ))
     }
 
     /// Creates a namespace (HBase's `create_namespace`); tables are then
@@ -1264,7 +1414,20 @@ impl Database {
         let call = MasterCall::Truncate {
             table: name.to_string(),
         };
-        self.master_call(call).map(drop)
+        self.master_call(call)?;
+        // Its indexes are emptied with it (they stay enabled: only the
+        // data table's writes reach them).
+        for table in self.index_tables_of(name) {
+            match self.set_enabled(&table, false) {
+                Ok(()) | Err(Error::TableDisabled(_)) => {}
+                Err(e) => return Err(e),
+            }
+            self.master_call(MasterCall::Truncate {
+                table: table.clone(),
+            })?;
+            self.set_enabled(&table, true)?;
+        }
+        Ok(())
     }
 
     /// Adds, modifies or deletes column families; works on enabled tables.

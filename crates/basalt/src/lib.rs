@@ -45,6 +45,7 @@ pub mod export;
 pub mod gateways;
 pub mod guard;
 mod handover;
+pub mod index;
 pub mod keys;
 mod locator;
 mod maintenance;
@@ -127,9 +128,12 @@ pub use basalt_types::filter::{
     set_filter_limits, Comparator, CompareOp, Filter, FuzzyKey, ListOperator, SingleColumnValue,
     DEFAULT_MAX_FILTERS, DEFAULT_MAX_FILTER_DEPTH,
 };
+/// Index row keys and the layout of index tables (`basalt_types::index`).
+pub use basalt_types::index as index_types;
 pub use basalt_types::mutation::{
     Append, CheckAndMutate, Condition, Delete, Durability, Increment, Mutation, Nonce, Put,
     RowMutations,
 };
 pub use basalt_types::query::{Get, RowResult, Scan, TimeRange};
 pub use basalt_types::{Cell, CellType, Error, ErrorKind, Result, LATEST_TIMESTAMP};
+pub use basalt_types::{IndexColumn, IndexDescriptor, IndexState, IndexTransform};

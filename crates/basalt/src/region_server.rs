@@ -53,7 +53,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -69,8 +69,10 @@ use basalt_engine::wal::{
     ObjectWal, ObjectWalOptions, ReplayReport, Wal, WalEdit, WalStats, WriteAheadLog,
 };
 use basalt_engine::{Clock, FamilyState, OpenFailure, Region, RegionInfo, StoreContext};
-use basalt_types::{Error, Result};
+use basalt_types::{Error, IndexDescriptor, Result};
 
+use crate::index::maintain::IndexMaintainer;
+use crate::locator::RegionLocator;
 use crate::maintenance::{Maintenance, MaintenanceHooks};
 use crate::metrics::RetiredLoad;
 use crate::options::Options;
@@ -83,6 +85,9 @@ pub struct RegionSpec {
     pub info: RegionInfo,
     /// The families, as the catalog records them.
     pub families: Vec<FamilyState>,
+    /// The table's secondary indexes: the region keeps them with each
+    /// write (`crate::index`).
+    pub indexes: Vec<IndexDescriptor>,
 }
 
 /// The master's order to open a region on a cluster member (see
@@ -156,6 +161,9 @@ pub struct RegionServer {
     /// The one region server of a process (`cluster::in_process`): its
     /// stores fence with the process epoch ([`RegionServer::store_epoch`]).
     in_process: AtomicBool,
+    /// Where index rows are written (`crate::index`): the process's
+    /// locator, set once it exists, before any write is served.
+    index_routes: OnceLock<Weak<RegionLocator>>,
 }
 
 impl RegionServer {
@@ -263,6 +271,7 @@ impl RegionServer {
             retired: Mutex::new(RetiredLoad::default()),
             shut_down: AtomicBool::new(false),
             in_process: AtomicBool::new(false),
+            index_routes: OnceLock::new(),
         };
         Ok((server, recovery))
     }
@@ -306,6 +315,7 @@ impl RegionServer {
             retired: Mutex::new(RetiredLoad::default()),
             shut_down: AtomicBool::new(false),
             in_process: AtomicBool::new(false),
+            index_routes: OnceLock::new(),
         })
     }
 
@@ -328,6 +338,7 @@ impl RegionServer {
         } = assignment;
         let id = spec.info.id;
         let name = spec.info.encoded_name();
+        let spec_indexes = spec.indexes.clone();
         let server_fence = match self.context.fence.clone() {
             Some(fence) => fence,
             // A local data directory (one process): its lock keeps every
@@ -393,6 +404,7 @@ impl RegionServer {
         // replayed: then it serves nothing.
         fence.check()?;
         region.attach_wal(Arc::clone(&self.wal));
+        self.keep_indexes(&region, &spec_indexes);
         let region = Arc::new(region);
         self.maintenance.register(&region);
         // A split's daughter or a merged region rewrites its links into
@@ -415,6 +427,39 @@ impl RegionServer {
             "opened an assigned region"
         );
         Ok(region)
+    }
+
+    /// Sets where index rows are written: from then on every region
+    /// opened here keeps its table's indexes.
+    pub(crate) fn set_index_routes(&self, locator: &Arc<RegionLocator>) {
+        // Set once per process; a second call names the same locator.
+        let _ = self.index_routes.set(Arc::downgrade(locator));
+    }
+
+    /// Has the regions open before the index routes were set (those
+    /// [`RegionServer::start`] opened) keep the indexes `locator`'s
+    /// descriptors name.
+    pub(crate) fn keep_indexes_of_open_regions(&self, locator: &RegionLocator) {
+        for region in self.online_regions() {
+            if let Ok(location) = locator.table(&region.info().table) {
+                self.keep_indexes(&region, location.descriptor().indexes());
+            }
+        }
+    }
+
+    /// Installs the observer that keeps `indexes` with `region`'s writes
+    /// (none for a table without indexes).
+    fn keep_indexes(&self, region: &Region, indexes: &[IndexDescriptor]) {
+        let observer = match self.index_routes.get() {
+            Some(routes) if !indexes.is_empty() => Some(Arc::new(IndexMaintainer::new(
+                &region.info().table,
+                indexes.to_vec(),
+                routes.clone(),
+            ))
+                as Arc<dyn basalt_engine::observer::WriteObserver>),
+            _ => None,
+        };
+        region.set_write_observer(observer);
     }
 
     /// Closes region `id` so that another server can open it (a move):
@@ -512,9 +557,11 @@ impl RegionServer {
     /// [`RegionServer::open_assigned`] instead, at a region epoch.
     pub fn open_region(&self, spec: RegionSpec) -> Result<Arc<Region>> {
         self.check_running()?;
+        let spec_indexes = spec.indexes.clone();
         let mut region = open_region(&self.root, spec, &self.context, &self.clock, &self.options)?;
         region.finish_recovery(0);
         region.attach_wal(Arc::clone(&self.wal));
+        self.keep_indexes(&region, &spec_indexes);
         let region = Arc::new(region);
         self.maintenance.register(&region);
         self.online

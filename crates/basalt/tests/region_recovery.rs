@@ -131,6 +131,7 @@ fn spec(id: u64) -> RegionSpec {
             descriptor: ColumnFamilyDescriptor::new(FAMILY),
             first_sequence: 1,
         }],
+        indexes: Vec::new(),
     }
 }
 

@@ -24,8 +24,9 @@
 //! regions' files are deleted.
 
 use basalt_engine::layout;
-use basalt_types::{Error, Result};
+use basalt_types::{Error, IndexState, Result, TableDescriptor};
 
+use super::control::IndexChange;
 use super::master::{least_loaded, ClusterMaster, State};
 use crate::catalog::{altered_descriptor, new_region_entry, FamilyChange};
 use crate::catalog::{Procedure, RegionState};
@@ -33,14 +34,6 @@ use crate::catalog::{Procedure, RegionState};
 impl ClusterMaster {
     /// Step 1, then step 2 at once.
     pub(super) fn alter_table(&self, table: &str, changes: &[FamilyChange]) -> Result<()> {
-        let mut state = self.state.lock();
-        self.check_running()?;
-        let entry = state
-            .catalog
-            .tables
-            .get(table)
-            .ok_or_else(|| Error::TableNotFound(table.to_string()))?;
-        let descriptor = altered_descriptor(table, entry.descriptor.clone(), changes)?;
         let deleted: Vec<String> = changes
             .iter()
             .filter_map(|c| match c {
@@ -48,6 +41,28 @@ impl ClusterMaster {
                 _ => None,
             })
             .collect();
+        self.alter_descriptor(table, deleted, |descriptor| {
+            altered_descriptor(table, descriptor, changes)
+        })
+    }
+
+    /// The alter procedure for any descriptor change `change` makes (its
+    /// families, its indexes): every region reopens with the new
+    /// descriptor. `deleted` names the families whose files go.
+    pub(super) fn alter_descriptor(
+        &self,
+        table: &str,
+        deleted: Vec<String>,
+        change: impl FnOnce(TableDescriptor) -> Result<TableDescriptor>,
+    ) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_running()?;
+        let entry = state
+            .catalog
+            .tables
+            .get(table)
+            .ok_or_else(|| Error::TableNotFound(table.to_string()))?;
+        let descriptor = change(entry.descriptor.clone())?;
         let mut updated = state.catalog.clone();
         // A deleted family's grants go with it, as a dropped table's do.
         for family in &deleted {
@@ -198,4 +213,83 @@ impl ClusterMaster {
         }
         Ok(())
     }
+
+    /// Adds, activates or drops an index (`crate::index::build` says in
+    /// which order the steps go and why).
+    pub(super) fn change_indexes(&self, table: &str, change: IndexChange) -> Result<()> {
+        let descriptor = {
+            let state = self.state.lock();
+            state
+                .catalog
+                .tables
+                .get(table)
+                .ok_or_else(|| Error::TableNotFound(table.to_string()))?
+                .descriptor
+                .clone()
+        };
+        match change {
+            IndexChange::Add { mut index } => {
+                if let Some(existing) = descriptor.get_index(&index.name) {
+                    // The same definition again: a build to resume.
+                    if existing.columns == index.columns && existing.covered == index.covered {
+                        return Ok(());
+                    }
+                    return Err(Error::invalid(format!(
+                        "table '{table}' already has an index named '{}' on other columns",
+                        index.name
+                    )));
+                }
+                index.state = IndexState::Building;
+                index.created_at_ms = self.clock.now_millis();
+                // Checked before the index table exists.
+                descriptor.clone().add_index(index.clone())?;
+                let index_table = crate::index::build::index_table_descriptor(&descriptor, &index);
+                if self
+                    .state
+                    .lock()
+                    .catalog
+                    .tables
+                    .contains_key(index_table.name())
+                {
+                    return Err(Error::TableExists(format!(
+                        "{}: the table that index '{}' of '{table}' would use exists already (a build interrupted before the index was recorded leaves it; drop it first)",
+                        index_table.name(),
+                        index.name
+                    )));
+                }
+                self.create_index_table(index_table)?;
+                self.alter_descriptor(table, Vec::new(), |mut d| {
+                    d.add_index(index)?;
+                    Ok(d)
+                })
+            }
+            IndexChange::Activate { name } => self.catalog_change(|catalog| {
+                let entry = catalog
+                    .tables
+                    .get_mut(table)
+                    .ok_or_else(|| Error::TableNotFound(table.to_string()))?;
+                if entry.descriptor.set_index_state(&name, IndexState::Active) {
+                    Ok(())
+                } else {
+                    Err(no_such_index(table, &name))
+                }
+            }),
+            IndexChange::Drop { name } => {
+                if descriptor.get_index(&name).is_none() {
+                    return Err(no_such_index(table, &name));
+                }
+                // Maintenance stops first (the regions reopen without it),
+                // so no write reaches the index table once it goes.
+                self.alter_descriptor(table, Vec::new(), |mut d| {
+                    d.remove_index(&name);
+                    Ok(d)
+                })?;
+                self.drop_index_table(&basalt_types::index::index_table_name(table, &name))
+            }
+        }
+    }
+}
+
+fn no_such_index(table: &str, name: &str) -> Error {
+    Error::invalid(format!("table '{table}' has no index named '{name}'"))
 }

@@ -243,6 +243,30 @@ pub(crate) trait MasterLink: Send + Sync + fmt::Debug {
     fn stop(&self);
 }
 
+/// A change of a table's secondary indexes ([`MasterCall::Indexes`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum IndexChange {
+    /// Creates the index table and adds the index in state `Building`
+    /// (every region reopens and keeps it from then on). The same
+    /// definition again is accepted as is: a build being resumed.
+    Add {
+        /// The index; its state and creation time are the master's.
+        index: basalt_types::IndexDescriptor,
+    },
+    /// Marks a built index `Active`: reads may use it.
+    Activate {
+        /// Index name.
+        name: String,
+    },
+    /// Removes the index (every region reopens without it), then drops
+    /// its table.
+    Drop {
+        /// Index name.
+        name: String,
+    },
+}
+
 /// A request to the active master (DDL and assignment).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -278,6 +302,13 @@ pub enum MasterCall {
         table: String,
         /// The changes, applied together.
         changes: Vec<crate::FamilyChange>,
+    },
+    /// Adds, activates or drops a secondary index (`crate::index`).
+    Indexes {
+        /// The data table.
+        table: String,
+        /// What changes.
+        change: IndexChange,
     },
     /// Empties a disabled table, keeping its region boundaries.
     Truncate {

@@ -1169,6 +1169,21 @@ impl ClusterMaster {
         Ok(entry)
     }
 
+    /// Creates the table of a new index (`alter.rs`, `change_indexes`).
+    pub(super) fn create_index_table(&self, descriptor: TableDescriptor) -> Result<()> {
+        self.create_table(descriptor, &[], None)
+    }
+
+    /// Disables and drops the table of a dropped index; one already gone
+    /// is fine (a drop interrupted after it).
+    pub(super) fn drop_index_table(&self, table: &str) -> Result<()> {
+        match self.set_enabled(table, false) {
+            Ok(()) | Err(Error::TableDisabled(_)) => self.drop_table(table),
+            Err(Error::TableNotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     fn drop_table(&self, table: &str) -> Result<()> {
         let mut state = self.state.lock();
         self.check_running()?;
@@ -1194,7 +1209,10 @@ impl ClusterMaster {
 
     /// A change of the catalog alone (namespaces, replication peers): no
     /// region is opened, closed or moved, so one commit is the whole of it.
-    fn catalog_change(&self, change: impl FnOnce(&mut Catalog) -> Result<()>) -> Result<()> {
+    pub(super) fn catalog_change(
+        &self,
+        change: impl FnOnce(&mut Catalog) -> Result<()>,
+    ) -> Result<()> {
         let mut state = self.state.lock();
         self.check_running()?;
         let mut updated = state.catalog.clone();
@@ -1578,6 +1596,7 @@ impl MasterControl for ClusterMaster {
                 done(self.merge_regions(&region_a, &region_b))
             }
             MasterCall::Alter { table, changes } => done(self.alter_table(&table, &changes)),
+            MasterCall::Indexes { table, change } => done(self.change_indexes(&table, change)),
             MasterCall::Truncate { table } => done(self.truncate_table(&table)),
             MasterCall::Balance { force } => self.balance(force),
             MasterCall::BalancerSwitch { on } => self

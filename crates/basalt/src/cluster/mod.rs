@@ -34,7 +34,7 @@ mod split;
 
 pub(crate) use control::{region_load_reports, MasterLink};
 pub use control::{
-    BalancerRun, ClusterStatus, MasterAnswer, MasterCall, MasterControl, PrepareMerge,
+    BalancerRun, ClusterStatus, IndexChange, MasterAnswer, MasterCall, MasterControl, PrepareMerge,
     PrepareSplit, RegionLoadReport, RegionServerControl, RegionTransition, ServerName,
     ServerStatus, SnapshotInfo, SnapshotRegionRequest, SplitPlan,
 };

@@ -137,3 +137,78 @@ pub fn store_files_below(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64)
     out.sort();
     out
 }
+
+/// An index row as `index_and_rebuild` lists it: key, verified, covered
+/// cells.
+pub type IndexRow = (Vec<u8>, bool, Vec<String>);
+
+/// Index `index` of `table` as it is, and as a rebuild from the data
+/// would make it: each row's key, whether it is verified, and its covered
+/// cells (`qualifier=value`). Equal lists prove the index consistent.
+pub fn index_and_rebuild(
+    db: &Database,
+    table: &str,
+    index: &str,
+) -> (Vec<IndexRow>, Vec<IndexRow>) {
+    use basalt::index_types::*;
+    let data = db.table(table).unwrap();
+    let descriptor = data.descriptor().get_index(index).cloned().unwrap();
+    let value = |row: &RowResult, family: &[u8], qualifier: &[u8]| {
+        row.cells
+            .iter()
+            .find(|c| c.family == family && c.qualifier == qualifier)
+            .map(|c| c.value.clone())
+    };
+    let mut rebuilt = Vec::new();
+    for row in data.scan(&basalt::Scan::new()).unwrap() {
+        let row = row.unwrap();
+        let values: Vec<_> = descriptor
+            .columns
+            .iter()
+            .map(|c| value(&row, &c.family, &c.qualifier))
+            .collect();
+        let borrowed: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+        if let Some(key) = descriptor.key(&borrowed, &row.row) {
+            let covered = descriptor
+                .covered
+                .iter()
+                .filter_map(|(f, q)| {
+                    value(&row, f, q).map(|v| {
+                        format!(
+                            "{}={}",
+                            String::from_utf8_lossy(&covered_qualifier(f, q)),
+                            String::from_utf8_lossy(&v)
+                        )
+                    })
+                })
+                .collect::<Vec<_>>();
+            let mut covered = covered;
+            covered.sort();
+            rebuilt.push((key.to_vec(), true, covered));
+        }
+    }
+    rebuilt.sort();
+    let mut actual = Vec::new();
+    let index_table = db.table(&index_table_name(table, index)).unwrap();
+    for row in index_table.scan(&basalt::Scan::new()).unwrap() {
+        let row = row.unwrap();
+        let verified = value(&row, INDEX_FAMILY, VERIFIED_QUALIFIER).as_deref() == Some(VERIFIED);
+        let covered = row
+            .cells
+            .iter()
+            .filter(|c| c.qualifier != VERIFIED_QUALIFIER)
+            .map(|c| {
+                format!(
+                    "{}={}",
+                    String::from_utf8_lossy(&c.qualifier),
+                    String::from_utf8_lossy(&c.value)
+                )
+            })
+            .collect::<Vec<_>>();
+        let mut covered = covered;
+        covered.sort();
+        actual.push((row.row.to_vec(), verified, covered));
+    }
+    actual.sort();
+    (actual, rebuilt)
+}
