@@ -53,7 +53,7 @@ use crate::cluster::{
 };
 use crate::cluster::{RegionLoadReport, SnapshotInfo, SnapshotRegionRequest};
 use crate::gateways::{Gateway, Gateways};
-use crate::index::IndexScanner;
+use crate::index::{IndexCheckReport, IndexScanner};
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
 use crate::metrics::heatmap::{self, HeatmapQuery, KeyHeatmap};
 use crate::metrics::{
@@ -1170,7 +1170,23 @@ impl Database {
 
     /// Lets a disabled table serve requests again.
     pub fn enable_table(&self, name: &str) -> Result<()> {
-        self.set_enabled(name, true)
+        self.set_enabled(name, true)?;
+        // Indexes a restore emptied (or a build a crash interrupted) are
+        // filled again now that the rows can be read.
+        let building: Vec<IndexDescriptor> = self
+            .inner
+            .locator
+            .table(name)?
+            .descriptor()
+            .indexes()
+            .iter()
+            .filter(|index| index.state == IndexState::Building)
+            .cloned()
+            .collect();
+        for index in building {
+            self.create_index(name, index)?;
+        }
+        Ok(())
     }
 
     /// Stops a table from serving requests (needed before drop or truncate).
@@ -1270,6 +1286,34 @@ impl Database {
             change: IndexChange::Activate { name },
         })?;
         Ok(rows)
+    }
+
+    /// Compares index `index` of `table` with a rebuild of it from the
+    /// table's rows (`index/check.rs`); with `repair`, settles the
+    /// unverified rows interrupted writes left, as reads do. Exact on a
+    /// table no write reaches meanwhile.
+    pub fn check_index(&self, table: &str, index: &str, repair: bool) -> Result<IndexCheckReport> {
+        self.check_open()?;
+        let location = self.inner.locator.table(table)?;
+        let descriptor = location
+            .descriptor()
+            .get_index(index)
+            .cloned()
+            .ok_or_else(|| {
+                Error::invalid(format!("table '{table}' has no index named '{index}'"))
+            })?;
+        let data = Table::new(location, Arc::clone(&self.inner.latencies));
+        let index_table = Table::new(
+            self.inner.locator.table(&index_table_name(table, index))?,
+            Arc::clone(&self.inner.latencies),
+        );
+        crate::index::check::check(
+            &self.table(table)?,
+            &data,
+            &index_table,
+            &descriptor,
+            repair,
+        )
     }
 
     /// Drops secondary index `name` of `table`: writes stop keeping it,

@@ -1091,7 +1091,7 @@ impl ClusterMaster {
         self.require_settled(&state, descriptor.name())
     }
 
-    fn set_enabled(&self, table: &str, enabled: bool) -> Result<()> {
+    pub(super) fn set_enabled(&self, table: &str, enabled: bool) -> Result<()> {
         let mut state = self.state.lock();
         self.check_running()?;
         let mut updated = state.catalog.clone();

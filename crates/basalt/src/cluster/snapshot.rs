@@ -48,7 +48,8 @@ use basalt_engine::snapshot::{
     SnapshotFile, SnapshotKind, SnapshotManifest, SnapshotRegion, SnapshotStore,
 };
 use basalt_engine::Store;
-use basalt_types::{ColumnFamilyDescriptor, Error, Nonce, Result, TableDescriptor};
+use basalt_types::index::index_table_name;
+use basalt_types::{ColumnFamilyDescriptor, Error, IndexState, Nonce, Result, TableDescriptor};
 
 use super::control::{SnapshotInfo, SnapshotRegionRequest};
 use super::master::{ClusterMaster, State};
@@ -713,8 +714,63 @@ impl ClusterMaster {
         self.require_settled(&state, table)
     }
 
-    /// Returns the snapshot's table (disabled) to the snapshot.
+    /// Returns the snapshot's table (disabled) to the snapshot. The
+    /// table keeps its current indexes (a snapshot holds data, not index
+    /// definitions), emptied and marked `Building` first: the next enable
+    /// backfills them from the restored rows (`Database::enable_table`).
+    /// In that order a crash anywhere leaves indexes that are either
+    /// complete for the data, or `Building` (never read) and refilled.
     pub(super) fn restore_snapshot(&self, name: &str) -> Result<()> {
+        self.empty_indexes_for_restore(name)?;
+        self.restore_snapshot_data(name)
+    }
+
+    fn empty_indexes_for_restore(&self, name: &str) -> Result<()> {
+        let (table, indexes) = {
+            let state = self.state.lock();
+            let snapshot = self.usable_snapshot(&state, name)?;
+            let entry = Self::closed_table(&state, &snapshot.table)?;
+            for index in entry.descriptor.indexes() {
+                for (family, _) in index.read_columns() {
+                    if snapshot.descriptor.get_family(&family).is_none() {
+                        return Err(Error::invalid(format!(
+                            "snapshot {name} has no family '{}', which index '{}' of table '{}' reads; drop the index first",
+                            String::from_utf8_lossy(&family),
+                            index.name,
+                            snapshot.table
+                        )));
+                    }
+                }
+            }
+            (snapshot.table.clone(), entry.descriptor.indexes().to_vec())
+        };
+        if indexes.is_empty() {
+            return Ok(());
+        }
+        self.catalog_change(|catalog| {
+            if let Some(entry) = catalog.tables.get_mut(&table) {
+                for index in &indexes {
+                    entry
+                        .descriptor
+                        .set_index_state(&index.name, IndexState::Building);
+                }
+            }
+            Ok(())
+        })?;
+        for index in &indexes {
+            let index_table = index_table_name(&table, &index.name);
+            match self.set_enabled(&index_table, false) {
+                Ok(()) | Err(Error::TableDisabled(_)) => {}
+                Err(Error::TableNotFound(_)) => continue,
+                Err(e) => return Err(e),
+            }
+            self.truncate_table(&index_table)?;
+            self.set_enabled(&index_table, true)?;
+        }
+        Ok(())
+    }
+
+    fn restore_snapshot_data(&self, name: &str) -> Result<()> {
         let mut state = self.state.lock();
         self.check_running()?;
         let snapshot = self.usable_snapshot(&state, name)?;
@@ -744,8 +800,16 @@ impl ClusterMaster {
             })
             .collect();
         let ids: Vec<u64> = fresh.iter().map(|r| r.id).collect();
+        // The snapshot's families with the table's indexes (now `Building`).
+        let mut descriptor = TableDescriptor::new(table.clone());
+        for family in snapshot.descriptor.families() {
+            descriptor = descriptor.family(ColumnFamilyDescriptor::clone(family));
+        }
+        for index in entry.descriptor.indexes() {
+            descriptor.add_index(index.clone())?;
+        }
         if let Some(t) = updated.tables.get_mut(&table) {
-            t.descriptor = snapshot.descriptor.clone();
+            t.descriptor = descriptor;
             t.regions = fresh;
             t.retired.clear();
         }

@@ -58,9 +58,11 @@
 //! creation time, and the index becomes `Active`.
 
 pub(crate) mod build;
+pub(crate) mod check;
 pub(crate) mod maintain;
 pub mod scan;
 mod visible;
 
+pub use check::IndexCheckReport;
 pub use maintain::failed_post_writes;
 pub use scan::{IndexScanStats, IndexScanner};

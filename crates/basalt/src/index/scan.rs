@@ -1,12 +1,15 @@
 //! Reading a table by an index: the index rows in a key range, each
 //! turned into its data row, in index order.
 //!
-//! A verified index row is trusted (invariant I2 of `crate::index`); an
-//! unverified one is checked against its data row, whose indexed values
-//! are read again and encoded: the same key means the entry is current
-//! (it is answered, and verified at its own timestamp), another key or
-//! none means it is stale (it is skipped, and deleted at its own
-//! timestamp). Both repairs are stamped with the entry's timestamp, so a
+//! An unverified index row is checked against its data row, whose
+//! indexed values are read again and encoded: the same key means the
+//! entry is current (it is answered, and verified at its own timestamp),
+//! another key or none means it is stale (it is skipped, and deleted at
+//! its own timestamp). A verified row is trusted to be current when it
+//! was written (invariant I2 of `crate::index`), and its key is still
+//! compared with the data row as read for the answer: the row may have
+//! changed since the flag was read, or its indexed value expired by TTL
+//! (which no write announces); such an entry is skipped, not repaired. Both repairs are stamped with the entry's timestamp, so a
 //! newer mutation's index writes always win over them.
 //!
 //! The check first waits for the data row's lock: the mutation that
@@ -34,6 +37,9 @@ pub struct IndexScanStats {
     pub verified: u64,
     /// Unverified entries found stale and deleted.
     pub removed: u64,
+    /// Verified entries whose data row no longer gives their key when
+    /// read (changed meanwhile, or its value expired): skipped.
+    pub skipped: u64,
 }
 
 /// The data rows of an index range, in index order; see the module docs.
@@ -91,38 +97,6 @@ impl IndexScanner {
         self.stats
     }
 
-    /// The current key of data row `row` for this index (`None`: it has
-    /// none), read once no write of the row is in flight.
-    fn current_key(&self, row: &Bytes) -> Result<Option<Bytes>> {
-        // An empty check-and-mutate takes the row's lock and applies
-        // nothing: the wait of the module docs, wherever the row's region
-        // is served.
-        let first = self.index.columns.first().ok_or_else(|| {
-            basalt_types::Error::invalid(format!("index '{}' names no column", self.index.name))
-        })?;
-        self.checks.check_and_mutate(
-            &CheckAndMutate::new(row.clone(), first.family.clone(), first.qualifier.clone())
-                .if_absent(),
-        )?;
-        let mut get = Get::new(row.clone());
-        for column in &self.index.columns {
-            get = get.column(column.family.clone(), column.qualifier.clone());
-        }
-        let cells = self.checks.get(&get)?.cells;
-        let values: Vec<Option<&[u8]>> = self
-            .index
-            .columns
-            .iter()
-            .map(|c| {
-                cells
-                    .iter()
-                    .find(|cell| cell.family == c.family && cell.qualifier == c.qualifier)
-                    .map(|cell| &cell.value[..])
-            })
-            .collect();
-        Ok(self.index.key(&values, row))
-    }
-
     /// One index row: its data row's result, or `None` to skip it.
     fn resolve(&mut self, entry: RowResult) -> Result<Option<RowResult>> {
         self.stats.entries += 1;
@@ -138,20 +112,24 @@ impl IndexScanner {
             return Ok(None);
         };
         if flag.value != VERIFIED {
-            let stamp = flag.timestamp;
-            if self.current_key(&data_row)?.as_ref() != Some(&entry.row) {
-                self.index_table
-                    .delete(&Delete::with_timestamp(entry.row.clone(), stamp))?;
+            let current = settle_unverified(
+                &self.index,
+                &self.checks,
+                &self.index_table,
+                &entry.row,
+                &data_row,
+                flag.timestamp,
+            )?;
+            if !current {
                 self.stats.removed += 1;
                 return Ok(None);
             }
-            self.index_table.put(&Put::new(entry.row.clone()).add_at(
-                INDEX_FAMILY,
-                VERIFIED_QUALIFIER,
-                stamp,
-                VERIFIED,
-            ))?;
             self.stats.verified += 1;
+        } else if key_now(&self.index, &self.checks, &data_row)?.as_ref() != Some(&entry.row) {
+            // Trusted, and still checked: the row may have changed since
+            // the flag was read, or its indexed value expired (TTL).
+            self.stats.skipped += 1;
+            return Ok(None);
         }
         let get = Get {
             row: data_row,
@@ -186,4 +164,65 @@ impl Iterator for IndexScanner {
             }
         }
     }
+}
+
+/// The current key of data row `row` for `index` (`None`: it has none),
+/// read once no write of the row is in flight (the wait of the module
+/// docs).
+fn current_key(index: &IndexDescriptor, checks: &Table, row: &Bytes) -> Result<Option<Bytes>> {
+    // An empty check-and-mutate takes the row's lock and applies nothing:
+    // the wait, wherever the row's region is served.
+    let first = index.columns.first().ok_or_else(|| {
+        basalt_types::Error::invalid(format!("index '{}' names no column", index.name))
+    })?;
+    checks.check_and_mutate(
+        &CheckAndMutate::new(row.clone(), first.family.clone(), first.qualifier.clone())
+            .if_absent(),
+    )?;
+    key_now(index, checks, row)
+}
+
+/// The key data row `row` gives `index` as read now.
+fn key_now(index: &IndexDescriptor, checks: &Table, row: &Bytes) -> Result<Option<Bytes>> {
+    let mut get = Get::new(row.clone());
+    for column in &index.columns {
+        get = get.column(column.family.clone(), column.qualifier.clone());
+    }
+    let cells = checks.get(&get)?.cells;
+    let values: Vec<Option<&[u8]>> = index
+        .columns
+        .iter()
+        .map(|c| {
+            cells
+                .iter()
+                .find(|cell| cell.family == c.family && cell.qualifier == c.qualifier)
+                .map(|cell| &cell.value[..])
+        })
+        .collect();
+    Ok(index.key(&values, row))
+}
+
+/// Settles unverified index row `entry` (flag at `stamp`) of data row
+/// `data_row`: verified when the row's current key is `entry` (true), or
+/// deleted when it is not (false), each at `stamp` so that a newer
+/// write's index rows win over the repair.
+pub(crate) fn settle_unverified(
+    index: &IndexDescriptor,
+    checks: &Table,
+    index_table: &Table,
+    entry: &Bytes,
+    data_row: &Bytes,
+    stamp: i64,
+) -> Result<bool> {
+    if current_key(index, checks, data_row)?.as_ref() != Some(entry) {
+        index_table.delete(&Delete::with_timestamp(entry.clone(), stamp))?;
+        return Ok(false);
+    }
+    index_table.put(&Put::new(entry.clone()).add_at(
+        INDEX_FAMILY,
+        VERIFIED_QUALIFIER,
+        stamp,
+        VERIFIED,
+    ))?;
+    Ok(true)
 }
