@@ -29,6 +29,9 @@ enum BenchCommand {
     /// How long a snapshot of a large table takes (10 GiB by default), on
     /// a data directory or object storage.
     Snapshot(crate::snapshot::SnapshotBenchArgs),
+    /// What secondary indexes cost a write (0, 1 and 3 indexes), and a
+    /// lookup by index against the filtered full scan it replaces.
+    Indexes(crate::indexes::IndexBenchArgs),
 }
 
 /// db_bench's flags (same names, `--flag=value` form).
@@ -96,6 +99,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         BenchCommand::DbBench(a) => db_bench(&a),
         BenchCommand::Compare(a) => run_compare(&a),
         BenchCommand::Snapshot(a) => crate::snapshot::run_snapshot_bench(&a),
+        BenchCommand::Indexes(a) => crate::indexes::run_index_bench(&a),
     };
     result.map_err(|e| e.to_string())
 }

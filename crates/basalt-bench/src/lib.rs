@@ -25,6 +25,8 @@ pub mod command;
 #[cfg(feature = "basalt-targets")]
 pub mod compare;
 #[cfg(feature = "basalt-targets")]
+pub mod indexes;
+#[cfg(feature = "basalt-targets")]
 pub mod snapshot;
 #[cfg(feature = "basalt-targets")]
 pub mod targets;

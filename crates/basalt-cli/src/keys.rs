@@ -346,7 +346,7 @@ fn read_table(
     };
     let mut truncated = false;
     'pages: loop {
-        let AdminReply::Rows { rows, more } = source.call(AdminRequest::Read {
+        let AdminReply::Rows { rows, more, .. } = source.call(AdminRequest::Read {
             table: table.to_string(),
             read: read.clone(),
         })?

@@ -194,7 +194,7 @@ impl Fixture {
             panic!("describe answers a table");
         };
         let rows = if t.enabled {
-            let AdminReply::Rows { rows, more } = self.admin(AdminRequest::Read {
+            let AdminReply::Rows { rows, more, .. } = self.admin(AdminRequest::Read {
                 table: table.into(),
                 read: ReadSpec::default(),
             }) else {

@@ -151,6 +151,13 @@ fn transcript_seeds() {
     run_transcript("seeds");
 }
 
+/// The seeds' orders with buyer and seller index tables, kept by the
+/// database (issue 36).
+#[test]
+fn transcript_indexes() {
+    run_transcript("indexes");
+}
+
 #[test]
 fn transcript_general() {
     run_transcript("general");

@@ -15,11 +15,13 @@
 //!    without running: whatever step 1 prepared is left for the observer's
 //!    own repair.
 //!
-//! Every mutation of a row through an observed region gets a server
+//! Every mutation of a row through an observed region gets an order
 //! timestamp strictly above the row's previous one, even when all its
 //! cells carry client timestamps ([`PendingWrite::order_ts`]): observers
 //! stamp what they write with it, so a later mutation's work always wins
-//! over an earlier one's, in whatever order their steps land.
+//! over an earlier one's, in whatever order their steps land. It is kept
+//! apart from the cells' server timestamps: observing a region changes no
+//! cell's timestamp.
 
 use std::fmt;
 

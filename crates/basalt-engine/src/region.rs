@@ -140,6 +140,10 @@ pub struct Region {
     /// The last server-assigned timestamp of each recently written row, so
     /// that a row's mutations get strictly increasing server timestamps.
     row_clock: RowClock,
+    /// The last order timestamp each recently written row gave its write
+    /// observer (`observer.rs`): apart from `row_clock`, so that
+    /// observing a region changes no cell's timestamp.
+    order_clock: RowClock,
     /// Set once recovery is over: replay fills the memstores before the log
     /// accepts new writes.
     wal: OnceLock<Arc<dyn WriteAheadLog>>,
@@ -310,6 +314,7 @@ impl Region {
             mvcc: Mvcc::new(1),
             row_locks: RowLocks::new(config.row_lock_stripes),
             row_clock: RowClock::new(),
+            order_clock: RowClock::new(),
             wal: OnceLock::new(),
             clock,
             key_load: KeyLoad::new(config.key_load),
@@ -560,11 +565,15 @@ impl Region {
         let Some(observer) = observer else {
             return Ok(None);
         };
-        let order_ts = staged
-            .rows
-            .get(row)
-            .copied()
-            .unwrap_or_else(|| self.clock.now_millis());
+        // Strictly above the row's previous order timestamp (the row lock
+        // is held, so the row's writes come here one at a time), and not
+        // below the write's own server timestamp.
+        let now = self.clock.now_millis();
+        let order_ts = self
+            .order_clock
+            .next(row, now)
+            .max(staged.rows.get(row).copied().unwrap_or(now));
+        self.order_clock.record(row, order_ts, now);
         observer.before_commit(
             self,
             &PendingWrite {
@@ -603,7 +612,6 @@ impl Region {
                 std::slice::from_ref(&mutation),
                 &mut staged,
                 &mut computed,
-                observer.is_some(),
             )?;
             let after = self.observe(observer.as_ref(), &row, &cells, &[], &staged)?;
             self.write(vec![ResolvedWrite { cells, durability }], staged)?;
@@ -623,13 +631,7 @@ impl Region {
             let _lock = self.row_locks.lock(row);
             let mut staged = StagedTimestamps::new();
             let mut computed = Vec::new();
-            let cells = self.resolve(
-                row,
-                mutations.mutations(),
-                &mut staged,
-                &mut computed,
-                observer.is_some(),
-            )?;
+            let cells = self.resolve(row, mutations.mutations(), &mut staged, &mut computed)?;
             let after = self.observe(observer.as_ref(), row, &cells, &[], &staged)?;
             self.write(
                 vec![ResolvedWrite {
@@ -677,7 +679,6 @@ impl Region {
                     std::slice::from_ref(mutation),
                     &mut staged,
                     &mut computed,
-                    observer.is_some(),
                 )
                 .and_then(|cells| {
                     if observer.is_none() {
@@ -806,7 +807,6 @@ impl Region {
                 check.mutations.mutations(),
                 &mut staged,
                 &mut computed,
-                observer.is_some(),
             )?;
             after = self.observe(observer.as_ref(), &check.row, &cells, &[], &staged)?;
             self.write(
@@ -859,7 +859,6 @@ impl Region {
         mutations: &[Mutation],
         staged: &mut StagedTimestamps,
         computed: &mut Vec<Cell>,
-        observed: bool,
     ) -> Result<Vec<Cell>> {
         let now = self.clock.now_millis();
         let server_ts = match staged.rows.get(row) {
@@ -957,9 +956,7 @@ impl Region {
                 }
             }
         }
-        // An observed row takes a server timestamp with every mutation,
-        // used or not: it orders the observer's work (`observer.rs`).
-        if used_server_ts || observed {
+        if used_server_ts {
             staged.rows.insert(row.clone(), newest_ts);
             staged.now = now;
         }
@@ -1305,6 +1302,11 @@ impl Region {
         for (row, ts) in predecessor.row_clock.entries() {
             if self.info.contains(&row) {
                 self.row_clock.record(&row, ts, now);
+            }
+        }
+        for (row, ts) in predecessor.order_clock.entries() {
+            if self.info.contains(&row) {
+                self.order_clock.record(&row, ts, now);
             }
         }
     }

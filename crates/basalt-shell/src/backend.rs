@@ -360,6 +360,14 @@ impl Backend for EmbeddedBackend {
         on_row: &mut dyn FnMut(RowReply) -> bool,
     ) -> ShellResult<()> {
         let scan = spec.to_scan()?;
+        if let Some(index) = &spec.index {
+            for row in self.db.scan_index(table, index, &scan)? {
+                if !on_row(RowReply::from(&row?)) {
+                    break;
+                }
+            }
+            return Ok(());
+        }
         let t = self.db.table(table)?;
         for row in t.scan(&scan)? {
             if !on_row(RowReply::from(&row?)) {
@@ -438,6 +446,7 @@ impl RemoteBackend {
             && spec.time_range.is_none_or(|(min, _)| min <= 0)
             && spec.after_row.is_none()
             && !(spec.reversed && spec.prefix.is_some())
+            && spec.index.is_none()
     }
 }
 
@@ -578,10 +587,11 @@ impl Backend for RemoteBackend {
         if !Self::thrift_can_read(spec) {
             let mut page = spec.clone();
             loop {
-                let AdminReply::Rows { rows, more } = self.client.admin(AdminRequest::Read {
-                    table: table.to_string(),
-                    read: page.clone(),
-                })?
+                let AdminReply::Rows { rows, more, next } =
+                    self.client.admin(AdminRequest::Read {
+                        table: table.to_string(),
+                        read: page.clone(),
+                    })?
                 else {
                     return Err(ShellError::Other("unexpected admin reply to read".into()));
                 };
@@ -595,7 +605,7 @@ impl Backend for RemoteBackend {
                         return Ok(());
                     }
                 }
-                match (more, last) {
+                match (more, next.or(last)) {
                     (true, Some(last)) => {
                         page.after_row = Some(last);
                         page.limit = spec.limit.map(|_| remaining);

@@ -7,7 +7,8 @@ use std::io::Write;
 use bytes::Bytes;
 
 use basalt::admin::{AdminReply, AdminRequest, AlterChange, FamilySpec, ReadSpec, RowReply};
-use basalt::NamespaceDescriptor;
+use basalt::column::Column;
+use basalt::{IndexColumn, IndexDescriptor, IndexTransform, NamespaceDescriptor};
 
 use crate::backend::{Backend, ShellError, ShellResult};
 use crate::format;
@@ -87,6 +88,13 @@ pub(crate) static COMMANDS: &[Spec] = &[
     alter 't1', 'f3'
     alter 't1', NAME => 'f2', METHOD => 'delete'
     alter 't1', 'delete' => 'f2'" },
+    Spec { name: "create_index", group: "ddl", run: Some(create_index), usage: "create_index 'TABLE', 'INDEX', {COLUMNS => ['f:q', 'f:q/REVERSED', 'f:q/PAD(n)', 'f:q/PREFIX(n)'], COVER => ['f:q', ...]}
+  Creates a secondary index the database keeps with every write, and fills
+  it from the rows the table has. Read by it with scan's INDEX option.
+    create_index 'orders', 'by_buyer', {COLUMNS => ['o:buyer', 'o:ts/REVERSED'], COVER => ['o:total']}" },
+    Spec { name: "drop_index", group: "ddl", run: Some(drop_index), usage: "drop_index 'TABLE', 'INDEX'
+  Drops a secondary index and its rows.
+    drop_index 'orders', 'by_buyer'" },
     Spec { name: "describe", group: "ddl", run: Some(describe), usage: "describe 'TABLE'   (also: desc)
   The table's state and its families with every option.
     describe 't1'" },
@@ -153,7 +161,7 @@ pub(crate) static COMMANDS: &[Spec] = &[
     get 't1', 'r1', {COLUMN => 'c1', VERSIONS => 3}
     get 't1', 'r1', {TIMERANGE => [1000, 2000]}
     get 't1', 'r1', {FILTER => \"ValueFilter(=, 'binary:v')\"}" },
-    Spec { name: "scan", group: "dml", run: Some(scan), usage: "scan 'TABLE' [, {COLUMNS => ['c', ...], STARTROW => 'r', STOPROW => 'r', ROWPREFIXFILTER => 'p', LIMIT => n, FILTER => \"...\", TIMERANGE => [min, max], TIMESTAMP => ts, VERSIONS => n, REVERSED => true, RAW => true, CACHE => n}]
+    Spec { name: "scan", group: "dml", run: Some(scan), usage: "scan 'TABLE' [, {COLUMNS => ['c', ...], STARTROW => 'r', STOPROW => 'r', ROWPREFIXFILTER => 'p', LIMIT => n, FILTER => \"...\", TIMERANGE => [min, max], TIMESTAMP => ts, VERSIONS => n, REVERSED => true, RAW => true, CACHE => n, INDEX => 'name'}]
   Reads rows in key order (or reversed).
     scan 't1'
     scan 'table1', {STARTROW => 'host1', STOPROW => 'host2'}
@@ -996,6 +1004,12 @@ fn describe(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
         ctx.line("")?;
     }
     ctx.line(format::rows(t.families.len() as u64))?;
+    if !t.indexes.is_empty() {
+        ctx.line("INDEXES")?;
+        for index in &t.indexes {
+            ctx.line(format::index(index))?;
+        }
+    }
     let families = t.families.iter().map(|f| {
         let options = f.options.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         (f.name.as_str(), options.collect())
@@ -1003,6 +1017,130 @@ fn describe(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     for w in format::schema_warnings(&t.name, families) {
         ctx.line(w)?;
     }
+    Ok(None)
+}
+
+/// A table's index by name, from `describe`.
+fn index_named(ctx: &mut Ctx<'_>, table: &str, name: &str) -> ShellResult<IndexDescriptor> {
+    let AdminReply::Table(t) = ctx.backend.admin(AdminRequest::Describe {
+        table: table.to_string(),
+    })?
+    else {
+        return Err(ShellError::Other("unexpected reply to describe".into()));
+    };
+    t.indexes
+        .into_iter()
+        .find(|i| i.name == name)
+        .ok_or_else(|| usage(format!("table {table} has no index named '{name}'")))
+}
+
+/// One value or several (`'b1'` or `['b1', '2024']`): the leading
+/// indexed values an index scan's bounds name.
+fn index_values_of(arg: &Arg, what: &str) -> ShellResult<Vec<Bytes>> {
+    match arg {
+        Arg::Array(items) => items.iter().map(|v| value_of(v, what)).collect(),
+        other => Ok(vec![value_of(other, what)?]),
+    }
+}
+
+/// Turns a scan's STARTROW, STOPROW and ROWPREFIXFILTER into index keys:
+/// they name indexed values (one, or several leading ones as an array),
+/// and the keys sort by those values as the index orders them.
+fn index_bounds(
+    ctx: &mut Ctx<'_>,
+    table: &str,
+    name: &str,
+    spec: &mut ReadSpec,
+    options: Option<&Arg>,
+) -> ShellResult<()> {
+    let index = index_named(ctx, table, name)?;
+    let Some(options) = options else {
+        return Ok(());
+    };
+    for (k, v) in hash_of(options)? {
+        let key = |values: Vec<Bytes>, exact: bool| -> ShellResult<Bytes> {
+            let borrowed: Vec<&[u8]> = values.iter().map(|v| &v[..]).collect();
+            let key = if exact {
+                index.equal_prefix(&borrowed)
+            } else {
+                index.bound(&borrowed)
+            };
+            key.map_err(|e| usage(e.to_string()))
+        };
+        match k.as_str() {
+            "STARTROW" => spec.start_row = key(index_values_of(&v, "STARTROW")?, false)?,
+            "STOPROW" | "ENDROW" => spec.stop_row = key(index_values_of(&v, "STOPROW")?, false)?,
+            "ROWPREFIXFILTER" => {
+                spec.prefix = Some(key(index_values_of(&v, "ROWPREFIXFILTER")?, true)?)
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `COLUMNS => [...]` of `create_index`: `family:qualifier`, optionally
+/// followed by `/TRANSFORM`.
+fn index_column_of(arg: &Arg) -> ShellResult<IndexColumn> {
+    let text = text_of(arg, "an indexed column")?;
+    let (column, transform) = match text.rsplit_once('/') {
+        Some((column, transform)) => (column, IndexTransform::parse(transform)?),
+        None => (text.as_str(), IndexTransform::None),
+    };
+    let (family, qualifier) = family_and_qualifier(column)?;
+    Ok(IndexColumn::new(family, qualifier).transform(transform))
+}
+
+fn family_and_qualifier(column: &str) -> ShellResult<(Bytes, Bytes)> {
+    match Column::parse(column.as_bytes()) {
+        Column::Qualified(family, qualifier) => Ok((family, qualifier)),
+        Column::Family(_) => Err(usage(format!(
+            "'{column}' names a family; an index names columns as 'family:qualifier'"
+        ))),
+    }
+}
+
+fn create_index(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 3, 3)?;
+    let table = table_of(args)?;
+    let name = text_of(&args[1], "the index name")?;
+    let mut columns = Vec::new();
+    let mut covered = Vec::new();
+    for (k, v) in hash_of(&args[2])? {
+        let items = match v {
+            Arg::Array(items) => items,
+            one => vec![one],
+        };
+        match k.as_str() {
+            "COLUMNS" | "COLUMN" => {
+                for item in &items {
+                    columns.push(index_column_of(item)?);
+                }
+            }
+            "COVER" | "INCLUDE" => {
+                for item in &items {
+                    covered.push(family_and_qualifier(&text_of(item, "a covered column")?)?);
+                }
+            }
+            other => return Err(unknown_key(other, &["COLUMNS", "COVER"])),
+        }
+    }
+    let mut index = IndexDescriptor::new(name.clone(), columns);
+    index.covered = covered;
+    let reply = ctx
+        .backend
+        .admin(AdminRequest::CreateIndex { table, index })?;
+    if let AdminReply::IndexBuilt { rows } = reply {
+        ctx.line(format!("Index {name} built: {rows} row(s) indexed"))?;
+    }
+    Ok(None)
+}
+
+fn drop_index(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
+    arity(args, 2, 2)?;
+    let table = table_of(args)?;
+    let name = text_of(&args[1], "the index name")?;
+    ctx.backend.admin(AdminRequest::DropIndex { table, name })?;
     Ok(None)
 }
 
@@ -1230,8 +1368,12 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
     let mut spec = ReadSpec::default();
     let mut cache = 100;
     if let Some(arg) = args.get(1) {
-        for (k, v) in hash_of(arg)? {
+        let options = hash_of(arg)?;
+        // Through an index the bounds name indexed values (`index_bounds`).
+        let by_index = options.iter().any(|(k, _)| k == "INDEX");
+        for (k, v) in options {
             match k.as_str() {
+                "STARTROW" | "STOPROW" | "ENDROW" | "ROWPREFIXFILTER" if by_index => {}
                 "COLUMNS" | "COLUMN" => spec.columns.extend(columns_of(&v)?),
                 "STARTROW" => spec.start_row = bytes_of(&v, "STARTROW")?,
                 "STOPROW" | "ENDROW" => spec.stop_row = bytes_of(&v, "STOPROW")?,
@@ -1250,10 +1392,12 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
                 "CACHE_BLOCKS" => {
                     bool_of(&v, "CACHE_BLOCKS")?;
                 }
+                "INDEX" => spec.index = Some(text_of(&v, "INDEX")?),
                 other => {
                     return Err(unknown_key(
                         other,
                         &[
+                            "INDEX",
                             "COLUMNS",
                             "STARTROW",
                             "STOPROW",
@@ -1272,6 +1416,9 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
                 }
             }
         }
+    }
+    if let Some(index) = spec.index.clone() {
+        index_bounds(ctx, &table, &index, &mut spec, args.get(1))?;
     }
     // The header waits for the first row so that a failing scan prints
     // only its error.

@@ -108,6 +108,45 @@ pub fn family(f: &FamilyInfo) -> String {
     format!("{{{}}}", parts.join(", "))
 }
 
+/// An index as `describe` prints it, in the words `create_index` takes:
+/// `{NAME => 'by_buyer', COLUMNS => ['o:buyer', 'o:ts/REVERSED'], COVER => ['o:total'], STATE => 'ACTIVE'}`.
+pub fn index(index: &basalt::IndexDescriptor) -> String {
+    let quoted = |items: Vec<String>| {
+        items
+            .iter()
+            .map(|i| format!("'{i}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let columns = quoted(index.columns.iter().map(ToString::to_string).collect());
+    let mut parts = vec![
+        format!("NAME => '{}'", index.name),
+        format!("COLUMNS => [{columns}]"),
+    ];
+    if !index.covered.is_empty() {
+        let covered = quoted(
+            index
+                .covered
+                .iter()
+                .map(|(f, q)| {
+                    format!(
+                        "{}:{}",
+                        String::from_utf8_lossy(f),
+                        String::from_utf8_lossy(q)
+                    )
+                })
+                .collect(),
+        );
+        parts.push(format!("COVER => [{covered}]"));
+    }
+    let state = match index.state {
+        basalt::IndexState::Building => "BUILDING",
+        basalt::IndexState::Active => "ACTIVE",
+    };
+    parts.push(format!("STATE => '{state}'"));
+    format!("{{{}}}", parts.join(", "))
+}
+
 /// TTL seconds as HBase describes them: `86400 SECONDS (1 DAY)`.
 fn ttl(value: &str) -> String {
     let Ok(seconds) = value.parse::<u64>() else {

@@ -127,7 +127,7 @@ fn every_operation_over_every_wire() {
             time_range: Some((15, 40)),
             ..ReadSpec::default()
         };
-        let Reply::Rows { rows, more } = c
+        let Reply::Rows { rows, more, .. } = c
             .admin(Op::Read {
                 table: table.clone(),
                 read,
@@ -251,7 +251,7 @@ fn reads_page_through_large_tables() {
         };
         let mut seen = Vec::new();
         loop {
-            let Reply::Rows { rows, more } = c
+            let Reply::Rows { rows, more, .. } = c
                 .admin(Op::Read {
                     table: "t".into(),
                     read: read.clone(),
@@ -288,7 +288,7 @@ fn reads_page_through_large_tables() {
     let mut pages = 0;
     let mut seen = 0;
     loop {
-        let Reply::Rows { rows, more } = c
+        let Reply::Rows { rows, more, .. } = c
             .admin(Op::Read {
                 table: "t".into(),
                 read: read.clone(),

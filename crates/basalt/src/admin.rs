@@ -131,9 +131,15 @@ pub struct ReadSpec {
     /// At most this many rows in all.
     #[serde(default)]
     pub limit: Option<usize>,
-    /// Resume after this row (the last row of the previous page).
+    /// Resume after this row (the last row of the previous page; of a
+    /// read by index, the reply's `next`).
     #[serde(default)]
     pub after_row: Option<Bytes>,
+    /// Read by this secondary index (`crate::index`): `start_row`,
+    /// `stop_row`, `prefix` and `after_row` are then index keys, and the
+    /// rows come in index order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
 }
 
 impl ReadSpec {
@@ -254,6 +260,33 @@ pub enum AdminRequest {
         region_a: Bytes,
         /// The other region.
         region_b: Bytes,
+    },
+    /// Creates a secondary index and fills it (`Database::create_index`):
+    /// answers [`AdminReply::IndexBuilt`].
+    CreateIndex {
+        /// The data table.
+        table: String,
+        /// The index (its state and creation time are the master's).
+        index: basalt_types::IndexDescriptor,
+    },
+    /// Compares an index with a rebuild from its table, and with
+    /// `repair` settles the rows interrupted writes left
+    /// (`Database::check_index`): answers [`AdminReply::IndexCheck`].
+    CheckIndex {
+        /// The data table.
+        table: String,
+        /// Index name.
+        index: String,
+        /// Settle unverified rows too.
+        #[serde(default)]
+        repair: bool,
+    },
+    /// Drops a secondary index (`Database::drop_index`).
+    DropIndex {
+        /// The data table.
+        table: String,
+        /// Index name.
+        name: String,
     },
     /// Reads rows with options Thrift1's `TScan` lacks.
     Read {
@@ -583,6 +616,9 @@ pub struct TableReply {
     pub families: Vec<FamilyInfo>,
     /// Regions in key order.
     pub regions: Vec<RegionInfoReply>,
+    /// Secondary indexes, in the order created.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<basalt_types::IndexDescriptor>,
 }
 
 /// One cell of a `read`.
@@ -828,9 +864,20 @@ pub enum AdminReply {
         /// The rows.
         rows: Vec<RowReply>,
         /// True when more rows may follow: ask again with `after_row` set
-        /// to the last row.
+        /// to `next`, or to the last row when `next` is absent.
         more: bool,
+        /// Where the next page starts when that is not the last row's key
+        /// (a read by index: the last index key).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<Bytes>,
     },
+    /// `create_index`: the index is built and active.
+    IndexBuilt {
+        /// Rows the backfill indexed.
+        rows: u64,
+    },
+    /// `check_index`: what the comparison found.
+    IndexCheck(crate::index::IndexCheckReport),
 }
 
 /// Administration in this process, through `Database`'s public methods.
@@ -1048,6 +1095,7 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                 enabled: info.enabled,
                 families,
                 regions: info.regions.iter().map(region_reply).collect(),
+                indexes: info.descriptor.indexes().to_vec(),
             }))
         }
         AdminRequest::Alter { table, changes } => {
@@ -1137,9 +1185,37 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
             db.merge_regions(&region_a, &region_b)?;
             Ok(AdminReply::Done)
         }
-        AdminRequest::Read { table, read } => {
-            let (rows, more) = read_page(db, &table, &read, MAX_PAGE_ROWS)?;
-            Ok(AdminReply::Rows { rows, more })
+        AdminRequest::Read { table, read } => match &read.index {
+            Some(index) => {
+                let (rows, next) = read_index_page(db, &table, index, &read, MAX_PAGE_ROWS)?;
+                Ok(AdminReply::Rows {
+                    rows,
+                    more: next.is_some(),
+                    next,
+                })
+            }
+            None => {
+                let (rows, more) = read_page(db, &table, &read, MAX_PAGE_ROWS)?;
+                Ok(AdminReply::Rows {
+                    rows,
+                    more,
+                    next: None,
+                })
+            }
+        },
+        AdminRequest::CreateIndex { table, index } => Ok(AdminReply::IndexBuilt {
+            rows: db.create_index(&table, index)?,
+        }),
+        AdminRequest::CheckIndex {
+            table,
+            index,
+            repair,
+        } => Ok(AdminReply::IndexCheck(
+            db.check_index(&table, &index, repair)?,
+        )),
+        AdminRequest::DropIndex { table, name } => {
+            db.drop_index(&table, &name)?;
+            Ok(AdminReply::Done)
         }
     }
 }
@@ -1373,6 +1449,43 @@ pub fn read_page(
         rows.push(RowReply::from(&row));
     }
     Ok((rows, false))
+}
+
+/// A page of a read by index: its rows, and the index key to resume
+/// after when more may follow.
+pub fn read_index_page(
+    db: &Database,
+    table: &str,
+    index: &str,
+    read: &ReadSpec,
+    page: usize,
+) -> Result<(Vec<RowReply>, Option<Bytes>)> {
+    let mut scan = read.to_scan()?;
+    if let Some(after) = &read.after_row {
+        // Resume at the last index key returned (inclusive both ways) and
+        // skip its row.
+        scan.start_row = after.clone();
+        scan.limit = scan.limit.map(|l| l.saturating_add(1));
+    }
+    let mut scanner = db.scan_index(table, index, &scan)?;
+    let mut rows = Vec::new();
+    let mut bytes = 0usize;
+    while let Some(row) = scanner.next() {
+        let row = row?;
+        if read.after_row.is_some() && read.after_row.as_deref() == scanner.last_key() {
+            continue;
+        }
+        bytes += row
+            .cells
+            .iter()
+            .map(|c| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len())
+            .sum::<usize>();
+        rows.push(RowReply::from(&row));
+        if rows.len() == page || bytes >= MAX_PAGE_BYTES {
+            return Ok((rows, scanner.last_key().map(Bytes::copy_from_slice)));
+        }
+    }
+    Ok((rows, None))
 }
 
 impl From<&Cell> for CellReply {

@@ -339,7 +339,7 @@ fn the_check_finds_what_a_crash_left_and_its_repair_settles_it() {
         report.is_consistent() && !report.equals_rebuild(),
         "{report:?}"
     );
-    assert_eq!(report.unverified_stale, [stale.clone()]);
+    assert_eq!(report.unverified_stale, std::slice::from_ref(&stale));
     let repaired = t.db.check_index("orders", "by_buyer", true).unwrap();
     assert_eq!(repaired.unverified_stale, [stale]);
     let after = t.db.check_index("orders", "by_buyer", false).unwrap();

@@ -17,7 +17,7 @@ use super::scan::settle_unverified;
 use crate::table::Table;
 
 /// What [`Database::check_index`](crate::Database::check_index) found.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IndexCheckReport {
     /// Data rows with an index key.
     pub data_rows: u64,

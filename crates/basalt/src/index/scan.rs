@@ -59,6 +59,8 @@ pub struct IndexScanner {
     template: Get,
     remaining: Option<usize>,
     stats: IndexScanStats,
+    /// The index key of the last row answered.
+    last_key: Option<Bytes>,
 }
 
 impl std::fmt::Debug for IndexScanner {
@@ -89,12 +91,19 @@ impl IndexScanner {
             template,
             remaining: limit,
             stats: IndexScanStats::default(),
+            last_key: None,
         }
     }
 
     /// What the scan did so far.
     pub fn stats(&self) -> IndexScanStats {
         self.stats
+    }
+
+    /// The index key of the last row answered: a later scan starting
+    /// there (and skipping it) continues this one.
+    pub fn last_key(&self) -> Option<&[u8]> {
+        self.last_key.as_deref()
     }
 
     /// One index row: its data row's result, or `None` to skip it.
@@ -152,8 +161,10 @@ impl Iterator for IndexScanner {
                 Ok(entry) => entry,
                 Err(e) => return Some(Err(e)),
             };
+            let key = entry.row.clone();
             match self.resolve(entry) {
                 Ok(Some(result)) => {
+                    self.last_key = Some(key);
                     if let Some(n) = &mut self.remaining {
                         *n -= 1;
                     }
