@@ -187,6 +187,25 @@ fn a_region_server_killed_under_sixteen_writers_leaves_every_index_equal_to_its_
     let writers = Writers::start(&cluster, &[0, 1]);
     writers.wait_for(600);
     let victim = cluster.server(2).name.clone();
+    // What the victim serves: data regions (whose writes it keeps the
+    // indexes of) or index regions (which other servers' writes reach).
+    let catalog = cluster.catalog_json();
+    let held: Vec<String> = ["orders", "orders.by_buyer", "orders.by_total"]
+        .iter()
+        .map(|table| {
+            let regions = catalog["tables"][*table]["regions"].as_array().unwrap();
+            let on_victim = regions
+                .iter()
+                .filter(|r| r["server"].as_str() == Some(victim.as_str()))
+                .count();
+            format!("{on_victim} of {} regions of {table}", regions.len())
+        })
+        .collect();
+    eprintln!("THE VICTIM {victim} SERVES {}", held.join(", "));
+    assert!(
+        held.iter().any(|h| !h.starts_with("0 of")),
+        "the balancer gave the victim no region"
+    );
     let killed_at = Instant::now();
     let before_kill = writers.done.load(Ordering::SeqCst);
     let _killed = cluster.kill_server(2);
