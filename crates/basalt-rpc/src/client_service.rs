@@ -977,6 +977,23 @@ fn to_scan(scan: &Scan, bounds: &RowBounds) -> Result<BasaltScan, RpcError> {
     Ok(out)
 }
 
+/// The attribute that makes a scan a read by a secondary index
+/// (`scan.setAttribute("basalt.index", Bytes.toBytes("by_buyer"))`): its
+/// value names the index, its start and stop rows are index keys
+/// (docs/secondary-indexes.md), and the rows come in index order.
+pub const INDEX_ATTRIBUTE: &str = "basalt.index";
+
+/// The index a scan reads by, if any.
+fn index_of(scan: &Scan) -> Result<Option<String>, RpcError> {
+    let Some(pair) = scan.attribute.iter().find(|a| a.name == INDEX_ATTRIBUTE) else {
+        return Ok(None);
+    };
+    let value = pair.value.as_deref().unwrap_or_default();
+    String::from_utf8(value.to_vec()).map(Some).map_err(|_| {
+        RpcError::do_not_retry("the basalt.index attribute must name an index in UTF-8")
+    })
+}
+
 /// Whether a scan is raw: it shows delete markers and the cells they mask
 /// (HBase's `Scan.setRaw`, the shell's `RAW => true`). The protocol has no
 /// field for it: HBase's client sends the attribute `_raw_` holding
@@ -1166,6 +1183,7 @@ fn open_scan(
     scan: &Scan,
 ) -> Result<ScanState, RpcError> {
     let reversed = scan.reversed.unwrap_or(false);
+    let index = index_of(scan)?;
     let (bounds, rows): (RowBounds, Box<dyn RowSource>) = match meta::resolve(call.ctx, spec)? {
         Target::Meta => {
             let bounds = scan_bounds(scan, &Bytes::new(), &Bytes::new());
@@ -1196,6 +1214,20 @@ fn open_scan(
             let rows: Vec<basalt::Result<RowResult>> = rows.into_iter().map(Ok).collect();
             (bounds, Box::new(rows.into_iter()))
         }
+        Target::Region { info, .. } if index.is_some() => {
+            // The whole read by index, whichever region the client asked:
+            // its rows are in index order, not in this region's range, and
+            // the scan ends when they do (`whole_scan`).
+            let bounds = scan_bounds(scan, &Bytes::new(), &Bytes::new());
+            let engine_scan = to_scan(scan, &bounds)?;
+            let name = index.as_deref().unwrap_or_default();
+            let scanner = call.db.scan_index(&info.table, name, &engine_scan)?;
+            let unbounded = RowBounds {
+                low: (Bytes::new(), true),
+                high: (Bytes::new(), false),
+            };
+            (unbounded, Box::new(scanner))
+        }
         Target::Region { info, .. } => {
             let bounds = scan_bounds(scan, &info.start_key, &info.end_key);
             let table = call.db.table(&info.table)?;
@@ -1218,6 +1250,7 @@ fn open_scan(
         next_call_seq: 0,
         region_exhausted: false,
         scan_done: false,
+        whole_scan: index.is_some(),
         store_window: store_window(scan.store_limit, scan.store_offset),
         batched: scan.batch_size.is_some_and(|b| b > 0),
         lookahead: None,
@@ -1353,6 +1386,7 @@ fn fetch(
                 None => {
                     state.end_rows();
                     state.region_exhausted = true;
+                    state.scan_done |= state.whole_scan;
                     break;
                 }
             }

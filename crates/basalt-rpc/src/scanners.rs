@@ -71,6 +71,9 @@ impl RowSource for basalt::Scanner {
     }
 }
 
+/// A read by a secondary index (`basalt.index`, see `client_service.rs`).
+impl RowSource for basalt::index::IndexScanner {}
+
 /// `hbase:meta`'s rows, built in memory.
 impl RowSource for std::vec::IntoIter<basalt::Result<basalt::RowResult>> {}
 
@@ -95,6 +98,10 @@ pub struct ScanState {
     pub region_exhausted: bool,
     /// Set once the whole scan is over (limit reached): `more_results` false.
     pub scan_done: bool,
+    /// `rows` is the whole scan, not one region's part (a read by index):
+    /// when it ends, the scan is over, and the client asks no other
+    /// region.
+    pub whole_scan: bool,
     /// Per-family cell cap and skip (`store_limit`, `store_offset`).
     pub store_window: Option<(usize, usize)>,
     /// The scan has a batch: `rows` answers a wide row in parts, each a
@@ -269,6 +276,7 @@ mod tests {
             next_call_seq: 0,
             region_exhausted: false,
             scan_done: false,
+            whole_scan: false,
             store_window: None,
             batched: false,
             lookahead: None,

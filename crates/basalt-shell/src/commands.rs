@@ -1397,7 +1397,6 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
                     return Err(unknown_key(
                         other,
                         &[
-                            "INDEX",
                             "COLUMNS",
                             "STARTROW",
                             "STOPROW",
@@ -1411,6 +1410,7 @@ fn scan(ctx: &mut Ctx<'_>, args: &[Arg]) -> ShellResult<Returned> {
                             "RAW",
                             "CACHE",
                             "CACHE_BLOCKS",
+                            "INDEX",
                         ],
                     ))
                 }

@@ -353,3 +353,28 @@ fn the_check_finds_what_a_crash_left_and_its_repair_settles_it() {
     let broken = t.db.check_index("orders", "by_buyer", false).unwrap();
     assert_eq!(broken.stale_verified, [wrong]);
 }
+
+#[test]
+fn a_repair_rewrites_the_covered_cells_a_failed_write_left_on_a_current_key() {
+    // Found by the model's fault run: a write failed after its pre-write,
+    // leaving its covered value on the row's current key; verifying the
+    // flag alone kept that value.
+    let t = TestDb::new();
+    let table = orders(&t);
+    t.db.create_index("orders", by_buyer()).unwrap();
+    table.put(&order("o1", "alice", "s1", "1", "10")).unwrap();
+    let descriptor = table.descriptor().get_index("by_buyer").cloned().unwrap();
+    let index_table = t.db.table(&index_table_name("orders", "by_buyer")).unwrap();
+    let current = descriptor
+        .key(&[Some(b"alice"), Some(b"1")], b"o1")
+        .unwrap();
+    index_table
+        .put(
+            &Put::new(current)
+                .add_at(INDEX_FAMILY, VERIFIED_QUALIFIER, 2_000_000, UNVERIFIED)
+                .add_at(INDEX_FAMILY, "o:total", 2_000_000, "999"),
+        )
+        .unwrap();
+    assert_eq!(read_by(&t, "by_buyer", &Scan::new()), ["o1"]);
+    assert_consistent(&t, "by_buyer");
+}

@@ -41,6 +41,11 @@ pub(crate) fn index_table_descriptor(
     // mutation restamps it), and older flags would only be read past.
     family.max_versions = 1;
     family.bloom_filter = BloomType::Row;
+    // A delete marker hides only what was written before it: a row's
+    // index writes after a reopen may carry the same order timestamp as
+    // writes before it (the order clock restarts with the region), and
+    // must still win over them in the order they were made.
+    family.new_version_behavior = true;
     TableDescriptor::new(basalt_types::index::index_table_name(
         table.name(),
         &index.name,

@@ -48,7 +48,7 @@ pub(crate) struct IndexMaintainer {
 }
 
 /// One index row write, in the order a phase sends them.
-enum IndexWrite {
+pub(crate) enum IndexWrite {
     Mutations(RowMutations),
     Put(Put),
     Delete(Delete),
@@ -215,21 +215,7 @@ impl WriteObserver for IndexMaintainer {
             let mut pre = Vec::new();
             let mut post = Vec::new();
             if let Some(key) = &new_key {
-                let mut put =
-                    Put::new(key.clone()).add_at(INDEX_FAMILY, VERIFIED_QUALIFIER, t, UNVERIFIED);
-                let mut gone = Delete::new(key.clone());
-                for ((family, qualifier), value) in index.covered.iter().zip(&covered) {
-                    let name = covered_qualifier(family, qualifier);
-                    match value {
-                        Some(value) => put = put.add_at(INDEX_FAMILY, name, t, value.clone()),
-                        None => gone = gone.columns_at(INDEX_FAMILY, name, t),
-                    }
-                }
-                pre.push(if gone.markers().is_empty() {
-                    IndexWrite::Put(put)
-                } else {
-                    IndexWrite::Mutations(RowMutations::new(key.clone()).add(put)?.add(gone)?)
-                });
+                pre.push(index_row_write(index, key, t, UNVERIFIED, &covered)?);
                 post.push(IndexWrite::Put(Put::new(key.clone()).add_at(
                     INDEX_FAMILY,
                     VERIFIED_QUALIFIER,
@@ -291,7 +277,38 @@ impl WriteObserver for IndexMaintainer {
     }
 }
 
-fn apply(table: &Table, write: &IndexWrite) -> Result<()> {
+/// The write that makes index row `key` hold `flag` and the covered
+/// values `covered` (in the order of `index.covered`; `None`: the data
+/// row has none, so an older copy goes), all at `stamp`.
+pub(crate) fn index_row_write(
+    index: &IndexDescriptor,
+    key: &Bytes,
+    stamp: i64,
+    flag: &[u8],
+    covered: &[Option<Bytes>],
+) -> Result<IndexWrite> {
+    let mut put = Put::new(key.clone()).add_at(
+        INDEX_FAMILY,
+        VERIFIED_QUALIFIER,
+        stamp,
+        Bytes::copy_from_slice(flag),
+    );
+    let mut gone = Delete::new(key.clone());
+    for ((family, qualifier), value) in index.covered.iter().zip(covered) {
+        let name = covered_qualifier(family, qualifier);
+        match value {
+            Some(value) => put = put.add_at(INDEX_FAMILY, name, stamp, value.clone()),
+            None => gone = gone.columns_at(INDEX_FAMILY, name, stamp),
+        }
+    }
+    Ok(if gone.markers().is_empty() {
+        IndexWrite::Put(put)
+    } else {
+        IndexWrite::Mutations(RowMutations::new(key.clone()).add(put)?.add(gone)?)
+    })
+}
+
+pub(crate) fn apply(table: &Table, write: &IndexWrite) -> Result<()> {
     match write {
         IndexWrite::Mutations(mutations) => table.mutate_row(mutations).map(drop),
         IndexWrite::Put(put) => table.put(put),

@@ -23,7 +23,9 @@
 use bytes::Bytes;
 
 use basalt_types::index::{INDEX_FAMILY, VERIFIED, VERIFIED_QUALIFIER};
-use basalt_types::{CheckAndMutate, Delete, Get, IndexDescriptor, Put, Result, RowResult};
+use basalt_types::{CheckAndMutate, Delete, Get, IndexDescriptor, Result, RowResult};
+
+use super::maintain::{apply, index_row_write};
 
 use crate::table::{Scanner, Table};
 
@@ -177,10 +179,14 @@ impl Iterator for IndexScanner {
     }
 }
 
-/// The current key of data row `row` for `index` (`None`: it has none),
-/// read once no write of the row is in flight (the wait of the module
-/// docs).
-fn current_key(index: &IndexDescriptor, checks: &Table, row: &Bytes) -> Result<Option<Bytes>> {
+/// The current key of data row `row` for `index` (`None`: it has none)
+/// and its covered values, read once no write of the row is in flight
+/// (the wait of the module docs).
+fn read_current(
+    index: &IndexDescriptor,
+    checks: &Table,
+    row: &Bytes,
+) -> Result<(Option<Bytes>, Vec<Option<Bytes>>)> {
     // An empty check-and-mutate takes the row's lock and applies nothing:
     // the wait, wherever the row's region is served.
     let first = index.columns.first().ok_or_else(|| {
@@ -190,7 +196,25 @@ fn current_key(index: &IndexDescriptor, checks: &Table, row: &Bytes) -> Result<O
         &CheckAndMutate::new(row.clone(), first.family.clone(), first.qualifier.clone())
             .if_absent(),
     )?;
-    key_now(index, checks, row)
+    let mut get = Get::new(row.clone());
+    for (family, qualifier) in index.read_columns() {
+        get = get.column(family, qualifier);
+    }
+    let cells = checks.get(&get)?.cells;
+    let value = |family: &Bytes, qualifier: &Bytes| {
+        cells
+            .iter()
+            .find(|c| c.family == family && c.qualifier == qualifier)
+            .map(|c| c.value.clone())
+    };
+    let indexed: Vec<Option<Bytes>> = index
+        .columns
+        .iter()
+        .map(|c| value(&c.family, &c.qualifier))
+        .collect();
+    let borrowed: Vec<Option<&[u8]>> = indexed.iter().map(|v| v.as_deref()).collect();
+    let covered = index.covered.iter().map(|(f, q)| value(f, q)).collect();
+    Ok((index.key(&borrowed, row), covered))
 }
 
 /// The key data row `row` gives `index` as read now.
@@ -214,9 +238,11 @@ fn key_now(index: &IndexDescriptor, checks: &Table, row: &Bytes) -> Result<Optio
 }
 
 /// Settles unverified index row `entry` (flag at `stamp`) of data row
-/// `data_row`: verified when the row's current key is `entry` (true), or
-/// deleted when it is not (false), each at `stamp` so that a newer
-/// write's index rows win over the repair.
+/// `data_row`: when the row's current key is `entry`, it is verified and
+/// its covered cells rewritten from the row (a write that failed after
+/// its pre-write left its own values there) and the answer is true;
+/// otherwise it is deleted. Each at `stamp`, so that a newer write's index
+/// rows win over the repair.
 pub(crate) fn settle_unverified(
     index: &IndexDescriptor,
     checks: &Table,
@@ -225,15 +251,14 @@ pub(crate) fn settle_unverified(
     data_row: &Bytes,
     stamp: i64,
 ) -> Result<bool> {
-    if current_key(index, checks, data_row)?.as_ref() != Some(entry) {
+    let (key, covered) = read_current(index, checks, data_row)?;
+    if key.as_ref() != Some(entry) {
         index_table.delete(&Delete::with_timestamp(entry.clone(), stamp))?;
         return Ok(false);
     }
-    index_table.put(&Put::new(entry.clone()).add_at(
-        INDEX_FAMILY,
-        VERIFIED_QUALIFIER,
-        stamp,
-        VERIFIED,
-    ))?;
+    apply(
+        index_table,
+        &index_row_write(index, entry, stamp, VERIFIED, &covered)?,
+    )?;
     Ok(true)
 }

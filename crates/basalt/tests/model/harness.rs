@@ -625,8 +625,9 @@ impl Harness {
                 .check_index(TABLE, &index.name, false)
                 .map_err(|e| format!("check of index {} failed: {e}", index.name))?;
             if !report.is_consistent() {
+                let detail = self.index_detail(&table, index, &report)?;
                 return Err(format!(
-                    "index {} breaks its invariants: {report:#?}",
+                    "index {} breaks its invariants: {report:#?}\n{detail}",
                     index.name
                 ));
             }
@@ -662,6 +663,63 @@ impl Harness {
             )?;
         }
         Ok(())
+    }
+
+    /// What the index table holds (raw) for the keys a check found at
+    /// fault, and each one's data row: the failure's evidence.
+    fn index_detail(
+        &self,
+        table: &Table,
+        index: &IndexDescriptor,
+        report: &basalt::index::IndexCheckReport,
+    ) -> Result<String, String> {
+        let index_table = self
+            .db()
+            .table(&basalt::index_types::index_table_name(TABLE, &index.name))
+            .map_err(|e| e.to_string())?;
+        let mut detail = String::new();
+        let keys = report
+            .missing
+            .iter()
+            .chain(&report.stale_verified)
+            .chain(&report.covered_differs);
+        for key in keys {
+            let mut stop = key.to_vec();
+            stop.push(0);
+            let raw = Scan::new()
+                .start_row(key.clone())
+                .stop_row(stop)
+                .raw(true)
+                .max_versions(100);
+            for row in index_table.scan(&raw).map_err(|e| e.to_string())? {
+                for c in row.map_err(|e| e.to_string())?.cells {
+                    detail.push_str(&format!(
+                        "  index {:?} {}/{:?}/seq={} = {:?}\n",
+                        String::from_utf8_lossy(&c.qualifier),
+                        c.timestamp,
+                        c.cell_type,
+                        c.sequence_id,
+                        c.value
+                    ));
+                }
+            }
+            if let Ok(row) = index.data_row(key) {
+                let data = table
+                    .get(&Get::new(row.clone()).max_versions(10))
+                    .map_err(|e| e.to_string())?;
+                for c in data.cells {
+                    detail.push_str(&format!(
+                        "  data {:?} {}:{}/{} = {:?}\n",
+                        row,
+                        String::from_utf8_lossy(&c.family),
+                        String::from_utf8_lossy(&c.qualifier),
+                        c.timestamp,
+                        c.value
+                    ));
+                }
+            }
+        }
+        Ok(detail)
     }
 
     pub(crate) fn check_everything(&self) -> Result<(), String> {
