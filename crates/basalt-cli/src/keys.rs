@@ -24,8 +24,8 @@ use std::process::ExitCode;
 
 use basalt::admin::{AdminReply, AdminRequest, ReadSpec};
 use basalt::keys::advisor::{
-    analyze_with, row_warnings, schema_warnings, AnalyzeOptions, KeySample, RegionBounds, RowShape,
-    SampleOrder, SchemaLimits,
+    analyze_with, index_suggestions, row_warnings, schema_warnings, AnalyzeOptions, KeySample,
+    RegionBounds, RowShape, SampleOrder, SchemaLimits,
 };
 use basalt::keys::text::{unescape_binary, unhex};
 use basalt::{Admin, ColumnFamilyDescriptor, Database, TableDescriptor};
@@ -296,6 +296,9 @@ impl Source {
 struct TableFacts {
     regions: Vec<RegionBounds>,
     descriptor: TableDescriptor,
+    /// The table's value-filtered scans the server counted (for index
+    /// advice); empty from a server that does not count them.
+    filter_scans: Vec<basalt::FilterScanStats>,
     keys: Option<(Vec<Vec<u8>>, u64, bool)>,
     shapes: Vec<RowShape>,
 }
@@ -322,6 +325,18 @@ fn read_table(
         }
         descriptor = descriptor.family(family);
     }
+    for index in t.indexes {
+        // The server checked it; one this build cannot add only loses its
+        // part of the advice.
+        let _ = descriptor.add_index(index);
+    }
+    // A server that predates the count answers an error: no advice then.
+    let filter_scans = match source.call(AdminRequest::FilterScans {
+        table: table.to_string(),
+    }) {
+        Ok(AdminReply::FilterScans { scans }) => scans,
+        _ => Vec::new(),
+    };
     let regions = t
         .regions
         .iter()
@@ -334,6 +349,7 @@ fn read_table(
         return Ok(TableFacts {
             regions,
             descriptor,
+            filter_scans,
             keys: None,
             shapes: Vec::new(),
         });
@@ -396,6 +412,7 @@ fn read_table(
     Ok(TableFacts {
         regions,
         descriptor,
+        filter_scans,
         keys: Some((keys, seen, truncated)),
         shapes,
     })
@@ -468,6 +485,9 @@ fn analyze(args: &AnalyzeArgs) -> Result<String, Failure> {
         report
             .warnings
             .extend(row_warnings(&f.shapes, &SchemaLimits::default()));
+        report
+            .warnings
+            .extend(index_suggestions(&f.descriptor, &f.filter_scans));
     }
     Ok(if args.json {
         report.to_json()

@@ -43,8 +43,12 @@ pub struct PendingWrite<'a> {
     /// batch, not yet committed: the row's state is what the region holds
     /// plus these, then `cells`.
     pub earlier: &'a [Cell],
-    /// The mutation's server timestamp: strictly above every earlier
-    /// mutation's of the row.
+    /// The mutation's order timestamp: strictly above every earlier
+    /// mutation's of the row in this region (since it opened), and not
+    /// below its own server timestamp. An observer may raise it (never
+    /// lower it), to a floor only it knows (what earlier openings of the
+    /// region wrote); the region's later mutations of the row then get
+    /// larger ones.
     pub order_ts: i64,
 }
 
@@ -78,7 +82,7 @@ pub trait WriteObserver: Send + Sync + fmt::Debug {
     fn before_commit(
         &self,
         region: &Region,
-        write: &PendingWrite<'_>,
+        write: &mut PendingWrite<'_>,
     ) -> Result<Option<AfterCommit>>;
 }
 

@@ -573,16 +573,18 @@ impl Region {
             .order_clock
             .next(row, now)
             .max(staged.rows.get(row).copied().unwrap_or(now));
-        self.order_clock.record(row, order_ts, now);
-        observer.before_commit(
-            self,
-            &PendingWrite {
-                row,
-                cells,
-                earlier,
-                order_ts,
-            },
-        )
+        let mut write = PendingWrite {
+            row,
+            cells,
+            earlier,
+            order_ts,
+        };
+        let after = observer.before_commit(self, &mut write);
+        // Recorded even when the observer failed: a timestamp it may have
+        // used is never handed out again. The observer may only raise it.
+        self.order_clock
+            .record(row, write.order_ts.max(order_ts), now);
+        after
     }
 
     // ---------------------------------------------------------------- writes
@@ -673,6 +675,10 @@ impl Region {
             }
             // A batch does not answer an increment's values (see `Mutation`).
             let mut computed = Vec::new();
+            // The row's staged timestamp before this mutation: a mutation
+            // its observer refuses takes its own back, as one that fails
+            // to resolve never stages one.
+            let staged_before = staged.rows.get(mutation.row()).copied();
             let resolved = self
                 .resolve(
                     mutation.row(),
@@ -702,7 +708,13 @@ impl Region {
                     });
                     pending_index.push(i);
                 }
-                Err(e) => results[i] = Err(e),
+                Err(e) => {
+                    match staged_before {
+                        Some(ts) => staged.rows.insert(mutation.row().clone(), ts),
+                        None => staged.rows.remove(mutation.row()),
+                    };
+                    results[i] = Err(e);
+                }
             }
         }
         let written = self.write(pending, staged);

@@ -281,6 +281,12 @@ pub enum AdminRequest {
         #[serde(default)]
         repair: bool,
     },
+    /// The table's scans whose filter tested a column's value
+    /// (`Database::filter_scans`): answers [`AdminReply::FilterScans`].
+    FilterScans {
+        /// Table name.
+        table: String,
+    },
     /// Drops a secondary index (`Database::drop_index`).
     DropIndex {
         /// The data table.
@@ -878,6 +884,11 @@ pub enum AdminReply {
     },
     /// `check_index`: what the comparison found.
     IndexCheck(crate::index::IndexCheckReport),
+    /// `filter_scans`: by tested column.
+    FilterScans {
+        /// One entry per tested column.
+        scans: Vec<crate::FilterScanStats>,
+    },
 }
 
 /// Administration in this process, through `Database`'s public methods.
@@ -1213,6 +1224,9 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
         } => Ok(AdminReply::IndexCheck(
             db.check_index(&table, &index, repair)?,
         )),
+        AdminRequest::FilterScans { table } => Ok(AdminReply::FilterScans {
+            scans: db.filter_scans(&table)?,
+        }),
         AdminRequest::DropIndex { table, name } => {
             db.drop_index(&table, &name)?;
             Ok(AdminReply::Done)

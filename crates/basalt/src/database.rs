@@ -1316,6 +1316,14 @@ impl Database {
         )
     }
 
+    /// The scans of `table` whose filter tested a column's value, as this
+    /// process served them, by column: where a secondary index would
+    /// spare a full read (`basalt keys analyze`).
+    pub fn filter_scans(&self, table: &str) -> Result<Vec<crate::FilterScanStats>> {
+        self.check_open()?;
+        Ok(self.inner.locator.table(table)?.filter_scans())
+    }
+
     /// Drops secondary index `name` of `table`: writes stop keeping it,
     /// then its table goes.
     pub fn drop_index(&self, table: &str, name: &str) -> Result<()> {

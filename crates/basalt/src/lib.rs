@@ -74,7 +74,7 @@ pub use database::{
     Database, DatabaseBuilder, MemberConfig, RegionState, RegionSummary, TableInfo,
 };
 pub use gateways::Gateway;
-pub use locator::{RegionLocator, RegionRoute, RouteRefresher, TableLocation};
+pub use locator::{FilterScanStats, RegionLocator, RegionRoute, RouteRefresher, TableLocation};
 pub use normalizer::{NormalizationPlan, NormalizerRun};
 pub use options::{Options, RegionSplitPolicy};
 pub use region_calls::{REGION_CALL_MAX_ROWS, REGION_CALL_SCANNER_CAP, REGION_CALL_SCANNER_LEASE};

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use basalt_engine::{Region, RegionInfo};
@@ -254,7 +255,30 @@ pub struct TableLocation {
     /// Reads that met damaged data (a checksum or structure failure, or a
     /// `FAILED_OPEN` region): `status` reports the sum over tables.
     corruption_errors: AtomicU64,
+    /// Scans with a filter on a column's value through this process, by
+    /// tested column: what `basalt keys analyze` turns into index advice.
+    filter_scans: Mutex<BTreeMap<(Bytes, Bytes), FilterScanStats>>,
 }
+
+/// The filtered scans of a table that tested one column's value
+/// (`Filter::tested_columns`), as this process served them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FilterScanStats {
+    /// The tested column's family.
+    pub family: Bytes,
+    /// The tested column's qualifier.
+    pub qualifier: Bytes,
+    /// Scans that ended.
+    pub scans: u64,
+    /// Rows they read (in regions this process serves).
+    pub rows_scanned: u64,
+    /// Rows they returned.
+    pub rows_returned: u64,
+}
+
+/// Tested columns remembered per table; past it, new columns are not
+/// counted (a table's filters test a handful of columns).
+const MAX_FILTER_SCAN_COLUMNS: usize = 64;
 
 impl TableLocation {
     /// A table's locations with each region's route: what the cluster
@@ -277,7 +301,37 @@ impl TableLocation {
             epoch_lock: Mutex::new(()),
             regions_changed: Condvar::new(),
             corruption_errors: AtomicU64::new(0),
+            filter_scans: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Counts a scan that ended, whose filter tested `columns`' values.
+    pub(crate) fn note_filter_scan(
+        &self,
+        columns: &[(Bytes, Bytes)],
+        rows_scanned: u64,
+        rows_returned: u64,
+    ) {
+        let mut scans = self.filter_scans.lock();
+        for (family, qualifier) in columns {
+            let key = (family.clone(), qualifier.clone());
+            if !scans.contains_key(&key) && scans.len() >= MAX_FILTER_SCAN_COLUMNS {
+                continue;
+            }
+            let stats = scans.entry(key).or_insert_with(|| FilterScanStats {
+                family: family.clone(),
+                qualifier: qualifier.clone(),
+                ..FilterScanStats::default()
+            });
+            stats.scans += 1;
+            stats.rows_scanned += rows_scanned;
+            stats.rows_returned += rows_returned;
+        }
+    }
+
+    /// The filtered scans counted so far, by tested column.
+    pub fn filter_scans(&self) -> Vec<FilterScanStats> {
+        self.filter_scans.lock().values().cloned().collect()
     }
 
     /// Logs and counts a read that failed on damaged data; passes every

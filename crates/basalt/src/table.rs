@@ -939,6 +939,14 @@ impl Iterator for Scanner {
 
 impl Drop for Scanner {
     fn drop(&mut self) {
+        if let Some(filter) = &self.scan.filter {
+            let columns = filter.tested_columns();
+            if !columns.is_empty() {
+                let scanned = self.metrics().rows_scanned;
+                self.state
+                    .note_filter_scan(&columns, scanned, self.rows_returned);
+            }
+        }
         match self.current.take() {
             Some(Current::Local(region, scanner)) => region.record_read(&scanner),
             remote @ Some(Current::Remote(_)) => {

@@ -277,6 +277,31 @@ pub struct SingleColumnValue {
 }
 
 impl Filter {
+    /// The columns whose value a row must match for this filter to keep
+    /// it (`SingleColumnValueFilter`s, alone or in AND lists): the columns
+    /// a secondary index could answer the scan from. Empty when the filter
+    /// tests no single column's value that way (an OR list among them).
+    pub fn tested_columns(&self) -> Vec<(Bytes, Bytes)> {
+        match self {
+            Filter::SingleColumnValue(c) | Filter::SingleColumnValueExclude(c) => {
+                vec![(c.family.clone(), c.qualifier.clone())]
+            }
+            Filter::List(ListOperator::MustPassAll, members) => {
+                let mut columns = Vec::new();
+                for member in members {
+                    for column in member.tested_columns() {
+                        if !columns.contains(&column) {
+                            columns.push(column);
+                        }
+                    }
+                }
+                columns
+            }
+            Filter::Skip(inner) | Filter::While(inner) => inner.tested_columns(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Parses HBase's filter language, for example
     /// `SingleColumnValueFilter('cf1', 'qual1', =, 'binary:val1') AND KeyOnlyFilter()`.
     /// Errors name the byte position of the problem.

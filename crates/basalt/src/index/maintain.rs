@@ -150,12 +150,21 @@ impl WriteObserver for IndexMaintainer {
     fn before_commit(
         &self,
         region: &Region,
-        write: &PendingWrite<'_>,
+        write: &mut PendingWrite<'_>,
     ) -> Result<Option<AfterCommit>> {
         if !write.cells.iter().any(|c| self.touches(c)) {
             return Ok(None);
         }
         let existing = self.read_raw(region, write.row)?;
+        // The region's order clock starts afresh when it opens, and an
+        // earlier opening may have stamped this row's index rows with a
+        // timestamp ahead of the clock (an increment's `latest + 1`): the
+        // row's newest cell bounds it, so the stamp is raised to it (an
+        // equal stamp then wins by write order: index tables use
+        // NEW_VERSION_BEHAVIOR).
+        if let Some(newest) = existing.iter().map(|c| c.timestamp).max() {
+            write.order_ts = write.order_ts.max(newest);
+        }
         // Pending cells rank above every written one, in write order.
         let pending_rank = u64::MAX / 2;
         let mut ranked: Vec<Ranked<'_>> = existing

@@ -39,7 +39,9 @@ use serde::{Serialize, Serializer};
 use crate::keys::salt::{HashPrefix, Salt, MAX_SALT_BUCKETS};
 use crate::keys::text::{escape_bytes, splits_clause};
 
-pub use schema::{row_warnings, schema_warnings, schema_warnings_with, RowShape, SchemaLimits};
+pub use schema::{
+    index_suggestions, row_warnings, schema_warnings, schema_warnings_with, RowShape, SchemaLimits,
+};
 
 /// What the order of a sample's keys means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

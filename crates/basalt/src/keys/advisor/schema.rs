@@ -224,3 +224,93 @@ mod tests {
         );
     }
 }
+
+/// Rows a column's filtered scans must have read before it is worth an
+/// index suggestion.
+const INDEX_ADVICE_MIN_ROWS: u64 = 1_000;
+
+/// Index suggestions from a table's filtered scans
+/// (`Database::filter_scans`): a column whose value filters read at least
+/// [`INDEX_ADVICE_MIN_ROWS`] rows to return at most one in ten of them is
+/// one a secondary index would answer directly, unless an index already
+/// starts with it. One sentence each, with the shell command.
+pub fn index_suggestions(table: &TableDescriptor, scans: &[crate::FilterScanStats]) -> Vec<String> {
+    let mut out = Vec::new();
+    for stats in scans {
+        if stats.rows_scanned < INDEX_ADVICE_MIN_ROWS
+            || stats.rows_returned.saturating_mul(10) > stats.rows_scanned
+        {
+            continue;
+        }
+        let indexed = table.indexes().iter().any(|index| {
+            index
+                .columns
+                .first()
+                .is_some_and(|c| c.family == stats.family && c.qualifier == stats.qualifier)
+        });
+        if indexed {
+            continue;
+        }
+        let family = String::from_utf8_lossy(&stats.family);
+        let qualifier = String::from_utf8_lossy(&stats.qualifier);
+        let name: String = qualifier
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(60)
+            .collect();
+        out.push(format!(
+            "{} scan(s) filtering on {family}:{qualifier} read {} rows to return {}: a secondary index answers them directly: create_index '{}', 'by_{name}', {{COLUMNS => ['{family}:{qualifier}']}}",
+            stats.scans,
+            stats.rows_scanned,
+            stats.rows_returned,
+            table.name()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod index_advice_tests {
+    use super::*;
+
+    fn stats(scanned: u64, returned: u64) -> crate::FilterScanStats {
+        crate::FilterScanStats {
+            family: bytes::Bytes::from_static(b"o"),
+            qualifier: bytes::Bytes::from_static(b"buyer"),
+            scans: 3,
+            rows_scanned: scanned,
+            rows_returned: returned,
+        }
+    }
+
+    #[test]
+    fn a_filter_that_reads_the_table_for_a_few_rows_gets_an_index_suggestion() {
+        let table =
+            TableDescriptor::new("orders").family(basalt_types::ColumnFamilyDescriptor::new("o"));
+        let advice = index_suggestions(&table, &[stats(30_000, 45)]);
+        assert_eq!(advice.len(), 1);
+        assert!(
+            advice[0].contains("create_index 'orders', 'by_buyer', {COLUMNS => ['o:buyer']}"),
+            "{}",
+            advice[0]
+        );
+        // Small tables and selective-enough scans get none.
+        assert!(index_suggestions(&table, &[stats(500, 1)]).is_empty());
+        assert!(index_suggestions(&table, &[stats(30_000, 20_000)]).is_empty());
+        // Nor does a column an index already starts with.
+        let mut indexed = table.clone();
+        indexed
+            .add_index(basalt_types::IndexDescriptor::new(
+                "i",
+                vec![basalt_types::IndexColumn::new("o", "buyer")],
+            ))
+            .unwrap();
+        assert!(index_suggestions(&indexed, &[stats(30_000, 45)]).is_empty());
+    }
+}
