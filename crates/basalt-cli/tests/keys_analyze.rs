@@ -360,3 +360,42 @@ fn bad_input_is_a_clear_error_and_never_a_panic() {
         "table not found: missing",
     );
 }
+
+/// Issue 36: a filter that reads the whole table for a few rows gets an
+/// index suggestion with the shell command, until the index exists.
+#[test]
+fn value_filters_that_read_the_whole_table_get_an_index_suggestion() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&dir.path().join("data"));
+    let port = server.port.to_string();
+    let mut script = String::from("create 'orders', 'o'\n");
+    for i in 0..1_200 {
+        script.push_str(&format!(
+            "put 'orders', 'order-{i:05}', 'o:buyer', 'buyer-{}'\n",
+            i % 400
+        ));
+    }
+    script.push_str(
+        "scan 'orders', {FILTER => \"SingleColumnValueFilter('o', 'buyer', =, 'binary:buyer-7')\"}\n",
+    );
+    let out = basalt(&["shell", "--port", &port, "-e", &script]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = basalt(&["keys", "analyze", "--table", "orders", "--port", &port]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("filtering on o:buyer read 1200 rows to return 3")
+            && text.contains("create_index 'orders', 'by_buyer', {COLUMNS => ['o:buyer']}"),
+        "{text}"
+    );
+    let out = basalt(&[
+        "shell",
+        "--port",
+        &port,
+        "-e",
+        "create_index 'orders', 'by_buyer', {COLUMNS => ['o:buyer']}",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = basalt(&["keys", "analyze", "--table", "orders", "--port", &port]);
+    assert!(!stdout(&out).contains("create_index"), "{}", stdout(&out));
+}

@@ -1359,7 +1359,7 @@ fn a_scan_with_the_index_attribute_answers_the_rows_in_index_order_and_ends_the_
     let (name, _) = locate(&mut c, b"z");
     let attribute = basalt_rpc::proto::hbase::NameBytesPair {
         name: "basalt.index".into(),
-        value: Some(Bytes::from_static(b"by_buyer")),
+        value: Some(b"by_buyer".to_vec()),
     };
     let open = scan_call(
         &mut c,
@@ -1390,7 +1390,7 @@ fn a_scan_with_the_index_attribute_answers_the_rows_in_index_order_and_ends_the_
             scan: Some(Scan {
                 attribute: vec![basalt_rpc::proto::hbase::NameBytesPair {
                     name: "basalt.index".into(),
-                    value: Some(Bytes::from_static(b"nope")),
+                    value: Some(b"nope".to_vec()),
                 }],
                 ..Default::default()
             }),
@@ -1399,9 +1399,9 @@ fn a_scan_with_the_index_attribute_answers_the_rows_in_index_order_and_ends_the_
         },
         &[],
     );
-    let e = unknown
-        .err()
-        .expect("an unknown index is refused")
-        .to_string();
+    let Err(e) = unknown else {
+        panic!("an unknown index is refused");
+    };
+    let e = e.to_string();
     assert!(e.contains("no index named 'nope'"), "{e}");
 }
