@@ -1455,14 +1455,18 @@ pub fn read_page(
         if rows.len() == page || bytes >= MAX_PAGE_BYTES {
             return Ok((rows, true));
         }
-        bytes += row
-            .cells
-            .iter()
-            .map(|c| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len())
-            .sum::<usize>();
+        bytes += answer_bytes(&row);
         rows.push(RowReply::from(&row));
     }
     Ok((rows, false))
+}
+
+/// What a row adds to a page's [`MAX_PAGE_BYTES`].
+fn answer_bytes(row: &RowResult) -> usize {
+    row.cells
+        .iter()
+        .map(|c| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len())
+        .sum()
 }
 
 /// A page of a read by index: its rows, and the index key to resume
@@ -1489,11 +1493,7 @@ pub fn read_index_page(
         if read.after_row.is_some() && read.after_row.as_deref() == scanner.last_key() {
             continue;
         }
-        bytes += row
-            .cells
-            .iter()
-            .map(|c| c.row.len() + c.family.len() + c.qualifier.len() + c.value.len())
-            .sum::<usize>();
+        bytes += answer_bytes(&row);
         rows.push(RowReply::from(&row));
         if rows.len() == page || bytes >= MAX_PAGE_BYTES {
             return Ok((rows, scanner.last_key().map(Bytes::copy_from_slice)));

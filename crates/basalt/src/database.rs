@@ -1288,12 +1288,9 @@ impl Database {
         Ok(rows)
     }
 
-    /// Compares index `index` of `table` with a rebuild of it from the
-    /// table's rows (`index/check.rs`); with `repair`, settles the
-    /// unverified rows interrupted writes left, as reads do. Exact on a
-    /// table no write reaches meanwhile.
-    pub fn check_index(&self, table: &str, index: &str, repair: bool) -> Result<IndexCheckReport> {
-        self.check_open()?;
+    /// Index `index` of `table`: its descriptor, a trusted handle on the
+    /// data table and one on the index table.
+    fn index_parts(&self, table: &str, index: &str) -> Result<(IndexDescriptor, Table, Table)> {
         let location = self.inner.locator.table(table)?;
         let descriptor = location
             .descriptor()
@@ -1307,6 +1304,16 @@ impl Database {
             self.inner.locator.table(&index_table_name(table, index))?,
             Arc::clone(&self.inner.latencies),
         );
+        Ok((descriptor, data, index_table))
+    }
+
+    /// Compares index `index` of `table` with a rebuild of it from the
+    /// table's rows (`index/check.rs`); with `repair`, settles the
+    /// unverified rows interrupted writes left, as reads do. Exact on a
+    /// table no write reaches meanwhile.
+    pub fn check_index(&self, table: &str, index: &str, repair: bool) -> Result<IndexCheckReport> {
+        self.check_open()?;
+        let (descriptor, data, index_table) = self.index_parts(table, index)?;
         crate::index::check::check(
             &self.table(table)?,
             &data,
@@ -1347,25 +1354,13 @@ impl Database {
     pub fn scan_index(&self, table: &str, index: &str, scan: &Scan) -> Result<IndexScanner> {
         self.check_open()?;
         scan.validate()?;
-        let location = self.inner.locator.table(table)?;
-        let descriptor = location
-            .descriptor()
-            .get_index(index)
-            .cloned()
-            .ok_or_else(|| {
-                Error::invalid(format!("table '{table}' has no index named '{index}'"))
-            })?;
+        let (descriptor, checks, index_table) = self.index_parts(table, index)?;
         if descriptor.state != IndexState::Active {
             return Err(Error::invalid(format!(
                 "index '{index}' of table '{table}' is still being built; reads may use it once create_index returns"
             )));
         }
         let data = self.table(table)?;
-        let checks = Table::new(location, Arc::clone(&self.inner.latencies));
-        let index_table = Table::new(
-            self.inner.locator.table(&index_table_name(table, index))?,
-            Arc::clone(&self.inner.latencies),
-        );
         let entries_scan = Scan {
             start_row: scan.start_row.clone(),
             stop_row: scan.stop_row.clone(),

@@ -201,20 +201,17 @@ fn read_current(
         get = get.column(family, qualifier);
     }
     let cells = checks.get(&get)?.cells;
-    let value = |family: &Bytes, qualifier: &Bytes| {
-        cells
-            .iter()
-            .find(|c| c.family == family && c.qualifier == qualifier)
-            .map(|c| c.value.clone())
-    };
-    let indexed: Vec<Option<Bytes>> = index
-        .columns
+    let covered = index
+        .covered
         .iter()
-        .map(|c| value(&c.family, &c.qualifier))
+        .map(|(f, q)| {
+            cells
+                .iter()
+                .find(|c| c.family == f && c.qualifier == q)
+                .map(|c| c.value.clone())
+        })
         .collect();
-    let borrowed: Vec<Option<&[u8]>> = indexed.iter().map(|v| v.as_deref()).collect();
-    let covered = index.covered.iter().map(|(f, q)| value(f, q)).collect();
-    Ok((index.key(&borrowed, row), covered))
+    Ok((key_of(index, &cells, row), covered))
 }
 
 /// The key data row `row` gives `index` as read now.
@@ -223,7 +220,11 @@ fn key_now(index: &IndexDescriptor, checks: &Table, row: &Bytes) -> Result<Optio
     for column in &index.columns {
         get = get.column(column.family.clone(), column.qualifier.clone());
     }
-    let cells = checks.get(&get)?.cells;
+    Ok(key_of(index, &checks.get(&get)?.cells, row))
+}
+
+/// The key data row `row` gives `index` with the latest values `cells`.
+fn key_of(index: &IndexDescriptor, cells: &[basalt_types::Cell], row: &Bytes) -> Option<Bytes> {
     let values: Vec<Option<&[u8]>> = index
         .columns
         .iter()
@@ -234,7 +235,7 @@ fn key_now(index: &IndexDescriptor, checks: &Table, row: &Bytes) -> Result<Optio
                 .map(|cell| &cell.value[..])
         })
         .collect();
-    Ok(index.key(&values, row))
+    index.key(&values, row)
 }
 
 /// Settles unverified index row `entry` (flag at `stamp`) of data row
