@@ -615,12 +615,15 @@ impl Harness {
     /// families raw scans are modelled for.
     /// Every index of the model's table against a rebuild from the
     /// engine's rows (whose reads the other checks hold to the
-    /// reference): invariants I1 and I2 (`basalt::index`), and an index
-    /// read answering the rows in index key order.
+    /// reference): invariants I1 and I2 (`basalt::index`) as the steps
+    /// left it, equality with the rebuild after the repair pass, and an
+    /// index read answering the rows in index key order.
     pub(crate) fn check_indexes(&self) -> Result<(), String> {
         let db = self.db();
         let table = db.table(TABLE).map_err(|e| e.to_string())?;
         for index in table.descriptor().indexes() {
+            // As the steps left it: the invariants, unverified rows allowed
+            // (a write that failed after its pre-write leaves some).
             let report = db
                 .check_index(TABLE, &index.name, false)
                 .map_err(|e| format!("check of index {} failed: {e}", index.name))?;
@@ -628,6 +631,18 @@ impl Harness {
                 let detail = self.index_detail(&table, index, &report)?;
                 return Err(format!(
                     "index {} breaks its invariants: {report:#?}\n{detail}",
+                    index.name
+                ));
+            }
+            // After the repair pass: exactly its rebuild.
+            db.check_index(TABLE, &index.name, true)
+                .map_err(|e| format!("repair of index {} failed: {e}", index.name))?;
+            let repaired = db
+                .check_index(TABLE, &index.name, false)
+                .map_err(|e| format!("check of index {} failed: {e}", index.name))?;
+            if !repaired.equals_rebuild() {
+                return Err(format!(
+                    "index {} differs from its rebuild after the repair: {repaired:#?}",
                     index.name
                 ));
             }
