@@ -99,6 +99,11 @@ pub struct ClusterMaster {
     /// How long a snapshot may take, retries included
     /// ([`ClusterMaster::set_snapshot_timeout`]).
     snapshot_timeout: RwLock<std::time::Duration>,
+    /// When a catalog version is a checkpoint rather than a delta
+    /// ([`ClusterMaster::set_catalog_checkpoint_policy`]).
+    checkpoint_policy: RwLock<crate::catalog::CheckpointPolicy>,
+    /// Bytes of every catalog version this master committed.
+    catalog_bytes_written: std::sync::atomic::AtomicU64,
 }
 
 /// How long a snapshot may take by default (HBase's
@@ -275,6 +280,8 @@ impl ClusterMaster {
             snapshots_driven: Mutex::new(HashSet::new()),
             snapshot_driven: parking_lot::Condvar::new(),
             snapshot_timeout: RwLock::new(DEFAULT_SNAPSHOT_TIMEOUT),
+            checkpoint_policy: RwLock::new(crate::catalog::CheckpointPolicy::default()),
+            catalog_bytes_written: std::sync::atomic::AtomicU64::new(0),
         });
         if let Err(e) = master.take_over_snapshots() {
             tracing::warn!(error = %e, "could not take over the snapshots left half taken");
@@ -305,6 +312,18 @@ impl ClusterMaster {
     /// Installs what runs after each commit (once; a later call replaces it).
     pub fn set_commit_listener(&self, listener: CommitListener) {
         *self.on_commit.write() = Some(listener);
+    }
+
+    /// Sets when a catalog version is written whole (a checkpoint) instead
+    /// of as a delta (`docs/catalog-format.md`).
+    pub fn set_catalog_checkpoint_policy(&self, policy: crate::catalog::CheckpointPolicy) {
+        *self.checkpoint_policy.write() = policy;
+    }
+
+    /// Bytes of every catalog version this master committed since it
+    /// became active (checkpoints and deltas), for measurements.
+    pub fn catalog_bytes_written(&self) -> u64 {
+        self.catalog_bytes_written.load(Ordering::Relaxed)
     }
 
     /// This master's epoch.
@@ -722,7 +741,17 @@ impl ClusterMaster {
     /// epoch) and announces it.
     pub(super) fn commit(&self, state: &mut State, mut updated: Catalog) -> Result<()> {
         self.check_running()?;
-        updated.store_fenced(self.files.as_ref(), &self.root, Some(&self.fence))?;
+        let policy = *self.checkpoint_policy.read();
+        updated.store_fenced(
+            &state.catalog,
+            &policy,
+            self.files.as_ref(),
+            &self.root,
+            Some(&self.fence),
+        )?;
+        let (bytes, _) = updated.last_stored();
+        self.catalog_bytes_written
+            .fetch_add(bytes, Ordering::Relaxed);
         let version = updated.version;
         state.catalog = updated;
         let listener = self.on_commit.read().clone();
