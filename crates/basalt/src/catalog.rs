@@ -2478,6 +2478,93 @@ mod tests {
         );
     }
 
+    /// What one single-region assignment step (a region committed
+    /// `OPENING` on a new server at a new epoch, then `OPEN`) writes, in
+    /// format 3 (the whole pretty-printed document per version) and in
+    /// format 4 with the default policy (deltas, and the checkpoints spread
+    /// over them), for a catalog of `regions` regions. Prints the numbers
+    /// (`bench/results/2026-11-28-catalog-deltas.md`) and returns format
+    /// 4's bytes per step, amortized.
+    fn measure_assignment_steps(regions: usize, steps: usize) -> u64 {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let mut c = cluster_catalog(regions);
+        let format_3_version = serde_json::to_vec_pretty(&c).unwrap().len() as u64;
+        c.store(&files, root).unwrap();
+        let (checkpoint_bytes, _) = c.last_stored();
+        let policy = CheckpointPolicy::default();
+        let (mut total, mut checkpoints, mut largest_delta) = (0u64, 0u64, 0u64);
+        let started = std::time::Instant::now();
+        for step in 0..steps {
+            let i = (step * 7919) % regions;
+            for opening in [true, false] {
+                let mut next = c.clone();
+                let epoch = next.next_region_epoch(0);
+                let region = &mut next.tables.get_mut("t").unwrap().regions[i];
+                if opening {
+                    region.state = RegionState::Opening;
+                    region.server = Some(format!("host{},16020,1700000000000", step % 97));
+                    region.epoch = epoch;
+                } else {
+                    region.state = RegionState::Open;
+                }
+                commit(&mut c, next, &policy, &files, root);
+                let (bytes, checkpoint) = c.last_stored();
+                total += bytes;
+                if checkpoint {
+                    checkpoints += 1;
+                } else {
+                    largest_delta = largest_delta.max(bytes);
+                }
+            }
+        }
+        let elapsed = started.elapsed();
+        let per_step = total / steps as u64;
+        println!(
+            "CATALOG BYTES regions={regions} format3_per_version={format_3_version} \
+             format3_per_step={} checkpoint={checkpoint_bytes} largest_delta={largest_delta} \
+             steps={steps} versions={} checkpoints={checkpoints} format4_per_step_amortized={per_step} \
+             writer_ms_per_version={:.2}",
+            2 * format_3_version,
+            2 * steps,
+            elapsed.as_secs_f64() * 1000.0 / (2 * steps) as f64,
+        );
+        // A reader starting cold gets the same catalog.
+        assert_eq!(
+            document(&Catalog::read_newest(&files, root).unwrap()),
+            document(&c)
+        );
+        assert!(
+            largest_delta < 300,
+            "a one-region delta is {largest_delta} bytes"
+        );
+        per_step
+    }
+
+    #[test]
+    fn a_single_region_assignment_step_writes_a_small_fraction_of_the_whole_catalog() {
+        // 600 steps are 1,200 versions: past two checkpoints of the
+        // default policy, so the amortized figure includes them.
+        let per_step = measure_assignment_steps(10_000, 600);
+        assert!(
+            per_step < 20_000,
+            "{per_step} bytes per step at 10,000 regions"
+        );
+    }
+
+    /// The full-size measurement (about a minute): `cargo test -p basalt
+    /// --lib catalog::tests::a_single_region_assignment_step_at_100k --
+    /// --ignored --nocapture`.
+    #[test]
+    #[ignore = "measurement at 100,000 regions; run by hand"]
+    fn a_single_region_assignment_step_at_100k_regions_writes_a_small_fraction_of_the_catalog() {
+        let per_step = measure_assignment_steps(100_000, 600);
+        assert!(
+            per_step < 200_000,
+            "{per_step} bytes per step at 100,000 regions"
+        );
+    }
+
     #[test]
     fn loading_deletes_versions_older_than_the_newest() {
         let files = MemFileStore::new();
