@@ -893,6 +893,21 @@ impl Catalog {
             && self.chain.deltas < policy.max_deltas
     }
 
+    /// True when `policy` wants the next version to be a checkpoint: there
+    /// is no current-format checkpoint to build on, or the deltas after it
+    /// reached the policy's count or share.
+    pub(crate) fn checkpoint_due(&self, policy: &CheckpointPolicy) -> bool {
+        self.version != 0
+            && (self.chain.checkpoint == 0
+                || self.chain.deltas >= policy.max_deltas
+                || self.chain.delta_bytes
+                    > self
+                        .chain
+                        .checkpoint_bytes
+                        .saturating_mul(policy.max_delta_percent)
+                        / 100)
+    }
+
     /// Bytes of the last version this catalog was stored as, and whether
     /// it was a checkpoint (for measurements and the master's counters).
     pub fn last_stored(&self) -> (u64, bool) {
@@ -999,6 +1014,20 @@ pub struct CheckpointPolicy {
     /// checkpoints' cost, spread over the deltas, stays in proportion to
     /// what changed.
     pub max_delta_percent: u64,
+}
+
+impl CheckpointPolicy {
+    /// The policy while regions are in transition (a recovery, a
+    /// procedure): four times the deltas, so the checkpoint a change
+    /// makes due waits for the cluster to settle rather than add the
+    /// whole catalog's bytes to a recovery. The master writes it then
+    /// (`ClusterMaster`'s reconciliation, step 5).
+    pub fn in_transition(&self) -> CheckpointPolicy {
+        CheckpointPolicy {
+            max_deltas: self.max_deltas.saturating_mul(4),
+            max_delta_percent: self.max_delta_percent.saturating_mul(4),
+        }
+    }
 }
 
 impl Default for CheckpointPolicy {
@@ -1642,7 +1671,7 @@ pub fn catalog_document(files: &dyn FileStore, root: &Path) -> Result<Option<Vec
         return Ok(None);
     }
     let catalog = Catalog::read_newest(files, root)?;
-    serde_json::to_vec_pretty(&catalog)
+    serde_json::to_vec(&catalog)
         .map(Some)
         .map_err(|e| Error::invalid(format!("catalog does not serialize: {e}")))
 }
