@@ -197,19 +197,10 @@ struct SimServer {
 struct Servers {
     time: Arc<SimTime>,
     servers: RwLock<BTreeMap<String, Mutex<SimServer>>>,
-    /// The active master, so a fault can stop it.
-    master: RwLock<Option<Arc<ClusterMaster>>>,
-    /// Openings until the master dies (negative: never).
-    master_dies_after: AtomicI64,
-    /// The master died: nothing it asks reaches a server any more.
-    master_dead: AtomicBool,
 }
 
 impl Servers {
     fn reach(&self, server: &str, f: impl FnOnce(&mut SimServer) -> Result<()>) -> Result<()> {
-        if self.master_dead.load(Ordering::SeqCst) {
-            return Err(Error::NotServingRegion("the master is gone".into()));
-        }
         let servers = self.servers.read();
         let Some(sim) = servers.get(server) else {
             return Err(Error::NotServingRegion(format!("{server} is unknown")));
@@ -222,14 +213,61 @@ impl Servers {
     }
 }
 
+/// The region servers as one master reaches them: a master that "dies"
+/// is cut off from them (its session expired; it may still run, and
+/// reach the storage, as a paused process does).
+#[derive(Debug)]
+struct MasterView {
+    servers: Arc<Servers>,
+    /// Openings until this master is cut off (negative: never).
+    dies_after: AtomicI64,
+    cut_off: AtomicBool,
+}
+
+impl MasterView {
+    fn check(&self) -> Result<()> {
+        if self.cut_off.load(Ordering::SeqCst) {
+            return Err(Error::NotServingRegion("this master is cut off".into()));
+        }
+        Ok(())
+    }
+}
+
+impl RegionServerControl for MasterView {
+    fn open_region(&self, server: &str, table: &str, region: u64) -> Result<()> {
+        if self.dies_after.fetch_sub(1, Ordering::SeqCst) == 0 {
+            self.cut_off.store(true, Ordering::SeqCst);
+        }
+        self.check()?;
+        self.servers.open_region(server, table, region)
+    }
+    fn close_region(&self, server: &str, table: &str, region: u64) -> Result<()> {
+        self.check()?;
+        self.servers.close_region(server, table, region)
+    }
+    fn prepare_split(&self, server: &str, request: &PrepareSplit) -> Result<SplitPlan> {
+        self.servers.prepare_split(server, request)
+    }
+    fn prepare_merge(&self, server: &str, request: &PrepareMerge) -> Result<()> {
+        self.servers.prepare_merge(server, request)
+    }
+    fn region_loads(&self, server: &str) -> Result<Vec<basalt::cluster::RegionLoadReport>> {
+        self.servers.region_loads(server)
+    }
+    fn closed_through(&self, server: &str, region: u64) -> Result<Option<u64>> {
+        self.servers.closed_through(server, region)
+    }
+    fn snapshot_region(
+        &self,
+        server: &str,
+        request: &basalt::cluster::SnapshotRegionRequest,
+    ) -> Result<Vec<basalt::snapshot::SnapshotStore>> {
+        self.servers.snapshot_region(server, request)
+    }
+}
+
 impl RegionServerControl for Servers {
     fn open_region(&self, server: &str, _table: &str, region: u64) -> Result<()> {
-        if self.master_dies_after.fetch_sub(1, Ordering::SeqCst) == 0 {
-            self.master_dead.store(true, Ordering::SeqCst);
-            if let Some(master) = self.master.read().clone() {
-                master.stop();
-            }
-        }
         self.reach(server, |sim| {
             // Asked again for an opening it serves: it answers at once.
             if sim.open.insert(region) {
@@ -315,6 +353,8 @@ struct Cluster {
     storage: Arc<Storage>,
     servers: Arc<Servers>,
     master: Arc<ClusterMaster>,
+    /// How the active master reaches the servers.
+    view: Arc<MasterView>,
     masters_started: usize,
     next_start_code: u64,
     live: BTreeSet<String>,
@@ -368,18 +408,16 @@ impl Cluster {
         let sims = Arc::new(Servers {
             time: Arc::clone(&time),
             servers: RwLock::new(BTreeMap::new()),
-            master: RwLock::new(None),
-            master_dies_after: AtomicI64::new(-1),
-            master_dead: AtomicBool::new(false),
         });
         let root = PathBuf::from("/sim");
-        let master = Self::new_master(&root, &time, &storage, &sims, 1);
+        let (master, view) = Self::new_master(&root, &time, &storage, &sims, 1);
         let mut cluster = Cluster {
             root,
             time,
             storage,
             servers: sims,
             master,
+            view,
             masters_started: 1,
             next_start_code: 1_700_000_000_000,
             live: BTreeSet::new(),
@@ -403,19 +441,21 @@ impl Cluster {
         storage: &Arc<Storage>,
         servers: &Arc<Servers>,
         n: usize,
-    ) -> Arc<ClusterMaster> {
+    ) -> (Arc<ClusterMaster>, Arc<MasterView>) {
+        let view = Arc::new(MasterView {
+            servers: Arc::clone(servers),
+            dies_after: AtomicI64::new(-1),
+            cut_off: AtomicBool::new(false),
+        });
         let master = ClusterMaster::start(
             root,
             &format!("master{n},16000,{n}"),
             Arc::new(time.clock.clone()),
             Arc::new(Files(Arc::clone(storage))),
-            Arc::clone(servers) as Arc<dyn RegionServerControl>,
+            Arc::clone(&view) as Arc<dyn RegionServerControl>,
         )
         .unwrap();
-        *servers.master.write() = Some(Arc::clone(&master));
-        servers.master_dead.store(false, Ordering::SeqCst);
-        servers.master_dies_after.store(-1, Ordering::SeqCst);
-        master
+        (master, view)
     }
 
     /// A new region server process on host `i` (a new start code).
@@ -528,19 +568,33 @@ impl Cluster {
         fresh
     }
 
-    /// The active master dies; a new one takes over and reconciles.
+    /// The active master dies (its session expired); a new one takes over
+    /// and reconciles. The old one still runs: whatever it commits now
+    /// collides with its successor's versions (fencing invariant C1), so
+    /// it is fenced and the catalog keeps the successor's change.
     fn fail_over(&mut self) {
         self.masters_started += 1;
         let old = Arc::clone(&self.master);
-        self.master = Self::new_master(
+        let (master, view) = Self::new_master(
             &self.root,
             &self.time,
             &self.storage,
             &self.servers,
             self.masters_started,
         );
+        self.master = master;
+        self.view = view;
         assert!(old.epoch() < self.master.epoch());
         self.detect().unwrap();
+        let version = self.master.catalog_version();
+        let zombie = old.call(MasterCall::BalancerSwitch { on: Some(false) });
+        assert!(zombie.is_err(), "a stale master committed: {zombie:?}");
+        assert!(old.is_fenced(), "the stale master is fenced");
+        assert_eq!(self.master.catalog_version(), version);
+        assert!(matches!(
+            self.master.call(MasterCall::BalancerSwitch { on: None }),
+            Ok(MasterAnswer::Switch { previous: true })
+        ));
     }
 
     /// Every invariant of the module docs; `what` names the step.
@@ -668,15 +722,15 @@ fn simulate(servers: usize, regions: usize) -> Vec<(String, StepReport)> {
     let dying = pick(&cluster.live, servers / 10, 1);
     let reopening = regions / 10;
     cluster
-        .servers
-        .master_dies_after
+        .view
+        .dies_after
         .store((reopening / 3) as i64, Ordering::SeqCst);
     cluster.kill(&dying);
     let report = cluster.measure(|c| {
         // The master stops answering after a third of the openings; what
         // it committed says the recovery is not over.
         let _ = c.detect();
-        assert!(c.servers.master_dead.load(Ordering::SeqCst));
+        assert!(c.view.cut_off.load(Ordering::SeqCst));
         let files = Files(Arc::clone(&c.storage));
         let text = basalt::catalog_document(&files, &c.root).unwrap().unwrap();
         let catalog: CatalogView = serde_json::from_slice(&text).unwrap();
@@ -696,7 +750,10 @@ fn simulate(servers: usize, regions: usize) -> Vec<(String, StepReport)> {
     let mut worst = StepReport::default();
     let rolling = cluster.measure(|c| {
         let names: Vec<String> = c.live.iter().cloned().collect();
-        for name in names {
+        for (n, name) in names.into_iter().enumerate() {
+            if n % 10 == 0 {
+                eprintln!("SIMULATION rolling restart: server {n}");
+            }
             let dying = vec![name];
             c.kill(&dying);
             let step = c.measure(|c| c.detect().unwrap());
