@@ -1017,6 +1017,15 @@ pub struct CheckpointPolicy {
 }
 
 impl CheckpointPolicy {
+    /// The policy `options` set (`catalog_checkpoint_deltas`,
+    /// `catalog_checkpoint_percent`).
+    pub fn from_options(options: &crate::Options) -> CheckpointPolicy {
+        CheckpointPolicy {
+            max_deltas: options.catalog_checkpoint_deltas,
+            max_delta_percent: options.catalog_checkpoint_percent,
+        }
+    }
+
     /// The policy while regions are in transition (a recovery, a
     /// procedure): four times the deltas, so the checkpoint a change
     /// makes due waits for the cluster to settle rather than add the
@@ -1032,12 +1041,10 @@ impl CheckpointPolicy {
 
 impl Default for CheckpointPolicy {
     /// 512 deltas or half the checkpoint's size, whichever comes first
-    /// (`docs/catalog-format.md`, "Checkpoints and deltas").
+    /// (`docs/catalog-format.md`, "Checkpoints and deltas"): the defaults
+    /// of [`crate::Options`].
     fn default() -> Self {
-        CheckpointPolicy {
-            max_deltas: 512,
-            max_delta_percent: 50,
-        }
+        CheckpointPolicy::from_options(&crate::Options::default())
     }
 }
 
