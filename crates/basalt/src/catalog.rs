@@ -2329,6 +2329,36 @@ mod tests {
     }
 
     #[test]
+    fn a_checkpoint_falls_due_by_count_or_share_and_waits_longer_while_regions_are_in_transition() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let policy = CheckpointPolicy {
+            max_deltas: 2,
+            max_delta_percent: 1_000,
+        };
+        let mut c = cluster_catalog(10);
+        assert!(!c.checkpoint_due(&policy), "nothing stored yet");
+        c.store(&files, root).unwrap();
+        assert!(!c.checkpoint_due(&policy));
+        for i in 1..=8u64 {
+            let mut next = c.clone();
+            next.last_procedure_id = i;
+            commit(&mut c, next, &policy.in_transition(), &files, root);
+            assert!(!c.last_stored().1, "version {} is a delta", c.version);
+            assert_eq!(c.checkpoint_due(&policy), i >= 2, "after {i} deltas");
+        }
+        // Settled: storing the same catalog writes the checkpoint due.
+        let same = c.clone();
+        commit(&mut c, same, &policy, &files, root);
+        assert!(c.last_stored().1);
+        assert!(!c.checkpoint_due(&policy));
+        assert_eq!(
+            files.list(&layout::catalog_dir(root)).unwrap(),
+            vec![layout::catalog_version_path(root, c.version)]
+        );
+    }
+
+    #[test]
     fn the_first_store_after_a_format_3_version_is_a_checkpoint_of_the_new_format() {
         let files = MemFileStore::new();
         let root = Path::new("/db");

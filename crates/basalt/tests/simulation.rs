@@ -794,6 +794,8 @@ fn simulation_at_reduced_size_recovers_every_region_and_keeps_the_invariants() {
         // whole catalog per region.
         assert!(report.catalog_versions <= 8, "{name}: {report:?}");
         assert!(report.delta_bytes < 100_000, "{name}: {report:?}");
+        // A checkpoint that falls due waits until nothing is in transition.
+        assert_eq!(report.checkpoint_bytes, 0, "{name}: {report:?}");
     }
 }
 
