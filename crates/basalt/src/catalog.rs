@@ -19,8 +19,12 @@
 //! not to the cluster ([`CheckpointPolicy`] says when a checkpoint is
 //! written instead). Readers take the newest checkpoint and apply the
 //! deltas after it in order; a reader holding a version of the chain reads
-//! only the deltas after it ([`Catalog::read_after`]). Versions below the
-//! newest checkpoint are deleted once it is written: no reader needs them.
+//! only the deltas after it ([`Catalog::read_after`]), and past a
+//! checkpoint that restates the version before it (what the master writes
+//! once settled) through the deltas before it, reading only the
+//! checkpoint's first bytes. Versions below the newest checkpoint are
+//! deleted once it is written (a restatement keeps the one chain before
+//! it, for those readers).
 //! A crash leaves the old version or the new one, never a mix. Catalogs of
 //! formats 1 and 2 were one `catalog.json` file, format 3 had only
 //! checkpoints: both are read, and superseded by a checkpoint of this
@@ -842,11 +846,32 @@ impl Catalog {
             _ => None,
         };
         let is_delta = delta.is_some();
+        // A checkpoint of the version before it, unchanged (what the master
+        // writes once a due checkpoint can wait no longer), says so first
+        // thing: a reader holding a version of the chain before it reads
+        // that header and the deltas it lacks, not the whole checkpoint.
+        let restates = match (&delta, previous) {
+            (None, Some(previous))
+                if previous.version == self.version
+                    && self.version != 0
+                    && self.chain.checkpoint != 0
+                    && Delta::between(previous, self, next, self.chain.checkpoint)?.is_empty() =>
+            {
+                Some(self.version)
+            }
+            _ => None,
+        };
         let text = match delta {
             Some(text) => text,
             None => {
-                let mut document = serde_json::to_vec(&*self)
-                    .map_err(|e| Error::invalid(format!("catalog does not serialize: {e}")))?;
+                let mut document = match restates {
+                    Some(restates) => serde_json::to_vec(&Restatement {
+                        restates,
+                        catalog: self,
+                    }),
+                    None => serde_json::to_vec(&*self),
+                }
+                .map_err(|e| Error::invalid(format!("catalog does not serialize: {e}")))?;
                 document.push(b'\n');
                 document
             }
@@ -865,12 +890,19 @@ impl Catalog {
             self.chain.delta_bytes += bytes;
             return Ok(());
         }
+        // A restatement keeps the chain before it (readers holding one of
+        // its versions catch up through its deltas); any other checkpoint
+        // supersedes every version before it.
+        let keep_from = match restates {
+            Some(_) => self.chain.checkpoint,
+            None => next,
+        };
         self.chain.checkpoint = next;
         self.chain.checkpoint_bytes = bytes;
         self.chain.deltas = 0;
         self.chain.delta_bytes = 0;
         // A failed clean-up is harmless: the next load deletes them.
-        if let Err(e) = delete_versions_below(files, root, next) {
+        if let Err(e) = delete_versions_below(files, root, keep_from) {
             tracing::warn!(error = %e, "could not delete catalog versions a checkpoint superseded");
         }
         if previous_version == 0 {
@@ -1252,6 +1284,14 @@ fn object_diff(
 }
 
 impl Delta {
+    /// True when nothing changed.
+    fn is_empty(&self) -> bool {
+        self.set.is_empty()
+            && self.unset.is_empty()
+            && self.tables.is_empty()
+            && self.dropped.is_empty()
+    }
+
     /// What changed from `previous` to `next`, as version `version` on top
     /// of checkpoint `checkpoint`.
     fn between(previous: &Catalog, next: &Catalog, version: u64, checkpoint: u64) -> Result<Delta> {
@@ -1491,6 +1531,66 @@ impl RegionPatch {
 
 const DELTA_KIND: &str = "delta";
 
+/// A checkpoint that restates the version before it unchanged: the
+/// catalog, with `restates` written first.
+#[derive(Serialize)]
+struct Restatement<'a> {
+    restates: u64,
+    #[serde(flatten)]
+    catalog: &'a Catalog,
+}
+
+/// How a restatement begins.
+const RESTATES_PREFIX: &[u8] = b"{\"restates\":";
+
+/// The version checkpoint `version` restates, read from its first bytes
+/// only; `None` when it is not a restatement (or cannot be read: the
+/// reader then reads it whole, and reports what is wrong with it).
+fn restated_by(files: &dyn FileStore, root: &Path, version: u64) -> Option<u64> {
+    let path = layout::catalog_version_path(root, version);
+    let size = files.size(&path).ok()?;
+    let head = files.read_range(&path, 0, size.min(48) as usize).ok()?;
+    let digits = head.strip_prefix(RESTATES_PREFIX)?;
+    let end = digits.iter().position(|b| !b.is_ascii_digit())?;
+    let restates: u64 = std::str::from_utf8(&digits[..end]).ok()?.parse().ok()?;
+    (restates + 1 == version).then_some(restates)
+}
+
+/// `held` brought to checkpoint `checkpoint`, a restatement of the version
+/// before it, through the deltas of the chain before the checkpoint:
+/// `None` when they do not reach back to `held` (or are gone), and the
+/// checkpoint is then read whole.
+fn through_restatement(
+    files: &dyn FileStore,
+    root: &Path,
+    held: &Catalog,
+    checkpoint: u64,
+) -> std::result::Result<Option<Catalog>, ChainError> {
+    let mut catalog = held.clone();
+    for version in held.version + 1..checkpoint {
+        let (text, path) = match read_version(files, root, version) {
+            Ok(read) => read,
+            Err(ChainError::Missing(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let delta = match decode(&text, &path, version)? {
+            Document::Delta(delta) if delta.checkpoint <= held.version => delta,
+            _ => return Ok(None),
+        };
+        delta.apply(&mut catalog, &path)?;
+    }
+    let size = files
+        .size(&layout::catalog_version_path(root, checkpoint))
+        .unwrap_or(0);
+    catalog.version = checkpoint;
+    catalog.chain = Chain {
+        checkpoint,
+        checkpoint_bytes: size,
+        ..Chain::default()
+    };
+    Ok(Some(catalog))
+}
+
 /// One decoded catalog file.
 enum Document {
     /// A whole catalog; `current` when it states this build's format.
@@ -1582,6 +1682,17 @@ fn read_chain(
     path: &Path,
     held: Option<&Catalog>,
 ) -> std::result::Result<Catalog, ChainError> {
+    // A reader holding a version before the newest checkpoint: when that
+    // checkpoint restates the version before it, the deltas it lacks
+    // suffice.
+    let held = held.filter(|h| h.version != 0 && h.version < newest);
+    if let Some(held) = held {
+        if restated_by(files, root, newest).is_some() {
+            if let Some(caught_up) = through_restatement(files, root, held, newest)? {
+                return Ok(caught_up);
+            }
+        }
+    }
     let text = match files.read_all(path) {
         Ok(text) => text,
         Err(_) if !files.exists(path).unwrap_or(true) => {
@@ -1607,10 +1718,17 @@ fn read_chain(
         Document::Delta(delta) => delta,
     };
     let checkpoint = last.checkpoint;
-    let (mut catalog, from) = match held {
-        Some(held) if held.version >= checkpoint && held.version < newest && held.version != 0 => {
-            (held.clone(), held.version + 1)
+    let restated = match held {
+        Some(held)
+            if held.version < checkpoint && restated_by(files, root, checkpoint).is_some() =>
+        {
+            through_restatement(files, root, held, checkpoint)?
         }
+        _ => None,
+    };
+    let (mut catalog, from) = match (held, restated) {
+        (_, Some(restated)) => (restated, checkpoint + 1),
+        (Some(held), None) if held.version >= checkpoint => (held.clone(), held.version + 1),
         _ => {
             let (text, cpath) = read_version(files, root, checkpoint)?;
             let mut catalog = match decode(&text, &cpath, checkpoint)? {
@@ -2347,15 +2465,88 @@ mod tests {
             assert!(!c.last_stored().1, "version {} is a delta", c.version);
             assert_eq!(c.checkpoint_due(&policy), i >= 2, "after {i} deltas");
         }
-        // Settled: storing the same catalog writes the checkpoint due.
+        // Settled: storing the same catalog writes the checkpoint due, a
+        // restatement of the version before it, which keeps that chain.
         let same = c.clone();
         commit(&mut c, same, &policy, &files, root);
         assert!(c.last_stored().1);
         assert!(!c.checkpoint_due(&policy));
+        assert_eq!(files.list(&layout::catalog_dir(root)).unwrap().len(), 10);
+        // The next checkpoint with a change supersedes everything.
+        let mut changed = c.clone();
+        changed.balancer_off = true;
+        changed
+            .store_after(
+                &c,
+                &CheckpointPolicy {
+                    max_deltas: 0,
+                    max_delta_percent: 0,
+                },
+                &files,
+                root,
+            )
+            .unwrap();
         assert_eq!(
             files.list(&layout::catalog_dir(root)).unwrap(),
-            vec![layout::catalog_version_path(root, c.version)]
+            vec![layout::catalog_version_path(root, changed.version)]
         );
+    }
+
+    #[test]
+    fn a_reader_holding_a_version_before_a_restating_checkpoint_reads_only_deltas_past_it() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let policy = CheckpointPolicy::default();
+        let mut c = cluster_catalog(30);
+        c.store(&files, root).unwrap();
+        let mut held = Vec::new();
+        for i in 1..=3u64 {
+            held.push(Catalog::read_newest(&files, root).unwrap());
+            let mut next = c.clone();
+            next.tables.get_mut("t").unwrap().regions[i as usize].epoch += 100;
+            commit(&mut c, next, &policy, &files, root);
+        }
+        held.push(Catalog::read_newest(&files, root).unwrap());
+        // The restatement (version 5), then a delta after it (version 6).
+        let same = c.clone();
+        commit(
+            &mut c,
+            same,
+            &CheckpointPolicy {
+                max_deltas: 0,
+                max_delta_percent: 0,
+            },
+            &files,
+            root,
+        );
+        let restatement = layout::catalog_version_path(root, c.version);
+        let text = files.read_all(&restatement).unwrap();
+        assert!(text.starts_with(b"{\"restates\":4,"), "{:?}", &text[..40]);
+        // Readers holding a version of the chain before it never need its
+        // body: replace it by its header and garbage.
+        files.delete(&restatement).unwrap();
+        let mut w = files.create(&restatement).unwrap();
+        w.write_all(b"{\"restates\":4, garbage").unwrap();
+        w.finish().unwrap();
+        for old in &held {
+            let caught_up = Catalog::read_after(Some(old), &files, root)
+                .unwrap()
+                .unwrap();
+            assert_eq!(caught_up.version, 5);
+            assert_eq!(document(&caught_up), document(&c), "from {}", old.version);
+        }
+        let mut next = c.clone();
+        next.balancer_off = true;
+        commit(&mut c, next, &policy, &files, root);
+        for old in &held {
+            let caught_up = Catalog::read_after(Some(old), &files, root)
+                .unwrap()
+                .unwrap();
+            assert_eq!(document(&caught_up), document(&c), "from {}", old.version);
+        }
+        // A reader starting cold reads the checkpoint: here, damaged.
+        let err = Catalog::read_newest(&files, root).unwrap_err().to_string();
+        assert!(err.contains("00000000000000000005.json"), "{err}");
     }
 
     #[test]
