@@ -369,6 +369,7 @@ pub fn run_master(args: ServeArgs) -> Result<(), String> {
     )
     .map_err(|e| format!("cannot start the master: {e}"))?;
     master.set_chore_periods(basalt::cluster::ChorePeriods::from_options(&options));
+    master.set_catalog_checkpoint_policy(basalt::CheckpointPolicy::from_options(&options));
     master.set_normalizer_config(basalt::normalizer::NormalizerConfig::from_options(&options));
     master.set_snapshot_manifest_max_bytes(options.snapshot_manifest_max_bytes);
     master.set_snapshot_timeout(Duration::from_millis(options.snapshot_timeout_ms));

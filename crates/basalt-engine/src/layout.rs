@@ -10,6 +10,7 @@
 //!   cache/                                 the disk cache of object
 //!                                          storage (local only)
 //!   catalog/<version: 20 digits>.json      catalog versions, write-once
+//!                                          (checkpoints and deltas alike)
 //!   catalog.json                           the catalog of format 1 and 2
 //!                                          (read, then superseded)
 //!   snapshots/<id: 20 digits>-<name>.snapshot  a completed snapshot's

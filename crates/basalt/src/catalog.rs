@@ -12,11 +12,23 @@
 //! The catalog is stored through the [`FileStore`] as write-once numbered
 //! versions (`catalog/<version>.json`, see `basalt_engine::layout`): an
 //! update creates the next version (create-if-absent, so two writers can
-//! never both commit the same version), then deletes the one before. A
-//! crash leaves the old version or the new one, never a mix; loading takes
-//! the newest and deletes older leftovers. Catalogs of formats 1 and 2 were
-//! one `catalog.json` file: it is read when no version exists, and deleted
-//! once the first version is written. See `docs/catalog-format.md`.
+//! never both commit the same version). A version is a **checkpoint** (the
+//! whole document) or a **delta** (only the fields, tables and regions that
+//! changed since the version before, naming that base and the checkpoint
+//! its chain starts from), so a change costs in proportion to what changed,
+//! not to the cluster ([`CheckpointPolicy`] says when a checkpoint is
+//! written instead). Readers take the newest checkpoint and apply the
+//! deltas after it in order; a reader holding a version of the chain reads
+//! only the deltas after it ([`Catalog::read_after`]), and past a
+//! checkpoint that restates the version before it (what the master writes
+//! once settled) through the deltas before it, reading only the
+//! checkpoint's first bytes. Versions below the newest checkpoint are
+//! deleted once it is written (a restatement keeps the one chain before
+//! it, for those readers).
+//! A crash leaves the old version or the new one, never a mix. Catalogs of
+//! formats 1 and 2 were one `catalog.json` file, format 3 had only
+//! checkpoints: both are read, and superseded by a checkpoint of this
+//! format at the first store. See `docs/catalog-format.md`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,9 +51,12 @@ use crate::replication::{PeerChange, ReplicationPeer};
 
 /// Version of the catalog layout. Version 2 added region states and
 /// retired regions; version 3 stores numbered write-once versions through
-/// the file store instead of one `catalog.json` replaced by rename.
-/// Versions 1 and 2 are read (and rewritten as 3).
-pub const CATALOG_FORMAT_VERSION: u32 = 3;
+/// the file store instead of one `catalog.json` replaced by rename;
+/// version 4 makes a version either a checkpoint (the whole document) or a
+/// delta (what changed since the version before). Versions 1 to 3 are
+/// read as checkpoints, and superseded by a checkpoint of version 4 at the
+/// next store.
+pub const CATALOG_FORMAT_VERSION: u32 = 4;
 
 /// HBase's `MasterSwitchType`: which of the two switches that gate the
 /// splits and merges clients ask for ([`crate::Database::split_or_merge_switch`]); kept in the
@@ -150,6 +165,9 @@ pub struct Catalog {
     /// (0: never stored). Not part of the document: the file name says it.
     #[serde(skip)]
     pub version: u64,
+    /// Where that version stands among checkpoints and deltas.
+    #[serde(skip)]
+    pub(crate) chain: Chain,
 }
 
 /// A region server that died, while its regions are being recovered.
@@ -258,7 +276,7 @@ pub struct NamespaceEntry {
 }
 
 /// One table in the catalog.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TableEntry {
     /// Name and families.
     pub descriptor: TableDescriptor,
@@ -298,7 +316,7 @@ pub enum RegionState {
 }
 
 /// One region in the catalog.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegionEntry {
     /// Region id (WAL records carry it).
     pub id: u64,
@@ -333,53 +351,40 @@ pub struct RegionEntry {
     pub unassigned: bool,
 }
 
-/// Which files hold the catalog of a data set.
+/// Which file holds the newest version of the catalog of a data set.
 #[derive(Debug)]
 pub(crate) struct CatalogFiles {
-    /// The catalog: the newest version and its number, or the format 1/2
+    /// The newest version and its number, or the format 1/2
     /// `catalog.json` (version 0) when no version exists; `None` for a
     /// data set without a catalog yet.
     pub(crate) newest: Option<(u64, PathBuf)>,
-    /// What the newest version superseded and a crash left behind (older
-    /// versions, the format 1/2 file): never read, deleted by a load.
-    pub(crate) superseded: Vec<PathBuf>,
 }
 
 impl CatalogFiles {
     /// Lists the catalog's files of the data set at `root`.
     pub(crate) fn find(files: &dyn FileStore, root: &Path) -> Result<CatalogFiles> {
-        let mut versions: Vec<(u64, PathBuf)> = files
+        let newest = files
             .list(&layout::catalog_dir(root))?
             .into_iter()
             .filter_map(|p| layout::catalog_version_of(&p).map(|v| (v, p)))
-            .collect();
-        versions.sort_unstable_by_key(|(v, _)| *v);
+            .max_by_key(|(v, _)| *v);
         let legacy = layout::legacy_catalog_path(root);
-        Ok(match versions.pop() {
+        Ok(match newest {
             Some(newest) => CatalogFiles {
                 newest: Some(newest),
-                // Deleting a missing file succeeds: no need to ask first.
-                superseded: versions
-                    .into_iter()
-                    .map(|(_, p)| p)
-                    .chain(std::iter::once(legacy))
-                    .collect(),
             },
             None if files.exists(&legacy)? => CatalogFiles {
                 newest: Some((0, legacy)),
-                superseded: Vec::new(),
             },
-            None => CatalogFiles {
-                newest: None,
-                superseded: Vec::new(),
-            },
+            None => CatalogFiles { newest: None },
         })
     }
 }
 
-/// The file holding the catalog of the data set at `root` (the newest
-/// committed version), for tools and tests that read it; `None` before the
-/// first table is created.
+/// The newest committed version's file of the catalog of the data set at
+/// `root`, for tools and tests that look at it; `None` before the first
+/// table is created. It may be a delta: [`catalog_document`] gives the
+/// whole catalog.
 pub fn catalog_file(files: &dyn FileStore, root: &Path) -> Result<Option<PathBuf>> {
     Ok(CatalogFiles::find(files, root)?
         .newest
@@ -456,49 +461,12 @@ impl Default for Catalog {
             replication_peers: BTreeMap::new(),
             replication_peer_modification_off: false,
             version: 0,
+            chain: Chain::default(),
         }
     }
 }
 
 impl Catalog {
-    /// Loads the newest catalog of the data set at `root`, or an empty one
-    /// if there is none yet; deletes versions a crash left behind it.
-    pub fn load(files: &dyn FileStore, root: &Path) -> Result<Catalog> {
-        let found = CatalogFiles::find(files, root)?;
-        let Some((version, path)) = found.newest else {
-            return Ok(Catalog::default());
-        };
-        let catalog = Catalog::parse(&files.read_all(&path)?, &path, version)?;
-        // Only the newest version is ever read; older ones are leftovers of
-        // a crash between a store and its clean-up.
-        for old in found.superseded {
-            files.delete(&old)?;
-        }
-        Ok(catalog)
-    }
-
-    /// Reads the newest catalog without deleting anything: for cluster
-    /// members, which never write it (only the active master does). A
-    /// version deleted between the listing and the read was superseded by
-    /// a newer one: list again.
-    pub fn read_newest(files: &dyn FileStore, root: &Path) -> Result<Catalog> {
-        let mut attempts = 0;
-        loop {
-            let found = CatalogFiles::find(files, root)?;
-            let Some((version, path)) = found.newest else {
-                return Ok(Catalog::default());
-            };
-            match files.read_all(&path) {
-                Ok(bytes) => return Catalog::parse(&bytes, &path, version),
-                Err(e) if attempts < 8 && !files.exists(&path).unwrap_or(true) => {
-                    attempts += 1;
-                    tracing::debug!(path = %path.display(), error = %e, "catalog version superseded while read; listing again");
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
     /// Hands out the next region epoch (cluster mode): above every one
     /// before and above `floor` (the master's own epoch, which is above
     /// every epoch a manifest written before the cluster can carry).
@@ -751,57 +719,259 @@ impl Catalog {
         Ok(catalog)
     }
 
+    /// Loads the newest catalog of the data set at `root` (its checkpoint
+    /// and the deltas after it), or an empty one if there is none yet;
+    /// deletes the versions the newest checkpoint superseded that a crash
+    /// left behind.
+    pub fn load(files: &dyn FileStore, root: &Path) -> Result<Catalog> {
+        let catalog = Catalog::read_newest(files, root)?;
+        if catalog.version == 0 {
+            return Ok(catalog);
+        }
+        // Nothing reads below the checkpoint the newest version builds on
+        // (readers start from the newest checkpoint): those are leftovers
+        // of a crash between a checkpoint and its clean-up.
+        let keep_from = if catalog.chain.checkpoint != 0 {
+            catalog.chain.checkpoint
+        } else {
+            catalog.version
+        };
+        delete_versions_below(files, root, keep_from)?;
+        files.delete(&layout::legacy_catalog_path(root))?;
+        Ok(catalog)
+    }
+
+    /// Reads the newest catalog without deleting anything: for cluster
+    /// members, which never write it (only the active master does), and
+    /// for tools. Versions deleted while they were read (a new checkpoint
+    /// superseded them) make it list again.
+    pub fn read_newest(files: &dyn FileStore, root: &Path) -> Result<Catalog> {
+        Ok(Catalog::read_after(None, files, root)?.unwrap_or_default())
+    }
+
+    /// The newest catalog if it is newer than `held` (a version this
+    /// process read before), `None` when `held` is still the newest. A
+    /// reader holding a version the newest checkpoint's deltas follow reads
+    /// only the deltas after it; otherwise it reads the checkpoint and
+    /// every delta after it.
+    pub fn read_after(
+        held: Option<&Catalog>,
+        files: &dyn FileStore,
+        root: &Path,
+    ) -> Result<Option<Catalog>> {
+        let mut attempts = 0;
+        loop {
+            let found = CatalogFiles::find(files, root)?;
+            let Some((newest, path)) = found.newest else {
+                return Ok(Some(Catalog::default()));
+            };
+            if let Some(held) = held {
+                if newest != 0 && newest <= held.version {
+                    return Ok(None);
+                }
+            }
+            match read_chain(files, root, newest, &path, held) {
+                Ok(catalog) => return Ok(Some(catalog)),
+                Err(ChainError::Failed(e)) => return Err(e),
+                Err(ChainError::Missing(missing)) => {
+                    // Either a checkpoint superseded what was listed (list
+                    // again), or a version the newest needs is gone while
+                    // nothing newer exists: a gap, which no retry mends.
+                    let again = CatalogFiles::find(files, root)?.newest.map(|(v, _)| v);
+                    if again == Some(newest) || attempts >= 8 {
+                        return Err(Error::Corruption {
+                            path: missing,
+                            offset: 0,
+                            message: format!(
+                                "catalog version {newest} needs this version, which is missing"
+                            ),
+                        });
+                    }
+                    attempts += 1;
+                    tracing::debug!(path = %missing.display(), "catalog version superseded while read; listing again");
+                }
+            }
+        }
+    }
+
     /// Commits this catalog as the next version of the data set at `root`,
-    /// durably; the version it replaces is deleted afterwards. On success
-    /// `self.version` is the new version.
-    pub fn store(&mut self, files: &dyn FileStore, root: &Path) -> Result<()> {
+    /// durably, as a checkpoint (the whole document); the versions it
+    /// supersedes are deleted afterwards. On success `self.version` is the
+    /// new version. (The master always stores after a previous version:
+    /// [`Catalog::store_after`].)
+    #[cfg(test)]
+    pub(crate) fn store(&mut self, files: &dyn FileStore, root: &Path) -> Result<()> {
+        self.store_version(None, &CheckpointPolicy::default(), files, root)
+    }
+
+    /// Commits this catalog as the successor of `previous` (the version it
+    /// was computed from): a delta of what changed when `policy` allows
+    /// one, else a checkpoint. On success `self.version` is the new version.
+    pub fn store_after(
+        &mut self,
+        previous: &Catalog,
+        policy: &CheckpointPolicy,
+        files: &dyn FileStore,
+        root: &Path,
+    ) -> Result<()> {
+        self.store_version(Some(previous), policy, files, root)
+    }
+
+    fn store_version(
+        &mut self,
+        previous: Option<&Catalog>,
+        policy: &CheckpointPolicy,
+        files: &dyn FileStore,
+        root: &Path,
+    ) -> Result<()> {
         debug_assert!(
             self.tables.values().all(TableEntry::regions_chain),
             "every table's serving regions must chain from -inf to +inf"
         );
         let next = self.version + 1;
         let path = layout::catalog_version_path(root, next);
-        let text = serde_json::to_vec_pretty(&*self)
-            .map_err(|e| Error::invalid(format!("catalog does not serialize: {e}")))?;
+        let delta = match previous {
+            Some(previous) if self.delta_allowed(previous, policy) => {
+                let delta = Delta::between(previous, self, next, self.chain.checkpoint)?;
+                let text = serde_json::to_vec(&delta).map_err(|e| {
+                    Error::invalid(format!("catalog delta does not serialize: {e}"))
+                })?;
+                let budget = self
+                    .chain
+                    .checkpoint_bytes
+                    .saturating_mul(policy.max_delta_percent)
+                    / 100;
+                (self.chain.delta_bytes + text.len() as u64 <= budget).then_some(text)
+            }
+            _ => None,
+        };
+        let is_delta = delta.is_some();
+        // A checkpoint of the version before it, unchanged (what the master
+        // writes once a due checkpoint can wait no longer), says so first
+        // thing: a reader holding a version of the chain before it reads
+        // that header and the deltas it lacks, not the whole checkpoint.
+        let restates = match (&delta, previous) {
+            (None, Some(previous))
+                if previous.version == self.version
+                    && self.version != 0
+                    && self.chain.checkpoint != 0
+                    && Delta::between(previous, self, next, self.chain.checkpoint)?.is_empty() =>
+            {
+                Some(self.version)
+            }
+            _ => None,
+        };
+        let text = match delta {
+            Some(text) => text,
+            None => {
+                let mut document = match restates {
+                    Some(restates) => serde_json::to_vec(&Restatement {
+                        restates,
+                        catalog: self,
+                    }),
+                    None => serde_json::to_vec(&*self),
+                }
+                .map_err(|e| Error::invalid(format!("catalog does not serialize: {e}")))?;
+                document.push(b'\n');
+                document
+            }
+        };
         let mut writer = files.create(&path)?;
         writer.write_all(&text)?;
         // The commit point: once published, this version is the catalog.
         writer.finish()?;
-        let previous = self.version;
+        let previous_version = self.version;
         self.version = next;
-        let stale = if previous == 0 {
-            layout::legacy_catalog_path(root)
-        } else {
-            layout::catalog_version_path(root, previous)
+        let bytes = text.len() as u64;
+        self.chain.last_bytes = bytes;
+        self.chain.last_was_checkpoint = !is_delta;
+        if is_delta {
+            self.chain.deltas += 1;
+            self.chain.delta_bytes += bytes;
+            return Ok(());
+        }
+        // A restatement keeps the chain before it (readers holding one of
+        // its versions catch up through its deltas); any other checkpoint
+        // supersedes every version before it.
+        let keep_from = match restates {
+            Some(_) => self.chain.checkpoint,
+            None => next,
         };
-        // A failed clean-up is harmless: the next load deletes it.
-        if let Err(e) = files.delete(&stale) {
-            tracing::warn!(path = %stale.display(), error = %e, "could not delete a superseded catalog version");
+        self.chain.checkpoint = next;
+        self.chain.checkpoint_bytes = bytes;
+        self.chain.deltas = 0;
+        self.chain.delta_bytes = 0;
+        // A failed clean-up is harmless: the next load deletes them.
+        if let Err(e) = delete_versions_below(files, root, keep_from) {
+            tracing::warn!(error = %e, "could not delete catalog versions a checkpoint superseded");
+        }
+        if previous_version == 0 {
+            let legacy = layout::legacy_catalog_path(root);
+            if let Err(e) = files.delete(&legacy) {
+                tracing::warn!(path = %legacy.display(), error = %e, "could not delete the format 1/2 catalog");
+            }
         }
         Ok(())
     }
 
-    /// [`Catalog::store`] on shared storage, where `fence` says this
+    /// Whether the next version may be a delta from `previous`: deltas
+    /// follow a checkpoint of the current format (so the first store after
+    /// an upgrade, or of a fresh catalog, is a checkpoint), chain from the
+    /// version before, and stay within `policy`'s count.
+    fn delta_allowed(&self, previous: &Catalog, policy: &CheckpointPolicy) -> bool {
+        self.chain.checkpoint != 0
+            && self.version != 0
+            && previous.version == self.version
+            && self.chain.deltas < policy.max_deltas
+    }
+
+    /// True when `policy` wants the next version to be a checkpoint: there
+    /// is no current-format checkpoint to build on, or the deltas after it
+    /// reached the policy's count or share.
+    pub(crate) fn checkpoint_due(&self, policy: &CheckpointPolicy) -> bool {
+        self.version != 0
+            && (self.chain.checkpoint == 0
+                || self.chain.deltas >= policy.max_deltas
+                || self.chain.delta_bytes
+                    > self
+                        .chain
+                        .checkpoint_bytes
+                        .saturating_mul(policy.max_delta_percent)
+                        / 100)
+    }
+
+    /// Bytes of the last version this catalog was stored as, and whether
+    /// it was a checkpoint (for measurements and the master's counters).
+    pub fn last_stored(&self) -> (u64, bool) {
+        (self.chain.last_bytes, self.chain.last_was_checkpoint)
+    }
+
+    /// [`Catalog::store_after`] on shared storage, where `fence` says this
     /// process's epoch: the version records it, and losing the
     /// create-if-absent race for the next version to a higher epoch trips
-    /// the fence. Without a fence, plain `store`.
+    /// the fence. Without a fence, plain `store_after`.
     ///
     /// Fencing invariant C1: a process stores a catalog version only as
     /// the successor of the version it holds; a newer owner stored that
-    /// successor itself at open (`fence_catalog`), so a stale
-    /// process's DDL can never be published after a takeover.
+    /// successor itself at open (`fence_catalog`), so a stale process's
+    /// DDL can never be published after a takeover. Checkpoints and deltas
+    /// share the numbered name (`catalog/<version>.json`), so a stale
+    /// master's delta collides with its successor's checkpoint as with
+    /// its delta.
     pub fn store_fenced(
         &mut self,
+        previous: &Catalog,
+        policy: &CheckpointPolicy,
         files: &dyn FileStore,
         root: &Path,
         fence: Option<&Fence>,
     ) -> Result<()> {
         let Some(fence) = fence else {
-            return self.store(files, root);
+            return self.store_after(previous, policy, files, root);
         };
         fence.check()?;
         self.epoch = fence.epoch();
-        match self.store(files, root) {
+        match self.store_after(previous, policy, files, root) {
             Ok(()) => {
                 // Invariant C2: a version created in a slot a newer writer
                 // had already used and deleted (this process's catalog was
@@ -829,7 +999,7 @@ impl Catalog {
                 }
             }
             Err(e @ Error::Io { .. }) if is_already_exists(&e) => {
-                let newer = Catalog::load(files, root).map_or(0, |c| c.epoch);
+                let newer = Catalog::read_newest(files, root).map_or(0, |c| c.epoch);
                 if newer > fence.epoch() {
                     Err(fence.trip(
                         newer,
@@ -857,6 +1027,778 @@ impl Catalog {
         self.last_region_id = candidate.max(self.last_region_id + 1);
         self.last_region_id
     }
+}
+
+// ---- checkpoints and deltas (format 4) ----
+
+/// When the master writes a whole checkpoint instead of a delta. Deltas
+/// keep a change's cost in proportion to what changed; checkpoints bound
+/// what a reader starting cold reads (the checkpoint and every delta
+/// after it) and how long superseded versions stay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointPolicy {
+    /// At most this many deltas follow a checkpoint: a reader starting
+    /// cold reads at most this many small files after the checkpoint.
+    pub max_deltas: u64,
+    /// A checkpoint is written once the deltas since the last one would
+    /// exceed this percentage of its size, so the bytes a cold reader reads
+    /// stay within `1 + max_delta_percent / 100` of one checkpoint and the
+    /// checkpoints' cost, spread over the deltas, stays in proportion to
+    /// what changed.
+    pub max_delta_percent: u64,
+}
+
+impl CheckpointPolicy {
+    /// The policy `options` set (`catalog_checkpoint_deltas`,
+    /// `catalog_checkpoint_percent`).
+    pub fn from_options(options: &crate::Options) -> CheckpointPolicy {
+        CheckpointPolicy {
+            max_deltas: options.catalog_checkpoint_deltas,
+            max_delta_percent: options.catalog_checkpoint_percent,
+        }
+    }
+
+    /// The policy while regions are in transition (a recovery, a
+    /// procedure): four times the deltas, so the checkpoint a change
+    /// makes due waits for the cluster to settle rather than add the
+    /// whole catalog's bytes to a recovery. The master writes it then
+    /// (`ClusterMaster`'s reconciliation, step 5).
+    pub fn in_transition(&self) -> CheckpointPolicy {
+        CheckpointPolicy {
+            max_deltas: self.max_deltas.saturating_mul(4),
+            max_delta_percent: self.max_delta_percent.saturating_mul(4),
+        }
+    }
+}
+
+impl Default for CheckpointPolicy {
+    /// 512 deltas or half the checkpoint's size, whichever comes first
+    /// (`docs/catalog-format.md`, "Checkpoints and deltas"): the defaults
+    /// of [`crate::Options`].
+    fn default() -> Self {
+        CheckpointPolicy::from_options(&crate::Options::default())
+    }
+}
+
+/// Where a catalog stands in the chain of versions it was read from or
+/// stored as: the checkpoint the deltas build on and what followed it.
+/// Kept in memory only (the files say it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Chain {
+    /// The current-format checkpoint the newest deltas build on; 0 when
+    /// there is none (a fresh catalog, or one read from a format 1-3
+    /// file): the next store then writes a checkpoint.
+    pub(crate) checkpoint: u64,
+    /// Its size in bytes.
+    checkpoint_bytes: u64,
+    /// Deltas stored after it, and their bytes.
+    deltas: u64,
+    delta_bytes: u64,
+    /// The size of the last version stored from this catalog, and whether
+    /// it was a checkpoint.
+    last_bytes: u64,
+    last_was_checkpoint: bool,
+}
+
+/// The kind of a catalog document, read before the rest: a checkpoint has
+/// no `kind` (so format 1-3 documents are checkpoints).
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    format_version: Option<u32>,
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+/// A version that stores only what changed since the version before it
+/// (`base`), on top of the checkpoint `checkpoint`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Delta {
+    format_version: u32,
+    /// Always `"delta"`.
+    kind: String,
+    /// The version this one changes: the one before it.
+    base: u64,
+    /// The checkpoint the chain of deltas up to this one starts from.
+    checkpoint: u64,
+    /// Fields of the document other than `tables` that changed, with
+    /// their new values.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    set: serde_json::Map<String, serde_json::Value>,
+    /// Fields of the document other than `tables` that are now absent
+    /// (back to their default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unset: Vec<String>,
+    /// Tables created or changed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    tables: BTreeMap<String, TableDelta>,
+    /// Tables dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    dropped: Vec<String>,
+}
+
+/// What changed in one table: the whole entry for a new table, else only
+/// the parts that changed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct TableDelta {
+    /// A new table (or one replaced whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    whole: Option<TableEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    descriptor: Option<TableDescriptor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    enabled: Option<bool>,
+    /// Serving regions changed or added, by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    regions: Vec<RegionPatch>,
+    /// Serving regions removed, by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    removed: Vec<u64>,
+    /// The retired regions, whole, when they changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retired: Option<Vec<RegionEntry>>,
+}
+
+/// One serving region's changed fields (all of them for a new region).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RegionPatch {
+    id: u64,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    set: serde_json::Map<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    unset: Vec<String>,
+}
+
+/// The fields of a catalog document other than `tables` (and the format
+/// version, which each document states itself), borrowed. Built by
+/// destructuring every field, so a field added to [`Catalog`] does not
+/// compile until it is listed here (else deltas would silently drop it).
+#[derive(Serialize)]
+struct Head<'a> {
+    last_region_id: &'a u64,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    namespaces: &'a BTreeMap<String, NamespaceEntry>,
+    #[serde(skip_serializing_if = "is_zero")]
+    epoch: &'a u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    last_region_epoch: &'a u64,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    dead_servers: &'a BTreeMap<String, DeadServer>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    procedures: &'a BTreeMap<u64, Procedure>,
+    #[serde(skip_serializing_if = "is_zero")]
+    last_procedure_id: &'a u64,
+    #[serde(skip_serializing_if = "is_false")]
+    balancer_off: &'a bool,
+    #[serde(skip_serializing_if = "is_false")]
+    normalizer_on: &'a bool,
+    #[serde(skip_serializing_if = "is_false")]
+    split_off: &'a bool,
+    #[serde(skip_serializing_if = "is_false")]
+    merge_off: &'a bool,
+    #[serde(skip_serializing_if = "Permissions::is_empty")]
+    permissions: &'a Permissions,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    replication_peers: &'a BTreeMap<String, ReplicationPeer>,
+    #[serde(skip_serializing_if = "is_false")]
+    replication_peer_modification_off: &'a bool,
+    #[serde(skip_serializing_if = "is_false")]
+    snapshot_cleanup_off: &'a bool,
+}
+
+impl<'a> Head<'a> {
+    fn of(catalog: &'a Catalog) -> Head<'a> {
+        let Catalog {
+            format_version: _,
+            last_region_id,
+            tables: _,
+            namespaces,
+            epoch,
+            last_region_epoch,
+            dead_servers,
+            procedures,
+            last_procedure_id,
+            balancer_off,
+            normalizer_on,
+            split_off,
+            merge_off,
+            permissions,
+            replication_peers,
+            replication_peer_modification_off,
+            snapshot_cleanup_off,
+            version: _,
+            chain: _,
+        } = catalog;
+        Head {
+            last_region_id,
+            namespaces,
+            epoch,
+            last_region_epoch,
+            dead_servers,
+            procedures,
+            last_procedure_id,
+            balancer_off,
+            normalizer_on,
+            split_off,
+            merge_off,
+            permissions,
+            replication_peers,
+            replication_peer_modification_off,
+            snapshot_cleanup_off,
+        }
+    }
+
+    fn fields(catalog: &Catalog) -> Result<serde_json::Map<String, serde_json::Value>> {
+        json_object(&Head::of(catalog), "catalog")
+    }
+}
+
+/// `value` as a JSON object (every struct here serializes to one).
+fn json_object<T: Serialize>(
+    value: &T,
+    what: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>> {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(_) => Err(Error::invalid(format!("{what} is not a JSON object"))),
+        Err(e) => Err(Error::invalid(format!("{what} does not serialize: {e}"))),
+    }
+}
+
+/// The keys whose values differ from `old` to `new` (with the new value),
+/// and the keys `new` no longer has.
+fn object_diff(
+    old: &serde_json::Map<String, serde_json::Value>,
+    new: serde_json::Map<String, serde_json::Value>,
+) -> (serde_json::Map<String, serde_json::Value>, Vec<String>) {
+    let unset = old
+        .keys()
+        .filter(|k| !new.contains_key(*k))
+        .cloned()
+        .collect();
+    let set = new
+        .into_iter()
+        .filter(|(k, v)| old.get(k) != Some(v))
+        .collect();
+    (set, unset)
+}
+
+impl Delta {
+    /// True when nothing changed.
+    fn is_empty(&self) -> bool {
+        self.set.is_empty()
+            && self.unset.is_empty()
+            && self.tables.is_empty()
+            && self.dropped.is_empty()
+    }
+
+    /// What changed from `previous` to `next`, as version `version` on top
+    /// of checkpoint `checkpoint`.
+    fn between(previous: &Catalog, next: &Catalog, version: u64, checkpoint: u64) -> Result<Delta> {
+        let (set, unset) = object_diff(&Head::fields(previous)?, Head::fields(next)?);
+        let mut tables = BTreeMap::new();
+        for (name, table) in &next.tables {
+            match previous.tables.get(name) {
+                Some(old) if old == table => {}
+                Some(old) => {
+                    tables.insert(name.clone(), TableDelta::between(old, table)?);
+                }
+                None => {
+                    tables.insert(
+                        name.clone(),
+                        TableDelta {
+                            whole: Some(table.clone()),
+                            ..TableDelta::default()
+                        },
+                    );
+                }
+            }
+        }
+        let dropped = previous
+            .tables
+            .keys()
+            .filter(|name| !next.tables.contains_key(*name))
+            .cloned()
+            .collect();
+        Ok(Delta {
+            format_version: CATALOG_FORMAT_VERSION,
+            kind: DELTA_KIND.to_string(),
+            base: version - 1,
+            checkpoint,
+            set,
+            unset,
+            tables,
+            dropped,
+        })
+    }
+
+    /// Applies this delta, read from `path`, to `catalog` (its base).
+    /// Every inconsistency with the base is corruption naming `path`.
+    fn apply(self, catalog: &mut Catalog, path: &Path) -> Result<()> {
+        let corrupt = |message: String| Error::Corruption {
+            path: path.to_path_buf(),
+            offset: 0,
+            message,
+        };
+        if !self.set.is_empty() || !self.unset.is_empty() {
+            let mut fields = Head::fields(catalog)?;
+            for key in &self.unset {
+                fields.remove(key);
+            }
+            fields.extend(self.set);
+            fields.insert(
+                "format_version".into(),
+                serde_json::Value::from(CATALOG_FORMAT_VERSION),
+            );
+            fields.insert(
+                "tables".into(),
+                serde_json::Value::Object(serde_json::Map::new()),
+            );
+            let fresh: Catalog = serde_json::from_value(serde_json::Value::Object(fields))
+                .map_err(|e| corrupt(format!("catalog delta's fields do not apply: {e}")))?;
+            let tables = std::mem::take(&mut catalog.tables);
+            *catalog = Catalog {
+                tables,
+                version: catalog.version,
+                chain: catalog.chain,
+                ..fresh
+            };
+        }
+        for name in &self.dropped {
+            if catalog.tables.remove(name).is_none() {
+                return Err(corrupt(format!(
+                    "catalog delta drops table {name}, which its base version does not hold"
+                )));
+            }
+        }
+        for (name, change) in self.tables {
+            if let Some(whole) = change.whole {
+                catalog.tables.insert(name, whole);
+                continue;
+            }
+            let Some(table) = catalog.tables.get_mut(&name) else {
+                return Err(corrupt(format!(
+                    "catalog delta changes table {name}, which its base version does not hold"
+                )));
+            };
+            change
+                .apply(table)
+                .map_err(|message| corrupt(format!("catalog delta, table {name}: {message}")))?;
+            if !table.regions_chain() {
+                return Err(corrupt(format!(
+                    "after this delta the regions of table {name} do not cover its key space without gap or overlap"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl TableDelta {
+    fn between(old: &TableEntry, new: &TableEntry) -> Result<TableDelta> {
+        let mut delta = TableDelta {
+            descriptor: (old.descriptor != new.descriptor).then(|| new.descriptor.clone()),
+            enabled: (old.enabled != new.enabled).then_some(new.enabled),
+            retired: (old.retired != new.retired).then(|| new.retired.clone()),
+            ..TableDelta::default()
+        };
+        let same_ids = old.regions.len() == new.regions.len()
+            && old
+                .regions
+                .iter()
+                .zip(&new.regions)
+                .all(|(a, b)| a.id == b.id);
+        if same_ids {
+            // The common case (assignment changes regions in place): one
+            // pass, no index.
+            for (a, b) in old.regions.iter().zip(&new.regions) {
+                if a != b {
+                    delta.regions.push(RegionPatch::between(Some(a), b)?);
+                }
+            }
+            return Ok(delta);
+        }
+        let by_id: std::collections::HashMap<u64, &RegionEntry> =
+            old.regions.iter().map(|r| (r.id, r)).collect();
+        let mut kept = std::collections::HashSet::new();
+        for region in &new.regions {
+            let before = by_id.get(&region.id).copied();
+            kept.insert(region.id);
+            if before != Some(region) {
+                delta.regions.push(RegionPatch::between(before, region)?);
+            }
+        }
+        delta.removed = old
+            .regions
+            .iter()
+            .map(|r| r.id)
+            .filter(|id| !kept.contains(id))
+            .collect();
+        Ok(delta)
+    }
+
+    /// Applies the change to `table`; the error says what did not fit.
+    fn apply(self, table: &mut TableEntry) -> std::result::Result<(), String> {
+        if let Some(descriptor) = self.descriptor {
+            table.descriptor = descriptor;
+        }
+        if let Some(enabled) = self.enabled {
+            table.enabled = enabled;
+        }
+        if let Some(retired) = self.retired {
+            table.retired = retired;
+        }
+        let mut reorder = false;
+        if !self.removed.is_empty() {
+            let removed: std::collections::HashSet<u64> = self.removed.iter().copied().collect();
+            let before = table.regions.len();
+            table.regions.retain(|r| !removed.contains(&r.id));
+            if before - table.regions.len() != removed.len() {
+                return Err("it removes a region its base version does not hold".into());
+            }
+            reorder = true;
+        }
+        if self.regions.is_empty() {
+            return Ok(());
+        }
+        let index: std::collections::HashMap<u64, usize> = table
+            .regions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.id, i))
+            .collect();
+        for patch in self.regions {
+            reorder |= patch.set.contains_key("start_key") || !index.contains_key(&patch.id);
+            match index.get(&patch.id) {
+                Some(&i) => {
+                    let mut fields = json_object(&table.regions[i], "a region entry")
+                        .map_err(|e| e.to_string())?;
+                    for key in &patch.unset {
+                        fields.remove(key);
+                    }
+                    fields.extend(patch.set);
+                    table.regions[i] = region_from(fields, patch.id)?;
+                }
+                None => {
+                    if !patch.unset.is_empty() {
+                        return Err(format!(
+                            "region {} is new but the delta unsets fields of it",
+                            patch.id
+                        ));
+                    }
+                    table.regions.push(region_from(patch.set, patch.id)?);
+                }
+            }
+        }
+        if reorder {
+            // Serving regions are kept in key order; the key-space check
+            // that follows catches overlaps and gaps.
+            table.regions.sort_by(|a, b| a.start_key.cmp(&b.start_key));
+        }
+        Ok(())
+    }
+}
+
+/// A region entry from its JSON fields, with `id` as its id.
+fn region_from(
+    mut fields: serde_json::Map<String, serde_json::Value>,
+    id: u64,
+) -> std::result::Result<RegionEntry, String> {
+    fields.insert("id".into(), serde_json::Value::from(id));
+    serde_json::from_value(serde_json::Value::Object(fields))
+        .map_err(|e| format!("region {id} does not decode after the delta: {e}"))
+}
+
+impl RegionPatch {
+    fn between(old: Option<&RegionEntry>, new: &RegionEntry) -> Result<RegionPatch> {
+        let mut fields = json_object(new, "a region entry")?;
+        fields.remove("id");
+        let (set, unset) = match old {
+            Some(old) => {
+                let mut before = json_object(old, "a region entry")?;
+                before.remove("id");
+                object_diff(&before, fields)
+            }
+            None => (fields, Vec::new()),
+        };
+        Ok(RegionPatch {
+            id: new.id,
+            set,
+            unset,
+        })
+    }
+}
+
+const DELTA_KIND: &str = "delta";
+
+/// A checkpoint that restates the version before it unchanged: the
+/// catalog, with `restates` written first.
+#[derive(Serialize)]
+struct Restatement<'a> {
+    restates: u64,
+    #[serde(flatten)]
+    catalog: &'a Catalog,
+}
+
+/// How a restatement begins.
+const RESTATES_PREFIX: &[u8] = b"{\"restates\":";
+
+/// The version checkpoint `version` restates, read from its first bytes
+/// only; `None` when it is not a restatement (or cannot be read: the
+/// reader then reads it whole, and reports what is wrong with it).
+fn restated_by(files: &dyn FileStore, root: &Path, version: u64) -> Option<u64> {
+    let path = layout::catalog_version_path(root, version);
+    let size = files.size(&path).ok()?;
+    let head = files.read_range(&path, 0, size.min(48) as usize).ok()?;
+    let digits = head.strip_prefix(RESTATES_PREFIX)?;
+    let end = digits.iter().position(|b| !b.is_ascii_digit())?;
+    let restates: u64 = std::str::from_utf8(&digits[..end]).ok()?.parse().ok()?;
+    (restates + 1 == version).then_some(restates)
+}
+
+/// `held` brought to checkpoint `checkpoint`, a restatement of the version
+/// before it, through the deltas of the chain before the checkpoint:
+/// `None` when they do not reach back to `held` (or are gone), and the
+/// checkpoint is then read whole.
+fn through_restatement(
+    files: &dyn FileStore,
+    root: &Path,
+    held: &Catalog,
+    checkpoint: u64,
+) -> std::result::Result<Option<Catalog>, ChainError> {
+    let mut catalog = held.clone();
+    for version in held.version + 1..checkpoint {
+        let (text, path) = match read_version(files, root, version) {
+            Ok(read) => read,
+            Err(ChainError::Missing(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let delta = match decode(&text, &path, version)? {
+            Document::Delta(delta) if delta.checkpoint <= held.version => delta,
+            _ => return Ok(None),
+        };
+        delta.apply(&mut catalog, &path)?;
+    }
+    let size = files
+        .size(&layout::catalog_version_path(root, checkpoint))
+        .unwrap_or(0);
+    catalog.version = checkpoint;
+    catalog.chain = Chain {
+        checkpoint,
+        checkpoint_bytes: size,
+        ..Chain::default()
+    };
+    Ok(Some(catalog))
+}
+
+/// One decoded catalog file.
+enum Document {
+    /// A whole catalog; `current` when it states this build's format.
+    Checkpoint {
+        catalog: Catalog,
+        current: bool,
+    },
+    Delta(Delta),
+}
+
+/// Decodes catalog file `path` (version `version`): a checkpoint of any
+/// format, or a delta whose header fits its place in the chain.
+fn decode(text: &[u8], path: &Path, version: u64) -> Result<Document> {
+    let corrupt = |message: String| Error::Corruption {
+        path: path.to_path_buf(),
+        offset: 0,
+        message,
+    };
+    let envelope: Envelope = serde_json::from_slice(text)
+        .map_err(|e| corrupt(format!("catalog does not parse: {e}")))?;
+    match envelope.kind.as_deref() {
+        None => Ok(Document::Checkpoint {
+            catalog: Catalog::parse(text, path, version)?,
+            current: envelope.format_version == Some(CATALOG_FORMAT_VERSION),
+        }),
+        Some(DELTA_KIND) => {
+            if envelope.format_version != Some(CATALOG_FORMAT_VERSION) {
+                return Err(corrupt(format!(
+                    "catalog delta of format version {} is not supported (expected {CATALOG_FORMAT_VERSION})",
+                    envelope
+                        .format_version
+                        .map_or_else(|| "(none)".to_string(), |v| v.to_string())
+                )));
+            }
+            let delta: Delta = serde_json::from_slice(text)
+                .map_err(|e| corrupt(format!("catalog delta does not parse: {e}")))?;
+            if version == 0 || delta.base != version - 1 {
+                return Err(corrupt(format!(
+                    "catalog delta of version {version} names base version {}; a delta follows the version before it",
+                    delta.base
+                )));
+            }
+            if delta.checkpoint == 0 || delta.checkpoint > delta.base {
+                return Err(corrupt(format!(
+                    "catalog delta of version {version} names checkpoint {}, which is not before it",
+                    delta.checkpoint
+                )));
+            }
+            Ok(Document::Delta(delta))
+        }
+        Some(other) => Err(corrupt(format!("unknown catalog document kind {other:?}"))),
+    }
+}
+
+/// Why reading a chain of versions failed.
+enum ChainError {
+    /// A version it needs is not there (superseded while read, or a gap).
+    Missing(PathBuf),
+    Failed(Error),
+}
+
+impl From<Error> for ChainError {
+    fn from(e: Error) -> Self {
+        ChainError::Failed(e)
+    }
+}
+
+/// Reads version `version` of a catalog, or [`ChainError::Missing`].
+fn read_version(
+    files: &dyn FileStore,
+    root: &Path,
+    version: u64,
+) -> std::result::Result<(Vec<u8>, PathBuf), ChainError> {
+    let path = layout::catalog_version_path(root, version);
+    match files.read_all(&path) {
+        Ok(bytes) => Ok((bytes.to_vec(), path)),
+        Err(_) if !files.exists(&path).unwrap_or(true) => Err(ChainError::Missing(path)),
+        Err(e) => Err(ChainError::Failed(e)),
+    }
+}
+
+/// The catalog at version `newest` (file `path`): that file if it is a
+/// checkpoint; else its checkpoint and the deltas up to it, starting from
+/// `held` when `held` is a version of the same chain.
+fn read_chain(
+    files: &dyn FileStore,
+    root: &Path,
+    newest: u64,
+    path: &Path,
+    held: Option<&Catalog>,
+) -> std::result::Result<Catalog, ChainError> {
+    // A reader holding a version before the newest checkpoint: when that
+    // checkpoint restates the version before it, the deltas it lacks
+    // suffice.
+    let held = held.filter(|h| h.version != 0 && h.version < newest);
+    if let Some(held) = held {
+        if restated_by(files, root, newest).is_some() {
+            if let Some(caught_up) = through_restatement(files, root, held, newest)? {
+                return Ok(caught_up);
+            }
+        }
+    }
+    let text = match files.read_all(path) {
+        Ok(text) => text,
+        Err(_) if !files.exists(path).unwrap_or(true) => {
+            return Err(ChainError::Missing(path.to_path_buf()))
+        }
+        Err(e) => return Err(ChainError::Failed(e)),
+    };
+    let last = match decode(&text, path, newest)? {
+        Document::Checkpoint {
+            mut catalog,
+            current,
+        } => {
+            // The format 1/2 file (version 0) and format 3 versions are
+            // read, and superseded by a checkpoint at the next store.
+            let current = current && newest != 0;
+            catalog.chain = Chain {
+                checkpoint: if current { newest } else { 0 },
+                checkpoint_bytes: text.len() as u64,
+                ..Chain::default()
+            };
+            return Ok(catalog);
+        }
+        Document::Delta(delta) => delta,
+    };
+    let checkpoint = last.checkpoint;
+    let restated = match held {
+        Some(held)
+            if held.version < checkpoint && restated_by(files, root, checkpoint).is_some() =>
+        {
+            through_restatement(files, root, held, checkpoint)?
+        }
+        _ => None,
+    };
+    let (mut catalog, from) = match (held, restated) {
+        (_, Some(restated)) => (restated, checkpoint + 1),
+        (Some(held), None) if held.version >= checkpoint => (held.clone(), held.version + 1),
+        _ => {
+            let (text, cpath) = read_version(files, root, checkpoint)?;
+            let mut catalog = match decode(&text, &cpath, checkpoint)? {
+                Document::Checkpoint { catalog, .. } => catalog,
+                Document::Delta(_) => {
+                    return Err(ChainError::Failed(Error::Corruption {
+                        path: cpath,
+                        offset: 0,
+                        message: format!(
+                            "catalog version {newest} names version {checkpoint} as its checkpoint, but it is a delta"
+                        ),
+                    }))
+                }
+            };
+            catalog.chain = Chain {
+                checkpoint,
+                checkpoint_bytes: text.len() as u64,
+                ..Chain::default()
+            };
+            (catalog, checkpoint + 1)
+        }
+    };
+    for version in from..newest {
+        let (text, dpath) = read_version(files, root, version)?;
+        let delta = match decode(&text, &dpath, version)? {
+            Document::Delta(delta) if delta.checkpoint == checkpoint => delta,
+            _ => {
+                return Err(ChainError::Failed(Error::Corruption {
+                    path: dpath,
+                    offset: 0,
+                    message: format!(
+                        "catalog version {newest} builds on checkpoint {checkpoint}, but version {version} is not a delta of that checkpoint"
+                    ),
+                }))
+            }
+        };
+        delta.apply(&mut catalog, &dpath)?;
+        catalog.chain.deltas += 1;
+        catalog.chain.delta_bytes += text.len() as u64;
+    }
+    last.apply(&mut catalog, path)?;
+    catalog.chain.deltas += 1;
+    catalog.chain.delta_bytes += text.len() as u64;
+    catalog.version = newest;
+    Ok(catalog)
+}
+
+/// Deletes every catalog version below `version`.
+fn delete_versions_below(files: &dyn FileStore, root: &Path, version: u64) -> Result<()> {
+    for path in files.list(&layout::catalog_dir(root))? {
+        if layout::catalog_version_of(&path).is_some_and(|v| v < version) {
+            files.delete(&path)?;
+        }
+    }
+    Ok(())
+}
+
+/// The newest catalog of the data set at `root` as one document (its
+/// checkpoint with every delta after it applied), in the layout of a
+/// checkpoint (`docs/catalog-format.md`); `None` before the first version.
+/// For tools and tests that read the catalog as JSON: the newest file
+/// alone may be a delta.
+pub fn catalog_document(files: &dyn FileStore, root: &Path) -> Result<Option<Vec<u8>>> {
+    if CatalogFiles::find(files, root)?.newest.is_none() {
+        return Ok(None);
+    }
+    let catalog = Catalog::read_newest(files, root)?;
+    serde_json::to_vec(&catalog)
+        .map(Some)
+        .map_err(|e| Error::invalid(format!("catalog does not serialize: {e}")))
 }
 
 /// The tables HBase keeps in its `hbase` namespace. Basalt serves
@@ -1030,7 +1972,13 @@ pub(crate) fn fence_catalog(
         return Ok(());
     }
     let mut fenced = catalog.clone();
-    fenced.store_fenced(files, root, Some(fence))?;
+    fenced.store_fenced(
+        catalog,
+        &CheckpointPolicy::default(),
+        files,
+        root,
+        Some(fence),
+    )?;
     *catalog = fenced;
     Ok(())
 }
@@ -1232,6 +2180,657 @@ mod tests {
         first.store(&files, root).unwrap();
         assert!(second.store(&files, root).is_err());
         assert_eq!(second.version, 0, "a failed store keeps the old version");
+    }
+
+    // ---- checkpoints and deltas ----
+
+    /// A catalog with one table of `regions` regions, split evenly over
+    /// the key space, each `OPEN` on one of four servers.
+    fn cluster_catalog(regions: usize) -> Catalog {
+        let mut c = Catalog::default();
+        let splits: Vec<Bytes> = (1..regions)
+            .map(|i| Bytes::from(format!("row{i:08}")))
+            .collect();
+        c.add_table(
+            TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")),
+            &splits,
+            1_000,
+        )
+        .unwrap();
+        for (i, region) in c
+            .tables
+            .get_mut("t")
+            .unwrap()
+            .regions
+            .iter_mut()
+            .enumerate()
+        {
+            region.state = RegionState::Open;
+            region.server = Some(format!("host{},16020,{}", i % 4, 1_700_000_000_000u64));
+            region.epoch = i as u64 + 1;
+        }
+        c.last_region_epoch = regions as u64;
+        c
+    }
+
+    /// The whole document, for comparing a reader's catalog with the
+    /// writer's.
+    fn document(c: &Catalog) -> serde_json::Value {
+        serde_json::to_value(c).unwrap()
+    }
+
+    /// Stores `next` after `previous` with `policy`, as the master does.
+    fn commit(
+        previous: &mut Catalog,
+        next: Catalog,
+        policy: &CheckpointPolicy,
+        files: &dyn FileStore,
+        root: &Path,
+    ) {
+        let mut next = next;
+        next.store_after(previous, policy, files, root).unwrap();
+        *previous = next;
+    }
+
+    #[test]
+    fn a_change_after_a_checkpoint_is_a_delta_of_only_the_region_that_changed() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let mut c = cluster_catalog(2_000);
+        c.store(&files, root).unwrap();
+        let (checkpoint_bytes, checkpoint) = c.last_stored();
+        assert!(
+            checkpoint && checkpoint_bytes > 200_000,
+            "{checkpoint_bytes}"
+        );
+
+        let mut next = c.clone();
+        let region = &mut next.tables.get_mut("t").unwrap().regions[700];
+        region.state = RegionState::Opening;
+        region.server = Some("host9,16020,1".into());
+        region.epoch = 5_000;
+        next.last_region_epoch = 5_000;
+        commit(&mut c, next, &CheckpointPolicy::default(), &files, root);
+        let (delta_bytes, checkpoint) = c.last_stored();
+        assert!(!checkpoint);
+        assert!(
+            delta_bytes < 250,
+            "a one-region delta is {delta_bytes} bytes"
+        );
+
+        let back = Catalog::read_newest(&files, root).unwrap();
+        assert_eq!(back.version, 2);
+        assert_eq!(document(&back), document(&c));
+        let text = files
+            .read_all(&layout::catalog_version_path(root, 2))
+            .unwrap();
+        let text = String::from_utf8(text.to_vec()).unwrap();
+        assert!(text.contains("\"kind\":\"delta\""), "{text}");
+        assert!(
+            text.contains("\"base\":1") && text.contains("\"checkpoint\":1"),
+            "{text}"
+        );
+    }
+
+    /// Every kind of change a master makes, one version each.
+    type Change = Box<dyn Fn(&mut Catalog)>;
+
+    fn changes() -> Vec<Change> {
+        vec![
+            Box::new(|c| {
+                let r = &mut c.tables.get_mut("t").unwrap().regions[3];
+                r.state = RegionState::Offline;
+                r.server = None;
+                r.recover_from.push(77);
+                c.dead_servers.insert(
+                    "host3,16020,77".into(),
+                    DeadServer {
+                        log_id: 77,
+                        since_ms: 5,
+                        log_fenced: false,
+                    },
+                );
+                let id = c.next_procedure_id();
+                c.procedures.insert(
+                    id,
+                    Procedure::ServerCrash {
+                        server: "host3,16020,77".into(),
+                    },
+                );
+            }),
+            Box::new(|c| {
+                c.dead_servers.get_mut("host3,16020,77").unwrap().log_fenced = true;
+                let r = &mut c.tables.get_mut("t").unwrap().regions[3];
+                r.state = RegionState::Open;
+                r.server = Some("host1,16020,9".into());
+                r.recover_from.clear();
+            }),
+            Box::new(|c| {
+                c.dead_servers.clear();
+                c.procedures.clear();
+                c.balancer_off = true;
+            }),
+            Box::new(|c| {
+                // A split: region 5 retires, two daughters serve its rows.
+                let now = 9_000;
+                let a = c.next_region_id(now);
+                let b = c.next_region_id(now);
+                let t = c.tables.get_mut("t").unwrap();
+                let parent = t.regions.remove(5);
+                let mid = Bytes::from(format!("{}m", String::from_utf8_lossy(&parent.start_key)));
+                let mut left = parent.clone();
+                left.id = a;
+                left.end_key = mid.clone();
+                let mut right = parent.clone();
+                right.id = b;
+                right.start_key = mid;
+                t.regions.insert(5, right);
+                t.regions.insert(5, left);
+                let mut retired = parent;
+                retired.state = RegionState::Split;
+                retired.successors = vec![a, b];
+                retired.server = None;
+                t.retired.push(retired);
+            }),
+            Box::new(|c| {
+                c.add_namespace(NamespaceDescriptor {
+                    name: "ns".into(),
+                    properties: BTreeMap::from([("k".into(), "v".into())]),
+                })
+                .unwrap();
+                c.add_table(
+                    TableDescriptor::new("ns:u").family(ColumnFamilyDescriptor::new("g")),
+                    &[Bytes::from_static(b"m")],
+                    10_000,
+                )
+                .unwrap();
+            }),
+            Box::new(|c| {
+                let t = c.tables.get_mut("ns:u").unwrap();
+                t.enabled = false;
+                t.descriptor = TableDescriptor::new("ns:u")
+                    .family(ColumnFamilyDescriptor::new("g"))
+                    .family(ColumnFamilyDescriptor::new("h"));
+                c.balancer_off = false;
+            }),
+            Box::new(|c| {
+                c.tables.remove("ns:u");
+                c.tables.get_mut("t").unwrap().retired.clear();
+            }),
+            Box::new(|_| {}),
+        ]
+    }
+
+    #[test]
+    fn readers_at_any_version_catch_up_through_the_deltas_to_exactly_the_writer_s_catalog() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let mut c = cluster_catalog(50);
+        c.store(&files, root).unwrap();
+        let mut held = vec![Catalog::read_newest(&files, root).unwrap()];
+        for change in changes() {
+            let mut next = c.clone();
+            change(&mut next);
+            commit(&mut c, next, &CheckpointPolicy::default(), &files, root);
+            assert!(!c.last_stored().1, "version {} is a delta", c.version);
+            let cold = Catalog::read_newest(&files, root).unwrap();
+            assert_eq!(cold.version, c.version);
+            assert_eq!(document(&cold), document(&c), "version {}", c.version);
+            for old in &held {
+                let caught_up = Catalog::read_after(Some(old), &files, root)
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(document(&caught_up), document(&c), "from {}", old.version);
+            }
+            assert!(Catalog::read_after(Some(&cold), &files, root)
+                .unwrap()
+                .is_none());
+            held.push(cold);
+        }
+        // Deltas accumulate until a checkpoint covers them.
+        assert_eq!(files.list(&layout::catalog_dir(root)).unwrap().len(), 9);
+        let loaded = Catalog::load(&files, root).unwrap();
+        assert_eq!(document(&loaded), document(&c));
+        assert_eq!(files.list(&layout::catalog_dir(root)).unwrap().len(), 9);
+    }
+
+    #[test]
+    fn a_checkpoint_follows_the_last_delta_the_policy_allows_and_supersedes_every_older_version() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let policy = CheckpointPolicy {
+            max_deltas: 3,
+            max_delta_percent: 1_000,
+        };
+        let mut c = cluster_catalog(10);
+        c.store(&files, root).unwrap();
+        let mut kinds = Vec::new();
+        for i in 0..8u64 {
+            let mut next = c.clone();
+            next.last_procedure_id = i + 1;
+            commit(&mut c, next, &policy, &files, root);
+            kinds.push(c.last_stored().1);
+            assert_eq!(
+                Catalog::read_newest(&files, root)
+                    .unwrap()
+                    .last_procedure_id,
+                i + 1
+            );
+        }
+        // Versions 2-4 deltas, 5 a checkpoint, 6-8 deltas, 9 a checkpoint.
+        assert_eq!(
+            kinds,
+            [false, false, false, true, false, false, false, true]
+        );
+        assert_eq!(
+            files.list(&layout::catalog_dir(root)).unwrap(),
+            vec![layout::catalog_version_path(root, 9)]
+        );
+    }
+
+    #[test]
+    fn a_checkpoint_is_written_once_the_deltas_outgrow_their_share_of_it() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let policy = CheckpointPolicy {
+            max_deltas: 1_000,
+            max_delta_percent: 10,
+        };
+        let mut c = cluster_catalog(100);
+        c.store(&files, root).unwrap();
+        let (checkpoint_bytes, _) = c.last_stored();
+        let mut delta_bytes = 0;
+        let mut steps = 0;
+        loop {
+            let mut next = c.clone();
+            let region = &mut next.tables.get_mut("t").unwrap().regions[steps % 100];
+            region.epoch += 1_000;
+            commit(&mut c, next, &policy, &files, root);
+            steps += 1;
+            let (bytes, checkpoint) = c.last_stored();
+            if checkpoint {
+                break;
+            }
+            delta_bytes += bytes;
+            assert!(delta_bytes <= checkpoint_bytes / 10);
+        }
+        assert!(steps > 5, "{steps} steps before a checkpoint");
+    }
+
+    #[test]
+    fn a_checkpoint_falls_due_by_count_or_share_and_waits_longer_while_regions_are_in_transition() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let policy = CheckpointPolicy {
+            max_deltas: 2,
+            max_delta_percent: 1_000,
+        };
+        let mut c = cluster_catalog(10);
+        assert!(!c.checkpoint_due(&policy), "nothing stored yet");
+        c.store(&files, root).unwrap();
+        assert!(!c.checkpoint_due(&policy));
+        for i in 1..=8u64 {
+            let mut next = c.clone();
+            next.last_procedure_id = i;
+            commit(&mut c, next, &policy.in_transition(), &files, root);
+            assert!(!c.last_stored().1, "version {} is a delta", c.version);
+            assert_eq!(c.checkpoint_due(&policy), i >= 2, "after {i} deltas");
+        }
+        // Settled: storing the same catalog writes the checkpoint due, a
+        // restatement of the version before it, which keeps that chain.
+        let same = c.clone();
+        commit(&mut c, same, &policy, &files, root);
+        assert!(c.last_stored().1);
+        assert!(!c.checkpoint_due(&policy));
+        assert_eq!(files.list(&layout::catalog_dir(root)).unwrap().len(), 10);
+        // The next checkpoint with a change supersedes everything.
+        let mut changed = c.clone();
+        changed.balancer_off = true;
+        changed
+            .store_after(
+                &c,
+                &CheckpointPolicy {
+                    max_deltas: 0,
+                    max_delta_percent: 0,
+                },
+                &files,
+                root,
+            )
+            .unwrap();
+        assert_eq!(
+            files.list(&layout::catalog_dir(root)).unwrap(),
+            vec![layout::catalog_version_path(root, changed.version)]
+        );
+    }
+
+    #[test]
+    fn a_reader_holding_a_version_before_a_restating_checkpoint_reads_only_deltas_past_it() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let policy = CheckpointPolicy::default();
+        let mut c = cluster_catalog(30);
+        c.store(&files, root).unwrap();
+        let mut held = Vec::new();
+        for i in 1..=3u64 {
+            held.push(Catalog::read_newest(&files, root).unwrap());
+            let mut next = c.clone();
+            next.tables.get_mut("t").unwrap().regions[i as usize].epoch += 100;
+            commit(&mut c, next, &policy, &files, root);
+        }
+        held.push(Catalog::read_newest(&files, root).unwrap());
+        // The restatement (version 5), then a delta after it (version 6).
+        let same = c.clone();
+        commit(
+            &mut c,
+            same,
+            &CheckpointPolicy {
+                max_deltas: 0,
+                max_delta_percent: 0,
+            },
+            &files,
+            root,
+        );
+        let restatement = layout::catalog_version_path(root, c.version);
+        let text = files.read_all(&restatement).unwrap();
+        assert!(text.starts_with(b"{\"restates\":4,"), "{:?}", &text[..40]);
+        // Readers holding a version of the chain before it never need its
+        // body: replace it by its header and garbage.
+        files.delete(&restatement).unwrap();
+        let mut w = files.create(&restatement).unwrap();
+        w.write_all(b"{\"restates\":4, garbage").unwrap();
+        w.finish().unwrap();
+        for old in &held {
+            let caught_up = Catalog::read_after(Some(old), &files, root)
+                .unwrap()
+                .unwrap();
+            assert_eq!(caught_up.version, 5);
+            assert_eq!(document(&caught_up), document(&c), "from {}", old.version);
+        }
+        let mut next = c.clone();
+        next.balancer_off = true;
+        commit(&mut c, next, &policy, &files, root);
+        for old in &held {
+            let caught_up = Catalog::read_after(Some(old), &files, root)
+                .unwrap()
+                .unwrap();
+            assert_eq!(document(&caught_up), document(&c), "from {}", old.version);
+        }
+        // A reader starting cold reads the checkpoint: here, damaged.
+        let err = Catalog::read_newest(&files, root).unwrap_err().to_string();
+        assert!(err.contains("00000000000000000005.json"), "{err}");
+    }
+
+    #[test]
+    fn the_first_store_after_a_format_3_version_is_a_checkpoint_of_the_new_format() {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let mut old = document(&cluster_catalog(5));
+        old["format_version"] = 3.into();
+        let mut w = files
+            .create(&layout::catalog_version_path(root, 7))
+            .unwrap();
+        w.write_all(&serde_json::to_vec_pretty(&old).unwrap())
+            .unwrap();
+        w.finish().unwrap();
+
+        let mut c = Catalog::load(&files, root).unwrap();
+        assert_eq!((c.version, c.chain.checkpoint), (7, 0));
+        let mut next = c.clone();
+        next.balancer_off = true;
+        commit(&mut c, next, &CheckpointPolicy::default(), &files, root);
+        assert!(c.last_stored().1, "the first store is a checkpoint");
+        assert_eq!(
+            files.list(&layout::catalog_dir(root)).unwrap(),
+            vec![layout::catalog_version_path(root, 8)]
+        );
+        let text = files
+            .read_all(&layout::catalog_version_path(root, 8))
+            .unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        assert_eq!(value["format_version"], CATALOG_FORMAT_VERSION);
+        let mut next = c.clone();
+        next.balancer_off = false;
+        commit(&mut c, next, &CheckpointPolicy::default(), &files, root);
+        assert!(!c.last_stored().1, "then deltas");
+    }
+
+    #[test]
+    fn a_stale_master_s_delta_collides_with_its_successor_s_version_and_trips_its_fence() {
+        for successor_checkpoints in [false, true] {
+            let files = MemFileStore::new();
+            let root = Path::new("/db");
+            let mut c = cluster_catalog(20);
+            c.store(&files, root).unwrap();
+            let old_fence = Fence::new(1);
+            let mut stale = c.clone();
+            fence_catalog(&mut stale, &files, root, &old_fence).unwrap();
+
+            // A successor at a higher epoch takes over: its first version
+            // (a delta, or a checkpoint with a policy that allows none)
+            // takes the slot the stale master would write next.
+            let new_fence = Fence::new(2);
+            let mut successor = Catalog::load(&files, root).unwrap();
+            if successor_checkpoints {
+                let mut next = successor.clone();
+                next.epoch = 2;
+                next.store_after(
+                    &successor,
+                    &CheckpointPolicy {
+                        max_deltas: 0,
+                        max_delta_percent: 0,
+                    },
+                    &files,
+                    root,
+                )
+                .unwrap();
+                assert!(next.last_stored().1);
+            } else {
+                fence_catalog(&mut successor, &files, root, &new_fence).unwrap();
+                assert!(!successor.last_stored().1);
+            }
+
+            let mut change = stale.clone();
+            change.tables.get_mut("t").unwrap().regions[0].state = RegionState::Closing;
+            let err = change
+                .store_fenced(
+                    &stale,
+                    &CheckpointPolicy::default(),
+                    &files,
+                    root,
+                    Some(&old_fence),
+                )
+                .unwrap_err();
+            assert!(old_fence.is_tripped(), "{err}");
+            let newest = Catalog::read_newest(&files, root).unwrap();
+            assert_eq!(newest.epoch, 2);
+            assert_eq!(newest.tables["t"].regions[0].state, RegionState::Open);
+        }
+    }
+
+    /// Writes `text` as catalog version `version` under `root`.
+    fn put_version(files: &MemFileStore, root: &Path, version: u64, text: &str) {
+        let mut w = files
+            .create(&layout::catalog_version_path(root, version))
+            .unwrap();
+        w.write_all(text.as_bytes()).unwrap();
+        w.finish().unwrap();
+    }
+
+    /// A checkpoint at version 1 and a valid delta at version 2.
+    fn chain_of_two() -> (MemFileStore, Catalog) {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let mut c = cluster_catalog(3);
+        c.store(&files, root).unwrap();
+        let mut next = c.clone();
+        next.balancer_off = true;
+        commit(&mut c, next, &CheckpointPolicy::default(), &files, root);
+        (files, c)
+    }
+
+    fn read_error(files: &MemFileStore) -> String {
+        Catalog::read_newest(files, Path::new("/db"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn damaged_deltas_are_errors_naming_the_file_and_what_failed() {
+        let root = Path::new("/db");
+        let v3 = "00000000000000000003.json";
+        let cases: Vec<(&str, String, &str)> = vec![
+            ("truncated", r#"{"format_version":4,"kind":"delta","base":2,"check"#.into(), "does not parse"),
+            ("wrong base", r#"{"format_version":4,"kind":"delta","base":1,"checkpoint":1}"#.into(), "names base version 1"),
+            ("checkpoint after it", r#"{"format_version":4,"kind":"delta","base":2,"checkpoint":3}"#.into(), "names checkpoint 3"),
+            ("unknown kind", r#"{"format_version":4,"kind":"patch"}"#.into(), "unknown catalog document kind"),
+            ("future format", r#"{"format_version":9,"kind":"delta","base":2,"checkpoint":1}"#.into(), "format version 9 is not supported"),
+            ("unknown table", r#"{"format_version":4,"kind":"delta","base":2,"checkpoint":1,"tables":{"nope":{"enabled":false}}}"#.into(), "table nope"),
+            ("dropped unknown table", r#"{"format_version":4,"kind":"delta","base":2,"checkpoint":1,"dropped":["nope"]}"#.into(), "drops table nope"),
+            ("incomplete new region", r#"{"format_version":4,"kind":"delta","base":2,"checkpoint":1,"tables":{"t":{"regions":[{"id":99,"set":{"state":"OPEN"}}]}}}"#.into(), "region 99 does not decode"),
+            ("overlapping region", r#"{"format_version":4,"kind":"delta","base":2,"checkpoint":1,"tables":{"t":{"regions":[{"id":99,"set":{"start_key":[],"end_key":[1],"family_first_sequence":{}}}]}}}"#.into(), "do not cover its key space"),
+            ("removed unknown region", r#"{"format_version":4,"kind":"delta","base":2,"checkpoint":1,"tables":{"t":{"removed":[12345]}}}"#.into(), "removes a region"),
+            ("bad field value", r#"{"format_version":4,"kind":"delta","base":2,"checkpoint":1,"set":{"epoch":"high"}}"#.into(), "fields do not apply"),
+            ("bad region field", r#"{"format_version":4,"kind":"delta","base":2,"checkpoint":1,"tables":{"t":{"regions":[{"id":1000,"set":{"state":"SIDEWAYS"}}]}}}"#.into(), "region 1000 does not decode"),
+        ];
+        for (what, text, expected) in cases {
+            let (files, _) = chain_of_two();
+            put_version(&files, root, 3, &text);
+            let err = read_error(&files);
+            assert!(err.contains(v3) && err.contains(expected), "{what}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_delta_whose_base_or_checkpoint_is_missing_is_a_gap_naming_the_missing_version() {
+        let root = Path::new("/db");
+        // A gap: version 2 is gone while 3 builds on it.
+        let (files, _) = chain_of_two();
+        put_version(
+            &files,
+            root,
+            3,
+            r#"{"format_version":4,"kind":"delta","base":2,"checkpoint":1}"#,
+        );
+        files
+            .delete(&layout::catalog_version_path(root, 2))
+            .unwrap();
+        let err = read_error(&files);
+        assert!(
+            err.contains("00000000000000000002.json") && err.contains("missing"),
+            "{err}"
+        );
+
+        // The checkpoint is gone.
+        let (files, _) = chain_of_two();
+        files
+            .delete(&layout::catalog_version_path(root, 1))
+            .unwrap();
+        let err = read_error(&files);
+        assert!(
+            err.contains("00000000000000000001.json") && err.contains("missing"),
+            "{err}"
+        );
+
+        // The named checkpoint is itself a delta.
+        let (files, _) = chain_of_two();
+        put_version(
+            &files,
+            root,
+            3,
+            r#"{"format_version":4,"kind":"delta","base":2,"checkpoint":2}"#,
+        );
+        let err = read_error(&files);
+        assert!(
+            err.contains("00000000000000000002.json") && err.contains("is a delta"),
+            "{err}"
+        );
+    }
+
+    /// What one single-region assignment step (a region committed
+    /// `OPENING` on a new server at a new epoch, then `OPEN`) writes, in
+    /// format 3 (the whole pretty-printed document per version) and in
+    /// format 4 with the default policy (deltas, and the checkpoints spread
+    /// over them), for a catalog of `regions` regions. Prints the numbers
+    /// (`bench/results/2026-11-28-catalog-deltas.md`) and returns format
+    /// 4's bytes per step, amortized.
+    fn measure_assignment_steps(regions: usize, steps: usize) -> u64 {
+        let files = MemFileStore::new();
+        let root = Path::new("/db");
+        let mut c = cluster_catalog(regions);
+        let format_3_version = serde_json::to_vec_pretty(&c).unwrap().len() as u64;
+        c.store(&files, root).unwrap();
+        let (checkpoint_bytes, _) = c.last_stored();
+        let policy = CheckpointPolicy::default();
+        let (mut total, mut checkpoints, mut largest_delta) = (0u64, 0u64, 0u64);
+        let started = std::time::Instant::now();
+        for step in 0..steps {
+            let i = (step * 7919) % regions;
+            for opening in [true, false] {
+                let mut next = c.clone();
+                let epoch = next.next_region_epoch(0);
+                let region = &mut next.tables.get_mut("t").unwrap().regions[i];
+                if opening {
+                    region.state = RegionState::Opening;
+                    region.server = Some(format!("host{},16020,1700000000000", step % 97));
+                    region.epoch = epoch;
+                } else {
+                    region.state = RegionState::Open;
+                }
+                commit(&mut c, next, &policy, &files, root);
+                let (bytes, checkpoint) = c.last_stored();
+                total += bytes;
+                if checkpoint {
+                    checkpoints += 1;
+                } else {
+                    largest_delta = largest_delta.max(bytes);
+                }
+            }
+        }
+        let elapsed = started.elapsed();
+        let per_step = total / steps as u64;
+        println!(
+            "CATALOG BYTES regions={regions} format3_per_version={format_3_version} \
+             format3_per_step={} checkpoint={checkpoint_bytes} largest_delta={largest_delta} \
+             steps={steps} versions={} checkpoints={checkpoints} format4_per_step_amortized={per_step} \
+             writer_ms_per_version={:.2}",
+            2 * format_3_version,
+            2 * steps,
+            elapsed.as_secs_f64() * 1000.0 / (2 * steps) as f64,
+        );
+        // A reader starting cold gets the same catalog.
+        assert_eq!(
+            document(&Catalog::read_newest(&files, root).unwrap()),
+            document(&c)
+        );
+        assert!(
+            largest_delta < 300,
+            "a one-region delta is {largest_delta} bytes"
+        );
+        per_step
+    }
+
+    #[test]
+    fn a_single_region_assignment_step_writes_a_small_fraction_of_the_whole_catalog() {
+        // 600 steps are 1,200 versions: past two checkpoints of the
+        // default policy, so the amortized figure includes them.
+        let per_step = measure_assignment_steps(10_000, 600);
+        assert!(
+            per_step < 20_000,
+            "{per_step} bytes per step at 10,000 regions"
+        );
+    }
+
+    /// The full-size measurement (about a minute): `cargo test -p basalt
+    /// --lib catalog::tests::a_single_region_assignment_step_at_100k --
+    /// --ignored --nocapture`.
+    #[test]
+    #[ignore = "measurement at 100,000 regions; run by hand"]
+    fn a_single_region_assignment_step_at_100k_regions_writes_a_small_fraction_of_the_catalog() {
+        let per_step = measure_assignment_steps(100_000, 600);
+        assert!(
+            per_step < 200_000,
+            "{per_step} bytes per step at 100,000 regions"
+        );
     }
 
     #[test]

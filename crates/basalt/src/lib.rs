@@ -68,7 +68,7 @@ pub use admin::{Admin, AdminReply, AdminRequest};
 /// Whether a file store error says the file exists already (a
 /// create-if-absent collision).
 pub use basalt_engine::manifest::is_already_exists;
-pub use catalog::catalog_file;
+pub use catalog::{catalog_document, catalog_file, CheckpointPolicy};
 pub use catalog::{FamilyChange, SplitOrMerge};
 pub use database::{
     Database, DatabaseBuilder, MemberConfig, RegionState, RegionSummary, TableInfo,

@@ -147,6 +147,16 @@ pub struct Options {
     /// was seeding), in milliseconds; 0: never. Default 300,000 (HBase's
     /// `hbase.catalogjanitor.interval`).
     pub janitor_period_ms: u64,
+    /// The active master writes a whole catalog checkpoint after this many
+    /// deltas (docs/catalog-format.md, "Checkpoints and deltas"): it
+    /// bounds how many files a process starting cold reads. Default 512.
+    pub catalog_checkpoint_deltas: u64,
+    /// ... or once the deltas since the last checkpoint would exceed this
+    /// percentage of its size: it bounds the bytes a process starting cold
+    /// reads, and keeps checkpoints' cost in proportion to what changed.
+    /// Default 50. Both limits are four times higher while regions are in
+    /// transition (a recovery writes deltas; the checkpoint follows it).
+    pub catalog_checkpoint_percent: u64,
     /// The largest snapshot manifest (or hold) a process reads, in bytes:
     /// a bigger one is refused as damaged before it is read, and while it
     /// is there no store file is deleted (docs/snapshots.md). Default 256
@@ -254,6 +264,8 @@ impl Default for Options {
             load_split_events_kept: 100,
             balancer_period_ms: 300_000,
             janitor_period_ms: 300_000,
+            catalog_checkpoint_deltas: 512,
+            catalog_checkpoint_percent: 50,
             snapshot_manifest_max_bytes: basalt_engine::snapshot::DEFAULT_MAX_MANIFEST_BYTES,
             snapshot_timeout_ms: 300_000,
             normalizer_period_ms: 300_000,

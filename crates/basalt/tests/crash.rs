@@ -435,10 +435,10 @@ fn store_files_on_disk(dir: &std::path::Path) -> BTreeMap<u64, usize> {
 /// (serving) or `retired` (split or merged, with files serving regions
 /// still link to). A catalog not written yet names none.
 fn catalog_region_ids(dir: &std::path::Path, key: &str) -> Vec<u64> {
-    let text = basalt::catalog_file(&basalt::fs::LocalFileStore::new(), dir)
+    let text = basalt::catalog_document(&basalt::fs::LocalFileStore::new(), dir)
         .ok()
         .flatten()
-        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|bytes| String::from_utf8(bytes).ok())
         .unwrap_or_default();
     let Ok(catalog) = serde_json::from_str::<serde_json::Value>(&text) else {
         return Vec::new();

@@ -1,4 +1,5 @@
-//! Garbage in a data directory's `catalog.json` never panics
+//! Garbage in a data directory's catalog (a checkpoint, a delta after
+//! one, or the format-2 `catalog.json`) never panics
 //! `Database::open`, and opening it never allocates more than a small
 //! multiple of the file plus the fixed cost of opening a database.
 //!
@@ -126,4 +127,61 @@ proptest! {
         mutate(&mut catalog, &mutations);
         open_with_catalog(dir.path(), &path, &catalog);
     }
+
+    #[test]
+    fn arbitrary_bytes_as_the_delta_after_a_real_checkpoint_make_open_fail_cleanly(
+        data in proptest::collection::vec(any::<u8>(), 0..400),
+    ) {
+        let dir = real_data_dir();
+        let path = next_catalog_version(dir.path());
+        prop_assert!(!open_with_catalog(dir.path(), &path, &data), "garbage opened");
+    }
+
+    #[test]
+    fn a_delta_with_arbitrary_fields_after_a_real_checkpoint_opens_or_fails_cleanly(
+        base_offset in 0u64..3,
+        checkpoint in 0u64..40,
+        table in prop_oneof![Just("t".to_string()), "[a-z:]{0,4}"],
+        id in prop_oneof![Just(None), any::<u64>().prop_map(Some)],
+        start in proptest::collection::vec(any::<u8>(), 0..3),
+        state in "[A-Z_]{0,8}",
+        removed in proptest::collection::vec(any::<u64>(), 0..2),
+        dropped in proptest::collection::vec("[a-z]{0,2}", 0..2),
+        field in prop_oneof![Just("epoch"), Just("procedures"), Just("namespaces"), Just("x")],
+        value in prop_oneof![Just(serde_json::json!(7)), Just(serde_json::json!("s")), Just(serde_json::json!({}))],
+    ) {
+        let dir = real_data_dir();
+        let path = next_catalog_version(dir.path());
+        let version = basalt::layout::catalog_version_of(&path).unwrap();
+        let first_region = first_region_id(dir.path());
+        let delta = serde_json::json!({
+            "format_version": 4,
+            "kind": "delta",
+            "base": version.saturating_sub(base_offset),
+            "checkpoint": checkpoint,
+            "set": { field: value },
+            "tables": { table: {
+                "regions": [{ "id": id.unwrap_or(first_region),
+                              "set": { "start_key": start, "state": state } }],
+                "removed": removed,
+            } },
+            "dropped": dropped,
+        });
+        open_with_catalog(dir.path(), &path, &serde_json::to_vec(&delta).unwrap());
+    }
+}
+
+/// Where the next catalog version of `dir` goes (after the newest).
+fn next_catalog_version(dir: &Path) -> std::path::PathBuf {
+    let newest = basalt::layout::catalog_version_of(&newest_catalog(dir)).unwrap();
+    basalt::layout::catalog_version_path(dir, newest + 1)
+}
+
+/// The id of the first region of table `t` in the catalog of `dir`.
+fn first_region_id(dir: &Path) -> u64 {
+    let text = basalt::catalog_document(&basalt::fs::LocalFileStore::new(), dir)
+        .unwrap()
+        .unwrap();
+    let catalog: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    catalog["tables"]["t"]["regions"][0]["id"].as_u64().unwrap()
 }

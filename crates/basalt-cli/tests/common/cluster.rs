@@ -624,29 +624,21 @@ impl TestCluster {
         c
     }
 
-    /// The catalog as stored (the newest version), as JSON.
+    /// The catalog as stored (the newest version: its checkpoint with the
+    /// deltas after it applied), as JSON.
     pub fn catalog_json(&self) -> serde_json::Value {
         if let Some(s3) = &self.s3 {
             return self.catalog_json_on_s3(s3);
         }
-        let dir = self.dir.path().join("storage").join("catalog");
-        let newest = std::fs::read_dir(&dir)
+        let root = self.dir.path().join("storage");
+        let text = basalt::catalog_document(&basalt::fs::LocalFileStore::new(), &root)
             .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .max_by_key(|p| {
-                p.file_stem()
-                    .and_then(|s| s.to_str())
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .unwrap_or(0)
-            })
             .expect("no catalog version");
-        serde_json::from_slice(&std::fs::read(newest).unwrap()).unwrap()
+        serde_json::from_slice(&text).unwrap()
     }
 
-    /// The newest catalog version in the bucket, read as the processes
-    /// read it (the object store, no disk cache).
+    /// The newest catalog in the bucket, read as the processes read it
+    /// (the object store, no disk cache).
     fn catalog_json_on_s3(&self, s3: &S3Access) -> serde_json::Value {
         use basalt_object_store::{open_storage, StorageConfig};
         let root = self.dir.path().join("catalog-reader");
@@ -663,19 +655,10 @@ impl TestCluster {
             .unwrap()
             .expect("an S3 URL opens a storage")
             .file_store();
-        let newest = files
-            .list(&root.join("catalog"))
+        let text = basalt::catalog_document(files.as_ref(), &root)
             .unwrap()
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .max_by_key(|p| {
-                p.file_stem()
-                    .and_then(|s| s.to_str())
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .unwrap_or(0)
-            })
             .expect("no catalog version");
-        serde_json::from_slice(&files.read_all(&newest).unwrap()).unwrap()
+        serde_json::from_slice(&text).unwrap()
     }
 
     /// Which server the catalog assigns each region of each table:

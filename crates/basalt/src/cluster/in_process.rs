@@ -129,6 +129,7 @@ pub(crate) fn start(
         fence,
     )?;
     master.set_normalizer_config(NormalizerConfig::from_options(&options));
+    master.set_catalog_checkpoint_policy(crate::catalog::CheckpointPolicy::from_options(&options));
     master.set_snapshot_manifest_max_bytes(options.snapshot_manifest_max_bytes);
     master.set_snapshot_timeout(std::time::Duration::from_millis(
         options.snapshot_timeout_ms,

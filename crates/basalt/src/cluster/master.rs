@@ -26,7 +26,10 @@
 //!    that is still open closes.
 //! 5. **Clean-up.** A dead server none of whose regions still has to
 //!    replay its log has its log deleted and leaves the catalog; finished
-//!    procedures are removed.
+//!    procedures are removed. Once nothing is in transition, a catalog
+//!    checkpoint the policy wants is written (while regions are in
+//!    transition the master writes deltas, up to four times the policy's
+//!    limits: see `catalog::CheckpointPolicy::in_transition`).
 //!
 //! Invariant A2: a region is opened somewhere new only when the server
 //! that held it closed it (flushed, so nothing of it is only in that
@@ -99,6 +102,11 @@ pub struct ClusterMaster {
     /// How long a snapshot may take, retries included
     /// ([`ClusterMaster::set_snapshot_timeout`]).
     snapshot_timeout: RwLock<std::time::Duration>,
+    /// When a catalog version is a checkpoint rather than a delta
+    /// ([`ClusterMaster::set_catalog_checkpoint_policy`]).
+    checkpoint_policy: RwLock<crate::catalog::CheckpointPolicy>,
+    /// Bytes of every catalog version this master committed.
+    catalog_bytes_written: std::sync::atomic::AtomicU64,
 }
 
 /// How long a snapshot may take by default (HBase's
@@ -275,6 +283,8 @@ impl ClusterMaster {
             snapshots_driven: Mutex::new(HashSet::new()),
             snapshot_driven: parking_lot::Condvar::new(),
             snapshot_timeout: RwLock::new(DEFAULT_SNAPSHOT_TIMEOUT),
+            checkpoint_policy: RwLock::new(crate::catalog::CheckpointPolicy::default()),
+            catalog_bytes_written: std::sync::atomic::AtomicU64::new(0),
         });
         if let Err(e) = master.take_over_snapshots() {
             tracing::warn!(error = %e, "could not take over the snapshots left half taken");
@@ -305,6 +315,18 @@ impl ClusterMaster {
     /// Installs what runs after each commit (once; a later call replaces it).
     pub fn set_commit_listener(&self, listener: CommitListener) {
         *self.on_commit.write() = Some(listener);
+    }
+
+    /// Sets when a catalog version is written whole (a checkpoint) instead
+    /// of as a delta (`docs/catalog-format.md`).
+    pub fn set_catalog_checkpoint_policy(&self, policy: crate::catalog::CheckpointPolicy) {
+        *self.checkpoint_policy.write() = policy;
+    }
+
+    /// Bytes of every catalog version this master committed since it
+    /// became active (checkpoints and deltas), for measurements.
+    pub fn catalog_bytes_written(&self) -> u64 {
+        self.catalog_bytes_written.load(Ordering::Relaxed)
     }
 
     /// This master's epoch.
@@ -722,7 +744,20 @@ impl ClusterMaster {
     /// epoch) and announces it.
     pub(super) fn commit(&self, state: &mut State, mut updated: Catalog) -> Result<()> {
         self.check_running()?;
-        updated.store_fenced(self.files.as_ref(), &self.root, Some(&self.fence))?;
+        let mut policy = *self.checkpoint_policy.read();
+        if !updated.dead_servers.is_empty() || !updated.procedures.is_empty() {
+            policy = policy.in_transition();
+        }
+        updated.store_fenced(
+            &state.catalog,
+            &policy,
+            self.files.as_ref(),
+            &self.root,
+            Some(&self.fence),
+        )?;
+        let (bytes, _) = updated.last_stored();
+        self.catalog_bytes_written
+            .fetch_add(bytes, Ordering::Relaxed);
         let version = updated.version;
         state.catalog = updated;
         let listener = self.on_commit.read().clone();
@@ -770,21 +805,62 @@ impl ClusterMaster {
             tracing::warn!(error = %e, "could not finish an alter; retried later");
             first_error.get_or_insert(e);
         }
-        for (table, region) in self.regions_to_act_on(state) {
+        // Openings go in batches (one version for every `OPENING`, one
+        // for the outcomes): recovering a dead server's thousands of
+        // regions is then a handful of versions, not two per region.
+        let mut batch = Vec::new();
+        let mut one_by_one = Vec::new();
+        for (name, table) in &state.catalog.tables {
+            for region in &table.regions {
+                if !needs_action(table.enabled, region, &state.live) {
+                    continue;
+                }
+                if opens_in_batch(table.enabled, region) {
+                    batch.push((name.clone(), region.id));
+                } else {
+                    one_by_one.push((name.clone(), region.id));
+                }
+            }
+        }
+        for (table, region) in one_by_one {
             if let Err(e) = self.act_on_region(state, &table, region) {
                 tracing::warn!(table = %table, region, error = %e, "region transition failed; retried later");
                 first_error.get_or_insert(e);
             }
+        }
+        if let Err(e) = self.open_batch(state, &batch) {
+            tracing::warn!(error = %e, "region openings failed; retried later");
+            first_error.get_or_insert(e);
         }
         self.clean_up(state)?;
         if let Err(e) = self.collect_retired_regions(state) {
             tracing::warn!(error = %e, "catalog janitor failed; retried later");
             first_error.get_or_insert(e);
         }
+        if let Err(e) = self.checkpoint_if_settled(state) {
+            tracing::warn!(error = %e, "could not write a catalog checkpoint; retried later");
+            first_error.get_or_insert(e);
+        }
         match first_error {
             Some(e) if self.fence.is_tripped() => Err(e),
             _ => Ok(()),
         }
+    }
+
+    /// Step 5, last: once nothing is in transition, a checkpoint the
+    /// policy wants is written (the same catalog, whole), so recoveries and
+    /// procedures write only deltas and the checkpoint comes after them.
+    fn checkpoint_if_settled(&self, state: &mut State) -> Result<()> {
+        let policy = *self.checkpoint_policy.read();
+        let catalog = &state.catalog;
+        if !catalog.dead_servers.is_empty()
+            || !catalog.procedures.is_empty()
+            || !catalog.checkpoint_due(&policy)
+        {
+            return Ok(());
+        }
+        let same = state.catalog.clone();
+        self.commit(state, same)
     }
 
     /// Step 1: servers holding regions that are not live are dead.
@@ -910,6 +986,207 @@ impl ClusterMaster {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Steps 3 and 4 for many regions at once, in the order of every single
+    /// opening ([`ClusterMaster::assign_to`], [`ClusterMaster::finish_open`]):
+    /// 1. one version commits every region not yet assigned `OPENING` on
+    ///    its target (a move's target if live, else the live server given
+    ///    the fewest regions of this batch so far, then the one with the
+    ///    fewest regions), each at a new region epoch;
+    /// 2. every server is asked to open its regions, servers in parallel
+    ///    (at most [`OPEN_THREADS`] at a time), each server's in order;
+    /// 3. an opening that failed is closed again on its server (invariant
+    ///    A2: the answer may have been lost) and becomes `FAILED_OPEN`, or
+    ///    stays `OPENING` there when that server cannot be reached;
+    /// 4. one version commits the outcomes (`OPEN`, with nothing left to
+    ///    replay, or `FAILED_OPEN`).
+    ///
+    /// A master that dies between the steps leaves regions `OPENING`,
+    /// which its successor's reconciliation asks again.
+    pub(super) fn open_batch(&self, state: &mut State, regions: &[(String, u64)]) -> Result<()> {
+        if regions.is_empty() {
+            return Ok(());
+        }
+        let floor = self.fence.epoch();
+        let mut updated = state.catalog.clone();
+        let mut counts = region_counts(&updated, &state.live);
+        let mut batch_counts: BTreeMap<String, usize> = BTreeMap::new();
+        let mut last_epoch = updated.last_region_epoch;
+        let mut opens: Vec<(String, u64, String)> = Vec::with_capacity(regions.len());
+        let mut assigned = false;
+        let mut first_error = None;
+        for (table, ids) in group_by_table(regions) {
+            let move_targets: BTreeMap<u64, String> = state
+                .catalog
+                .procedures
+                .values()
+                .filter_map(|p| match p {
+                    Procedure::MoveRegion {
+                        table: t,
+                        region,
+                        target: Some(target),
+                    } if *t == table && state.live.contains(target) => {
+                        Some((*region, target.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let Some(entry) = updated.tables.get_mut(&table) else {
+                continue;
+            };
+            let index: std::collections::HashMap<u64, usize> = entry
+                .regions
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.id, i))
+                .collect();
+            for id in ids {
+                let Some(&i) = index.get(&id) else {
+                    continue;
+                };
+                let region = &mut entry.regions[i];
+                if let (RegionState::Opening, Some(server)) = (region.state, &region.server) {
+                    opens.push((table.clone(), id, server.clone()));
+                    continue;
+                }
+                // The server given the fewest of this batch, then the one
+                // with the fewest regions: a dead server's regions spread
+                // over every live server, so each opens a share of them
+                // (all on the emptiest server would make the recovery as
+                // slow as that one server). Evening the counts out is the
+                // balancer's job.
+                let target = move_targets.get(&id).cloned().or_else(|| {
+                    counts
+                        .iter()
+                        .min_by_key(|(s, n)| (batch_counts.get(*s).copied().unwrap_or(0), **n))
+                        .map(|(s, _)| s.clone())
+                });
+                let Some(target) = target else {
+                    first_error.get_or_insert(Error::NotServingRegion(
+                        "no live region server to assign regions to".into(),
+                    ));
+                    continue;
+                };
+                if let Some(n) = counts.get_mut(&target) {
+                    *n += 1;
+                }
+                *batch_counts.entry(target.clone()).or_insert(0) += 1;
+                region.state = RegionState::Opening;
+                region.server = Some(target.clone());
+                region.epoch = crate::catalog::next_epoch(&mut last_epoch, floor);
+                opens.push((table.clone(), id, target));
+                assigned = true;
+            }
+        }
+        updated.last_region_epoch = last_epoch;
+        if assigned {
+            self.commit(state, updated)?;
+        }
+        let outcomes = self.open_on_servers(&opens);
+        let mut updated = state.catalog.clone();
+        let mut changed = false;
+        let mut indexes: BTreeMap<String, std::collections::HashMap<u64, usize>> = BTreeMap::new();
+        for ((table, id, server), outcome) in opens.iter().zip(outcomes) {
+            let next = match outcome {
+                Ok(()) => RegionState::Open,
+                Err(open_error) => {
+                    tracing::warn!(server, table, region = id, error = %open_error, "region did not open");
+                    let closed = self.servers.close_region(server, table, *id);
+                    if let Err(close_error) = &closed {
+                        tracing::warn!(server, table, region = id, error = %close_error, "cannot reach the server an open failed on; the region waits for it to answer or die");
+                    }
+                    first_error.get_or_insert(open_error);
+                    if closed.is_err() {
+                        continue;
+                    }
+                    RegionState::FailedOpen
+                }
+            };
+            let Some(entry) = updated.tables.get_mut(table) else {
+                continue;
+            };
+            let index = indexes.entry(table.clone()).or_insert_with(|| {
+                entry
+                    .regions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.id, i))
+                    .collect()
+            });
+            let Some(region) = index.get(id).map(|&i| &mut entry.regions[i]) else {
+                continue;
+            };
+            region.state = next;
+            if next == RegionState::Open {
+                region.recover_from.clear();
+            } else {
+                region.server = None;
+            }
+            changed = true;
+        }
+        if changed {
+            self.commit(state, updated)?;
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Asks each server to open its regions of `opens` (`(table, region,
+    /// server)`), servers in parallel; the outcomes in the order of `opens`.
+    fn open_on_servers(&self, opens: &[(String, u64, String)]) -> Vec<Result<()>> {
+        let mut by_server: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, (_, _, server)) in opens.iter().enumerate() {
+            by_server.entry(server.as_str()).or_default().push(i);
+        }
+        // Servers dealt round-robin to at most OPEN_THREADS threads, each
+        // asking its servers in turn.
+        let mut lanes: Vec<Vec<usize>> = vec![Vec::new(); by_server.len().min(OPEN_THREADS)];
+        for (n, indices) in by_server.into_values().enumerate() {
+            let lanes_len = lanes.len();
+            lanes[n % lanes_len].extend(indices);
+        }
+        let open = |i: usize| {
+            let (table, region, server) = &opens[i];
+            (i, self.servers.open_region(server, table, *region))
+        };
+        let mut outcomes: Vec<Option<Result<()>>> = (0..opens.len()).map(|_| None).collect();
+        if lanes.len() <= 1 {
+            for i in lanes.into_iter().flatten() {
+                let (i, outcome) = open(i);
+                outcomes[i] = Some(outcome);
+            }
+        } else {
+            let done: Vec<Vec<(usize, Result<()>)>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = lanes
+                    .into_iter()
+                    .map(|lane| scope.spawn(move || lane.into_iter().map(open).collect::<Vec<_>>()))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            // A panicking open is that server's failure,
+                            // not the master's: its regions are retried.
+                            Vec::new()
+                        })
+                    })
+                    .collect()
+            });
+            for (i, outcome) in done.into_iter().flatten() {
+                outcomes[i] = Some(outcome);
+            }
+        }
+        outcomes
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| {
+                    Err(Error::NotServingRegion("the open was not answered".into()))
+                })
+            })
+            .collect()
     }
 
     /// Where a region goes: the target of a move procedure naming it if
@@ -1659,6 +1936,34 @@ fn needs_action(enabled: bool, region: &RegionEntry, live: &BTreeSet<String>) ->
         RegionState::Offline | RegionState::Closed | RegionState::FailedOpen => enabled,
         RegionState::Split | RegionState::Merged => false,
     }
+}
+
+/// At most this many threads ask servers to open regions at once
+/// ([`ClusterMaster::open_batch`]): each server opens its regions in turn,
+/// so a few dozen servers in parallel already keep every server busy.
+pub const OPEN_THREADS: usize = 32;
+
+/// True when steps 3 and 4 open the region (assigned now, or `OPENING`
+/// already): what [`ClusterMaster::open_batch`] does for many at once.
+fn opens_in_batch(enabled: bool, region: &RegionEntry) -> bool {
+    enabled
+        && matches!(
+            (region.state, &region.server),
+            (RegionState::Opening, Some(_))
+                | (
+                    RegionState::Offline | RegionState::Closed | RegionState::FailedOpen,
+                    None
+                )
+        )
+}
+
+/// `regions` grouped by table, each table's in the order given.
+fn group_by_table(regions: &[(String, u64)]) -> BTreeMap<String, Vec<u64>> {
+    let mut grouped: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for (table, id) in regions {
+        grouped.entry(table.clone()).or_default().push(*id);
+    }
+    grouped
 }
 
 fn region_counts(catalog: &Catalog, live: &BTreeSet<String>) -> BTreeMap<String, usize> {

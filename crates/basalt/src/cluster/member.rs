@@ -5,7 +5,8 @@
 //! it is open here, the server holding it otherwise.
 //!
 //! Opening a region the master assigned (`open_assigned`), in order:
-//! 1. read the newest catalog; the region must be `OPENING` on this
+//! 1. read the newest catalog (the deltas after the version held); the
+//!    region must be `OPENING` on this
 //!    server there (the master commits before it asks), else the request
 //!    is stale and refused;
 //! 2. if it is already open here at that epoch, answer at once (the
@@ -94,18 +95,14 @@ impl ClusterMember {
     /// Returns the catalog version now held.
     pub fn refresh(&self, server: Option<&RegionServer>, locator: &RegionLocator) -> Result<u64> {
         let _routing = self.routing.lock();
-        // Listing first keeps a call that finds nothing new to one listing
-        // (meta reads call this on every look-up), not a parse of the
-        // whole catalog.
-        let held = self.catalog.read().version;
-        let listed = crate::catalog::CatalogFiles::find(self.files.as_ref(), &self.root)?;
-        if matches!(listed.newest, Some((version, _)) if version != 0 && version <= held) {
-            return Ok(held);
-        }
-        let newest = Catalog::read_newest(self.files.as_ref(), &self.root)?;
-        if newest.version <= self.catalog.read().version && newest.version != 0 {
-            return Ok(self.catalog.read().version);
-        }
+        // Reading after the held version lists first, so a call that
+        // finds nothing new is one listing (meta reads call this on every
+        // look-up), and a newer catalog costs only the deltas after it.
+        let held = self.catalog();
+        let Some(newest) = Catalog::read_after(Some(&held), self.files.as_ref(), &self.root)?
+        else {
+            return Ok(held.version);
+        };
         self.publish(&newest, server, locator);
         if let Some(server) = server {
             self.close_retired(server, &newest);
@@ -170,7 +167,11 @@ impl ClusterMember {
         region: u64,
     ) -> Result<()> {
         let _routing = self.routing.lock();
-        let catalog = Catalog::read_newest(self.files.as_ref(), &self.root)?;
+        let held = self.catalog();
+        let catalog = match Catalog::read_after(Some(&held), self.files.as_ref(), &self.root)? {
+            Some(newer) => Arc::new(newer),
+            None => held,
+        };
         let (_, entry, spec_entry) = catalog
             .region(region)
             .filter(|(t, _, _)| *t == table)
@@ -189,7 +190,7 @@ impl ClusterMember {
             if server.region_epoch(region) == Some(spec_entry.epoch) {
                 drop(open);
                 self.publish(&catalog, Some(server), locator);
-                *self.catalog.write() = Arc::new(catalog);
+                *self.catalog.write() = catalog;
                 return Ok(());
             }
             // Open here at an older epoch (the master lost track): close it
@@ -204,7 +205,7 @@ impl ClusterMember {
         // A split's daughter or a merged region: before routes lead to it.
         self.adopt_predecessors(server, &catalog, table, region);
         self.publish(&catalog, Some(server), locator);
-        *self.catalog.write() = Arc::new(catalog);
+        *self.catalog.write() = catalog;
         Ok(())
     }
 

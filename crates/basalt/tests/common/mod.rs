@@ -58,12 +58,13 @@ pub fn open(dir: &std::path::Path, clock: &ManualClock) -> Database {
         .unwrap()
 }
 
-/// The newest committed catalog of the data set at `root`, as JSON text
-/// (empty when none was written yet).
+/// The newest committed catalog of the data set at `root` (its checkpoint
+/// with the deltas after it applied), as JSON text (empty when none was
+/// written yet).
 pub fn catalog_text(root: &std::path::Path) -> String {
-    basalt::catalog_file(&basalt::fs::LocalFileStore::new(), root)
+    basalt::catalog_document(&basalt::fs::LocalFileStore::new(), root)
         .unwrap()
-        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map(|bytes| String::from_utf8(bytes).unwrap())
         .unwrap_or_default()
 }
 
