@@ -156,15 +156,6 @@ impl WriteObserver for IndexMaintainer {
             return Ok(None);
         }
         let existing = self.read_raw(region, write.row)?;
-        // The region's order clock starts afresh when it opens, and an
-        // earlier opening may have stamped this row's index rows with a
-        // timestamp ahead of the clock (an increment's `latest + 1`): the
-        // row's newest cell bounds it, so the stamp is raised to it (an
-        // equal stamp then wins by write order: index tables use
-        // NEW_VERSION_BEHAVIOR).
-        if let Some(newest) = existing.iter().map(|c| c.timestamp).max() {
-            write.order_ts = write.order_ts.max(newest);
-        }
         // Pending cells rank above every written one, in write order.
         let pending_rank = u64::MAX / 2;
         let mut ranked: Vec<Ranked<'_>> = existing
@@ -197,8 +188,9 @@ impl WriteObserver for IndexMaintainer {
                 .position(|(f, q)| f == family && q == qualifier)
                 .and_then(|i| values[i].clone())
         };
-        let t = write.order_ts;
-        let mut phases = Vec::new();
+        // Which index rows change: (index, its table, old key, new key,
+        // covered values after).
+        let mut changes = Vec::new();
         for index in &self.indexes {
             let key_of = |values: &[Option<Bytes>]| {
                 let indexed: Vec<Option<Bytes>> = index
@@ -221,6 +213,26 @@ impl WriteObserver for IndexMaintainer {
             if old_key == new_key && (new_key.is_none() || covered == covered_of(&before)) {
                 continue;
             }
+            let old_key = old_key.filter(|old| Some(old) != new_key.as_ref());
+            changes.push((index, self.index_table(index)?, old_key, new_key, covered));
+        }
+        if changes.is_empty() {
+            return Ok(None);
+        }
+        // Every index row this write touches only ever holds writes of this
+        // data row, made under its lock: a stamp above the newest cell each
+        // one holds keeps each row's stamps increasing in write order,
+        // whatever the clocks did since an earlier opening of the region.
+        for (_, table, old_key, new_key, _) in &changes {
+            for key in old_key.iter().chain(new_key) {
+                if let Some(newest) = newest_stamp(table, key)? {
+                    write.order_ts = write.order_ts.max(newest.saturating_add(1));
+                }
+            }
+        }
+        let t = write.order_ts;
+        let mut phases = Vec::new();
+        for (index, table, old_key, new_key, covered) in changes {
             let mut pre = Vec::new();
             let mut post = Vec::new();
             if let Some(key) = &new_key {
@@ -232,7 +244,7 @@ impl WriteObserver for IndexMaintainer {
                     VERIFIED,
                 )));
             }
-            if let Some(key) = old_key.filter(|old| Some(old) != new_key.as_ref()) {
+            if let Some(key) = old_key {
                 pre.push(IndexWrite::Put(Put::new(key.clone()).add_at(
                     INDEX_FAMILY,
                     VERIFIED_QUALIFIER,
@@ -242,15 +254,13 @@ impl WriteObserver for IndexMaintainer {
                 post.push(IndexWrite::Delete(Delete::with_timestamp(key, t)));
             }
             phases.push(IndexPhases {
-                table: self.index_table(index)?,
+                table,
                 index: index.name.clone(),
                 pre,
                 post,
             });
         }
-        if phases.is_empty() {
-            return Ok(None);
-        }
+
         // Step 2: the pre-writes land before the data commits, or the
         // mutation fails with nothing written to its row.
         for phase in &phases {
@@ -315,6 +325,25 @@ pub(crate) fn index_row_write(
     } else {
         IndexWrite::Mutations(RowMutations::new(key.clone()).add(put)?.add(gone)?)
     })
+}
+
+/// The newest timestamp of any cell (delete markers too) index row `key`
+/// holds, `None` for a row that never held one.
+fn newest_stamp(table: &Table, key: &Bytes) -> Result<Option<i64>> {
+    let mut scan = Scan::new();
+    scan.start_row = key.clone();
+    let mut stop = key.to_vec();
+    stop.push(0);
+    scan.stop_row = Bytes::from(stop);
+    scan.raw = true;
+    scan.max_versions = u32::MAX;
+    let mut newest = None;
+    for row in table.scan(&scan)? {
+        for cell in row?.cells {
+            newest = newest.max(Some(cell.timestamp));
+        }
+    }
+    Ok(newest)
 }
 
 pub(crate) fn apply(table: &Table, write: &IndexWrite) -> Result<()> {
