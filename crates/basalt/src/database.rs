@@ -53,6 +53,7 @@ use crate::cluster::{
 };
 use crate::cluster::{RegionLoadReport, SnapshotInfo, SnapshotRegionRequest};
 use crate::gateways::{Gateway, Gateways};
+use crate::index::maintain::IndexRoutes;
 use crate::index::{IndexCheckReport, IndexScanner};
 use crate::locator::{RegionLocator, RegionRoute, TableLocation};
 use crate::metrics::heatmap::{self, HeatmapQuery, KeyHeatmap};
@@ -214,7 +215,7 @@ impl DatabaseBuilder {
         // asks the master (`cluster::split`).
         server.set_hooks(Arc::new(MemberHooks::new(&cluster, options)));
         let locator = Arc::new(RegionLocator::new());
-        server.set_index_routes(&locator);
+        server.set_index_keeping(Arc::new(IndexRoutes::new(&locator)));
         locator.set_caller(member.caller)?;
         // A dead server's regions reopen elsewhere within the ZooKeeper
         // session timeout (seconds) plus the reopen: requests to them wait
@@ -280,6 +281,15 @@ impl DatabaseBuilder {
             &self.wal,
         )?;
         let (server, locator, recovery) = (started.server, started.locator, started.recovery);
+        // From here every region keeps its table's indexes; those opened
+        // at start-up are given theirs now, before any write is served.
+        server.set_index_keeping(Arc::new(IndexRoutes::new(&locator)));
+        server.keep_indexes_of_open_regions(|table| {
+            locator
+                .table(table)
+                .map(|location| location.descriptor().indexes().to_vec())
+                .unwrap_or_default()
+        });
         Ok(Database {
             inner: Arc::new(DbInner {
                 dir,

@@ -53,7 +53,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -63,6 +63,7 @@ use basalt_engine::fs::FileStore;
 use basalt_engine::layout;
 use basalt_engine::load_split::LoadSplitEvent;
 use basalt_engine::memory::MemstoreBudget;
+use basalt_engine::observer::WriteObserver;
 use basalt_engine::snapshot::RetainingFileStore;
 use basalt_engine::wal::object::replay_log;
 use basalt_engine::wal::{
@@ -71,8 +72,6 @@ use basalt_engine::wal::{
 use basalt_engine::{Clock, FamilyState, OpenFailure, Region, RegionInfo, StoreContext};
 use basalt_types::{Error, IndexDescriptor, Result};
 
-use crate::index::maintain::IndexMaintainer;
-use crate::locator::RegionLocator;
 use crate::maintenance::{Maintenance, MaintenanceHooks};
 use crate::metrics::RetiredLoad;
 use crate::options::Options;
@@ -161,9 +160,18 @@ pub struct RegionServer {
     /// The one region server of a process (`cluster::in_process`): its
     /// stores fence with the process epoch ([`RegionServer::store_epoch`]).
     in_process: AtomicBool,
-    /// Where index rows are written (`crate::index`): the process's
-    /// locator, set once it exists, before any write is served.
-    index_routes: OnceLock<Weak<RegionLocator>>,
+    /// Makes the observers that keep tables' indexes (`crate::index`):
+    /// set once the process's routes exist, before any write is served.
+    index_keeping: OnceLock<Arc<dyn IndexKeeping>>,
+}
+
+/// What makes the write observer that keeps a table's secondary indexes
+/// (`crate::index::maintain`), handed to the region server by the layer
+/// that knows where index tables are (the region server itself routes
+/// nothing).
+pub(crate) trait IndexKeeping: Send + Sync + std::fmt::Debug {
+    /// The observer for a region of `table`, whose indexes are `indexes`.
+    fn observer(&self, table: &str, indexes: Vec<IndexDescriptor>) -> Arc<dyn WriteObserver>;
 }
 
 impl RegionServer {
@@ -271,7 +279,7 @@ impl RegionServer {
             retired: Mutex::new(RetiredLoad::default()),
             shut_down: AtomicBool::new(false),
             in_process: AtomicBool::new(false),
-            index_routes: OnceLock::new(),
+            index_keeping: OnceLock::new(),
         };
         Ok((server, recovery))
     }
@@ -315,7 +323,7 @@ impl RegionServer {
             retired: Mutex::new(RetiredLoad::default()),
             shut_down: AtomicBool::new(false),
             in_process: AtomicBool::new(false),
-            index_routes: OnceLock::new(),
+            index_keeping: OnceLock::new(),
         })
     }
 
@@ -429,34 +437,32 @@ impl RegionServer {
         Ok(region)
     }
 
-    /// Sets where index rows are written: from then on every region
-    /// opened here keeps its table's indexes.
-    pub(crate) fn set_index_routes(&self, locator: &Arc<RegionLocator>) {
-        // Set once per process; a second call names the same locator.
-        let _ = self.index_routes.set(Arc::downgrade(locator));
+    /// Sets what keeps indexes: from then on every region opened here
+    /// keeps its table's indexes.
+    pub(crate) fn set_index_keeping(&self, keeping: Arc<dyn IndexKeeping>) {
+        // Set once per process; a second call comes from the same layer.
+        let _ = self.index_keeping.set(keeping);
     }
 
-    /// Has the regions open before the index routes were set (those
-    /// [`RegionServer::start`] opened) keep the indexes `locator`'s
-    /// descriptors name.
-    pub(crate) fn keep_indexes_of_open_regions(&self, locator: &RegionLocator) {
+    /// Has the regions open before the index keeping was set (those
+    /// [`RegionServer::start`] opened) keep the indexes `indexes_of`
+    /// names for their tables.
+    pub(crate) fn keep_indexes_of_open_regions(
+        &self,
+        indexes_of: impl Fn(&str) -> Vec<IndexDescriptor>,
+    ) {
         for region in self.online_regions() {
-            if let Ok(location) = locator.table(&region.info().table) {
-                self.keep_indexes(&region, location.descriptor().indexes());
-            }
+            self.keep_indexes(&region, &indexes_of(&region.info().table));
         }
     }
 
     /// Installs the observer that keeps `indexes` with `region`'s writes
     /// (none for a table without indexes).
     fn keep_indexes(&self, region: &Region, indexes: &[IndexDescriptor]) {
-        let observer = match self.index_routes.get() {
-            Some(routes) if !indexes.is_empty() => Some(Arc::new(IndexMaintainer::new(
-                &region.info().table,
-                indexes.to_vec(),
-                routes.clone(),
-            ))
-                as Arc<dyn basalt_engine::observer::WriteObserver>),
+        let observer = match self.index_keeping.get() {
+            Some(keeping) if !indexes.is_empty() => {
+                Some(keeping.observer(&region.info().table, indexes.to_vec()))
+            }
             _ => None,
         };
         region.set_write_observer(observer);

@@ -147,7 +147,6 @@ pub(crate) fn start(
 
     // Step 4.
     let locator = Arc::new(RegionLocator::new());
-    server.set_index_routes(&locator);
     let control: Arc<dyn MasterControl> = Arc::clone(&master) as Arc<dyn MasterControl>;
     let member = Arc::new(ClusterMember::new(
         root,
@@ -172,8 +171,6 @@ pub(crate) fn start(
         publish(&weak_member, &weak_server, &weak_locator);
     }));
     member.refresh(Some(&server), &locator)?;
-    // The regions opened in step 1 keep their tables' indexes from here.
-    server.keep_indexes_of_open_regions(&locator);
     master.servers_changed(BTreeSet::from([IN_PROCESS_SERVER.to_string()]))?;
     // Regions that opened with links go on rewriting them.
     for region in server.online_regions() {

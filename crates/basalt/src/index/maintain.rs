@@ -21,6 +21,7 @@ use basalt_types::{
 use super::visible::{latest_values, Ranked};
 use crate::locator::RegionLocator;
 use crate::metrics::RequestLatencies;
+use crate::region_server::IndexKeeping;
 use crate::table::Table;
 
 /// Post-writes (step 4) that failed since the process started: each left
@@ -45,6 +46,25 @@ pub(crate) struct IndexMaintainer {
     /// region it routes to.
     routes: Weak<RegionLocator>,
     latencies: Arc<RequestLatencies>,
+}
+
+/// The index keeping of a process: observers that write index rows
+/// through its routes.
+#[derive(Debug)]
+pub(crate) struct IndexRoutes(Weak<RegionLocator>);
+
+impl IndexRoutes {
+    /// Index rows written through `locator`'s routes (held weakly: the
+    /// locator outlives every region it routes to).
+    pub(crate) fn new(locator: &Arc<RegionLocator>) -> Self {
+        IndexRoutes(Arc::downgrade(locator))
+    }
+}
+
+impl IndexKeeping for IndexRoutes {
+    fn observer(&self, table: &str, indexes: Vec<IndexDescriptor>) -> Arc<dyn WriteObserver> {
+        Arc::new(IndexMaintainer::new(table, indexes, self.0.clone()))
+    }
 }
 
 /// One index row write, in the order a phase sends them.
