@@ -83,22 +83,30 @@ fn catalog_format(root: &Path) -> u64 {
     value["format_version"].as_u64().unwrap()
 }
 
-/// The catalog's files are a format-4 checkpoint followed by deltas of it.
+/// The catalog's files are a format-4 checkpoint followed by deltas of it,
+/// and possibly a restatement (a checkpoint of the version before it,
+/// unchanged) with deltas of its own.
 fn assert_chain(root: &Path, names: &[String]) {
     let read = |name: &String| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(root.join("catalog").join(name)).unwrap()).unwrap()
     };
+    let version = |name: &String| name[..20].parse::<u64>().unwrap();
     let checkpoint = read(&names[0]);
     assert_eq!(checkpoint["format_version"], 4, "{names:?}");
     assert!(
         checkpoint.get("kind").is_none(),
         "a checkpoint: {checkpoint}"
     );
-    let checkpoint_version: u64 = names[0][..20].parse().unwrap();
+    let mut current = version(&names[0]);
     for name in &names[1..] {
-        let delta = read(name);
-        assert_eq!(delta["kind"], "delta", "{name}: {delta}");
-        assert_eq!(delta["checkpoint"], checkpoint_version, "{name}: {delta}");
+        let document = read(name);
+        if document.get("kind").is_none() {
+            assert_eq!(document["restates"], version(name) - 1, "{name}: {names:?}");
+            current = version(name);
+            continue;
+        }
+        assert_eq!(document["kind"], "delta", "{name}: {document}");
+        assert_eq!(document["checkpoint"], current, "{name}: {document}");
     }
 }
 

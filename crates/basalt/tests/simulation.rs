@@ -776,6 +776,22 @@ fn simulate(servers: usize, regions: usize) -> Vec<(String, StepReport)> {
     print_step("rolling_restart_worst_server", &worst);
     reports.push(("rolling restart".to_string(), rolling));
     reports.push(("rolling restart, worst server".to_string(), worst));
+    // The settled checkpoints restate the version before them (region
+    // servers holding the chain before skip them): the last one keeps
+    // that chain.
+    let files = Files(Arc::clone(&cluster.storage));
+    let checkpoints: Vec<bool> = files
+        .list(&basalt::layout::catalog_dir(&cluster.root))
+        .unwrap()
+        .iter()
+        .map(|p| files.read_all(p).unwrap())
+        .filter(|text| !String::from_utf8_lossy(&text[..text.len().min(48)]).contains("\"kind\""))
+        .map(|text| text.starts_with(b"{\"restates\":"))
+        .collect();
+    assert!(
+        checkpoints.last().copied().unwrap_or(false),
+        "{checkpoints:?}"
+    );
     println!(
         "SIMULATION catalog_on_storage_bytes={} masters={} final_version={}",
         cluster.catalog_size(),

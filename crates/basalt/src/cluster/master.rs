@@ -744,8 +744,12 @@ impl ClusterMaster {
     /// epoch) and announces it.
     pub(super) fn commit(&self, state: &mut State, mut updated: Catalog) -> Result<()> {
         self.check_running()?;
+        // In transition before or after this change (the change that ends
+        // a recovery included): the checkpoint waits for the settled
+        // catalog, which `checkpoint_if_settled` then restates whole.
         let mut policy = *self.checkpoint_policy.read();
-        if !updated.dead_servers.is_empty() || !updated.procedures.is_empty() {
+        let in_transition = |c: &Catalog| !c.dead_servers.is_empty() || !c.procedures.is_empty();
+        if in_transition(&updated) || in_transition(&state.catalog) {
             policy = policy.in_transition();
         }
         updated.store_fenced(
