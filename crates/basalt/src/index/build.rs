@@ -26,6 +26,7 @@ use basalt_types::{
     TableDescriptor,
 };
 
+use super::key_and_covered;
 use crate::table::Table;
 
 /// Index rows written per batch by the backfill.
@@ -57,22 +58,10 @@ pub(crate) fn index_table_descriptor(
 /// at `stamp`), or `None` when the row has no value for the first indexed
 /// column.
 pub(crate) fn index_put(index: &IndexDescriptor, row: &RowResult, stamp: i64) -> Option<Put> {
-    let value = |family: &[u8], qualifier: &[u8]| {
-        row.cells
-            .iter()
-            .find(|c| c.family == family && c.qualifier == qualifier)
-            .map(|c| c.value.clone())
-    };
-    let values: Vec<_> = index
-        .columns
-        .iter()
-        .map(|c| value(&c.family, &c.qualifier))
-        .collect();
-    let borrowed: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
-    let key = index.key(&borrowed, &row.row)?;
-    let mut put = Put::new(key).add_at(INDEX_FAMILY, VERIFIED_QUALIFIER, stamp, VERIFIED);
-    for (family, qualifier) in &index.covered {
-        if let Some(v) = value(family, qualifier) {
+    let (key, covered) = key_and_covered(index, &row.cells, &row.row);
+    let mut put = Put::new(key?).add_at(INDEX_FAMILY, VERIFIED_QUALIFIER, stamp, VERIFIED);
+    for ((family, qualifier), value) in index.covered.iter().zip(covered) {
+        if let Some(v) = value {
             put = put.add_at(INDEX_FAMILY, covered_qualifier(family, qualifier), stamp, v);
         }
     }

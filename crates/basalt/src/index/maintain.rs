@@ -15,9 +15,10 @@ use basalt_types::index::{
 };
 use basalt_types::{
     Cell, CellType, ColumnFamilyDescriptor, Delete, Error, IndexDescriptor, Put, Result,
-    RowMutations, Scan,
+    RowMutations,
 };
 
+use super::raw_row_scan;
 use super::visible::{latest_values, Ranked};
 use crate::locator::RegionLocator;
 use crate::metrics::RequestLatencies;
@@ -129,13 +130,7 @@ impl IndexMaintainer {
     /// The row's cells as the region holds them now: every version and
     /// marker of the families an index reads.
     fn read_raw(&self, region: &Region, row: &Bytes) -> Result<Vec<Cell>> {
-        let mut scan = Scan::new();
-        scan.start_row = row.clone();
-        let mut stop = row.to_vec();
-        stop.push(0);
-        scan.stop_row = Bytes::from(stop);
-        scan.raw = true;
-        scan.max_versions = u32::MAX;
+        let mut scan = raw_row_scan(row);
         for family in &self.families {
             scan.columns.add_family(family.clone());
         }
@@ -350,13 +345,7 @@ pub(crate) fn index_row_write(
 /// The newest timestamp of any cell (delete markers too) index row `key`
 /// holds, `None` for a row that never held one.
 fn newest_stamp(table: &Table, key: &Bytes) -> Result<Option<i64>> {
-    let mut scan = Scan::new();
-    scan.start_row = key.clone();
-    let mut stop = key.to_vec();
-    stop.push(0);
-    scan.stop_row = Bytes::from(stop);
-    scan.raw = true;
-    scan.max_versions = u32::MAX;
+    let scan = raw_row_scan(key);
     let mut newest = None;
     for row in table.scan(&scan)? {
         for cell in row?.cells {

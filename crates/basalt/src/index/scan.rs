@@ -25,6 +25,7 @@ use bytes::Bytes;
 use basalt_types::index::{INDEX_FAMILY, VERIFIED, VERIFIED_QUALIFIER};
 use basalt_types::{CheckAndMutate, Delete, Get, IndexDescriptor, Result, RowResult};
 
+use super::key_and_covered;
 use super::maintain::{apply, index_row_write};
 
 use crate::table::{Scanner, Table};
@@ -200,18 +201,7 @@ fn read_current(
     for (family, qualifier) in index.read_columns() {
         get = get.column(family, qualifier);
     }
-    let cells = checks.get(&get)?.cells;
-    let covered = index
-        .covered
-        .iter()
-        .map(|(f, q)| {
-            cells
-                .iter()
-                .find(|c| c.family == f && c.qualifier == q)
-                .map(|c| c.value.clone())
-        })
-        .collect();
-    Ok((key_of(index, &cells, row), covered))
+    Ok(key_and_covered(index, &checks.get(&get)?.cells, row))
 }
 
 /// The key data row `row` gives `index` as read now.
@@ -220,22 +210,7 @@ fn key_now(index: &IndexDescriptor, checks: &Table, row: &Bytes) -> Result<Optio
     for column in &index.columns {
         get = get.column(column.family.clone(), column.qualifier.clone());
     }
-    Ok(key_of(index, &checks.get(&get)?.cells, row))
-}
-
-/// The key data row `row` gives `index` with the latest values `cells`.
-fn key_of(index: &IndexDescriptor, cells: &[basalt_types::Cell], row: &Bytes) -> Option<Bytes> {
-    let values: Vec<Option<&[u8]>> = index
-        .columns
-        .iter()
-        .map(|c| {
-            cells
-                .iter()
-                .find(|cell| cell.family == c.family && cell.qualifier == c.qualifier)
-                .map(|cell| &cell.value[..])
-        })
-        .collect();
-    index.key(&values, row)
+    Ok(key_and_covered(index, &checks.get(&get)?.cells, row).0)
 }
 
 /// Settles unverified index row `entry` (flag at `stamp`) of data row
