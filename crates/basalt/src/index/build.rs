@@ -26,7 +26,7 @@ use basalt_types::{
     TableDescriptor,
 };
 
-use super::key_and_covered;
+use super::visible::key_and_covered;
 use crate::table::Table;
 
 /// Index rows written per batch by the backfill.

@@ -18,8 +18,7 @@ use basalt_types::{
     RowMutations,
 };
 
-use super::raw_row_scan;
-use super::visible::{latest_values, Ranked};
+use super::visible::{latest_values, raw_row_scan, Ranked};
 use crate::locator::RegionLocator;
 use crate::metrics::RequestLatencies;
 use crate::region_server::IndexKeeping;

@@ -57,10 +57,6 @@
 //! it), a backfill writes the rows written before, just below the
 //! creation time, and the index becomes `Active`.
 
-use bytes::Bytes;
-
-use basalt_types::{Cell, IndexDescriptor, Scan};
-
 pub(crate) mod build;
 pub(crate) mod check;
 pub(crate) mod maintain;
@@ -70,40 +66,3 @@ mod visible;
 pub use check::IndexCheckReport;
 pub use maintain::failed_post_writes;
 pub use scan::{IndexScanStats, IndexScanner};
-
-/// A raw read of row `row` alone: every version and delete marker (what
-/// the maintainer reads of a data row, and of the index rows it stamps).
-pub(crate) fn raw_row_scan(row: &Bytes) -> Scan {
-    let mut scan = Scan::new();
-    scan.start_row = row.clone();
-    let mut stop = row.to_vec();
-    stop.push(0);
-    scan.stop_row = Bytes::from(stop);
-    scan.raw = true;
-    scan.max_versions = u32::MAX;
-    scan
-}
-
-/// The index key data row `row` gives `index` with its latest values
-/// `cells` (`None`: no value for the first indexed column), and its
-/// covered values, in the order of `index.covered`.
-pub(crate) fn key_and_covered(
-    index: &IndexDescriptor,
-    cells: &[Cell],
-    row: &[u8],
-) -> (Option<Bytes>, Vec<Option<Bytes>>) {
-    let value = |family: &Bytes, qualifier: &Bytes| {
-        cells
-            .iter()
-            .find(|c| c.family == family && c.qualifier == qualifier)
-            .map(|c| c.value.clone())
-    };
-    let indexed: Vec<Option<Bytes>> = index
-        .columns
-        .iter()
-        .map(|c| value(&c.family, &c.qualifier))
-        .collect();
-    let borrowed: Vec<Option<&[u8]>> = indexed.iter().map(|v| v.as_deref()).collect();
-    let covered = index.covered.iter().map(|(f, q)| value(f, q)).collect();
-    (index.key(&borrowed, row), covered)
-}

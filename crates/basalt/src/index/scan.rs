@@ -25,8 +25,8 @@ use bytes::Bytes;
 use basalt_types::index::{INDEX_FAMILY, VERIFIED, VERIFIED_QUALIFIER};
 use basalt_types::{CheckAndMutate, Delete, Get, IndexDescriptor, Result, RowResult};
 
-use super::key_and_covered;
 use super::maintain::{apply, index_row_write};
+use super::visible::key_and_covered;
 
 use crate::table::{Scanner, Table};
 

@@ -1,5 +1,9 @@
 //! A row's latest visible values from its raw cells: what a get would
-//! answer once a pending write commits.
+//! answer once a pending write commits; and the two reads every part of
+//! indexing shares (a raw read of one row, and the index key and covered
+//! values a row's latest cells give), kept in this leaf module so the
+//! maintainer, the backfill and the index scan depend on it and not on
+//! each other or on `index/mod.rs`.
 //!
 //! Index maintenance needs a row's indexed values after a mutation before
 //! the mutation reaches the log (step 1 of `maintain.rs`), so it cannot
@@ -26,7 +30,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use basalt_types::{Cell, CellType, ColumnFamilyDescriptor};
+use basalt_types::{Cell, CellType, ColumnFamilyDescriptor, IndexDescriptor, Scan};
 
 /// A cell and when it was written relative to the others: existing cells
 /// carry their sequence ids, pending ones rank above every existing one,
@@ -109,6 +113,43 @@ fn latest_of_column(
         return None;
     }
     Some(newest.cell.value.clone())
+}
+
+/// A raw read of row `row` alone: every version and delete marker (what
+/// the maintainer reads of a data row, and of the index rows it stamps).
+pub(crate) fn raw_row_scan(row: &Bytes) -> Scan {
+    let mut scan = Scan::new();
+    scan.start_row = row.clone();
+    let mut stop = row.to_vec();
+    stop.push(0);
+    scan.stop_row = Bytes::from(stop);
+    scan.raw = true;
+    scan.max_versions = u32::MAX;
+    scan
+}
+
+/// The index key data row `row` gives `index` with its latest values
+/// `cells` (`None`: no value for the first indexed column), and its
+/// covered values, in the order of `index.covered`.
+pub(crate) fn key_and_covered(
+    index: &IndexDescriptor,
+    cells: &[Cell],
+    row: &[u8],
+) -> (Option<Bytes>, Vec<Option<Bytes>>) {
+    let value = |family: &Bytes, qualifier: &Bytes| {
+        cells
+            .iter()
+            .find(|c| c.family == family && c.qualifier == qualifier)
+            .map(|c| c.value.clone())
+    };
+    let indexed: Vec<Option<Bytes>> = index
+        .columns
+        .iter()
+        .map(|c| value(&c.family, &c.qualifier))
+        .collect();
+    let borrowed: Vec<Option<&[u8]>> = indexed.iter().map(|v| v.as_deref()).collect();
+    let covered = index.covered.iter().map(|(f, q)| value(f, q)).collect();
+    (index.key(&borrowed, row), covered)
 }
 
 #[cfg(test)]
