@@ -44,7 +44,7 @@
 //!   again while any reader may still hold it open (the local store caches
 //!   open file handles by path).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::fmt::Debug;
 use std::fs::{self, File, OpenOptions};
@@ -75,6 +75,29 @@ pub trait FileStore: Send + Sync + Debug {
         let mut writer = self.create(path)?;
         writer.write_all(bytes)?;
         writer.finish()?;
+        Ok(())
+    }
+
+    /// [`FileStore::publish`], except that the file needs only be
+    /// **visible** to every reader of the store when this returns: durable
+    /// against this process's crash (another process reads it), but
+    /// perhaps not yet against the machine's, until
+    /// [`FileStore::sync_published`] names it. This is HBase's `hflush`
+    /// beside `hsync`: the log publishes every batch this way and syncs
+    /// only for writers that asked for `FSYNC_WAL`, as the local log
+    /// fsyncs only for them. Stores whose publication is durable anyway
+    /// (object storage: an acknowledged `PUT` is durable) keep the
+    /// default, which is `publish`.
+    fn publish_visible(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.publish(path, bytes)
+    }
+
+    /// Makes files published with [`FileStore::publish_visible`] durable
+    /// against a machine crash (for a shared directory: each file and its
+    /// directory fsynced). A file deleted since needs nothing (the log
+    /// retires only what every region has flushed). The default does
+    /// nothing, matching the default `publish_visible`.
+    fn sync_published(&self, _paths: &[PathBuf]) -> Result<()> {
         Ok(())
     }
 
@@ -560,9 +583,16 @@ impl Drop for LocalFileWriter {
 
 /// Files in memory: fast tests, and the behaviour of an object store
 /// (nothing visible before `finish`, no directories).
+///
+/// It also models a store whose publication can be visible before it is
+/// durable (a shared directory without fsync): files published with
+/// [`FileStore::publish_visible`] and not yet named to
+/// [`FileStore::sync_published`] are what [`MemFileStore::lose_unsynced`]
+/// drops, as a machine crash would.
 #[derive(Debug, Default, Clone)]
 pub struct MemFileStore {
     files: Arc<Mutex<BTreeMap<PathBuf, Bytes>>>,
+    unsynced: Arc<Mutex<BTreeSet<PathBuf>>>,
 }
 
 impl MemFileStore {
@@ -576,6 +606,19 @@ impl MemFileStore {
     /// truncation).
     pub fn set_contents(&self, path: &Path, contents: Bytes) {
         self.files.lock().insert(path.to_path_buf(), contents);
+    }
+
+    /// A machine crash: every file published visible and not synced since
+    /// is gone. Returns how many.
+    pub fn lose_unsynced(&self) -> usize {
+        let lost = std::mem::take(&mut *self.unsynced.lock());
+        let mut files = self.files.lock();
+        lost.iter().filter(|p| files.remove(*p).is_some()).count()
+    }
+
+    /// How many files are published visible and not synced.
+    pub fn unsynced_count(&self) -> usize {
+        self.unsynced.lock().len()
     }
 
     fn get(&self, path: &Path) -> Result<Bytes> {
@@ -597,6 +640,20 @@ impl FileStore for MemFileStore {
             path: path.to_path_buf(),
             buf: Vec::new(),
         }))
+    }
+
+    fn publish_visible(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.publish(path, bytes)?;
+        self.unsynced.lock().insert(path.to_path_buf());
+        Ok(())
+    }
+
+    fn sync_published(&self, paths: &[PathBuf]) -> Result<()> {
+        let mut unsynced = self.unsynced.lock();
+        for path in paths {
+            unsynced.remove(path);
+        }
+        Ok(())
     }
 
     fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {
@@ -629,6 +686,7 @@ impl FileStore for MemFileStore {
 
     fn delete(&self, path: &Path) -> Result<()> {
         self.files.lock().remove(path);
+        self.unsynced.lock().remove(path);
         Ok(())
     }
 
@@ -664,6 +722,9 @@ impl FileStore for MemFileStore {
         self.files
             .lock()
             .retain(|p, _| !p.starts_with(dir) || p.as_path() == dir);
+        self.unsynced
+            .lock()
+            .retain(|p| !p.starts_with(dir) || p.as_path() == dir);
         Ok(())
     }
 }

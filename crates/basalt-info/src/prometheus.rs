@@ -280,6 +280,12 @@ pub fn render_with(db: &Database, extras: &[crate::ExtraGroup]) -> String {
             m.wal.syncs as f64,
         ),
         (
+            "basalt_wal_fsyncs_total",
+            Kind::Counter,
+            "Write-ahead log fsyncs: of the local log for FSYNC_WAL writes, of published log objects on a shared directory.",
+            m.wal.fsyncs as f64,
+        ),
+        (
             "basalt_wal_bytes_written_total",
             Kind::Counter,
             "Bytes written to the write-ahead log.",

@@ -437,6 +437,14 @@ impl FileStore for CachedFileStore {
         self.inner.publish(path, bytes)
     }
 
+    fn publish_visible(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.inner.publish_visible(path, bytes)
+    }
+
+    fn sync_published(&self, paths: &[PathBuf]) -> Result<()> {
+        self.inner.sync_published(paths)
+    }
+
     fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {
         if len == 0 {
             return Ok(Bytes::new());

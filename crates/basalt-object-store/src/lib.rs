@@ -230,13 +230,23 @@ fn object_file_store(
         ),
         StorageUrl::File { dir } => {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-            let local = LocalFileSystem::new_with_prefix(dir)
-                .map_err(|e| Error::invalid(format!("storage {url}: {e}")))?
-                // Durable like the local data directory, and no empty
-                // directories left behind to show up in listings.
-                .with_fsync(true)
-                .with_automatic_cleanup(true);
-            (Arc::new(local), String::new())
+            let handle = |fsync: bool| {
+                LocalFileSystem::new_with_prefix(dir)
+                    .map_err(|e| Error::invalid(format!("storage {url}: {e}")))
+                    // No empty directories left behind to show up in
+                    // listings.
+                    .map(|local| local.with_fsync(fsync).with_automatic_cleanup(true))
+            };
+            // Durable like the local data directory; the log's batches
+            // may be published visible first (`publish_visible`).
+            return ObjectFileStore::on_shared_directory(
+                Arc::new(handle(true)?),
+                Arc::new(handle(false)?),
+                dir,
+                data_dir,
+                url.to_string(),
+                store_config,
+            );
         }
     };
     ObjectFileStore::new(store, data_dir, &prefix, url.to_string(), store_config)

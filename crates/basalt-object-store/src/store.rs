@@ -26,6 +26,8 @@
 //! | `create` | `HEAD` (fail fast on an existing name), then a writer that buffers in memory |
 //! | `finish` | one `PUT` with `If-None-Match: *` (`PutMode::Create`); a refusal is `AlreadyExists` |
 //! | `publish` | that `PUT` alone, no `HEAD` (log objects: small, and one round trip fewer per write) |
+//! | `publish_visible` | `publish`; on a shared directory, the same create-if-absent publication without its fsyncs (see below) |
+//! | `sync_published` | nothing (an acknowledged `PUT` is durable); on a shared directory, an fsync of each file and its directory |
 //! | `read_range` | one ranged `GET`; a short answer is a read past the end |
 //! | `size`, `exists` | `HEAD` |
 //! | `list`, `list_dirs` | a delimiter listing of the directory's prefix |
@@ -38,6 +40,20 @@
 //! create-if-absent rename for a multipart upload). Objects larger than
 //! [`ObjectStoreConfig::max_object_bytes`] are refused by `write_all` with
 //! an error naming the limit; S3 itself takes at most 5 GiB in one `PUT`.
+//!
+//! # Visible before durable (shared directories)
+//!
+//! A shared directory publishes a file by writing a staging file, fsyncing
+//! it, hard-linking it to its name (create-if-absent) and fsyncing the
+//! directory. For a log object that is 2-4 ms of fsyncs on every batch,
+//! where the local log writes its batch to the OS and fsyncs only for
+//! `FSYNC_WAL` writers. So a store made with
+//! [`ObjectFileStore::on_shared_directory`] keeps a second handle on the
+//! directory that does not fsync: `publish_visible` is the same staging
+//! file and create-if-absent link, visible to every process reading the
+//! directory (a region server recovering a dead one's log) as soon as it
+//! returns, and `sync_published` fsyncs what an `FSYNC_WAL` writer needs.
+//! Store files, manifests and the catalog are always published durably.
 //!
 //! # Time bounds
 //!
@@ -103,6 +119,9 @@ pub struct ObjectFileStore {
 #[derive(Debug)]
 struct Inner {
     store: Arc<dyn ObjectStore>,
+    /// A shared directory's handle without fsync, and the directory
+    /// (module docs, "Visible before durable"); `None` on object storage.
+    shared_directory: Option<SharedDirectory>,
     bridge: Bridge,
     /// The local path keys are relative to.
     root: PathBuf,
@@ -113,12 +132,50 @@ struct Inner {
     config: ObjectStoreConfig,
 }
 
+#[derive(Debug)]
+struct SharedDirectory {
+    /// The same directory as `Inner::store`, publishing without fsync.
+    unsynced: Arc<dyn ObjectStore>,
+    /// The directory keys are relative to.
+    dir: PathBuf,
+}
+
 impl ObjectFileStore {
     /// A file store over `store`: paths below `root` map to keys below
     /// `prefix` (segments separated by `/`, may be empty); `name` names the
     /// store in errors (the storage URL).
     pub fn new(
         store: Arc<dyn ObjectStore>,
+        root: impl Into<PathBuf>,
+        prefix: &str,
+        name: impl Into<String>,
+        config: ObjectStoreConfig,
+    ) -> Result<ObjectFileStore> {
+        Self::build(store, None, root, prefix, name, config)
+    }
+
+    /// A file store over a shared directory: `durable` and `unsynced` are
+    /// two handles on `dir` (keys relative to it, no prefix), the first
+    /// fsyncing every publication, the second none (module docs, "Visible
+    /// before durable").
+    pub fn on_shared_directory(
+        durable: Arc<dyn ObjectStore>,
+        unsynced: Arc<dyn ObjectStore>,
+        dir: impl Into<PathBuf>,
+        root: impl Into<PathBuf>,
+        name: impl Into<String>,
+        config: ObjectStoreConfig,
+    ) -> Result<ObjectFileStore> {
+        let shared = SharedDirectory {
+            unsynced,
+            dir: dir.into(),
+        };
+        Self::build(durable, Some(shared), root, "", name, config)
+    }
+
+    fn build(
+        store: Arc<dyn ObjectStore>,
+        shared_directory: Option<SharedDirectory>,
         root: impl Into<PathBuf>,
         prefix: &str,
         name: impl Into<String>,
@@ -146,6 +203,7 @@ impl ObjectFileStore {
         Ok(ObjectFileStore {
             inner: Arc::new(Inner {
                 store,
+                shared_directory,
                 bridge,
                 root: root.into(),
                 prefix,
@@ -389,6 +447,46 @@ impl FileStore for ObjectFileStore {
         self.inner.put_if_absent(path, &key, payload, len)
     }
 
+    /// On a shared directory, the publication without fsyncs (module
+    /// docs, "Visible before durable"); elsewhere `publish`.
+    fn publish_visible(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let Some(shared) = &self.inner.shared_directory else {
+            return self.publish(path, bytes);
+        };
+        let len = bytes.len() as u64;
+        let key = self.inner.key_of(path)?;
+        self.inner.check_object_size(path, &key, len)?;
+        let payload = PutPayload::from(Bytes::copy_from_slice(bytes));
+        self.inner
+            .put_if_absent_on(&shared.unsynced, path, &key, payload, len)
+    }
+
+    fn sync_published(&self, paths: &[PathBuf]) -> Result<()> {
+        let Some(shared) = &self.inner.shared_directory else {
+            return Ok(());
+        };
+        let mut dirs = std::collections::BTreeSet::new();
+        for path in paths {
+            let key = self.inner.key_of(path)?;
+            let file = shared.dir.join(key.as_ref());
+            match std::fs::File::open(&file).and_then(|f| f.sync_all()) {
+                Ok(()) => {}
+                // Retired since: every region flushed past it.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&file, e)),
+            }
+            if let Some(dir) = file.parent() {
+                dirs.insert(dir.to_path_buf());
+            }
+        }
+        for dir in dirs {
+            std::fs::File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| Error::io(&dir, e))?;
+        }
+        Ok(())
+    }
+
     fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {
         if len == 0 {
             return Ok(Bytes::new());
@@ -565,7 +663,18 @@ impl Inner {
     /// One `PUT` with `If-None-Match: *` (`PutMode::Create`): the
     /// create-if-absent publication of `finish` and `publish`.
     fn put_if_absent(&self, path: &Path, key: &Key, payload: PutPayload, len: u64) -> Result<()> {
-        let store = Arc::clone(&self.store);
+        self.put_if_absent_on(&self.store, path, key, payload, len)
+    }
+
+    fn put_if_absent_on(
+        &self,
+        store: &Arc<dyn ObjectStore>,
+        path: &Path,
+        key: &Key,
+        payload: PutPayload,
+        len: u64,
+    ) -> Result<()> {
+        let store = Arc::clone(store);
         let location = key.clone();
         let options = PutOptions {
             mode: PutMode::Create,

@@ -25,10 +25,15 @@
 //!    as the log's next object, create-if-absent. Edits appended while an
 //!    object is being written wait for the next one together: that is the
 //!    group commit, with no fixed wait.
-//! 3. Once the object is published (durable: the store acknowledged the
-//!    `PUT`) every waiter its batch covers is released by
-//!    [`ObjectWal::sync`]. Only one object is in flight at a time, so
-//!    sequence numbers are dense and in LSN order.
+//! 3. Once the object is published every waiter its batch covers is
+//!    released by [`ObjectWal::sync`]. Only one object is in flight at a
+//!    time, so sequence numbers are dense and in LSN order. Published is
+//!    durable on object storage (the store acknowledged the `PUT`); on a
+//!    shared directory it is visible to every process, not yet fsynced
+//!    (`FileStore::publish_visible`): an `FSYNC_WAL` writer then syncs
+//!    every unsynced object up to its own (`Inner::sync_through`), as the
+//!    local log fsyncs only for such writers. A machine crash can tear an
+//!    unsynced object; replay ends before it (walk invariant W4).
 //!
 //! # Failures
 //!
@@ -81,7 +86,7 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use super::format::{self, RECORD_HEADER_LEN};
-use super::{ReplayReport, WalEdit, WalStats, WriteAheadLog, MAX_RECORD_PAYLOAD};
+use super::{ReplayReport, TornTail, WalEdit, WalStats, WriteAheadLog, MAX_RECORD_PAYLOAD};
 use crate::coding;
 use crate::fence::Fence;
 use crate::fs::FileStore;
@@ -201,8 +206,9 @@ fn encode_object(kind: Kind, epoch: u64, records: u64, body: &[u8]) -> Vec<u8> {
 }
 
 /// Decodes a log object; the error says what is wrong (for
-/// [`Error::Corruption`]). Object stores publish whole objects, so there
-/// is no torn tail: any defect is corruption.
+/// [`Error::Corruption`]). Object stores publish whole objects; only a
+/// machine crash can tear one published visible on a shared directory,
+/// which walks tell apart first ([`torn_reason`]).
 fn decode_object(bytes: &Bytes) -> std::result::Result<Decoded, String> {
     let header = bytes
         .get(..HEADER_LEN)
@@ -354,6 +360,8 @@ struct Inner {
     /// failed, a repair. Apart from `work` so that an append, which only
     /// the committer cares about, does not wake every waiting writer.
     settled: Condvar,
+    /// Taken by the one caller of `sync_through` at a time.
+    sync_turn: Mutex<()>,
     /// Published objects with records (own and older logs'), oldest first.
     objects: Mutex<Vec<LogObject>>,
     old_logs: Mutex<Vec<OldLog>>,
@@ -368,9 +376,10 @@ struct Counters {
     bytes_written: AtomicU64,
     failures: AtomicU64,
     repairs: AtomicU64,
+    fsyncs: AtomicU64,
 }
 
-/// Under the state mutex. Invariant: `durable_lsn < next_lsn`; `buf` holds
+/// Under the state mutex. Invariant: `published_lsn < next_lsn`; `buf` holds
 /// the records `taken_lsn + 1 ..= next_lsn - 1` in LSN order.
 struct State {
     next_lsn: u64,
@@ -381,8 +390,17 @@ struct State {
     buf_since: Option<Instant>,
     /// Every LSN up to this one was handed to the committer.
     taken_lsn: u64,
-    /// Every LSN up to this one is durable (or lost, see `lost`).
-    durable_lsn: u64,
+    /// Every LSN up to this one is published (or lost, see `lost`): in
+    /// an object every reader of the store sees, which survives this
+    /// process's crash (`SYNC_WAL`).
+    published_lsn: u64,
+    /// Every LSN up to this one is also synced: it survives the machine's
+    /// crash (`FSYNC_WAL`; see `FileStore::publish_visible`). At most
+    /// `published_lsn`.
+    synced_lsn: u64,
+    /// Published objects not synced yet, in sequence order, each with its
+    /// last LSN.
+    unsynced: Vec<(u64, PathBuf)>,
     /// LSN ranges that failed, with the cause: never acknowledged.
     lost: Vec<(u64, u64, Arc<str>)>,
     /// The sequence number the next object of the own log gets.
@@ -516,7 +534,9 @@ impl ObjectWal {
                 buf_regions: HashMap::new(),
                 buf_since: None,
                 taken_lsn: 0,
-                durable_lsn: 0,
+                published_lsn: 0,
+                synced_lsn: 0,
+                unsynced: Vec::new(),
                 lost: Vec::new(),
                 next_sequence: 1,
                 failed: None,
@@ -526,6 +546,7 @@ impl ObjectWal {
             }),
             work: Condvar::new(),
             settled: Condvar::new(),
+            sync_turn: Mutex::new(()),
             objects: Mutex::new(objects),
             old_logs: Mutex::new(old_logs),
             stats: Counters::default(),
@@ -556,9 +577,9 @@ impl ObjectWal {
         self.inner.fence.epoch()
     }
 
-    /// Every LSN up to this one is durable (or failed).
-    pub fn durable_lsn(&self) -> u64 {
-        self.inner.state.lock().durable_lsn
+    /// Every LSN up to this one is published (or failed).
+    pub fn published_lsn(&self) -> u64 {
+        self.inner.state.lock().published_lsn
     }
 
     /// Publishes the pending batch now instead of at the end of the group
@@ -647,6 +668,8 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
     };
     // The highest sequence number listed so far.
     let mut walked: Option<u64> = None;
+    // The first torn object's number (invariant W4, below).
+    let mut torn_since: Option<u64> = None;
     // The fence or closed object met last, with nothing listed after it.
     let mut end: Option<(PathBuf, Kind)> = None;
     // Each round that does not end the walk created a fence that was then
@@ -684,14 +707,42 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
             if walk.reading == Reading::EndOnly && index + 1 < count {
                 continue;
             }
-            match read_object(files, &path)? {
+            match read_object_or_torn(files, &path)? {
                 // Fencing invariant W3: an object listed but gone by the
                 // time it is read was retired by its writer, which retires
                 // only objects whose every edit is in a store file that the
                 // (already fenced) manifests of a newer opening include.
                 // Nothing is lost by skipping it.
                 None => continue,
-                Some(decoded) => {
+                // Invariant W4 (a machine crash): a torn object ends what
+                // the log replays. Only objects published visible and
+                // never synced can tear, and the writer syncs its objects
+                // in sequence order (`Inner::sync_through`), so the torn
+                // one and every later one were promised to survive a
+                // process crash only; replaying a later one without it
+                // would apply edits out of their order.
+                Some(Read::Torn { reason, len }) => {
+                    replay.finish()?;
+                    tracing::error!(log = log_id, object = %path.display(), %reason,
+                        "a write-ahead log object was torn by a machine crash: \
+                         replay ends before it (its edits were never synced)");
+                    replay.report.torn_tail.get_or_insert(TornTail {
+                        path: path.clone(),
+                        offset: 0,
+                        dropped_bytes: 0,
+                        reason,
+                    });
+                    torn_since = Some(sequence);
+                    replay.dropped(sequence, path, len);
+                }
+                Some(Read::Whole(decoded))
+                    if torn_since.is_some()
+                        && matches!(decoded.kind, Kind::Records | Kind::Void) =>
+                {
+                    let len = files.size(&path).unwrap_or(0);
+                    replay.dropped(sequence, path, len);
+                }
+                Some(Read::Whole(decoded)) => {
                     let kind = decoded.kind;
                     if replay.object(decoded, sequence, path.clone())? {
                         end = Some((path, kind));
@@ -955,6 +1006,15 @@ impl<F: FnMut(WalEdit) -> Result<()>> Replay<'_, F> {
         Ok(())
     }
 
+    /// An object after a torn one (or the torn one): not applied, and
+    /// listed so that the log's retirement deletes it with the rest.
+    fn dropped(&mut self, sequence: u64, path: PathBuf, len: u64) {
+        if let Some(torn) = &mut self.report.torn_tail {
+            torn.dropped_bytes += len;
+        }
+        self.listed(sequence, path, 0, BTreeMap::new());
+    }
+
     fn listed(&mut self, sequence: u64, path: PathBuf, records: u64, regions: BTreeMap<u64, u64>) {
         self.objects.push(LogObject {
             log_id: self.log_id,
@@ -968,6 +1028,27 @@ impl<F: FnMut(WalEdit) -> Result<()>> Replay<'_, F> {
 
 /// Reads and decodes one object; `None` when it is gone.
 fn read_object(files: &dyn FileStore, path: &Path) -> Result<Option<Decoded>> {
+    match read_object_or_torn(files, path)? {
+        None => Ok(None),
+        Some(Read::Whole(decoded)) => Ok(Some(decoded)),
+        Some(Read::Torn { reason, .. }) => Err(Error::Corruption {
+            path: path.to_path_buf(),
+            offset: 0,
+            message: format!("write-ahead log object: {reason}"),
+        }),
+    }
+}
+
+/// One object as a walk reads it.
+enum Read {
+    Whole(Decoded),
+    /// What a machine crash leaves of an object published visible before
+    /// durable (see [`torn_reason`]).
+    Torn { reason: String, len: u64 },
+}
+
+/// [`read_object`], telling a torn object from a corrupt one.
+fn read_object_or_torn(files: &dyn FileStore, path: &Path) -> Result<Option<Read>> {
     let bytes = match files.read_all(path) {
         Ok(bytes) => bytes,
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -975,13 +1056,46 @@ fn read_object(files: &dyn FileStore, path: &Path) -> Result<Option<Decoded>> {
         }
         Err(e) => return Err(e),
     };
+    if let Some(reason) = torn_reason(&bytes) {
+        return Ok(Some(Read::Torn {
+            reason,
+            len: bytes.len() as u64,
+        }));
+    }
     decode_object(&bytes)
-        .map(Some)
+        .map(|decoded| Some(Read::Whole(decoded)))
         .map_err(|message| Error::Corruption {
             path: path.to_path_buf(),
             offset: 0,
             message: format!("write-ahead log object: {message}"),
         })
+}
+
+/// Why `bytes` is a **torn** object, if it is one: what a machine crash
+/// can leave of an object published visible and never synced
+/// (`FileStore::publish_visible` on a shared directory). File systems
+/// persist a new file's size no later than its data (ext4's ordered mode,
+/// XFS), so such an object is a prefix of the whole (often empty), or
+/// reads as zeros where its blocks were never written. Anything else that
+/// does not decode (a whole-length object failing its checksum) is
+/// corruption, never silently dropped.
+fn torn_reason(bytes: &[u8]) -> Option<String> {
+    let Some(header) = bytes.get(..HEADER_LEN) else {
+        return Some(format!(
+            "{} bytes is shorter than the header",
+            bytes.len()
+        ));
+    };
+    if header.iter().all(|&b| b == 0) {
+        return Some("the header reads as zeros".into());
+    }
+    let header_crc = coding::u32_le(header, 44, "header checksum").ok()?;
+    if header[..8] != MAGIC || crc32c::crc32c(&header[..44]) != header_crc {
+        return None;
+    }
+    let body_len = coding::u64_le(header, 32, "body length").ok()?;
+    let body = (bytes.len() - HEADER_LEN) as u64;
+    (body < body_len).then(|| format!("body is {body} bytes, header says {body_len}"))
 }
 
 /// Creates `path` holding `bytes`, create-if-absent.
@@ -1084,7 +1198,9 @@ impl Inner {
         let sequence = self.state.lock().next_sequence;
         let path = object_path(&self.root, epoch, sequence);
         let bytes = encode_object(Kind::Records, epoch, batch.records, &batch.bytes);
-        let result = publish(self.files.as_ref(), &path, &bytes);
+        // Visible first; synced only for the writers that ask for it
+        // (`sync_through`), as the local log fsyncs only for them.
+        let result = self.files.publish_visible(&path, &bytes);
         let mut st = self.state.lock();
         match result {
             Ok(()) => self.published(&mut st, batch, sequence, path, bytes.len()),
@@ -1134,7 +1250,8 @@ impl Inner {
     /// Records `batch` as the own log's object `sequence` at `path`.
     fn published(&self, st: &mut State, batch: Batch, sequence: u64, path: PathBuf, len: usize) {
         st.next_sequence += 1;
-        st.durable_lsn = batch.end_lsn;
+        st.published_lsn = batch.end_lsn;
+        st.unsynced.push((batch.end_lsn, path.clone()));
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
         self.stats
             .records_written
@@ -1187,7 +1304,7 @@ impl Inner {
 
     /// Fails every LSN handed out and not yet durable.
     fn fail_pending(&self, st: &mut State, cause: &str) {
-        let first = st.durable_lsn + 1;
+        let first = st.published_lsn + 1;
         let last = st.next_lsn - 1;
         if first <= last {
             st.lost.push((first, last, Arc::from(cause)));
@@ -1197,7 +1314,7 @@ impl Inner {
         st.buf_regions.clear();
         st.buf_since = None;
         st.taken_lsn = last;
-        st.durable_lsn = last;
+        st.published_lsn = last;
     }
 
     /// Resolves the sequence number of a failed publication before the log
@@ -1303,7 +1420,7 @@ impl Inner {
         self.settled.notify_all();
     }
 
-    fn wait_durable(&self, lsn: u64) -> Result<()> {
+    fn wait_published(&self, lsn: u64) -> Result<()> {
         let mut st = self.state.lock();
         if lsn >= st.next_lsn {
             return Err(Error::invalid(format!(
@@ -1322,11 +1439,38 @@ impl Inner {
                     "the record was not written to the log: {cause}"
                 )));
             }
-            if st.durable_lsn >= lsn {
+            if st.published_lsn >= lsn {
                 return Ok(());
             }
             self.settled.wait(&mut st);
         }
+    }
+
+    /// Makes every published object up to the one holding `lsn` survive
+    /// a machine crash (`FSYNC_WAL`). Objects are synced in sequence
+    /// order, every earlier unsynced one with the one asked for, so the
+    /// synced objects are always a prefix of the log: what walk invariant
+    /// W4 relies on. One caller syncs at a time; those who wait behind it
+    /// usually find their object synced by it.
+    fn sync_through(&self, lsn: u64) -> Result<()> {
+        let _turn = self.sync_turn.lock();
+        let (paths, through) = {
+            let st = self.state.lock();
+            if st.synced_lsn >= lsn {
+                return Ok(());
+            }
+            let paths: Vec<PathBuf> = st.unsynced.iter().map(|(_, p)| p.clone()).collect();
+            let through = st.unsynced.last().map_or(st.synced_lsn, |(end, _)| *end);
+            (paths, through)
+        };
+        if !paths.is_empty() {
+            self.files.sync_published(&paths)?;
+            self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut st = self.state.lock();
+        st.unsynced.retain(|(end, _)| *end > through);
+        st.synced_lsn = st.synced_lsn.max(through);
+        Ok(())
     }
 
     /// Deletes what replay can no longer need (see `retire_flushed`).
@@ -1448,12 +1592,20 @@ impl WriteAheadLog for ObjectWal {
         Ok(lsn)
     }
 
-    /// `SyncWal` and `FsyncWal` wait until the edit's object is published
-    /// (the store acknowledged it: durable); `AsyncWal` returns at once.
+    /// `SyncWal` waits until the edit's object is published (on object
+    /// storage the store acknowledged it: durable; on a shared directory
+    /// every process sees it), `FsyncWal` also until it is synced (a
+    /// no-op on object storage); `AsyncWal` returns at once. A failed sync
+    /// is an I/O error although the object stays in the log and replays:
+    /// the outcome of that write is unknown, as after a timeout.
     fn sync(&self, lsn: u64, durability: Durability) -> Result<()> {
         match durability {
             Durability::SkipWal | Durability::AsyncWal => Ok(()),
-            Durability::SyncWal | Durability::FsyncWal => self.inner.wait_durable(lsn),
+            Durability::SyncWal => self.inner.wait_published(lsn),
+            Durability::FsyncWal => {
+                self.inner.wait_published(lsn)?;
+                self.inner.sync_through(lsn)
+            }
         }
     }
 
@@ -1481,7 +1633,7 @@ impl WriteAheadLog for ObjectWal {
         let waited = if last == 0 {
             Ok(())
         } else {
-            self.inner.wait_durable(last)
+            self.inner.wait_published(last)
         };
         let handle = self.committer.lock().take();
         if let Some(handle) = handle {
@@ -1496,6 +1648,11 @@ impl WriteAheadLog for ObjectWal {
             (Ok(()), Some(failed)) => Err(Error::WalFailed(failed.cause)),
             (Ok(()), None) => {
                 self.inner.fence.check()?;
+                // A cleanly closed log survives the machine's crash whole:
+                // a closed log is never torn (invariant W4).
+                if last > 0 {
+                    self.inner.sync_through(last)?;
+                }
                 self.inner.publish_closed()
             }
         };
@@ -1510,7 +1667,7 @@ impl WriteAheadLog for ObjectWal {
             writes: c.writes.load(Ordering::Relaxed),
             records_written: c.records_written.load(Ordering::Relaxed),
             bytes_written: c.bytes_written.load(Ordering::Relaxed),
-            fsyncs: 0,
+            fsyncs: c.fsyncs.load(Ordering::Relaxed),
             rolls: 0,
             failures: c.failures.load(Ordering::Relaxed),
             repairs: c.repairs.load(Ordering::Relaxed),
@@ -1536,7 +1693,7 @@ impl fmt::Debug for ObjectWal {
             .field("root", &self.inner.root)
             .field("epoch", &self.inner.fence.epoch())
             .field("next_lsn", &st.next_lsn)
-            .field("durable_lsn", &st.durable_lsn)
+            .field("published_lsn", &st.published_lsn)
             .field("next_sequence", &st.next_sequence)
             .field("failed", &st.failed)
             .finish()

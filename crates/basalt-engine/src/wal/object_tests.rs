@@ -708,3 +708,104 @@ fn a_valid_log_object_decodes_to_its_edits() {
     let expected: Vec<WalEdit> = (1..=3).map(|i| edit(7, i, &format!("row{i}"))).collect();
     assert_eq!(decoded.edits, expected);
 }
+
+/// Appends one edit as its own object with `durability`.
+fn write_as(wal: &ObjectWal, e: &WalEdit, durability: Durability) -> basalt_types::Result<()> {
+    let lsn = wal.append(e)?;
+    wal.publish_pending();
+    wal.sync(lsn, durability)
+}
+
+#[test]
+fn a_sync_wal_write_is_only_published_and_an_fsync_wal_write_syncs_every_object_before_it() {
+    let mem = MemFileStore::new();
+    let (wal, _) = open(Arc::new(mem.clone()), manual());
+    write_as(&wal, &edit(1, 1, "a"), Durability::SyncWal).unwrap();
+    write_as(&wal, &edit(1, 2, "b"), Durability::SyncWal).unwrap();
+    assert_eq!(mem.unsynced_count(), 2, "SYNC_WAL objects are visible, not synced");
+    assert_eq!(wal.stats().fsyncs, 0);
+    write_as(&wal, &edit(1, 3, "c"), Durability::FsyncWal).unwrap();
+    assert_eq!(mem.unsynced_count(), 0, "the FSYNC_WAL write synced the earlier objects too");
+    assert_eq!(wal.stats().fsyncs, 1);
+    // Already synced: nothing more to do.
+    wal.sync(3, Durability::FsyncWal).unwrap();
+    assert_eq!(wal.stats().fsyncs, 1);
+}
+
+#[test]
+fn a_clean_close_syncs_the_objects_its_writers_did_not() {
+    let mem = MemFileStore::new();
+    let (wal, _) = open(Arc::new(mem.clone()), manual());
+    write_as(&wal, &edit(1, 1, "a"), Durability::SyncWal).unwrap();
+    wal.close().unwrap();
+    assert_eq!(mem.lose_unsynced(), 0);
+    let (_, replayed) = open(Arc::new(mem), manual());
+    assert_eq!(replayed, vec![edit(1, 1, "a")]);
+}
+
+/// A machine crash keeps a prefix of each unsynced object (often none of
+/// it). Replay ends before the first torn object, even where a later one
+/// survived whole: those edits were never synced, and applying them
+/// without the torn ones would apply edits out of their order.
+#[test]
+fn after_a_machine_crash_replay_keeps_the_synced_objects_and_ends_before_a_torn_one() {
+    let mem = MemFileStore::new();
+    let (wal, _) = open(Arc::new(mem.clone()), manual());
+    write_as(&wal, &edit(1, 1, "a"), Durability::FsyncWal).unwrap();
+    write_as(&wal, &edit(1, 2, "b"), Durability::SyncWal).unwrap();
+    write_as(&wal, &edit(1, 3, "c"), Durability::SyncWal).unwrap();
+    let objects = wal.objects();
+    crash(wal);
+    // Object 2 kept half of itself; object 3 survived whole.
+    let torn = &objects[1].path;
+    let bytes = mem.read_all(torn).unwrap();
+    mem.set_contents(torn, bytes.slice(..bytes.len() - 10));
+    let claim = ObjectWal::claim(Arc::new(mem.clone()), Path::new(ROOT)).unwrap();
+    let mut replayed = Vec::new();
+    let (_wal, report) = ObjectWal::open(claim, manual(), |e| {
+        replayed.push(e);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(replayed, vec![edit(1, 1, "a")]);
+    let tail = report.torn_tail.expect("the torn object is reported");
+    assert_eq!(&tail.path, torn);
+    assert!(tail.reason.contains("header says"), "{}", tail.reason);
+    assert!(tail.dropped_bytes > 0, "object 3 is counted as dropped");
+}
+
+#[test]
+fn an_object_a_crash_left_empty_or_zeroed_is_torn_but_a_whole_one_with_a_bad_checksum_is_corrupt() {
+    for damage in ["empty", "zeros", "flipped"] {
+        let mem = MemFileStore::new();
+        let (wal, _) = open(Arc::new(mem.clone()), manual());
+        write_as(&wal, &edit(1, 1, "a"), Durability::SyncWal).unwrap();
+        let path = wal.objects()[0].path.clone();
+        crash(wal);
+        let whole = mem.read_all(&path).unwrap();
+        let damaged = match damage {
+            "empty" => Bytes::new(),
+            "zeros" => Bytes::from(vec![0u8; whole.len()]),
+            _ => {
+                let mut flipped = whole.to_vec();
+                let last = flipped.len() - 1;
+                flipped[last] ^= 0x40;
+                Bytes::from(flipped)
+            }
+        };
+        mem.set_contents(&path, damaged);
+        let claim = ObjectWal::claim(Arc::new(mem.clone()), Path::new(ROOT)).unwrap();
+        let opened = ObjectWal::open(claim, manual(), |_| Ok(()));
+        match (damage, opened) {
+            ("flipped", Err(Error::Corruption { path: p, message, .. })) => {
+                assert_eq!(p, path);
+                assert!(message.contains("body checksum"), "{message}");
+            }
+            ("flipped", Ok(_)) => panic!("a flipped bit must not be taken for a torn object"),
+            (_, Ok((_, report))) => {
+                assert!(report.torn_tail.is_some(), "{damage}: reported as torn")
+            }
+            (_, Err(e)) => panic!("{damage}: a torn object must not stop recovery: {e}"),
+        }
+    }
+}

@@ -31,6 +31,30 @@ pub fn check_all(store: &dyn FileStore, root: &Path) {
     listings_show_files_and_directories_one_level_down(store, &root.join("lists"));
     prefix_listing_and_deletion_cover_every_depth(store, &root.join("prefix"));
     deleting_is_idempotent(store, &root.join("delete"));
+    a_visible_publication_is_create_if_absent_and_can_be_synced_later(
+        store,
+        &root.join("visible-first"),
+    );
+}
+
+/// `publish_visible` is `publish` for every reader (create-if-absent,
+/// whole once it returns); `sync_published` takes what it published, and
+/// a file deleted since.
+pub fn a_visible_publication_is_create_if_absent_and_can_be_synced_later(
+    store: &dyn FileStore,
+    dir: &Path,
+) {
+    let a = dir.join("log/1");
+    let b = dir.join("log/2");
+    store.publish_visible(&a, b"first").unwrap();
+    assert_eq!(&store.read_all(&a).unwrap()[..], b"first");
+    let again = store.publish_visible(&a, b"second").unwrap_err();
+    assert_eq!(io_kind(&again), Some(io::ErrorKind::AlreadyExists), "{again}");
+    assert_eq!(&store.read_all(&a).unwrap()[..], b"first");
+    store.publish_visible(&b, b"other").unwrap();
+    store.delete(&b).unwrap();
+    store.sync_published(&[a.clone(), b]).unwrap();
+    assert_eq!(&store.read_all(&a).unwrap()[..], b"first");
 }
 
 pub fn nothing_is_visible_until_finish(store: &dyn FileStore, dir: &Path) {
