@@ -410,6 +410,10 @@ struct State {
     failed: Option<Failed>,
     /// Publish the pending batch now, without waiting out the window.
     hurry: bool,
+    /// A batch is being published, by the committer or by a writer
+    /// leading (see `wait_published`): one at a time, so objects follow
+    /// LSN order.
+    committing: bool,
     closing: bool,
     closed: bool,
 }
@@ -541,6 +545,7 @@ impl ObjectWal {
                 next_sequence: 1,
                 failed: None,
                 hurry: false,
+                committing: false,
                 closing: false,
                 closed: false,
             }),
@@ -1044,7 +1049,10 @@ enum Read {
     Whole(Decoded),
     /// What a machine crash leaves of an object published visible before
     /// durable (see [`torn_reason`]).
-    Torn { reason: String, len: u64 },
+    Torn {
+        reason: String,
+        len: u64,
+    },
 }
 
 /// [`read_object`], telling a torn object from a corrupt one.
@@ -1081,10 +1089,7 @@ fn read_object_or_torn(files: &dyn FileStore, path: &Path) -> Result<Option<Read
 /// corruption, never silently dropped.
 fn torn_reason(bytes: &[u8]) -> Option<String> {
     let Some(header) = bytes.get(..HEADER_LEN) else {
-        return Some(format!(
-            "{} bytes is shorter than the header",
-            bytes.len()
-        ));
+        return Some(format!("{} bytes is shorter than the header", bytes.len()));
     };
     if header.iter().all(|&b| b == 0) {
         return Some("the header reads as zeros".into());
@@ -1129,6 +1134,11 @@ impl Inner {
             let batch = {
                 let mut st = self.state.lock();
                 loop {
+                    if st.committing {
+                        // A writer leads a batch: woken when it is done.
+                        self.work.wait(&mut st);
+                        continue;
+                    }
                     if st.failed.is_some() && !self.fence.is_tripped() {
                         let due = st
                             .failed
@@ -1146,15 +1156,23 @@ impl Inner {
                         continue;
                     }
                     if st.buf_records > 0 {
-                        let since = st.buf_since.unwrap_or_else(Instant::now);
-                        let due = since + self.options.group_commit_window;
-                        let now = Instant::now();
                         // Closing publishes at once: nothing more joins.
-                        if now >= due || st.closing || st.hurry {
+                        if st.closing || st.hurry {
                             break Some(self.take_batch(&mut st));
                         }
-                        self.work.wait_for(&mut st, due - now);
-                        continue;
+                        // Without a window, waiting writers lead their
+                        // batches; the committer publishes when hurried
+                        // (an `ASYNC_WAL` write, nobody waiting for it).
+                        if !self.writers_lead() {
+                            let since = st.buf_since.unwrap_or_else(Instant::now);
+                            let due = since + self.options.group_commit_window;
+                            let now = Instant::now();
+                            if now >= due {
+                                break Some(self.take_batch(&mut st));
+                            }
+                            self.work.wait_for(&mut st, due - now);
+                            continue;
+                        }
                     }
                     if st.closing || self.fence.is_tripped() {
                         return;
@@ -1169,6 +1187,17 @@ impl Inner {
         }
     }
 
+    /// With no group-commit window, a writer waiting for its edit
+    /// publishes the pending batch itself when no other is in flight
+    /// (`wait_published`), as the local log's leader does: a hand-off to
+    /// the committer thread and back cost two context switches a batch,
+    /// most of a small write's time on two cores.
+    fn writers_lead(&self) -> bool {
+        self.options.group_commit_window.is_zero()
+    }
+
+    /// Takes the pending batch to publish; the caller must then `commit`
+    /// it (which ends `committing`).
     fn take_batch(&self, st: &mut State) -> Batch {
         let batch = Batch {
             bytes: std::mem::take(&mut st.buf),
@@ -1179,19 +1208,27 @@ impl Inner {
         st.buf_since = None;
         st.hurry = false;
         st.taken_lsn = batch.end_lsn;
+        st.committing = true;
         batch
+    }
+
+    /// Publishes a batch `take_batch` took, then lets the next one go:
+    /// wakes the writers it settled, and the committer.
+    fn commit(&self, batch: Batch) {
+        self.publish_batch(batch);
+        self.state.lock().committing = false;
+        self.settled.notify_all();
+        self.work.notify_one();
     }
 
     /// Publishes a batch as the own log's next object (group-commit steps
     /// 2 and 3), or fails it.
-    fn commit(&self, batch: Batch) {
+    fn publish_batch(&self, batch: Batch) {
         if let Err(fenced) = self.fence.check() {
             // Fenced through another path (a manifest or catalog
             // collision): nothing more is published.
             let mut st = self.state.lock();
             self.fail_pending(&mut st, &fenced.to_string());
-            drop(st);
-            self.settled.notify_all();
             return;
         }
         let epoch = self.fence.epoch();
@@ -1243,8 +1280,6 @@ impl Inner {
             }
             Err(e) => self.fail_publication(&mut st, &path, e.to_string()),
         }
-        drop(st);
-        self.settled.notify_all();
     }
 
     /// Records `batch` as the own log's object `sequence` at `path`.
@@ -1442,6 +1477,18 @@ impl Inner {
             if st.published_lsn >= lsn {
                 return Ok(());
             }
+            let lead = self.writers_lead()
+                && !st.committing
+                && st.failed.is_none()
+                && st.taken_lsn < lsn
+                && st.buf_records > 0;
+            if lead {
+                let batch = self.take_batch(&mut st);
+                drop(st);
+                self.commit(batch);
+                st = self.state.lock();
+                continue;
+            }
             self.settled.wait(&mut st);
         }
     }
@@ -1584,7 +1631,11 @@ impl WriteAheadLog for ObjectWal {
         *max = (*max).max(edit.sequence_id);
         if st.buf_since.is_none() {
             st.buf_since = Some(Instant::now());
-            self.inner.work.notify_one();
+            // Without a window the writers lead, or `sync` hurries the
+            // committer for an `ASYNC_WAL` write.
+            if !self.inner.writers_lead() {
+                self.inner.work.notify_one();
+            }
         }
         let lsn = st.next_lsn;
         st.next_lsn += 1;
@@ -1600,7 +1651,19 @@ impl WriteAheadLog for ObjectWal {
     /// the outcome of that write is unknown, as after a timeout.
     fn sync(&self, lsn: u64, durability: Durability) -> Result<()> {
         match durability {
-            Durability::SkipWal | Durability::AsyncWal => Ok(()),
+            Durability::SkipWal => Ok(()),
+            Durability::AsyncWal => {
+                // Nobody waits for it: the committer publishes it (at once
+                // when writers lead, else when the window ends).
+                if self.inner.writers_lead() {
+                    let mut st = self.inner.state.lock();
+                    if st.taken_lsn < lsn {
+                        st.hurry = true;
+                        self.inner.work.notify_one();
+                    }
+                }
+                Ok(())
+            }
             Durability::SyncWal => self.inner.wait_published(lsn),
             Durability::FsyncWal => {
                 self.inner.wait_published(lsn)?;

@@ -722,10 +722,18 @@ fn a_sync_wal_write_is_only_published_and_an_fsync_wal_write_syncs_every_object_
     let (wal, _) = open(Arc::new(mem.clone()), manual());
     write_as(&wal, &edit(1, 1, "a"), Durability::SyncWal).unwrap();
     write_as(&wal, &edit(1, 2, "b"), Durability::SyncWal).unwrap();
-    assert_eq!(mem.unsynced_count(), 2, "SYNC_WAL objects are visible, not synced");
+    assert_eq!(
+        mem.unsynced_count(),
+        2,
+        "SYNC_WAL objects are visible, not synced"
+    );
     assert_eq!(wal.stats().fsyncs, 0);
     write_as(&wal, &edit(1, 3, "c"), Durability::FsyncWal).unwrap();
-    assert_eq!(mem.unsynced_count(), 0, "the FSYNC_WAL write synced the earlier objects too");
+    assert_eq!(
+        mem.unsynced_count(),
+        0,
+        "the FSYNC_WAL write synced the earlier objects too"
+    );
     assert_eq!(wal.stats().fsyncs, 1);
     // Already synced: nothing more to do.
     wal.sync(3, Durability::FsyncWal).unwrap();
@@ -797,7 +805,12 @@ fn an_object_a_crash_left_empty_or_zeroed_is_torn_but_a_whole_one_with_a_bad_che
         let claim = ObjectWal::claim(Arc::new(mem.clone()), Path::new(ROOT)).unwrap();
         let opened = ObjectWal::open(claim, manual(), |_| Ok(()));
         match (damage, opened) {
-            ("flipped", Err(Error::Corruption { path: p, message, .. })) => {
+            (
+                "flipped",
+                Err(Error::Corruption {
+                    path: p, message, ..
+                }),
+            ) => {
                 assert_eq!(p, path);
                 assert!(message.contains("body checksum"), "{message}");
             }
@@ -808,4 +821,89 @@ fn an_object_a_crash_left_empty_or_zeroed_is_torn_but_a_whole_one_with_a_bad_che
             (_, Err(e)) => panic!("{damage}: a torn object must not stop recovery: {e}"),
         }
     }
+}
+
+/// Records which thread published each log object.
+#[derive(Debug, Default)]
+struct PublisherThreads {
+    files: MemFileStore,
+    names: parking_lot::Mutex<Vec<String>>,
+}
+
+impl FileStore for PublisherThreads {
+    fn create(&self, path: &Path) -> basalt_types::Result<Box<dyn crate::fs::FileWriter>> {
+        self.files.create(path)
+    }
+    fn publish_visible(&self, path: &Path, bytes: &[u8]) -> basalt_types::Result<()> {
+        let name = std::thread::current()
+            .name()
+            .unwrap_or("unnamed")
+            .to_string();
+        self.names.lock().push(name);
+        self.files.publish_visible(path, bytes)
+    }
+    fn read_range(&self, path: &Path, offset: u64, len: usize) -> basalt_types::Result<Bytes> {
+        self.files.read_range(path, offset, len)
+    }
+    fn size(&self, path: &Path) -> basalt_types::Result<u64> {
+        self.files.size(path)
+    }
+    fn exists(&self, path: &Path) -> basalt_types::Result<bool> {
+        self.files.exists(path)
+    }
+    fn list(&self, dir: &Path) -> basalt_types::Result<Vec<PathBuf>> {
+        self.files.list(dir)
+    }
+    fn delete(&self, path: &Path) -> basalt_types::Result<()> {
+        self.files.delete(path)
+    }
+    fn list_dirs(&self, dir: &Path) -> basalt_types::Result<Vec<PathBuf>> {
+        self.files.list_dirs(dir)
+    }
+    fn list_prefix(&self, dir: &Path) -> basalt_types::Result<Vec<PathBuf>> {
+        self.files.list_prefix(dir)
+    }
+    fn delete_prefix(&self, dir: &Path) -> basalt_types::Result<()> {
+        self.files.delete_prefix(dir)
+    }
+}
+
+/// Without a window a waiting writer publishes its own batch: handing it
+/// to the committer thread and back cost two context switches a batch.
+#[test]
+fn without_a_window_a_waiting_writer_publishes_its_batch_itself() {
+    let files = Arc::new(PublisherThreads::default());
+    let (wal, _) = open(
+        Arc::clone(&files) as Arc<dyn FileStore>,
+        ObjectWalOptions::default(),
+    );
+    let writer = std::thread::Builder::new()
+        .name("a-writer".into())
+        .spawn({
+            let wal = Arc::clone(&wal);
+            move || {
+                for i in 1..=3u64 {
+                    let lsn = wal.append(&edit(1, i, "r")).unwrap();
+                    wal.sync(lsn, Durability::SyncWal).unwrap();
+                }
+            }
+        })
+        .unwrap();
+    writer.join().unwrap();
+    assert_eq!(*files.names.lock(), vec!["a-writer"; 3]);
+    assert_eq!(wal.objects().len(), 3);
+}
+
+/// Nobody waits for an `ASYNC_WAL` edit, so the committer publishes it.
+#[test]
+fn without_a_window_an_async_edit_is_published_by_the_committer() {
+    let files = Arc::new(PublisherThreads::default());
+    let (wal, _) = open(
+        Arc::clone(&files) as Arc<dyn FileStore>,
+        ObjectWalOptions::default(),
+    );
+    let lsn = wal.append(&edit(1, 1, "r")).unwrap();
+    wal.sync(lsn, Durability::AsyncWal).unwrap();
+    eventually(|| wal.published_lsn() >= lsn);
+    assert_eq!(*files.names.lock(), vec!["basalt-wal-commit"]);
 }

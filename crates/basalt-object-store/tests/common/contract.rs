@@ -49,7 +49,11 @@ pub fn a_visible_publication_is_create_if_absent_and_can_be_synced_later(
     store.publish_visible(&a, b"first").unwrap();
     assert_eq!(&store.read_all(&a).unwrap()[..], b"first");
     let again = store.publish_visible(&a, b"second").unwrap_err();
-    assert_eq!(io_kind(&again), Some(io::ErrorKind::AlreadyExists), "{again}");
+    assert_eq!(
+        io_kind(&again),
+        Some(io::ErrorKind::AlreadyExists),
+        "{again}"
+    );
     assert_eq!(&store.read_all(&a).unwrap()[..], b"first");
     store.publish_visible(&b, b"other").unwrap();
     store.delete(&b).unwrap();
