@@ -182,11 +182,12 @@ class LocalCluster:
         r"^\s+regionserver\d+\s+thrift 127\.0\.0\.1:(\d+)\s+thrift2 127\.0\.0\.1:(\d+)"
         r"\s+rest 127\.0\.0\.1:(\d+)\s+native RPC 127\.0\.0\.1:(\d+)")
 
-    def __init__(self, suite, binary, quorum, servers=3):
+    def __init__(self, suite, binary, quorum, servers=3, extra_args=()):
         self.suite = suite
         self.binary = binary
         self.quorum = quorum
         self.servers = servers
+        self.extra_args = list(extra_args)
         self.dir = tempfile.mkdtemp(prefix=f"basalt-{suite}-cluster-")
         self.region_servers = []
         self.failed = False
@@ -196,7 +197,7 @@ class LocalCluster:
                 "--region-servers", str(self.servers), "--master-port", "0",
                 "--thrift-port", "0", "--thrift2-port", "0", "--rest-port", "0",
                 "--region-server-port", "0", "--info-port", "0",
-                "--region-server-info-port", "0"]
+                "--region-server-info-port", "0", *self.extra_args]
         self.out_path = os.path.join(self.dir, "local-cluster.out")
         self.out = open(self.out_path, "w")
         self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
