@@ -109,6 +109,7 @@ impl Initiator {
         {
             use libgssapi::credential::{Cred, CredUsage};
             let name = principal.map(principal_name).transpose()?;
+            let _turn = initiating_turn();
             let credentials = Cred::acquire(name.as_ref(), None, CredUsage::Initiate, None)
                 .map_err(|e| {
                     KerberosError::Gss(format!(
@@ -189,6 +190,21 @@ impl Initiator {
     }
 }
 
+/// One initiator at a time per process acquires credentials or steps a
+/// context. With a client keytab the library fetches the ticket in those
+/// calls and stores it in the default cache; two threads doing that for
+/// one principal at once replace each other's cache file under a
+/// collection (`KRB5CCNAME=DIR:...`), and one of them fails with "No
+/// credentials cache found" (seen in CI). Handshakes are rare and short,
+/// so taking turns costs nothing measurable.
+#[cfg(feature = "gssapi")]
+fn initiating_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A panic elsewhere while holding it leaves nothing to repair.
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The mechanism an initiator speaks.
 #[derive(Debug, Clone, Copy)]
 enum Mechanism {
@@ -243,7 +259,10 @@ impl Context {
         {
             let out = match &mut self.side {
                 Side::Accepting(ctx) => ctx.step(token, None),
-                Side::Initiating(ctx) => ctx.step((!token.is_empty()).then_some(token), None),
+                Side::Initiating(ctx) => {
+                    let _turn = initiating_turn();
+                    ctx.step((!token.is_empty()).then_some(token), None)
+                }
             };
             out.map(|t| t.map(|t| t.to_vec()))
                 .map_err(|e| KerberosError::Gss(format!("GSS-API context refused: {e}")))

@@ -19,12 +19,16 @@
 //!
 //! 1. [`ObjectWal::append`] encodes the edit into the pending batch and
 //!    hands back an LSN; no I/O.
-//! 2. As soon as the previous object is published (and the oldest pending
-//!    edit is [`ObjectWalOptions::group_commit_window`] old, zero by
-//!    default) the committer thread takes the whole batch and publishes it
-//!    as the log's next object, create-if-absent. Edits appended while an
-//!    object is being written wait for the next one together: that is the
-//!    group commit, with no fixed wait.
+//! 2. As soon as the previous object is published, the whole pending
+//!    batch is taken and published as the log's next object,
+//!    create-if-absent. Edits appended while an object is being written
+//!    wait for the next one together: that is the group commit, with no
+//!    fixed wait. Without a window (the default) a writer waiting in
+//!    [`ObjectWal::sync`] takes and publishes it itself, as the local
+//!    log's leader does; the committer thread publishes only edits nobody
+//!    waits for (`ASYNC_WAL`), and with a
+//!    [`ObjectWalOptions::group_commit_window`] every batch once its
+//!    oldest edit is that old.
 //! 3. Once the object is published every waiter its batch covers is
 //!    released by [`ObjectWal::sync`]. Only one object is in flight at a
 //!    time, so sequence numbers are dense and in LSN order. Published is
