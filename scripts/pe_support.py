@@ -16,7 +16,15 @@ PE_CLASS = "org.apache.hadoop.hbase.PerformanceEvaluation"
 
 # A hang guard per PE command, not a time limit on anyone's speed.
 COMMAND_TIMEOUT = int(os.environ.get("PE_COMMAND_TIMEOUT", "900"))
-CLIENT_HEAP = os.environ.get("PE_CLIENT_HEAP", "1g")
+# PE's client threads each keep a 2 MB write buffer and their own
+# connection state: 1g holds 16 of them, not 64 (it ran out of heap).
+CLIENT_HEAP = os.environ.get("PE_CLIENT_HEAP")
+
+
+def client_heap(threads):
+    """The PE client JVM's heap for `threads` client threads (PE_CLIENT_HEAP
+    overrides it)."""
+    return CLIENT_HEAP or ("1g" if threads <= 16 else "3g")
 
 # What PE (or the client under it) logs when something went wrong, though
 # PE may still exit 0: log lines at ERROR or FATAL level, any exception or
@@ -52,7 +60,8 @@ def problems(output):
 def run_pe(cp, conf_dir, quorum, command, options, rows, threads, log_dir):
     args = [f"-Dhbase.zookeeper.quorum={quorum}", "--nomapred", f"--rows={rows}",
             "--valueSize=100", *options, command, str(threads)]
-    cmd = hbase_reference.java_command(f"{conf_dir}:{cp}", CLIENT_HEAP, PE_CLASS, args)
+    cmd = hbase_reference.java_command(f"{conf_dir}:{cp}", client_heap(threads), PE_CLASS,
+                                       args)
     print(f"+ PerformanceEvaluation {' '.join(args)}", flush=True)
     started = time.monotonic()
     try:
