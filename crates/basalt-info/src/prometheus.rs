@@ -443,6 +443,12 @@ pub fn render_with(db: &Database, extras: &[crate::ExtraGroup]) -> String {
         "Reads that met damaged data since the server started.",
         m.corruption_errors as f64,
     );
+    e.single(
+        "basalt_index_failed_post_writes_total",
+        Kind::Counter,
+        "Secondary-index post-writes that failed after their data write committed (each left an unverified index row that reads repair).",
+        m.index_failed_post_writes as f64,
+    );
     for group in extras {
         for sample in &group.samples {
             e.single(&sample.name, sample.kind, &sample.help, sample.value);

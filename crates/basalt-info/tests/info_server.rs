@@ -618,6 +618,7 @@ fn metrics_are_well_formed_text_format_with_the_issues_families() {
         "basalt_request_duration_seconds",
         "basalt_wal_syncs_total",
         "basalt_wal_fsyncs_total",
+        "basalt_index_failed_post_writes_total",
         "basalt_wal_bytes_written_total",
         "basalt_flush_queue_length",
         "basalt_compaction_queue_length",

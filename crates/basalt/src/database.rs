@@ -1815,6 +1815,7 @@ impl Database {
             compactions_completed: work.compactions(),
             major_compactions_completed: work.major_compactions(),
             corruption_errors: self.corruption_errors(),
+            index_failed_post_writes: crate::index::failed_post_writes(),
         }
     }
 

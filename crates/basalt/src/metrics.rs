@@ -595,6 +595,12 @@ pub struct ServerMetrics {
     pub major_compactions_completed: u64,
     /// Reads that met damaged data since the server started.
     pub corruption_errors: u64,
+    /// Secondary-index post-writes (the verification or deletion after a
+    /// data write committed) that failed in this process since it
+    /// started: each left an unverified index row, which a read by the
+    /// index or `check_index` with repair settles.
+    #[serde(default)]
+    pub index_failed_post_writes: u64,
 }
 
 /// One table's numbers over its regions open here (per-table series of

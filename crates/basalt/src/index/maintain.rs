@@ -28,8 +28,8 @@ use crate::table::Table;
 /// an unverified index row that reads check and repair.
 static FAILED_POST_WRITES: AtomicU64 = AtomicU64::new(0);
 
-/// How many post-writes failed in this process (not yet exported in
-/// `/metrics`).
+/// How many post-writes failed in this process (`/metrics`:
+/// `basalt_index_failed_post_writes_total`).
 pub fn failed_post_writes() -> u64 {
     FAILED_POST_WRITES.load(Ordering::Relaxed)
 }
