@@ -402,9 +402,9 @@ struct State {
     /// crash (`FSYNC_WAL`; see `FileStore::publish_visible`). At most
     /// `published_lsn`.
     synced_lsn: u64,
-    /// Published objects not synced yet, in sequence order, each with its
-    /// last LSN.
-    unsynced: Vec<(u64, PathBuf)>,
+    /// Every own object up to this sequence number is synced; the later
+    /// ones still in `Inner::objects` are not (retired ones need nothing).
+    synced_sequence: u64,
     /// LSN ranges that failed, with the cause: never acknowledged.
     lost: Vec<(u64, u64, Arc<str>)>,
     /// The sequence number the next object of the own log gets.
@@ -544,7 +544,7 @@ impl ObjectWal {
                 taken_lsn: 0,
                 published_lsn: 0,
                 synced_lsn: 0,
-                unsynced: Vec::new(),
+                synced_sequence: 0,
                 lost: Vec::new(),
                 next_sequence: 1,
                 failed: None,
@@ -677,8 +677,8 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
     };
     // The highest sequence number listed so far.
     let mut walked: Option<u64> = None;
-    // The first torn object's number (invariant W4, below).
-    let mut torn_since: Option<u64> = None;
+    // A torn object was met (invariant W4, below).
+    let mut torn = false;
     // The fence or closed object met last, with nothing listed after it.
     let mut end: Option<(PathBuf, Kind)> = None;
     // Each round that does not end the walk created a fence that was then
@@ -741,17 +741,15 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
                         dropped_bytes: 0,
                         reason,
                     });
-                    torn_since = Some(sequence);
+                    torn = true;
                     replay.dropped(sequence, path, len);
                 }
-                Some(Read::Whole(decoded))
-                    if torn_since.is_some()
-                        && matches!(decoded.kind, Kind::Records | Kind::Void) =>
+                Some(Read::Whole { decoded, len })
+                    if torn && matches!(decoded.kind, Kind::Records | Kind::Void) =>
                 {
-                    let len = files.size(&path).unwrap_or(0);
                     replay.dropped(sequence, path, len);
                 }
-                Some(Read::Whole(decoded)) => {
+                Some(Read::Whole { decoded, .. }) => {
                     let kind = decoded.kind;
                     if replay.object(decoded, sequence, path.clone())? {
                         end = Some((path, kind));
@@ -1039,7 +1037,7 @@ impl<F: FnMut(WalEdit) -> Result<()>> Replay<'_, F> {
 fn read_object(files: &dyn FileStore, path: &Path) -> Result<Option<Decoded>> {
     match read_object_or_torn(files, path)? {
         None => Ok(None),
-        Some(Read::Whole(decoded)) => Ok(Some(decoded)),
+        Some(Read::Whole { decoded, .. }) => Ok(Some(decoded)),
         Some(Read::Torn { reason, .. }) => Err(Error::Corruption {
             path: path.to_path_buf(),
             offset: 0,
@@ -1050,7 +1048,10 @@ fn read_object(files: &dyn FileStore, path: &Path) -> Result<Option<Decoded>> {
 
 /// One object as a walk reads it.
 enum Read {
-    Whole(Decoded),
+    Whole {
+        decoded: Decoded,
+        len: u64,
+    },
     /// What a machine crash leaves of an object published visible before
     /// durable (see [`torn_reason`]).
     Torn {
@@ -1075,7 +1076,12 @@ fn read_object_or_torn(files: &dyn FileStore, path: &Path) -> Result<Option<Read
         }));
     }
     decode_object(&bytes)
-        .map(|decoded| Some(Read::Whole(decoded)))
+        .map(|decoded| {
+            Some(Read::Whole {
+                decoded,
+                len: bytes.len() as u64,
+            })
+        })
         .map_err(|message| Error::Corruption {
             path: path.to_path_buf(),
             offset: 0,
@@ -1290,7 +1296,6 @@ impl Inner {
     fn published(&self, st: &mut State, batch: Batch, sequence: u64, path: PathBuf, len: usize) {
         st.next_sequence += 1;
         st.published_lsn = batch.end_lsn;
-        st.unsynced.push((batch.end_lsn, path.clone()));
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
         self.stats
             .records_written
@@ -1505,22 +1510,30 @@ impl Inner {
     /// usually find their object synced by it.
     fn sync_through(&self, lsn: u64) -> Result<()> {
         let _turn = self.sync_turn.lock();
-        let (paths, through) = {
+        // Every object below `next_sequence` is in `objects` by now:
+        // `published` records it there under the state lock.
+        let (through_lsn, after, before) = {
             let st = self.state.lock();
             if st.synced_lsn >= lsn {
                 return Ok(());
             }
-            let paths: Vec<PathBuf> = st.unsynced.iter().map(|(_, p)| p.clone()).collect();
-            let through = st.unsynced.last().map_or(st.synced_lsn, |(end, _)| *end);
-            (paths, through)
+            (st.published_lsn, st.synced_sequence, st.next_sequence)
         };
+        let own = self.fence.epoch();
+        let paths: Vec<PathBuf> = self
+            .objects
+            .lock()
+            .iter()
+            .filter(|o| o.log_id == own && o.sequence > after && o.sequence < before)
+            .map(|o| o.path.clone())
+            .collect();
         if !paths.is_empty() {
             self.files.sync_published(&paths)?;
             self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         }
         let mut st = self.state.lock();
-        st.unsynced.retain(|(end, _)| *end > through);
-        st.synced_lsn = st.synced_lsn.max(through);
+        st.synced_lsn = st.synced_lsn.max(through_lsn);
+        st.synced_sequence = st.synced_sequence.max(before - 1);
         Ok(())
     }
 

@@ -40,21 +40,35 @@ fn manual() -> ObjectWalOptions {
 
 /// Claims and opens a log over `files`, collecting what replay applies.
 fn open(files: Arc<dyn FileStore>, options: ObjectWalOptions) -> (Arc<ObjectWal>, Vec<WalEdit>) {
-    let claim = ObjectWal::claim(files, Path::new(ROOT)).unwrap();
+    let (wal, replayed, _) = try_open(files, options).unwrap();
+    (wal, replayed)
+}
+
+/// [`open`], also answering the replay's report, or the error that
+/// stopped it.
+fn try_open(
+    files: Arc<dyn FileStore>,
+    options: ObjectWalOptions,
+) -> basalt_types::Result<(Arc<ObjectWal>, Vec<WalEdit>, ReplayReport)> {
+    let claim = ObjectWal::claim(files, Path::new(ROOT))?;
     let mut replayed = Vec::new();
-    let (wal, _) = ObjectWal::open(claim, options, |e| {
+    let (wal, report) = ObjectWal::open(claim, options, |e| {
         replayed.push(e);
         Ok(())
-    })
-    .unwrap();
-    (wal, replayed)
+    })?;
+    Ok((wal, replayed, report))
 }
 
 /// Appends and makes durable one edit, publishing it as its own object.
 fn write(wal: &ObjectWal, e: &WalEdit) -> basalt_types::Result<()> {
+    write_as(wal, e, Durability::SyncWal)
+}
+
+/// [`write`] with `durability`.
+fn write_as(wal: &ObjectWal, e: &WalEdit, durability: Durability) -> basalt_types::Result<()> {
     let lsn = wal.append(e)?;
     wal.publish_pending();
-    wal.sync(lsn, Durability::SyncWal)
+    wal.sync(lsn, durability)
 }
 
 /// Waits (liveness bound only) until `cond` holds.
@@ -709,13 +723,6 @@ fn a_valid_log_object_decodes_to_its_edits() {
     assert_eq!(decoded.edits, expected);
 }
 
-/// Appends one edit as its own object with `durability`.
-fn write_as(wal: &ObjectWal, e: &WalEdit, durability: Durability) -> basalt_types::Result<()> {
-    let lsn = wal.append(e)?;
-    wal.publish_pending();
-    wal.sync(lsn, durability)
-}
-
 #[test]
 fn a_sync_wal_write_is_only_published_and_an_fsync_wal_write_syncs_every_object_before_it() {
     let mem = MemFileStore::new();
@@ -768,13 +775,7 @@ fn after_a_machine_crash_replay_keeps_the_synced_objects_and_ends_before_a_torn_
     let torn = &objects[1].path;
     let bytes = mem.read_all(torn).unwrap();
     mem.set_contents(torn, bytes.slice(..bytes.len() - 10));
-    let claim = ObjectWal::claim(Arc::new(mem.clone()), Path::new(ROOT)).unwrap();
-    let mut replayed = Vec::new();
-    let (_wal, report) = ObjectWal::open(claim, manual(), |e| {
-        replayed.push(e);
-        Ok(())
-    })
-    .unwrap();
+    let (_wal, replayed, report) = try_open(Arc::new(mem.clone()), manual()).unwrap();
     assert_eq!(replayed, vec![edit(1, 1, "a")]);
     let tail = report.torn_tail.expect("the torn object is reported");
     assert_eq!(&tail.path, torn);
@@ -802,9 +803,7 @@ fn an_object_a_crash_left_empty_or_zeroed_is_torn_but_a_whole_one_with_a_bad_che
             }
         };
         mem.set_contents(&path, damaged);
-        let claim = ObjectWal::claim(Arc::new(mem.clone()), Path::new(ROOT)).unwrap();
-        let opened = ObjectWal::open(claim, manual(), |_| Ok(()));
-        match (damage, opened) {
+        match (damage, try_open(Arc::new(mem.clone()), manual())) {
             (
                 "flipped",
                 Err(Error::Corruption {
@@ -815,7 +814,7 @@ fn an_object_a_crash_left_empty_or_zeroed_is_torn_but_a_whole_one_with_a_bad_che
                 assert!(message.contains("body checksum"), "{message}");
             }
             ("flipped", Ok(_)) => panic!("a flipped bit must not be taken for a torn object"),
-            (_, Ok((_, report))) => {
+            (_, Ok((_, _, report))) => {
                 assert!(report.torn_tail.is_some(), "{damage}: reported as torn")
             }
             (_, Err(e)) => panic!("{damage}: a torn object must not stop recovery: {e}"),
