@@ -96,10 +96,8 @@ public class ReadyCheck {
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# Below the ephemeral range: scripts/ports.py says why.
+from ports import free_port  # noqa: E402,F401  (re-exported to the suites)
 
 
 def classpath(quiet=True):

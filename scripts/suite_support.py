@@ -77,10 +77,8 @@ def venv_python(name, packages):
     return python
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# Below the ephemeral range: scripts/ports.py says why.
+from ports import free_port  # noqa: E402,F401  (re-exported to the suites)
 
 
 class Server:

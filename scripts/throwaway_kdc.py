@@ -100,10 +100,8 @@ KDC_CONF = """\
 """
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# Below the ephemeral range: scripts/ports.py says why.
+from ports import free_port as _free_port  # noqa: E402
 
 
 def _die_with_parent():

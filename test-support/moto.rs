@@ -16,7 +16,12 @@
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+
+// Relative to this file: test-support/ports.rs.
+#[path = "ports.rs"]
+mod ports;
+use ports::free_port;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
@@ -218,13 +223,6 @@ fn http(port: u16, method: &str, path: &str, body: &[u8]) -> std::io::Result<Str
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer)?;
     Ok(String::from_utf8_lossy(&answer).into_owned())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free loopback port")
 }
 
 fn signal(pid: u32, name: &str) {

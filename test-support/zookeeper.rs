@@ -14,7 +14,12 @@
 
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+
+// Relative to this file: test-support/ports.rs.
+#[path = "ports.rs"]
+mod ports;
+use ports::free_port;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
@@ -425,15 +430,6 @@ fn check_java() {
              (it brings a Java runtime; scripts/test installs it)"
         );
     }
-}
-
-/// A port free on loopback right now (the kernel's pick; the small race
-/// until ZooKeeper binds it is accepted in tests).
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free loopback port")
 }
 
 fn signal(pid: u32, name: &str) {
