@@ -18,8 +18,10 @@
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 
-// Relative to this file: test-support/ports.rs.
+// Relative to this file: test-support/ports.rs. moto.rs and zookeeper.rs
+// each include it, so that either can be included alone.
 #[path = "ports.rs"]
+#[allow(clippy::duplicate_mod)]
 mod ports;
 use ports::free_port;
 use std::path::PathBuf;
