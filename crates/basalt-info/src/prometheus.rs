@@ -316,6 +316,18 @@ pub fn render_with(db: &Database, extras: &[crate::ExtraGroup]) -> String {
             m.compaction_queue_length as f64,
         ),
         (
+            "basalt_flushes_running",
+            Kind::Gauge,
+            "Flushes a background thread is running.",
+            m.flushes_running as f64,
+        ),
+        (
+            "basalt_compactions_running",
+            Kind::Gauge,
+            "Compactions a background thread is running.",
+            m.compactions_running as f64,
+        ),
+        (
             "basalt_flushes_total",
             Kind::Counter,
             "Region flushes finished.",

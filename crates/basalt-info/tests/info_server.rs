@@ -622,6 +622,8 @@ fn metrics_are_well_formed_text_format_with_the_issues_families() {
         "basalt_wal_bytes_written_total",
         "basalt_flush_queue_length",
         "basalt_compaction_queue_length",
+        "basalt_flushes_running",
+        "basalt_compactions_running",
         "basalt_uptime_seconds",
     ] {
         assert!(families.contains_key(name), "/metrics lacks {name}");

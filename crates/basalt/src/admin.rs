@@ -929,8 +929,9 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
                 flush_queue_length: 0,
                 compaction_queue_length: 0,
             };
-            (status.flush_queue_length, status.compaction_queue_length) =
-                db.region_server().maintenance_queues();
+            let activity = db.region_server().maintenance_activity();
+            status.flush_queue_length = activity.queued_flushes;
+            status.compaction_queue_length = activity.queued_compactions;
             let mut everywhere = Vec::new();
             for name in db.list_tables() {
                 // A table dropped between the listing and here is not counted.

@@ -1773,7 +1773,7 @@ impl Database {
         }
         let budget = server.memstore_budget();
         let limits = budget.limits();
-        let (flush_queue, compaction_queue) = server.maintenance_queues();
+        let activity = server.maintenance_activity();
         let work = &server.store_context().work;
         ServerMetrics {
             started_at_ms: started,
@@ -1809,8 +1809,10 @@ impl Database {
             },
             store_files: files,
             store_file_bytes: file_bytes,
-            flush_queue_length: flush_queue,
-            compaction_queue_length: compaction_queue,
+            flush_queue_length: activity.queued_flushes,
+            compaction_queue_length: activity.queued_compactions,
+            flushes_running: activity.running_flushes,
+            compactions_running: activity.running_compactions,
             flushes_completed: work.flushes(),
             compactions_completed: work.compactions(),
             major_compactions_completed: work.major_compactions(),

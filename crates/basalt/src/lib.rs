@@ -49,6 +49,7 @@ pub mod index;
 pub mod keys;
 mod locator;
 mod maintenance;
+pub use maintenance::MaintenanceActivity;
 pub mod metrics;
 pub mod normalizer;
 mod options;

@@ -587,6 +587,12 @@ pub struct ServerMetrics {
     pub flush_queue_length: usize,
     /// Compactions waiting for a background thread now.
     pub compaction_queue_length: usize,
+    /// Flushes a background thread is running now.
+    #[serde(default)]
+    pub flushes_running: usize,
+    /// Compactions a background thread is running now.
+    #[serde(default)]
+    pub compactions_running: usize,
     /// Region flushes finished since the server started.
     pub flushes_completed: u64,
     /// Region compactions (minor and major) finished since then.

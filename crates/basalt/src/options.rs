@@ -88,6 +88,16 @@ pub struct Options {
     /// Threads for background flushes and compactions. With 0 they run in
     /// the writing thread, which makes tests deterministic. Default 2.
     pub background_threads: usize,
+    /// The CPU nice value (Linux, 0 to 19) of the background threads that
+    /// compact; the first of two or more threads only flushes and keeps
+    /// the process's priority. On a machine with few cores a compaction
+    /// then runs on the CPU that foreground requests leave, instead of
+    /// taking whole time slices from them (a read waiting milliseconds
+    /// for a core). 0 leaves every thread at the process's priority.
+    /// Default 0: on the 2-core machine's YCSB runs (issue 30) 10 changed
+    /// neither throughput nor the tail (bench/results/2026-11-28-read-tail.md);
+    /// RocksDB, too, lowers its compaction pool only when asked.
+    pub compaction_nice: i32,
     // The key heatmap's data (`basalt_engine::key_load`), per region: each
     // minute is compressed into `key_load_buckets` buckets of row keys,
     // the last `key_load_minutes` minutes are kept, and the current minute
@@ -251,6 +261,7 @@ impl Default for Options {
             region_split_bytes: 10 * 1024 * 1024 * 1024,
             region_split_policy: RegionSplitPolicy::Stepping,
             background_threads: 2,
+            compaction_nice: 0,
             key_load_buckets: KeyLoadConfig::default().buckets,
             key_load_minutes: KeyLoadConfig::default().minutes,
             key_load_sample_keys: KeyLoadConfig::default().sample_keys,

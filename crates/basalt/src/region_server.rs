@@ -72,7 +72,7 @@ use basalt_engine::wal::{
 use basalt_engine::{Clock, FamilyState, OpenFailure, Region, RegionInfo, StoreContext};
 use basalt_types::{Error, IndexDescriptor, Result};
 
-use crate::maintenance::{Maintenance, MaintenanceHooks};
+use crate::maintenance::{Maintenance, MaintenanceActivity, MaintenanceHooks};
 use crate::metrics::RetiredLoad;
 use crate::options::Options;
 
@@ -680,9 +680,10 @@ impl RegionServer {
     }
 
     /// Flushes and compactions queued for a background thread now (HBase's
-    /// flush and compaction queue lengths); 0 and 0 when work runs inline.
-    pub fn maintenance_queues(&self) -> (usize, usize) {
-        self.maintenance.queue_lengths()
+    /// flush and compaction queue lengths) and running on one; all 0 when
+    /// work runs inline.
+    pub fn maintenance_activity(&self) -> MaintenanceActivity {
+        self.maintenance.activity()
     }
 
     /// The file store, block cache and compaction policy regions share.
@@ -849,6 +850,7 @@ fn start_maintenance(
     let maintenance = Maintenance::start(
         Arc::clone(wal),
         options.background_threads,
+        options.compaction_nice,
         options.load_split_config(),
         options.load_split_events_kept,
     );
