@@ -34,6 +34,7 @@ pub mod snapshot;
 pub mod source;
 pub mod store;
 pub mod storefile;
+mod version_limit;
 pub mod wal;
 
 pub use clock::{Clock, ManualClock, SystemClock};

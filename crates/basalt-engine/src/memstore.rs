@@ -17,6 +17,7 @@ use basalt_types::{Cell, CellType, Result};
 
 use crate::memory::{MemstoreBudget, Reservation};
 use crate::source::{first_on_row, CellSource};
+use crate::version_limit::ColumnVersionLimit;
 
 /// The memstore's key: a cell's coordinates without the family, which is
 /// the same for the whole store.
@@ -167,6 +168,18 @@ impl MemStore {
     /// of the skip list and no buffering. The cells share `row` and the
     /// memstore's qualifier and value bytes (no copies).
     pub fn row_cells(&self, row: &Bytes, read_point: u64, out: &mut Vec<Cell>) {
+        self.row_cells_limited(row, read_point, out, None);
+    }
+
+    /// [`MemStore::row_cells`], dropping what `limit` refuses (the point
+    /// get's version limit, `version_limit.rs`).
+    pub(crate) fn row_cells_limited(
+        &self,
+        row: &Bytes,
+        read_point: u64,
+        out: &mut Vec<Cell>,
+        mut limit: Option<&mut ColumnVersionLimit>,
+    ) {
         let start = MemKey {
             row: row.clone(),
             // Sorts before every key of the row (see `first_on_row`).
@@ -180,8 +193,16 @@ impl MemStore {
             if key.row != *row {
                 break;
             }
-            if key.sequence_id <= read_point {
-                out.push(Cell {
+            if key.sequence_id > read_point {
+                continue;
+            }
+            if let Some(limit) = limit.as_deref_mut() {
+                if !limit.admits(&key.qualifier, key.cell_type) {
+                    continue;
+                }
+            }
+            {
+                let cell = Cell {
                     row: row.clone(),
                     family: self.family.clone(),
                     qualifier: key.qualifier.clone(),
@@ -190,7 +211,11 @@ impl MemStore {
                     sequence_id: key.sequence_id,
                     value: entry.value().value.clone(),
                     ttl_millis: entry.value().ttl_millis,
-                });
+                };
+                if let Some(limit) = limit.as_deref_mut() {
+                    limit.collected(&cell);
+                }
+                out.push(cell);
             }
         }
     }

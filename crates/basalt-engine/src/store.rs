@@ -48,6 +48,7 @@ use crate::memory::{MemstoreBudget, Reservation};
 use crate::memstore::MemStore;
 use crate::scan::{ReadOptions, StoreScanner};
 use crate::source::{first_on_row, CellSource, MergedSource};
+use crate::version_limit::ColumnVersionLimit;
 use crate::storefile::{
     ReaderOptions, StoreFileReader, StoreFileSource, StoreFileWriter, WriterOptions,
 };
@@ -596,22 +597,59 @@ impl Store {
     /// putting them in order is a merge of a few sorted runs.
     pub fn row_cells(&self, read_point: u64, row: &Bytes, oldest_wanted: i64) -> Result<Vec<Cell>> {
         let view = Arc::clone(&self.view.read());
+        let descriptor = self.descriptor();
+        // Each part stops a column at the family's versions
+        // (`version_limit.rs` says why that is exact) unless the row turns
+        // out to hold a delete marker: then it is collected again whole.
+        if !descriptor.new_version_behavior {
+            let versions = descriptor.max_versions.max(descriptor.min_versions);
+            let mut limit = ColumnVersionLimit::new(versions);
+            let cells =
+                self.collect_row(&view, read_point, row, oldest_wanted, Some(&mut limit))?;
+            if !limit.dropped_any() || !cells.iter().any(|c| c.cell_type.is_delete()) {
+                return Ok(cells);
+            }
+        }
+        self.collect_row(&view, read_point, row, oldest_wanted, None)
+    }
+
+    /// The row's cells from every part of `view`, in KeyValue order,
+    /// each part's as `limit` lets through.
+    fn collect_row(
+        &self,
+        view: &StoreView,
+        read_point: u64,
+        row: &Bytes,
+        oldest_wanted: i64,
+        mut limit: Option<&mut ColumnVersionLimit>,
+    ) -> Result<Vec<Cell>> {
         let mut cells = Vec::new();
         // Parts that added cells: each adds one sorted run.
         let mut runs = 0;
-        view.active.row_cells(row, read_point, &mut cells);
+        if let Some(limit) = limit.as_deref_mut() {
+            limit.next_part();
+        }
+        view.active
+            .row_cells_limited(row, read_point, &mut cells, limit.as_deref_mut());
         runs += usize::from(!cells.is_empty());
         if let Some(snapshot) = &view.snapshot {
+            if let Some(limit) = limit.as_deref_mut() {
+                limit.next_part();
+            }
             let before = cells.len();
-            snapshot.row_cells(row, read_point, &mut cells);
+            snapshot.row_cells_limited(row, read_point, &mut cells, limit.as_deref_mut());
             runs += usize::from(cells.len() > before);
         }
         for file in &view.files {
             if !self.file_wanted(file, Some(row), oldest_wanted)? || !file.link_admits(row) {
                 continue;
             }
+            if let Some(limit) = limit.as_deref_mut() {
+                limit.next_part();
+            }
             let before = cells.len();
-            file.reader.row_cells(row, &mut cells)?;
+            file.reader
+                .row_cells_limited(row, &mut cells, limit.as_deref_mut())?;
             runs += usize::from(cells.len() > before);
         }
         if runs > 1 {

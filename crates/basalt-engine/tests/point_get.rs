@@ -542,3 +542,94 @@ fn a_get_reads_a_row_that_spans_blocks_and_files() {
     );
     assert_eq!(&got.cells[0].value[..], &value(0)[..]);
 }
+
+/// The values of column `a:q` a get returns, newest first.
+fn values_of_q(region: &Region, get: Get) -> Vec<String> {
+    let got = region.get(&get).unwrap();
+    assert_eq!(got, through_scanner(region, &get), "get and scan agree");
+    got.cells
+        .iter()
+        .map(|c| String::from_utf8_lossy(&c.value).into_owned())
+        .collect()
+}
+
+/// A hot row: many versions of one column in each of two files and in
+/// the memstore, more than VERSIONS. Each part stops the column at
+/// VERSIONS (`version_limit.rs`); a delete marker of the row makes the
+/// get collect every part whole again, so the versions it uncovers are
+/// still found, and puts with their own TTL never count as versions.
+#[test]
+fn a_get_of_a_row_with_many_versions_returns_what_the_scanner_returns() {
+    let options = FamilyOptions {
+        max_versions: 2,
+        min_versions: 0,
+        ttl_seconds: None,
+        keep_deleted: KeepDeletedCells::False,
+        new_version_behavior: false,
+        bloom: BloomType::Row,
+        encoding: DataBlockEncoding::None,
+    };
+    let fixture = open(&[options.clone(), options], true);
+    let region = &fixture.region;
+    let put = |t: i64, value: String| {
+        region
+            .put(
+                &Put::new("hot")
+                    .add_at("a", "q", t, value)
+                    .durability(Durability::SkipWal),
+            )
+            .unwrap();
+    };
+    // Versions 1..=300 in the first file, 301..=600 in the second, and
+    // 601..=900 in the memstore.
+    for part in 0..3 {
+        for i in 1..=300 {
+            let t = part * 300 + i;
+            put(t, format!("v{t}"));
+        }
+        if part < 2 {
+            region.flush().unwrap();
+        }
+    }
+    let all_versions = || Get::new("hot").max_versions(10);
+    assert_eq!(values_of_q(region, all_versions()), ["v900", "v899"]);
+    // Within the limit's reach: a time range below the newest versions
+    // finds nothing, as versions count before the time range.
+    let old_range = all_versions().time_range(TimeRange::new(0, 500).unwrap());
+    assert!(values_of_q(region, old_range).is_empty());
+
+    // A put with its own TTL, expired, is not a version: the two below it
+    // are returned.
+    region
+        .put(
+            &Put::new("hot")
+                .add_at("a", "q", 950, "short-lived")
+                .ttl_millis(1)
+                .durability(Durability::SkipWal),
+        )
+        .unwrap();
+    fixture.clock.advance(10);
+    assert_eq!(values_of_q(region, all_versions()), ["v900", "v899"]);
+
+    // Deleting the two newest versions uncovers older ones that the
+    // memstore's part alone would have stopped before.
+    region
+        .delete(
+            &Delete::new("hot")
+                .column_at("a", "q", 900)
+                .column_at("a", "q", 899)
+                .durability(Durability::SkipWal),
+        )
+        .unwrap();
+    assert_eq!(values_of_q(region, all_versions()), ["v898", "v897"]);
+    // Every version in the memstore and the second file deleted, one by
+    // one: the first file's newest two come back.
+    let mut delete = Delete::new("hot").durability(Durability::SkipWal);
+    for t in 301..=898 {
+        delete = delete.column_at("a", "q", t);
+    }
+    region.delete(&delete).unwrap();
+    assert_eq!(values_of_q(region, all_versions()), ["v300", "v299"]);
+    region.flush().unwrap();
+    assert_eq!(values_of_q(region, all_versions()), ["v300", "v299"]);
+}

@@ -28,6 +28,7 @@ use super::meta::{self, StoreFileMeta};
 use crate::block_cache::{BlockCache, BlockPriority};
 use crate::fs::FileStore;
 use crate::source::{first_on_row, CellSource};
+use crate::version_limit::ColumnVersionLimit;
 
 /// Bytes read from the end of a file at open: trailer, root index, meta
 /// and bloom index usually fit, so opening costs one ranged read (which
@@ -417,6 +418,17 @@ impl StoreFileReader {
     /// The caller has already asked [`Self::may_contain_row`]; this reads
     /// the index regardless.
     pub fn row_cells(&self, row: &Bytes, out: &mut Vec<Cell>) -> Result<()> {
+        self.row_cells_limited(row, out, None)
+    }
+
+    /// [`StoreFileReader::row_cells`], dropping what `limit` refuses (the
+    /// point get's version limit, `version_limit.rs`).
+    pub(crate) fn row_cells_limited(
+        &self,
+        row: &Bytes,
+        out: &mut Vec<Cell>,
+        mut limit: Option<&mut ColumnVersionLimit>,
+    ) -> Result<()> {
         let mut memo = None;
         let after = |e: &IndexEntry<'_>| -> DecodeResult<bool> {
             Ok(decode_key(e.key, e.row_len)?.row >= &row[..])
@@ -440,9 +452,18 @@ impl StoreFileReader {
             if cursor.key_ref().is_none_or(|k| k.row != &row[..]) {
                 return Ok(());
             }
-            let prev = out[first..].last();
-            if let Some(cell) = cursor.cell_in_row(row, family, prev) {
-                out.push(cell);
+            let admitted = match (limit.as_deref_mut(), cursor.key_ref()) {
+                (Some(limit), Some(k)) => limit.admits(k.qualifier, k.cell_type),
+                _ => true,
+            };
+            if admitted {
+                let prev = out[first..].last();
+                if let Some(cell) = cursor.cell_in_row(row, family, prev) {
+                    if let Some(limit) = limit.as_deref_mut() {
+                        limit.collected(&cell);
+                    }
+                    out.push(cell);
+                }
             }
             if cursor
                 .step()
