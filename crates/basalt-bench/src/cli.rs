@@ -62,6 +62,16 @@ pub struct YcsbArgs {
     /// Seed of the client threads' generators.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Print (and keep in --json) each second of a phase: operations, p99
+    /// and slowest latency, operations of at least 1,024 us, and the
+    /// store's flushes and compactions then (embedded Basalt reports
+    /// them), with an account of the slow operations by background work.
+    #[arg(long)]
+    pub timeline: bool,
+    /// The embedded Basalt target's `compaction_nice` (default: the
+    /// database's, 0): `10` measures compactions at a lower CPU priority.
+    #[arg(long)]
+    pub compaction_nice: Option<i32>,
 }
 
 impl YcsbArgs {
@@ -92,6 +102,7 @@ impl YcsbArgs {
             target_ops: self.target_ops,
             progress: !self.no_progress,
             seed: self.seed,
+            timeline: self.timeline,
         })
     }
 }
@@ -116,6 +127,7 @@ pub fn run_ycsb(args: &YcsbArgs, store: &dyn YcsbStore) -> BenchResult<Vec<Phase
             report.store, report.phase, report.workload, report.threads
         );
         print!("{}", report.to_ycsb_text());
+        print!("{}", report.timeline_text());
         if let Some(path) = &args.json {
             append_json(path, &report)?;
         }

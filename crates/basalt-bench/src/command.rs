@@ -107,7 +107,12 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
 fn ycsb(args: &YcsbArgs) -> BenchResult<()> {
     match args.target.as_str() {
         "basalt" => {
-            let store = BasaltEmbedded::open(args.db.clone(), args.cache_bytes, args.block_size)?;
+            let store = BasaltEmbedded::open_with_compaction_nice(
+                args.db.clone(),
+                args.cache_bytes,
+                args.block_size,
+                args.compaction_nice,
+            )?;
             run_ycsb(args, &store)?;
         }
         "net" => {

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod dbbench;
 pub mod generator;
 pub mod stats;
+pub mod timeline;
 pub mod workload;
 pub mod ycsb;
 

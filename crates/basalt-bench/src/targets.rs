@@ -10,6 +10,7 @@ use basalt_thrift::types::TScan;
 use basalt_thrift::Protocol;
 use bytes::Bytes;
 
+use crate::timeline::BackgroundSample;
 use crate::workload::{FAMILY, TABLE};
 use crate::ycsb::{YcsbSession, YcsbStore};
 use crate::{BenchError, BenchResult};
@@ -35,9 +36,23 @@ impl BasaltEmbedded {
         cache_bytes: Option<usize>,
         block_size: Option<u32>,
     ) -> BenchResult<Self> {
+        Self::open_with_compaction_nice(dir, cache_bytes, block_size, None)
+    }
+
+    /// [`BasaltEmbedded::open`] with the database's `compaction_nice`
+    /// (`None`: its default).
+    pub fn open_with_compaction_nice(
+        dir: PathBuf,
+        cache_bytes: Option<usize>,
+        block_size: Option<u32>,
+        compaction_nice: Option<i32>,
+    ) -> BenchResult<Self> {
         let mut options = Options::new(&dir);
         if let Some(bytes) = cache_bytes {
             options.block_cache_bytes = bytes;
+        }
+        if let Some(nice) = compaction_nice {
+            options.compaction_nice = nice;
         }
         let db = Database::open_with(options)
             .map_err(|e| BenchError::new(format!("cannot open {}: {e}", dir.display())))?;
@@ -76,6 +91,18 @@ impl YcsbStore for BasaltEmbedded {
 
     fn finish(&self) -> BenchResult<()> {
         Ok(self.db.close()?)
+    }
+
+    fn background(&self) -> Option<BackgroundSample> {
+        let m = self.db.server_metrics();
+        Some(BackgroundSample {
+            queued_flushes: m.flush_queue_length as u64,
+            queued_compactions: m.compaction_queue_length as u64,
+            running_flushes: m.flushes_running as u64,
+            running_compactions: m.compactions_running as u64,
+            flushes_completed: m.flushes_completed,
+            compactions_completed: m.compactions_completed,
+        })
     }
 }
 

@@ -2,7 +2,7 @@
 //! and run phases over client threads, and the report.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::generator::InsertCounter;
 use crate::stats::{peak_rss_kib, Latencies, LatencySummary};
+use crate::timeline::{self, BackgroundSample, TailAccount, ThreadTimeline, TimelineSecond};
 use crate::workload::{
     field_names, key_bytes, random_value, KeyChooser, OpKind, Workload, FIELD_COUNT,
     MAX_SCAN_LENGTH,
@@ -30,6 +31,11 @@ pub trait YcsbStore: Send + Sync {
     fn session(&self) -> BenchResult<Box<dyn YcsbSession>>;
     /// Makes everything durable and releases resources.
     fn finish(&self) -> BenchResult<()>;
+    /// The store's background work now (flushes, compactions), for the
+    /// timeline; `None` for a store that does not say.
+    fn background(&self) -> Option<BackgroundSample> {
+        None
+    }
 }
 
 /// One client thread's view of the store.
@@ -63,6 +69,9 @@ pub struct PhaseConfig {
     pub progress: bool,
     /// Seed of the client threads' random generators.
     pub seed: u64,
+    /// Keep a second-by-second timeline beside the store's background
+    /// work, and its account of the slow operations (`timeline.rs`).
+    pub timeline: bool,
 }
 
 /// Which phase.
@@ -105,6 +114,12 @@ pub struct PhaseReport {
     pub ops: Vec<(String, LatencySummary)>,
     /// Peak RSS of this process in KiB (the client for network targets).
     pub peak_rss_kib: Option<u64>,
+    /// With `timeline`: each second of the phase.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<TimelineSecond>,
+    /// With `timeline`: the slow operations by background work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_account: Option<TailAccount>,
 }
 
 impl PhaseReport {
@@ -140,6 +155,42 @@ impl PhaseReport {
         out
     }
 
+    /// The timeline (`--timeline`) as text, a line per second and the
+    /// account; empty without one.
+    pub fn timeline_text(&self) -> String {
+        let mut out = String::new();
+        let Some(account) = &self.tail_account else {
+            return out;
+        };
+        let _ = writeln!(
+            out,
+            "# second, ops, p99 bound us, max us, ops >= 1024 us, flushes queued/running/done, compactions queued/running/done"
+        );
+        for s in &self.timeline {
+            let background = s.background.map_or_else(
+                || "-, -".to_string(),
+                |b| {
+                    format!(
+                        "{}/{}/{}, {}/{}/{}",
+                        b.queued_flushes,
+                        b.running_flushes,
+                        b.flushes_completed,
+                        b.queued_compactions,
+                        b.running_compactions,
+                        b.compactions_completed
+                    )
+                },
+            );
+            let _ = writeln!(
+                out,
+                "[TIMELINE], {}, {}, {}, {}, {}, {background}",
+                s.second, s.ops, s.p99_bound_micros, s.max_micros, s.slow_ops
+            );
+        }
+        let _ = writeln!(out, "[TAIL], {}", account.describe());
+        out
+    }
+
     /// Why this phase does not count as a result: operations failed, or
     /// reads found nothing for records that were loaded or acknowledged
     /// (a store that loses writes must not show a throughput). `None` for
@@ -172,6 +223,7 @@ pub const KEPT_ERRORS: usize = 10;
 
 /// What one client thread measured.
 struct ThreadResult {
+    timeline: Option<ThreadTimeline>,
     hists: Vec<Latencies>,
     not_found: u64,
     /// The thread's first error messages (at most `KEPT_ERRORS`).
@@ -252,7 +304,12 @@ pub fn run_phase(
     }));
     let per_thread_rate = config.target_ops.map(|t| t / config.threads as f64);
     let started = Instant::now();
+    let clients_done = AtomicBool::new(false);
+    let mut samples = Vec::new();
     let results: Vec<BenchResult<ThreadResult>> = std::thread::scope(|scope| {
+        let sampler = config
+            .timeline
+            .then(|| scope.spawn(|| sample_each_second(store, started, &clients_done)));
         let handles: Vec<_> = (0..config.threads)
             .map(|t| {
                 let inserts = inserts.clone();
@@ -271,6 +328,7 @@ pub fn run_phase(
                         names: field_names(),
                         values: vec![Vec::new(); FIELD_COUNT],
                         result: ThreadResult {
+                            timeline: config.timeline.then(|| ThreadTimeline::new(started)),
                             hists: vec![Latencies::new(); OpKind::ALL.len()],
                             not_found: 0,
                             errors: Vec::new(),
@@ -295,21 +353,29 @@ pub fn run_phase(
                 })
             })
             .collect();
-        handles
+        let results = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(BenchError::new("a client thread panicked")))
             })
-            .collect()
+            .collect();
+        clients_done.store(true, Ordering::Relaxed);
+        if let Some(sampler) = sampler {
+            // A panicked sampler only costs the timeline its samples.
+            samples = sampler.join().unwrap_or_default();
+        }
+        results
     });
     let elapsed = started.elapsed();
     bar.finish_and_clear();
     let mut hists = vec![Latencies::new(); OpKind::ALL.len()];
     let mut not_found = 0;
     let mut first_errors = Vec::new();
+    let mut timelines = Vec::new();
     for r in results {
-        let r = r?;
+        let mut r = r?;
+        timelines.extend(r.timeline.take());
         for (total, h) in hists.iter_mut().zip(&r.hists) {
             total.merge(h);
         }
@@ -325,6 +391,12 @@ pub fn run_phase(
         .map(|(k, h)| (k.name().to_string(), h.summary()))
         .collect();
     let secs = elapsed.as_secs_f64().max(1e-9);
+    let (timeline, tail_account) = if config.timeline {
+        let (seconds, account) = timeline::assemble(&timelines, &samples);
+        (seconds, Some(account))
+    } else {
+        (Vec::new(), None)
+    };
     Ok(PhaseReport {
         store: store.name(),
         phase,
@@ -338,7 +410,31 @@ pub fn run_phase(
         first_errors,
         ops,
         peak_rss_kib: peak_rss_kib(),
+        timeline,
+        tail_account,
     })
+}
+
+/// The store's background work at the end of each second of the phase
+/// (`samples[i]` for second `i`), until the clients are done.
+fn sample_each_second(
+    store: &dyn YcsbStore,
+    started: Instant,
+    clients_done: &AtomicBool,
+) -> Vec<Option<BackgroundSample>> {
+    let mut samples = Vec::new();
+    while !clients_done.load(Ordering::Relaxed) {
+        let due = started + Duration::from_secs(samples.len() as u64 + 1);
+        // Short naps, so the phase's end is not held up by a second.
+        while Instant::now() < due && !clients_done.load(Ordering::Relaxed) {
+            std::thread::sleep(
+                due.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(50)),
+            );
+        }
+        samples.push(store.background());
+    }
+    samples
 }
 
 struct Worker {
@@ -357,7 +453,11 @@ impl Worker {
     ) -> Option<T> {
         let start = Instant::now();
         let out = op(self);
-        let elapsed = start.elapsed();
+        let end = Instant::now();
+        let elapsed = end.saturating_duration_since(start);
+        if let Some(timeline) = &mut self.result.timeline {
+            timeline.record(end, elapsed);
+        }
         match out {
             Ok(v) => {
                 self.result.hists[kind.index()].record(elapsed);
@@ -602,6 +702,7 @@ mod tests {
             target_ops: None,
             progress: false,
             seed: 1,
+            timeline: false,
         }
     }
 
@@ -656,6 +757,8 @@ mod tests {
                 },
             )],
             peak_rss_kib: Some(5),
+            timeline: Vec::new(),
+            tail_account: None,
         };
         assert_eq!(report.failure(), None, "a clean run counts");
         let text = report.to_ycsb_text();

@@ -16,7 +16,34 @@ fn config(workload: Workload, records: u64, ops: u64) -> PhaseConfig {
         target_ops: None,
         progress: false,
         seed: 1,
+        timeline: false,
     }
+}
+
+#[test]
+fn a_timeline_counts_every_operation_once_and_samples_basalts_background_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = BasaltEmbedded::open(dir.path().to_path_buf(), Some(8 << 20), Some(4096)).unwrap();
+    let with_timeline = PhaseConfig {
+        timeline: true,
+        ..config(Workload::A, 2_000, 0)
+    };
+    let load = run_phase(&store, Phase::Load, &with_timeline).unwrap();
+    assert_eq!(load.timeline.iter().map(|s| s.ops).sum::<u64>(), 2_000);
+    let account = load.tail_account.clone().expect("an account with the timeline");
+    assert_eq!(account.seconds, load.timeline.len() as u64);
+    assert_eq!(account.busy_ops + account.quiet_ops, 2_000);
+    // The last second is always sampled (at the phase's end); embedded
+    // Basalt reports its background work.
+    let last = load.timeline.last().expect("at least one second");
+    assert!(last.background.is_some() && last.background_busy.is_some());
+    let text = load.timeline_text();
+    assert!(text.contains("[TIMELINE], 0, ") && text.contains("[TAIL], operations >= 1,024 us"));
+    // Without the option nothing is kept or printed.
+    let run = run_phase(&store, Phase::Run, &config(Workload::C, 2_000, 500)).unwrap();
+    assert!(run.timeline.is_empty() && run.tail_account.is_none());
+    assert!(run.timeline_text().is_empty());
+    store.finish().unwrap();
 }
 
 #[test]
