@@ -248,10 +248,7 @@ mod tests {
         t.record(start + Duration::from_millis(2_500), micros(2_000));
         let (seconds, _) = assemble(&[t], &[]);
         assert_eq!(seconds.len(), 3);
-        assert_eq!(
-            seconds.iter().map(|s| s.ops).collect::<Vec<_>>(),
-            [1, 0, 1]
-        );
+        assert_eq!(seconds.iter().map(|s| s.ops).collect::<Vec<_>>(), [1, 0, 1]);
         assert_eq!(seconds[2].slow_ops, 1);
         assert_eq!(seconds[2].max_micros, 2_000);
         assert_eq!(seconds[1].background_busy, None, "no samples: unknown");
@@ -311,7 +308,10 @@ mod tests {
         let samples = [Some(idle), Some(running), Some(finished), Some(finished)];
         let (seconds, account) = assemble(&[t], &samples);
         assert_eq!(
-            seconds.iter().map(|s| s.background_busy).collect::<Vec<_>>(),
+            seconds
+                .iter()
+                .map(|s| s.background_busy)
+                .collect::<Vec<_>>(),
             [Some(false), Some(true), Some(true), Some(false)]
         );
         assert_eq!(

@@ -30,7 +30,10 @@ fn a_timeline_counts_every_operation_once_and_samples_basalts_background_work() 
     };
     let load = run_phase(&store, Phase::Load, &with_timeline).unwrap();
     assert_eq!(load.timeline.iter().map(|s| s.ops).sum::<u64>(), 2_000);
-    let account = load.tail_account.clone().expect("an account with the timeline");
+    let account = load
+        .tail_account
+        .clone()
+        .expect("an account with the timeline");
     assert_eq!(account.seconds, load.timeline.len() as u64);
     assert_eq!(account.busy_ops + account.quiet_ops, 2_000);
     // The last second is always sampled (at the phase's end); embedded

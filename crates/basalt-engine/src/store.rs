@@ -48,10 +48,10 @@ use crate::memory::{MemstoreBudget, Reservation};
 use crate::memstore::MemStore;
 use crate::scan::{ReadOptions, StoreScanner};
 use crate::source::{first_on_row, CellSource, MergedSource};
-use crate::version_limit::ColumnVersionLimit;
 use crate::storefile::{
     ReaderOptions, StoreFileReader, StoreFileSource, StoreFileWriter, WriterOptions,
 };
+use crate::version_limit::ColumnVersionLimit;
 
 /// What every store of a database shares.
 #[derive(Debug, Clone)]

@@ -115,7 +115,10 @@ mod tests {
         for c in part {
             if limit.admits(&c.qualifier, c.cell_type) {
                 limit.collected(c);
-                out.push((String::from_utf8_lossy(&c.qualifier).into_owned(), c.timestamp));
+                out.push((
+                    String::from_utf8_lossy(&c.qualifier).into_owned(),
+                    c.timestamp,
+                ));
             }
         }
         out

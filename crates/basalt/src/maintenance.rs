@@ -572,7 +572,11 @@ mod tests {
         .unwrap();
         assert_eq!(zero_left_alone, before, "0 changes nothing");
         assert_eq!(inside, 19);
-        assert_eq!(this_threads_nice(), before, "the calling thread is unchanged");
+        assert_eq!(
+            this_threads_nice(),
+            before,
+            "the calling thread is unchanged"
+        );
     }
 
     #[test]
