@@ -14,6 +14,12 @@
 //! [`FaultyFileStore`] wraps any store and makes chosen calls fail, for
 //! crash and error-path tests.
 //!
+//! One exception to "published once": a store that can append in place
+//! (a shared POSIX directory; memory when asked) says so with
+//! [`FileStore::can_append`], and the write-ahead log then keeps its
+//! batches in [`AppendableFile`] segments instead of one object each, as
+//! HBase's log appends to a file on HDFS. Nothing else appends.
+//!
 //! # Publication semantics (every implementation)
 //!
 //! - `create(path)` fails if `path` already exists. Until `finish` returns,
@@ -99,6 +105,27 @@ pub trait FileStore: Send + Sync + Debug {
     /// nothing, matching the default `publish_visible`.
     fn sync_published(&self, _paths: &[PathBuf]) -> Result<()> {
         Ok(())
+    }
+
+    /// True when the store can append to a file it published
+    /// ([`FileStore::create_appendable`]): a shared POSIX directory can,
+    /// object storage cannot (objects are immutable). The default is false.
+    fn can_append(&self) -> bool {
+        false
+    }
+
+    /// Creates `path`, create-if-absent (`AlreadyExists` if present), and
+    /// keeps it open for appending: every [`AppendableFile::append`] is
+    /// visible to every reader of the store when it returns. Only where
+    /// [`FileStore::can_append`]; elsewhere the default refuses.
+    fn create_appendable(&self, path: &Path) -> Result<Box<dyn AppendableFile>> {
+        Err(Error::io(
+            path,
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this storage cannot append to a file (objects are written whole)",
+            ),
+        ))
     }
 
     /// Reads exactly `len` bytes at `offset`. Reading past the end of the
@@ -213,6 +240,28 @@ pub trait FileWriter: Send + Debug {
     /// Makes the file durable and publishes it at its path (create-if-absent,
     /// see the module docs); returns its size.
     fn finish(self: Box<Self>) -> Result<u64>;
+}
+
+/// A file kept open for appending ([`FileStore::create_appendable`]): a
+/// write-ahead log segment on a shared directory.
+///
+/// Contract: `append` writes its bytes after everything appended before
+/// (one `write(2)` where the store is a file system) and, once it returns
+/// `Ok`, every reader of the store sees them (`size`, `read_range`); they
+/// survive this process's crash but not the machine's until `sync`. An
+/// `append` that fails may have left part of its bytes: the caller cuts
+/// the file back with `truncate` before appending again, so that no
+/// reader ever finds a partial write between whole ones.
+pub trait AppendableFile: Send + Debug {
+    /// Appends `bytes` at the end of the file.
+    fn append(&mut self, bytes: &[u8]) -> Result<()>;
+
+    /// Cuts the file back to `len` bytes (undoing a failed append).
+    fn truncate(&mut self, len: u64) -> Result<()>;
+
+    /// Makes every byte appended so far (and the file's name) survive a
+    /// machine crash.
+    fn sync(&mut self) -> Result<()>;
 }
 
 /// The error of a `create` (or `finish`) whose path is already taken: an
@@ -589,16 +638,32 @@ impl Drop for LocalFileWriter {
 /// [`FileStore::publish_visible`] and not yet named to
 /// [`FileStore::sync_published`] are what [`MemFileStore::lose_unsynced`]
 /// drops, as a machine crash would.
+///
+/// [`MemFileStore::appending`] makes one that can also append in place, as
+/// a shared directory can: a machine crash then also cuts every appendable
+/// file back to what was synced of it.
 #[derive(Debug, Default, Clone)]
 pub struct MemFileStore {
     files: Arc<Mutex<BTreeMap<PathBuf, Bytes>>>,
     unsynced: Arc<Mutex<BTreeSet<PathBuf>>>,
+    appends: bool,
+    /// Each appendable file, with how much of it was synced (`None`: not
+    /// even its name).
+    appended: Arc<Mutex<BTreeMap<PathBuf, Option<u64>>>>,
 }
 
 impl MemFileStore {
     /// An empty store.
     pub fn new() -> Self {
         MemFileStore::default()
+    }
+
+    /// An empty store that can append ([`FileStore::can_append`]).
+    pub fn appending() -> Self {
+        MemFileStore {
+            appends: true,
+            ..MemFileStore::default()
+        }
     }
 
     /// Replaces a published file's bytes. Files are otherwise immutable:
@@ -610,15 +675,47 @@ impl MemFileStore {
 
     /// A machine crash: every file published visible and not synced since
     /// is gone. Returns how many.
+    ///
+    /// Appendable files are cut back to their synced length (removed if
+    /// never synced); those count too when they lose bytes.
     pub fn lose_unsynced(&self) -> usize {
         let lost = std::mem::take(&mut *self.unsynced.lock());
+        let appended = std::mem::take(&mut *self.appended.lock());
         let mut files = self.files.lock();
-        lost.iter().filter(|p| files.remove(*p).is_some()).count()
+        let mut count = lost.iter().filter(|p| files.remove(*p).is_some()).count();
+        for (path, synced) in appended {
+            let Some(bytes) = files.get(&path).cloned() else {
+                continue;
+            };
+            match synced {
+                None => {
+                    files.remove(&path);
+                    count += 1;
+                }
+                Some(len) if (len as usize) < bytes.len() => {
+                    files.insert(path, bytes.slice(..len as usize));
+                    count += 1;
+                }
+                Some(_) => {}
+            }
+        }
+        count
     }
 
-    /// How many files are published visible and not synced.
+    /// How many files are published visible and not synced (appendable
+    /// files with unsynced bytes included).
     pub fn unsynced_count(&self) -> usize {
-        self.unsynced.lock().len()
+        let files = self.files.lock();
+        let appended_unsynced = self
+            .appended
+            .lock()
+            .iter()
+            .filter(|(path, synced)| {
+                let len = files.get(*path).map_or(0, |b| b.len() as u64);
+                synced.is_none_or(|s| s < len)
+            })
+            .count();
+        self.unsynced.lock().len() + appended_unsynced
     }
 
     fn get(&self, path: &Path) -> Result<Bytes> {
@@ -650,10 +747,41 @@ impl FileStore for MemFileStore {
 
     fn sync_published(&self, paths: &[PathBuf]) -> Result<()> {
         let mut unsynced = self.unsynced.lock();
+        let files = self.files.lock();
+        let mut appended = self.appended.lock();
         for path in paths {
             unsynced.remove(path);
+            if let Some(synced) = appended.get_mut(path) {
+                *synced = files.get(path).map(|b| b.len() as u64);
+            }
         }
         Ok(())
+    }
+
+    fn can_append(&self) -> bool {
+        self.appends
+    }
+
+    fn create_appendable(&self, path: &Path) -> Result<Box<dyn AppendableFile>> {
+        if !self.appends {
+            return Err(Error::io(
+                path,
+                io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "this memory store does not append",
+                ),
+            ));
+        }
+        let mut files = self.files.lock();
+        if files.contains_key(path) {
+            return Err(already_exists(path));
+        }
+        files.insert(path.to_path_buf(), Bytes::new());
+        self.appended.lock().insert(path.to_path_buf(), None);
+        Ok(Box::new(MemAppendableFile {
+            store: self.clone(),
+            path: path.to_path_buf(),
+        }))
     }
 
     fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {
@@ -687,6 +815,7 @@ impl FileStore for MemFileStore {
     fn delete(&self, path: &Path) -> Result<()> {
         self.files.lock().remove(path);
         self.unsynced.lock().remove(path);
+        self.appended.lock().remove(path);
         Ok(())
     }
 
@@ -726,6 +855,41 @@ impl FileStore for MemFileStore {
             .lock()
             .retain(|p| !p.starts_with(dir) || p.as_path() == dir);
         Ok(())
+    }
+}
+
+/// An appendable file of a [`MemFileStore::appending`] store. Appending to
+/// a file deleted meanwhile succeeds and changes nothing, as writing to an
+/// unlinked file does.
+#[derive(Debug)]
+struct MemAppendableFile {
+    store: MemFileStore,
+    path: PathBuf,
+}
+
+impl AppendableFile for MemAppendableFile {
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        let mut files = self.store.files.lock();
+        if let Some(old) = files.get(&self.path) {
+            let mut grown = Vec::with_capacity(old.len() + bytes.len());
+            grown.extend_from_slice(old);
+            grown.extend_from_slice(bytes);
+            files.insert(self.path.clone(), Bytes::from(grown));
+        }
+        Ok(())
+    }
+
+    fn truncate(&mut self, len: u64) -> Result<()> {
+        let mut files = self.store.files.lock();
+        if let Some(old) = files.get(&self.path) {
+            let cut = old.slice(..(len as usize).min(old.len()));
+            files.insert(self.path.clone(), cut);
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.store.sync_published(std::slice::from_ref(&self.path))
     }
 }
 
@@ -778,6 +942,9 @@ pub enum FaultOp {
     List,
     /// [`FileStore::delete`]: the file is not deleted.
     Delete,
+    /// [`AppendableFile::append`] (with partial writes on, half of the
+    /// bytes land first).
+    Append,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -1042,6 +1209,54 @@ impl FileStore for FaultyFileStore {
 
     fn cache_stats(&self) -> Option<FileCacheStats> {
         self.inner.cache_stats()
+    }
+
+    fn sync_published(&self, paths: &[PathBuf]) -> Result<()> {
+        self.inner.sync_published(paths)
+    }
+
+    fn can_append(&self) -> bool {
+        self.inner.can_append()
+    }
+
+    fn create_appendable(&self, path: &Path) -> Result<Box<dyn AppendableFile>> {
+        self.check(FaultOp::Create, path)?;
+        Ok(Box::new(FaultyAppendableFile {
+            inner: self.inner.create_appendable(path)?,
+            state: Arc::clone(&self.state),
+            path: path.to_path_buf(),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct FaultyAppendableFile {
+    inner: Box<dyn AppendableFile>,
+    state: Arc<Mutex<FaultState>>,
+    path: PathBuf,
+}
+
+impl AppendableFile for FaultyAppendableFile {
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        let (fail, partial) = {
+            let mut s = self.state.lock();
+            (s.hit(FaultOp::Append), s.partial_writes)
+        };
+        if fail {
+            if partial {
+                self.inner.append(&bytes[..bytes.len() / 2])?;
+            }
+            return Err(injected(FaultOp::Append, &self.path));
+        }
+        self.inner.append(bytes)
+    }
+
+    fn truncate(&mut self, len: u64) -> Result<()> {
+        self.inner.truncate(len)
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.inner.sync()
     }
 }
 

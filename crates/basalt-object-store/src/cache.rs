@@ -59,7 +59,8 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 
-use basalt_engine::fs::{past_end, FileCacheStats, FileStore, FileWriter};
+use basalt_engine::fs::{past_end, AppendableFile, FileCacheStats, FileStore, FileWriter};
+use basalt_engine::wal::object::OBJECT_WAL_DIR;
 use basalt_types::{Error, Result};
 
 const IDENTITY_FILE: &str = "IDENTITY";
@@ -250,12 +251,18 @@ impl CachedFileStore {
     }
 
     /// The part of `path` below the root, when it is cacheable.
+    /// The path below the root of a file the cache may keep parts and the
+    /// size of: not the write-ahead log's, which a shared directory's log
+    /// appends to (a cached part or size would go stale) and which only
+    /// recovery reads, once.
     fn relative(&self, path: &Path) -> Option<PathBuf> {
         let relative = path.strip_prefix(&self.root).ok()?;
         let plain = relative
             .components()
             .all(|c| matches!(c, Component::Normal(_)));
-        (plain && relative.components().next().is_some()).then(|| relative.to_path_buf())
+        let in_log =
+            relative.components().next() == Some(Component::Normal(OBJECT_WAL_DIR.as_ref()));
+        (plain && !in_log && relative.components().next().is_some()).then(|| relative.to_path_buf())
     }
 
     fn part_file(&self, id: &PartId, len: u64) -> PathBuf {
@@ -402,6 +409,10 @@ impl CachedFileStore {
     }
 
     fn remembered_size(&self, path: &Path) -> Result<u64> {
+        if self.relative(path).is_none() {
+            // Outside the cache's files (the log's may grow): ask each time.
+            return self.inner.size(path);
+        }
         if let Some(&size) = self.sizes.lock().get(path) {
             return Ok(size);
         }
@@ -443,6 +454,14 @@ impl FileStore for CachedFileStore {
 
     fn sync_published(&self, paths: &[PathBuf]) -> Result<()> {
         self.inner.sync_published(paths)
+    }
+
+    fn can_append(&self) -> bool {
+        self.inner.can_append()
+    }
+
+    fn create_appendable(&self, path: &Path) -> Result<Box<dyn AppendableFile>> {
+        self.inner.create_appendable(path)
     }
 
     fn read_range(&self, path: &Path, offset: u64, len: usize) -> Result<Bytes> {

@@ -77,7 +77,7 @@ use object_store::{
     PutPayloadMut,
 };
 
-use basalt_engine::fs::{already_exists, past_end, FileStore, FileWriter};
+use basalt_engine::fs::{already_exists, past_end, AppendableFile, FileStore, FileWriter};
 use basalt_types::{Error, Result};
 
 use crate::bridge::{Bridge, Interrupted};
@@ -461,6 +461,60 @@ impl FileStore for ObjectFileStore {
             .put_if_absent_on(&shared.unsynced, path, &key, payload, len)
     }
 
+    /// A shared directory appends in place (the log's segments); object
+    /// storage cannot.
+    fn can_append(&self) -> bool {
+        self.inner.shared_directory.is_some()
+    }
+
+    /// The file itself, opened with `O_APPEND` and created only if absent
+    /// (`O_EXCL`): a log segment's bytes go to the file system one
+    /// `write(2)` per batch, with no object-store call on the way.
+    fn create_appendable(&self, path: &Path) -> Result<Box<dyn AppendableFile>> {
+        let Some(shared) = &self.inner.shared_directory else {
+            return Err(Error::io(
+                path,
+                io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!(
+                        "object storage {} cannot append to an object",
+                        self.inner.name
+                    ),
+                ),
+            ));
+        };
+        let key = self.inner.key_of(path)?;
+        let file_path = shared.dir.join(key.as_ref());
+        let parent = file_path
+            .parent()
+            .ok_or_else(|| Error::invalid(format!("{} has no directory", file_path.display())))?;
+        // The directory may be removed between its creation and the open
+        // when the last file in it is deleted (the store cleans up empty
+        // directories): create it again and retry.
+        let mut attempts = 0;
+        let file = loop {
+            attempts += 1;
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+            match std::fs::OpenOptions::new()
+                .append(true)
+                .create_new(true)
+                .open(&file_path)
+            {
+                Ok(file) => break file,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Err(already_exists(path))
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound && attempts < 5 => continue,
+                Err(e) => return Err(Error::io(&file_path, e)),
+            }
+        };
+        Ok(Box::new(SharedAppendableFile {
+            file,
+            path: file_path,
+            name_synced: false,
+        }))
+    }
+
     fn sync_published(&self, paths: &[PathBuf]) -> Result<()> {
         let Some(shared) = &self.inner.shared_directory else {
             return Ok(());
@@ -535,7 +589,19 @@ impl FileStore for ObjectFileStore {
             .ok_or_else(|| self.inner.not_found(path))
     }
 
+    /// On a shared directory a `stat` of the file, without a hop through
+    /// the object-store runtime: the log asks after every batch whether
+    /// its segment was fenced.
     fn exists(&self, path: &Path) -> Result<bool> {
+        if let Some(shared) = &self.inner.shared_directory {
+            let key = self.inner.key_of(path)?;
+            let file = shared.dir.join(key.as_ref());
+            return match std::fs::metadata(&file) {
+                Ok(meta) => Ok(meta.is_file()),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(Error::io(&file, e)),
+            };
+        }
         Ok(self.inner.head(path)?.is_some())
     }
 
@@ -683,6 +749,43 @@ impl Inner {
         self.call("PUT", path, key, len, async move {
             store.put_opts(&location, payload, options).await
         })?;
+        Ok(())
+    }
+}
+
+/// A log segment on a shared directory ([`ObjectFileStore::create_appendable`]).
+#[derive(Debug)]
+struct SharedAppendableFile {
+    file: std::fs::File,
+    path: PathBuf,
+    /// The directory entry was fsynced (once is enough).
+    name_synced: bool,
+}
+
+impl AppendableFile for SharedAppendableFile {
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        use std::io::Write;
+        self.file
+            .write_all(bytes)
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn truncate(&mut self, len: u64) -> Result<()> {
+        self.file.set_len(len).map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(&self.path, e))?;
+        if !self.name_synced {
+            if let Some(dir) = self.path.parent() {
+                std::fs::File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| Error::io(dir, e))?;
+            }
+            self.name_synced = true;
+        }
         Ok(())
     }
 }

@@ -22,6 +22,7 @@ fn the_local_store_keeps_the_contract() {
 #[test]
 fn the_memory_store_keeps_the_contract() {
     contract::check_all(&MemFileStore::new(), Path::new("/m"));
+    contract::check_all(&MemFileStore::appending(), Path::new("/m"));
 }
 
 /// The object store behind `config` (with its disk cache when `cached`).

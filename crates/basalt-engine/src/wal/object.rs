@@ -80,7 +80,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -93,7 +93,7 @@ use super::format::{self, RECORD_HEADER_LEN};
 use super::{ReplayReport, TornTail, WalEdit, WalStats, WriteAheadLog, MAX_RECORD_PAYLOAD};
 use crate::coding;
 use crate::fence::Fence;
-use crate::fs::FileStore;
+use crate::fs::{AppendableFile, FileStore};
 use crate::manifest::is_already_exists;
 
 #[cfg(test)]
@@ -124,6 +124,10 @@ enum Kind {
     /// Voids the object just before it (a batch whose publication was
     /// reported failed but landed anyway): replay skips that batch.
     Void = 5,
+    /// Written by the fencer right after its fence on a store that
+    /// appends: how long the fenced writer's segment was once the fence
+    /// existed. Replay reads that segment only up to there.
+    Seal = 6,
 }
 
 impl Kind {
@@ -134,6 +138,7 @@ impl Kind {
             3 => Some(Kind::Claim),
             4 => Some(Kind::Closed),
             5 => Some(Kind::Void),
+            6 => Some(Kind::Seal),
             _ => None,
         }
     }
@@ -155,6 +160,11 @@ pub struct ObjectWalOptions {
     /// After a failed publication, how often the log tries to resolve it
     /// and serve again. Default 1 s.
     pub repair_interval: Duration,
+    /// On a store that appends (a shared directory), the size at which the
+    /// log starts a new segment. Segments are deleted whole once every
+    /// region flushed past them, so this bounds what a quiet log keeps.
+    /// Default 64 MiB, as the local log's segments.
+    pub segment_max_bytes: u64,
 }
 
 impl Default for ObjectWalOptions {
@@ -162,6 +172,7 @@ impl Default for ObjectWalOptions {
         ObjectWalOptions {
             group_commit_window: Duration::ZERO,
             repair_interval: Duration::from_secs(1),
+            segment_max_bytes: 64 << 20,
         }
     }
 }
@@ -183,7 +194,8 @@ fn number_of(path: &Path) -> Option<u64> {
         .flatten()
 }
 
-/// A decoded log object.
+/// A decoded log object: one frame, or (a segment a store appends to) a
+/// run of `Records` frames.
 #[derive(Debug)]
 struct Decoded {
     kind: Kind,
@@ -191,6 +203,45 @@ struct Decoded {
     edits: Vec<WalEdit>,
     /// For a `Void`: the sequence number it voids.
     voids: Option<u64>,
+    /// For a `Seal`: the sequence number it seals and its length.
+    seals: Option<(u64, u64)>,
+    /// Where each whole frame ends in the file, with how many edits the
+    /// frames up to it hold (for cutting a segment at its seal).
+    frames: Vec<(u64, usize)>,
+    /// A segment's last frame that is not whole: where it starts, and why
+    /// (a write cut short by a machine crash, or still being appended
+    /// when read).
+    torn: Option<(u64, String)>,
+}
+
+impl Decoded {
+    /// Keeps only the frames that end at or before `len` (a seal): a frame
+    /// past it was appended after the fence, so its writer never
+    /// acknowledged it. A frame crossing `len` was partly written when
+    /// the fencer measured: torn, and never acknowledged either.
+    fn cut_at(&mut self, len: u64) {
+        let kept = self
+            .frames
+            .iter()
+            .take_while(|(end, _)| *end <= len)
+            .count();
+        let crossing = self.frames.get(kept).map(|&(end, _)| end);
+        let kept_end = kept.checked_sub(1).map_or(0, |i| self.frames[i].0);
+        let edits = kept.checked_sub(1).map_or(0, |i| self.frames[i].1);
+        self.frames.truncate(kept);
+        self.edits.truncate(edits);
+        if kept_end < len {
+            // Part of a frame lies below the seal: what the writer was
+            // appending when the fence landed.
+            let torn_here = match (&self.torn, crossing) {
+                (Some((at, reason)), None) if *at == kept_end => reason.clone(),
+                _ => format!("a batch being appended when the log was sealed at byte {len}"),
+            };
+            self.torn = Some((kept_end, torn_here));
+        } else {
+            self.torn = None;
+        }
+    }
 }
 
 /// Builds a log object: header, then the framed records (as in segments).
@@ -212,11 +263,47 @@ fn encode_object(kind: Kind, epoch: u64, records: u64, body: &[u8]) -> Vec<u8> {
 /// Decodes a log object; the error says what is wrong (for
 /// [`Error::Corruption`]). Object stores publish whole objects; only a
 /// machine crash can tear one published visible on a shared directory,
-/// which walks tell apart first ([`torn_reason`]).
+/// which walks tell apart first ([`torn_reason`]). A `Records` object may
+/// be followed by more `Records` frames of the same epoch (a segment the
+/// log appends to, on a store that can): their edits follow in order, and
+/// a last frame that is not whole is noted in `torn`, not an error.
 fn decode_object(bytes: &Bytes) -> std::result::Result<Decoded, String> {
-    let header = bytes
+    let (mut decoded, mut at) = decode_frame(bytes, 0)?;
+    decoded.frames.push((at as u64, decoded.edits.len()));
+    while at < bytes.len() {
+        if decoded.kind != Kind::Records {
+            return Err(format!(
+                "{} bytes after a {:?} object",
+                bytes.len() - at,
+                decoded.kind
+            ));
+        }
+        if let Some(reason) = torn_reason(&bytes[at..]) {
+            decoded.torn = Some((at as u64, reason));
+            break;
+        }
+        let (frame, end) =
+            decode_frame(bytes, at).map_err(|e| format!("frame at byte {at}: {e}"))?;
+        if frame.kind != Kind::Records || frame.epoch != decoded.epoch {
+            return Err(format!(
+                "frame at byte {at} is a {:?} of epoch {} in a segment of epoch {}",
+                frame.kind, frame.epoch, decoded.epoch
+            ));
+        }
+        decoded.edits.extend(frame.edits);
+        decoded.frames.push((end as u64, decoded.edits.len()));
+        at = end;
+    }
+    Ok(decoded)
+}
+
+/// Decodes the frame (header and body) at byte `at`; returns it and where
+/// it ends.
+fn decode_frame(bytes: &Bytes, at: usize) -> std::result::Result<(Decoded, usize), String> {
+    let rest = bytes.get(at..).unwrap_or_default();
+    let header = rest
         .get(..HEADER_LEN)
-        .ok_or_else(|| format!("{} bytes is shorter than the header", bytes.len()))?;
+        .ok_or_else(|| format!("{} bytes is shorter than the header", rest.len()))?;
     if header[..8] != MAGIC {
         return Err("bad magic".into());
     }
@@ -233,28 +320,44 @@ fn decode_object(bytes: &Bytes) -> std::result::Result<Decoded, String> {
     let records = coding::u64_le(header, 24, "record count")?;
     let body_len = coding::u64_le(header, 32, "body length")?;
     let body_crc = coding::u32_le(header, 40, "body checksum")?;
-    let body = bytes.slice(HEADER_LEN..);
-    if body.len() as u64 != body_len {
-        return Err(format!(
-            "body is {} bytes, header says {body_len}",
-            body.len()
-        ));
+    let body_start = at + HEADER_LEN;
+    let available = (bytes.len() - body_start) as u64;
+    if available < body_len {
+        return Err(format!("body is {available} bytes, header says {body_len}"));
     }
+    let end = body_start + body_len as usize;
+    let body = bytes.slice(body_start..end);
     if crc32c::crc32c(&body) != body_crc {
         return Err("body checksum mismatch".into());
     }
-    if kind == Kind::Void {
-        // The body is the voided sequence number, nothing else.
-        if body.len() != 8 || records != 0 {
-            return Err(format!("a void object of {} body bytes", body.len()));
+    let frame = |edits, voids, seals| Decoded {
+        kind,
+        epoch,
+        edits,
+        voids,
+        seals,
+        frames: Vec::new(),
+        torn: None,
+    };
+    match kind {
+        Kind::Void => {
+            // The body is the voided sequence number, nothing else.
+            if body.len() != 8 || records != 0 {
+                return Err(format!("a void object of {} body bytes", body.len()));
+            }
+            let voided = coding::u64_le(&body, 0, "voided sequence")?;
+            return Ok((frame(Vec::new(), Some(voided), None), end));
         }
-        let voided = coding::u64_le(&body, 0, "voided sequence")?;
-        return Ok(Decoded {
-            kind,
-            epoch,
-            edits: Vec::new(),
-            voids: Some(voided),
-        });
+        Kind::Seal => {
+            // The sealed sequence number and its length.
+            if body.len() != 16 || records != 0 {
+                return Err(format!("a seal object of {} body bytes", body.len()));
+            }
+            let sealed = coding::u64_le(&body, 0, "sealed sequence")?;
+            let len = coding::u64_le(&body, 8, "sealed length")?;
+            return Ok((frame(Vec::new(), None, Some((sealed, len))), end));
+        }
+        _ => {}
     }
     // Bounded: every record takes at least a header.
     if records > (body.len() / RECORD_HEADER_LEN) as u64 {
@@ -274,11 +377,11 @@ fn decode_object(bytes: &Bytes) -> std::result::Result<Decoded, String> {
             return Err(format!("record at body byte {at} claims {len} bytes"));
         }
         let start = at + RECORD_HEADER_LEN;
-        let end = start
+        let record_end = start
             .checked_add(len)
-            .filter(|&end| end <= body.len())
+            .filter(|&e| e <= body.len())
             .ok_or_else(|| format!("record at body byte {at} runs past the end"))?;
-        let payload = body.slice(start..end);
+        let payload = body.slice(start..record_end);
         if crc32c::crc32c(&payload) != record.payload_crc {
             return Err(format!("record at body byte {at} fails its checksum"));
         }
@@ -286,7 +389,7 @@ fn decode_object(bytes: &Bytes) -> std::result::Result<Decoded, String> {
             format::decode_payload(payload)
                 .map_err(|e| format!("record at body byte {at}: {e}"))?,
         );
-        at = end;
+        at = record_end;
     }
     if edits.len() as u64 != records {
         return Err(format!(
@@ -294,12 +397,16 @@ fn decode_object(bytes: &Bytes) -> std::result::Result<Decoded, String> {
             edits.len()
         ));
     }
-    Ok(Decoded {
-        kind,
-        epoch,
-        edits,
-        voids: None,
-    })
+    Ok((frame(edits, None, None), end))
+}
+
+/// Builds a `Seal` object: the fenced log's segment `sealed` is read up
+/// to `len`.
+fn encode_seal(epoch: u64, sealed: u64, len: u64) -> Vec<u8> {
+    let mut body = Vec::with_capacity(16);
+    coding::put_u64_le(&mut body, sealed);
+    coding::put_u64_le(&mut body, len);
+    encode_object(Kind::Seal, epoch, 0, &body)
 }
 
 /// One published object the log keeps track of (for retirement).
@@ -370,6 +477,27 @@ struct Inner {
     objects: Mutex<Vec<LogObject>>,
     old_logs: Mutex<Vec<OldLog>>,
     stats: Counters,
+    /// The store appends: batches go to segments (see "Segments").
+    appends: bool,
+    /// The own segment batches are appended to; used only by the one
+    /// publisher at a time (`State::committing`), `sync_through` and
+    /// the repair.
+    segment: Mutex<Option<OpenSegment>>,
+    /// Retirement found the open segment all flushed: the next batch
+    /// starts a new one, so that this one can go.
+    roll_requested: AtomicBool,
+}
+
+/// The own log's segment open for appending.
+struct OpenSegment {
+    file: Box<dyn AppendableFile>,
+    sequence: u64,
+    path: PathBuf,
+    /// Bytes of whole batches in it. A failed append is cut back to this.
+    len: u64,
+    /// An append failed and its bytes may be partly there: cut the file
+    /// back to `len` before anything else is appended.
+    needs_cut: bool,
 }
 
 #[derive(Default)]
@@ -530,6 +658,7 @@ impl ObjectWal {
         old_logs: Vec<OldLog>,
     ) -> Result<Arc<ObjectWal>> {
         let LogClaim { files, root, fence } = claim;
+        let files_append = files.can_append();
         let inner = Arc::new(Inner {
             files,
             root,
@@ -559,6 +688,9 @@ impl ObjectWal {
             objects: Mutex::new(objects),
             old_logs: Mutex::new(old_logs),
             stats: Counters::default(),
+            appends: files_append,
+            segment: Mutex::new(None),
+            roll_requested: AtomicBool::new(false),
         });
         let committer_inner = Arc::clone(&inner);
         let committer = std::thread::Builder::new()
@@ -633,8 +765,42 @@ struct Walk {
 struct Walked {
     /// What retirement needs to know of it.
     old: OldLog,
-    /// The fence or closed object it ends with.
+    /// The fence, seal or closed object it ends with.
     end: PathBuf,
+    end_kind: Kind,
+}
+
+/// Writes the seal after the fence at `fence` of log `log_id` (invariant
+/// W5): the length of the object before the fence, measured now that the
+/// fence exists. Another fencer's seal already there is as good.
+fn seal(
+    files: &dyn FileStore,
+    root: &Path,
+    log_id: u64,
+    fence: &Path,
+    fencer_epoch: u64,
+) -> Result<()> {
+    let fence_sequence = number_of(fence)
+        .ok_or_else(|| Error::invalid(format!("{} is not a log object name", fence.display())))?;
+    let len = match fence_sequence.checked_sub(1) {
+        None => 0,
+        Some(sealed) => match files.size(&object_path(root, log_id, sealed)) {
+            Ok(len) => len,
+            // Retired by its writer: nothing of it is replayed anyway.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(e),
+        },
+    };
+    let sealed = fence_sequence.saturating_sub(1);
+    let path = object_path(root, log_id, fence_sequence + 1);
+    match publish(files, &path, &encode_seal(fencer_epoch, sealed, len)) {
+        Ok(()) => {
+            tracing::info!(log = log_id, sealed, len, "sealed a fenced write-ahead log");
+            Ok(())
+        }
+        Err(e) if is_already_exists(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Walks log `log_id` of another owner in sequence order until it ends
@@ -662,9 +828,33 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
     objects: &mut Vec<LogObject>,
     report: &mut ReplayReport,
 ) -> Result<Walked> {
+    let mut walk = walk;
+    if walk.reading == Reading::Everything
+        && matches!(walk.if_unended, IfUnended::Fence(_))
+        && files.can_append()
+    {
+        // A segment can grow until the fence lands: end the log (fence and
+        // seal) before reading any of it, then read what the seal says.
+        let mut ignore: fn(WalEdit) -> Result<()> = |_| Ok(());
+        walk_log(
+            files,
+            root,
+            log_id,
+            Walk {
+                reading: Reading::EndOnly,
+                if_unended: walk.if_unended,
+            },
+            &mut ignore,
+            &mut Vec::new(),
+            &mut ReplayReport::default(),
+        )?;
+        walk.if_unended = IfUnended::Refuse;
+    }
     let dir = log_dir(root, log_id);
     let mut replay = Replay {
         log_id,
+        appends: files.can_append(),
+        torn: false,
         old: OldLog {
             id: log_id,
             markers: Vec::new(),
@@ -677,9 +867,8 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
     };
     // The highest sequence number listed so far.
     let mut walked: Option<u64> = None;
-    // A torn object was met (invariant W4, below).
-    let mut torn = false;
-    // The fence or closed object met last, with nothing listed after it.
+    // The fence, seal or closed object met last, with nothing listed after
+    // it.
     let mut end: Option<(PathBuf, Kind)> = None;
     // Each round that does not end the walk created a fence that was then
     // found not to end the log: its writer kept publishing. The bound turns
@@ -694,29 +883,38 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
         let count = listed.len();
         for (index, (sequence, path)) in listed.into_iter().enumerate() {
             walked = Some(sequence);
-            if let Some((end_path, kind)) = end.take() {
-                if kind == Kind::Closed {
+            // Only `Reading::Everything` reads past an end (an end-only
+            // walk reads the last object of a listing, and lists again only
+            // when that did not end the log).
+            let after_end = end.take();
+            if walk.reading == Reading::EndOnly && index + 1 < count {
+                continue;
+            }
+            let read = read_object_or_torn(files, &path)?;
+            if let Some((end_path, kind)) = after_end {
+                let seal_of_fence = kind == Kind::Fence
+                    && matches!(&read, Some(Read::Whole { decoded, .. }) if decoded.kind == Kind::Seal);
+                if kind != Kind::Fence {
                     // Its writer publishes nothing after closing, and a
-                    // fencer never fences a closed log.
+                    // fencer never fences a closed log nor follows a seal.
                     return Err(Error::Corruption {
                         path,
                         offset: 0,
                         message: format!(
-                            "write-ahead log object after the log's Closed object {}",
+                            "write-ahead log object after the log's {kind:?} object {}",
                             end_path.display()
                         ),
                     });
                 }
-                tracing::warn!(
-                    log = log_id,
-                    fence = %end_path.display(),
-                    "a fence of this log landed in a slot its writer had already retired; the log goes on after it"
-                );
+                if !seal_of_fence {
+                    tracing::warn!(
+                        log = log_id,
+                        fence = %end_path.display(),
+                        "a fence of this log landed in a slot its writer had already retired; the log goes on after it"
+                    );
+                }
             }
-            if walk.reading == Reading::EndOnly && index + 1 < count {
-                continue;
-            }
-            match read_object_or_torn(files, &path)? {
+            match read {
                 // Fencing invariant W3: an object listed but gone by the
                 // time it is read was retired by its writer, which retires
                 // only objects whose every edit is in a store file that the
@@ -741,11 +939,11 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
                         dropped_bytes: 0,
                         reason,
                     });
-                    torn = true;
+                    replay.torn = true;
                     replay.dropped(sequence, path, len);
                 }
                 Some(Read::Whole { decoded, len })
-                    if torn && matches!(decoded.kind, Kind::Records | Kind::Void) =>
+                    if replay.torn && matches!(decoded.kind, Kind::Records | Kind::Void) =>
                 {
                     replay.dropped(sequence, path, len);
                 }
@@ -757,11 +955,32 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
                 }
             }
         }
-        if let Some((end, _)) = end {
+        if let Some((end, kind)) = end.take() {
+            let fence_to_seal = kind == Kind::Fence && files.can_append();
+            match (fence_to_seal, walk.if_unended) {
+                // Invariant W5: on a store that appends, the fencer seals
+                // what it fenced. The fenced writer's segment may still
+                // grow (a batch it appends after the fence is refused by
+                // its own check, W1), so replay needs the length the
+                // segment had once the fence existed: every batch its
+                // writer acknowledged lies below it.
+                (true, IfUnended::Fence(fencer_epoch)) => {
+                    seal(files, root, log_id, &end, fencer_epoch)?;
+                    continue;
+                }
+                (true, IfUnended::Refuse) => tracing::warn!(
+                    log = log_id,
+                    fence = %end.display(),
+                    "this log is fenced but not sealed (its fencer stopped in between); \
+                     replaying its last segment whole"
+                ),
+                _ => {}
+            }
             replay.finish()?;
             return Ok(Walked {
                 old: replay.old,
                 end,
+                end_kind: kind,
             });
         }
         let fencer_epoch = match walk.if_unended {
@@ -923,8 +1142,14 @@ pub fn delete_log(files: &dyn FileStore, root: &Path, log_id: u64) -> Result<()>
         &mut ReplayReport::default(),
     )?;
     let claim = object_path(root, log_id, 0);
+    // A seal keeps its fence: a fenced writer that is only paused looks
+    // for the fence at the number after its segment (W1).
+    let fence_of_seal = (walked.end_kind == Kind::Seal)
+        .then(|| number_of(&walked.end).and_then(|n| n.checked_sub(1)))
+        .flatten()
+        .map(|n| object_path(root, log_id, n));
     for path in files.list(&log_dir(root, log_id))? {
-        if path != walked.end && path != claim {
+        if path != walked.end && path != claim && Some(&path) != fence_of_seal.as_ref() {
             files.delete(&path)?;
         }
     }
@@ -941,6 +1166,12 @@ pub fn delete_log(files: &dyn FileStore, root: &Path, log_id: u64) -> Result<()>
 /// it is known not to void it (or the log ends).
 struct Replay<'a, F> {
     log_id: u64,
+    /// The store appends: the log's newest batch object may be a segment
+    /// still growing when a fence lands, read only up to its seal.
+    appends: bool,
+    /// A torn object or frame was met: nothing after it is replayed
+    /// (invariant W4).
+    torn: bool,
     old: OldLog,
     /// The last batch read, not applied yet.
     pending: Option<(u64, PathBuf, Decoded)>,
@@ -969,17 +1200,40 @@ impl<F: FnMut(WalEdit) -> Result<()>> Replay<'_, F> {
             self.listed(sequence, path, 0, BTreeMap::new());
             return Ok(false);
         }
-        self.finish()?;
+        if decoded.kind == Kind::Seal {
+            // Invariant W5: the segment before the fence counts up to the
+            // length the fencer measured once its fence existed.
+            if let (Some((pending_sequence, _, segment)), Some((sealed, len))) =
+                (self.pending.as_mut(), decoded.seals)
+            {
+                if *pending_sequence == sealed {
+                    segment.cut_at(len);
+                }
+            }
+            self.finish()?;
+            self.old.markers.push(path);
+            return Ok(true);
+        }
+        let growing_segment = self.appends
+            && decoded.kind == Kind::Fence
+            && self
+                .pending
+                .as_ref()
+                .is_some_and(|(_, _, pending)| pending.kind == Kind::Records);
+        if !growing_segment {
+            self.finish()?;
+        }
         match decoded.kind {
             Kind::Claim => {
                 self.old.markers.push(path);
                 Ok(false)
             }
             Kind::Fence => {
-                // Fencing invariant W2: nothing follows a fence. Its writer
-                // could not publish at this number, and publishes only at
-                // the next number after its last success, so it published
-                // nothing later.
+                // Fencing invariant W2: nothing follows a fence but its
+                // seal (W5). Its writer could not publish at this number,
+                // and publishes only at the next number after its last
+                // success, so it published nothing later. On a store that
+                // appends, the batch before it waits for the seal.
                 self.old.markers.push(path);
                 Ok(true)
             }
@@ -992,6 +1246,7 @@ impl<F: FnMut(WalEdit) -> Result<()>> Replay<'_, F> {
                 self.pending = Some((sequence, path, decoded));
                 Ok(false)
             }
+            Kind::Seal => Ok(true),
         }
     }
 
@@ -1008,6 +1263,20 @@ impl<F: FnMut(WalEdit) -> Result<()>> Replay<'_, F> {
             *max = (*max).max(edit.sequence_id);
             (self.apply)(edit)?;
             self.report.records += 1;
+        }
+        if let Some((offset, reason)) = decoded.torn {
+            // A segment's last batch was cut short (a machine crash before
+            // it was synced, or a writer cut off by its fence): it was never
+            // acknowledged, and replay ends there (invariant W4).
+            tracing::warn!(log = self.log_id, segment = %path.display(), offset, %reason,
+                "a write-ahead log segment ends with a partial batch: replay ends before it");
+            self.report.torn_tail.get_or_insert(TornTail {
+                path: path.clone(),
+                offset,
+                dropped_bytes: 0,
+                reason,
+            });
+            self.torn = true;
         }
         self.listed(sequence, path, records, regions);
         Ok(())
@@ -1069,6 +1338,22 @@ fn read_object_or_torn(files: &dyn FileStore, path: &Path) -> Result<Option<Read
         }
         Err(e) => return Err(e),
     };
+    if bytes.is_empty() && files.can_append() {
+        // A segment created and not yet appended to (or whose first batch
+        // failed and was cut back): an empty batch.
+        return Ok(Some(Read::Whole {
+            decoded: Decoded {
+                kind: Kind::Records,
+                epoch: 0,
+                edits: Vec::new(),
+                voids: None,
+                seals: None,
+                frames: Vec::new(),
+                torn: None,
+            },
+            len: 0,
+        }));
+    }
     if let Some(reason) = torn_reason(&bytes) {
         return Ok(Some(Read::Torn {
             reason,
@@ -1128,6 +1413,14 @@ enum TakenBy {
     OwnEarlierBatch,
     /// A fence, or an object of another epoch: a newer owner ended the log.
     NewerOwner(u64),
+}
+
+/// Why a new segment could not be started.
+enum Roll {
+    /// A newer owner's object holds the number: the log is fenced.
+    Fenced(Error),
+    /// Anything else, at the path: the log fails until repaired.
+    Failed(PathBuf, String),
 }
 
 /// One batch taken by the committer.
@@ -1241,6 +1534,10 @@ impl Inner {
             self.fail_pending(&mut st, &fenced.to_string());
             return;
         }
+        if self.appends {
+            self.append_batch(batch);
+            return;
+        }
         let epoch = self.fence.epoch();
         let sequence = self.state.lock().next_sequence;
         let path = object_path(&self.root, epoch, sequence);
@@ -1290,6 +1587,196 @@ impl Inner {
             }
             Err(e) => self.fail_publication(&mut st, &path, e.to_string()),
         }
+    }
+
+    /// Appends a batch to the open segment (starting one first when there
+    /// is none, it is full, or retirement asked for a new one), then looks
+    /// at the number after the segment: the batch is acknowledged only if
+    /// no fence is there (invariant W1 on a store that appends).
+    fn append_batch(&self, batch: Batch) {
+        let epoch = self.fence.epoch();
+        let frame = encode_object(Kind::Records, epoch, batch.records, &batch.bytes);
+        let mut segment = self.segment.lock();
+        let roll = self.roll_requested.load(Ordering::Relaxed)
+            || segment
+                .as_ref()
+                .is_none_or(|open| open.len >= self.options.segment_max_bytes);
+        if roll {
+            if let Err(cause) = self.start_segment(&mut segment) {
+                drop(segment);
+                let mut st = self.state.lock();
+                match cause {
+                    Roll::Fenced(error) => self.fail_pending(&mut st, &error.to_string()),
+                    Roll::Failed(path, cause) => self.fail_publication(&mut st, &path, cause),
+                }
+                return;
+            }
+        }
+        let Some(open) = segment.as_mut() else {
+            return;
+        };
+        if let Err(e) = open.file.append(&frame) {
+            open.needs_cut = true;
+            let path = open.path.clone();
+            drop(segment);
+            let mut st = self.state.lock();
+            self.fail_publication(&mut st, &path, e.to_string());
+            return;
+        }
+        let start = open.len;
+        open.len += frame.len() as u64;
+        let next = object_path(&self.root, epoch, open.sequence + 1);
+        match self.files.exists(&next) {
+            Ok(false) => {
+                let sequence = open.sequence;
+                drop(segment);
+                let mut st = self.state.lock();
+                self.appended(&mut st, batch, sequence, frame.len());
+            }
+            Ok(true) => {
+                // A fencer ended the log after the segment. The batch may
+                // lie below its seal (a newer owner replays it) or past it;
+                // its writers are told it failed either way: the outcome of
+                // a write cut off by a fence is unknown, as in HBase.
+                let path = next.clone();
+                drop(segment);
+                let newer = match read_object(self.files.as_ref(), &path) {
+                    Ok(Some(found)) => found.epoch,
+                    _ => epoch,
+                };
+                let error = self.fence.trip(
+                    newer,
+                    format!(
+                        "log object {} exists after the open segment",
+                        path.display()
+                    ),
+                );
+                let mut st = self.state.lock();
+                self.fail_pending(&mut st, &error.to_string());
+            }
+            Err(e) => {
+                // Not known to be safe: cut the batch back out.
+                open.len = start;
+                open.needs_cut = true;
+                let path = open.path.clone();
+                drop(segment);
+                let mut st = self.state.lock();
+                self.fail_publication(&mut st, &path, e.to_string());
+            }
+        }
+    }
+
+    /// Starts the own log's next segment at the next sequence number,
+    /// create-if-absent. The previous one is synced first: only the
+    /// newest segment can then be torn by a machine crash, so replay never
+    /// skips a synced segment behind a torn one (invariant W4).
+    fn start_segment(&self, segment: &mut Option<OpenSegment>) -> std::result::Result<(), Roll> {
+        if let Some(previous) = segment.as_mut() {
+            if previous.needs_cut {
+                return Err(Roll::Failed(
+                    previous.path.clone(),
+                    "the segment still holds a failed batch".into(),
+                ));
+            }
+            previous
+                .file
+                .sync()
+                .map_err(|e| Roll::Failed(previous.path.clone(), e.to_string()))?;
+        }
+        let epoch = self.fence.epoch();
+        let sequence = self.state.lock().next_sequence;
+        let path = object_path(&self.root, epoch, sequence);
+        let file = match self.files.create_appendable(&path) {
+            Ok(file) => file,
+            Err(e) if is_already_exists(&e) => {
+                return Err(match read_object(self.files.as_ref(), &path) {
+                    Ok(Some(found)) if found.kind == Kind::Fence || found.epoch != epoch => {
+                        Roll::Fenced(self.fence.trip(
+                            found.epoch,
+                            format!("log object {} already exists", path.display()),
+                        ))
+                    }
+                    _ => Roll::Failed(
+                        path.clone(),
+                        format!("log object {} already exists", path.display()),
+                    ),
+                })
+            }
+            Err(e) => return Err(Roll::Failed(path, e.to_string())),
+        };
+        // Synced segments before this one stay synced.
+        let mut st = self.state.lock();
+        st.next_sequence = sequence + 1;
+        if segment.is_some() {
+            st.synced_sequence = st.synced_sequence.max(sequence - 1);
+        }
+        drop(st);
+        self.objects.lock().push(LogObject {
+            log_id: epoch,
+            sequence,
+            path: path.clone(),
+            records: 0,
+            max_sequence_ids: BTreeMap::new(),
+        });
+        self.roll_requested.store(false, Ordering::Relaxed);
+        *segment = Some(OpenSegment {
+            file,
+            sequence,
+            path,
+            len: 0,
+            needs_cut: false,
+        });
+        Ok(())
+    }
+
+    /// Records `batch` as appended to the own segment `sequence`.
+    fn appended(&self, st: &mut State, batch: Batch, sequence: u64, len: usize) {
+        st.published_lsn = batch.end_lsn;
+        self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .records_written
+            .fetch_add(batch.records, Ordering::Relaxed);
+        self.stats
+            .bytes_written
+            .fetch_add(len as u64, Ordering::Relaxed);
+        let own = self.fence.epoch();
+        let mut objects = self.objects.lock();
+        if let Some(object) = objects
+            .iter_mut()
+            .rev()
+            .find(|o| o.log_id == own && o.sequence == sequence)
+        {
+            object.records += batch.records;
+            for (region, max) in batch.regions {
+                let entry = object.max_sequence_ids.entry(region).or_insert(0);
+                *entry = (*entry).max(max);
+            }
+        }
+    }
+
+    /// The repair on a store that appends: cuts the failed batch's bytes
+    /// out of the open segment (its writers were told it failed, so no
+    /// reader may find it), then takes writes again.
+    fn repair_segment(&self) {
+        let mut segment = self.segment.lock();
+        if let Some(open) = segment.as_mut() {
+            if open.needs_cut {
+                if let Err(e) = open.file.truncate(open.len) {
+                    drop(segment);
+                    self.repair_failed(&e.to_string());
+                    return;
+                }
+                open.needs_cut = false;
+            }
+        }
+        drop(segment);
+        let mut st = self.state.lock();
+        if let Some(failed) = st.failed.take() {
+            tracing::info!(cause = %failed.cause, "the write-ahead log is repaired and takes writes again");
+        }
+        self.stats.repairs.fetch_add(1, Ordering::Relaxed);
+        drop(st);
+        self.settled.notify_all();
     }
 
     /// Records `batch` as the own log's object `sequence` at `path`.
@@ -1368,6 +1855,10 @@ impl Inner {
     /// never reused (the `FileStore` contract): nothing is deleted and
     /// written again.
     fn repair(&self) {
+        if self.appends {
+            self.repair_segment();
+            return;
+        }
         let epoch = self.fence.epoch();
         let sequence = self.state.lock().next_sequence;
         let path = object_path(&self.root, epoch, sequence);
@@ -1533,7 +2024,14 @@ impl Inner {
         }
         let mut st = self.state.lock();
         st.synced_lsn = st.synced_lsn.max(through_lsn);
-        st.synced_sequence = st.synced_sequence.max(before - 1);
+        // The open segment (the newest object, on a store that appends)
+        // takes more batches: it is synced again next time.
+        let settled = if self.appends {
+            before.saturating_sub(2)
+        } else {
+            before - 1
+        };
+        st.synced_sequence = st.synced_sequence.max(settled);
         Ok(())
     }
 
@@ -1569,6 +2067,11 @@ impl Inner {
                 .max_sequence_ids
                 .iter()
                 .all(|(&region, &max)| flushed_through(region).is_none_or(|f| f >= max));
+            if flushed && newest && self.appends && object.records > 0 {
+                // The open segment holds nothing replay needs: the next
+                // batch starts a new one, and this one goes next time.
+                self.roll_requested.store(true, Ordering::Relaxed);
+            }
             if !flushed || newest {
                 index += 1;
                 continue;

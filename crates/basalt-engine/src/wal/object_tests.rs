@@ -1,5 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "object_segment_tests.rs"]
+mod segments;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +38,7 @@ fn manual() -> ObjectWalOptions {
     ObjectWalOptions {
         group_commit_window: Duration::from_secs(3600),
         repair_interval: Duration::from_millis(1),
+        ..ObjectWalOptions::default()
     }
 }
 

@@ -6,6 +6,7 @@ use std::io;
 use std::path::Path;
 
 use basalt_engine::fs::FileStore;
+use basalt_engine::wal::object::OBJECT_WAL_DIR;
 use basalt_types::Error;
 
 fn write(store: &dyn FileStore, path: &Path, data: &[u8]) {
@@ -35,6 +36,54 @@ pub fn check_all(store: &dyn FileStore, root: &Path) {
         store,
         &root.join("visible-first"),
     );
+    // Only the write-ahead log appends, in its own directory (which a disk
+    // cache leaves alone: its files grow).
+    an_appendable_file_shows_every_append_at_once_or_is_refused_where_the_store_cannot(
+        store,
+        &root.join(OBJECT_WAL_DIR).join("contract"),
+    );
+}
+
+/// Where the store can append (a shared directory, memory when asked), an
+/// appendable file is created only if absent, each append is visible to
+/// every reader when it returns, and a truncation cuts it back; elsewhere
+/// creating one is refused as unsupported.
+pub fn an_appendable_file_shows_every_append_at_once_or_is_refused_where_the_store_cannot(
+    store: &dyn FileStore,
+    dir: &Path,
+) {
+    let path = dir.join("00000000000000000001");
+    if !store.can_append() {
+        let err = store.create_appendable(&path).unwrap_err();
+        assert_eq!(io_kind(&err), Some(io::ErrorKind::Unsupported), "{err}");
+        assert!(!store.exists(&path).unwrap());
+        return;
+    }
+    let mut file = store.create_appendable(&path).unwrap();
+    assert!(store.exists(&path).unwrap());
+    assert_eq!(store.size(&path).unwrap(), 0);
+    file.append(b"one").unwrap();
+    assert_eq!(&store.read_all(&path).unwrap()[..], b"one");
+    file.append(b"two").unwrap();
+    assert_eq!(store.size(&path).unwrap(), 6);
+    assert_eq!(&store.read_all(&path).unwrap()[..], b"onetwo");
+    assert_eq!(&store.read_range(&path, 3, 3).unwrap()[..], b"two");
+    file.truncate(3).unwrap();
+    assert_eq!(&store.read_all(&path).unwrap()[..], b"one");
+    file.sync().unwrap();
+    assert_eq!(store.list(dir).unwrap(), vec![path.clone()]);
+    for again in [
+        store.create_appendable(&path).map(|_| ()).unwrap_err(),
+        store.publish(&path, b"other").unwrap_err(),
+    ] {
+        assert_eq!(
+            io_kind(&again),
+            Some(io::ErrorKind::AlreadyExists),
+            "{again}"
+        );
+    }
+    store.delete(&path).unwrap();
+    assert!(!store.exists(&path).unwrap());
 }
 
 /// `publish_visible` is `publish` for every reader (create-if-absent,
