@@ -1729,6 +1729,49 @@ impl Inner {
         Ok(())
     }
 
+    /// On a store that appends: when every batch in the open segment is
+    /// flushed, starts a new (empty) segment now, so that this retirement
+    /// deletes the old one. The open segment is the log's newest object,
+    /// which stays while the log is open (W1): without the roll, a region
+    /// that moved away would keep its edits in this log until the segment
+    /// filled. A roll that fails is left to the next batch.
+    fn roll_if_flushed(&self, flushed_through: &dyn Fn(u64) -> Option<u64>) {
+        let mut segment = self.segment.lock();
+        let Some(open) = segment.as_ref() else {
+            return;
+        };
+        if open.needs_cut {
+            return;
+        }
+        let own = self.fence.epoch();
+        let flushed = self
+            .objects
+            .lock()
+            .iter()
+            .find(|o| o.log_id == own && o.sequence == open.sequence)
+            .is_some_and(|o| {
+                o.records > 0
+                    && o.max_sequence_ids
+                        .iter()
+                        .all(|(&region, &max)| flushed_through(region).is_none_or(|f| f >= max))
+            });
+        let closing = {
+            let st = self.state.lock();
+            st.closing || st.closed || st.failed.is_some()
+        };
+        if !flushed || closing || self.fence.is_tripped() {
+            return;
+        }
+        if let Err(cause) = self.start_segment(&mut segment) {
+            let cause = match cause {
+                Roll::Fenced(error) => error.to_string(),
+                Roll::Failed(_, cause) => cause,
+            };
+            tracing::warn!(error = %cause, "starting a new log segment for retirement failed; the next batch tries again");
+            self.roll_requested.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// Records `batch` as appended to the own segment `sequence`.
     fn appended(&self, st: &mut State, batch: Batch, sequence: u64, len: usize) {
         st.published_lsn = batch.end_lsn;
@@ -2037,6 +2080,9 @@ impl Inner {
 
     /// Deletes what replay can no longer need (see `retire_flushed`).
     fn retire(&self, flushed_through: &dyn Fn(u64) -> Option<u64>) -> Result<usize> {
+        if self.appends {
+            self.roll_if_flushed(flushed_through);
+        }
         let own = self.fence.epoch();
         // Read before the objects' lock: the committer takes the state's
         // lock, then the objects'.
@@ -2067,11 +2113,6 @@ impl Inner {
                 .max_sequence_ids
                 .iter()
                 .all(|(&region, &max)| flushed_through(region).is_none_or(|f| f >= max));
-            if flushed && newest && self.appends && object.records > 0 {
-                // The open segment holds nothing replay needs: the next
-                // batch starts a new one, and this one goes next time.
-                self.roll_requested.store(true, Ordering::Relaxed);
-            }
             if !flushed || newest {
                 index += 1;
                 continue;

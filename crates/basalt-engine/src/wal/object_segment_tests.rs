@@ -177,26 +177,19 @@ fn segments_start_anew_at_their_size_and_retire_whole_once_every_region_flushed(
         "the claim and three segments"
     );
 
-    // All flushed: the older segments go, the open one stays (W1) and the
-    // next batch starts a new one, after which it goes too.
-    assert_eq!(wal.retire_flushed(&|_| Some(10)).unwrap(), 2);
-    assert_eq!(kinds(files.as_ref(), log).len(), 2);
+    // All flushed: retirement starts a new, empty segment, so every one
+    // holding batches goes; the new one stays (W1).
+    assert_eq!(wal.retire_flushed(&|_| Some(10)).unwrap(), 3);
+    assert_eq!(kinds(files.as_ref(), log), vec![Kind::Claim, Kind::Records]);
+    // The empty segment takes the next batch; not flushed, it stays.
     write(&wal, &edit(1, 11, "r")).unwrap();
-    assert_eq!(wal.retire_flushed(&|_| Some(10)).unwrap(), 1);
-    assert_eq!(kinds(files.as_ref(), log).len(), 2);
-
-    // Retirement also starts a new segment for a log that never fills one.
-    let (_mem, files) = appending();
-    let (wal, _) = open(Arc::clone(&files), manual());
-    write(&wal, &edit(1, 1, "r")).unwrap();
-    assert_eq!(wal.retire_flushed(&|_| Some(1)).unwrap(), 0);
-    write(&wal, &edit(1, 2, "r")).unwrap();
-    assert_eq!(wal.retire_flushed(&|_| Some(1)).unwrap(), 1);
-    let log = wal.log_id();
+    assert_eq!(wal.retire_flushed(&|_| Some(10)).unwrap(), 0);
+    assert_eq!(kinds(files.as_ref(), log), vec![Kind::Claim, Kind::Records]);
+    let log_before = log;
     crash(wal);
     let (_next, replayed, _) = try_open(Arc::clone(&files), manual()).unwrap();
-    assert_eq!(replayed, vec![edit(1, 2, "r")]);
-    assert_eq!(kinds(files.as_ref(), log)[0], Kind::Claim);
+    assert_eq!(replayed, vec![edit(1, 11, "r")]);
+    assert_eq!(kinds(files.as_ref(), log_before)[0], Kind::Claim);
 }
 
 #[test]
