@@ -39,6 +39,21 @@
 //!    local log fsyncs only for such writers. A machine crash can tear an
 //!    unsynced object; replay ends before it (walk invariant W4).
 //!
+//! # Segments (a store that appends: a shared directory)
+//!
+//! Where [`FileStore::can_append`], a batch is not a new object: the
+//! writer keeps its newest object open as a segment and appends each
+//! batch to it as one more `Records` frame, one `write(2)`, then checks
+//! that the number after the segment is still free (a fencer's fence goes
+//! there: invariant W1) before it acknowledges the batch. A new segment
+//! starts at [`ObjectWalOptions::segment_max_bytes`], or when retirement
+//! finds the open one all flushed (the open segment is the newest object,
+//! which stays), the previous one synced first. The fencer follows its
+//! fence with a `Seal` naming the fenced segment's length (W5), and every
+//! replay reads that segment only up to it. A failed append is cut back
+//! out of the segment (`AppendableFile::truncate`) before anything else
+//! is appended: no `Void` objects are needed.
+//!
 //! # Failures
 //!
 //! A publication that fails for another reason than a collision (the
@@ -1628,10 +1643,14 @@ impl Inner {
         let next = object_path(&self.root, epoch, open.sequence + 1);
         match self.files.exists(&next) {
             Ok(false) => {
+                // Recorded before the segment's lock goes: a retirement
+                // that rolls the segment must see this batch's edits in it,
+                // or it would delete the segment as all flushed.
                 let sequence = open.sequence;
-                drop(segment);
                 let mut st = self.state.lock();
                 self.appended(&mut st, batch, sequence, frame.len());
+                drop(st);
+                drop(segment);
             }
             Ok(true) => {
                 // A fencer ended the log after the segment. The batch may
