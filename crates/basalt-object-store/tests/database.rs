@@ -215,3 +215,102 @@ fn a_database_keeps_serving_cached_reads_and_logged_writes_while_s3_is_down() {
     assert_eq!(scan(&table).len(), 501);
     db.close().unwrap();
 }
+
+/// The files of each log below `wal/` of the shared directory, by log.
+fn log_files(shared: &Path) -> Vec<Vec<String>> {
+    let mut logs: Vec<_> = std::fs::read_dir(shared.join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    logs.sort();
+    logs.iter()
+        .map(|log| {
+            let mut names: Vec<String> = std::fs::read_dir(log)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        })
+        .collect()
+}
+
+#[test]
+fn a_log_on_a_shared_directory_appends_its_batches_to_segments_that_a_new_owner_seals_and_replays()
+{
+    let shared = tempfile::tempdir().unwrap();
+    let config = file_config(shared.path());
+    let open_logged = |dir: &Path| {
+        let storage = open_storage(&config, dir).unwrap().unwrap();
+        let mut o = options(dir);
+        // Small segments, so that the log starts new ones as it goes.
+        o.wal_segment_bytes = 16 * 1024;
+        Database::builder(o)
+            .file_store(storage.file_store())
+            .wal_in_file_store(storage.wal_options())
+            .open()
+            .unwrap()
+    };
+    let first_dir = tempfile::tempdir().unwrap();
+    let db = open_logged(first_dir.path());
+    db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")))
+        .unwrap();
+    let table = db.table("t").unwrap();
+    for i in 0..300 {
+        table
+            .put(&Put::new(format!("row{i:04}")).add("f", "q", value(i, 0)))
+            .unwrap();
+    }
+    // Each put was its own batch, 300 of them: a claim and a few segments
+    // of 16 KiB, not 300 files.
+    let logs = log_files(shared.path());
+    assert_eq!(logs.len(), 1);
+    assert!(
+        (3..=12).contains(&logs[0].len()),
+        "a claim and a few segments: {:?}",
+        logs[0]
+    );
+    // A crash: the log is never closed.
+    drop(table);
+    std::mem::forget(db);
+
+    let second_dir = tempfile::tempdir().unwrap();
+    let db = open_logged(second_dir.path());
+    let table = db.table("t").unwrap();
+    for i in 0..300 {
+        let got = table.get(&Get::new(format!("row{i:04}"))).unwrap();
+        assert_eq!(
+            &got.value(b"f", b"q").unwrap()[..],
+            value(i, 0).as_bytes(),
+            "row {i}"
+        );
+    }
+    // The first log ends with the new owner's fence and its seal.
+    let logs = log_files(shared.path());
+    let first = &logs[0];
+    let fence = first.len() - 2;
+    let read = |name: &str| {
+        std::fs::read(
+            shared
+                .path()
+                .join("wal")
+                .join(log_name(shared.path(), 0))
+                .join(name),
+        )
+        .unwrap()
+    };
+    // Kinds: byte 12 of an object's header (docs/wal-format.md).
+    assert_eq!(read(&first[fence])[12], 2, "a fence");
+    assert_eq!(read(&first[fence + 1])[12], 6, "its seal");
+    db.close().unwrap();
+}
+
+/// The name of the `index`-th log directory below `wal/`.
+fn log_name(shared: &Path, index: usize) -> String {
+    let mut logs: Vec<String> = std::fs::read_dir(shared.join("wal"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    logs.sort();
+    logs[index].clone()
+}

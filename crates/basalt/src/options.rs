@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use basalt_engine::compaction::CompactionPolicy;
 use basalt_engine::load_split::LoadSplitConfig;
 use basalt_engine::memory::BudgetLimits;
-use basalt_engine::wal::WalOptions;
+use basalt_engine::wal::{ObjectWalOptions, WalOptions};
 use basalt_engine::{KeyLoadConfig, RegionConfig};
 
 /// Options of [`Database::open_with`](crate::Database::open_with): pure
@@ -20,7 +20,8 @@ use basalt_engine::{KeyLoadConfig, RegionConfig};
 pub struct Options {
     /// The data directory (created if missing). Default `./basalt-data`.
     pub data_dir: PathBuf,
-    /// WAL segment size before rolling to a new file. Default 64 MiB.
+    /// WAL segment size before rolling to a new file. Default 64 MiB. The
+    /// same for the log on a shared directory (its segments there).
     pub wal_segment_bytes: u64,
     /// How often ASYNC_WAL writes reach the log, in milliseconds. Default 100.
     pub wal_async_flush_ms: u64,
@@ -304,6 +305,15 @@ impl Options {
             segment_max_bytes: self.wal_segment_bytes,
             async_flush_interval: Duration::from_millis(self.wal_async_flush_ms.max(1)),
             ..WalOptions::default()
+        }
+    }
+
+    /// The log on shared storage's options with this configuration's
+    /// segment size (used where the store appends: a shared directory).
+    pub(crate) fn object_wal_options(&self, wal: &ObjectWalOptions) -> ObjectWalOptions {
+        ObjectWalOptions {
+            segment_max_bytes: self.wal_segment_bytes,
+            ..wal.clone()
         }
     }
 

@@ -235,7 +235,8 @@ impl RegionServer {
         };
         let (wal, report): (Arc<dyn WriteAheadLog>, ReplayReport) = match (placement, claim) {
             (WalPlacement::FileStore(wal_options), Some(claim)) => {
-                let (wal, report) = ObjectWal::open(claim, wal_options.clone(), apply)?;
+                let (wal, report) =
+                    ObjectWal::open(claim, options.object_wal_options(wal_options), apply)?;
                 (wal, report)
             }
             _ => {
@@ -301,7 +302,8 @@ impl RegionServer {
         let claim = ObjectWal::claim(Arc::clone(&files), root)?;
         let (context, budget) =
             shared_context(root, &options, files, Some(Arc::clone(claim.fence())));
-        let own: Arc<dyn WriteAheadLog> = ObjectWal::open_own(claim, wal)?;
+        let own: Arc<dyn WriteAheadLog> =
+            ObjectWal::open_own(claim, options.object_wal_options(&wal))?;
         let maintenance = start_maintenance(&own, &budget, &options);
         tracing::info!(
             dir = %root.display(),
