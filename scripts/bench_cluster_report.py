@@ -91,7 +91,7 @@ def main(argv):
         + (
             "`basalt serve --storage file://...`, one process with the cluster's "
             "storage (store files and the write-ahead log in a shared directory through the "
-            "object-storage file store, the log group-committed into create-if-absent objects); "
+            "object-storage file store, the log group-committed and appended to a segment file); "
             if "serve-shared" in runs
             else "(this run predates the script's middle side, one process on the cluster's "
             "shared-directory storage) "
