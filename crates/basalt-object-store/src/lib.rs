@@ -99,6 +99,16 @@ pub struct StorageConfig {
     /// while the previous object is written share the next one anyway; a
     /// window only saves `PUT` requests, at the cost of latency.
     pub wal_group_commit_ms: u64,
+    /// On a shared directory (`file://`), whether the write-ahead log
+    /// appends each batch to a segment file (one `write(2)` and one `stat`
+    /// a batch) instead of creating one file per batch. Unset (the
+    /// default): only where the directory's file system is a local one,
+    /// whose processes all see a new name at once ([`store::appends_safely`]);
+    /// on NFS, SMB or FUSE a cached lookup could hide a fence from a stale
+    /// writer. Set `true` for a network file system mounted without lookup
+    /// and attribute caching (NFS `lookupcache=none,noac`), `false` to
+    /// keep one file per batch anywhere.
+    pub wal_append: Option<bool>,
 }
 
 impl Default for StorageConfig {
@@ -120,6 +130,7 @@ impl Default for StorageConfig {
             max_object_bytes: store.max_object_bytes,
             runtime_threads: store.runtime_threads,
             wal_group_commit_ms: 0,
+            wal_append: None,
         }
     }
 }
@@ -238,7 +249,13 @@ fn object_file_store(
                     .map(|local| local.with_fsync(fsync).with_automatic_cleanup(true))
             };
             // Durable like the local data directory; the log's batches
-            // may be published visible first (`publish_visible`).
+            // may be published visible first (`publish_visible`), or
+            // appended to segments where that is safe.
+            let appends = config
+                .wal_append
+                .unwrap_or_else(|| store::appends_safely(dir));
+            tracing::info!(dir = %dir.display(), appends,
+                "shared directory: the log appends to segment files (else one file per batch)");
             return ObjectFileStore::on_shared_directory(
                 Arc::new(handle(true)?),
                 Arc::new(handle(false)?),
@@ -246,6 +263,7 @@ fn object_file_store(
                 data_dir,
                 url.to_string(),
                 store_config,
+                appends,
             );
         }
     };

@@ -138,6 +138,46 @@ struct SharedDirectory {
     unsynced: Arc<dyn ObjectStore>,
     /// The directory keys are relative to.
     dir: PathBuf,
+    /// The log may append to its segments here.
+    appends: bool,
+}
+
+/// Whether the write-ahead log may append to segments in `dir` and trust
+/// a `stat` to see a fence another process created (invariant W1 in
+/// docs/object-storage.md): true on the local file systems whose every
+/// process shares one coherent view of names (ext2/3/4, XFS, btrfs,
+/// tmpfs, ZFS, F2FS, bcachefs, overlayfs), false elsewhere. An NFS, SMB or
+/// FUSE client may answer a `stat` of a name it looked up before from its
+/// cache for seconds (NFS's negative lookup cache, attribute timeouts), so
+/// a fenced writer there could acknowledge writes after the fence; those
+/// directories keep one create-if-absent object per batch, which the
+/// server arbitrates. `[storage] wal_append` overrides the choice.
+pub fn appends_safely(dir: &Path) -> bool {
+    const LOCAL_FILE_SYSTEMS: [u64; 10] = [
+        0xEF53,      // ext2, ext3, ext4
+        0x5846_5342, // XFS
+        0x9123_683E, // btrfs
+        0x0102_1994, // tmpfs
+        0x2FC1_2FC1, // ZFS
+        0xF2F5_2010, // F2FS
+        0xCA45_1A4E, // bcachefs
+        0x794C_7630, // overlayfs
+        0x8584_58F6, // ramfs
+        0x4244,      // HFS (macOS-formatted disks on Linux)
+    ];
+    match rustix::fs::statfs(dir) {
+        Ok(stat) => {
+            // `f_type` is a signed word on some targets: compare its
+            // 32-bit pattern, which is what the magic numbers are.
+            let magic = u64::from(stat.f_type as u32);
+            LOCAL_FILE_SYSTEMS.contains(&magic)
+        }
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e,
+                "cannot tell the shared directory's file system; the log publishes one object per batch");
+            false
+        }
+    }
 }
 
 impl ObjectFileStore {
@@ -158,6 +198,10 @@ impl ObjectFileStore {
     /// two handles on `dir` (keys relative to it, no prefix), the first
     /// fsyncing every publication, the second none (module docs, "Visible
     /// before durable").
+    ///
+    /// `appends` lets the write-ahead log append to its segments in the
+    /// directory ([`FileStore::can_append`]); see [`appends_safely`] for
+    /// where that is safe.
     pub fn on_shared_directory(
         durable: Arc<dyn ObjectStore>,
         unsynced: Arc<dyn ObjectStore>,
@@ -165,10 +209,12 @@ impl ObjectFileStore {
         root: impl Into<PathBuf>,
         name: impl Into<String>,
         config: ObjectStoreConfig,
+        appends: bool,
     ) -> Result<ObjectFileStore> {
         let shared = SharedDirectory {
             unsynced,
             dir: dir.into(),
+            appends,
         };
         Self::build(durable, Some(shared), root, "", name, config)
     }
@@ -464,20 +510,23 @@ impl FileStore for ObjectFileStore {
     /// A shared directory appends in place (the log's segments); object
     /// storage cannot.
     fn can_append(&self) -> bool {
-        self.inner.shared_directory.is_some()
+        self.inner
+            .shared_directory
+            .as_ref()
+            .is_some_and(|shared| shared.appends)
     }
 
     /// The file itself, opened with `O_APPEND` and created only if absent
     /// (`O_EXCL`): a log segment's bytes go to the file system one
     /// `write(2)` per batch, with no object-store call on the way.
     fn create_appendable(&self, path: &Path) -> Result<Box<dyn AppendableFile>> {
-        let Some(shared) = &self.inner.shared_directory else {
+        let Some(shared) = self.inner.shared_directory.as_ref().filter(|s| s.appends) else {
             return Err(Error::io(
                 path,
                 io::Error::new(
                     io::ErrorKind::Unsupported,
                     format!(
-                        "object storage {} cannot append to an object",
+                        "object storage {} does not append to objects",
                         self.inner.name
                     ),
                 ),

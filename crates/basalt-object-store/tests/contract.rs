@@ -50,6 +50,32 @@ fn object_storage_in_a_directory_keeps_the_contract() {
 }
 
 #[test]
+fn object_storage_in_a_directory_whose_log_must_not_append_keeps_the_contract() {
+    let shared = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let mut config = file_config(shared.path());
+    config.wal_append = Some(false);
+    let store = object_store(&config, data.path(), true);
+    assert!(!store.can_append());
+    contract::check_all(store.as_ref(), data.path());
+}
+
+#[test]
+fn a_local_file_system_takes_appends_and_a_network_or_virtual_one_does_not() {
+    // Linux keeps /dev/shm on tmpfs.
+    let local = tempfile::tempdir_in("/dev/shm").unwrap();
+    assert!(basalt_object_store::store::appends_safely(local.path()));
+    assert!(!basalt_object_store::store::appends_safely(Path::new(
+        "/proc"
+    )));
+    assert!(!basalt_object_store::store::appends_safely(
+        &local.path().join("missing")
+    ));
+    let store = object_store(&file_config(local.path()), Path::new("/d"), true);
+    assert!(store.can_append());
+}
+
+#[test]
 fn object_storage_in_a_directory_behind_the_disk_cache_keeps_the_contract() {
     let shared = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
