@@ -266,6 +266,9 @@ struct ServeArgs {
 /// min_bytes_per_sec = 1048576
 /// max_object_bytes = 5368709120
 /// runtime_threads = 2
+/// wal_group_commit_ms = 0
+/// # wal_append = true             # shared directory: log batches appended to segments
+///                                 # (default: on local file systems only, not NFS/SMB/FUSE)
 ///
 /// [database]          # engine options (see basalt::Options)
 /// wal_segment_bytes = 67108864
