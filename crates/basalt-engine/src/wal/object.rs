@@ -1791,16 +1791,22 @@ impl Inner {
         }
     }
 
-    /// Records `batch` as appended to the own segment `sequence`.
-    fn appended(&self, st: &mut State, batch: Batch, sequence: u64, len: usize) {
-        st.published_lsn = batch.end_lsn;
+    /// Counts one batch written (an object or an append) of `records`
+    /// records in `len` bytes.
+    fn count_write(&self, records: u64, len: usize) {
         self.stats.writes.fetch_add(1, Ordering::Relaxed);
         self.stats
             .records_written
-            .fetch_add(batch.records, Ordering::Relaxed);
+            .fetch_add(records, Ordering::Relaxed);
         self.stats
             .bytes_written
             .fetch_add(len as u64, Ordering::Relaxed);
+    }
+
+    /// Records `batch` as appended to the own segment `sequence`.
+    fn appended(&self, st: &mut State, batch: Batch, sequence: u64, len: usize) {
+        st.published_lsn = batch.end_lsn;
+        self.count_write(batch.records, len);
         let own = self.fence.epoch();
         let mut objects = self.objects.lock();
         if let Some(object) = objects
@@ -1845,13 +1851,7 @@ impl Inner {
     fn published(&self, st: &mut State, batch: Batch, sequence: u64, path: PathBuf, len: usize) {
         st.next_sequence += 1;
         st.published_lsn = batch.end_lsn;
-        self.stats.writes.fetch_add(1, Ordering::Relaxed);
-        self.stats
-            .records_written
-            .fetch_add(batch.records, Ordering::Relaxed);
-        self.stats
-            .bytes_written
-            .fetch_add(len as u64, Ordering::Relaxed);
+        self.count_write(batch.records, len);
         self.objects.lock().push(LogObject {
             log_id: self.fence.epoch(),
             sequence,
