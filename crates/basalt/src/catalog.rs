@@ -1868,6 +1868,24 @@ pub(crate) fn altered_descriptor(
                 if descriptor.get_family(f.name().as_bytes()).is_none() {
                     return Err(no_such_family(name, f.name()));
                 }
+                // As `TableDescriptor::add_index` refuses an index over a
+                // family that keeps deleted cells, a family an index reads
+                // cannot start keeping them.
+                if f.keep_deleted_cells != basalt_types::KeepDeletedCells::False {
+                    if let Some(index) = descriptor.indexes().iter().find(|i| {
+                        i.read_columns()
+                            .iter()
+                            .any(|(family, _)| family == f.name().as_bytes())
+                    }) {
+                        return Err(Error::invalid(format!(
+                            "column family {} of table {name} is read by index '{}': it cannot \
+                             keep deleted cells (a major compaction could then bring a deleted \
+                             cell back without a write, which the index cannot follow)",
+                            f.name(),
+                            index.name
+                        )));
+                    }
+                }
                 descriptor.upsert_family(f.clone());
             }
             FamilyChange::Delete(f) => {
@@ -1988,6 +2006,32 @@ mod tests {
     use super::*;
     use basalt_engine::fs::{LocalFileStore, MemFileStore};
     use basalt_types::ColumnFamilyDescriptor;
+
+    #[test]
+    fn a_family_an_index_reads_cannot_start_keeping_deleted_cells() {
+        use basalt_types::{IndexColumn, IndexDescriptor, KeepDeletedCells};
+        let mut table = TableDescriptor::new("t")
+            .family(ColumnFamilyDescriptor::new("f"))
+            .family(ColumnFamilyDescriptor::new("g"));
+        table
+            .add_index(IndexDescriptor::new(
+                "by_f",
+                vec![IndexColumn::new("f", "a")],
+            ))
+            .unwrap();
+        let keeping = |name: &str| {
+            ColumnFamilyDescriptor::new(name).keep_deleted_cells(KeepDeletedCells::True)
+        };
+        let err = altered_descriptor("t", table.clone(), &[FamilyChange::Modify(keeping("f"))])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("by_f") && err.contains("deleted cells"),
+            "{err}"
+        );
+        // A family no index reads may.
+        altered_descriptor("t", table, &[FamilyChange::Modify(keeping("g"))]).unwrap();
+    }
 
     #[test]
     fn round_trips_through_the_file() {

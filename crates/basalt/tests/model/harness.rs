@@ -171,17 +171,20 @@ pub(crate) fn descriptor(f: &FamSpec, format: &FamFormat) -> ColumnFamilyDescrip
 
 /// The indexes every case declares on the model's table: over families
 /// with one and several versions, a reversed and a padded value, covered
-/// columns in a TTL family and a KEEP_DELETED_CELLS one.
+/// columns in a TTL family. Not over f4, which keeps deleted cells: an
+/// index there is refused (`TableDescriptor::add_index` says why; this
+/// model's fault run found an index over it going stale when a major
+/// compaction brought back a cell its family marker had hidden).
 pub(crate) fn model_indexes() -> Vec<IndexDescriptor> {
     vec![
         IndexDescriptor::new("i1", vec![IndexColumn::new("f1", "a")])
             .cover("f2", "b")
-            .cover("f4", "a"),
+            .cover("f2", "a"),
         IndexDescriptor::new(
             "i2",
             vec![
                 IndexColumn::new("f2", "b").transform(IndexTransform::Reversed),
-                IndexColumn::new("f4", "").transform(IndexTransform::PadLeft(3)),
+                IndexColumn::new("f1", "").transform(IndexTransform::PadLeft(3)),
             ],
         )
         .cover("f3", "a"),
