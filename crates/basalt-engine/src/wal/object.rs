@@ -844,26 +844,14 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
     report: &mut ReplayReport,
 ) -> Result<Walked> {
     let mut walk = walk;
-    if walk.reading == Reading::Everything
-        && matches!(walk.if_unended, IfUnended::Fence(_))
-        && files.can_append()
-    {
-        // A segment can grow until the fence lands: end the log (fence and
-        // seal) before reading any of it, then read what the seal says.
-        let mut ignore: fn(WalEdit) -> Result<()> = |_| Ok(());
-        walk_log(
-            files,
-            root,
-            log_id,
-            Walk {
-                reading: Reading::EndOnly,
-                if_unended: walk.if_unended,
-            },
-            &mut ignore,
-            &mut Vec::new(),
-            &mut ReplayReport::default(),
-        )?;
-        walk.if_unended = IfUnended::Refuse;
+    if let (Reading::Everything, IfUnended::Fence(fencer_epoch)) = (walk.reading, walk.if_unended) {
+        if files.can_append() {
+            // A segment can grow until the fence lands: end the log (fence
+            // and seal) before reading any of it, then read what the seal
+            // says.
+            fence_log(files, root, log_id, fencer_epoch)?;
+            walk.if_unended = IfUnended::Refuse;
+        }
     }
     let dir = log_dir(root, log_id);
     let mut replay = Replay {
