@@ -439,6 +439,16 @@ pub struct LogObject {
     pub max_sequence_ids: BTreeMap<u64, u64>,
 }
 
+impl LogObject {
+    /// True when replay can no longer need it: every region with records
+    /// in it has flushed past them (`flushed_through(region)`), or is gone.
+    fn flushed(&self, flushed_through: &dyn Fn(u64) -> Option<u64>) -> bool {
+        self.max_sequence_ids
+            .iter()
+            .all(|(&region, &max)| flushed_through(region).is_none_or(|f| f >= max))
+    }
+}
+
 /// An older log found at open, and how it ended.
 #[derive(Debug, Clone)]
 struct OldLog {
@@ -1756,12 +1766,7 @@ impl Inner {
             .lock()
             .iter()
             .find(|o| o.log_id == own && o.sequence == open.sequence)
-            .is_some_and(|o| {
-                o.records > 0
-                    && o.max_sequence_ids
-                        .iter()
-                        .all(|(&region, &max)| flushed_through(region).is_none_or(|f| f >= max))
-            });
+            .is_some_and(|o| o.records > 0 && o.flushed(flushed_through));
         let closing = {
             let st = self.state.lock();
             st.closing || st.closed || st.failed.is_some()
@@ -2116,10 +2121,7 @@ impl Inner {
         while index < objects.len() {
             let object = &objects[index];
             let newest = object.log_id == own && Some(object.sequence) == newest_own;
-            let flushed = object
-                .max_sequence_ids
-                .iter()
-                .all(|(&region, &max)| flushed_through(region).is_none_or(|f| f >= max));
+            let flushed = object.flushed(flushed_through);
             if !flushed || newest {
                 index += 1;
                 continue;
