@@ -267,6 +267,7 @@ struct ServeArgs {
 /// max_object_bytes = 5368709120
 /// runtime_threads = 2
 /// wal_group_commit_ms = 0
+/// wal_objects_in_flight = 1
 /// # wal_append = true             # shared directory: log batches appended to segments
 ///                                 # (default: on local file systems only, not NFS/SMB/FUSE)
 ///
@@ -494,16 +495,23 @@ fn load_config(args: &ServeArgs) -> Result<ServePlan, String> {
     load_config_for(args, false)
 }
 
+/// The gateways' `max_blocking_threads` when the data is on object
+/// storage and the configuration does not set it (see `load_config_for`).
+const OBJECT_STORAGE_BLOCKING_THREADS: usize = 256;
+
 /// The plan of `basalt serve` (`cluster` false) or of a cluster process.
 fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String> {
-    let mut config = match &args.config {
+    let (mut config, raw) = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-            toml::from_str::<Config>(&text)
-                .map_err(|e| format!("config file {}: {e}", path.display()))?
+            let config = toml::from_str::<Config>(&text)
+                .map_err(|e| format!("config file {}: {e}", path.display()))?;
+            let raw = toml::from_str::<toml::Table>(&text)
+                .map_err(|e| format!("config file {}: {e}", path.display()))?;
+            (config, raw)
         }
-        None => Config::default(),
+        None => (Config::default(), toml::Table::new()),
     };
     if let Some(dir) = config.data_dir.take() {
         config.database.data_dir = dir;
@@ -527,6 +535,37 @@ fn load_config_for(args: &ServeArgs, cluster: bool) -> Result<ServePlan, String>
     }
     if let Some(url) = &args.storage {
         config.storage.url = Some(url.clone());
+    }
+    if config
+        .storage
+        .url
+        .as_deref()
+        .is_some_and(|url| url.starts_with("s3://"))
+    {
+        // On object storage a write's call waits milliseconds for its log
+        // object's `PUT`, holding its thread. With the local default (32
+        // threads) 64 clients get at most 32 writes into the log at once,
+        // which take turns in two batches of about 16 each; measured with
+        // 64 YCSB clients on moto, 64 threads took the load from about 3,500
+        // to 4,900-6,000 inserts/s (bench/results/2026-11-29-object-log.md).
+        // Waiting threads cost little, so the gateways get many.
+        let unset = |section: &str| {
+            !raw.get(section)
+                .and_then(|table| table.as_table())
+                .is_some_and(|table| table.contains_key("max_blocking_threads"))
+        };
+        if unset("thrift") {
+            config.thrift.max_blocking_threads = OBJECT_STORAGE_BLOCKING_THREADS;
+        }
+        if unset("thrift2") {
+            config.thrift2.server.max_blocking_threads = OBJECT_STORAGE_BLOCKING_THREADS;
+        }
+        if unset("rest") {
+            config.rest.max_blocking_threads = OBJECT_STORAGE_BLOCKING_THREADS;
+        }
+        if unset("rpc") {
+            config.rpc.max_blocking_threads = OBJECT_STORAGE_BLOCKING_THREADS;
+        }
     }
     if let Some(port) = args.thrift_port {
         config.thrift.port = port;
@@ -1073,5 +1112,48 @@ fn listen_error(bind: &str, port: u16, flag: &str, e: &std::io::Error) -> String
              stop what holds it or choose another port with {flag}"
         ),
         _ => format!("cannot listen on {address}: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve_args(extra: &[&str]) -> ServeArgs {
+        let argv = ["basalt", "serve"].iter().chain(extra).copied();
+        match Cli::try_parse_from(argv).map(|cli| cli.command) {
+            Ok(Command::Serve(args)) => args,
+            other => panic!("not a serve command: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn on_object_storage_the_gateways_let_many_calls_wait_unless_configured() {
+        let local = load_config(&serve_args(&[])).unwrap();
+        assert_eq!(local.thrift.max_blocking_threads, 32);
+        let s3 = load_config(&serve_args(&["--storage", "s3://bucket/prefix"])).unwrap();
+        assert_eq!(
+            s3.thrift.max_blocking_threads,
+            OBJECT_STORAGE_BLOCKING_THREADS
+        );
+        assert_eq!(
+            s3.thrift2.map(|t| t.max_blocking_threads),
+            Some(OBJECT_STORAGE_BLOCKING_THREADS)
+        );
+        assert_eq!(
+            s3.rest.map(|r| r.max_blocking_threads),
+            Some(OBJECT_STORAGE_BLOCKING_THREADS)
+        );
+        // A value the configuration sets is kept.
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("basalt.toml");
+        std::fs::write(&config, "[thrift]\nmax_blocking_threads = 48\n").unwrap();
+        let config = config.to_str().unwrap();
+        let set = load_config(&serve_args(&["--config", config, "--storage", "s3://b/p"])).unwrap();
+        assert_eq!(set.thrift.max_blocking_threads, 48);
+        assert_eq!(
+            set.rest.map(|r| r.max_blocking_threads),
+            Some(OBJECT_STORAGE_BLOCKING_THREADS)
+        );
     }
 }

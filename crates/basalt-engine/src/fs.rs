@@ -50,7 +50,7 @@
 //!   again while any reader may still hold it open (the local store caches
 //!   open file handles by path).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::OsString;
 use std::fmt::Debug;
 use std::fs::{self, File, OpenOptions};
@@ -963,6 +963,11 @@ struct FaultState {
     injected: u64,
     /// Finishes wait (the store is slow) until released.
     holding: bool,
+    /// Finishes of these paths wait until released one by one.
+    held_paths: HashSet<PathBuf>,
+    /// How long every finish waits before it publishes: a store far away
+    /// (a request's network round trip), with no limit on requests at once.
+    finish_latency: std::time::Duration,
     /// Finishes waiting now.
     held: u64,
     /// Finish call numbers that publish but answer as a retried
@@ -1114,6 +1119,26 @@ impl FaultyFileStore {
             writer.finish()?;
         }
         Ok(())
+    }
+
+    /// Makes the finish of `path` wait, its file not yet published, until
+    /// [`FaultyFileStore::release_finishes_of`]: one slow request among
+    /// others that are not, so a test decides the order publications land.
+    pub fn hold_finishes_of(&self, path: &Path) {
+        self.state.lock().held_paths.insert(path.to_path_buf());
+    }
+
+    /// Lets the held finish of `path` go on.
+    pub fn release_finishes_of(&self, path: &Path) {
+        self.state.lock().held_paths.remove(path);
+        self.released.notify_all();
+    }
+
+    /// Makes every finish from now on wait `latency` (outside every lock,
+    /// so finishes overlap) before it publishes: object storage's round
+    /// trip, for benchmarks of what waits on it.
+    pub fn set_finish_latency(&self, latency: std::time::Duration) {
+        self.state.lock().finish_latency = latency;
     }
 
     /// Lets every held finish (and every later one) go on.
@@ -1288,11 +1313,15 @@ impl FileWriter for FaultyWriter {
     }
 
     fn finish(self: Box<Self>) -> Result<u64> {
+        let latency = self.state.lock().finish_latency;
+        if !latency.is_zero() {
+            std::thread::sleep(latency);
+        }
         {
             let mut s = self.state.lock();
-            if s.holding {
+            if s.holding || s.held_paths.contains(&self.path) {
                 s.held += 1;
-                while s.holding {
+                while s.holding || s.held_paths.contains(&self.path) {
                     self.released.wait(&mut s);
                 }
                 s.held -= 1;

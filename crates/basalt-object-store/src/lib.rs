@@ -99,6 +99,15 @@ pub struct StorageConfig {
     /// while the previous object is written share the next one anyway; a
     /// window only saves `PUT` requests, at the cost of latency.
     pub wal_group_commit_ms: u64,
+    /// How many write-ahead log objects may be on their way at once
+    /// (`ObjectWalOptions::objects_in_flight`; default 1, at most
+    /// `MAX_OBJECTS_IN_FLIGHT`): a batch is published beside the ones
+    /// still in flight instead of waiting for them, and writers are
+    /// acknowledged in sequence order. More in flight trade `PUT`s for
+    /// throughput where a `PUT` mostly waits on the network. A shared
+    /// directory whose log appends to segments writes one batch at a time
+    /// whatever this says.
+    pub wal_objects_in_flight: usize,
     /// On a shared directory (`file://`), whether the write-ahead log
     /// appends each batch to a segment file (one `write(2)` and one `stat`
     /// a batch) instead of creating one file per batch. Unset (the
@@ -130,6 +139,7 @@ impl Default for StorageConfig {
             max_object_bytes: store.max_object_bytes,
             runtime_threads: store.runtime_threads,
             wal_group_commit_ms: 0,
+            wal_objects_in_flight: ObjectWalOptions::default().objects_in_flight,
             wal_append: None,
         }
     }
@@ -212,6 +222,7 @@ pub fn open_storage(config: &StorageConfig, data_dir: &Path) -> Result<Option<St
         files: Arc::new(files),
         wal_options: ObjectWalOptions {
             group_commit_window: Duration::from_millis(config.wal_group_commit_ms),
+            objects_in_flight: config.wal_objects_in_flight,
             ..ObjectWalOptions::default()
         },
     }))

@@ -66,7 +66,7 @@ use basalt_types::{Cell, Durability, Error, Result};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 pub use format::{FORMAT_VERSION, MAX_RECORD_PAYLOAD};
-pub use object::{LogClaim, ObjectWal, ObjectWalOptions};
+pub use object::{LogClaim, ObjectWal, ObjectWalOptions, MAX_OBJECTS_IN_FLIGHT};
 use segment::SegmentWriter;
 
 /// Tuning knobs of the log.

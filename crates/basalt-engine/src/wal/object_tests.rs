@@ -121,7 +121,10 @@ fn concurrent_appends_of_one_window_become_one_object() {
 fn without_a_window_edits_appended_while_an_object_is_written_share_the_next_one() {
     let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
     let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
+    // One object at a time (the default): the followers wait for the lone
+    // edit's object.
     let (wal, _) = open(files, ObjectWalOptions::default());
+    assert_eq!(wal.inner.options.objects_in_flight, 1);
     assert_eq!(wal.inner.options.group_commit_window, Duration::ZERO);
     faulty.hold_finishes();
     let sync_writer = |i: u64| {
@@ -150,6 +153,139 @@ fn without_a_window_edits_appended_while_an_object_is_written_share_the_next_one
         "one object for the lone edit, one for the three after it"
     );
     assert_eq!(wal.stats().writes, 2);
+}
+
+/// Options for the tests of objects in flight: no window (writers lead
+/// their batches), four in flight, repairs at once.
+fn in_flight() -> ObjectWalOptions {
+    ObjectWalOptions {
+        repair_interval: Duration::from_millis(1),
+        objects_in_flight: 4,
+        ..ObjectWalOptions::default()
+    }
+}
+
+/// A writer thread: appends `e` and waits until it is published.
+fn spawn_write(
+    wal: &Arc<ObjectWal>,
+    e: WalEdit,
+) -> std::thread::JoinHandle<basalt_types::Result<()>> {
+    let wal = Arc::clone(wal);
+    std::thread::spawn(move || {
+        let lsn = wal.append(&e)?;
+        wal.sync(lsn, Durability::SyncWal)
+    })
+}
+
+#[test]
+fn a_batch_goes_out_beside_a_slow_one_and_is_acknowledged_only_after_it() {
+    let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
+    let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
+    let (wal, _) = open(Arc::clone(&files), in_flight());
+    assert!(wal.inner.options.objects_in_flight > 1);
+    let epoch = wal.log_id();
+    let slow = object_path(Path::new(ROOT), epoch, 1);
+    let fast = object_path(Path::new(ROOT), epoch, 2);
+    faulty.hold_finishes_of(&slow);
+    let first = spawn_write(&wal, edit(1, 1, "first"));
+    eventually(|| faulty.held_finishes() == 1);
+    // The second batch does not wait for the first object: it is
+    // published beside it, and lands first.
+    let second = spawn_write(&wal, edit(1, 2, "second"));
+    eventually(|| files.exists(&fast).unwrap());
+    // Acknowledged in order: nothing yet, with number 1 still missing.
+    assert_eq!(wal.published_lsn(), 0);
+    assert!(!second.is_finished());
+    assert_eq!(wal.stats().writes, 0);
+    faulty.release_finishes_of(&slow);
+    first.join().unwrap().unwrap();
+    second.join().unwrap().unwrap();
+    assert_eq!(wal.published_lsn(), 2);
+    let sequences: Vec<u64> = wal.objects().iter().map(|o| o.sequence).collect();
+    assert_eq!(sequences, vec![1, 2]);
+    crash(wal);
+    let (_next, replayed) = open(files, manual());
+    assert_eq!(replayed, vec![edit(1, 1, "first"), edit(1, 2, "second")]);
+}
+
+#[test]
+fn a_failed_object_fails_the_landed_ones_behind_it_and_the_repair_voids_them_all() {
+    let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
+    let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
+    let (wal, _) = open(Arc::clone(&files), in_flight());
+    let epoch = wal.log_id();
+    let slow = object_path(Path::new(ROOT), epoch, 1);
+    let landed = object_path(Path::new(ROOT), epoch, 2);
+    faulty.hold_finishes_of(&slow);
+    let first = spawn_write(&wal, edit(1, 1, "fails"));
+    eventually(|| faulty.held_finishes() == 1);
+    let second = spawn_write(&wal, edit(1, 2, "behind it"));
+    eventually(|| files.exists(&landed).unwrap());
+    // The slow request times out: its outcome is unknown.
+    faulty.fail_nth(FaultOp::Finish, 1);
+    faulty.release_finishes_of(&slow);
+    let first = first.join().unwrap().unwrap_err();
+    let second = second.join().unwrap().unwrap_err();
+    assert!(matches!(first, Error::WalFailed(_)), "{first}");
+    // Its object landed, but behind a number that may stay missing: it is
+    // never acknowledged.
+    assert!(matches!(second, Error::WalFailed(_)), "{second}");
+    eventually(|| wal.stats().repairs == 1);
+    // The repair filled number 1 and voided both after the window.
+    let filler = read_object(files.as_ref(), &slow).unwrap().unwrap();
+    assert_eq!((filler.kind, filler.edits.len()), (Kind::Records, 0));
+    let void = read_object(files.as_ref(), &object_path(Path::new(ROOT), epoch, 3))
+        .unwrap()
+        .unwrap();
+    assert_eq!((void.kind, void.voids), (Kind::Void, Some((1, 2))));
+    write(&wal, &edit(1, 3, "after")).unwrap();
+    assert_eq!(wal.objects().last().map(|o| o.sequence), Some(4));
+    crash(wal);
+    let (next, replayed) = open(Arc::clone(&files), manual());
+    assert_eq!(replayed, vec![edit(1, 3, "after")]);
+    // Retirement deletes the voided window, and its void after it.
+    next.retire_flushed(&|_| Some(u64::MAX)).unwrap();
+    assert!(!files.exists(&landed).unwrap());
+    assert!(!files.exists(&slow).unwrap());
+}
+
+#[test]
+fn a_fencer_fences_a_missing_number_where_a_slow_object_would_land() {
+    // The stale writer's requests are slow, the newer owner's are not.
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let faulty = FaultyFileStore::new(Arc::clone(&files));
+    let (stale, _) = open(Arc::new(faulty.clone()), in_flight());
+    let epoch = stale.log_id();
+    let slow = object_path(Path::new(ROOT), epoch, 1);
+    faulty.hold_finishes_of(&slow);
+    let first = spawn_write(&stale, edit(1, 1, "slow"));
+    eventually(|| faulty.held_finishes() == 1);
+    let second = spawn_write(&stale, edit(1, 2, "landed"));
+    eventually(|| {
+        files
+            .exists(&object_path(Path::new(ROOT), epoch, 2))
+            .unwrap()
+    });
+    // A newer owner opens meanwhile: number 1 is missing and may still
+    // land, so it is fenced too, not only the number after the newest.
+    let (newer, replayed) = open(Arc::clone(&files), manual());
+    let gap = read_object(files.as_ref(), &slow).unwrap().unwrap();
+    assert_eq!(gap.kind, Kind::Fence);
+    // The unacknowledged batch that did land is replayed: the outcome of
+    // a write cut off by a fence is unknown (as in HBase).
+    assert_eq!(replayed, vec![edit(1, 2, "landed")]);
+    faulty.release_finishes_of(&slow);
+    // The slow object collides with the fence: neither write is
+    // acknowledged, and the stale writer is fenced.
+    assert!(matches!(first.join().unwrap(), Err(Error::Fenced { .. })));
+    assert!(second.join().unwrap().is_err());
+    assert!(stale.fence().is_tripped());
+    // Deleting the log keeps the gap's fence: a publication of the stale
+    // writer still on its way there must keep colliding.
+    crash(stale);
+    newer.retire_flushed(&|_| Some(u64::MAX)).unwrap();
+    delete_log(files.as_ref(), Path::new(ROOT), epoch).unwrap();
+    assert!(files.exists(&slow).unwrap());
 }
 
 #[test]
@@ -266,6 +402,32 @@ fn garbage_objects_are_refused_whatever_their_bytes() {
     let lying = encode_object(Kind::Records, 1, 1000, &[]);
     let err = decode_object(&Bytes::from(lying)).unwrap_err();
     assert!(err.contains("cannot fit"), "{err}");
+}
+
+#[test]
+fn a_void_names_one_number_or_a_run_no_longer_than_the_objects_in_flight() {
+    let decode = |bytes: Vec<u8>| decode_object(&Bytes::from(bytes));
+    assert_eq!(decode(encode_void(1, 7, 7)).unwrap().voids, Some((7, 7)));
+    assert_eq!(decode(encode_void(1, 7, 9)).unwrap().voids, Some((7, 9)));
+    let longest = 7 + MAX_OBJECTS_IN_FLIGHT as u64 - 1;
+    assert_eq!(
+        decode(encode_void(1, 7, longest)).unwrap().voids,
+        Some((7, longest))
+    );
+    // Longer than replay holds back, backwards, or of a body of another
+    // size: refused, naming what is wrong.
+    let run = |first: u64, last: u64| {
+        let mut body = Vec::new();
+        coding::put_u64_le(&mut body, first);
+        coding::put_u64_le(&mut body, last);
+        encode_object(Kind::Void, 1, 0, &body)
+    };
+    for (first, last) in [(7, longest + 1), (9, 7), (0, u64::MAX)] {
+        let err = decode(run(first, last)).unwrap_err();
+        assert!(err.contains("void object of sequences"), "{err}");
+    }
+    let err = decode(encode_object(Kind::Void, 1, 0, &[0; 12])).unwrap_err();
+    assert!(err.contains("12 body bytes"), "{err}");
 }
 
 #[test]
@@ -567,6 +729,8 @@ fn a_failed_publication_that_landed_anyway_is_not_replayed() {
     {
         let inner = &wal.inner;
         let mut st = inner.state.lock();
+        // The failed publication took number 2.
+        st.next_sequence += 1;
         st.failed = Some(Failed {
             cause: "injected: the PUT timed out".into(),
             last_attempt: Instant::now(),
@@ -581,7 +745,7 @@ fn a_failed_publication_that_landed_anyway_is_not_replayed() {
     let void = read_object(files.as_ref(), &object_path(Path::new(ROOT), epoch, 3))
         .unwrap()
         .unwrap();
-    assert_eq!((void.kind, void.voids), (Kind::Void, Some(2)));
+    assert_eq!((void.kind, void.voids), (Kind::Void, Some((2, 2))));
     assert!(files.exists(&landed).unwrap());
     let (next, replayed) = open(Arc::clone(&files), manual());
     assert_eq!(replayed, vec![edit(1, 1, "ok"), edit(1, 3, "after")]);
@@ -631,7 +795,7 @@ fn a_publication_that_lands_while_the_log_repairs_is_voided_and_the_process_is_n
     let void = read_object(files.as_ref(), &object_path(Path::new(ROOT), epoch, 3))
         .unwrap()
         .unwrap();
-    assert_eq!((void.kind, void.voids), (Kind::Void, Some(2)));
+    assert_eq!((void.kind, void.voids), (Kind::Void, Some((2, 2))));
     let (_next, replayed) = open(files, manual());
     assert_eq!(replayed, vec![edit(1, 1, "ok"), edit(1, 3, "after")]);
 }
