@@ -968,6 +968,9 @@ struct FaultState {
     /// How long every finish waits before it publishes: a store far away
     /// (a request's network round trip), with no limit on requests at once.
     finish_latency: std::time::Duration,
+    /// Up to this much more, different for each path (a hash of it), so
+    /// that publications overtake each other.
+    finish_jitter: std::time::Duration,
     /// Finishes waiting now.
     held: u64,
     /// Finish call numbers that publish but answer as a retried
@@ -1139,6 +1142,13 @@ impl FaultyFileStore {
     /// trip, for benchmarks of what waits on it.
     pub fn set_finish_latency(&self, latency: std::time::Duration) {
         self.state.lock().finish_latency = latency;
+    }
+
+    /// Adds up to `jitter` to each finish's latency, the same for a path
+    /// every time (so a run is repeatable) and different between paths:
+    /// requests sent in one order land in another.
+    pub fn set_finish_jitter(&self, jitter: std::time::Duration) {
+        self.state.lock().finish_jitter = jitter;
     }
 
     /// Lets every held finish (and every later one) go on.
@@ -1313,7 +1323,16 @@ impl FileWriter for FaultyWriter {
     }
 
     fn finish(self: Box<Self>) -> Result<u64> {
-        let latency = self.state.lock().finish_latency;
+        let latency = {
+            let s = self.state.lock();
+            let jitter_micros = u64::try_from(s.finish_jitter.as_micros()).unwrap_or(u64::MAX);
+            let path_hash = crc32c::crc32c(self.path.as_os_str().as_encoded_bytes());
+            let jitter = match jitter_micros {
+                0 => 0,
+                micros => u64::from(path_hash) % micros,
+            };
+            s.finish_latency + std::time::Duration::from_micros(jitter)
+        };
         if !latency.is_zero() {
             std::thread::sleep(latency);
         }
