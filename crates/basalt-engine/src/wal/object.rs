@@ -984,18 +984,7 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
                 // there again.)
                 for gap in gaps {
                     gaps_fenced.insert(gap);
-                    let path = object_path(root, log_id, gap);
-                    let fence = encode_object(Kind::Fence, fencer_epoch, 0, &[]);
-                    match publish(files, &path, &fence) {
-                        Ok(()) => tracing::info!(
-                            log = log_id,
-                            sequence = gap,
-                            epoch = fencer_epoch,
-                            "fenced a missing number of a write-ahead log"
-                        ),
-                        Err(e) if is_already_exists(&e) => {}
-                        Err(e) => return Err(e),
-                    }
+                    place_fence(files, root, log_id, gap, fencer_epoch)?;
                 }
                 continue;
             }
@@ -1136,27 +1125,41 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
         // pending batch is applied only once the fence is seen as the end
         // (step 2): until then its writer may still void it.
         let next = walked.map_or(0, |w| w + 1);
-        let path = object_path(root, log_id, next);
-        match publish(
-            files,
-            &path,
-            &encode_object(Kind::Fence, fencer_epoch, 0, &[]),
-        ) {
-            Ok(()) => tracing::info!(
-                log = log_id,
-                sequence = next,
-                epoch = fencer_epoch,
-                "fenced a write-ahead log"
-            ),
-            // Lost the race to the log's writer (or another fencer): what
-            // it published is part of the log; the next listing reads it.
-            Err(e) if is_already_exists(&e) => {}
-            Err(e) => return Err(e),
-        }
+        place_fence(files, root, log_id, next, fencer_epoch)?;
     }
     Err(Error::WalFailed(format!(
         "could not fence log {log_id}: its writer kept publishing"
     )))
+}
+
+/// Creates a fence of `fencer_epoch` at number `sequence` of log `log_id`.
+/// Finding the number taken is no error: the log's writer (or another
+/// fencer) won the race, and the next listing reads what it published.
+fn place_fence(
+    files: &dyn FileStore,
+    root: &Path,
+    log_id: u64,
+    sequence: u64,
+    fencer_epoch: u64,
+) -> Result<()> {
+    let path = object_path(root, log_id, sequence);
+    match publish(
+        files,
+        &path,
+        &encode_object(Kind::Fence, fencer_epoch, 0, &[]),
+    ) {
+        Ok(()) => {
+            tracing::info!(
+                log = log_id,
+                sequence,
+                epoch = fencer_epoch,
+                "fenced a write-ahead log"
+            );
+            Ok(())
+        }
+        Err(e) if is_already_exists(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The numbers missing among the newest [`MAX_OBJECTS_IN_FLIGHT`] of a
