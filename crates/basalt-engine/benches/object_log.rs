@@ -57,7 +57,7 @@ fn run(latency: Duration, in_flight: usize, seconds: f64) -> (f64, f64) {
     let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
     faulty.set_finish_latency(latency);
     let files: Arc<dyn FileStore> = Arc::new(faulty);
-    let claim = ObjectWal::claim(files, Path::new("/bench")).unwrap();
+    let claim = ObjectWal::claim_with(files, Path::new("/bench"), in_flight).unwrap();
     let options = ObjectWalOptions {
         objects_in_flight: in_flight,
         ..ObjectWalOptions::default()

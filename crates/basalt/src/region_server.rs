@@ -194,7 +194,11 @@ impl RegionServer {
         // docs/object-storage.md).
         let claim = match placement {
             WalPlacement::Local => None,
-            WalPlacement::FileStore(_) => Some(ObjectWal::claim(Arc::clone(&files), root)?),
+            WalPlacement::FileStore(wal) => Some(ObjectWal::claim_with(
+                Arc::clone(&files),
+                root,
+                wal.objects_in_flight,
+            )?),
         };
         let (context, budget) = shared_context(
             root,
@@ -299,7 +303,7 @@ impl RegionServer {
         files: Arc<dyn FileStore>,
         wal: ObjectWalOptions,
     ) -> Result<RegionServer> {
-        let claim = ObjectWal::claim(Arc::clone(&files), root)?;
+        let claim = ObjectWal::claim_with(Arc::clone(&files), root, wal.objects_in_flight)?;
         let (context, budget) =
             shared_context(root, &options, files, Some(Arc::clone(claim.fence())));
         let own: Arc<dyn WriteAheadLog> =

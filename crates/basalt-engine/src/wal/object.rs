@@ -248,6 +248,8 @@ struct Decoded {
     voids: Option<(u64, u64)>,
     /// For a `Seal`: the sequence number it seals and its length.
     seals: Option<(u64, u64)>,
+    /// For a `Claim`: the most objects its writer keeps in flight.
+    claimed_in_flight: u64,
     /// Where each whole frame ends in the file, with how many edits the
     /// frames up to it hold (for cutting a segment at its seal).
     frames: Vec<(u64, usize)>,
@@ -379,6 +381,7 @@ fn decode_frame(bytes: &Bytes, at: usize) -> std::result::Result<(Decoded, usize
         edits,
         voids,
         seals,
+        claimed_in_flight: 1,
         frames: Vec::new(),
         torn: None,
     };
@@ -401,6 +404,22 @@ fn decode_frame(bytes: &Bytes, at: usize) -> std::result::Result<(Decoded, usize
                 return Err(format!("a void object of sequences {first} to {last}"));
             }
             return Ok((frame(Vec::new(), Some((first, last)), None), end));
+        }
+        Kind::Claim => {
+            // Empty (one object in flight), or how many its writer keeps.
+            let claimed = match body.len() {
+                0 => 1,
+                8 => coding::u64_le(&body, 0, "objects in flight")?,
+                len => return Err(format!("a claim object of {len} body bytes")),
+            };
+            if records != 0 || !(1..=MAX_OBJECTS_IN_FLIGHT as u64).contains(&claimed) {
+                return Err(format!(
+                    "a claim object of {records} records and {claimed} objects in flight"
+                ));
+            }
+            let mut claim = frame(Vec::new(), None, None);
+            claim.claimed_in_flight = claimed;
+            return Ok((claim, end));
         }
         Kind::Seal => {
             // The sealed sequence number and its length.
@@ -518,6 +537,8 @@ pub struct LogClaim {
     files: Arc<dyn FileStore>,
     root: PathBuf,
     fence: Arc<Fence>,
+    /// The most objects the log will have in flight, as its claim records.
+    objects_in_flight: usize,
 }
 
 impl LogClaim {
@@ -661,6 +682,27 @@ impl ObjectWal {
     /// only by an owner whose own, higher log exists, so the highest log id
     /// never goes down, and every manifest epoch is some log's id.
     pub fn claim(files: Arc<dyn FileStore>, root: &Path) -> Result<LogClaim> {
+        ObjectWal::claim_with(files, root, 1)
+    }
+
+    /// [`ObjectWal::claim`] for a log that will keep up to
+    /// `objects_in_flight` objects on their way (clamped to
+    /// 1..=[`MAX_OBJECTS_IN_FLIGHT`]; the log opened with this claim never
+    /// keeps more, whatever its options say). The claim records it: a
+    /// fencer must fence that many numbers after the newest it lists, and
+    /// the missing ones among that many before, for no late publication
+    /// to land where replay would miss it (W1) or after the fence (W2).
+    /// One, the default, keeps the claim's bytes as they always were.
+    pub fn claim_with(
+        files: Arc<dyn FileStore>,
+        root: &Path,
+        objects_in_flight: usize,
+    ) -> Result<LogClaim> {
+        let objects_in_flight = objects_in_flight.clamp(1, MAX_OBJECTS_IN_FLIGHT);
+        let mut body = Vec::new();
+        if objects_in_flight > 1 {
+            coding::put_u64_le(&mut body, objects_in_flight as u64);
+        }
         let dir = root.join(OBJECT_WAL_DIR);
         let highest = files
             .list_dirs(&dir)?
@@ -670,7 +712,7 @@ impl ObjectWal {
             .unwrap_or(0);
         let mut epoch = highest + 1;
         for _ in 0..64 {
-            let bytes = encode_object(Kind::Claim, epoch, 0, &[]);
+            let bytes = encode_object(Kind::Claim, epoch, 0, &body);
             match publish(files.as_ref(), &object_path(root, epoch, 0), &bytes) {
                 Ok(()) => {
                     tracing::info!(epoch, "claimed an epoch on the shared storage");
@@ -678,6 +720,7 @@ impl ObjectWal {
                         files,
                         root: root.to_path_buf(),
                         fence: Arc::new(Fence::new(epoch)),
+                        objects_in_flight,
                     });
                 }
                 Err(e) if is_already_exists(&e) => epoch += 1,
@@ -752,7 +795,20 @@ impl ObjectWal {
         objects: Vec<LogObject>,
         old_logs: Vec<OldLog>,
     ) -> Result<Arc<ObjectWal>> {
-        let LogClaim { files, root, fence } = claim;
+        let LogClaim {
+            files,
+            root,
+            fence,
+            objects_in_flight,
+        } = claim;
+        // Never more in flight than the claim told fencers to expect.
+        let options = ObjectWalOptions {
+            objects_in_flight: options
+                .objects_in_flight
+                .clamp(1, MAX_OBJECTS_IN_FLIGHT)
+                .min(objects_in_flight),
+            ..options
+        };
         let files_append = files.can_append();
         let inner = Arc::new(Inner {
             files,
@@ -953,9 +1009,14 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
     // The highest sequence number listed so far.
     let mut walked: Option<u64> = None;
     // Where a writer may have objects in flight (a store where each batch
-    // is an object: see W1 below), every number listed so far, and the
-    // missing ones this walk has fenced.
-    let fence_gaps = matches!(walk.if_unended, IfUnended::Fence(_)) && !files.can_append();
+    // is an object, and a claim saying more than one: see W1 below), how
+    // many, every number listed so far, and the missing ones this walk has
+    // fenced.
+    let reach = match walk.if_unended {
+        IfUnended::Fence(_) => claimed_in_flight(files, root, log_id)?,
+        IfUnended::Refuse => 1,
+    };
+    let fence_gaps = reach > 1 && !files.can_append();
     let mut seen = BTreeSet::new();
     let mut gaps_fenced = BTreeSet::new();
     // The fence, seal or closed object met last, with nothing listed after
@@ -972,7 +1033,7 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
             .collect();
         if let (true, IfUnended::Fence(fencer_epoch)) = (fence_gaps, walk.if_unended) {
             seen.extend(listed.iter().map(|(n, _)| *n));
-            let gaps = gaps_to_fence(&seen, &gaps_fenced);
+            let gaps = gaps_to_fence(&seen, &gaps_fenced, reach);
             if !gaps.is_empty() {
                 // Fencing invariant W1 with objects in flight: a number
                 // missing among the newest may be a publication still on
@@ -1007,6 +1068,10 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
             if let Some((end_path, kind)) = after_end {
                 let seal_of_fence = kind == Kind::Fence
                     && matches!(&read, Some(Read::Whole { decoded, .. }) if decoded.kind == Kind::Seal);
+                // The run of fences after the newest number of a log with
+                // objects in flight (W2).
+                let fence_run = kind == Kind::Fence
+                    && matches!(&read, Some(Read::Whole { decoded, .. }) if decoded.kind == Kind::Fence);
                 if kind != Kind::Fence {
                     // Its writer publishes nothing after closing, and a
                     // fencer never fences a closed log nor follows a seal.
@@ -1019,7 +1084,7 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
                         ),
                     });
                 }
-                if !seal_of_fence {
+                if !seal_of_fence && !fence_run {
                     tracing::warn!(
                         log = log_id,
                         fence = %end_path.display(),
@@ -1124,8 +1189,14 @@ fn walk_log<F: FnMut(WalEdit) -> Result<()>>(
         // the next listing shows the writer's newer objects after it. A
         // pending batch is applied only once the fence is seen as the end
         // (step 2): until then its writer may still void it.
+        // With objects in flight, the numbers a publication already on
+        // its way may take after the newest are fenced too, so that
+        // nothing lands after the fence that ends the log (W2).
         let next = walked.map_or(0, |w| w + 1);
-        place_fence(files, root, log_id, next, fencer_epoch)?;
+        let last = if fence_gaps { next + reach - 1 } else { next };
+        for sequence in next..=last {
+            place_fence(files, root, log_id, sequence, fencer_epoch)?;
+        }
     }
     Err(Error::WalFailed(format!(
         "could not fence log {log_id}: its writer kept publishing"
@@ -1162,14 +1233,22 @@ fn place_fence(
     }
 }
 
-/// The numbers missing among the newest [`MAX_OBJECTS_IN_FLIGHT`] of a
-/// log's listed ones (`seen`), above its lowest, that have not been fenced
-/// yet: where a writer may still have an object in flight.
-fn gaps_to_fence(seen: &BTreeSet<u64>, fenced: &BTreeSet<u64>) -> Vec<u64> {
+/// How many objects the writer of log `log_id` keeps in flight at most,
+/// as its claim says (one when the claim is gone: a deleted log).
+fn claimed_in_flight(files: &dyn FileStore, root: &Path, log_id: u64) -> Result<u64> {
+    Ok(read_object(files, &object_path(root, log_id, 0))?
+        .filter(|claim| claim.kind == Kind::Claim)
+        .map_or(1, |claim| claim.claimed_in_flight))
+}
+
+/// The numbers missing among the newest `reach` of a log's listed ones
+/// (`seen`), above its lowest, that have not been fenced yet: where a
+/// writer keeping `reach` objects in flight may still have one on its way.
+fn gaps_to_fence(seen: &BTreeSet<u64>, fenced: &BTreeSet<u64>, reach: u64) -> Vec<u64> {
     let (Some(&lowest), Some(&newest)) = (seen.first(), seen.last()) else {
         return Vec::new();
     };
-    let from = lowest.max(newest.saturating_sub(MAX_OBJECTS_IN_FLIGHT as u64 - 1));
+    let from = lowest.max(newest.saturating_sub(reach.saturating_sub(1)));
     (from..=newest)
         .filter(|n| !seen.contains(n) && !fenced.contains(n))
         .collect()
@@ -1290,15 +1369,18 @@ pub fn delete_log(files: &dyn FileStore, root: &Path, log_id: u64) -> Result<()>
         .then(|| number_of(&walked.end).and_then(|n| n.checked_sub(1)))
         .flatten()
         .map(|n| object_path(root, log_id, n));
-    // Fences in the gaps just before the end stay too: a stale writer's
-    // publication still on its way there must keep colliding (W1).
+    // With objects in flight, the fences just before the end (in the
+    // numbers that were missing, and after the newest) stay too: a stale
+    // writer's publication still on its way there must keep colliding (W1).
+    let reach = claimed_in_flight(files, root, log_id)?;
     let end_number = number_of(&walked.end).unwrap_or(0);
-    let near_end = end_number.saturating_sub(MAX_OBJECTS_IN_FLIGHT as u64)..end_number;
+    let near_end = end_number.saturating_sub(2 * reach)..end_number;
     for path in files.list(&log_dir(root, log_id))? {
         if path == walked.end || path == claim || Some(&path) == fence_of_seal.as_ref() {
             continue;
         }
-        let gap_fence = !files.can_append()
+        let gap_fence = reach > 1
+            && !files.can_append()
             && number_of(&path).is_some_and(|n| near_end.contains(&n))
             && matches!(read_object(files, &path), Ok(Some(found)) if found.kind == Kind::Fence);
         if !gap_fence {
@@ -1386,11 +1468,13 @@ impl<F: FnMut(WalEdit) -> Result<()>> Replay<'_, F> {
                 Ok(false)
             }
             Kind::Fence => {
-                // Fencing invariant W2: nothing follows a fence but its
-                // seal (W5). Its writer could not publish at this number,
-                // and publishes only at the next number after its last
-                // success, so it published nothing later. On a store that
-                // appends, the batch before it waits for the seal.
+                // Fencing invariant W2: nothing follows the fences that
+                // end a log but its seal (W5). Its writer could not
+                // publish at these numbers, and publishes only within K
+                // (its claim's objects in flight) of its oldest
+                // unacknowledged number, so it published nothing later. On
+                // a store that appends, the batch before it waits for the
+                // seal.
                 self.old.markers.push(path);
                 Ok(true)
             }
@@ -1524,6 +1608,7 @@ fn read_object_or_torn(files: &dyn FileStore, path: &Path) -> Result<Option<Read
                 edits: Vec::new(),
                 voids: None,
                 seals: None,
+                claimed_in_flight: 1,
                 frames: Vec::new(),
                 torn: None,
             },

@@ -54,7 +54,7 @@ fn try_open(
     files: Arc<dyn FileStore>,
     options: ObjectWalOptions,
 ) -> basalt_types::Result<(Arc<ObjectWal>, Vec<WalEdit>, ReplayReport)> {
-    let claim = ObjectWal::claim(files, Path::new(ROOT))?;
+    let claim = ObjectWal::claim_with(files, Path::new(ROOT), options.objects_in_flight)?;
     let mut replayed = Vec::new();
     let (wal, report) = ObjectWal::open(claim, options, |e| {
         replayed.push(e);
@@ -1160,4 +1160,90 @@ fn every_write_acknowledged_with_objects_in_flight_is_replayed_by_the_owner_that
         }
         crash(stale);
     }
+}
+
+/// Fencing invariant W2 with objects in flight: the fencer fences as many
+/// numbers after the newest as the writer's claim says it keeps in flight,
+/// so a slow publication beyond the newest collides instead of landing
+/// after the fence, and a later read-only replay finds the log ended.
+#[test]
+fn nothing_a_fenced_writer_had_in_flight_lands_after_the_fence_that_ends_its_log() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let faulty = FaultyFileStore::new(Arc::clone(&files));
+    let (stale, _) = open(Arc::new(faulty.clone()), in_flight());
+    let epoch = stale.log_id();
+    let path = |sequence| object_path(Path::new(ROOT), epoch, sequence);
+    write(&stale, &edit(1, 1, "acknowledged")).unwrap();
+    // Objects 2, 4 and 5 are slow; 3 lands at once.
+    for slow in [2, 4, 5] {
+        faulty.hold_finishes_of(&path(slow));
+    }
+    let mut writers = vec![spawn_write(&stale, edit(1, 2, "slow"))];
+    eventually(|| faulty.held_finishes() == 1);
+    writers.push(spawn_write(&stale, edit(1, 3, "landed")));
+    eventually(|| files.exists(&path(3)).unwrap());
+    writers.push(spawn_write(&stale, edit(1, 4, "slow too")));
+    eventually(|| faulty.held_finishes() == 2);
+    writers.push(spawn_write(&stale, edit(1, 5, "beyond the newest")));
+    eventually(|| faulty.held_finishes() == 3);
+    // The newer owner lists 0, 1 and 3: it fences 2 (missing) and 4 to 7
+    // (after the newest, as many as the claim's four in flight).
+    fence_log(files.as_ref(), Path::new(ROOT), epoch, epoch + 1).unwrap();
+    for fenced in [2, 4, 5, 6, 7] {
+        let found = read_object(files.as_ref(), &path(fenced)).unwrap().unwrap();
+        assert_eq!(found.kind, Kind::Fence, "number {fenced}");
+    }
+    for slow in [2, 4, 5] {
+        faulty.release_finishes_of(&path(slow));
+    }
+    for writer in writers {
+        assert!(
+            writer.join().unwrap().is_err(),
+            "nothing after 1 is acknowledged"
+        );
+    }
+    assert!(stale.fence().is_tripped());
+    crash(stale);
+    // Ended: a read-only replay (the cluster's, after `fence_log`) reads
+    // the acknowledged edit and the unacknowledged one that landed.
+    let mut replayed = Vec::new();
+    replay_log(files.as_ref(), Path::new(ROOT), epoch, |e| {
+        replayed.push(e);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(
+        replayed,
+        vec![edit(1, 1, "acknowledged"), edit(1, 3, "landed")]
+    );
+}
+
+#[test]
+fn a_claim_says_how_many_objects_its_writer_keeps_in_flight_or_is_refused() {
+    let files: Arc<dyn FileStore> = Arc::new(MemFileStore::new());
+    let claim = ObjectWal::claim_with(Arc::clone(&files), Path::new(ROOT), 4).unwrap();
+    let epoch = claim.fence().epoch();
+    let read = read_object(files.as_ref(), &object_path(Path::new(ROOT), epoch, 0))
+        .unwrap()
+        .unwrap();
+    assert_eq!((read.kind, read.claimed_in_flight), (Kind::Claim, 4));
+    // One in flight keeps the claim's bytes as they always were: empty.
+    let plain = ObjectWal::claim(Arc::clone(&files), Path::new(ROOT)).unwrap();
+    let bytes = files
+        .read_all(&object_path(Path::new(ROOT), plain.fence().epoch(), 0))
+        .unwrap();
+    assert_eq!(bytes.len(), HEADER_LEN);
+    let claim_of = |in_flight: u64| {
+        let mut body = Vec::new();
+        coding::put_u64_le(&mut body, in_flight);
+        decode_object(&Bytes::from(encode_object(Kind::Claim, 1, 0, &body)))
+    };
+    assert_eq!(claim_of(16).unwrap().claimed_in_flight, 16);
+    for bad in [0, 17, u64::MAX] {
+        let err = claim_of(bad).unwrap_err();
+        assert!(err.contains("objects in flight"), "{err}");
+    }
+    let err =
+        decode_object(&Bytes::from(encode_object(Kind::Claim, 1, 0, &[1, 2, 3]))).unwrap_err();
+    assert!(err.contains("claim object of 3 body bytes"), "{err}");
 }
