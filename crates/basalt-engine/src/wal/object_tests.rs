@@ -1096,9 +1096,11 @@ fn every_write_acknowledged_with_objects_in_flight_is_replayed_by_the_owner_that
         // One publication times out (its outcome unknown) early on.
         faulty.fail_nth(FaultOp::Finish, 10 + seed * 7);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let acknowledged_so_far = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let writers: Vec<_> = (0..8u64)
             .map(|writer| {
                 let (wal, stop) = (Arc::clone(&stale), Arc::clone(&stop));
+                let acknowledged_so_far = Arc::clone(&acknowledged_so_far);
                 std::thread::spawn(move || {
                     let mut acknowledged = Vec::new();
                     let mut n = 0;
@@ -1109,7 +1111,11 @@ fn every_write_acknowledged_with_objects_in_flight_is_replayed_by_the_owner_that
                             .append(&e)
                             .and_then(|lsn| wal.sync(lsn, Durability::SyncWal));
                         match written {
-                            Ok(()) => acknowledged.push(e),
+                            Ok(()) => {
+                                acknowledged.push(e);
+                                acknowledged_so_far
+                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
                             Err(Error::Fenced { .. }) => break,
                             // Failed, or refused while the log repairs.
                             Err(_) => std::thread::sleep(Duration::from_micros(100)),
@@ -1119,7 +1125,12 @@ fn every_write_acknowledged_with_objects_in_flight_is_replayed_by_the_owner_that
                 })
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(40 + seed * 15));
+        // Mid-stream: past the injected failure and its repair, and at a
+        // moment that differs between seeds.
+        eventually(|| {
+            acknowledged_so_far.load(std::sync::atomic::Ordering::Relaxed) >= 40 + seed * 10
+        });
+        std::thread::sleep(Duration::from_millis(seed * 3));
         let (_newer, replayed) = open(Arc::clone(&files), manual());
         std::thread::sleep(Duration::from_millis(10));
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
