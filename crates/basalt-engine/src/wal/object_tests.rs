@@ -177,22 +177,49 @@ fn spawn_write(
     })
 }
 
+/// Writes `slow` as the log's object 1, held by the store, then `landed`
+/// as object 2, which lands at once: the two writers and object 1's path.
+/// `files` is the store behind `faulty` (where object 2 is looked for).
+fn slow_object_and_one_landed_behind_it(
+    wal: &Arc<ObjectWal>,
+    faulty: &FaultyFileStore,
+    files: &dyn FileStore,
+    slow: WalEdit,
+    landed: WalEdit,
+) -> (
+    std::thread::JoinHandle<basalt_types::Result<()>>,
+    std::thread::JoinHandle<basalt_types::Result<()>>,
+    std::path::PathBuf,
+) {
+    let epoch = wal.log_id();
+    let slow_path = object_path(Path::new(ROOT), epoch, 1);
+    faulty.hold_finishes_of(&slow_path);
+    let first = spawn_write(wal, slow);
+    eventually(|| faulty.held_finishes() == 1);
+    let second = spawn_write(wal, landed);
+    eventually(|| {
+        files
+            .exists(&object_path(Path::new(ROOT), epoch, 2))
+            .unwrap()
+    });
+    (first, second, slow_path)
+}
+
 #[test]
 fn a_batch_goes_out_beside_a_slow_one_and_is_acknowledged_only_after_it() {
     let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
     let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
     let (wal, _) = open(Arc::clone(&files), in_flight());
     assert!(wal.inner.options.objects_in_flight > 1);
-    let epoch = wal.log_id();
-    let slow = object_path(Path::new(ROOT), epoch, 1);
-    let fast = object_path(Path::new(ROOT), epoch, 2);
-    faulty.hold_finishes_of(&slow);
-    let first = spawn_write(&wal, edit(1, 1, "first"));
-    eventually(|| faulty.held_finishes() == 1);
     // The second batch does not wait for the first object: it is
     // published beside it, and lands first.
-    let second = spawn_write(&wal, edit(1, 2, "second"));
-    eventually(|| files.exists(&fast).unwrap());
+    let (first, second, slow) = slow_object_and_one_landed_behind_it(
+        &wal,
+        &faulty,
+        files.as_ref(),
+        edit(1, 1, "first"),
+        edit(1, 2, "second"),
+    );
     // Acknowledged in order: nothing yet, with number 1 still missing.
     assert_eq!(wal.published_lsn(), 0);
     assert!(!second.is_finished());
@@ -214,13 +241,14 @@ fn a_failed_object_fails_the_landed_ones_behind_it_and_the_repair_voids_them_all
     let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
     let (wal, _) = open(Arc::clone(&files), in_flight());
     let epoch = wal.log_id();
-    let slow = object_path(Path::new(ROOT), epoch, 1);
     let landed = object_path(Path::new(ROOT), epoch, 2);
-    faulty.hold_finishes_of(&slow);
-    let first = spawn_write(&wal, edit(1, 1, "fails"));
-    eventually(|| faulty.held_finishes() == 1);
-    let second = spawn_write(&wal, edit(1, 2, "behind it"));
-    eventually(|| files.exists(&landed).unwrap());
+    let (first, second, slow) = slow_object_and_one_landed_behind_it(
+        &wal,
+        &faulty,
+        files.as_ref(),
+        edit(1, 1, "fails"),
+        edit(1, 2, "behind it"),
+    );
     // The slow request times out: its outcome is unknown.
     faulty.fail_nth(FaultOp::Finish, 1);
     faulty.release_finishes_of(&slow);
@@ -256,16 +284,13 @@ fn a_fencer_fences_a_missing_number_where_a_slow_object_would_land() {
     let faulty = FaultyFileStore::new(Arc::clone(&files));
     let (stale, _) = open(Arc::new(faulty.clone()), in_flight());
     let epoch = stale.log_id();
-    let slow = object_path(Path::new(ROOT), epoch, 1);
-    faulty.hold_finishes_of(&slow);
-    let first = spawn_write(&stale, edit(1, 1, "slow"));
-    eventually(|| faulty.held_finishes() == 1);
-    let second = spawn_write(&stale, edit(1, 2, "landed"));
-    eventually(|| {
-        files
-            .exists(&object_path(Path::new(ROOT), epoch, 2))
-            .unwrap()
-    });
+    let (first, second, slow) = slow_object_and_one_landed_behind_it(
+        &stale,
+        &faulty,
+        files.as_ref(),
+        edit(1, 1, "slow"),
+        edit(1, 2, "landed"),
+    );
     // A newer owner opens meanwhile: number 1 is missing and may still
     // land, so it is fenced too, not only the number after the newest.
     let (newer, replayed) = open(Arc::clone(&files), manual());
