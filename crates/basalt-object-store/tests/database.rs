@@ -30,6 +30,17 @@ fn open(config: &StorageConfig, dir: &Path) -> Database {
         .unwrap()
 }
 
+/// A database whose write-ahead log is on the storage too, as `basalt
+/// serve --storage` keeps it (`open` keeps it in the data directory).
+fn open_with_log(config: &StorageConfig, options: Options) -> Database {
+    let storage = open_storage(config, &options.data_dir).unwrap().unwrap();
+    Database::builder(options)
+        .file_store(storage.file_store())
+        .wal_in_file_store(storage.wal_options())
+        .open()
+        .unwrap()
+}
+
 fn value(i: usize, round: usize) -> String {
     format!("value {i} of round {round} {}", "x".repeat(i % 50))
 }
@@ -241,15 +252,10 @@ fn a_log_on_a_shared_directory_appends_its_batches_to_segments_that_a_new_owner_
     let shared = tempfile::tempdir().unwrap();
     let config = file_config(shared.path());
     let open_logged = |dir: &Path| {
-        let storage = open_storage(&config, dir).unwrap().unwrap();
         let mut o = options(dir);
         // Small segments, so that the log starts new ones as it goes.
         o.wal_segment_bytes = 16 * 1024;
-        Database::builder(o)
-            .file_store(storage.file_store())
-            .wal_in_file_store(storage.wal_options())
-            .open()
-            .unwrap()
+        open_with_log(&config, o)
     };
     let first_dir = tempfile::tempdir().unwrap();
     let db = open_logged(first_dir.path());
@@ -331,18 +337,11 @@ fn with_objects_in_flight_every_acknowledged_write_on_s3_survives_a_crash() {
         wal_objects_in_flight: 4,
         ..moto_config(&moto, "in-flight", "basalt/in-flight")
     };
-    // The log on the storage too, as `basalt serve --storage` keeps it.
-    let open_with_log = |dir: &Path| {
-        let storage = open_storage(&config, dir).unwrap().unwrap();
-        assert_eq!(storage.wal_options().objects_in_flight, 4);
-        Database::builder(options(dir))
-            .file_store(storage.file_store())
-            .wal_in_file_store(storage.wal_options())
-            .open()
-            .unwrap()
-    };
+    let probe_dir = tempfile::tempdir().unwrap();
+    let storage = open_storage(&config, probe_dir.path()).unwrap().unwrap();
+    assert_eq!(storage.wal_options().objects_in_flight, 4);
     let first_dir = tempfile::tempdir().unwrap();
-    let db = open_with_log(first_dir.path());
+    let db = open_with_log(&config, options(first_dir.path()));
     db.create_table(TableDescriptor::new("t").family(ColumnFamilyDescriptor::new("f")))
         .unwrap();
     std::thread::scope(|scope| {
@@ -360,7 +359,7 @@ fn with_objects_in_flight_every_acknowledged_write_on_s3_survives_a_crash() {
     // A crash: no close, no flush; its threads are simply abandoned.
     std::mem::forget(db);
     let second_dir = tempfile::tempdir().unwrap();
-    let db = open_with_log(second_dir.path());
+    let db = open_with_log(&config, options(second_dir.path()));
     let table = db.table("t").unwrap();
     let rows = table.scan(&Scan::new()).unwrap().count();
     assert_eq!(rows, 800);
