@@ -87,6 +87,15 @@ struct SnapshotImportArgs {
     /// Files converted at once.
     #[arg(long, default_value_t = 2)]
     parallel: usize,
+    /// Bytes of an HBase file read at once (at least 33): each conversion
+    /// holds about this much of its file, and reads it in ranges of this
+    /// size (one `GET` each from S3).
+    #[arg(long, value_name = "BYTES", default_value_t = basalt_import::DEFAULT_READ_AHEAD)]
+    read_ahead: usize,
+}
+
+fn local_files() -> std::sync::Arc<dyn basalt_engine::fs::FileStore> {
+    std::sync::Arc::new(basalt_engine::fs::LocalFileStore::new())
 }
 
 pub fn run(args: ImportArgs) -> Result<(), String> {
@@ -109,6 +118,7 @@ fn import_snapshot(args: &SnapshotImportArgs) -> Result<(), String> {
     let options = ImportOptions {
         parallel: args.parallel.max(1),
         snapshot_name: args.snapshot_as.clone(),
+        read_ahead: args.read_ahead,
         ..ImportOptions::default()
     };
     let started = std::time::Instant::now();
@@ -193,7 +203,7 @@ fn import_hfiles(args: &HfilesArgs) -> Result<(), String> {
         None => {
             let db = basalt::Database::open(&args.data_dir).map_err(|e| failed(&e))?;
             let report = db
-                .bulk_load_hfiles(&args.table, &basalt_engine::fs::LocalFileStore::new(), &dir)
+                .bulk_load_hfiles(&args.table, &local_files(), &dir)
                 .map_err(|e| failed(&e));
             db.close().map_err(|e| failed(&e))?;
             report?

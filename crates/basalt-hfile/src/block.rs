@@ -12,6 +12,8 @@
 //! chunk of header plus compressed data (the last chunk may be short), in
 //! order, right after the data.
 
+use bytes::Bytes;
+
 use crate::compression::{self, Codec};
 use crate::cursor::{Cursor, Decode};
 
@@ -230,12 +232,12 @@ pub struct Block {
     /// Its header.
     pub header: BlockHeader,
     /// The payload, decompressed (an encoded data block's starts with the
-    /// encoding id).
-    pub payload: Vec<u8>,
+    /// encoding id). Uncompressed, it is a view of the bytes read.
+    pub payload: Bytes,
 }
 
 /// Checks and decompresses a block whose on-disk bytes are `raw`.
-pub(crate) fn decode(offset: u64, h: BlockHeader, raw: &[u8], codec: Codec) -> Decode<Block> {
+pub(crate) fn decode(offset: u64, h: BlockHeader, raw: &Bytes, codec: Codec) -> Decode<Block> {
     verify_checksums(&h, raw)?;
     let data = raw
         .get(HEADER_SIZE..h.on_disk_data_size_with_header)
@@ -247,7 +249,17 @@ pub(crate) fn decode(offset: u64, h: BlockHeader, raw: &[u8], codec: Codec) -> D
             h.uncompressed_size_without_header
         ));
     }
-    let payload = compression::decompress(codec, data, h.uncompressed_size_without_header)?;
+    // Uncompressed, the payload is the data as read: no copy, so cells
+    // read from it can share its bytes.
+    let payload = if codec == Codec::None {
+        raw.slice(HEADER_SIZE..h.on_disk_data_size_with_header)
+    } else {
+        Bytes::from(compression::decompress(
+            codec,
+            data,
+            h.uncompressed_size_without_header,
+        )?)
+    };
     Ok(Block {
         offset,
         header: h,
@@ -284,7 +296,7 @@ mod tests {
         let raw = make_block(BlockType::Meta, &data, 64);
         let h = parse_header(&raw).unwrap();
         assert_eq!(h.block_type, BlockType::Meta);
-        let b = decode(0, h, &raw, Codec::None).unwrap();
+        let b = decode(0, h, &Bytes::from(raw), Codec::None).unwrap();
         assert_eq!(b.payload, data);
     }
 
@@ -294,7 +306,7 @@ mod tests {
         let mut raw = make_block(BlockType::Meta, &data, 64);
         raw[100] ^= 1;
         let h = parse_header(&raw).unwrap();
-        let err = decode(0, h, &raw, Codec::None).unwrap_err();
+        let err = decode(0, h, &Bytes::from(raw), Codec::None).unwrap_err();
         assert!(err.contains("chunk 1"), "{err}");
     }
 

@@ -133,8 +133,27 @@ impl CellConverter {
     }
 }
 
-/// Builds a cell from a flat key, value, tags and memstore timestamp.
-pub(crate) fn make_cell(key: &[u8], value: &[u8], tags: Vec<Tag>, mvcc: i64) -> Decode<HFileCell> {
+/// `part` as [`Bytes`]: a view of `block` when it lies inside it (no
+/// copy, no allocation), else a copy (a key a delta encoding rebuilt).
+fn share(block: &Bytes, part: &[u8]) -> Bytes {
+    let start = block.as_ptr() as usize;
+    let at = part.as_ptr() as usize;
+    if !part.is_empty() && at >= start && at + part.len() <= start + block.len() {
+        block.slice(at - start..at - start + part.len())
+    } else {
+        Bytes::copy_from_slice(part)
+    }
+}
+
+/// Builds a cell from a flat key, value, tags and memstore timestamp;
+/// what of them lies in `block` is shared with it, not copied.
+pub(crate) fn make_cell(
+    block: &Bytes,
+    key: &[u8],
+    value: &[u8],
+    tags: Vec<Tag>,
+    mvcc: i64,
+) -> Decode<HFileCell> {
     let k = parse_key(key)?;
     let cell_type = CellType::from_code(k.type_code).ok_or_else(|| {
         format!(
@@ -144,12 +163,12 @@ pub(crate) fn make_cell(key: &[u8], value: &[u8], tags: Vec<Tag>, mvcc: i64) -> 
     })?;
     let seq_id = u64::try_from(mvcc).map_err(|_| format!("negative memstore timestamp {mvcc}"))?;
     Ok(HFileCell {
-        row: Bytes::copy_from_slice(k.row),
-        family: Bytes::copy_from_slice(k.family),
-        qualifier: Bytes::copy_from_slice(k.qualifier),
+        row: share(block, k.row),
+        family: share(block, k.family),
+        qualifier: share(block, k.qualifier),
         timestamp: k.timestamp,
         cell_type,
-        value: Bytes::copy_from_slice(value),
+        value: share(block, value),
         tags,
         seq_id,
     })
@@ -263,6 +282,19 @@ impl TagDictionary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_part_inside_the_block_is_shared_and_one_outside_is_copied() {
+        let block = Bytes::from_static(b"row1value");
+        let inside = share(&block, &block[4..]);
+        assert_eq!(inside, Bytes::from_static(b"value"));
+        assert_eq!(inside.as_ptr(), block[4..].as_ptr(), "a view, not a copy");
+        let rebuilt = b"value".to_vec();
+        let outside = share(&block, &rebuilt);
+        assert_eq!(outside, Bytes::from_static(b"value"));
+        assert_ne!(outside.as_ptr(), rebuilt.as_ptr());
+        assert!(share(&block, &[]).is_empty());
+    }
 
     fn put(row: &'static str, ts: i64, seq_id: u64, tags: Vec<Tag>) -> HFileCell {
         HFileCell {

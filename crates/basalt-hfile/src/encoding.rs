@@ -9,6 +9,8 @@
 //! with a per-block dictionary when the file says `TAGS_COMPRESSED`.
 //! docs/hfile-format.md describes each encoding's cell layout.
 
+use bytes::Bytes;
+
 use crate::block::BlockType;
 use crate::cell::{make_cell, parse_tags, HFileCell, Tag, TagDictionary};
 use crate::cursor::{Cursor, Decode};
@@ -83,7 +85,7 @@ pub struct CellFormat {
 /// Decodes every cell of a data block's payload.
 pub(crate) fn decode_data_block(
     block_type: BlockType,
-    payload: &[u8],
+    payload: &Bytes,
     format: &CellFormat,
 ) -> Decode<(DataBlockEncoding, Vec<HFileCell>)> {
     match block_type {
@@ -93,13 +95,13 @@ pub(crate) fn decode_data_block(
             let id = c.u16("data block encoding id")?;
             let encoding = DataBlockEncoding::from_id(id)
                 .ok_or_else(|| format!("unknown data block encoding id {id}"))?;
-            let body = &payload[2..];
+            let body = payload.slice(2..);
             let cells = match encoding {
                 DataBlockEncoding::None => {
                     return Err("an encoded data block names encoding NONE".to_string())
                 }
-                DataBlockEncoding::RowIndexV1 => row_index_cells(body, format),
-                other => delta_cells(other, body, format),
+                DataBlockEncoding::RowIndexV1 => row_index_cells(&body, format),
+                other => delta_cells(other, &body, format),
             }
             .map_err(|e| {
                 format!(
@@ -115,7 +117,7 @@ pub(crate) fn decode_data_block(
 
 /// Plain `KeyValue`s: key length (4), value length (4), key, value, then
 /// tags (2-byte length) and memstore timestamp where the file has them.
-fn plain_cells(buf: &[u8], format: &CellFormat) -> Decode<Vec<HFileCell>> {
+fn plain_cells(buf: &Bytes, format: &CellFormat) -> Decode<Vec<HFileCell>> {
     let mut c = Cursor::new(buf);
     let mut cells = Vec::new();
     while !c.is_empty() {
@@ -136,7 +138,7 @@ fn plain_cells(buf: &[u8], format: &CellFormat) -> Decode<Vec<HFileCell>> {
             } else {
                 0
             };
-            make_cell(key, value, tags, mvcc)
+            make_cell(buf, key, value, tags, mvcc)
         })()
         .map_err(|e| format!("cell at byte {at}: {e}"))?;
         cells.push(cell);
@@ -146,7 +148,7 @@ fn plain_cells(buf: &[u8], format: &CellFormat) -> Decode<Vec<HFileCell>> {
 
 /// ROW_INDEX_V1: plain cells, then the number of rows (4), each row's
 /// offset in the cells (4 each), and the cells' size (4).
-fn row_index_cells(body: &[u8], format: &CellFormat) -> Decode<Vec<HFileCell>> {
+fn row_index_cells(body: &Bytes, format: &CellFormat) -> Decode<Vec<HFileCell>> {
     if body.len() < 8 {
         return Err(format!("{} bytes is too short for a row index", body.len()));
     }
@@ -187,7 +189,7 @@ fn row_index_cells(body: &[u8], format: &CellFormat) -> Decode<Vec<HFileCell>> {
         tags_compressed: false,
         ..*format
     };
-    plain_cells(&body[..size], &plain)
+    plain_cells(&body.slice(..size), &plain)
 }
 
 const DIFF_SAME_KEY_LENGTH: u8 = 1;
@@ -252,7 +254,8 @@ fn delta_cells(
             } else {
                 0
             };
-            let cell = make_cell(&key, &value, tags, mvcc)?;
+            // Key and value are rebuilt from deltas: nothing to share.
+            let cell = make_cell(&Bytes::new(), &key, &value, tags, mvcc)?;
             Ok::<_, String>((cell, Previous { key, value }))
         })()
         .map_err(|e| format!("cell at byte {at}: {e}"))?;

@@ -1,8 +1,9 @@
 //! A checked reader for HBase's store files: HFile v3 as HBase 2.x writes
 //! it (docs/hfile-format.md describes the format as read here).
 //!
-//! [`HFileReader::open`] (a path) or [`HFileReader::from_bytes`] reads the
-//! trailer and the load-on-open section; [`HFileReader::cells`] yields
+//! [`HFileReader::open`] (a path), [`HFileReader::from_ranges`] (a file
+//! read by ranges through a read-ahead window, such as an object) or
+//! [`HFileReader::from_bytes`] reads the trailer and the load-on-open section; [`HFileReader::cells`] yields
 //! every cell in file order, [`HFileReader::seek`] the cells from a row on
 //! (through the block index), [`HFileReader::might_contain`] asks the row
 //! Bloom filter. Every data block encoding (NONE, PREFIX, DIFF, FAST_DIFF,
@@ -36,5 +37,5 @@ pub use encoding::{CellFormat, DataBlockEncoding};
 pub use fileinfo::{keys as file_info_keys, FileInfo};
 pub use index::IndexEntry;
 pub use key::{compare_keys, parse_key, KeyRef};
-pub use reader::{Cells, HFileReader};
+pub use reader::{Cells, HFileReader, ReadRange, DEFAULT_READ_AHEAD};
 pub use trailer::{Trailer, TRAILER_MAGIC};

@@ -32,6 +32,37 @@ use crate::trailer::{self, Trailer, MAX_TRAILER_SIZE};
 enum Source {
     Memory(Bytes),
     File(Mutex<File>),
+    Ranges(RangeSource),
+}
+
+/// Reads `len` bytes at `offset` of one file, wherever it is stored (an
+/// object store, a shared directory): [`HFileReader::from_ranges`].
+pub type ReadRange = Box<dyn Fn(u64, usize) -> Result<Bytes> + Send + Sync>;
+
+/// How many bytes [`HFileReader::from_ranges`] asks for at once unless
+/// told otherwise.
+pub const DEFAULT_READ_AHEAD: usize = 4 << 20;
+
+/// A file read by ranges through a read-ahead window.
+///
+/// Why a window: a scan reads each data block as two ranges (its header,
+/// then the block), which on object storage would be two `GET`s a block,
+/// and reading a whole file first would hold all of it in memory (HBase
+/// writes store files of several GiB). With the window a scan costs one
+/// range a window and holds about one window.
+struct RangeSource {
+    read: ReadRange,
+    read_ahead: usize,
+    /// The bytes last read and the offset they start at.
+    window: Mutex<(u64, Bytes)>,
+}
+
+impl std::fmt::Debug for RangeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RangeSource")
+            .field("read_ahead", &self.read_ahead)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An open HFile.
@@ -65,6 +96,25 @@ impl HFileReader {
         let bytes = bytes.into();
         let len = bytes.len() as u64;
         Self::init(name.into(), Source::Memory(bytes), len)
+    }
+
+    /// Reads an HFile of `len` bytes by ranges: `read(offset, len)` gives
+    /// the bytes at `offset`. Ranges of `read_ahead` bytes (at least one
+    /// block's header) are read and kept, so a scan asks for one range per
+    /// `read_ahead` bytes and holds about that much; `name` names the file
+    /// in errors.
+    pub fn from_ranges(
+        name: impl Into<PathBuf>,
+        len: u64,
+        read_ahead: usize,
+        read: ReadRange,
+    ) -> Result<HFileReader> {
+        let source = RangeSource {
+            read,
+            read_ahead: read_ahead.max(HEADER_SIZE),
+            window: Mutex::new((0, Bytes::new())),
+        };
+        Self::init(name.into(), Source::Ranges(source), len)
     }
 
     fn init(path: PathBuf, source: Source, len: u64) -> Result<HFileReader> {
@@ -262,7 +312,45 @@ impl HFileReader {
                     .map_err(|e| Error::io(&self.path, e))?;
                 Ok(Bytes::from(buf))
             }
+            Source::Ranges(ranges) => self.read_through_window(ranges, offset, len),
         }
+    }
+
+    /// `len` bytes at `offset` (checked to lie within the file) from the
+    /// window, reading a new window from `offset` on when they are not all
+    /// in it. A range longer than the window is read alone.
+    fn read_through_window(&self, ranges: &RangeSource, offset: u64, len: usize) -> Result<Bytes> {
+        let mut window = ranges.window.lock().map_err(|_| {
+            self.corrupt(
+                offset,
+                "read-ahead window poisoned by an earlier panic".to_string(),
+            )
+        })?;
+        let (start, bytes) = &*window;
+        if let Some(from) = offset.checked_sub(*start) {
+            let from = from as usize;
+            if from.checked_add(len).is_some_and(|end| end <= bytes.len()) {
+                return Ok(bytes.slice(from..from + len));
+            }
+        }
+        // Within the file (the caller checked), so this cannot underflow.
+        let left = usize::try_from(self.len - offset).unwrap_or(usize::MAX);
+        let want = len.max(ranges.read_ahead.min(left));
+        let read = (ranges.read)(offset, want)?;
+        if read.len() != want {
+            return Err(self.corrupt(
+                offset,
+                format!(
+                    "asked for {want} bytes at {offset}, the storage gave {}",
+                    read.len()
+                ),
+            ));
+        }
+        let wanted = read.slice(..len);
+        if want > len {
+            *window = (offset, read);
+        }
+        Ok(wanted)
     }
 
     /// Reads, checks and decompresses the block at `offset`, which must

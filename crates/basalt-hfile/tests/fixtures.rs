@@ -127,6 +127,91 @@ fn the_same_bytes_read_from_memory_give_the_same_cells() {
     }
 }
 
+/// A reader over `bytes` by ranges, counting the ranges it was asked for.
+fn ranged(
+    file: &Path,
+    bytes: &bytes::Bytes,
+    read_ahead: usize,
+) -> (HFileReader, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (source, counter) = (bytes.clone(), std::sync::Arc::clone(&asked));
+    let reader = HFileReader::from_ranges(
+        file,
+        bytes.len() as u64,
+        read_ahead,
+        Box::new(move |offset, len| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let start = offset as usize;
+            Ok(source.slice(start..start + len))
+        }),
+    )
+    .unwrap();
+    (reader, asked)
+}
+
+#[test]
+fn the_same_bytes_read_by_ranges_give_the_same_cells_whatever_the_window() {
+    for (file, _) in fixtures() {
+        let bytes = bytes::Bytes::from(std::fs::read(&file).unwrap());
+        let whole = HFileReader::from_bytes(&file, bytes.clone()).unwrap();
+        let want: Vec<_> = whole.cells().map(|c| c.unwrap()).collect();
+        // Smaller than a header, smaller than a block, and the whole file.
+        for read_ahead in [1, 700, 64 << 10, basalt_hfile::DEFAULT_READ_AHEAD] {
+            let (reader, _) = ranged(&file, &bytes, read_ahead);
+            let got: Vec<_> = reader.cells().map(|c| c.unwrap()).collect();
+            assert_eq!(got, want, "{} read ahead {read_ahead}", file.display());
+            let middle = &want[want.len() / 2].row;
+            let from_middle: Vec<_> = reader.seek(middle).unwrap().map(|c| c.unwrap()).collect();
+            let expected: Vec<_> = want.iter().filter(|c| c.row >= *middle).cloned().collect();
+            assert_eq!(
+                from_middle,
+                expected,
+                "{} seek, read ahead {read_ahead}",
+                file.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_window_as_large_as_the_file_reads_it_in_a_few_ranges() {
+    for (file, _) in fixtures() {
+        let bytes = bytes::Bytes::from(std::fs::read(&file).unwrap());
+        let (reader, asked) = ranged(&file, &bytes, bytes.len());
+        let opened = asked.load(std::sync::atomic::Ordering::Relaxed);
+        let cells = reader.cells().count();
+        let scanned = asked.load(std::sync::atomic::Ordering::Relaxed) - opened;
+        // The trailer, the load-on-open section; then one window for every
+        // data block (a fixture holds several; two reads each without it).
+        assert!(opened <= 2, "{}: {opened} ranges to open", file.display());
+        assert!(
+            scanned <= 1,
+            "{}: {scanned} ranges for {cells} cells",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn a_storage_that_answers_short_is_a_clear_error() {
+    let (file, _) = fixtures().remove(0);
+    let bytes = bytes::Bytes::from(std::fs::read(&file).unwrap());
+    let len = bytes.len() as u64;
+    let error = HFileReader::from_ranges(
+        &file,
+        len,
+        4096,
+        Box::new(move |offset, len| {
+            let start = offset as usize;
+            Ok(bytes.slice(start..start + len / 2))
+        }),
+    )
+    .unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("the storage gave"), "{text}");
+    assert!(text.contains(&file.display().to_string()), "{text}");
+}
+
 #[test]
 fn trailer_and_file_info_agree_with_how_each_fixture_was_written() {
     for (file, expected) in fixtures() {

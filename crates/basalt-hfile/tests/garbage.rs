@@ -19,9 +19,32 @@ fn fixture(name: &str) -> (PathBuf, Vec<u8>) {
     (path, bytes)
 }
 
-/// Opens and reads every cell (and seeks and asks the Bloom filter).
+/// Opens and reads every cell (and seeks and asks the Bloom filter), from
+/// memory and again by ranges through a read-ahead window smaller than a
+/// block: both must come to the same cells, or both fail.
 fn read_all(name: &str, bytes: Vec<u8>) -> Result<Vec<HFileCell>, Error> {
-    let r = HFileReader::from_bytes(name, bytes)?;
+    let bytes = bytes::Bytes::from(bytes);
+    let whole = read_with(HFileReader::from_bytes(name, bytes.clone()));
+    let source = bytes.clone();
+    let ranged = read_with(HFileReader::from_ranges(
+        name,
+        bytes.len() as u64,
+        700,
+        Box::new(move |offset, len| {
+            let start = offset as usize;
+            Ok(source.slice(start..start + len))
+        }),
+    ));
+    match (&whole, &ranged) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "{name}: read by ranges"),
+        (Err(_), Err(e)) => assert_names_file_and_offset(e, name),
+        (a, b) => panic!("{name}: from memory {a:?}, by ranges {b:?}"),
+    }
+    whole
+}
+
+fn read_with(opened: Result<HFileReader, Error>) -> Result<Vec<HFileCell>, Error> {
+    let r = opened?;
     let cells: Vec<HFileCell> = r.cells().collect::<Result<_, _>>()?;
     if let Some(first) = cells.first() {
         r.seek(&first.row)?.collect::<Result<Vec<_>, _>>()?;

@@ -15,6 +15,8 @@ pub mod convert;
 pub mod hbase;
 pub mod snapshot_import;
 
+/// How many bytes of an HBase file an import reads at once by default.
+pub use basalt_hfile::DEFAULT_READ_AHEAD;
 pub use snapshot_import::{
     import_hbase_snapshot, ImportOptions, ImportProgress, ImportReport, IMPORT_NAMESPACE,
 };

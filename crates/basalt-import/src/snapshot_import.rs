@@ -40,7 +40,6 @@ use basalt_engine::snapshot::{
     check_snapshot_name, read_manifest, write_manifest, SnapshotFile, SnapshotKind,
     SnapshotManifest, SnapshotRegion, SnapshotStore, DEFAULT_MAX_MANIFEST_BYTES,
 };
-use basalt_hfile::HFileReader;
 use basalt_types::{Error, Result};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -67,6 +66,10 @@ pub struct ImportOptions {
     pub snapshot_name: Option<String>,
     /// Largest manifest read, HBase's or Basalt's.
     pub max_manifest_bytes: u64,
+    /// Bytes of an HBase file read at once: a conversion holds about this
+    /// much of its file, and reads it in ranges of this size (a `GET`
+    /// each on object storage).
+    pub read_ahead: usize,
 }
 
 impl Default for ImportOptions {
@@ -75,6 +78,7 @@ impl Default for ImportOptions {
             parallel: 2,
             snapshot_name: None,
             max_manifest_bytes: DEFAULT_MAX_MANIFEST_BYTES,
+            read_ahead: basalt_hfile::DEFAULT_READ_AHEAD,
         }
     }
 }
@@ -404,7 +408,7 @@ fn convert_all(
                     let Some(job) = usize::try_from(i).ok().and_then(|i| jobs.get(i)) else {
                         break;
                     };
-                    match convert_one(source, dest, name, snapshot, job) {
+                    match convert_one(source, dest, name, snapshot, job, options.read_ahead) {
                         Ok(result) => {
                             results.lock()[job.index] = Some(result);
                             progress(ImportProgress {
@@ -444,6 +448,7 @@ fn convert_one(
     name: &str,
     snapshot: &HBaseSnapshot,
     job: &Job,
+    read_ahead: usize,
 ) -> Result<(Done, Outcome)> {
     let files = dest.files.as_ref();
     let marker = done_path(&dest.root, name, job.index);
@@ -461,9 +466,8 @@ fn convert_one(
     }
     // A file a killed run published but did not mark.
     delete_if_present(files, &dest_path)?;
-    let (path, bytes) = read_source(source, &job.source)?;
-    let bytes_read = bytes.len() as u64;
-    let reader = HFileReader::from_bytes(path, bytes)?;
+    let (path, bytes_read) = find_source(source, &job.source)?;
+    let reader = basalt::bulk_load::open_hfile(&source.files, &path, read_ahead)?;
     let family = snapshot
         .descriptor
         .families()
@@ -502,8 +506,9 @@ fn convert_one(
     Ok((done, Outcome::Now { bytes_read }))
 }
 
-/// The bytes of an HBase file: its live path, else its archived one.
-fn read_source(source: &ExportSide, file: &SourceFile) -> Result<(PathBuf, bytes::Bytes)> {
+/// Where an HBase file is, and its size: its live path, else its
+/// archived one.
+fn find_source(source: &ExportSide, file: &SourceFile) -> Result<(PathBuf, u64)> {
     for path in &file.candidates {
         let Some(size) = size_if_present(source.files.as_ref(), path)? else {
             continue;
@@ -518,7 +523,7 @@ fn read_source(source: &ExportSide, file: &SourceFile) -> Result<(PathBuf, bytes
                 ),
             });
         }
-        return Ok((path.clone(), source.files.read_all(path)?));
+        return Ok((path.clone(), size));
     }
     Err(Error::invalid(format!(
         "store file {} of the snapshot is at none of {}",

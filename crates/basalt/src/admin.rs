@@ -1043,11 +1043,9 @@ fn execute_on(db: &Database, request: AdminRequest) -> Result<AdminReply> {
         }
         AdminRequest::BulkLoad { table, dir } => {
             let (files, root) = crate::bulk_load::source_of(&dir)?;
-            Ok(AdminReply::BulkLoaded(db.bulk_load_hfiles(
-                &table,
-                files.as_ref(),
-                &root,
-            )?))
+            Ok(AdminReply::BulkLoaded(
+                db.bulk_load_hfiles(&table, &files, &root)?,
+            ))
         }
         AdminRequest::SnapshotCleanupSwitch { on } => Ok(AdminReply::Switch {
             previous: db.snapshot_cleanup_switch(Some(on))?,

@@ -23,6 +23,7 @@
 //! (pieces already loaded are not loaded twice: each is committed once).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use basalt_engine::compaction::CellStream;
 use basalt_engine::fs::FileStore;
@@ -69,6 +70,25 @@ pub fn source_of(dir: &str) -> Result<(std::sync::Arc<dyn FileStore>, std::path:
             as std::sync::Arc<dyn FileStore>,
         path,
     ))
+}
+
+/// Opens the HFile at `path` of `files` to be read by ranges of
+/// `read_ahead` bytes (`basalt_hfile::DEFAULT_READ_AHEAD` unless told),
+/// rather than read whole: an HBase store file can be several GiB, and an
+/// import or a bulk load then holds about one window of it in memory.
+pub fn open_hfile(
+    files: &Arc<dyn FileStore>,
+    path: &Path,
+    read_ahead: usize,
+) -> Result<HFileReader> {
+    let len = files.size(path)?;
+    let (store, at) = (Arc::clone(files), path.to_path_buf());
+    HFileReader::from_ranges(
+        path,
+        len,
+        read_ahead,
+        Box::new(move |offset, len| store.read_range(&at, offset, len)),
+    )
 }
 
 /// The HFiles of a bulk-load directory: `(family, path)`, in name order.
@@ -168,7 +188,7 @@ impl Database {
     pub fn bulk_load_hfiles(
         &self,
         table: &str,
-        files: &dyn FileStore,
+        files: &Arc<dyn FileStore>,
         dir: &Path,
     ) -> Result<BulkLoadReport> {
         // HBase's AccessController asks ADMIN or CREATE on the table of
@@ -178,12 +198,11 @@ impl Database {
             &[Action::Admin, Action::Create],
             &Scope::table(table),
         )?;
-        let hfiles = hfiles_of(files, dir)?;
+        let hfiles = hfiles_of(files.as_ref(), dir)?;
         let mut report = BulkLoadReport::default();
         for (family, path) in hfiles {
-            let bytes = files.read_all(&path)?;
-            report.bytes_read += bytes.len() as u64;
-            let reader = HFileReader::from_bytes(&path, bytes)?;
+            let reader = open_hfile(files, &path, basalt_hfile::DEFAULT_READ_AHEAD)?;
+            report.bytes_read += files.size(&path)?;
             let (loaded, dropped, pieces) = self.load_one(table, &family, &reader, &path)?;
             report.files += 1;
             report.cells += loaded;
@@ -207,7 +226,7 @@ impl Database {
         region_id: u64,
         family_paths: &[(String, std::path::PathBuf)],
     ) -> Result<u64> {
-        let files = basalt_engine::fs::LocalFileStore::new();
+        let files: Arc<dyn FileStore> = Arc::new(basalt_engine::fs::LocalFileStore::new());
         self.authorize(
             "bulkLoadHFile",
             &[Action::Admin, Action::Create],
@@ -220,7 +239,7 @@ impl Database {
         let sequence = region.bulk_load_sequence()?;
         let mut cells = 0;
         for (family, path) in family_paths {
-            let reader = HFileReader::from_bytes(path, files.read_all(path)?)?;
+            let reader = open_hfile(&files, path, basalt_hfile::DEFAULT_READ_AHEAD)?;
             let info = region.info();
             if let Some(first) = reader.cells().next().transpose()? {
                 if !info.contains(&first.row) {
@@ -248,8 +267,8 @@ impl Database {
         path: &Path,
         from: &[u8],
     ) -> Result<RegionAnswer> {
-        let files = basalt_engine::fs::LocalFileStore::new();
-        let reader = HFileReader::from_bytes(path, files.read_all(path)?)?;
+        let files: Arc<dyn FileStore> = Arc::new(basalt_engine::fs::LocalFileStore::new());
+        let reader = open_hfile(&files, path, basalt_hfile::DEFAULT_READ_AHEAD)?;
         let (cells, tags_dropped, added) = load_piece(region, family, &reader, path, from)?;
         Ok(RegionAnswer::BulkLoaded {
             cells,

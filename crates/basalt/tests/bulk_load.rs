@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use basalt::{Database, Get, Put, Scan};
-use basalt_engine::fs::LocalFileStore;
+use basalt_engine::fs::{FileStore, LocalFileStore};
 use basalt_hfile::HFileReader;
 use basalt_types::{ColumnFamilyDescriptor, TableDescriptor};
 use bytes::Bytes;
@@ -34,6 +34,10 @@ fn fixture_rows() -> Vec<Bytes> {
         }
     }
     rows
+}
+
+fn local_files() -> std::sync::Arc<dyn FileStore> {
+    std::sync::Arc::new(LocalFileStore::new())
 }
 
 fn bulk_dir(root: &Path) -> std::path::PathBuf {
@@ -64,7 +68,7 @@ fn hfiles_land_in_the_regions_their_rows_belong_to_and_later_writes_win_over_the
     // also has, and a put written after.
     let entries = HFileReader::open(fixture()).unwrap().entry_count();
     let report = db
-        .bulk_load_hfiles("t", &LocalFileStore::new(), &bulk_dir(dir.path()))
+        .bulk_load_hfiles("t", &local_files(), &bulk_dir(dir.path()))
         .unwrap();
     assert_eq!(report.files, 1);
     assert_eq!(report.pieces, 2, "the file spans both regions");
@@ -126,7 +130,7 @@ fn a_loaded_cell_wins_over_a_cell_written_before_at_the_same_coordinates() {
             "written before",
         ))
         .unwrap();
-    db.bulk_load_hfiles("t", &LocalFileStore::new(), &bulk_dir(dir.path()))
+    db.bulk_load_hfiles("t", &local_files(), &bulk_dir(dir.path()))
         .unwrap();
     let got = table
         .get(&Get::new(first.row.clone()).column(first.family.clone(), first.qualifier.clone()))
@@ -145,7 +149,7 @@ fn bad_bulk_load_directories_are_refused_with_a_reason() {
     let db = Database::open(dir.path().join("db")).unwrap();
     let rows = fixture_rows();
     table_with_split(&db, &rows[1]);
-    let files = LocalFileStore::new();
+    let files = local_files();
     let empty = dir.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let e = db

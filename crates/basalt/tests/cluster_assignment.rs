@@ -1379,7 +1379,11 @@ fn a_bulk_load_through_one_member_reaches_the_regions_every_member_holds() {
     std::fs::copy(&fixture, dir.path().join("cf").join("f1")).unwrap();
     let report = h
         .member(&servers[0])
-        .bulk_load_hfiles("t", &basalt::fs::LocalFileStore::new(), dir.path())
+        .bulk_load_hfiles(
+            "t",
+            &(std::sync::Arc::new(basalt::fs::LocalFileStore::new()) as _),
+            dir.path(),
+        )
         .unwrap();
     assert_eq!(report.cells, reader.entry_count());
     assert_eq!(report.pieces, 4, "one store file per region");
