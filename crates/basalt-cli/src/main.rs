@@ -20,6 +20,18 @@ use basalt_rpc::zk::{ZkConfig, ZkRegistration};
 use basalt_rpc::{RpcConfig, RpcServer};
 use basalt_thrift::{Flavour, Server, ServerConfig};
 
+/// The allocator of every `basalt` process: jemalloc, not the system's.
+///
+/// Why: under a server's load glibc's malloc keeps what memstores and
+/// block caches free inside its per-thread arenas (64 MiB heaps it only
+/// trims from the top), so after a 1M-record YCSB load `basalt serve`
+/// held 1.1 GiB of RSS with 142 MiB of memstore counted, and the resident
+/// size grew past the configured memory budget. jemalloc returns freed
+/// pages to the system on a time decay (measured in
+/// bench/results/2026-11-29-memory.md).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod cluster;
 mod import_cmd;
 mod kerberos_args;
