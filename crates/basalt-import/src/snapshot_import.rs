@@ -467,7 +467,7 @@ fn convert_one(
     // A file a killed run published but did not mark.
     delete_if_present(files, &dest_path)?;
     let (path, bytes_read) = find_source(source, &job.source)?;
-    let reader = basalt::bulk_load::open_hfile(&source.files, &path, read_ahead)?;
+    let reader = basalt::bulk_load::open_hfile(&source.files, &path, bytes_read, read_ahead)?;
     let family = snapshot
         .descriptor
         .families()

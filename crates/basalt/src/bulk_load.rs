@@ -72,16 +72,17 @@ pub fn source_of(dir: &str) -> Result<(std::sync::Arc<dyn FileStore>, std::path:
     ))
 }
 
-/// Opens the HFile at `path` of `files` to be read by ranges of
-/// `read_ahead` bytes (`basalt_hfile::DEFAULT_READ_AHEAD` unless told),
-/// rather than read whole: an HBase store file can be several GiB, and an
-/// import or a bulk load then holds about one window of it in memory.
+/// Opens the HFile at `path` of `files`, `len` bytes (the caller has
+/// already asked its size), to be read by ranges of `read_ahead` bytes
+/// (`basalt_hfile::DEFAULT_READ_AHEAD` unless told), rather than read
+/// whole: an HBase store file can be several GiB, and an import or a bulk
+/// load then holds about one window of it in memory.
 pub fn open_hfile(
     files: &Arc<dyn FileStore>,
     path: &Path,
+    len: u64,
     read_ahead: usize,
 ) -> Result<HFileReader> {
-    let len = files.size(path)?;
     let (store, at) = (Arc::clone(files), path.to_path_buf());
     HFileReader::from_ranges(
         path,
@@ -201,8 +202,9 @@ impl Database {
         let hfiles = hfiles_of(files.as_ref(), dir)?;
         let mut report = BulkLoadReport::default();
         for (family, path) in hfiles {
-            let reader = open_hfile(files, &path, basalt_hfile::DEFAULT_READ_AHEAD)?;
-            report.bytes_read += files.size(&path)?;
+            let len = files.size(&path)?;
+            let reader = open_hfile(files, &path, len, basalt_hfile::DEFAULT_READ_AHEAD)?;
+            report.bytes_read += len;
             let (loaded, dropped, pieces) = self.load_one(table, &family, &reader, &path)?;
             report.files += 1;
             report.cells += loaded;
@@ -239,7 +241,12 @@ impl Database {
         let sequence = region.bulk_load_sequence()?;
         let mut cells = 0;
         for (family, path) in family_paths {
-            let reader = open_hfile(&files, path, basalt_hfile::DEFAULT_READ_AHEAD)?;
+            let reader = open_hfile(
+                &files,
+                path,
+                files.size(path)?,
+                basalt_hfile::DEFAULT_READ_AHEAD,
+            )?;
             let info = region.info();
             if let Some(first) = reader.cells().next().transpose()? {
                 if !info.contains(&first.row) {
@@ -268,7 +275,12 @@ impl Database {
         from: &[u8],
     ) -> Result<RegionAnswer> {
         let files: Arc<dyn FileStore> = Arc::new(basalt_engine::fs::LocalFileStore::new());
-        let reader = open_hfile(&files, path, basalt_hfile::DEFAULT_READ_AHEAD)?;
+        let reader = open_hfile(
+            &files,
+            path,
+            files.size(path)?,
+            basalt_hfile::DEFAULT_READ_AHEAD,
+        )?;
         let (cells, tags_dropped, added) = load_piece(region, family, &reader, path, from)?;
         Ok(RegionAnswer::BulkLoaded {
             cells,
