@@ -35,8 +35,8 @@ use basalt_types::mutation::{validate_row, validate_timestamp, Condition};
 use basalt_types::query::{prefix_successor, ColumnSelection};
 use basalt_types::{
     Append, Cell, CellType, CheckAndMutate, ColumnFamilyDescriptor, CompareOp, Delete, Durability,
-    Error, Get, Increment, Mutation, Put, Result, RowMutations, RowResult, Scan, TimeRange,
-    LATEST_TIMESTAMP,
+    Error, ErrorKind, Get, Increment, Mutation, Put, Result, RowMutations, RowResult, Scan,
+    TimeRange, LATEST_TIMESTAMP,
 };
 
 use crate::clock::Clock;
@@ -521,6 +521,40 @@ impl Region {
         Ok(())
     }
 
+    /// [`Region::check_row`] for a write, which a region that handed its
+    /// rows over refuses before reading anything: an increment, a
+    /// check-and-mutate or an index's observer would otherwise read files
+    /// the janitor may have deleted already (a batch's routes are taken
+    /// once, and its first group's flush can split or merge the region
+    /// its next group goes to).
+    fn check_write_row(&self, row: &[u8]) -> Result<()> {
+        self.check_row(row)?;
+        if self.closed.load(Ordering::Acquire) {
+            return Err(self.not_serving());
+        }
+        Ok(())
+    }
+
+    /// A call that failed reading or writing storage on a region that has
+    /// handed its rows over failed because that region is gone: once its
+    /// successors no longer link to its files, the janitor deletes them,
+    /// while a caller holding an old route may still be reading. Such a
+    /// caller is told to route again (`NotServingRegion`), as a write is,
+    /// rather than shown an I/O error about a file no region uses any
+    /// more. Other errors (a bad argument) are the answer wherever asked.
+    fn unless_retired<T>(&self, result: Result<T>) -> Result<T> {
+        match result {
+            Err(e)
+                if self.closed.load(Ordering::Acquire)
+                    && matches!(e.kind(), ErrorKind::Io | ErrorKind::Corruption) =>
+            {
+                tracing::debug!(region = self.info.id, error = %e, "a retired region's read failed: routed again");
+                Err(self.not_serving())
+            }
+            other => other,
+        }
+    }
+
     /// Which row keys were read and written, minute by minute, over the
     /// last `key_load.minutes` minutes, oldest first, the current partial
     /// minute last (see `key_load.rs`). Empty when the key load is off.
@@ -602,7 +636,11 @@ impl Region {
     /// One mutation, atomically; the new values of an increment or append.
     fn mutate(&self, mutation: Mutation) -> Result<RowResult> {
         let row = mutation.row().clone();
-        self.check_row(&row)?;
+        self.check_write_row(&row)?;
+        self.unless_retired(self.mutate_checked(mutation, row))
+    }
+
+    fn mutate_checked(&self, mutation: Mutation, row: Bytes) -> Result<RowResult> {
         let durability = mutation.durability();
         let observer = self.write_observer();
         let (result, after) = {
@@ -626,8 +664,12 @@ impl Region {
     /// Applies the mutations of one row atomically; returns the new values
     /// of its increments and appends (empty when it has none).
     pub fn mutate_row(&self, mutations: &RowMutations) -> Result<RowResult> {
+        self.check_write_row(mutations.row())?;
+        self.unless_retired(self.mutate_row_checked(mutations))
+    }
+
+    fn mutate_row_checked(&self, mutations: &RowMutations) -> Result<RowResult> {
         let row = mutations.row();
-        self.check_row(row)?;
         let observer = self.write_observer();
         let (result, after) = {
             let _lock = self.row_locks.lock(row);
@@ -651,8 +693,10 @@ impl Region {
     /// Applies many mutations, each atomically on its row; the batch as a
     /// whole is not atomic. They share one WAL sync.
     pub fn batch(&self, mutations: &[Mutation]) -> Vec<Result<()>> {
-        let mut results: Vec<Result<()>> =
-            mutations.iter().map(|m| self.check_row(m.row())).collect();
+        let mut results: Vec<Result<()>> = mutations
+            .iter()
+            .map(|m| self.check_write_row(m.row()))
+            .collect();
         let rows = mutations
             .iter()
             .zip(&results)
@@ -713,7 +757,7 @@ impl Region {
                         Some(ts) => staged.rows.insert(mutation.row().clone(), ts),
                         None => staged.rows.remove(mutation.row()),
                     };
-                    results[i] = Err(e);
+                    results[i] = self.unless_retired(Err(e));
                 }
             }
         }
@@ -755,9 +799,13 @@ impl Region {
     /// mutations' increments and appends when they were applied (HBase's
     /// `CheckAndMutateResult`).
     pub fn check_and_mutate_returning(&self, check: &CheckAndMutate) -> Result<(bool, RowResult)> {
+        self.check_write_row(&check.row)?;
+        self.unless_retired(self.check_and_mutate_checked(check))
+    }
+
+    fn check_and_mutate_checked(&self, check: &CheckAndMutate) -> Result<(bool, RowResult)> {
         let not_applied = || Ok((false, result_of(&check.row, Vec::new())));
         let row = &check.row;
-        self.check_row(row)?;
         if check.mutations.row() != row {
             return Err(Error::invalid(
                 "check-and-mutate mutations must be on the checked row",
@@ -1547,6 +1595,12 @@ impl Region {
     /// rules and filter loop as a scan.
     pub fn get(&self, get: &Get) -> Result<RowResult> {
         self.check_row(&get.row)?;
+        // Reads of a region handing its rows over go on (its data is
+        // frozen), unless its files went with it.
+        self.unless_retired(self.get_checked(get))
+    }
+
+    fn get_checked(&self, get: &Get) -> Result<RowResult> {
         if get.max_versions == 0 {
             return Err(Error::invalid("max versions must be at least 1"));
         }
