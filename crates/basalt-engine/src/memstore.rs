@@ -3,53 +3,232 @@
 //! Writers insert without locking readers out (a lock-free skip list);
 //! readers see only cells whose sequence id is at or below their MVCC read
 //! point, which is what keeps row mutations atomic for them (see `mvcc.rs`).
+//!
+//! Memory. A cell is one skip-list node holding a [`MemKey`] (80 bytes) and
+//! its bytes (row, qualifier and value) copied into the memstore's arena:
+//! chunks of [`ARENA_CHUNK_BYTES`] shared by many cells (HBase's MSLAB). A
+//! cell kept as the write brought it costs far more: three separately
+//! allocated buffers (each rounded up to an allocator size class), a
+//! shared header per buffer once cloned, and, for cells decoded from a
+//! request, the request's whole buffer kept alive by a slice of it.
+//! Measured on YCSB's cells (about 130 bytes of data), the arena and the
+//! compact key take a cell from about 400 bytes resident to about 230.
+//! A reader's cells share the arena's chunks, so a chunk lives until the
+//! last cell read from it is dropped, as long as the memstore at most for
+//! the gateways, which write their answers out and drop them.
+//!
+//! Accounting. The memstore counts each cell at [`entry_size`]: its bytes
+//! and the node's fixed cost, which is what it really holds (HBase adds
+//! its skip list's entry overhead to each cell's size likewise). The
+//! global budget and the flush size therefore bound resident memory, not
+//! an estimate of half of it.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use crossbeam_skiplist::SkipMap;
+use parking_lot::Mutex;
 
 use basalt_types::{Cell, CellType, Result};
 
 use crate::memory::{MemstoreBudget, Reservation};
-use crate::source::{first_on_row, CellSource};
+use crate::source::CellSource;
 use crate::version_limit::ColumnVersionLimit;
 
-/// The memstore's key: a cell's coordinates without the family, which is
-/// the same for the whole store.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Size of an arena chunk. Big enough that a chunk serves thousands of
+/// typical cells; small enough that the one partly filled chunk each
+/// memstore holds, and a chunk kept by a reader's cells, cost little.
+pub const ARENA_CHUNK_BYTES: usize = 512 * 1024;
+
+/// Cells with more bytes than this get an allocation of their own rather
+/// than a chunk's space (a few of them would waste most of a chunk).
+const ARENA_LARGEST_COPY: usize = 64 * 1024;
+
+/// A skip-list node's cost beside its key: the reference count and height
+/// word, and the tower of next pointers, two on average (a node's height
+/// is 1 + the number of trailing zeros of a random number).
+const SKIP_LIST_NODE_OVERHEAD: usize = 8 + 2 * 8;
+
+/// What a memstore holds for one cell beside its row, qualifier and value.
+pub const ENTRY_OVERHEAD: usize = std::mem::size_of::<MemKey>() + SKIP_LIST_NODE_OVERHEAD;
+
+/// The bytes a memstore counts for `cell`: its row, qualifier and value
+/// (the family is the store's) and the fixed cost of its entry. Writers
+/// reserve this much in the global budget before inserting.
+pub fn entry_size(cell: &Cell) -> usize {
+    cell.row.len() + cell.qualifier.len() + cell.value.len() + ENTRY_OVERHEAD
+}
+
+/// The memstore's entry: a cell's coordinates without the family, which is
+/// the same for the whole store, with its row, qualifier and value in one
+/// slice of the arena.
+#[derive(Debug, Clone)]
 struct MemKey {
-    row: Bytes,
-    qualifier: Bytes,
+    /// Row, qualifier and value, in that order.
+    data: Bytes,
+    row_len: usize,
+    /// Where the value starts in `data` (the qualifier ends there).
+    value_start: usize,
+    timestamp: i64,
+    sequence_id: u64,
+    /// The cell's TTL when `has_ttl` (an `Option<u64>` would cost 8 bytes
+    /// more in every entry).
+    ttl_millis: u64,
+    cell_type: CellType,
+    has_ttl: bool,
+}
+
+impl MemKey {
+    fn row(&self) -> &[u8] {
+        &self.data[..self.row_len]
+    }
+
+    fn qualifier(&self) -> &[u8] {
+        &self.data[self.row_len..self.value_start]
+    }
+
+    /// The cell, sharing the arena's bytes (`row` when the caller has the
+    /// row's bytes already).
+    fn cell(&self, family: &Bytes, row: Option<&Bytes>) -> Cell {
+        Cell {
+            row: row
+                .cloned()
+                .unwrap_or_else(|| self.data.slice(..self.row_len)),
+            family: family.clone(),
+            qualifier: self.data.slice(self.row_len..self.value_start),
+            timestamp: self.timestamp,
+            cell_type: self.cell_type,
+            sequence_id: self.sequence_id,
+            value: self.data.slice(self.value_start..),
+            ttl_millis: self.has_ttl.then_some(self.ttl_millis),
+        }
+    }
+}
+
+/// A key's coordinates, borrowed: how the skip list is searched with a
+/// cell's coordinates without copying them into an arena first.
+trait KeyParts {
+    fn row(&self) -> &[u8];
+    fn qualifier(&self) -> &[u8];
+    fn timestamp(&self) -> i64;
+    fn cell_type(&self) -> CellType;
+    fn sequence_id(&self) -> u64;
+}
+
+impl KeyParts for MemKey {
+    fn row(&self) -> &[u8] {
+        MemKey::row(self)
+    }
+    fn qualifier(&self) -> &[u8] {
+        MemKey::qualifier(self)
+    }
+    fn timestamp(&self) -> i64 {
+        self.timestamp
+    }
+    fn cell_type(&self) -> CellType {
+        self.cell_type
+    }
+    fn sequence_id(&self) -> u64 {
+        self.sequence_id
+    }
+}
+
+/// A search key: a cell's coordinates.
+struct Probe<'a> {
+    row: &'a [u8],
+    qualifier: &'a [u8],
     timestamp: i64,
     cell_type: CellType,
     sequence_id: u64,
 }
 
-impl MemKey {
-    fn of(cell: &Cell) -> Self {
-        MemKey {
-            row: cell.row.clone(),
-            qualifier: cell.qualifier.clone(),
+impl<'a> Probe<'a> {
+    fn of(cell: &'a Cell) -> Self {
+        Probe {
+            row: &cell.row,
+            qualifier: &cell.qualifier,
             timestamp: cell.timestamp,
             cell_type: cell.cell_type,
             sequence_id: cell.sequence_id,
         }
     }
+
+    /// Sorts before every key of `row` (see `first_on_row`).
+    fn first_on_row(row: &'a [u8]) -> Self {
+        Probe {
+            row,
+            qualifier: &[],
+            timestamp: i64::MAX,
+            cell_type: CellType::DeleteFamily,
+            sequence_id: u64::MAX,
+        }
+    }
 }
 
+impl KeyParts for Probe<'_> {
+    fn row(&self) -> &[u8] {
+        self.row
+    }
+    fn qualifier(&self) -> &[u8] {
+        self.qualifier
+    }
+    fn timestamp(&self) -> i64 {
+        self.timestamp
+    }
+    fn cell_type(&self) -> CellType {
+        self.cell_type
+    }
+    fn sequence_id(&self) -> u64 {
+        self.sequence_id
+    }
+}
+
+/// KeyValue order without the family: row, qualifier, then timestamp,
+/// type and sequence id descending.
+fn compare_keys(a: &dyn KeyParts, b: &dyn KeyParts) -> Ordering {
+    a.row()
+        .cmp(b.row())
+        .then_with(|| a.qualifier().cmp(b.qualifier()))
+        .then_with(|| b.timestamp().cmp(&a.timestamp()))
+        .then_with(|| b.cell_type().cmp(&a.cell_type()))
+        .then_with(|| b.sequence_id().cmp(&a.sequence_id()))
+}
+
+impl<'a> Borrow<dyn KeyParts + 'a> for MemKey {
+    fn borrow(&self) -> &(dyn KeyParts + 'a) {
+        self
+    }
+}
+
+impl Ord for dyn KeyParts + '_ {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_keys(self, other)
+    }
+}
+
+impl PartialOrd for dyn KeyParts + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for dyn KeyParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for dyn KeyParts + '_ {}
+
+// The map's order is the borrowed form's (`Borrow` requires it).
 impl Ord for MemKey {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.row
-            .cmp(&other.row)
-            .then_with(|| self.qualifier.cmp(&other.qualifier))
-            .then_with(|| other.timestamp.cmp(&self.timestamp))
-            .then_with(|| other.cell_type.cmp(&self.cell_type))
-            .then_with(|| other.sequence_id.cmp(&self.sequence_id))
+        compare_keys(self, other)
     }
 }
 
@@ -59,18 +238,47 @@ impl PartialOrd for MemKey {
     }
 }
 
-/// What a memstore keeps beside a cell's key.
-#[derive(Debug, Clone)]
-struct MemValue {
-    value: Bytes,
-    ttl_millis: Option<u64>,
+impl PartialEq for MemKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for MemKey {}
+
+/// Where a memstore's cells keep their bytes: chunks that many cells
+/// share (see the module docs).
+#[derive(Debug, Default)]
+struct Arena {
+    /// The unused rest of the current chunk (empty before the first cell).
+    free: Mutex<BytesMut>,
+}
+
+impl Arena {
+    /// `parts` copied one after another into one slice.
+    fn copy(&self, parts: [&[u8]; 3]) -> Bytes {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > ARENA_LARGEST_COPY {
+            let mut own = BytesMut::with_capacity(len);
+            parts.iter().for_each(|p| own.extend_from_slice(p));
+            return own.freeze();
+        }
+        let mut free = self.free.lock();
+        if free.capacity() < len {
+            *free = BytesMut::with_capacity(ARENA_CHUNK_BYTES);
+        }
+        // Within capacity: no reallocation, the chunk is not moved.
+        parts.iter().for_each(|p| free.extend_from_slice(p));
+        free.split_to(len).freeze()
+    }
 }
 
 /// One store's in-memory sorted cells.
 #[derive(Debug)]
 pub struct MemStore {
     family: Bytes,
-    cells: SkipMap<MemKey, MemValue>,
+    cells: SkipMap<MemKey, ()>,
+    arena: Arena,
     heap_size: AtomicUsize,
     /// The server's global memstore budget, when there is one, and the
     /// bytes of this memstore it counts: from insertion until the flush
@@ -90,6 +298,7 @@ impl MemStore {
         MemStore {
             family,
             cells: SkipMap::new(),
+            arena: Arena::default(),
             heap_size: AtomicUsize::new(0),
             budget,
             counted: AtomicUsize::new(0),
@@ -100,7 +309,7 @@ impl MemStore {
     /// The budget counts it at once, without waiting: this is for WAL
     /// replay; writes reserve first and use [`MemStore::insert_reserved`].
     pub fn insert(&self, cell: &Cell) {
-        let size = cell.heap_size();
+        let size = entry_size(cell);
         if let Some(budget) = &self.budget {
             budget.charge(size);
             self.counted.fetch_add(size, AtomicOrdering::SeqCst);
@@ -108,10 +317,10 @@ impl MemStore {
         self.add(cell, size);
     }
 
-    /// Adds a cell whose bytes `reservation` holds: they move to this
-    /// memstore, and the budget's total does not change.
+    /// Adds a cell whose bytes (its [`entry_size`]) `reservation` holds:
+    /// they move to this memstore, and the budget's total does not change.
     pub fn insert_reserved(&self, cell: &Cell, reservation: &mut Reservation) {
-        let size = cell.heap_size();
+        let size = entry_size(cell);
         match &self.budget {
             Some(budget) if Arc::ptr_eq(budget, reservation.budget()) => {
                 reservation.transfer(size);
@@ -130,12 +339,19 @@ impl MemStore {
 
     fn add(&self, cell: &Cell, size: usize) {
         self.heap_size.fetch_add(size, AtomicOrdering::Relaxed);
+        let data = self.arena.copy([&cell.row, &cell.qualifier, &cell.value]);
         self.cells.insert(
-            MemKey::of(cell),
-            MemValue {
-                value: cell.value.clone(),
-                ttl_millis: cell.ttl_millis,
+            MemKey {
+                data,
+                row_len: cell.row.len(),
+                value_start: cell.row.len() + cell.qualifier.len(),
+                timestamp: cell.timestamp,
+                sequence_id: cell.sequence_id,
+                ttl_millis: cell.ttl_millis.unwrap_or(0),
+                cell_type: cell.cell_type,
+                has_ttl: cell.ttl_millis.is_some(),
             },
+            (),
         );
     }
 
@@ -148,7 +364,7 @@ impl MemStore {
         }
     }
 
-    /// Approximate bytes held, for flush decisions.
+    /// Bytes held ([`entry_size`] of every cell), for flush decisions.
     pub fn heap_size(&self) -> usize {
         self.heap_size.load(AtomicOrdering::Relaxed)
     }
@@ -180,43 +396,29 @@ impl MemStore {
         out: &mut Vec<Cell>,
         mut limit: Option<&mut ColumnVersionLimit>,
     ) {
-        let start = MemKey {
-            row: row.clone(),
-            // Sorts before every key of the row (see `first_on_row`).
-            qualifier: Bytes::new(),
-            timestamp: i64::MAX,
-            cell_type: CellType::DeleteFamily,
-            sequence_id: u64::MAX,
-        };
-        for entry in self.cells.range(start..) {
+        let start = Probe::first_on_row(row);
+        let from: &dyn KeyParts = &start;
+        for entry in self
+            .cells
+            .range::<dyn KeyParts, _>((Bound::Included(from), Bound::Unbounded))
+        {
             let key = entry.key();
-            if key.row != *row {
+            if key.row() != &row[..] {
                 break;
             }
             if key.sequence_id > read_point {
                 continue;
             }
             if let Some(limit) = limit.as_deref_mut() {
-                if !limit.admits(&key.qualifier, key.cell_type) {
+                if !limit.admits(key.qualifier(), key.cell_type) {
                     continue;
                 }
             }
-            {
-                let cell = Cell {
-                    row: row.clone(),
-                    family: self.family.clone(),
-                    qualifier: key.qualifier.clone(),
-                    timestamp: key.timestamp,
-                    cell_type: key.cell_type,
-                    sequence_id: key.sequence_id,
-                    value: entry.value().value.clone(),
-                    ttl_millis: entry.value().ttl_millis,
-                };
-                if let Some(limit) = limit.as_deref_mut() {
-                    limit.collected(&cell);
-                }
-                out.push(cell);
+            let cell = key.cell(&self.family, Some(row));
+            if let Some(limit) = limit.as_deref_mut() {
+                limit.collected(&cell);
             }
+            out.push(cell);
         }
     }
 
@@ -272,27 +474,22 @@ impl std::fmt::Debug for MemStoreSource {
 }
 
 impl MemStoreSource {
-    fn fill(&mut self, from: Bound<MemKey>) {
+    fn fill(&mut self, from: Bound<&dyn KeyParts>) {
         self.buffer.clear();
         let mut last = None;
         let mut done = true;
-        for entry in self.store.cells.range((from, Bound::Unbounded)) {
+        for entry in self
+            .store
+            .cells
+            .range::<dyn KeyParts, _>((from, Bound::Unbounded))
+        {
             if self.buffer.len() >= self.chunk {
                 done = false;
                 break;
             }
             let key = entry.key();
             if key.sequence_id <= self.read_point {
-                self.buffer.push_back(Cell {
-                    row: key.row.clone(),
-                    family: self.store.family.clone(),
-                    qualifier: key.qualifier.clone(),
-                    timestamp: key.timestamp,
-                    cell_type: key.cell_type,
-                    sequence_id: key.sequence_id,
-                    value: entry.value().value.clone(),
-                    ttl_millis: entry.value().ttl_millis,
-                });
+                self.buffer.push_back(key.cell(&self.store.family, None));
             }
             last = Some(entry);
         }
@@ -306,13 +503,13 @@ impl MemStoreSource {
     fn refill_if_empty(&mut self) {
         while self.buffer.is_empty() && !self.exhausted {
             match self.resume_after.take() {
-                Some(after) => self.fill(Bound::Excluded(after)),
+                Some(after) => self.fill(Bound::Excluded(&after)),
                 None => self.exhausted = true,
             }
         }
     }
 
-    fn seek_key(&mut self, key: MemKey) {
+    fn seek_key(&mut self, key: &dyn KeyParts) {
         self.chunk = FIRST_CHUNK;
         self.fill(Bound::Included(key));
         self.refill_if_empty();
@@ -331,26 +528,37 @@ impl CellSource for MemStoreSource {
     }
 
     fn seek(&mut self, key: &Cell) -> Result<()> {
-        self.seek_key(MemKey::of(key));
+        self.seek_key(&Probe::of(key));
         Ok(())
     }
 
     fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
-        let visible = |e: &crossbeam_skiplist::map::Entry<'_, MemKey, MemValue>| {
+        let visible = |e: &crossbeam_skiplist::map::Entry<'_, MemKey, ()>| {
             e.key().sequence_id <= self.read_point
         };
         let previous_row = match row {
-            Some(row) => self
+            Some(row) => {
+                let before = Probe::first_on_row(row);
+                let before: &dyn KeyParts = &before;
+                let found = self
+                    .store
+                    .cells
+                    .range::<dyn KeyParts, _>((Bound::Unbounded, Bound::Excluded(before)))
+                    .rev()
+                    .find(visible)
+                    .map(|e| e.key().clone());
+                found
+            }
+            None => self
                 .store
                 .cells
-                .range(..MemKey::of(&first_on_row(row)))
+                .iter()
                 .rev()
-                .find(visible),
-            None => self.store.cells.iter().rev().find(visible),
-        }
-        .map(|e| e.key().row.clone());
+                .find(visible)
+                .map(|e| e.key().clone()),
+        };
         match previous_row {
-            Some(r) => self.seek_key(MemKey::of(&first_on_row(&r))),
+            Some(key) => self.seek_key(&Probe::first_on_row(key.row())),
             None => {
                 self.buffer.clear();
                 self.resume_after = None;
@@ -364,6 +572,7 @@ impl CellSource for MemStoreSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::first_on_row;
 
     fn cell(row: &str, q: &str, ts: i64, seq: u64) -> Cell {
         let mut c = Cell::put(
@@ -435,5 +644,75 @@ mod tests {
         let mut s = m.source(10);
         s.seek(&first_on_row(b"a")).unwrap();
         assert_eq!(rows_of(&mut s), vec!["a/q/3", "a/q/2", "a/q/1"]);
+    }
+
+    fn all_cells(m: &Arc<MemStore>) -> Vec<Cell> {
+        let mut s = m.source(u64::MAX);
+        s.seek(&first_on_row(b"")).unwrap();
+        let mut out = vec![];
+        while let Some(c) = s.peek() {
+            out.push(c.clone());
+            s.advance().unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn cells_come_back_whole_from_the_arena_small_large_with_and_without_ttl() {
+        let m = Arc::new(MemStore::new(Bytes::from_static(b"f")));
+        let mut small = cell("a", "q", 1, 1);
+        small.ttl_millis = Some(0);
+        let mut large = cell("b", "q", 1, 2);
+        large.value = Bytes::from(vec![7u8; ARENA_LARGEST_COPY + 1]);
+        large.ttl_millis = Some(5_000);
+        let mut empty = cell("c", "", 1, 3);
+        empty.value = Bytes::new();
+        // Enough cells to fill several chunks.
+        let many: Vec<Cell> = (0..2 * ARENA_CHUNK_BYTES / 1000)
+            .map(|i| {
+                let mut c = cell(&format!("d{i:05}"), "q", 1, 4 + i as u64);
+                c.value = Bytes::from(vec![i as u8; 1000]);
+                c
+            })
+            .collect();
+        let mut expected = vec![small, large, empty];
+        expected.extend(many);
+        for c in &expected {
+            m.insert(c);
+        }
+        assert_eq!(all_cells(&m), expected);
+        let mut row = vec![];
+        m.row_cells(&Bytes::from_static(b"b"), u64::MAX, &mut row);
+        assert_eq!(row, vec![expected[1].clone()]);
+    }
+
+    #[test]
+    fn a_read_cell_outlives_its_memstore() {
+        let m = Arc::new(MemStore::new(Bytes::from_static(b"f")));
+        m.insert(&cell("a", "q", 1, 1));
+        let read = all_cells(&m);
+        drop(m);
+        assert_eq!(read, vec![cell("a", "q", 1, 1)]);
+    }
+
+    #[test]
+    fn a_memstore_counts_each_cell_at_its_bytes_and_entry_cost() {
+        let m = MemStore::new(Bytes::from_static(b"f"));
+        let c = cell("row", "qual", 1, 1);
+        m.insert(&c);
+        let bytes = c.row.len() + c.qualifier.len() + c.value.len();
+        assert_eq!(m.heap_size(), bytes + ENTRY_OVERHEAD);
+        assert_eq!(entry_size(&c), bytes + ENTRY_OVERHEAD);
+        // The family is the store's: it is not counted per cell.
+        let mut other_family = c.clone();
+        other_family.family = Bytes::from_static(b"a much longer family name");
+        assert_eq!(entry_size(&other_family), entry_size(&c));
+    }
+
+    #[test]
+    fn the_entry_stays_compact() {
+        // Every cell in memory pays for its key: a field added here costs
+        // each of them (the module docs' figures assume 80 bytes).
+        assert_eq!(std::mem::size_of::<MemKey>(), 80);
     }
 }

@@ -1078,7 +1078,7 @@ impl Region {
                 let bytes = writes
                     .iter()
                     .flat_map(|w| w.cells.iter())
-                    .map(Cell::heap_size)
+                    .map(crate::memstore::entry_size)
                     .sum();
                 Some(budget.reserve(bytes).map_err(fenced_first)?)
             }

@@ -165,7 +165,9 @@ impl Cell {
         self.row == other.row && self.family == other.family && self.qualifier == other.qualifier
     }
 
-    /// Approximate heap size, used for memstore accounting.
+    /// Approximate size: the bytes and a fixed cost. Load statistics and
+    /// scan metrics count cells so; a memstore counts what it really holds
+    /// (`basalt_engine::memstore::entry_size`).
     pub fn heap_size(&self) -> usize {
         self.row.len() + self.family.len() + self.qualifier.len() + self.value.len() + 48
     }
