@@ -216,7 +216,10 @@ pub fn run_region_server(args: ServeArgs) -> Result<(), String> {
         Some(b) => Some(
             b.serve_with(
                 db.clone(),
-                vec![crate::replication_metrics::reader(&rpc_server)],
+                vec![
+                    crate::replication_metrics::reader(&rpc_server),
+                    crate::allocator_metrics::reader(),
+                ],
             )
             .map_err(|e| format!("the info server failed to start: {e}"))?,
         ),

@@ -28,10 +28,12 @@ use basalt_thrift::{Flavour, Server, ServerConfig};
 /// held 1.1 GiB of RSS with 142 MiB of memstore counted, and the resident
 /// size grew past the configured memory budget. jemalloc returns freed
 /// pages to the system on a time decay (measured in
-/// bench/results/2026-11-29-memory.md).
+/// bench/results/2026-11-29-memory.md), here from a background thread
+/// after one second (its options are compiled in: `.cargo/config.toml`).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+mod allocator_metrics;
 mod cluster;
 mod import_cmd;
 mod kerberos_args;
@@ -832,8 +834,11 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         },
         _ => None,
     };
-    let extras: Vec<basalt_info::ExtraMetrics> =
-        rpc_server.iter().map(replication_metrics::reader).collect();
+    let extras: Vec<basalt_info::ExtraMetrics> = rpc_server
+        .iter()
+        .map(replication_metrics::reader)
+        .chain([allocator_metrics::reader()])
+        .collect();
     let info_server = match info_bound
         .map(|b| b.serve_with(db.clone(), extras))
         .transpose()
