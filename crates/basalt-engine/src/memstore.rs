@@ -84,14 +84,6 @@ struct MemKey {
 }
 
 impl MemKey {
-    fn row(&self) -> &[u8] {
-        &self.data[..self.row_len]
-    }
-
-    fn qualifier(&self) -> &[u8] {
-        &self.data[self.row_len..self.value_start]
-    }
-
     /// The cell, sharing the arena's bytes (`row` when the caller has the
     /// row's bytes already).
     fn cell(&self, family: &Bytes, row: Option<&Bytes>) -> Cell {
@@ -122,10 +114,10 @@ trait KeyParts {
 
 impl KeyParts for MemKey {
     fn row(&self) -> &[u8] {
-        MemKey::row(self)
+        &self.data[..self.row_len]
     }
     fn qualifier(&self) -> &[u8] {
-        MemKey::qualifier(self)
+        &self.data[self.row_len..self.value_start]
     }
     fn timestamp(&self) -> i64 {
         self.timestamp

@@ -72,6 +72,17 @@ pub fn source_of(dir: &str) -> Result<(std::sync::Arc<dyn FileStore>, std::path:
     ))
 }
 
+/// [`open_hfile`] for a file whose size is not known yet, with the
+/// default read-ahead (the bulk-load region calls).
+fn open_sized_hfile(files: &Arc<dyn FileStore>, path: &Path) -> Result<HFileReader> {
+    open_hfile(
+        files,
+        path,
+        files.size(path)?,
+        basalt_hfile::DEFAULT_READ_AHEAD,
+    )
+}
+
 /// Opens the HFile at `path` of `files`, `len` bytes (the caller has
 /// already asked its size), to be read by ranges of `read_ahead` bytes
 /// (`basalt_hfile::DEFAULT_READ_AHEAD` unless told), rather than read
@@ -241,12 +252,7 @@ impl Database {
         let sequence = region.bulk_load_sequence()?;
         let mut cells = 0;
         for (family, path) in family_paths {
-            let reader = open_hfile(
-                &files,
-                path,
-                files.size(path)?,
-                basalt_hfile::DEFAULT_READ_AHEAD,
-            )?;
+            let reader = open_sized_hfile(&files, path)?;
             let info = region.info();
             if let Some(first) = reader.cells().next().transpose()? {
                 if !info.contains(&first.row) {
@@ -275,12 +281,7 @@ impl Database {
         from: &[u8],
     ) -> Result<RegionAnswer> {
         let files: Arc<dyn FileStore> = Arc::new(basalt_engine::fs::LocalFileStore::new());
-        let reader = open_hfile(
-            &files,
-            path,
-            files.size(path)?,
-            basalt_hfile::DEFAULT_READ_AHEAD,
-        )?;
+        let reader = open_sized_hfile(&files, path)?;
         let (cells, tags_dropped, added) = load_piece(region, family, &reader, path, from)?;
         Ok(RegionAnswer::BulkLoaded {
             cells,
