@@ -155,6 +155,35 @@ fn without_a_window_edits_appended_while_an_object_is_written_share_the_next_one
     assert_eq!(wal.stats().writes, 2);
 }
 
+/// An acknowledgement wakes the writers of its own batch and one writer of
+/// the pending batch (to lead it), not every waiting writer: a log-wide
+/// wake-up sent half of 64 writers back to sleep at every object.
+#[test]
+fn an_acknowledged_object_wakes_its_own_writers_and_one_leader_only() {
+    let faulty = FaultyFileStore::new(Arc::new(MemFileStore::new()));
+    let files: Arc<dyn FileStore> = Arc::new(faulty.clone());
+    let (wal, _) = open(files, ObjectWalOptions::default());
+    faulty.hold_finishes();
+    let lone = spawn_write(&wal, edit(1, 1, "r1"));
+    eventually(|| faulty.held_finishes() == 1);
+    let followers: Vec<_> = (2..=4)
+        .map(|i| spawn_write(&wal, edit(1, i, &format!("r{i}"))))
+        .collect();
+    let sleeps = || wal.inner.stats.sleeps.load(Ordering::Relaxed);
+    // The lone writer leads its object without sleeping; each follower
+    // sleeps once, the object in flight being the one allowed.
+    eventually(|| sleeps() == 3);
+    faulty.release_finishes();
+    lone.join().unwrap().unwrap();
+    for follower in followers {
+        follower.join().unwrap().unwrap();
+    }
+    assert_eq!(wal.stats().writes, 2);
+    // One follower woke to lead the next object and was acknowledged by
+    // publishing it; the other two woke once, when it was acknowledged.
+    assert_eq!(sleeps(), 3, "no writer went back to sleep");
+}
+
 /// Options for the tests of objects in flight: no window (writers lead
 /// their batches), four in flight, repairs at once.
 fn in_flight() -> ObjectWalOptions {
