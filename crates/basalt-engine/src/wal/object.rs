@@ -683,6 +683,11 @@ impl Waiters {
     fn wake_leader(&self) {
         self.0.notify_one();
     }
+
+    /// Sleeps with this batch's writers, `state` unlocked meanwhile.
+    fn wait(&self, state: &mut parking_lot::MutexGuard<'_, State>) {
+        self.0.wait(state);
+    }
 }
 
 /// A batch's object on its way (see `State::flights`).
@@ -1863,7 +1868,8 @@ impl Inner {
         if self.appends {
             std::mem::take(&mut st.appending_waiters).wake_all();
         }
-        if st.buf_records > 0 {
+        // With a window the committer takes every batch: nobody to lead.
+        if st.buf_records > 0 && self.writers_lead() {
             st.pending_waiters.wake_leader();
         }
         drop(st);
@@ -2462,7 +2468,7 @@ impl Inner {
             // Else the batch being appended to a segment (no flights there).
             let waiters = waiters.unwrap_or_else(|| st.appending_waiters.clone());
             self.stats.sleeps.fetch_add(1, Ordering::Relaxed);
-            waiters.0.wait(&mut st);
+            waiters.wait(&mut st);
         }
     }
 
